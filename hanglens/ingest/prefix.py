@@ -1,0 +1,265 @@
+"""Strip the prefixes that schedulers, launchers and loggers wrap around a log line, keeping their fields.
+
+Order (outermost first, reference §9.3): container/journal/dmesg stamps and external timestamps →
+SLURM `srun -l` / Open MPI / pdsh tags → Ray / TorchX → torchrun `--tee` `[default0]:` →
+`[rankN]:` (possibly doubled, possibly glued after a tqdm bar) → C++ (c10/glog) or Python logging
+envelope → payload.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
+
+# -- outer transport/scheduler prefixes --------------------------------------------------------
+CRI_RE = re.compile(
+    r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?P<stream>stdout|stderr) [FP] "
+)
+CLOUDWATCH_RE = re.compile(r"^\s*\|\s*(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z?)\s*\|\s?")
+ISO_RE = re.compile(
+    r"^\[?(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]?(?: \|)? "
+)
+TIME_ONLY_RE = re.compile(r"^(?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))? (?=\S)")
+DMESG_RE = re.compile(r"^\[\s*(?P<uptime>\d+\.\d+)\] ")
+JOURNAL_RE = re.compile(
+    r"^(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) "
+    r"(?P<hms>\d\d:\d\d:\d\d)(?:\.\d{6})? (?P<host>\S+) (?P<ident>[^\s\[:]+)(?:\[\d+\])?: "
+)
+SLURM_RE = re.compile(r"^(?:P\d+ )?\s*(?P<task>\d{1,5}): ")
+OPENMPI_RE = re.compile(
+    r"^\[(?P<job>[\w.@-]+),(?P<mpi_rank>\d+)\](?:\[(?P<host>[^:\]]+):\d+\])?<(?P<stream>stdout|stderr|stddiag)>: ?"
+)
+PDSH_RE = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w-]*(?:\.[\w-]+)*\d[\w.-]*): (?=\S)")
+RAY_RE = re.compile(r"^\((?P<actor>[\w.]+) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:]+))?\) ")
+TORCHX_RE = re.compile(r"^(?P<app>[\w.\-]+)/(?P<replica>\d+) (?=\[)")
+TEE_RE = re.compile(r"^\[(?!rank\d)(?P<role>[A-Za-z_][\w-]*?)(?P<local_rank>\d+)\]:")
+RANK_RE = re.compile(r"\[rank(?P<rank>\d+)\]: ?")
+MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
+
+# -- inner logging envelopes ---------------------------------------------------------------------
+C10_RE = re.compile(
+    r"^\[?(?P<lvl>[VIWEF])(?:(?P<md>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d)\.(?P<frac>\d{6,9})(?: +\d+)? )?\s*"
+    r"(?P<src>[\w.+-]+\.(?:cpp|cc|cu|h|hpp|c)):(?P<line>\d+)\] ?"
+)
+PYGLOG_RE = re.compile(
+    r"^(?P<lvl>[VIWEC])(?P<mm>\d\d)(?P<dd>\d\d) (?P<hms>\d\d:\d\d:\d\d)\.(?P<frac>\d{6}) (?P<id>\d+) "
+    r"(?P<path>\S+\.py):(?P<line>\d+)\](?: \[[^\]]*\])* ?"
+)
+PYLOG21_RE = re.compile(
+    r"^\[(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d),(?P<ms>\d{3})\] (?P<logger>[\w.]+): "
+    r"\[(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL)\] "
+)
+DEEPSPEED_RE = re.compile(
+    r"^\[(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d),(?P<ms>\d{3})\] \[(?P<lvl>[A-Z]+)\] "
+    r"\[(?P<file>[\w.]+):(?P<line>\d+):(?P<func>\w+)\] "
+)
+PYFMT_RE = re.compile(
+    r"^(?:\[[\w.-]+\] )?(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:,(?P<ms>\d{3}))? - [\w.<>-]+ - "
+    r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
+)
+STDLIB_RE = re.compile(r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<logger>[\w.]+):")
+LEVEL_LETTER = {"DEBUG": "D", "INFO": "I", "WARNING": "W", "ERROR": "E", "CRITICAL": "C"}
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """What the prefixes of one line said. `year_known` is False when the timestamp had no year."""
+
+    text: str
+    rank: int | None = None
+    host: str | None = None
+    local_rank: int | None = None
+    stream: str | None = None
+    task: int | None = None
+    time: float | None = None
+    year: int | None = None
+    year_known: bool = False
+    clock: str | None = None
+    level: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """File-level decisions about ambiguous prefixes (SLURM labels, pdsh hosts), from a sample of lines."""
+
+    slurm: bool = False
+    pdsh: bool = False
+
+
+def detect_dialect(sample: list[str]) -> Dialect:
+    """Enable the ambiguous prefixes only when most non-empty lines of the sample carry them."""
+    lines = [ANSI_RE.sub("", s) for s in sample if s.strip()]
+    if len(lines) < 3:
+        return Dialect()
+    slurm = sum(1 for s in lines if SLURM_RE.match(s)) >= 0.6 * len(lines)
+    pdsh = sum(1 for s in lines if PDSH_RE.match(s)) >= 0.6 * len(lines)
+    return Dialect(slurm=slurm, pdsh=pdsh and not slurm)
+
+
+def _iso_time(ts: str) -> tuple[float | None, int | None]:
+    m = re.match(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?", ts)
+    if not m:
+        return None, None
+    y, mo, d, hh, mm, ss = (int(x) for x in m.groups()[:6])
+    frac = float("0." + m.group(7)) if m.group(7) else 0.0
+    try:
+        return calendar.timegm((y, mo, d, hh, mm, ss, 0, 0, 0)) + frac, y
+    except (ValueError, OverflowError):
+        return None, None
+
+
+def _md_time(year: int, month: int, day: int, hms: str, frac: str | None) -> float | None:
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    try:
+        hh, mm, ss = (int(x) for x in hms.split(":"))
+        return calendar.timegm((year, month, day, hh, mm, ss, 0, 0, 0)) + (
+            float("0." + frac) if frac else 0.0
+        )
+    except (ValueError, OverflowError):
+        return None
+
+
+def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None = None) -> Envelope:
+    """Remove every recognised prefix of `raw` (already ANSI-stripped) and return the payload and fields."""
+    s = raw
+    rank: int | None = None
+    host: str | None = None
+    local_rank: int | None = None
+    stream: str | None = None
+    task: int | None = None
+    time: float | None = None
+    year: int | None = None
+    year_known = False
+    clock: str | None = None
+    level: str | None = None
+    year_default = year_hint if year_hint is not None else 2000
+
+    for _ in range(8):  # outer prefixes, in any order they were stacked
+        m = CRI_RE.match(s)
+        if m:
+            time, year = _iso_time(m["ts"])
+            year_known, clock, stream = year is not None, "iso", m["stream"]
+            s = s[m.end():]
+            continue
+        m = CLOUDWATCH_RE.match(s)
+        if m:
+            time, year = _iso_time(m["ts"])
+            year_known, clock = year is not None, "iso"
+            s = s[m.end():]
+            continue
+        m = OPENMPI_RE.match(s)
+        if m:
+            task = int(m["mpi_rank"])
+            stream = "stderr" if m["stream"] == "stderr" else "stdout"
+            host = m["host"] or host
+            s = s[m.end():]
+            continue
+        if dialect.slurm:
+            m = SLURM_RE.match(s)
+            if m and task is None:
+                task = int(m["task"])
+                s = s[m.end():]
+                continue
+        if dialect.pdsh and host is None:
+            m = PDSH_RE.match(s)
+            if m:
+                host = m["host"]
+                s = s[m.end():]
+                continue
+        m = JOURNAL_RE.match(s)
+        if m:
+            host = host or m["host"]
+            t = _md_time(year_default, MONTHS[m["mon"]], int(m["day"]), m["hms"], None)
+            if time is None:
+                time, clock = t, "journal"
+            s = s[m.end():]
+            continue
+        m = ISO_RE.match(s)
+        if m and not PYLOG21_RE.match(s) and not DEEPSPEED_RE.match(s) and not PYFMT_RE.match(s):
+            t, y = _iso_time(m["ts"])
+            if time is None:
+                time, year, year_known, clock = t, y, y is not None, "iso"
+            s = s[m.end():]
+            continue
+        m = TIME_ONLY_RE.match(s)
+        if m and time is None and (s[m.end():].startswith("[") or s[m.end():].startswith("(")):
+            s = s[m.end():]
+            continue
+        m = DMESG_RE.match(s)
+        if m:
+            s = s[m.end():]
+            continue
+        m = RAY_RE.match(s)
+        if m:
+            host = host or m["ip"]
+            s = s[m.end():]
+            continue
+        m = TORCHX_RE.match(s)
+        if m:
+            s = s[m.end():]
+            continue
+        m = TEE_RE.match(s)
+        if m:
+            local_rank = int(m["local_rank"])
+            s = s[m.end():]
+            continue
+        break
+
+    # `[rankN]:` may be doubled, or glued after a tqdm bar / another rank's partial line.
+    m = RANK_RE.search(s)
+    if m:
+        rank = int(m["rank"])
+        s = s[m.end():]
+        while True:
+            m2 = RANK_RE.match(s)
+            if not m2:
+                break
+            s = s[m2.end():]
+        m = TEE_RE.match(s)  # `[rank0]:[default0]:` seen in re-teed logs
+        if m:
+            local_rank = int(m["local_rank"])
+            s = s[m.end():]
+
+    # Inner envelope: c10 / glog C++, torch Python logging, DeepSpeed, common Python formats.
+    m = C10_RE.match(s)
+    if m:
+        level = m["lvl"]
+        if m["md"]:
+            md = int(m["md"])
+            t = _md_time(year_default, md // 100, md % 100, m["hms"], m["frac"][:6])
+            if time is None or clock != "iso":
+                time, clock, year_known = t, "c10", year_hint is not None
+        s = s[m.end():]
+    else:
+        m = PYGLOG_RE.match(s)
+        if m:
+            level = m["lvl"]
+            t = _md_time(year_default, int(m["mm"]), int(m["dd"]), m["hms"], m["frac"])
+            if time is None:
+                time, clock, year_known = t, "pylog", year_hint is not None
+            s = s[m.end():]
+        else:
+            for rx in (PYLOG21_RE, DEEPSPEED_RE, PYFMT_RE):
+                m = rx.match(s)
+                if m:
+                    level = LEVEL_LETTER.get(m["lvl"], m["lvl"][:1])
+                    t, y = _iso_time(f"{m['date']} {m['hms']},{m['ms'] or '0'}")
+                    if time is None:
+                        time, year, year_known, clock = t, y, True, "pylog"
+                    s = s[m.end():]
+                    break
+            else:
+                m = STDLIB_RE.match(s)
+                if m:
+                    level = LEVEL_LETTER[m["lvl"]]
+                    s = s[m.end():]
+    if rank is None and task is not None and local_rank is None:
+        rank = None  # a scheduler task id is not a global rank; kept in `task`
+    return Envelope(
+        text=s, rank=rank, host=host, local_rank=local_rank, stream=stream, task=task, time=time,
+        year=year, year_known=year_known, clock=clock, level=level,
+    )

@@ -1,0 +1,148 @@
+"""Immutable records shared by every layer: where a line came from, what it says, what was skipped."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Category(str, enum.Enum):
+    """Root-cause categories. The values are stable ids that appear in JSON and reports."""
+
+    CONTROL_FLOW_DIVERGENCE = "control_flow_divergence"
+    COLLECTIVE_MISMATCH = "collective_mismatch"
+    ILLEGAL_MEMORY_ACCESS = "illegal_memory_access"
+    CUDA_ERROR = "cuda_error"
+    OOM = "oom"
+    RANK_CRASH = "rank_crash"
+    DATALOADER_STALL = "dataloader_stall"
+    DATALOADER_CRASH = "dataloader_crash"
+    NETWORK_TRANSPORT = "network_transport"
+    NCCL_INIT_FAILURE = "nccl_init_failure"
+    VERSION_MISMATCH = "version_mismatch"
+    RENDEZVOUS_FAILURE = "rendezvous_failure"
+    DDP_UNUSED_PARAMETERS = "ddp_unused_parameters"
+    WATCHDOG_STUCK = "watchdog_stuck"
+    STRAGGLER = "straggler"
+    NONE = "none"
+    UNKNOWN = "unknown"
+
+
+class Confidence(str, enum.Enum):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+    @property
+    def order(self) -> int:
+        return {"low": 0, "medium": 1, "high": 2}[self.value]
+
+
+class Detector(str, enum.Enum):
+    """Who noticed a hang. One hang, one event kind (`hang_detected`), whoever reported it."""
+
+    WATCHDOG = "watchdog"
+    HEARTBEAT_MONITOR = "heartbeat_monitor"
+    BLOCKING_WAIT = "blocking_wait"
+    GLOO = "gloo"
+    STORE = "store"
+    DATALOADER = "dataloader"
+    MONITORED_BARRIER = "monitored_barrier"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SourceRef:
+    """A physical line of an input: `path` as shown to the user, `line` 1-based (counted by `\\n`).
+
+    Archive members are shown as `archive.tar.gz!member/path`.
+    """
+
+    path: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """What the input's location says about who wrote it (file names, torchrun log_dir trees)."""
+
+    rank: int | None = None
+    host: str | None = None
+    local_rank: int | None = None
+    attempt: int | None = None
+    stream: str | None = None          # "stdout" | "stderr" | None
+    node_dir: str | None = None        # torchrun agent folder (<run_id>_<suffix>) the file sits in
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    """One logical line after outer prefixes (scheduler, launcher, `[rankN]:`, envelopes) were removed.
+
+    `text` is the payload parsers match on; `raw` is the line as read (decoded, ANSI stripped) for
+    evidence. `time` is POSIX seconds (naive local clock of the writer) or None; `clock` names the
+    envelope the time came from ("c10", "glog", "pylog", "iso", "nccl", ...), because different
+    envelopes on the same host may carry different clocks. `level` is the one-letter severity
+    (I, W, E, F, C, D) when an envelope states one.
+    """
+
+    text: str
+    raw: str
+    ref: SourceRef
+    rank: int | None = None
+    host: str | None = None
+    local_rank: int | None = None
+    attempt: int | None = None
+    stream: str | None = None
+    time: float | None = None
+    clock: str | None = None
+    level: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A typed fact read from one line (or one multi-line block starting at `ref`).
+
+    `fields` holds JSON-compatible values only (str, int, float, bool, None, lists of those).
+    `rank` is the global rank when known. `parser` names the module that produced it.
+    """
+
+    kind: str
+    ref: SourceRef
+    text: str
+    parser: str
+    rank: int | None = None
+    host: str | None = None
+    time: float | None = None
+    local_rank: int | None = None
+    attempt: int | None = None
+    level: str | None = None
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.fields.get(name, default)
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """An input that was not read, and why (shown to the user, never silently dropped)."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class InputFile:
+    """An input that was read: its display path, size in bytes, lines, and what its location says."""
+
+    path: str
+    size: int
+    lines: int
+    origin: Origin
+    ranks: tuple[int, ...] = ()
+    hosts: tuple[str, ...] = ()
+    events: int = 0
+    unknown_lines: int = 0

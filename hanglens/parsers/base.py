@@ -1,0 +1,101 @@
+"""The contract every parser module implements: triggers, declared outputs, examples, a per-file state machine."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from hanglens.model import Event, LogLine
+
+
+@dataclass(frozen=True, slots=True)
+class EventSpec:
+    """An event kind a parser emits and the field names it may carry (rules are checked against these)."""
+
+    kind: str
+    fields: tuple[str, ...]
+    doc: str
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """A real (or reference-constructed) log text and the event it must produce.
+
+    `text` may hold several lines separated by `\\n` (multi-line messages) and may carry outer
+    prefixes; tests feed it through the full reader. `fields` is a subset the event must carry.
+    `era` says which releases print it (e.g. "torch 2.4-2.9", "NCCL 2.18+").
+    """
+
+    text: str
+    kind: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    era: str = ""
+
+
+class Parser:
+    """Base class. One instance per input file, so parsers may keep state across lines.
+
+    The reader calls `feed` only for lines containing one of `triggers` (literal, case-sensitive
+    substrings, checked on the raw bytes before any regex), plus every line while `wants_more()`
+    is true (multi-line blocks such as tracebacks). `close` flushes a block still open at EOF.
+    """
+
+    name: ClassVar[str] = ""
+    triggers: ClassVar[tuple[str, ...]] = ()
+    emits: ClassVar[tuple[EventSpec, ...]] = ()
+    examples: ClassVar[tuple[Example, ...]] = ()
+    near_misses: ClassVar[tuple[str, ...]] = ()
+
+    def feed(self, line: LogLine) -> Iterable[Event]:
+        raise NotImplementedError
+
+    def wants_more(self) -> bool:
+        return False
+
+    def close(self) -> Iterable[Event]:
+        return ()
+
+    def event(self, kind: str, line: LogLine, **fields: Any) -> Event:
+        """Build an event attributed like `line` (rank, host, time, ...) with `fields`."""
+        return Event(
+            kind=kind,
+            ref=line.ref,
+            text=line.text,
+            parser=self.name,
+            rank=line.rank,
+            host=line.host,
+            time=line.time,
+            local_rank=line.local_rank,
+            attempt=line.attempt,
+            level=line.level,
+            fields=fields,
+        )
+
+
+def to_int(value: str | None) -> int | None:
+    """Parse an int from a regex group, tolerating None and junk (logs never raise)."""
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def int_list(value: str | None) -> list[int]:
+    """All integers in a text such as `[0, 1, 2]`, `0 1 2` or `1,3`."""
+    if not value:
+        return []
+    out: list[int] = []
+    num = ""
+    for ch in value:
+        if ch.isdigit():
+            num += ch
+        else:
+            if num:
+                out.append(int(num))
+            num = ""
+    if num:
+        out.append(int(num))
+    return out

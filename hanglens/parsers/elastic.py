@@ -1,0 +1,15 @@
+"""Placeholder: replaced by the real elastic parser module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hanglens.model import Event, LogLine
+from hanglens.parsers.base import Parser
+
+
+class ElasticParser(Parser):
+    name = "elastic"
+
+    def feed(self, line: LogLine) -> Iterable[Event]:
+        return ()
