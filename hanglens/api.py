@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+from hanglens.analysis import Tables, build
+from hanglens.document import build_document
 from hanglens.ingest import Ingested, read_inputs
 
 PathLike = str | os.PathLike[str]
@@ -13,3 +19,59 @@ PathLike = str | os.PathLike[str]
 def read(paths: Sequence[PathLike], *, jobs: int | None = None) -> Ingested:
     """Discover and read every log under `paths` into rank-attributed events."""
     return read_inputs(paths, jobs=jobs)
+
+
+def load_rules(dirs: Sequence[PathLike] = (), *, builtin: bool = True) -> list[Any]:
+    """The built-in rules plus those in `dirs` (a user rule replaces a built-in one with the same id)."""
+    from hanglens.engine import load_rules as _load
+
+    return list(_load([Path(d) for d in dirs], builtin=builtin))
+
+
+@dataclass
+class Analysis:
+    """One job analysed: the inputs read, the fact tables, the engine's result and the document."""
+
+    paths: list[str]
+    ingested: Ingested
+    tables: Tables
+    result: Any
+    command: str
+    _doc: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def verdict(self) -> Any:
+        return self.result.verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        """The analysis document of docs/analysis-json.md (built once, then cached)."""
+        if self._doc is None:
+            ctx = getattr(self.ingested, "context", None)
+            self._doc = build_document(tables=self.tables, result=self.result, files=self.ingested.files,
+                                       skipped=self.ingested.skipped, command=self.command, context=ctx)
+        return self._doc
+
+
+def analyze(paths: Sequence[PathLike], *, rules_dirs: Sequence[PathLike] = (), rules: Sequence[Any] | None = None,
+            jobs: int | None = None, command: str | None = None) -> Analysis:
+    """Read the logs under `paths`, build the fact tables and run the rules: the verdict and its evidence."""
+    from hanglens.engine import evaluate
+
+    ing = read_inputs(paths, jobs=jobs)
+    tables = build(ing.events, ing.files)
+    active = list(rules) if rules is not None else load_rules(rules_dirs)
+    result = evaluate(active, tables)
+    cmd = command or "hanglens analyze " + " ".join(shlex.quote(str(p)) for p in paths)
+    return Analysis(paths=[str(p) for p in paths], ingested=ing, tables=tables, result=result, command=cmd)
+
+
+def scan(paths: Sequence[PathLike], *, out: PathLike | None = None, jobs: int | None = None,
+         engine: str = "local", **options: Any) -> Any:
+    """Analyse every job (folder or archive) under `paths`; return the jobs table as a pandas DataFrame.
+
+    With `out`, also writes jobs.parquet/jobs.csv, per-job reports and index.html there, and reuses its
+    cache. Options: scheduler, job_glob, since, rules, force, progress (see `hanglens.scan.run.scan`).
+    """
+    from hanglens.scan import scan as _scan
+
+    return _scan(paths, out=out, jobs=jobs, engine=engine, **options)

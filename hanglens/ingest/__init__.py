@@ -1,42 +1,216 @@
-"""Find every log in the given paths, read each into events, attribute ranks and hosts."""
+"""Find every log in the given paths, read each into events, attribute ranks and hosts job-wide."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
+from functools import lru_cache
+from pathlib import PurePosixPath
 
 from hanglens.errors import InputError
-from hanglens.ingest.reader import Reader, compile_triggers
-from hanglens.model import Event, InputFile, Origin, Skipped
+from hanglens.ingest.attribute import FileEvents, attribute
+from hanglens.ingest.origin import MAX_ERROR_JSON, error_file_event, origin_of
+from hanglens.ingest.prefix import ANSI_RE, strip_prefixes
+from hanglens.ingest.reader import BLOCK, FileResult, Reader, compile_triggers
+from hanglens.ingest.sources import Head, Locator, Opened, Unit, discover, open_unit
+from hanglens.model import Event, InputFile, Origin, Skipped, SourceRef
 from hanglens.parsers import PARSERS
+from hanglens.parsers.base import Parser
+
+PARALLEL_MIN_BYTES = 32 << 20   # below this, starting worker processes costs more than it saves
+CONTEXT_LINE_CHARS = 2000       # evidence context lines are cut here
+_TORCHRUN_JSON_RE = re.compile(r"(?:^|[/!])error[\w.-]*\.json$")
 
 
 @dataclass
 class Ingested:
-    """Everything read from the inputs: events sorted by (path, line), files read, inputs skipped."""
+    """Everything read from the inputs: events sorted by (path, line), files read, inputs skipped.
+
+    `sources` maps each display path to where its bytes live, so evidence context can be re-read;
+    `notes` holds what the reader noticed per file (rejoined hard-wraps, cut over-long lines).
+    """
 
     events: list[Event] = field(default_factory=list)
     files: list[InputFile] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    sources: dict[str, Locator] = field(default_factory=dict)
+    notes: dict[str, list[str]] = field(default_factory=dict)
+
+    def context(self, refs: Iterable[SourceRef], before: int = 2, after: int = 2) -> dict[SourceRef, list[tuple[int, str]]]:
+        return read_context(self, refs, before=before, after=after)
 
 
-def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = None) -> Ingested:
-    """Read `paths` (files or folders). Minimal first version: plain files only."""
-    out = Ingested()
-    triggers = compile_triggers(PARSERS)
-    for p in paths:
-        root = Path(p)
-        if not root.exists():
-            raise InputError("no such file or folder", path=str(p))
-        files = [root] if root.is_file() else sorted(x for x in root.rglob("*") if x.is_file())
-        for f in files:
-            rel = f.name if root.is_file() else str(f.relative_to(root))
-            with open(f, "rb") as fh:
-                res = Reader(rel, Origin(), PARSERS, triggers).read(fh)
-            out.events.extend(res.events)
-            out.files.append(InputFile(rel, f.stat().st_size, res.lines, Origin(),
-                                       tuple(sorted(res.ranks)), tuple(sorted(res.hosts)), len(res.events)))
+@dataclass
+class _FileOut:
+    display: str
+    size: int
+    origin: Origin
+    pid: int | None
+    result: FileResult
+    locator: Locator
+
+
+@lru_cache(maxsize=8)
+def _triggers(parsers: tuple[type[Parser], ...]) -> re.Pattern[bytes]:
+    return compile_triggers(parsers)
+
+
+def _read_opened(op: Opened, parsers: tuple[type[Parser], ...]) -> _FileOut | Skipped:
+    hints = origin_of(op.rel)
+    origin = hints.origin
+    stream: Head = op.stream
+    res: FileResult | None = None
+    if _TORCHRUN_JSON_RE.search(op.rel):
+        data = stream.read(MAX_ERROR_JSON + 1)
+        ev = error_file_event(data, op.display, origin) if len(data) <= MAX_ERROR_JSON else None
+        if ev is not None:
+            res = FileResult(events=[ev], lines=data.count(b"\n") + (0 if data.endswith(b"\n") else 1))
+        else:
+            stream = Head(data, stream)
+    if res is None:
+        try:
+            res = Reader(op.display, origin, parsers, _triggers(parsers)).read(stream)
+        except Exception as exc:  # logs never raise: a reader bug costs this file, not the run
+            return Skipped(op.display, f"internal error while reading ({type(exc).__name__}: {exc})")
+    res.ranks |= {origin.rank} if origin.rank is not None else set()
+    return _FileOut(op.display, stream.count, origin, hints.pid, res, op.locator)
+
+
+def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...]) -> list[_FileOut | Skipped]:
+    out: list[_FileOut | Skipped] = []
+    for item in open_unit(unit):
+        if isinstance(item, Skipped):
+            out.append(item)
+            continue
+        got = _read_opened(item, parsers)
+        out.append(got)
+        err = item.stream.error
+        if err is not None and isinstance(got, _FileOut):
+            out.append(Skipped(item.display, f"read stopped after line {got.result.lines}: {err} "
+                                             "(the lines before were read)"))
+    return out
+
+
+def _workers(jobs: int | None, units: list[Unit]) -> int:
+    if jobs is not None:
+        return max(1, min(jobs, len(units)))
+    if sum(u.size for u in units) < PARALLEL_MIN_BYTES or len(units) < 2:
+        return 1
+    return max(1, min(os.cpu_count() or 1, len(units)))
+
+
+def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = None,
+                parsers: Sequence[type[Parser]] | None = None) -> Ingested:
+    """Read every log under `paths` (files, folders, globs, compressed files, archives) into events.
+
+    Raises InputError when a path does not exist or nothing readable was found; every other problem
+    with an input is a `Skipped` entry. `jobs` caps the worker processes (default: the cores, and only
+    when the input is big enough to pay for them). The result does not depend on `jobs`.
+    """
+    units, skipped = discover([os.fspath(p) for p in paths])
+    chosen = tuple(PARSERS if parsers is None else parsers)
+    workers = _workers(jobs, units)
+    if workers > 1:
+        # Largest first so one big file does not start last; results are put back in display order.
+        order = sorted(range(len(units)), key=lambda i: (-units[i].size, units[i].display))
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = {i: pool.submit(_read_unit, units[i], chosen) for i in order}
+            outs = [futures[i].result() for i in range(len(units))]
+    else:
+        outs = [_read_unit(u, chosen) for u in units]
+    files: list[_FileOut] = []
+    for items in outs:
+        for item in items:
+            if isinstance(item, Skipped):
+                skipped.append(item)
+            else:
+                files.append(item)
+    files.sort(key=lambda f: f.display)
+    skipped.sort(key=lambda s: (s.path, s.reason))
+    if not files:
+        shown = "; ".join(f"{s.path}: {s.reason}" for s in skipped[:3])
+        more = f" (+{len(skipped) - 3} more)" if len(skipped) > 3 else ""
+        where = os.fspath(paths[0]) if len(paths) == 1 else None
+        raise InputError("no log files found", path=where,
+                         hint=f"skipped {shown}{more}" if skipped else "the folders hold no files")
+    job = [FileEvents(f.display, f.origin, f.result.events, f.pid, f.result.dated,
+                      frozenset(f.result.envelope_ranks)) for f in files]
+    attribute(job)
+    out = Ingested(skipped=skipped)
+    for f, fe in zip(files, job):
+        ranks = {e.rank for e in fe.events if e.rank is not None} | f.result.envelope_ranks
+        if f.origin.rank is not None:
+            ranks.add(f.origin.rank)
+        hosts = {e.host for e in fe.events if e.host} | ({f.origin.host} if f.origin.host else set())
+        out.files.append(InputFile(f.display, f.size, f.result.lines, f.origin, tuple(sorted(ranks)),
+                                   tuple(sorted(hosts)), len(fe.events)))
+        out.events.extend(fe.events)
+        out.sources[f.display] = f.locator
+        if f.result.notes:
+            out.notes[f.display] = list(f.result.notes)
     out.events.sort(key=lambda e: (e.ref.path, e.ref.line, e.kind, e.parser))
     return out
+
+
+def read_context(ingested: Ingested, refs: Iterable[SourceRef], before: int = 2,
+                 after: int = 2) -> dict[SourceRef, list[tuple[int, str]]]:
+    """The lines around each ref, `(line number, text)` with ANSI codes removed, re-read from its source.
+
+    Plain files, compressed files and archive members alike; a source that is gone or changed gives
+    what it still has (possibly nothing), never an error.
+    """
+    by_path: dict[str, list[SourceRef]] = {}
+    for ref in refs:
+        by_path.setdefault(ref.path, []).append(ref)
+    out: dict[SourceRef, list[tuple[int, str]]] = {}
+    for path in sorted(by_path):
+        wanted = {n for r in by_path[path] for n in range(max(1, r.line - before), r.line + after + 1)}
+        lines = _lines_at(ingested.sources.get(path), path, wanted)
+        for ref in by_path[path]:
+            lo, hi = ref.line - before, ref.line + after
+            out[ref] = [(n, lines[n]) for n in sorted(lines) if lo <= n <= hi]
+    return out
+
+
+def _lines_at(loc: Locator | None, display: str, wanted: set[int]) -> dict[int, str]:
+    if loc is None or not wanted:
+        return {}
+    found: dict[int, str] = {}
+    last = max(wanted)
+    name = display.split("!", 1)[0] if loc.member else display
+    unit = Unit(fs_path=loc.fs_path, display=name, rel=PurePosixPath(name).name, size=0)
+    for item in open_unit(unit, member=loc.member):
+        if isinstance(item, Skipped):
+            return found
+        stream = item.stream
+        data = stream.read(BLOCK)
+        cr_only = b"\n" not in data[: 1 << 16] and b"\r" in data[: 1 << 16]
+        num, carry = 1, b""
+        while data and num <= last:
+            if cr_only:
+                data = data.replace(b"\r", b"\n")
+            buf = carry + data
+            parts = buf.split(b"\n")
+            carry = parts.pop()
+            if len(carry) > BLOCK:
+                carry = carry[:BLOCK]
+            for part in parts:
+                if num in wanted:
+                    found[num] = _clean(part)
+                num += 1
+            data = stream.read(BLOCK)
+        if carry and num in wanted:
+            found[num] = _clean(carry)
+        break
+    return found
+
+
+def _clean(line: bytes) -> str:
+    text = ANSI_RE.sub("", line[: CONTEXT_LINE_CHARS * 4].replace(b"\x00", b"").decode("utf-8", "replace"))
+    return text.rstrip("\r\n")[:CONTEXT_LINE_CHARS]
+
+
+__all__ = ["Ingested", "read_context", "read_inputs", "strip_prefixes"]

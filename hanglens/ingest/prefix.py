@@ -60,6 +60,11 @@ PYFMT_RE = re.compile(
     r"^(?:\[[\w.-]+\] )?(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:,(?P<ms>\d{3}))? - [\w.<>-]+ - "
     r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
 )
+# vLLM's logger: `%(levelname)s %(asctime)s %(filename)s:%(lineno)d]` with a yearless `%m-%d %H:%M:%S`.
+VLLM_RE = re.compile(
+    r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<mm>\d\d)-(?P<dd>\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d+))? "
+    r"(?P<file>[\w.-]+\.py):(?P<line>\d+)\] ?"
+)
 STDLIB_RE = re.compile(r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<logger>[\w.]+):")
 LEVEL_LETTER = {"DEBUG": "D", "INFO": "I", "WARNING": "W", "ERROR": "E", "CRITICAL": "C"}
 
@@ -253,7 +258,14 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
                     s = s[m.end():]
                     break
             else:
-                m = STDLIB_RE.match(s)
+                m = VLLM_RE.match(s)
+                if m:
+                    level = LEVEL_LETTER[m["lvl"]]
+                    t = _md_time(year_default, int(m["mm"]), int(m["dd"]), m["hms"], m["frac"])
+                    if time is None:
+                        time, clock, year_known = t, "pylog", year_hint is not None
+                    s = s[m.end():]
+                m = None if m else STDLIB_RE.match(s)
                 if m:
                     level = LEVEL_LETTER[m["lvl"]]
                     s = s[m.end():]

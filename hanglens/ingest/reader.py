@@ -44,6 +44,9 @@ class FileResult:
     hosts: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     lines_with_events: int = 0
+    envelope_ranks: set[int] = field(default_factory=set)
+    rank_pairs: set[tuple[int, int]] = field(default_factory=set)   # (local_rank, rank) stated on one line
+    dated: tuple[float, float] | None = None     # earliest, latest stamp that stated its year
 
 
 def _wrap_width(sample: list[str]) -> int | None:
@@ -76,9 +79,8 @@ class Reader:
         self.triggers = triggers if triggers is not None else compile_triggers(parser_classes)
         self.result = FileResult()
         self.dialect = Dialect()
-        self.year_hint: int | None = None
         self.active: set[int] = set()
-        self.envelope_ranks: set[int] = set()
+        self.envelope_ranks = self.result.envelope_ranks
 
     # -- line level --------------------------------------------------------------------------
     def _handle(self, bline: bytes, num: int) -> None:
@@ -92,13 +94,17 @@ class Reader:
                 self._segment(seg, num)
 
     def _segment(self, raw: str, num: int) -> None:
-        env = strip_prefixes(raw, self.dialect, self.year_hint)
-        if env.year_known and env.year is not None:
-            self.year_hint = env.year
+        # Yearless stamps are read as year 2000 here; `attribute.rebase_years` dates them job-wide.
+        env = strip_prefixes(raw, self.dialect, None)
+        if env.year_known and env.time is not None:
+            d = self.result.dated
+            self.result.dated = (env.time, env.time) if d is None else (min(d[0], env.time), max(d[1], env.time))
         o = self.origin
         rank = env.rank if env.rank is not None else o.rank
         if env.rank is not None:
             self.envelope_ranks.add(env.rank)
+            if env.local_rank is not None:
+                self.result.rank_pairs.add((env.local_rank, env.rank))
         line = LogLine(
             text=env.text, raw=raw.rstrip("\n"), ref=SourceRef(self.path, num), rank=rank,
             host=env.host or o.host, local_rank=env.local_rank if env.local_rank is not None else o.local_rank,
@@ -142,7 +148,8 @@ class Reader:
                 if not block.endswith(b"\n"):
                     lineno += 1
                 return lineno
-            start = block.rfind(b"\n", pos, m.start()) + 1
+            nl = block.rfind(b"\n", pos, m.start())
+            start = pos if nl < 0 else nl + 1
             lineno += block.count(b"\n", pos, start)
             end = block.find(b"\n", m.end())
             end = n if end < 0 else end
@@ -224,14 +231,25 @@ class Reader:
         pending_num = 0
         lineno = 0
         carry = b""
+        skipping = False  # inside the rest of an over-long line
         data = head
         while True:
+            if skipping and data:
+                nl = data.find(b"\n")
+                if nl < 0:
+                    data = stream.read(BLOCK)
+                    continue
+                data, skipping = data[nl + 1:], False
             buf = carry + data
             if not data:
                 pieces, carry = ([buf] if buf else []), b""
             else:
                 cut = buf.rfind(b"\n") + 1
                 pieces, carry = buf[:cut].split(b"\n")[:-1], buf[cut:]
+            if len(carry) > MAX_LINE:
+                self.result.notes.append(f"a line is longer than {MAX_LINE} bytes; read its start only")
+                pieces.append(carry[:MAX_LINE])
+                carry, skipping = b"", True
             for piece in pieces:
                 lineno += 1
                 text = ANSI_RE.sub("", piece[:MAX_LINE].replace(b"\x00", b"").decode("utf-8", "replace"))
@@ -241,7 +259,8 @@ class Reader:
                 if not pending:
                     pending_num = lineno
                 pending.append(text)
-                padded = len(text) - len(text.rstrip(" ")) >= 2 or len(text) < width
+                padded = (len(text) - len(text.rstrip(" ")) >= 2 or len(text) < width
+                          or len(pending) * width > MAX_LINE)
                 if padded:
                     self._segment("".join(pending).rstrip(), pending_num)
                     pending = []
@@ -253,12 +272,28 @@ class Reader:
         self.result.lines = lineno
 
     def _attribute(self) -> None:
-        """Give rank-less events the file's rank when the location or every `[rankN]:` agrees on one."""
+        """Give rank-less events the rank the file states unambiguously.
+
+        The location's rank wins; else a single `[rankN]:` rank in the whole file. Events tagged with a
+        torchrun local rank (`[default1]:`) only take a rank a line pairs with that local rank, so a
+        console that interleaves several local ranks is not credited to the one that printed `[rankN]:`.
+        """
         res = self.result
         file_rank = self.origin.rank
         if file_rank is None and len(self.envelope_ranks) == 1:
             file_rank = next(iter(self.envelope_ranks))
-        if file_rank is not None:
-            res.events = [e if e.rank is not None else replace(e, rank=file_rank) for e in res.events]
+        by_local: dict[int, set[int]] = {}
+        for lr, r in res.rank_pairs:
+            by_local.setdefault(lr, set()).add(r)
+        own_local = self.origin.local_rank
+
+        def rank_for(e: Event) -> int | None:
+            if e.local_rank is not None and e.local_rank != own_local:
+                ranks = by_local.get(e.local_rank, set())
+                return next(iter(ranks)) if len(ranks) == 1 else None
+            return file_rank
+
+        res.events = [e if e.rank is not None or rank_for(e) is None else replace(e, rank=rank_for(e))
+                      for e in res.events]
         res.ranks = {e.rank for e in res.events if e.rank is not None} | self.envelope_ranks
         res.hosts = {e.host for e in res.events if e.host}

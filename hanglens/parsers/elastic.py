@@ -1,15 +1,446 @@
-"""Placeholder: replaced by the real elastic parser module."""
+"""Read the torchrun / torch.distributed.elastic agent and launcher lines: worker deaths, sibling shutdowns,
+the ChildFailedError summary, worker-group restarts, rendezvous results and launcher exit codes.
+
+Example (torch 2.3+, envelope already stripped):
+`failed (exitcode: -6) local_rank: 0 (pid: 970611) of binary: /tmp/venv/bin/python3`
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import Parser
+from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_int
+
+# Linux numbering: torchrun reports a worker killed by signal N as exitcode -N.
+SIGNAL_NAMES = {
+    1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS",
+    8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE", 14: "SIGALRM",
+    15: "SIGTERM", 16: "SIGSTKFLT", 17: "SIGCHLD", 18: "SIGCONT", 19: "SIGSTOP", 20: "SIGTSTP",
+    21: "SIGTTIN", 22: "SIGTTOU", 23: "SIGURG", 24: "SIGXCPU", 25: "SIGXFSZ", 26: "SIGVTALRM",
+    27: "SIGPROF", 28: "SIGWINCH", 29: "SIGIO", 30: "SIGPWR", 31: "SIGSYS",
+}
+
+WORKER_FAILED_RE = re.compile(
+    r"failed \(exitcode: (?P<code>-?\d+)\)(?: local_rank: (?P<local_rank>-?\d+))?(?: \(pid: (?P<pid>\d+)\))?"
+    r"(?: of (?:binary: (?P<binary>\S+)|fn: (?P<fn>\S+)))?"
+)
+CLOSING_RE = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG[A-Z0-9]+)")
+FORCE_KILL_RE = re.compile(
+    r"Unable to shutdown process (?P<pid>\d+) via (?P<sig1>\S+), forcefully exit(?:t)?ing via "
+    r"(?P<sig2>[\w.<>:]+)"
+)
+CLOSING_FN_RE = re.compile(r"Closing process (?P<pid>\d+) via signal (?P<sig>SIG[A-Z0-9]+)")
+RESTART_RE = re.compile(
+    r"(?:\[(?P<role>[\w-]+)\] )?Worker group (?P<state>[A-Z]+)\. (?P<left>\d+)/(?P<max>\d+) attempts left"
+)
+MEMBERSHIP_RE = re.compile(
+    r"(?:\[(?P<role>[\w-]+)\] )?Detected (?P<n>\d+) new nodes? from group_rank=(?P<g>\d+); will restart "
+    r"worker group"
+)
+DEEPSPEED_EXIT_RE = re.compile(r"exits with return code = (?P<code>-?\d+)")
+LOCAL_RANK_ARG_RE = re.compile(r"--local[_-]rank=(?P<lr>\d+)")
+CHILD_EXIT_RE = re.compile(
+    r"[Pp]rocess\b[^.]{0,60}?\b(?:failed|exited|died|terminated)\b[^.]{0,30}?"
+    r"\bexit ?code[ =:]+(?P<code>-?\d+)"
+    r"(?:\W{1,3}pid[ =:]+(?P<pid>\d+))?"
+)
+RDZV_DONE_RE = re.compile(r"(?:\[(?P<role>[\w-]+)\] )?Rendezvous complete for workers\. Result:")
+RDZV_KV_RE = re.compile(r"^\s*(?P<key>[a-z_]+)=(?P<val>.*?)\s*$")
+
+# ChildFailedError summary (reference §3.6); fields are searched, not anchored, so the one-line-per-rank
+# flattening that some log shippers produce reads like the multi-line table.
+CFE_HEADER_RE = re.compile(r"ChildFailedError:\s*$")
+CFE_IDX_RE = re.compile(r"^\s*\[(?P<idx>\d+)\]:(?=\s|$)")
+CFE_ROOT_RE = re.compile(r"Root Cause \(first observed fail")
+CFE_FAILURES_RE = re.compile(r"^\s*Failures:\s*$")
+CFE_RULE_RE = re.compile(r"^\s*(?:={10,}|-{10,})\s*$")
+CFE_EQ_RULE_RE = re.compile(r"^\s*={10,}\s*$")
+CFE_TITLE_RE = re.compile(r"^\S+ FAILED\s*$|^\s*<NO_OTHER_FAILURES>\s*$")
+CFE_TIME_RE = re.compile(r"(?:^|\s)time\s*: (?P<time>\d{4}-\d\d-\d\d_\d\d:\d\d:\d\d)")
+CFE_HOST_RE = re.compile(r"(?:^|\s)host\s*: (?P<host>[^\s:]+)")
+CFE_RANK_RE = re.compile(r"(?:^|\s)rank\s*: (?P<rank>-?\d+)(?: \(local_rank: (?P<local_rank>-?\d+)\))?")
+CFE_EXIT_RE = re.compile(r"(?:^|\s)exitcode\s*: (?P<code>-?\d+)(?: \(pid: (?P<pid>-?\d+)\))?")
+CFE_ERRFILE_RE = re.compile(r"(?:^|\s)error_file\s*: ?(?P<path>\S+)")
+CFE_SIGNAL_RE = re.compile(r"Signal (?P<signum>\d+) \((?P<signame>SIG\w+)\) received by PID (?P<pid>\d+)")
+CFE_FIELD_RE = re.compile(r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s*:")
+CFE_FLAT_RE = re.compile(r"^\s*\[\d+\]:\s+time\s*:.*\brank\s*: -?\d+")
+MAX_BLOCK_LINES = 5000
+
+
+def signal_name(exitcode: int | None) -> str | None:
+    """Name of the signal a negative exit code stands for (torchrun/Popen convention), else None."""
+    if exitcode is None or exitcode >= 0:
+        return None
+    return SIGNAL_NAMES.get(-exitcode, f"SIG{-exitcode}")
+
+
+def shell_signal_name(code: int | None) -> str | None:
+    """Signal behind a launcher return code: negative (Popen) or 128+N (shell status)."""
+    if code is None:
+        return None
+    if code < 0:
+        return signal_name(code)
+    if 128 < code <= 128 + 31:
+        return SIGNAL_NAMES.get(code - 128)
+    return None
+
+
+def _signame(text: str) -> str:
+    """`<Signals.SIGKILL: 9>` / `Signals.SIGKILL` / `SIGKILL` → `SIGKILL`."""
+    m = re.search(r"SIG[A-Z0-9]+", text)
+    return m.group(0) if m else text
+
+
+@dataclass
+class _Record:
+    line: LogLine
+    section: str  # "failures", "root" or "unknown" (flattened rows seen without the header)
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Summary:
+    """State of one ChildFailedError table being read."""
+
+    section: str = "unknown"
+    records: list[_Record] = field(default_factory=list)
+    root_seen: bool = False
+    done: bool = False
+    lines: int = 0
 
 
 class ElasticParser(Parser):
+    """torchrun agent: worker_failed, closing_signal, child_failed, worker_group_restart, launcher_exit."""
+
     name = "elastic"
+    triggers = (
+        "exitcode",
+        "ChildFailedError",
+        "closing signal",
+        "forcefully exit",
+        "Closing process",
+        "exit code",
+        "orker group",
+        "return code",
+        "Rendezvous complete",
+    )
+    emits = (
+        EventSpec("worker_failed", ("exitcode", "local_rank", "pid", "signal", "entrypoint"),
+                  "the agent saw a local worker exit non-zero"),
+        EventSpec("closing_signal", ("pid", "signal"),
+                  "the agent is signalling a surviving local worker to stop"),
+        EventSpec("child_failed", ("failed_rank", "local_rank", "failed_host", "exitcode", "pid", "signal",
+                                   "failure_time", "root_cause", "error_file"),
+                  "one block of the ChildFailedError summary table"),
+        EventSpec("worker_group_restart", ("restarts_left", "max_restarts", "state", "role"),
+                  "the agent restarts the worker group"),
+        EventSpec("launcher_exit", ("exitcode", "pid", "launcher", "signal", "local_rank"),
+                  "a launcher (DeepSpeed, a serving framework) reports a child's exit status"),
+        EventSpec("world_info", ("node_rank", "nnodes", "world_size", "master_addr", "local_ranks",
+                                 "global_ranks"),
+                  "rendezvous result: which global ranks this agent's local workers got"),
+    )
+    examples = (
+        Example("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 "
+                "(pid: 30142) of binary: /opt/conda/bin/python",
+                "worker_failed", {"exitcode": 1, "local_rank": 0, "pid": 30142, "signal": None},
+                "torch 1.10-2.0 (stdlib logging)"),
+        Example("[2024-05-28 14:04:27,950] torch.distributed.elastic.multiprocessing.api: [ERROR] failed "
+                "(exitcode: -6) local_rank: 2 (pid: 60554) of binary: /opt/venv/bin/python",
+                "worker_failed", {"exitcode": -6, "local_rank": 2, "pid": 60554, "signal": "SIGABRT"},
+                "torch 2.1-2.2"),
+        Example("E0517 08:24:03.805000 140617718325696 torch/distributed/elastic/multiprocessing/api.py:826] "
+                "failed (exitcode: -9) local_rank: 1 (pid: 880412) of binary: /tmp/venv/bin/python3",
+                "worker_failed", {"exitcode": -9, "local_rank": 1, "pid": 880412, "signal": "SIGKILL"},
+                "torch 2.3-2.4"),
+        Example("E1130 08:04:26.123000 12345 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+                "(exitcode: 1) local_rank: 0 (pid: 12346) of fn: main (start_method: spawn)",
+                "worker_failed", {"exitcode": 1, "local_rank": 0, "pid": 12346, "entrypoint": "main"},
+                "torch 2.5-2.9"),
+        Example("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 30143 closing signal "
+                "SIGTERM", "closing_signal", {"pid": 30143, "signal": "SIGTERM"}, "torch 1.10-2.0"),
+        Example("[2024-05-28 14:04:27,954] torch.distributed.elastic.multiprocessing.api: [WARNING] Sending "
+                "process 60552 closing signal SIGTERM", "closing_signal", {"pid": 60552, "signal": "SIGTERM"},
+                "torch 2.1-2.2"),
+        Example("W1130 08:04:26.123000 12345 torch/distributed/elastic/multiprocessing/api.py:897] Sending "
+                "process 12347 closing signal SIGTERM", "closing_signal", {"pid": 12347, "signal": "SIGTERM"},
+                "torch 2.3-2.9"),
+        Example("W1130 08:04:56.123000 12345 torch/distributed/elastic/multiprocessing/api.py:920] Unable to "
+                "shutdown process 12347 via Signals.SIGTERM, forcefully exiting via Signals.SIGKILL",
+                "closing_signal", {"pid": 12347, "signal": "SIGKILL"}, "torch 2.0-2.9"),
+        Example("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+                "============================================================\n"
+                "train.py FAILED\n"
+                "------------------------------------------------------------\n"
+                "Failures:\n"
+                "[1]:\n"
+                "  time      : 2024-05-28_14:04:28\n"
+                "  host      : node-01.example.com\n"
+                "  rank      : 3 (local_rank: 3)\n"
+                "  exitcode  : -6 (pid: 60555)\n"
+                "  error_file: <N/A>\n"
+                "  traceback : Signal 6 (SIGABRT) received by PID 60555\n"
+                "------------------------------------------------------------\n"
+                "Root Cause (first observed failure):\n"
+                "[0]:\n"
+                "  time      : 2024-05-28_14:04:27\n"
+                "  host      : node-01.example.com\n"
+                "  rank      : 2 (local_rank: 2)\n"
+                "  exitcode  : 1 (pid: 60554)\n"
+                "  error_file: /tmp/torchelastic_ab12cd/none_3xk9/attempt_0/2/error.json\n"
+                "  traceback : Traceback (most recent call last):\n"
+                "    File \"train.py\", line 10, in <module>\n"
+                "      main()\n"
+                "  RuntimeError: boom\n"
+                "============================================================\n",
+                "child_failed",
+                {"failed_rank": 2, "local_rank": 2, "failed_host": "node-01.example.com", "exitcode": 1,
+                 "pid": 60554, "signal": None, "failure_time": "2024-05-28_14:04:27", "root_cause": True,
+                 "error_file": "/tmp/torchelastic_ab12cd/none_3xk9/attempt_0/2/error.json"},
+                "torch 1.10-2.9 (reference §3.6 template)"),
+        Example("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+                "============================================================\n"
+                "train.py FAILED\n"
+                "------------------------------------------------------------\n"
+                "Failures:\n"
+                "[1]:\n"
+                "  time      : 2024-05-28_14:04:28\n"
+                "  host      : node-01.example.com\n"
+                "  rank      : 3 (local_rank: 3)\n"
+                "  exitcode  : -6 (pid: 60555)\n"
+                "  error_file: <N/A>\n"
+                "  traceback : Signal 6 (SIGABRT) received by PID 60555\n"
+                "------------------------------------------------------------\n"
+                "Root Cause (first observed failure):\n"
+                "[0]:\n"
+                "  time      : 2024-05-28_14:04:27\n",
+                "child_failed",
+                {"failed_rank": 3, "local_rank": 3, "exitcode": -6, "pid": 60555, "signal": "SIGABRT",
+                 "root_cause": False, "error_file": None},
+                "torch 1.10-2.9 (truncated table)"),
+        Example("[4]: time : 2024-05-28_14:04:28 host : node-02 rank : 12 (local_rank: 4) exitcode : -6 "
+                "(pid: 2201) error_file: <N/A> traceback : Signal 6 (SIGABRT) received by PID 2201\n"
+                "------------------------------------------------------------\n"
+                "Root Cause (first observed failure):\n"
+                "[0]: time : 2024-05-28_14:04:27 host : node-02 rank : 8 (local_rank: 0) exitcode : -6 "
+                "(pid: 2197) error_file: <N/A> traceback : Signal 6 (SIGABRT) received by PID 2197\n",
+                "child_failed",
+                {"failed_rank": 8, "local_rank": 0, "failed_host": "node-02", "exitcode": -6, "pid": 2197,
+                 "signal": "SIGABRT", "root_cause": True},
+                "torch 1.10-2.9 (table flattened one row per rank by a log shipper)"),
+        Example("INFO:torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 3/3 attempts "
+                "left; will restart worker group", "worker_group_restart",
+                {"restarts_left": 3, "max_restarts": 3, "state": "FAILED", "role": "default"},
+                "torch 1.10-2.0"),
+        Example("I1130 08:04:27.123000 12345 torch/distributed/elastic/agent/server/api.py:890] [default] "
+                "Worker group UNHEALTHY. 1/2 attempts left; will restart worker group",
+                    "worker_group_restart",
+                {"restarts_left": 1, "max_restarts": 2, "state": "UNHEALTHY"}, "torch 2.3-2.9"),
+        Example("[2024-10-01 01:17:14,772] [ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python', '-u', "
+                "'train.py', '--local_rank=1'] exits with return code = -9", "launcher_exit",
+                {"exitcode": -9, "launcher": "deepspeed", "signal": "SIGKILL", "local_rank": 1},
+                "DeepSpeed launcher (any torch)"),
+        Example("Subprocess failed with exit code 137, pid: 5120",
+                "launcher_exit", {"exitcode": 137, "pid": 5120, "launcher": "other", "signal": "SIGKILL"},
+                "serving frameworks that supervise torch workers"),
+        Example("I1130 08:03:00.123000 12345 torch/distributed/elastic/agent/server/api.py:580] [default] "
+                "Rendezvous complete for workers. Result:\n"
+                "  restart_count=0\n  master_addr=node-01\n  master_port=29500\n  group_rank=1\n"
+                "  group_world_size=2\n  local_ranks=[0, 1]\n  role_ranks=[2, 3]\n  global_ranks=[2, 3]\n"
+                "  role_world_sizes=[4, 4]\n  global_world_sizes=[4, 4]\n\n",
+                "world_info",
+                {"node_rank": 1, "nnodes": 2, "world_size": 4, "master_addr": "node-01",
+                 "local_ranks": [0, 1], "global_ranks": [2, 3]},
+                "torch 1.10-2.9 with LOGLEVEL=INFO"),
+    )
+    near_misses = (
+        "    raise ChildFailedError(",
+        "from torch.distributed.elastic.multiprocessing.errors import ChildFailedError",
+        "Sending process group status to the monitor",
+        "train step 10 failed (retrying)",
+        "Local worker group finished (SUCCEEDED). Waiting 300 seconds for other agents to finish",
+        "the return code of the job was fine",
+    )
+
+    def __init__(self) -> None:
+        self.summary: _Summary | None = None
+        self.rdzv: tuple[LogLine, dict[str, str]] | None = None
+        self.rdzv_lines = 0
+
+    def wants_more(self) -> bool:
+        return self.summary is not None or self.rdzv is not None
+
+    def close(self) -> Iterable[Event]:
+        out = self._flush_summary()
+        out.extend(self._flush_rdzv())
+        return out
 
     def feed(self, line: LogLine) -> Iterable[Event]:
-        return ()
+        out: list[Event] = []
+        text = line.text
+        if self.rdzv is not None:
+            m = RDZV_KV_RE.match(text)
+            if m and self.rdzv_lines < 20:
+                self.rdzv[1][m["key"]] = m["val"]
+                self.rdzv_lines += 1
+                return out
+            if not text.strip() and self.rdzv_lines == 0:
+                return out
+            out.extend(self._flush_rdzv())
+        if self.summary is not None:
+            if self._summary_line(line):
+                return out
+            out.extend(self._flush_summary())
+        if CFE_HEADER_RE.search(text):
+            self.summary = _Summary()
+            return out
+        if CFE_FLAT_RE.search(text):
+            self.summary = _Summary()
+            self._summary_line(line)
+            return out
+        out.extend(self._single(line))
+        return out
+
+    # -- one-line messages ---------------------------------------------------------------------
+    def _single(self, line: LogLine) -> list[Event]:
+        text = line.text
+        out: list[Event] = []
+        m = WORKER_FAILED_RE.search(text)
+        if m:
+            code = to_int(m["code"])
+            out.append(self.event("worker_failed", line, exitcode=code, local_rank=to_int(m["local_rank"]),
+                                  pid=to_int(m["pid"]), signal=signal_name(code),
+                                  entrypoint=m["binary"] or m["fn"]))
+            return out
+        m = CHILD_EXIT_RE.search(text)
+        if m:
+            code = to_int(m["code"])
+            out.append(self.event("launcher_exit", line, exitcode=code, pid=to_int(m["pid"]),
+                                  launcher="other", signal=shell_signal_name(code), local_rank=None))
+            return out
+        m = CLOSING_RE.search(text) or CLOSING_FN_RE.search(text)
+        if m:
+            out.append(self.event("closing_signal", line, pid=to_int(m["pid"]), signal=m["sig"]))
+            return out
+        m = FORCE_KILL_RE.search(text)
+        if m:
+            out.append(self.event("closing_signal", line, pid=to_int(m["pid"]), signal=_signame(m["sig2"])))
+            return out
+        m = RESTART_RE.search(text)
+        if m:
+            out.append(self.event("worker_group_restart", line, restarts_left=to_int(m["left"]),
+                                  max_restarts=to_int(m["max"]), state=m["state"], role=m["role"]))
+            return out
+        m = MEMBERSHIP_RE.search(text)
+        if m:
+            out.append(self.event("worker_group_restart", line, restarts_left=None, max_restarts=None,
+                                  state="MEMBERSHIP_CHANGE", role=m["role"]))
+            return out
+        m = DEEPSPEED_EXIT_RE.search(text)
+        if m:
+            code = to_int(m["code"])
+            lr = LOCAL_RANK_ARG_RE.search(text)
+            out.append(self.event("launcher_exit", line, exitcode=code, pid=None, launcher="deepspeed",
+                                  signal=shell_signal_name(code),
+                                      local_rank=to_int(lr["lr"]) if lr else None))
+            return out
+        if RDZV_DONE_RE.search(text):
+            self.rdzv = (line, {})
+            self.rdzv_lines = 0
+        return out
+
+    # -- rendezvous result block ---------------------------------------------------------------
+    def _flush_rdzv(self) -> list[Event]:
+        if self.rdzv is None:
+            return []
+        line, kv = self.rdzv
+        self.rdzv = None
+        if not kv:
+            return []
+        sizes = int_list(kv.get("global_world_sizes") or kv.get("role_world_sizes"))
+        return [self.event(
+            "world_info", line, node_rank=to_int(kv.get("group_rank")),
+                nnodes=to_int(kv.get("group_world_size")),
+            world_size=sizes[0] if sizes else None, master_addr=kv.get("master_addr") or None,
+            local_ranks=int_list(kv.get("local_ranks")), global_ranks=int_list(kv.get("global_ranks")),
+        )]
+
+    # -- ChildFailedError table ----------------------------------------------------------------
+    def _summary_line(self, line: LogLine) -> bool:
+        """Consume one line of the table; False when the line does not belong to it (table ended)."""
+        s = self.summary
+        assert s is not None
+        s.lines += 1
+        text = line.text
+        if s.done or s.lines > MAX_BLOCK_LINES:
+            return False
+        if not text.strip():
+            return True
+        if CFE_EQ_RULE_RE.match(text):
+            # the closing rule comes after the root-cause section; the opening one right after the header
+            if s.root_seen and s.records:
+                s.done = True
+            return True
+        if CFE_RULE_RE.match(text) or CFE_TITLE_RE.search(text) or CFE_FAILURES_RE.match(text):
+            if CFE_FAILURES_RE.match(text):
+                s.section = "failures"
+            return True
+        rest = text
+        m = CFE_ROOT_RE.search(text)
+        if m:
+            s.root_seen = True
+            s.section = "root"
+            rest = text[m.end():].split(":", 1)[-1] if ":" in text[m.end():] else ""
+        m = CFE_IDX_RE.search(rest)
+        if m:
+            s.records.append(_Record(line=line, section=s.section))
+            rest = rest[m.end():]
+        elif rest is text and not CFE_FIELD_RE.match(text) and not (s.records and text[:1].isspace()):
+            return False
+        if s.records:
+            self._fields(s.records[-1], rest)
+        return True
+
+    def _fields(self, rec: _Record, text: str) -> None:
+        f = rec.fields
+        for rx, handler in (
+            (CFE_TIME_RE, lambda m: f.setdefault("failure_time", m["time"])),
+            (CFE_HOST_RE, lambda m: f.setdefault("failed_host", m["host"])),
+            (CFE_RANK_RE, lambda m: (f.setdefault("failed_rank", to_int(m["rank"])),
+                                     f.setdefault("local_rank", to_int(m["local_rank"])))),
+            (CFE_EXIT_RE, lambda m: (f.setdefault("exitcode", to_int(m["code"])),
+                                     f.setdefault("pid", to_int(m["pid"])))),
+            (CFE_ERRFILE_RE, lambda m: f.setdefault("error_file",
+                                                    None if m["path"] == "<N/A>" else m["path"])),
+            (CFE_SIGNAL_RE, lambda m: f.setdefault("signal", m["signame"])),
+        ):
+            m = rx.search(text)
+            if m:
+                handler(m)
+
+    def _flush_summary(self) -> list[Event]:
+        s = self.summary
+        self.summary = None
+        if s is None:
+            return []
+        out = []
+        for rec in s.records:
+            f = dict(rec.fields)
+            if rec.section == "root":
+                root: bool | None = True
+            elif rec.section == "failures" or s.root_seen:
+                root = False
+            else:
+                root = None
+            code = f.get("exitcode")
+            out.append(self.event(
+                "child_failed", rec.line, failed_rank=f.get("failed_rank"), local_rank=f.get("local_rank"),
+                failed_host=f.get("failed_host"), exitcode=code, pid=f.get("pid"),
+                signal=f.get("signal") or signal_name(code), failure_time=f.get("failure_time"),
+                root_cause=root, error_file=f.get("error_file"),
+            ))
+        return out

@@ -1,15 +1,131 @@
-"""Placeholder: replaced by the real environment parser module."""
+"""Read the versions (torch, CUDA, NCCL, driver, Python) and the topology (RANK=, WORLD_SIZE=, hostnames)
+that a log states, so the analysis can compare ranks and map writers to ranks and hosts.
+
+Example (collect_env output): `PyTorch version: 2.1.0+cu121`
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import Parser
+from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+
+VERSION = r"v?(?P<v>\d+\.\d+(?:\.\d+)*(?:[a-z]+\d*)?(?:\+[\w.]+)?)"
+
+# (component, source, regex) — `source` names the form the version was stated in, because "CUDA" in
+# nvidia-smi is the driver's ceiling while collect_env's is the one torch was built with.
+VERSION_RES: tuple[tuple[str, str, re.Pattern[str]], ...] = (
+    ("torch", "collect_env", re.compile(r"(?<![\w])PyTorch version: " + VERSION)),
+    ("torch", "torch.__version__", re.compile(r"torch\.__version__\s*[=:]+\s*['\"]?" + VERSION)),
+    ("torch", "pip", re.compile(r"(?<![\w.-])torch(?:==| +|: ?)" + VERSION + r"(?![\w.])")),
+    ("torch", "log", re.compile(r"(?<![\w])(?:[Tt]orch|PyTorch) version\s*[:=]?\s*" + VERSION)),
+    ("cuda", "collect_env", re.compile(r"CUDA used to build PyTorch: " + VERSION)),
+    ("cuda", "collect_env_runtime", re.compile(r"CUDA runtime version: " + VERSION)),
+    ("cuda", "torch.version.cuda", re.compile(r"torch\.version\.cuda\s*[=:]+\s*['\"]?" + VERSION)),
+    ("cuda", "nvidia-smi", re.compile(r"CUDA Version: " + VERSION)),
+    ("driver", "nvidia-smi", re.compile(r"Driver Version: " + VERSION)),
+    ("driver", "collect_env", re.compile(r"Nvidia driver version: " + VERSION)),
+    ("nccl", "torch.cuda.nccl.version", re.compile(
+        r"(?i:nccl)[\w.]*(?:\(\))?\s*(?:version)?(?:\(\))?\s*[:=]?\s*\(\s*(?P<a>\d+),\s*(?P<b>\d+),\s*(?P<c>\d+)\s*\)")),
+    ("python", "collect_env", re.compile(r"(?<![\w])Python version: (?P<v>\d+\.\d+(?:\.\d+)?)")),
+    ("python", "banner", re.compile(r"(?<![\w/])Python (?P<v>\d\.\d+(?:\.\d+)?)(?![\w.])")),
+)
+ENV_RE = re.compile(
+    r"(?<![\w])['\"]?(?P<key>RANK|LOCAL_RANK|WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR)['\"]?\s*[=:]\s*['\"]?"
+    r"(?P<val>[\w.:-]+)"
+)
+HOST_RE = re.compile(
+    r"(?<![\w])(?:[Hh]ostname\s*[:=]\s*|Running on (?:host|node)\s+)"
+    r"['\"]?(?P<host>[A-Za-z0-9][\w.-]*[\w])(?![\w.(])"
+)
+ENV_FIELD = {"RANK": "global_rank", "LOCAL_RANK": "local_rank", "WORLD_SIZE": "world_size",
+             "NODE_RANK": "node_rank", "GROUP_RANK": "node_rank", "MASTER_ADDR": "master_addr"}
 
 
 class EnvironmentParser(Parser):
+    """Versions → `version_info`; rank/world echoes and hostnames → `world_info`."""
+
     name = "environment"
+    triggers = ("ersion", "torch==", "torch ", "RANK", "WORLD_SIZE", "MASTER_ADDR", "ostname", "Running on ",
+                "CUDA used")
+    emits = (
+        EventSpec("version_info", ("component", "version", "source"),
+                  "a version the log states (component: torch, cuda, nccl, driver, python)"),
+        EventSpec("world_info", ("world_size", "global_rank", "local_rank", "node_rank", "master_addr",
+                                 "hostname"),
+                  "RANK=/WORLD_SIZE=/... echoes and hostname lines"),
+    )
+    examples = (
+        Example("PyTorch version: 2.1.0+cu121", "version_info",
+                {"component": "torch", "version": "2.1.0+cu121", "source": "collect_env"},
+                "collect_env, torch 1.10-2.9"),
+        Example("torch 2.1.2", "version_info", {"component": "torch", "version": "2.1.2"}, "pip list"),
+        Example("[pip3] torch==2.4.1", "version_info", {"component": "torch", "version": "2.4.1"},
+                "collect_env / pip freeze"),
+        Example("torch.__version__ = 1.13.1+cu117", "version_info",
+                {"component": "torch", "version": "1.13.1+cu117"}, "user prints"),
+        Example("CUDA used to build PyTorch: 12.1", "version_info",
+                {"component": "cuda", "version": "12.1", "source": "collect_env"}, "collect_env"),
+        Example("| NVIDIA-SMI 535.104.05             Driver Version: 535.104.05   CUDA Version: 12.2     |",
+                "version_info", {"component": "driver", "version": "535.104.05", "source": "nvidia-smi"},
+                "nvidia-smi 535"),
+        Example("| NVIDIA-SMI 535.104.05             Driver Version: 535.104.05   CUDA Version: 12.2     |",
+                "version_info", {"component": "cuda", "version": "12.2", "source": "nvidia-smi"},
+                    "nvidia-smi 535"),
+        Example("Nvidia driver version: 550.54.15", "version_info",
+                {"component": "driver", "version": "550.54.15"}, "collect_env"),
+        Example("torch.cuda.nccl.version() = (2, 18, 5)", "version_info",
+                {"component": "nccl", "version": "2.18.5"}, "user prints, torch 1.10-2.9"),
+        Example("NCCL version: (2, 21, 5)", "version_info", {"component": "nccl", "version": "2.21.5"},
+                "user prints"),
+        Example("Python version: 3.10.12 (main, Nov 20 2023, 15:14:05) [GCC 11.4.0] (64-bit runtime)",
+                "version_info", {"component": "python", "version": "3.10.12"}, "collect_env"),
+        Example("RANK=3 LOCAL_RANK=3 WORLD_SIZE=8 MASTER_ADDR=node-01", "world_info",
+                {"global_rank": 3, "local_rank": 3, "world_size": 8, "master_addr": "node-01"}, "env echoes"),
+        Example("NODE_RANK: 1", "world_info", {"node_rank": 1}, "env echoes"),
+        Example("hostname: gpu-node-17", "world_info", {"hostname": "gpu-node-17"}, "job scripts"),
+        Example("Running on host gpu-node-03.cluster", "world_info", {"hostname": "gpu-node-03.cluster"},
+                "job scripts"),
+    )
+    near_misses = (
+        "  File \"/venv/lib/python3.9/site-packages/torch/optim/adamw.py\", line 180, in "
+        "_call_impl",
+        "[E ProcessGroupNCCL.cpp:828] [Rank 2] Watchdog caught collective operation timeout",
+        "RANK=$RANK python train.py",
+        "Unable to resolve hostname to a (local) address. Using the loopback address as fallback.",
+        "hostname = socket.gethostname()",
+        "OMPI_COMM_WORLD_RANK=3",
+        "Running on 8 GPUs",
+    )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
-        return ()
+        text = line.text
+        out: list[Event] = []
+        seen: set[str] = set()
+        for component, source, rx in VERSION_RES:
+            if component in seen:
+                continue
+            m = rx.search(text)
+            if not m:
+                continue
+            version = m["v"] if "v" in rx.groupindex else f"{m['a']}.{m['b']}.{m['c']}"
+            seen.add(component)
+            out.append(self.event("version_info", line, component=component, version=version, source=source))
+        fields: dict[str, int | str] = {}
+        for m in ENV_RE.finditer(text):
+            name = ENV_FIELD[m["key"]]
+            if name == "master_addr":
+                if not m["val"].startswith("$"):
+                    fields.setdefault(name, m["val"])
+                continue
+            n = to_int(m["val"])
+            if n is not None:
+                fields.setdefault(name, n)
+        m2 = HOST_RE.search(text)
+        if m2:
+            fields["hostname"] = m2["host"]
+        if fields:
+            out.append(self.event("world_info", line, **fields))
+        return out

@@ -1,15 +1,146 @@
-"""Placeholder: replaced by the real gloo parser module."""
+"""gloo backend errors: transport timeouts, peers closing sockets, socket errors and mesh setup failures."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import Parser
+from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+
+LOC = r"(?:\[(?P<file>[^\]\s]+):(?P<line>\d+)\] )?"
+PEER = r"\[(?P<ip>[^\]]+)\]:(?P<port>\d+)"
+TIMEOUT_RE = re.compile(
+    LOC + r"Timed out waiting (?P<ms>\d+) ?ms for (?P<io>recv|send) operation to complete"
+)
+CLOSED_RE = re.compile(LOC + r"Connection closed by peer " + PEER)
+SOCKET_RE = re.compile(
+    LOC + r"(?P<kind>Read error|Write error|Read timeout|Write timeout|Connect timeout) " + PEER
+    + r"(?:: ?(?P<err>[^.\n]*))?"
+)
+PAIR_CLOSURE_RE = re.compile(r"Application timeout caused pair closure")
+MESH_RE = re.compile(r"Gloo connectFullMesh failed with (?P<inner>.*)")
+LOOPBACK_RE = re.compile(r"Unable to resolve hostname to a \(local\) address\. Using the loopback address")
+INNER_PEER_RE = re.compile(PEER)
+
+SOCKET_ERRORS = {"Read error": "read_error", "Write error": "write_error", "Read timeout": "read_timeout",
+                 "Write timeout": "write_timeout", "Connect timeout": "connect_timeout"}
 
 
 class GlooParser(Parser):
+    """gloo transport failures as torch re-raises them (gloo has no watchdog: the calling thread reports).
+
+    Example: `[tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete`
+    """
+
     name = "gloo"
+    triggers = ("Timed out waiting", "pair closure", "closed by peer", "connectFullMesh", "error [",
+                "timeout [",
+                "Unable to resolve hostname")
+    emits = (
+        EventSpec("hang_detected", ("detector", "timeout_ms", "io", "src"),
+                  "gloo `Timed out waiting Nms for recv|send operation` (io = recv or send)"),
+        EventSpec("peer_closed", ("transport", "peer", "port", "src"),
+                  "gloo `Connection closed by peer [ip]:port`"),
+        EventSpec("network_error", ("transport", "peer", "port", "error", "detail", "src"),
+                  "gloo socket Read/Write error or timeout, Connect timeout"),
+        EventSpec("gloo_error", ("error", "peer", "port", "detail"),
+                  "connectFullMesh failure, pair closure after a timeout, loopback fallback warning"),
+    )
+    examples = (
+        Example("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out "
+                "waiting 1800000ms for recv operation to complete", "hang_detected",
+                {"detector": "gloo", "timeout_ms": 1800000, "io": "recv",
+                 "src": "../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81"}, "torch 1.10-2.x"),
+        Example("[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:133] "
+                "Timed out waiting 30000ms for send operation to complete", "hang_detected",
+                {"detector": "gloo", "timeout_ms": 30000, "io": "send"}, "torch 2.5+"),
+        Example("RuntimeError: "
+                "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out "
+                "waiting 3000ms for recv operation to complete", "hang_detected",
+                {"detector": "gloo", "timeout_ms": 3000, "io": "recv"}, "torch 2.13 (observed here)"),
+        Example("RuntimeError: Application timeout caused pair closure", "gloo_error",
+                {"error": "pair_closure_after_timeout"}, "torch 1.10+ (also observed here with torch 2.13)"),
+        Example("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by "
+                "peer "
+                "[10.0.0.12]:8594", "peer_closed", {"transport": "gloo", "peer": "10.0.0.12", "port": 8594,
+                                                     "src":
+                                                         "../third_party/gloo/gloo/transport/tcp/pair.cc:598"},
+                "torch 1.10-2.x"),
+        Example("[gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+                "[2401:db00:ee"
+                "f0:1100:3560:"
+                "0:1c05:25d]:8"
+                "594", "peer_closed", {"peer": "2401:db00:eef0:1100:3560:0:1c05:25d", "port": 8594},
+                "torch 1.10+ (monitored_barrier inner error)"),
+        Example("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] "
+                "Connection closed by peer [127.0.0.1]:40843. This is typically caused by a remote worker "
+                "crashing. Check the logs of the remote worker before reporting an error.", "peer_closed",
+                {"transport": "gloo", "peer": "127.0.0.1", "port": 40843}, "torch 2.13 (observed here)"),
+        Example("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:575] Read error "
+                "[10.0.0.12]:29501: Connection reset by peer", "network_error",
+                {"transport": "gloo", "error": "read_error", "peer": "10.0.0.12", "port": 29501,
+                 "detail": "Connection reset by peer"}, "torch 1.10+"),
+        Example("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:210] Connect timeout "
+                "[10.0.0.12]:41235", "network_error", {"transport": "gloo", "error": "connect_timeout"},
+                "torch 1.10+"),
+        Example("RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:640] Write timeout "
+                "[10.0.0.12]:41235", "network_error", {"error": "write_timeout"}, "torch 2.x (sync mode)"),
+        Example("RuntimeError: Gloo connectFullMesh failed with "
+                "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no "
+                "error", "gloo_error", {"error": "connect_full_mesh_failed"}, "torch 2.x"),
+        Example("[W ProcessGroupGloo.cpp:694] Warning: Unable to resolve hostname to a (local) address. "
+                "Using the loopback address as fallback. Manually set the network interface to bind to with "
+                "GLOO_SOCKET_IFNAME. (function operator())", "gloo_error", {"error": "loopback_fallback"},
+                "torch 1.10+"),
+    )
+    near_misses = (
+        "Timed out waiting for pending UserRRefs to be confirmed by owner and parent.",
+        "ConnectionResetError: [Errno 104] Connection reset by peer",
+        "socketProgress: Connection closed by remote peer node08<43890>",
+        "DataLoader timed out after 60 seconds",
+        "ssh: Connection closed by peer",
+        "Timed out waiting 5 seconds for the checkpoint to flush",
+    )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
-        return ()
+        text = line.text
+        out: list[Event] = []
+        if "Timed out waiting" in text:
+            m = TIMEOUT_RE.search(text)
+            if m:
+                out.append(self.event("hang_detected", line, detector="gloo", timeout_ms=to_int(m["ms"]),
+                                      io=m["io"], src=_src(m)))
+        if "closed by peer" in text:
+            m = CLOSED_RE.search(text)
+            if m:
+                out.append(self.event("peer_closed", line, transport="gloo", peer=m["ip"],
+                                      port=to_int(m["port"]),
+                                      src=_src(m)))
+        if "error [" in text or "timeout [" in text:
+            m = SOCKET_RE.search(text)
+            if m:
+                err = (m["err"] or "").strip() or None
+                out.append(self.event("network_error", line, transport="gloo", peer=m["ip"],
+                                      port=to_int(m["port"]), error=SOCKET_ERRORS[m["kind"]], detail=err,
+                                      src=_src(m)))
+        if "pair closure" in text and PAIR_CLOSURE_RE.search(text):
+            out.append(self.event("gloo_error", line, error="pair_closure_after_timeout", peer=None,
+                                  port=None,
+                                  detail=None))
+        if "connectFullMesh" in text:
+            m = MESH_RE.search(text)
+            if m:
+                inner = m["inner"].strip()
+                p = INNER_PEER_RE.search(inner)
+                out.append(self.event("gloo_error", line, error="connect_full_mesh_failed",
+                                      peer=p["ip"] if p else None, port=to_int(p["port"]) if p else None,
+                                      detail=inner or None))
+        if "Unable to resolve hostname" in text and LOOPBACK_RE.search(text):
+            out.append(self.event("gloo_error", line, error="loopback_fallback", peer=None, port=None,
+                                  detail=None))
+        return out
+
+
+def _src(m: re.Match[str]) -> str | None:
+    return f"{m['file']}:{m['line']}" if m["file"] else None

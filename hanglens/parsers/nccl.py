@@ -1,15 +1,619 @@
-"""Placeholder: replaced by the real nccl parser module."""
+"""NCCL's debug output (envelope, banner, communicator lifecycle, WARNs) and torch's NCCL error messages."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import Parser
+from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+from hanglens.parsers.cuda import classify_cuda, pg_fields
+
+# NCCL_DEBUG envelope (§10.E item 73); searched, because WARNs are often glued after a partial line.
+# The host:pid:tid part is optional: pasted excerpts often keep only `file:line NCCL WARN msg`.
+ENVELOPE_RE = re.compile(
+    r"(?:(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+) (?:\[(?P<dev>\d+)\] )?)?"
+    r"(?:\d+\.\d+ \w+:\d+ )?"
+    r"(?:(?P<src>[\w./+-]+\.\w+):(?P<line>\d+) (?:\((?P<func>[^()\s]+)\) )?)?"
+    r"NCCL (?P<lvl>INFO|WARN|TRACE|CALL)\b ?(?P<msg>.*)"
+)
+BANNER_RE = re.compile(r"NCCL version (?P<ver>\d+\.\d+\.\d+)(?P<suffix>[^+\s,]*)\+cuda(?P<cuda>\d+\.\d+)")
+ENV_VERSION_RE = re.compile(r"NCCL version: (?P<ver>\d+\.\d+\.\d+)")
+TORCH_ERROR_RE = re.compile(
+    r"NCCL (?P<kind>error|timeout) in: (?P<loc>[^,\s]+:\d+), (?P<errstr>.+?), NCCL version "
+    r"(?P<ver>\d+\.\d+\.\d+)"
+)
+TORCH_ASYNC_RE = re.compile(r"NCCL (?P<kind>error): (?P<errstr>.+?), NCCL version (?P<ver>\d+\.\d+\.\d+)")
+CODE_RE = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception): )?(?P<code>nccl[A-Z]\w*): ?(?P<detail>.*)$")
+INLINE_CODE_RE = re.compile(r"(?:\\n|\n)(?P<code>nccl[A-Z]\w*): ?(?P<detail>.*?)(?=\\n|\n|$)")
+INLINE_LAST_RE = re.compile(r"Last error:(?:\\n|\n| )*(?P<last>.+?)(?=\\n|\n|$)")
+UNKNOWN_RE = re.compile(r"^\s*Unknown NCCL error!?\s*$")
+LAST_ERROR_RE = re.compile(r"^\s*Last error:\s*(?P<inline>.*)$")
+ABORT_REASON_RE = re.compile(
+    r"^\s*(?P<reason>Process Group (?:destroyed|shutdown) on rank \d+|No abort reason provided\.?)\s*$"
+)
+REMOTE_RE = re.compile(r"remote error detected from rank:? ?(?P<src>\d+)")
+
+COMM_RE = re.compile(
+    r"(?:\[Rank (?P<r0>\d+)\] )?(?:(?P<api>nccl\w+) )?comm (?P<comm>0x[0-9a-fA-F]+|\(nil\)) "
+    r"rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda_dev>\d+)(?: nvmlDev (?P<nvml_dev>\d+))? "
+    r"busId (?P<bus_id>[0-9a-fA-F]+)"
+)
+COMM_PHASE_RE = re.compile(r"(?P<phase>Init START|Init COMPLETE|Destroy COMPLETE|Abort COMPLETE)")
+COMM_PARENT_RE = re.compile(r"parent (?P<parent>0x[0-9a-fA-F]+|\(nil\))")
+COMM_COLOR_RE = re.compile(r"color (?P<color>-?\d+) key (?P<key>-?\d+)")
+COMM_ID_RE = re.compile(r"commId 0x(?P<comm_id>[0-9a-fA-F]+)")
+TIMINGS_RE = re.compile(
+    r"Init timings(?: - (?P<api>\w+))?: rank (?P<rank>\d+) nranks (?P<nranks>\d+)"
+    r"(?: total (?P<total>[\d.]+))?"
+)
+
+IB_COMPLETION_RE = re.compile(
+    r"NET/IB ?: Got completion from peer (?P<peer>[^<\s]+)<(?P<port>\d+)> "
+    r"with (?:error |status=)(?P<status>\d+)"
+    r"(?:,? opcode[ =](?P<opcode>\d+))?"
+)
+IB_ASYNC_RE = re.compile(r"NET/IB ?: Got async event ?: (?P<event>.*)")
+IB_MISMATCH_RE = re.compile(
+    r"NET/IB ?[:-] req \S+ tag \S+ peer (?P<peer>[^<\s]+)<(?P<port>\d+)> collective mismatch error"
+    r"(?:, local size (?P<local>\d+) remote size (?P<remote>\d+))?"
+)
+VERBS_RE = re.compile(r"Call to (?P<fn>(?:ibv|mlx5dv|wrap_ibv)\w*)(?:\(\))? (?:failed|returned)(?P<rest>.*)")
+SOCK_CALL_RE = re.compile(
+    r"(?P<fn>socket\w+): Call to (?P<dir>recv from|send to) (?P<addr>\S+?) failed ?: (?P<err>.*)"
+)
+CLOSED_RE = re.compile(r"(?:socket\w+|NET/Socket|Net) ?: Connection closed by remote peer(?: (?P<addr>\S+))?")
+CONNECT_RE = re.compile(
+    r"socketStartConnect: Connect to (?P<addr>\S+) failed ?: (?P<err>.*)"
+    r"|(?P<fn>\w+): connect to (?P<addr2>\S+) (?:returned (?P<ret>.*?), exceeded error retry count|failed ?: "
+    r"(?P<err2>.*))"
+    r"|socketPollConnect: exceeded (?P<what>retries|timeouts)"
+)
+ACCEPT_RE = re.compile(r"socketTryAccept: Accept failed: ?(?P<err>.*)")
+TRUNC_RE = re.compile(
+    r"(?:peer (?P<addr>\S+) )?[Mm]essage truncated ?: receiv(?:ed|ing) (?P<got>\d+) bytes "
+    r"instead of (?P<want>\d+)"
+)
+IFACE_RE = re.compile(
+    r"Bootstrap ?: no socket interface found|No usable listening interface found|no device found matching "
+    r".*?, verify NCCL_\w*IFNAME|No interface found in the same subnet as remote address (?P<addr>\S+)"
+)
+BOOT_ROOT_RE = re.compile(
+    r"Bootstrap Root ?: (?:rank \d+ of \d+ ranks has already checked in"
+    r"|mismatch in (?:rank count|info) from procs)"
+)
+PROXY_OP_RE = re.compile(
+    r"\[Service thread\] Error encountered progressing operation=(?P<op>\w+), res=(?P<res>\d+)"
+)
+PROXY_POLL_RE = re.compile(r"\[Proxy Service\] Poll failed: ?(?P<err>.*)")
+PROXY_CALL_RE = re.compile(
+    r"ncclProxyCallBlockingUDS call to tpRank (?P<tp>\d+)\([^)]*\) failed ?: ?(?P<res>\d+)"
+)
+SERVICE_CLOSED_RE = re.compile(r"\[Service thread\] Connection closed by localRank (?P<lr>\d+)")
+CUDA_FAIL_RE = re.compile(r"Cuda failure (?:(?P<code>\d+) )?'+(?P<msg>[^']*)'+")
+ADDR_RE = re.compile(r"^\[?(?P<ip>.*?)\]?<(?P<port>\d+)>")
+
+ERRSTR_TYPES: tuple[tuple[str, str], ...] = (
+    ("unhandled cuda error", "ncclUnhandledCudaError"),
+    ("unhandled system error", "ncclSystemError"),
+    ("internal error", "ncclInternalError"),
+    ("invalid argument", "ncclInvalidArgument"),
+    ("invalid usage", "ncclInvalidUsage"),
+    ("remote process exited", "ncclRemoteError"),
+    ("operation in progress", "ncclInProgress"),
+)
+# ibv_wc_status values that matter for diagnosis (§4.4).
+IB_STATUS = {4: "local_protection_error", 5: "wr_flushed", 10: "remote_access_error", 12: "retry_exceeded",
+             13: "rnr_retry_exceeded"}
+STRERROR_TOKENS: tuple[tuple[str, str], ...] = (
+    ("Connection reset by peer", "connection_reset"),
+    ("Connection refused", "connection_refused"),
+    ("timed out", "timed_out"),
+    ("Broken pipe", "broken_pipe"),
+    ("No route to host", "no_route"),
+    ("Network is unreachable", "network_unreachable"),
+)
+
+Fields = dict[str, Any]
+
+
+def normalize_version(text: str) -> str:
+    """`21.0.3` (torch <= 1.12 divided NCCL_VERSION_CODE 21003 the pre-2.9 way) -> `2.10.3`."""
+    parts = [int(p) for p in text.split(".")[:3]]
+    if len(parts) < 3:
+        return text
+    major, minor, patch = parts
+    if major >= 10:
+        code = major * 1000 + minor * 100 + patch
+        major, minor, patch = code // 10000, (code % 10000) // 100, code % 100
+    return f"{major}.{minor}.{patch}"
+
+
+def _split_addr(addr: str | None) -> tuple[str | None, int | None]:
+    if not addr:
+        return None, None
+    m = ADDR_RE.match(addr)
+    if m:
+        return m["ip"], to_int(m["port"])
+    return addr.rstrip(".,:"), None
+
+
+def _strerror_token(err: str | None, fallback: str) -> str:
+    for needle, token in STRERROR_TOKENS:
+        if err and needle in err:
+            return token
+    return fallback
+
+
+def _net(transport: str, error: str, peer: str | None = None, port: int | None = None,
+         status: int | None = None, detail: str | None = None) -> tuple[str, Fields]:
+    return "network_error", {"transport": transport, "error": error, "peer": peer, "port": port,
+                             "status": status, "detail": detail}
+
+
+def classify_message(msg: str) -> list[tuple[str, Fields]]:
+    """Specific events (network_error, peer_closed, cuda_error) named by one NCCL WARN/INFO message text."""
+    out: list[tuple[str, Fields]] = []
+    m: re.Match[str] | None
+    if "NET/IB" in msg:
+        m = IB_COMPLETION_RE.search(msg)
+        if m:
+            status = to_int(m["status"])
+            error = IB_STATUS.get(status or -1, "completion_error")
+            out.append(_net("ib", error, m["peer"], to_int(m["port"]), status, msg[m.start():].strip()))
+            return out
+        m = IB_ASYNC_RE.search(msg)
+        if m:
+            out.append(_net("ib", "async_event", detail=m["event"].strip()))
+            return out
+        m = IB_MISMATCH_RE.search(msg)
+        if m:
+            out.append(_net("ib", "collective_mismatch", m["peer"], to_int(m["port"]), detail=msg.strip()))
+            return out
+    m = VERBS_RE.search(msg)
+    if m:
+        out.append(_net("ib", "verbs_call_failed", detail=msg[m.start():].strip()))
+        return out
+    m = SOCK_CALL_RE.search(msg)
+    if m:
+        peer, port = _split_addr(m["addr"])
+        fallback = "recv_failed" if m["dir"].startswith("recv") else "send_failed"
+        out.append(_net("socket", _strerror_token(m["err"], fallback), peer, port, detail=m["err"].strip()))
+        return out
+    m = CLOSED_RE.search(msg)
+    if m:
+        peer, port = _split_addr(m["addr"])
+        out.append(_net("socket", "closed_by_peer", peer, port))
+        out.append(("peer_closed", {"transport": "socket", "peer": peer, "port": port}))
+        return out
+    m = CONNECT_RE.search(msg)
+    if m:
+        peer, port = _split_addr(m["addr"] or m["addr2"])
+        err = m["err"] or m["err2"] or m["ret"]
+        out.append(_net("socket", "connect_failed", peer, port, detail=(err or msg[m.start():]).strip()))
+        return out
+    m = ACCEPT_RE.search(msg)
+    if m:
+        out.append(_net("socket", "accept_failed", detail=m["err"].strip()))
+        return out
+    m = TRUNC_RE.search(msg)
+    if m:
+        peer, port = _split_addr(m["addr"])
+        out.append(_net("socket", "message_truncated", peer, port, detail=msg[m.start():].strip()))
+        return out
+    m = IFACE_RE.search(msg)
+    if m:
+        peer, port = _split_addr(m["addr"])
+        out.append(_net("socket", "no_interface", peer, port, detail=m.group(0)))
+        return out
+    m = BOOT_ROOT_RE.search(msg)
+    if m:
+        out.append(_net("socket", "bootstrap_mismatch", detail=msg[m.start():].strip()))
+        return out
+    m = PROXY_OP_RE.search(msg)
+    if m:
+        out.append(_net("socket", "proxy_error", status=to_int(m["res"]), detail=msg[m.start():].strip()))
+        return out
+    m = PROXY_POLL_RE.search(msg)
+    if m:
+        out.append(_net("socket", "proxy_poll_failed", detail=m["err"].strip()))
+        return out
+    m = PROXY_CALL_RE.search(msg)
+    if m:
+        out.append(_net("socket", "proxy_call_failed", f"tpRank {m['tp']}", status=to_int(m["res"]),
+                        detail=msg[m.start():].strip()))
+        return out
+    m = SERVICE_CLOSED_RE.search(msg)
+    if m:
+        out.append(("peer_closed", {"transport": "socket", "peer": f"localRank {m['lr']}", "port": None,
+                                    "peer_local_rank": to_int(m["lr"])}))
+        return out
+    m = CUDA_FAIL_RE.search(msg)
+    if m:
+        out.append(("cuda_error", {"error": classify_cuda(m["msg"]), "message": m["msg"],
+                                   "status": to_int(m["code"])}))
+    return out
+
+
+@dataclass
+class _ErrorBlock:
+    """A torch `NCCL error in:` message whose detail and `Last error:` lines follow on the next lines."""
+
+    head: LogLine
+    fields: Fields
+    awaiting_last: bool = False
+    done: bool = False
+    seen: int = 0
+    extra: list[tuple[str, Fields]] = field(default_factory=list)
 
 
 class NcclParser(Parser):
+    """NCCL library lines and torch's NCCL API failures.
+
+    Example: `node07:41233:41410 [3] misc/socket.cc:484 NCCL WARN socketProgress: Connection closed`
+    """
+
     name = "nccl"
+    triggers = ("NCCL WARN", "NCCL version", "NCCL error", " nranks ", "Cuda failure", "[Service thread]",
+                "remote error detected")
+    emits = (
+        EventSpec("nccl_version", ("version", "cuda", "pid", "nccl_host", "source"),
+                  "NCCL version from the banner (source=banner), torch's error suffix (torch_error) or its "
+                  "environments line (torch_env); 21.0.3 is reported as 2.10.3"),
+        EventSpec("nccl_comm_init", ("comm", "comm_rank", "nranks", "cuda_dev", "bus_id", "phase", "pid",
+                                     "nccl_host", "comm_id", "api", "parent", "color", "key", "nvml_dev",
+                                     "total_s"),
+                  "communicator lifecycle: phase init_start, init_complete, destroy_complete, "
+                  "abort_complete, init_timings"),
+        EventSpec("nccl_warn", ("message", "pid", "nccl_host", "src", "cuda_dev"), "any NCCL WARN line"),
+        EventSpec("network_error", ("transport", "peer", "port", "status", "error", "detail", "pid",
+                                    "nccl_host"),
+                  "IB completion/async/verbs errors (transport=ib), socket, bootstrap and proxy errors "
+                  "(transport=socket); `error` is a token such as retry_exceeded, connection_reset"),
+        EventSpec("peer_closed", ("transport", "peer", "port", "peer_local_rank", "pid", "nccl_host"),
+                  "NCCL socket closed by the remote peer, or the proxy saw a local rank close its "
+                  "connection"),
+        EventSpec("cuda_error", ("error", "message", "status", "pid", "nccl_host"),
+                  "`Cuda failure 'msg'` inside NCCL (status = driver error code when printed)"),
+        EventSpec("nccl_error", ("error_type", "reason", "nccl_version", "location", "detail", "last_error",
+                                 "timeout", "pg", "pg_rank", "stated_rank", "from_pg_rank"),
+                  "torch's `NCCL error in: F:L, REASON, NCCL version X` (+ `ncclXxxError:` and `Last error:` "
+                  "lines), or a propagated `remote error detected from rank` (error_type=remote_error)"),
+    )
+    examples = (
+        Example("NCCL version 2.18.5+cuda12.2", "nccl_version",
+                {"version": "2.18.5", "cuda": "12.2", "source": "banner"},
+                "NCCL <= 2.21 (VERSION/WARN level)"),
+        Example("node07:41233:41233 [0] NCCL INFO NCCL version 2.22.3+cuda12.6", "nccl_version",
+                {"version": "2.22.3", "cuda": "12.6", "pid": 41233, "nccl_host": "node07"},
+                "NCCL 2.22+ INFO"),
+        Example("[I ProcessGroupNCCL.cpp:911] [Rank 0] ProcessGroupNCCL environments: NCCL version: 2.20.5, "
+                "TORCH_NCCL_ASYNC_ERROR_HANDLING: "
+                "3", "nccl_version", {"version": "2.20.5", "source": "torch_env"},
+                "torch 2.2+ with TORCH_CPP_LOG_LEVEL=INFO"),
+        Example("node07:41233:41410 [3] NCCL INFO comm 0x5590ec4762b0 rank 2 nranks 8 cudaDev 3 busId 85000 "
+                "- Init COMPLETE", "nccl_comm_init",
+                {"comm": "0x5590ec4762b0", "comm_rank": 2, "nranks": 8, "cuda_dev": 3, "bus_id": "85000",
+                 "phase": "init_complete", "pid": 41233, "nccl_host": "node07"}, "NCCL 2.10-2.17"),
+        Example("node07:41233:41233 [1] NCCL INFO comm 0x55df01b24dd0 rank 9 nranks 16 cudaDev 1 nvmlDev 1 "
+                "busId 7000 commId 0x2114bc51af4fb978 - Init COMPLETE", "nccl_comm_init",
+                {"comm_rank": 9, "nranks": 16, "cuda_dev": 1, "nvml_dev": 1, "bus_id": "7000",
+                 "comm_id": "2114bc51af4fb978", "phase": "init_complete"}, "NCCL 2.18.3-2.20"),
+        Example("node07:41233:41233 [1] NCCL INFO ncclCommInitRank comm 0x55df01b24dd0 rank 9 nranks 16 "
+                "cudaDev 1 nvmlDev 1 busId 7000 commId 0x2114bc51af4fb978 - Init START", "nccl_comm_init",
+                {"api": "ncclCommInitRank", "comm_rank": 9, "phase": "init_start"}, "NCCL 2.21-2.28"),
+        Example("node07:41233:41233 [1] NCCL INFO ncclCommSplit comm 0x7f10 rank 1 nranks 4 cudaDev 1 "
+                "nvmlDev 1 busId 1b000 parent 0x55df01b24dd0 splitCount 1 color 2003953581 key 1- Init START",
+                "nccl_comm_init", {"api": "ncclCommSplit", "comm_rank": 1, "nranks": 4,
+                                   "parent": "0x55df01b24dd0",
+                                   "color": 2003953581, "key": 1, "phase": "init_start"}, "NCCL 2.24-2.28"),
+        Example("node07:41233:41233 [1] NCCL INFO [Rank 9] ncclCommInitRankConfig comm 0x55df01b24dd0 rank 9 "
+                "nranks 16 cudaDev 1 nvmlDev 1 busId 7000 commId 0x2114bc51af4fb978 - Init START",
+                "nccl_comm_init", {"comm_rank": 9, "api": "ncclCommInitRankConfig", "phase": "init_start"},
+                "NCCL 2.29-2.30"),
+        Example("node07:41233:41233 [1] NCCL INFO Init timings - ncclCommInitRank: rank 9 nranks 16 total "
+                "1.32 (kernels 0.21, alloc 0.01, bootstrap 0.55, allgathers 0.02, topo 0.30, graphs 0.03)",
+                "nccl_comm_init", {"phase": "init_timings", "comm_rank": 9, "nranks": 16, "total_s": 1.32},
+                "NCCL 2.26+"),
+        Example("node07:41233:41233 [0] NCCL INFO comm 0x5590ec4762b0 rank 2 nranks 8 cudaDev 0 busId 85000 "
+                "- Abort "
+                "COMPLETE", "nccl_comm_init", {"phase": "abort_complete", "comm_rank": 2}, "NCCL 2.18+"),
+        Example("\nnode07:41233:41410 [3] misc/socket.cc:484 NCCL WARN socketProgress: Connection closed by "
+                "remote peer node08<43890>", "nccl_warn",
+                {"message": "socketProgress: Connection closed by remote peer node08<43890>", "pid": 41233,
+                 "nccl_host": "node07", "src": "misc/socket.cc:484", "cuda_dev": 3}, "NCCL 2.10-2.25"),
+        Example("node07:41233:41410 [3] misc/socket.cc:484 NCCL WARN socketProgress: Connection closed by "
+                "remote peer node08<43890>", "peer_closed", {"transport": "socket", "peer": "node08",
+                                                             "port": 43890}, "NCCL 2.18+"),
+        Example("[2025-03-01 12:34:56] node07:41233:41410 [3] transport/net_ib.cc:2449 NCCL WARN NET/IB: Got "
+                "completion from peer 10.1.2.3<51723> with status=12 opcode=0 len=0 vendor err 129 (Recv) "
+                "localGid ::ffff:10.1.2.7 remoteGids ::ffff:10.1.2.3 hca mlx5_3", "network_error",
+                {"transport": "ib", "peer": "10.1.2.3", "port": 51723, "status": 12,
+                 "error": "retry_exceeded",
+                 "pid": 41233, "nccl_host": "node07"}, "NCCL 2.26-2.28"),
+        Example("node07:41233:41410 [3] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
+                "10.1.2.3<51723> with error 12, opcode 0, len 0, vendor err 129", "network_error",
+                {"transport": "ib", "status": 12, "error": "retry_exceeded"}, "NCCL 2.10-2.17"),
+        Example("[2026-07-01 08:00:01] node07:41233:41410 [3] transport/net_ib.cc:2510 (ncclIbTest) NCCL "
+                "WARN NET/IB: Got completion from peer 10.1.2.3<51723> with status=5 opcode=1 len=0 vendor "
+                "err 249 (Send) hca "
+                "mlx5_3", "network_error", {"status": 5, "error": "wr_flushed"}, "NCCL 2.30.7+"),
+        Example("node07:41233:41399 [0] transport/net_ib.cc:110 NCCL WARN NET/IB : Got async event : "
+                "port error", "network_error",
+                {"transport": "ib", "error": "async_event", "detail": "port error"}, "NCCL 2.10+"),
+        Example("node07:41233:41410 [0] misc/socket.cc:538 NCCL WARN socketProgressOpt: Call to recv from "
+                "10.1.2.3<33759> failed : Connection reset by peer", "network_error",
+                {"transport": "socket", "peer": "10.1.2.3", "port": 33759, "error": "connection_reset"},
+                "NCCL 2.18+"),
+        Example("node07:41233:41233 [0] misc/socket.cc:615 NCCL WARN socketStartConnect: Connect to "
+                "10.1.2.3<43115> failed : Connection refused", "network_error",
+                {"transport": "socket", "error": "connect_failed", "peer": "10.1.2.3"}, "NCCL 2.18"),
+        Example("node07:41233:41410 [0] transport/net_socket.cc:561 NCCL WARN NET/Socket : peer "
+                "10.1.2.3<41138> message truncated : receiving 8 bytes instead of 4", "network_error",
+                {"transport": "socket", "error": "message_truncated", "peer": "10.1.2.3"}, "NCCL 2.2x"),
+        Example("node07:41233:41233 [0] bootstrap.cc:720 NCCL WARN Bootstrap : no socket interface found",
+                "network_error", {"transport": "socket", "error": "no_interface"}, "NCCL 2.10+"),
+        Example("node07:41233:41233 [0] bootstrap.cc:301 NCCL WARN Bootstrap Root : rank 3 of 8 ranks has "
+                "already checked in", "network_error", {"error": "bootstrap_mismatch"}, "NCCL 2.10-2.2x"),
+        Example("node07:41233:41500 [0] proxy.cc:1523 NCCL WARN [Service thread] Error encountered "
+                "progressing operation=Connect, res=3, closing connection", "network_error",
+                {"transport": "socket", "error": "proxy_error", "status": 3}, "NCCL 2.1x+"),
+        Example("node07:41233:41410 [1] transport/net_ib.cc:1038 NCCL WARN NET/IB : req 0/1 tag 7 peer "
+                "10.1.2.3<58683> collective mismatch error, local size 4096 remote size "
+                "1024", "network_error",
+                {"transport": "ib", "error": "collective_mismatch", "peer": "10.1.2.3"}, "NCCL 2.1x+"),
+        Example("node07:41233:41500 [2] NCCL INFO [Service thread] Connection closed by localRank 2",
+                "peer_closed", {"peer": "localRank 2", "peer_local_rank": 2, "pid": 41233}, "NCCL 2.1x+"),
+        Example("node07:41233:41410 [0] enqueue.cc:1021 NCCL WARN Cuda failure 'an illegal memory access was "
+                "encountered'", "cuda_error", {"error": "illegal_memory_access", "pid": 41233}, "NCCL 2.10+"),
+        Example("[2025-04-08 08:39:46] node07:41233:41410 [0] transport/nvls.cc:254 NCCL WARN Cuda failure 1 "
+                "'invalid argument'", "cuda_error", {"error": "invalid_argument", "status": 1}, "NCCL 2.26+"),
+        Example("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, "
+                "unhandled system error, NCCL version 2.10.3\nncclSystemError: System call (e.g. socket, "
+                "malloc) or external library call failed or device error. It can be also caused by "
+                "unexpected exit of a remote peer, you can check NCCL warnings for failure reason and see if "
+                "there is connection closure by a peer.",
+                "nccl_error", {"error_type": "ncclSystemError", "reason": "unhandled system error",
+                               "nccl_version": "2.10.3",
+                               "location": "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191"},
+                "torch 1.12"),
+        Example("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:957, "
+                "unhandled cuda error, NCCL version 21.0.3\nncclUnhandledCudaError: Call to CUDA function "
+                "failed.",
+                "nccl_error", {"error_type": "ncclUnhandledCudaError", "nccl_version": "2.10.3"},
+                "torch 1.10-1.12 (NCCL 2.10.3 spelled 21.0.3)"),
+        Example("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:957, "
+                "unhandled cuda error, NCCL version "
+                "21.0.3", "nccl_version", {"version": "2.10.3", "source": "torch_error"},
+                "torch 1.10-1.12"),
+        Example("terminate called after throwing an instance of 'c10::Error'\n  what():  NCCL error in: "
+                "../torch/csrc/distributed/c10d/NCCLUtils.hpp:181, unhandled cuda error, NCCL version "
+                "21.0.3\nProcess Group destroyed on rank 2\nException raised from ncclCommAbort at "
+                "../torch/csrc/distributed/c10d/NCCLUtils.hpp:181 (most recent call first):", "nccl_error",
+                {"error_type": "ncclUnhandledCudaError", "detail": "Process Group destroyed on rank 2",
+                 "location": "../torch/csrc/distributed/c10d/NCCLUtils.hpp:181"}, "torch 1.10-1.12"),
+        Example("torch.distributed.DistBackendError: NCCL error in: "
+                "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1251, internal error - please report "
+                "this issue to the NCCL developers, NCCL version 2.18.6\nncclInternalError: Internal check "
+                "failed.\nLast error:\nBootstrap : no socket interface found", "nccl_error",
+                {"error_type": "ncclInternalError", "nccl_version": "2.18.6",
+                 "last_error": "Bootstrap : no socket interface found"}, "torch 2.1 / NCCL 2.18"),
+        Example("torch.distributed.DistBackendError: NCCL error in: "
+                "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1251, internal error - please report "
+                "this issue to the NCCL developers, NCCL version 2.18.6\nncclInternalError: Internal check "
+                "failed.\nLast error:\nBootstrap : no socket interface "
+                "found", "network_error", {"error": "no_interface", "transport": "socket"},
+                "torch 2.1 / NCCL 2.18"),
+        Example("[rank1]:[E ProcessGroupNCCL.cpp:1414] [PG 0 Rank 1] Process group watchdog thread "
+                "terminated with exception: NCCL error: remote process exited or there was a network error, "
+                "NCCL version 2.20.5\nncclRemoteError: A call failed possibly due to a network error or a "
+                "remote process exiting prematurely.\nLast error:\nsocketProgress: Connection closed by "
+                "remote peer node08<43890>",
+                "nccl_error", {"error_type": "ncclRemoteError", "nccl_version": "2.20.5", "location": None,
+                               "last_error":
+                                   "socketProgress: Connection closed by remote peer node08<43890>"},
+                "torch 2.3"),
+        Example("[rank1]:[E ProcessGroupNCCL.cpp:1414] [PG 0 Rank 1] Process group watchdog thread "
+                "terminated with exception: NCCL error: remote process exited or there was a network error, "
+                "NCCL version 2.20.5\nncclRemoteError: A call failed possibly due to a network error or a "
+                "remote process exiting prematurely.\nLast error:\nsocketProgress: Connection closed by "
+                "remote peer node08<43890>",
+                "peer_closed", {"transport": "socket", "peer": "node08"}, "torch 2.3"),
+        Example("[rank0]: torch.distributed.DistBackendError: NCCL error in: "
+                "/pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, invalid usage (run with "
+                "NCCL_DEBUG=WARN for details), NCCL version 2.26.2\n[rank0]: ncclInvalidUsage: This usually "
+                "reflects invalid usage of NCCL library.\n[rank0]: Last error:\n[rank0]: Error: network not "
+                "found.", "nccl_error",
+                {"error_type": "ncclInvalidUsage", "nccl_version": "2.26.2",
+                 "reason": "invalid usage (run with NCCL_DEBUG=WARN for details)",
+                 "last_error": "Error: network not found."}, "torch 2.6+ / NCCL 2.26"),
+        Example("[rank3]:[E0312 10:01:02.123456789 ProcessGroupNCCL.cpp:2000] [PG ID 0 PG GUID 0(default_pg) "
+                "Rank 3]  remote error detected from rank: 5", "nccl_error",
+                {"error_type": "remote_error", "pg": "0", "pg_rank": 3, "stated_rank": 3, "from_pg_rank": 5},
+                "torch 2.7+ (TORCH_NCCL_PROPAGATE_ERROR=1)"),
+    )
+    near_misses = (
+        "node07:41233:41233 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+        "node07:41233:41233 [0] NCCL INFO transport/net.cc:1302 -> 6",
+        "node07:41233:41233 [0] NCCL INFO comm 0x55 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0",
+        "[rank0]:[E ProcessGroupNCCL.cpp:1006] [Rank 0] found async exception when checking for NCCL errors",
+        "Setting NCCL_DEBUG=INFO may print the NCCL version",
+        "    raise RuntimeError(f'NCCL error in: {loc}')",
+        "pip install nvidia-nccl-cu12==2.18.5  # pin the NCCL version",
+    )
+
+    def __init__(self) -> None:
+        self._block: _ErrorBlock | None = None
+
+    def wants_more(self) -> bool:
+        return self._block is not None
+
+    def close(self) -> Iterable[Event]:
+        return self._flush()
 
     def feed(self, line: LogLine) -> Iterable[Event]:
-        return ()
+        out: list[Event] = []
+        if self._block is not None:
+            if self._continue(line):
+                if self._block is not None and (self._block.done or self._block.seen > 6):
+                    out.extend(self._flush())
+                return out
+            out.extend(self._flush())
+        text = line.text
+        if "NCCL " in text:
+            out.extend(self._envelope(line))
+        if "NCCL e" in text or "NCCL t" in text:
+            out.extend(self._torch_error(line))
+        if "NCCL version: " in text:
+            m = ENV_VERSION_RE.search(text)
+            if m:
+                out.append(self.event("nccl_version", line, version=normalize_version(m["ver"]), cuda=None,
+                                      pid=None, nccl_host=None, source="torch_env"))
+        if "remote error detected" in text:
+            m = REMOTE_RE.search(text)
+            if m:
+                out.append(self.event("nccl_error", line, error_type="remote_error", reason=m.group(0),
+                                      nccl_version=None, location=None, from_pg_rank=to_int(m["src"]),
+                                      **pg_fields(text[: m.start()])))
+        return out
+
+    # -- NCCL_DEBUG lines ----------------------------------------------------------------------
+    def _envelope(self, line: LogLine) -> list[Event]:
+        text = line.text
+        out: list[Event] = []
+        m = BANNER_RE.search(text)
+        env = ENVELOPE_RE.search(text)
+        host = env["host"] if env else None
+        pid = to_int(env["pid"]) if env else None
+        if m:
+            out.append(self.event("nccl_version", line, version=normalize_version(m["ver"]), cuda=m["cuda"],
+                                  pid=pid, nccl_host=host, source="banner"))
+        if env is None:
+            if "Cuda failure" in text:
+                out.extend(self._specific(line, text, pid, host))
+            return out
+        msg = env["msg"].strip()
+        ctx: Fields = {"pid": pid, "nccl_host": host}
+        if env["lvl"] == "WARN":
+            src = f"{env['src']}:{env['line']}" if env["src"] else None
+            out.append(self.event("nccl_warn", line, message=msg, src=src, cuda_dev=to_int(env["dev"]),
+                                  **ctx))
+        if " nranks " in msg:
+            out.extend(self._lifecycle(line, msg, ctx))
+        out.extend(self._specific(line, msg, pid, host))
+        return out
+
+    def _lifecycle(self, line: LogLine, msg: str, ctx: Fields) -> list[Event]:
+        m = COMM_RE.search(msg)
+        if m:
+            rest = msg[m.end():]
+            phase = COMM_PHASE_RE.search(rest)
+            parent = COMM_PARENT_RE.search(rest)
+            color = COMM_COLOR_RE.search(rest)
+            comm_id = COMM_ID_RE.search(rest)
+            return [self.event(
+                "nccl_comm_init", line, comm=m["comm"], comm_rank=to_int(m["rank"]),
+                nranks=to_int(m["nranks"]),
+                cuda_dev=to_int(m["cuda_dev"]), nvml_dev=to_int(m["nvml_dev"]), bus_id=m["bus_id"],
+                api=m["api"], comm_id=comm_id["comm_id"] if comm_id else None,
+                parent=parent["parent"] if parent else None,
+                color=to_int(color["color"]) if color else None, key=to_int(color["key"]) if color else None,
+                phase=phase["phase"].lower().replace(" ", "_") if phase else None, **ctx,
+            )]
+        t = TIMINGS_RE.search(msg)
+        if t:
+            total = None
+            try:
+                total = float(t["total"]) if t["total"] else None
+            except ValueError:
+                total = None
+            return [self.event("nccl_comm_init", line, comm=None, comm_rank=to_int(t["rank"]),
+                               nranks=to_int(t["nranks"]), api=t["api"], phase="init_timings", total_s=total,
+                               **ctx)]
+        return []
+
+    def _specific(self, line: LogLine, msg: str, pid: int | None, host: str | None) -> list[Event]:
+        return [self.event(kind, line, **fields, pid=pid, nccl_host=host)
+                for kind, fields in classify_message(msg)]
+
+    # -- torch's NCCL error messages -----------------------------------------------------------
+    def _torch_error(self, line: LogLine) -> list[Event]:
+        text = line.text
+        m = TORCH_ERROR_RE.search(text) or TORCH_ASYNC_RE.search(text)
+        if not m:
+            return []
+        version = normalize_version(m["ver"])
+        errstr = m["errstr"].strip()
+        error_type = next((t for needle, t in ERRSTR_TYPES if needle in errstr), None)
+        fields: Fields = {
+            "error_type": error_type, "reason": errstr, "nccl_version": version,
+            "location": m.groupdict().get("loc"), "detail": None, "last_error": None,
+            "timeout": m["kind"] == "timeout", **pg_fields(text[: m.start()]),
+        }
+        out = [self.event("nccl_version", line, version=version, cuda=None, pid=None, nccl_host=None,
+                          source="torch_error")]
+        self._block = _ErrorBlock(head=line, fields=fields)
+        tail = text[m.end():]
+        if "\\n" in tail or "\n" in tail:  # the whole message on one physical line (repr / JSON)
+            code = INLINE_CODE_RE.search(tail)
+            if code:
+                fields["error_type"], fields["detail"] = code["code"], code["detail"].strip()
+            last = INLINE_LAST_RE.search(tail)
+            if last:
+                self._set_last(last["last"].strip())
+            out.extend(self._flush())
+        return out
+
+    def _continue(self, line: LogLine) -> bool:
+        """Consume `line` as part of the open error block; False when it is not a continuation."""
+        block = self._block
+        assert block is not None
+        block.seen += 1
+        text = line.text
+        if block.awaiting_last:
+            self._set_last(text.strip())
+            return True
+        m = CODE_RE.match(text)
+        if m and block.fields["detail"] is None:
+            block.fields["error_type"] = m["code"]
+            block.fields["detail"] = m["detail"].strip() or None
+            return True
+        if UNKNOWN_RE.match(text):
+            return True
+        m = LAST_ERROR_RE.match(text)
+        if m:
+            inline = m["inline"].strip()
+            if inline:
+                self._set_last(inline)
+            else:
+                block.awaiting_last = True
+            return True
+        m = ABORT_REASON_RE.match(text)
+        if m and block.fields["detail"] is None:
+            block.fields["detail"] = m["reason"]
+            return True
+        return False
+
+    def _set_last(self, text: str) -> None:
+        block = self._block
+        assert block is not None
+        block.awaiting_last = False
+        block.done = True
+        if not text or text.startswith("Unknown NCCL Error"):
+            return
+        env = ENVELOPE_RE.search(text)
+        msg = env["msg"].strip() if env else text
+        block.fields["last_error"] = msg
+        block.extra.extend(classify_message(msg))
+
+    def _flush(self) -> list[Event]:
+        block, self._block = self._block, None
+        if block is None:
+            return []
+        head = block.head
+        out = [self.event("nccl_error", head, **block.fields)]
+        for kind, fields in block.extra:
+            out.append(self.event(kind, head, **fields, pid=None, nccl_host=None))
+        return out

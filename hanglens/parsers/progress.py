@@ -1,15 +1,297 @@
-"""Placeholder: replaced by the real progress parser module."""
+"""Read training-progress reports (step, iteration, epoch, progress bars) so the analysis knows how far
+each rank got; a user regex with a named group `step` can be added for custom formats.
+
+Example (torchtitan, envelope already stripped): `step:  10  loss:  7.8213  memory: 12.3GiB`
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
+import regex
+
+from hanglens.errors import UsageError
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import Parser
+from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+
+USER_TIMEOUT_S = 0.05
+MAX_LABEL = 80
+MAX_KEYS = 256
+
+# Named shapes, most specific first; each has a `step` group and may have `total`, `epoch`, `label`.
+PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("megatron", re.compile(r"\biteration\s+(?P<step>\d+)\s*/\s*(?P<total>\d+)\s*\|")),
+    ("torchtitan", re.compile(r"(?<![\w])step:\s*(?P<step>\d+)\s+loss:")),
+    ("lightning", re.compile(
+        r"(?<![\w])Epoch (?P<epoch>\d+):\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<step>\d+)/(?P<total>\d+)")),
+    ("tqdm", re.compile(
+        r"(?:(?P<label>[^|\r\n]*?):?\s*)?(?P<pct>\d+)%\|[^|]*\|\s*(?P<step>\d+)/(?P<total>\d+)(?=\s*\[)")),
+    ("tqdm", re.compile(
+        r"(?<![\w/.])(?P<step>\d+)/(?P<total>\d+) \[\d+:\d\d(?::\d\d)?<(?:\d+:\d\d(?::\d\d)?|\?)")),
+    ("tqdm", re.compile(r"(?<![\w/.])(?P<step>\d+)it \[\d+:\d\d(?::\d\d)?[,\]]")),
+    ("hf_trainer", re.compile(r"\{'loss': [^{}]*?'epoch': (?P<epoch>\d+(?:\.\d+)?)")),
+    ("epoch_samples", re.compile(
+        r"(?<![\w])Epoch:? (?P<epoch>\d+) \[(?P<step>\d+)/(?P<total>\d+) \(\d+%\)\]")),
+    ("epoch_bracket", re.compile(
+        r"(?<![\w])Epoch \[(?P<epoch>\d+)/(?P<epoch_total>\d+)\](?:.*?(?<![\w])Step \[(?P<step>\d+)/"
+        r"(?P<total>\d+)\])?")),
+    ("step", re.compile(
+        r"(?<![\w])(?:global_)?[Ss]tep(?! size)"
+        r"\s*[:=#]?\s*(?P<step>\d+)(?!\.\d)(?:\s*(?:/|of)\s*(?P<total>\d+))?")),
+    ("iteration", re.compile(
+        r"(?<![\w])(?:[Ii]ter(?:ation)?|it)\s*[:=#]?\s*(?P<step>\d+)(?!\.\d)(?:\s*/\s*(?P<total>\d+))?")),
+)
+EPOCH_RE = re.compile(r"(?<![\w])[Ee]poch\s*[:=]?\s*\[?(?P<epoch>\d+(?:\.\d+)?)(?:\s*/\s*(?P<total>\d+))?")
+
+_user: dict[str, Any] = {"pattern": None}
+
+
+def _literal_of(pattern: str) -> str | None:
+    """The longest plain-literal run (>= 3 chars) a match of `pattern` must contain, for the prefilter."""
+    runs: list[str] = []
+    cur = ""
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            nxt = pattern[i + 1:i + 2]
+            if nxt and not nxt.isalnum():
+                cur += nxt
+            else:
+                runs.append(cur)
+                cur = ""
+            i += 2
+            continue
+        if ch in "[(|)^$.":
+            if ch == "|":
+                return None  # an alternation: no single literal is required
+            runs.append(cur)
+            cur = ""
+            if ch == "[":
+                j = pattern.find("]", i + 2)
+                i = n if j < 0 else j + 1
+                continue
+            if ch == "(" and pattern[i + 1:i + 2] == "?":
+                j = pattern.find(">", i) if pattern[i + 2:i + 4] == "P<" else i + 2
+                i = i + 2 if j < 0 else j + 1
+                continue
+            i += 1
+            continue
+        if ch in "*?+{":
+            cur = cur[:-1]  # the quantified character is optional or repeated
+            runs.append(cur)
+            cur = ""
+            if ch == "{":
+                j = pattern.find("}", i)
+                i = n if j < 0 else j + 1
+                continue
+            i += 1
+            continue
+        cur += ch
+        i += 1
+    runs.append(cur)
+    best = max(runs, key=len)
+    return best if len(best) >= 3 else None
+
+
+def set_user_pattern(regex_text: str | None, trigger: str | None = None) -> None:
+    """Add a user regex with a named group `step` (optional `total`, `epoch`); None removes it.
+
+    `trigger` is a literal every matching line contains (the reader only feeds lines holding a trigger);
+    when omitted it is derived from the regex. Call before building readers.
+    """
+    base = tuple(t for t in ProgressParser.triggers if t not in ProgressParser.user_triggers)
+    ProgressParser.user_triggers = ()
+    _user["pattern"] = None
+    if regex_text is None:
+        ProgressParser.triggers = base
+        return
+    try:
+        compiled = regex.compile(regex_text)
+    except regex.error as exc:
+        raise UsageError(f"progress pattern does not compile: {exc}", hint="use Python regex syntax") from exc
+    if "step" not in compiled.groupindex:
+        raise UsageError("progress pattern needs a named group `step`", hint="e.g. r'it=(?P<step>\\d+)'")
+    lit = trigger or _literal_of(regex_text)
+    if not lit:
+        raise UsageError("cannot derive a literal trigger from the progress pattern",
+                         hint="pass a literal substring every matching line contains")
+    _user["pattern"] = compiled
+    ProgressParser.user_triggers = (lit,)
+    ProgressParser.triggers = (*base, lit)
+
+
+def _num(value: str | None) -> int | float | None:
+    if value is None:
+        return None
+    try:
+        return float(value) if "." in value else int(value)
+    except ValueError:
+        return None
+
+
+MAX_DIFFS = 32
+
+
+def _gap_after(diffs: dict[int, list[int]]) -> int | None:
+    """The step after which a series skipped a report: an increment that is a multiple of its cadence.
+
+    The cadence is the most common increment (seen at least twice); a larger increment that is a whole
+    multiple of it means reports are missing. Returns the step before the earliest such jump.
+    """
+    if not diffs:
+        return None
+    cadence, (count, _) = max(diffs.items(), key=lambda kv: (kv[1][0], -kv[0]))
+    if count < 2:
+        return None
+    jumps = [first for d, (_, first) in diffs.items() if d > cadence and d % cadence == 0]
+    return min(jumps) if jumps else None
+
+
+@dataclass
+class _Pending:
+    line: LogLine
+    fields: dict[str, Any]
 
 
 class ProgressParser(Parser):
+    """Training progress → `progress` (first and last report of each series, plus restarts)."""
+
     name = "progress"
+    triggers: ClassVar[tuple[str, ...]] = ("step", "Step", "iter", "Iter", "poch", "%|", "it/s", "s/it")
+    user_triggers: ClassVar[tuple[str, ...]] = ()
+    emits = (
+        EventSpec("progress", ("step", "total", "epoch", "pattern", "label", "gap_after"),
+                  "a training progress report; per series only the first, the last, and any report where "
+                  "the counter went backwards or the epoch changed are kept; the last report of a series "
+                  "carries `gap_after`, the step after which the series skipped a report its own cadence "
+                  "says it should have printed (e.g. 1, 2, 4 → 2), or None"),
+    )
+    examples = (
+        Example("step 120 | loss 2.31", "progress", {"step": 120, "pattern": "step"},
+                "generic training loops"),
+        Example("Step 50/1000, loss=3.2", "progress", {"step": 50, "total": 1000, "pattern": "step"},
+                "generic training loops"),
+        Example("iteration 42: loss 0.71", "progress", {"step": 42, "pattern": "iteration"},
+                "generic training loops"),
+        Example("Iter 7 lr 0.001", "progress", {"step": 7, "pattern": "iteration"}, "generic training loops"),
+        Example("  5%|▌         | 50/1000 [00:10<03:10,  5.00it/s]", "progress",
+                {"step": 50, "total": 1000, "pattern": "tqdm"}, "tqdm 4.x"),
+        Example("Training:  45%|████▌     | 450/1000 [01:30<01:50,  4.98it/s, loss=2.1]", "progress",
+                {"step": 450, "total": 1000, "pattern": "tqdm", "label": "Training"}, "tqdm 4.x with desc"),
+        Example("{'loss': 2.3041, 'grad_norm': 1.25, 'learning_rate': 4.9e-05, 'epoch': 0.5}", "progress",
+                {"epoch": 0.5, "pattern": "hf_trainer", "step": None}, "HF Trainer 4.x"),
+        Example(" 25/100 [00:10<00:30,  2.50it/s]", "progress", {"step": 25, "total": 100, "pattern": "tqdm"},
+                "HF Trainer / tqdm without bar"),
+        Example("Epoch 3:  45%|████▌     | 450/1000 [01:30<01:50, 4.98it/s, v_num=0]", "progress",
+                {"step": 450, "total": 1000, "epoch": 3, "pattern": "lightning"}, "Lightning 2.x"),
+        Example("[rank0]:[titan] 2025-01-01 09:14:03,120 - root - INFO - step:  10  loss:  7.8213  memory: "
+                "12.3GiB",
+                "progress", {"step": 10, "pattern": "torchtitan"}, "torchtitan 0.x"),
+        Example(" iteration       10/    1000 | consumed samples:          640 | elapsed time per iteration "
+                "(ms): 812.3",
+                "progress", {"step": 10, "total": 1000, "pattern": "megatron"}, "Megatron-LM"),
+        Example("Epoch [2/10], Step [100/600], Loss: 0.2231", "progress",
+                {"epoch": 2, "step": 100, "total": 600, "pattern": "epoch_bracket"},
+                    "PyTorch tutorial loops"),
+        Example("Epoch 10/10: 240it [05:55,  1.48s/it]", "progress",
+                {"step": 240, "epoch": 10, "pattern": "tqdm"},
+                "tqdm without total"),
+        Example("Train Epoch: 1 [25600/60000 (43%)]\tLoss: 0.290", "progress",
+                {"epoch": 1, "step": 25600, "total": 60000, "pattern": "epoch_samples"},
+                "pytorch/examples (samples seen in the epoch)"),
+        Example("INFO:root:epoch: 4", "progress", {"epoch": 4, "step": None, "pattern": "epoch"},
+                "generic training loops"),
+    )
+    near_misses = (
+        "    optimizer.step()",
+        "  File \"train.py\", line 88, in train_step",
+        "***** Running training *****   Total optimization steps = 1000",
+        "max_steps=1000 warmup_steps=100",
+        "lr_scheduler: StepLR step size 30",
+        "gradient_accumulation_steps: 4",
+        "Number of iterations to run: 1000",
+    )
+
+    def __init__(self) -> None:
+        self.last: dict[tuple[Any, ...], _Pending] = {}
+        self.emitted: dict[tuple[Any, ...], dict[str, Any]] = {}
+        # Per series: step increment -> [times seen, step before its first occurrence]; bounded.
+        self.diffs: dict[tuple[Any, ...], dict[int, list[int]]] = {}
 
     def feed(self, line: LogLine) -> Iterable[Event]:
-        return ()
+        fields = self._match(line.text)
+        if fields is None:
+            return ()
+        key = (line.rank, line.local_rank, fields["pattern"], fields["label"])
+        prev = self.last.get(key)
+        self.last[key] = _Pending(line, fields)
+        if prev is None:
+            if len(self.emitted) >= MAX_KEYS:
+                del self.last[key]
+                return ()
+            self.emitted[key] = fields
+            return (self.event("progress", line, **fields),)
+        out: list[Event] = []
+        p_step, step = prev.fields["step"], fields["step"]
+        backwards = p_step is not None and step is not None and step < p_step
+        new_epoch = fields["epoch"] is not None and fields["epoch"] != prev.fields["epoch"]
+        if p_step is not None and step is not None and step > p_step:
+            seen = self.diffs.setdefault(key, {})
+            if step - p_step in seen:
+                seen[step - p_step][0] += 1
+            elif len(seen) < MAX_DIFFS:
+                seen[step - p_step] = [1, p_step]
+        if backwards or new_epoch:
+            self.diffs.pop(key, None)
+            if self.emitted.get(key) is not prev.fields:
+                out.append(self.event("progress", prev.line, **prev.fields))
+            out.append(self.event("progress", line, **fields))
+            self.emitted[key] = fields
+        return out
+
+    def close(self) -> Iterable[Event]:
+        out = []
+        for k, p in sorted(self.last.items(), key=lambda kv: (kv[1].line.ref.line, repr(kv[0]))):
+            gap = _gap_after(self.diffs.get(k, {}))
+            if self.emitted.get(k) is not p.fields or gap is not None:
+                out.append(self.event("progress", p.line, **{**p.fields, "gap_after": gap}))
+        self.last = {}
+        self.diffs = {}
+        return out
+
+    @staticmethod
+    def _match(text: str) -> dict[str, Any] | None:
+        user = _user["pattern"]
+        if user is not None:
+            try:
+                m = user.search(text, timeout=USER_TIMEOUT_S)
+            except TimeoutError:
+                m = None
+            if m:
+                gd = m.groupdict()
+                step = to_int(gd.get("step"))
+                if step is not None:
+                    return {"step": step, "total": to_int(gd.get("total")), "epoch": _num(gd.get("epoch")),
+                            "pattern": "user", "label": None}
+        for name, rx in PATTERNS:
+            m2 = rx.search(text)
+            if not m2:
+                continue
+            gd = m2.groupdict()
+            epoch = _num(gd.get("epoch"))
+            if epoch is None:
+                e = EPOCH_RE.search(text)
+                epoch = _num(e["epoch"]) if e else None
+            label = (gd.get("label") or "").strip().rstrip(":").strip()[:MAX_LABEL] or None
+            if label is not None and EPOCH_RE.fullmatch(label):
+                label = None
+            return {"step": to_int(gd.get("step")), "total": to_int(gd.get("total")), "epoch": epoch,
+                    "pattern": name, "label": label}
+        e = EPOCH_RE.search(text)
+        if e:
+            return {"step": None, "total": None, "epoch": _num(e["epoch"]), "pattern": "epoch", "label": None}
+        return None

@@ -1,15 +1,304 @@
-"""Placeholder: replaced by the real traceback parser module."""
+"""Read Python tracebacks (with their chained causes and DataLoader worker re-raises) and bare
+`XxxError: message` lines into one `exception` event each.
+
+Example (torch 2.4+, `[rankN]: ` already stripped):
+`Traceback (most recent call last):` … `  File "train.py", line 10, in <module>` … `RuntimeError: boom`
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import Parser
+from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+
+TB_START_RE = re.compile(r"^(?P<pre>.*?)(?P<orig>Original )?Traceback \(most recent call last\):")
+# What may precede "Traceback" on its line: indentation, a ^C echo, the end of a progress bar.
+TB_PRE_OK_RE = re.compile(r"^\s*(?:\^C)?\s*$|\]\s*$")
+FRAME_RE = re.compile(r"^\s*File \"(?P<file>[^\"]+)\", line (?P<line>\d+)(?:, in (?P<func>.+?))?\s*$")
+CHAIN_RE = re.compile(
+    r"^\s*(?:During handling of the above exception, another exception occurred"
+    r"|The above exception was the direct cause of the following exception):?\s*$"
+)
+# Inside a traceback: the exception line is at the traceback's indentation; its type is an identifier path.
+TB_EXC_RE = re.compile(r"^(?P<type>[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)(?::(?: (?P<msg>.*))?)?\s*$")
+TB_SUFFIX_RE = re.compile(r"(?:Error|Exception|Interrupt|Exit|StopIteration|Warning|Failure|Timeout)$")
+# Outside a traceback only unmistakable shapes count: `[pkg.]CamelError: message` at column 0 (or glued
+# after a progress bar's `]`).
+BARE_EXC_RE = re.compile(
+    r"(?:^|(?<=\]))(?P<type>(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):(?: (?P<msg>.*?))?\s*$"
+)
+DATALOADER_RE = re.compile(r"Caught (?P<exc>\w+) in DataLoader worker process (?P<worker>\d+)")
+MAX_FRAMES = 40
+MAX_TB_LINES = 3000
+MAX_NOISE = 20        # unrelated lines tolerated inside one traceback (interleaved writers)
+MAX_TAIL = 8          # message continuation lines tolerated after the exception line
+MAX_MESSAGE = 2000
+
+
+@dataclass
+class _Tb:
+    """One traceback (or chain of tracebacks) being read for one rank."""
+
+    first: LogLine
+    indent: int
+    phase: str = "frames"          # frames | tail (after the exception line) | chain (awaiting Traceback)
+    exc_type: str | None = None
+    message: str | None = None
+    exc_line: LogLine | None = None
+    chained: list[str] = field(default_factory=list)
+    frames: list[tuple[str, int | None, str | None]] = field(default_factory=list)
+    lines: int = 0
+    noise: int = 0
+    tail: int = 0
+    original: bool = False          # inside a DataLoader worker's "Original Traceback"
+    outer_type: str | None = None   # the re-raised type while reading the original one
+    outer_message: str | None = None
+    original_message: str | None = None
+    worker: int | None = None
 
 
 class TracebackParser(Parser):
+    """Python tracebacks and bare exception lines → `exception`."""
+
     name = "traceback"
+    triggers = ("Traceback (most recent call last)", "Error:", "Exception:")
+    emits = (
+        EventSpec("exception", ("exc_type", "message", "frame_file", "frame_line", "frame_func", "chained",
+                                "frames", "dataloader_worker", "original_message"),
+                  "one Python traceback (or a bare `XxxError: msg` line); chained lists earlier exception "
+                  "types"),
+    )
+    examples = (
+        Example("Traceback (most recent call last):\n"
+                "  File \"train.py\", line 42, in <module>\n"
+                "    main()\n"
+                "  File \"train.py\", line 30, in main\n"
+                "    loss.backward()\n"
+                "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+                "CUDA kernel errors might be asynchronously reported at some other API call,so the "
+                "stacktrace below might be incorrect.\n",
+                "exception",
+                {"exc_type": "RuntimeError",
+                 "message": "CUDA error: an illegal memory access was encountered",
+                 "frame_file": "train.py", "frame_line": 30, "frame_func": "main", "chained": []},
+                "torch 1.10-2.3 (no rank prefix)"),
+        Example("[rank1]: Traceback (most recent call last):\n"
+                "[rank0]: Traceback (most recent call last):\n"
+                "[rank1]:   File \"/work/train.py\", line 12, in <module>\n"
+                "[rank0]:   File \"/work/train.py\", line 12, in <module>\n"
+                "[rank1]:     dist.all_gather(out, t)\n"
+                "[rank0]:     dist.all_gather(out, t)\n"
+                "[rank1]: torch.distributed.DistBackendError: NCCL error in: "
+                "/pytorch/torch/csrc/distributed/c10d/"
+                "NCCLUtils.hpp:291, remote process exited or there was a network error, NCCL version 2.20.5\n"
+                "[rank1]: ncclRemoteError: A call failed possibly due to a network error or a remote process "
+                "exiting prematurely.\n"
+                "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has "
+                "a total capacity of 39.39 GiB of which 1.02 GiB is free.\n",
+                "exception",
+                {"exc_type": "torch.distributed.DistBackendError", "frame_file": "/work/train.py",
+                 "frame_line": 12, "frame_func": "<module>"},
+                "torch 2.4-2.9 (excepthook rank prefix, two ranks interleaved)"),
+        Example("[rank0]: Traceback (most recent call last):\n"
+                "[rank0]:   File \"/work/train.py\", line 12, in <module>\n"
+                "[rank0]:     x = torch.empty(1 << 40, device=\"cuda\")\n"
+                "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 TiB. GPU 0 has "
+                "a total capacity of 39.39 GiB of which 38.00 GiB is free.\n",
+                "exception", {"exc_type": "torch.OutOfMemoryError", "frame_line": 12},
+                "torch 2.4-2.9"),
+        Example("Traceback (most recent call last):\n"
+                "  File \"/opt/lib/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py\", line "
+                "155, in "
+                "_create_tcp_store\n"
+                "    store = TCPStore(\n"
+                "RuntimeError: The client socket has timed out after 120s while trying to connect to "
+                "(10.0.0.1, "
+                "29500).\n"
+                "\n"
+                "The above exception was the direct cause of the following exception:\n"
+                "\n"
+                "Traceback (most recent call last):\n"
+                "  File \"/opt/bin/torchrun\", line 8, in <module>\n"
+                "    sys.exit(main())\n"
+                "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the "
+                "C10d "
+                "store has failed. See inner exception for details.\n",
+                "exception",
+                {"exc_type": "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError",
+                 "chained": ["RuntimeError"], "frame_file": "/opt/bin/torchrun", "frame_line": 8},
+                "torch 1.11-2.1"),
+        Example("Traceback (most recent call last):\n"
+                "  File \"train.py\", line 5, in <module>\n"
+                "    for batch in loader:\n"
+                "  File \"/opt/lib/torch/utils/data/dataloader.py\", line 1344, in _process_data\n"
+                "    data.reraise()\n"
+                "ValueError: Caught ValueError in DataLoader worker process 3.\n"
+                "Original Traceback (most recent call last):\n"
+                "  File \"/opt/lib/torch/utils/data/_utils/worker.py\", line 308, in _worker_loop\n"
+                "    data = fetcher.fetch(index)\n"
+                "  File \"/work/dataset.py\", line 20, in __getitem__\n"
+                "    raise ValueError(\"bad sample\")\n"
+                "ValueError: bad sample\n",
+                "exception",
+                {"exc_type": "ValueError", "message": "Caught ValueError in DataLoader worker process 3.",
+                 "dataloader_worker": 3, "original_message": "bad sample", "frame_file": "/work/dataset.py",
+                 "frame_line": 20, "frame_func": "__getitem__"},
+                "torch 1.10-2.9"),
+        Example("Traceback (most recent call last):\n"
+                "  File \"train.py\", line 42, in <module>\n"
+                "    main()\n",
+                "exception", {"exc_type": None, "frame_file": "train.py", "frame_line": 42},
+                "any (log cut inside a traceback)"),
+        Example("[rank3]: torch.distributed.DistBackendError: [3] is setting up NCCL communicator and "
+                "retrieving "
+                "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: "
+                "Socket Timeout",
+                "exception", {"exc_type": "torch.distributed.DistBackendError", "frame_file": None},
+                "torch 2.4-2.9 (bare line)"),
+        Example("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, "
+                "unhandled "
+                "cuda error, NCCL version 21.0.3", "exception",
+                {"exc_type": "RuntimeError", "message": "NCCL error in: ../torch/csrc/distributed/c10d/"
+                 "ProcessGroupNCCL.cpp:1191, unhandled cuda error, NCCL version 21.0.3"},
+                "torch 1.10-1.12 (bare line)"),
+    )
+    near_misses = (
+        "    raise RuntimeError(\"boom\")",
+        "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting "
+        "prematurely.",
+        "  what():  [PG 0 Rank 1] Process group watchdog thread terminated with exception: CUDA error",
+        "NCCL WARN Error: failed to extend /dev/shm/nccl-1 to 9637892 bytes",
+        "  traceback : Traceback (most recent call last):",
+        "Epoch 3 finished without Error: none",
+    )
+
+    def __init__(self) -> None:
+        self.open: dict[int | None, _Tb] = {}
+
+    def wants_more(self) -> bool:
+        return bool(self.open)
+
+    def close(self) -> Iterable[Event]:
+        out = [self._finish(tb) for tb in self.open.values()]
+        self.open = {}
+        return [e for e in out if e is not None]
 
     def feed(self, line: LogLine) -> Iterable[Event]:
-        return ()
+        out: list[Event] = []
+        key = line.rank
+        tb = self.open.get(key)
+        if tb is not None:
+            consumed, done = self._step(tb, line)
+            if done:
+                del self.open[key]
+                ev = self._finish(tb)
+                if ev is not None:
+                    out.append(ev)
+            if consumed:
+                return out
+        text = line.text
+        m = TB_START_RE.search(text)
+        if m and not m["orig"] and TB_PRE_OK_RE.search(m["pre"]):
+            pre = m["pre"]
+            indent = len(pre) - len(pre.lstrip(" ")) if not pre.strip() else 0
+            self.open[key] = _Tb(first=line, indent=indent)
+            return out
+        m = BARE_EXC_RE.search(text)
+        if m:
+            out.append(self._bare(line, m))
+        return out
+
+    # -- state machine -------------------------------------------------------------------------
+    def _step(self, tb: _Tb, line: LogLine) -> tuple[bool, bool]:
+        """Advance `tb` by one line; returns (line consumed, traceback finished)."""
+        tb.lines += 1
+        if tb.lines > MAX_TB_LINES:
+            return False, True
+        text = line.text
+        if tb.phase == "chain":
+            if not text.strip() or CHAIN_RE.match(text):
+                return True, False
+            m = TB_START_RE.search(text)
+            if m and TB_PRE_OK_RE.search(m["pre"]):
+                tb.phase, tb.frames, tb.noise = "frames", [], 0
+                return True, False
+            return False, True
+        if tb.phase == "tail":
+            if CHAIN_RE.match(text):
+                if tb.exc_type:
+                    tb.chained.append(tb.exc_type)
+                tb.phase = "chain"
+                return True, False
+            m = TB_START_RE.search(text)
+            if m and m["orig"] and tb.worker is not None and not tb.original:
+                tb.original, tb.phase, tb.frames, tb.noise = True, "frames", [], 0
+                tb.outer_type, tb.outer_message = tb.exc_type, tb.message
+                return True, False
+            if m or BARE_EXC_RE.search(text) or FRAME_RE.match(text):
+                return False, True
+            if text.strip():
+                tb.tail += 1
+                if tb.tail > MAX_TAIL:
+                    return False, True
+            return True, False
+        # frames phase
+        if not text.strip():
+            return True, False
+        m = FRAME_RE.match(text)
+        if m:
+            tb.frames.append((m["file"], to_int(m["line"]), m["func"]))
+            if len(tb.frames) > MAX_FRAMES:
+                del tb.frames[0]
+            tb.noise = 0
+            return True, False
+        indent = len(text) - len(text.lstrip(" "))
+        if indent > tb.indent:
+            return True, False  # source line, caret line, or a frame of a nested listing
+        body = text[tb.indent:] if indent == tb.indent else text
+        m = TB_EXC_RE.match(body)
+        if m and (TB_SUFFIX_RE.search(m["type"]) or (m["msg"] is not None and "." in m["type"])):
+            self._exception(tb, line, m["type"], m["msg"])
+            return True, False
+        if TB_START_RE.search(text):
+            tb.noise += 1  # another writer's traceback interleaved with ours
+            return True, tb.noise > MAX_NOISE
+        tb.noise += 1
+        return tb.noise <= MAX_NOISE, tb.noise > MAX_NOISE
+
+    def _exception(self, tb: _Tb, line: LogLine, exc_type: str, msg: str | None) -> None:
+        message = (msg or "").strip()[:MAX_MESSAGE] or None
+        if tb.original:
+            tb.original_message = message
+            tb.phase, tb.tail = "tail", 0
+            return
+        tb.exc_type, tb.message, tb.exc_line = exc_type, message, line
+        m = DATALOADER_RE.search(message or "")
+        tb.worker = to_int(m["worker"]) if m else None
+        tb.phase, tb.tail = "tail", 0
+
+    def _finish(self, tb: _Tb) -> Event | None:
+        exc_type = tb.outer_type if tb.original else tb.exc_type
+        message = tb.outer_message if tb.original else tb.message
+        if exc_type is None and not tb.frames:
+            return None
+        inner = tb.frames[-1] if tb.frames else (None, None, None)
+        ev = self.event(
+            "exception", tb.first, exc_type=exc_type, message=message, frame_file=inner[0],
+                frame_line=inner[1],
+            frame_func=inner[2], chained=list(tb.chained),
+            frames=[f"{f}:{n} in {fn}" if fn else f"{f}:{n}" for f, n, fn in tb.frames],
+            dataloader_worker=tb.worker, original_message=tb.original_message,
+        )
+        if tb.exc_line is not None:
+            ev = replace(ev, text=tb.exc_line.text)
+        return ev
+
+    def _bare(self, line: LogLine, m: re.Match[str]) -> Event:
+        message = (m["msg"] or "").strip()[:MAX_MESSAGE] or None
+        dl = DATALOADER_RE.search(message or "")
+        return self.event("exception", line, exc_type=m["type"], message=message, frame_file=None,
+                          frame_line=None, frame_func=None, chained=[], frames=[],
+                          dataloader_worker=to_int(dl["worker"]) if dl else None, original_message=None)

@@ -1,0 +1,104 @@
+"""Time hanglens's ingest against `grep -rE` with the same trigger literals over the same files; print the ratio.
+
+    python benchmarks/bench_ingest.py --ranks 64 --mb 8 --corpus /tmp/hanglens-bench
+
+Each side runs in its own child process under `/usr/bin/time -f '%e %M'` (wall seconds, peak RSS of
+the largest process in KiB), so the figures are comparable. Triggers are the union of every
+registered parser's `triggers`; while the parsers declare none, a fixed list of literals typical of
+the log families (reference §10) stands in, and the output says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from hanglens.model import Event, LogLine
+from hanglens.parsers import PARSERS
+from hanglens.parsers.base import Parser
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_corpus import make_corpus  # noqa: E402
+
+STAND_IN_TRIGGERS = (
+    "Watchdog caught", "watchdog thread terminated", "Timeout at NCCL work", "detected by watchdog",
+    "PG status", "NCCL WARN", "NCCL error", "ncclSystemError", "ncclInternalError", "ncclRemoteError",
+    "ncclUnhandledCudaError", "ncclInvalidUsage", "CUDA error", "out of memory", "OutOfMemoryError",
+    "Traceback (most recent call last)", "Error:", "Exception", "exitcode", "ChildFailedError",
+    "closing signal", "SIGTERM", "SIGABRT", "Init COMPLETE", "NCCL version", "heartbeat", "step:",
+    "Rendezvous", "TCPStore", "socket", "DataLoader worker", "Xid", "CollectiveFingerPrint",
+    "did not receive grad", "Expected to have finished reduction", "desync", "Flight Recorder",
+)
+
+
+class StandInParser(Parser):
+    """Consumes trigger lines like a parser would, emitting nothing (stand-in while parsers are placeholders)."""
+
+    name = "stand_in"
+    triggers = STAND_IN_TRIGGERS
+
+    def feed(self, line: LogLine) -> Iterable[Event]:
+        return ()
+
+
+def trigger_set() -> tuple[tuple[str, ...], bool]:
+    lits = tuple(sorted({t for p in PARSERS for t in p.triggers}))
+    return (lits, False) if lits else (tuple(sorted(STAND_IN_TRIGGERS)), True)
+
+
+def _child(corpus: str, jobs: int | None) -> None:
+    from hanglens.ingest import read_inputs
+
+    lits, stand_in = trigger_set()
+    parsers = (*PARSERS, StandInParser) if stand_in else PARSERS
+    ing = read_inputs([corpus], jobs=jobs, parsers=parsers)
+    print(f"files={len(ing.files)} events={len(ing.events)} lines={sum(f.lines for f in ing.files)}",
+          file=sys.stderr)
+
+
+def _timed(cmd: list[str]) -> tuple[float, int, str]:
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
+        proc = subprocess.run(["/usr/bin/time", "-o", tf.name, "-f", "%e %M", *cmd],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+        wall, rss = tf.read().split()[-2:]
+    return float(wall), int(rss), proc.stderr.strip()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", type=int, default=64)
+    ap.add_argument("--mb", type=float, default=8.0)
+    ap.add_argument("--corpus", type=Path, default=Path("/tmp/hanglens-bench"))
+    ap.add_argument("--jobs", type=int, default=None, help="hanglens worker processes (default: automatic)")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        _child(str(args.corpus), args.jobs)
+        return
+    if not args.corpus.exists():
+        make_corpus(args.corpus, args.ranks, args.mb)
+    lits, stand_in = trigger_set()
+    size = sum(p.stat().st_size for p in args.corpus.rglob("*") if p.is_file())
+    pattern = "|".join(re.escape(t) for t in lits)
+    env = {**os.environ, "LC_ALL": "C"}
+    os.environ.update(env)
+    g_wall, g_rss, _ = _timed(["grep", "-rEc", "-e", pattern, str(args.corpus)])
+    cmd = [sys.executable, __file__, "--child", "--corpus", str(args.corpus)]
+    if args.jobs is not None:
+        cmd += ["--jobs", str(args.jobs)]
+    h_wall, h_rss, h_err = _timed(cmd)
+    print(f"corpus   {args.corpus}  {size / (1 << 20):.0f} MiB  cores {os.cpu_count()}")
+    print(f"triggers {len(lits)} literals" + (" (stand-in list: the registered parsers declare none)" if stand_in else ""))
+    print(f"grep -rE   wall {g_wall:7.2f} s   peak RSS {g_rss / 1024:7.1f} MiB")
+    print(f"hanglens   wall {h_wall:7.2f} s   peak RSS {h_rss / 1024:7.1f} MiB   ({h_err.splitlines()[-1] if h_err else ''})")
+    print(f"ratio      wall {h_wall / max(g_wall, 1e-3):7.2f} x   (target <= 2.0 x, peak RSS <= 200 MiB)")
+
+
+if __name__ == "__main__":
+    main()

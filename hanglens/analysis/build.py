@@ -1,0 +1,127 @@
+"""Build every fact table of a job from its events (the only entry point of the analysis layer)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from hanglens.analysis import clock, collectives, progress, status
+from hanglens.analysis.facts_spec import FACT_SPECS
+from hanglens.model import Event, InputFile
+
+
+@dataclass
+class Tables:
+    """Everything the rule engine and the renderers need to know about one job.
+
+    `tables` holds one DataFrame per FACT_SPECS name (always present, possibly empty, with exactly the
+    spec's columns). `collectives` is the per (pg, rank, seq) table of the analysis document.
+    """
+
+    events: list[Event]
+    tables: dict[str, pd.DataFrame]
+    world_size: int | None
+    ranks: list[int]
+    hosts: dict[int, str]
+    collectives: pd.DataFrame
+    offsets: dict[str, float] = field(default_factory=dict)
+    clock_note: str = ""
+
+    def fact(self, name: str) -> pd.DataFrame:
+        return self.tables[name]
+
+
+def frame(name: str, rows: Iterable[dict[str, object]]) -> pd.DataFrame:
+    """A fact table with exactly its spec's columns, in order (missing values as None)."""
+    cols = list(FACT_SPECS[name].columns)
+    data = [{c: r.get(c) for c in cols} for r in rows]
+    return pd.DataFrame(data, columns=cols, dtype=object)
+
+
+def rank_hosts(events: Sequence[Event]) -> dict[int, str]:
+    """Each rank's host: the most common host named on its events."""
+    seen: dict[int, Counter[str]] = defaultdict(Counter)
+    for e in events:
+        if e.rank is not None and e.host:
+            seen[e.rank][e.host] += 1
+        failed_rank, failed_host = e.get("failed_rank"), e.get("failed_host")
+        if e.kind == "child_failed" and isinstance(failed_rank, int) and failed_host:
+            seen[failed_rank][str(failed_host)] += 1
+    return {r: sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] for r, c in seen.items()}
+
+
+def world_size_of(events: Sequence[Event]) -> int | None:
+    """The job's world size when a log states it (communicator size, WORLD_SIZE, launcher tables)."""
+    sizes: list[int] = []
+    for e in events:
+        for key in ("nranks", "world_size"):
+            v = e.get(key)
+            if isinstance(v, int) and 0 < v <= 1_000_000:
+                sizes.append(v)
+    return max(sizes) if sizes else None
+
+
+_RANK_LIST_FIELDS = ("lagging_ranks", "not_joined_ranks", "not_finished_ranks", "missing_ranks", "ranks")
+
+
+def named_ranks(events: Sequence[Event]) -> set[int]:
+    """Global ranks that messages name (launcher tables, desync reports, mismatch reports, DDP)."""
+    out: set[int] = set()
+    for e in events:
+        if e.kind in ("child_failed", "ddp_unused_parameters", "ddp_model_mismatch"):
+            for key in ("failed_rank", "for_rank"):
+                v = e.get(key)
+                if isinstance(v, int) and 0 <= v < 1_000_000:
+                    out.add(v)
+        if e.kind in ("desync_report", "collective_mismatch", "monitored_barrier_failure"):
+            for key in _RANK_LIST_FIELDS:
+                for v in e.get(key) or []:
+                    if isinstance(v, int) and 0 <= v < 1_000_000:
+                        out.add(v)
+            for snap in e.get("snapshot") or []:
+                _, _, ranks = str(snap).partition(":")
+                out.update(int(x) for x in ranks.replace(" ", "").split(",") if x.isdigit())
+    return out
+
+
+def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
+    """Turn a job's events into fact tables. Pure: the same events always give the same tables."""
+    evs = sorted(events, key=lambda e: (e.ref.path, e.ref.line, e.kind, e.parser))
+    hosts = rank_hosts(evs)
+    world = world_size_of(evs)
+    seen = {e.rank for e in evs if e.rank is not None}
+    for f in files:
+        seen.update(f.ranks)
+        if f.origin.rank is not None:
+            seen.add(f.origin.rank)
+    seen |= named_ranks(evs)
+    # Ranks are 0..N-1: a stated world size, or else the highest rank seen, bounds the ranks that exist.
+    bound = world if world and world <= 65536 else (max(seen) + 1 if seen and max(seen) < 65536 else 0)
+    ranks = sorted(seen | set(range(bound)))
+
+    offsets, note = clock.host_offsets(evs, hosts)
+    evs = clock.normalise(evs, offsets, hosts)
+
+    tables: dict[str, pd.DataFrame] = {}
+    state_rows, coll = collectives.collective_state(evs, hosts)
+    tables["collective_state"] = frame("collective_state", state_rows)
+    tables["pg_enqueue_lag"] = frame("pg_enqueue_lag", collectives.enqueue_lag(evs, state_rows, hosts))
+    tables["collective_disagreement"] = frame("collective_disagreement",
+                                              collectives.disagreement(evs, state_rows, hosts))
+    tables["progress"] = frame("progress", progress.progress_rows(evs, hosts))
+    tables["collective_call"] = frame("collective_call", collectives.call_rows(evs, hosts))
+    tables["hang"] = frame("hang", status.hang_rows(evs, hosts))
+    victims = status.victim_rows(evs, hosts)
+    tables["victim_signals"] = frame("victim_signals", victims)
+    tables["first_failure"] = frame("first_failure", status.first_failure_rows(evs, hosts))
+    tables["versions"] = frame("versions", status.version_rows(evs, hosts))
+    rank_rows = status.rank_status_rows(evs, ranks, hosts, victims)
+    tables["rank_status"] = frame("rank_status", rank_rows)
+    tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
+    tables["host_failures"] = frame("host_failures", status.host_failure_rows(rank_rows))
+    tables["missing_ranks"] = frame("missing_ranks", status.missing_rank_rows(evs, files, world))
+    return Tables(events=evs, tables=tables, world_size=world, ranks=ranks, hosts=hosts, collectives=coll,
+                  offsets=offsets, clock_note=note)

@@ -1,0 +1,280 @@
+"""Line ranks up per process group: sequence numbers reached, who lags, who disagrees at the same collective."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from hanglens.model import Event
+
+Row = dict[str, Any]
+COLLECTIVE_COLUMNS = ("pg", "rank", "seq", "op", "numel_in", "numel_out", "state")
+_SEQ_DETECTORS = ("watchdog", "blocking_wait")
+
+
+def _pg(e: Event) -> str | None:
+    pg = e.get("pg")
+    return None if pg is None else str(pg)
+
+
+def _resolve_pgs(events: Sequence[Event]) -> dict[int, str]:
+    """Per event index, the PG of events that do not name one (≤2.3 watchdog lines).
+
+    A rank's watchdog line without a PG is matched to the PG of that rank's status line with the same
+    failed sequence number; failing that, to the rank's only PG; failing that, the default PG "0".
+    """
+    by_rank_seq: dict[tuple[int | None, object], str] = {}
+    by_rank: dict[int | None, set[str]] = defaultdict(set)
+    for e in events:
+        pg = _pg(e)
+        if pg is None:
+            continue
+        by_rank[e.rank].add(pg)
+        for key in ("failed_seq", "seq"):
+            if e.get(key) is not None:
+                by_rank_seq[(e.rank, e.get(key))] = pg
+    out: dict[int, str] = {}
+    for i, e in enumerate(events):
+        if _pg(e) is not None:
+            continue
+        pg = by_rank_seq.get((e.rank, e.get("seq")))
+        if pg is None and len(by_rank[e.rank]) == 1:
+            pg = next(iter(by_rank[e.rank]))
+        out[i] = pg or "0"
+    return out
+
+
+def _num(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[list[Row], pd.DataFrame]:
+    """Per (pg, rank) sequence status, and the per (pg, rank, seq) collectives table.
+
+    Sources: watchdog/blocking-wait timeouts (seq, op, numel, timeout), PG status and dump-signal lines
+    (last enqueued / started / completed), DETAIL fingerprints (seq, op) and fingerprint mismatches.
+    """
+    pgs = _resolve_pgs(events)
+    st: dict[tuple[str, int], Row] = {}
+    coll: dict[tuple[str, int, int], Row] = {}
+
+    def slot(pg: str, rank: int) -> Row:
+        return st.setdefault((pg, rank), {"pg": pg, "rank": rank, "host": hosts.get(rank), "source": set()})
+
+    def bump(row: Row, key: str, value: int | None) -> None:
+        if value is not None and (row.get(key) is None or value > row[key]):
+            row[key] = value
+
+    def cell(pg: str, rank: int, seq: int, **kw: Any) -> None:
+        row = coll.setdefault((pg, rank, seq), {"pg": pg, "rank": rank, "seq": seq, "op": None,
+                                                "numel_in": None, "numel_out": None, "state": "enqueued"})
+        for k, v in kw.items():
+            if v is not None and (k != "state" or row["state"] != "mismatch"):
+                row[k] = v
+
+    for i, e in enumerate(events):
+        if e.rank is None:
+            continue
+        pg = _pg(e) or pgs.get(i, "0")
+        if e.kind == "hang_detected" and e.get("detector") in _SEQ_DETECTORS:
+            seq = _num(e.get("seq"))
+            row = slot(pg, e.rank)
+            row["source"].add("watchdog")
+            if seq is not None and (row.get("timed_out_seq") is None or seq < row["timed_out_seq"]):
+                row.update(timed_out_seq=seq, op=e.get("op"), numel_in=e.get("numel_in"),
+                           numel_out=e.get("numel_out"), timeout_ms=e.get("timeout_ms"),
+                           path=e.ref.path, line=e.ref.line)
+            bump(row, "last_enqueued", seq)
+            if seq is not None:
+                cell(pg, e.rank, seq, op=e.get("op"), numel_in=e.get("numel_in"), numel_out=e.get("numel_out"),
+                     state="timed_out")
+        elif e.kind in ("pg_status", "dump_signal"):
+            row = slot(pg, e.rank)
+            row["source"].add(e.kind)
+            bump(row, "last_enqueued", _num(e.get("last_enqueued")))
+            bump(row, "last_started", _num(e.get("last_started")))
+            bump(row, "last_completed", _num(e.get("last_completed")))
+            failed = _num(e.get("failed_seq"))
+            if failed is not None and row.get("timed_out_seq") is None:
+                row["timed_out_seq"] = failed
+            if row.get("path") is None:
+                row.update(path=e.ref.path, line=e.ref.line)
+            done = _num(e.get("last_completed"))
+            if done is not None and done >= 0:
+                cell(pg, e.rank, done, state="completed")
+            enq = _num(e.get("last_enqueued"))
+            if enq is not None and enq >= 0 and (done is None or enq > done):
+                cell(pg, e.rank, enq, state="enqueued")
+        elif e.kind == "collective_fingerprint":
+            seq = _num(e.get("seq"))
+            row = slot(pg, e.rank)
+            row["source"].add("fingerprint")
+            bump(row, "last_enqueued", seq)
+            if seq is not None:
+                cell(pg, e.rank, seq, op=e.get("op"))
+    for row in st.values():
+        row["source"] = ",".join(sorted(row["source"]))
+    rows = sorted(st.values(), key=lambda r: (r["pg"], r["rank"]))
+    coll_df = pd.DataFrame(sorted(coll.values(), key=lambda r: (r["pg"], r["rank"], r["seq"])),
+                           columns=list(COLLECTIVE_COLUMNS))
+    return rows, coll_df
+
+
+def enqueue_lag(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, str]) -> list[Row]:
+    """Ranks behind or ahead of their process group's majority position.
+
+    A rank's position is the newest sequence number it enqueued (or timed out on). The majority
+    position is the most common one among the ranks of that PG (ties: the higher). Desync reports name
+    lagging ranks outright; they are added with basis "desync".
+    """
+    out: list[Row] = []
+    by_pg: dict[str, list[Row]] = defaultdict(list)
+    for r in state:
+        pos = r.get("last_enqueued")
+        if pos is None:
+            pos = r.get("timed_out_seq")
+        if pos is not None:
+            by_pg[r["pg"]].append({**r, "pos": pos})
+    for pg, rows in sorted(by_pg.items()):
+        if len(rows) < 2:
+            continue
+        counts = Counter(r["pos"] for r in rows)
+        majority = max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        top = max(counts)
+        for r in rows:
+            out.append({"pg": pg, "rank": r["rank"], "host": r.get("host"), "last_enqueued": r["pos"],
+                        "pg_max_enqueued": top, "lag": max(0, majority - r["pos"]),
+                        "ahead": max(0, r["pos"] - majority), "basis": r.get("source") or "status",
+                        "path": r.get("path"), "line": r.get("line")})
+    seen = {(r["pg"], r["rank"]) for r in out}
+    for e in events:
+        if e.kind != "desync_report":
+            continue
+        pg = _pg(e) or "0"
+        seq = _num(e.get("seq"))
+        for key, lag in (("lagging_ranks", 1), ("not_joined_ranks", 1), ("not_finished_ranks", 0)):
+            for rank in e.get(key) or []:
+                if not isinstance(rank, int) or (pg, rank) in seen or lag == 0:
+                    continue
+                seen.add((pg, rank))
+                joined = _num(e.get("joined_seq"))
+                out.append({"pg": pg, "rank": rank, "host": hosts.get(rank),
+                            "last_enqueued": joined if joined is not None else (seq - 1 if seq else None),
+                            "pg_max_enqueued": seq, "lag": lag, "ahead": 0, "basis": "desync",
+                            "path": e.ref.path, "line": e.ref.line})
+    return sorted(out, key=lambda r: (r["pg"], r["rank"]))
+
+
+def _signature(r: Row) -> tuple[object, ...]:
+    return (r.get("op"), r.get("numel_in"), r.get("numel_out"), r.get("shape"), r.get("dtype"))
+
+
+def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, str]) -> list[Row]:
+    """Ranks that disagree at the same (pg, seq): op type, numel, shape or dtype.
+
+    Two sources: timed-out works of several ranks at the same (pg, seq) with different op/numel, and
+    DETAIL fingerprint mismatches (each names two ranks and what each runs). `minority` marks the
+    ranks whose signature differs from the most common one; with a tie nobody is the minority.
+    """
+    cells: dict[tuple[str, int], dict[int, Row]] = defaultdict(dict)
+    for r in state:
+        if r.get("timed_out_seq") is not None and r.get("op") is not None:
+            cells[(r["pg"], r["timed_out_seq"])][r["rank"]] = {
+                "op": r.get("op"), "numel_in": r.get("numel_in"), "numel_out": r.get("numel_out"),
+                "shape": None, "dtype": None, "path": r.get("path"), "line": r.get("line")}
+    votes: dict[tuple[str, int], Counter[int]] = defaultdict(Counter)
+    for e in events:
+        if e.kind != "collective_mismatch":
+            continue
+        pg = _pg(e) or "0"
+        seq = _num(e.get("seq"))
+        key = (pg, seq if seq is not None else -1)
+        ranks = e.get("ranks") or []
+        for j, rank in enumerate(ranks[:2]):
+            if not isinstance(rank, int):
+                continue
+            def pick(name: str, j: int = j) -> object:
+                vals = e.get(name) or []
+                return vals[j] if j < len(vals) else None
+            cells[key].setdefault(rank, {"op": pick("ops"), "numel_in": None, "numel_out": None,
+                                         "shape": pick("shapes"), "dtype": pick("dtypes"),
+                                         "path": e.ref.path, "line": e.ref.line})
+            votes[key][rank] += 1
+    out: list[Row] = []
+    for (pg, seq), per_rank in sorted(cells.items()):
+        sigs = {rank: _signature(c) for rank, c in per_rank.items()}
+        if len(set(sigs.values())) < 2:
+            continue
+        differs = [name for i, name in enumerate(("op", "numel_in", "numel_out", "shape", "dtype"))
+                   if len({s[i] for s in sigs.values() if s[i] is not None}) > 1]
+        counts = Counter(sigs.values())
+        ranked = counts.most_common()
+        majority = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else None
+        minority_ranks: set[int] = set()
+        if majority is not None:
+            minority_ranks = {r for r, s in sigs.items() if s != majority}
+        elif votes.get((pg, seq)):
+            # Mismatch messages: the rank named in the most reports is the odd one out.
+            v = votes[(pg, seq)].most_common()
+            if len(v) > 1 and v[0][1] > v[1][1]:
+                minority_ranks = {v[0][0]}
+        for rank, c in sorted(per_rank.items()):
+            out.append({"pg": pg, "seq": seq if seq >= 0 else None, "rank": rank, "host": hosts.get(rank),
+                        "op": c["op"], "numel_in": c["numel_in"], "numel_out": c["numel_out"],
+                        "shape": c["shape"], "dtype": c["dtype"], "differs": ",".join(differs),
+                        "op_differs": "op" in differs, "size_differs": any(d != "op" for d in differs),
+                        "minority": rank in minority_ranks, "path": c["path"], "line": c["line"]})
+    return out
+
+
+_FRAME_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d+) in (?P<func>.+)$")
+_C10D_FILES = ("distributed_c10d.py",)
+_WRAPPERS = {"wrapper", "inner", "_fn", "decorate_context"}
+
+
+def _blocking_call(frames: Sequence[str]) -> tuple[str | None, str | None]:
+    """The deepest torch.distributed collective in a traceback and the user frame that called it."""
+    call = user = None
+    for i, fr in enumerate(frames):
+        m = _FRAME_RE.match(str(fr))
+        if not m:
+            continue
+        path, func = m["file"].replace("\\", "/"), m["func"].strip()
+        if path.endswith(_C10D_FILES) and func not in _WRAPPERS and not func.startswith("_"):
+            call = func
+            for prev in reversed(frames[:i]):
+                pm = _FRAME_RE.match(str(prev))
+                if pm and "/torch/" not in pm["file"].replace("\\", "/") and "site-packages" not in pm["file"]:
+                    user = f"{pm['file'].rsplit('/', 1)[-1]}:{pm['line']} in {pm['func'].strip()}"
+                    break
+    return call, user
+
+
+def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+    """The collective each failing rank was blocked in, from its traceback; the odd ones marked.
+
+    Ranks that hang in different collectives (most in all_reduce, one in barrier) took different code
+    paths. Only the first traceback of each rank that names a collective counts.
+    """
+    first: dict[int, Row] = {}
+    for e in events:
+        if e.kind != "exception" or e.rank is None or e.rank in first:
+            continue
+        call, user = _blocking_call(e.get("frames") or [])
+        if call is None:
+            continue
+        first[e.rank] = {"rank": e.rank, "host": hosts.get(e.rank), "call": call, "user_frame": user,
+                         "path": e.ref.path, "line": e.ref.line}
+    if len(first) < 2:
+        return []
+    counts = Counter(r["call"] for r in first.values())
+    ranked = counts.most_common()
+    majority = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else None
+    for r in first.values():
+        r["calls"] = len(counts)
+        r["minority"] = majority is not None and r["call"] != majority
+    return [first[k] for k in sorted(first)]

@@ -1,0 +1,283 @@
+"""Per-rank status: who crashed, who hung, who only suffered; first failures on one timeline; versions; hosts."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from hanglens.analysis.kinds import (
+    CRASH_KINDS,
+    FAILURE_KINDS,
+    exit_signal,
+    is_victim_exception,
+)
+from hanglens.model import Event, InputFile
+
+Row = dict[str, Any]
+_TIME_MAX = float("inf")
+
+
+AGENT_KINDS = frozenset({"child_failed", "worker_failed", "closing_signal", "launcher_exit", "worker_group_restart"})
+
+
+def _rank_of(e: Event, single_node: bool = True) -> int | None:
+    """The rank an event is about: launcher lines name the failed worker, everything else its writer.
+
+    torchrun's agent writes into the same console as its workers, so its lines must not inherit a
+    worker's rank: a ChildFailedError block names the global rank; "failed (exitcode ...) local_rank: L"
+    names a local rank, which is the global rank only on a single node.
+    """
+    if e.kind == "child_failed":
+        r = e.get("failed_rank")
+        return r if isinstance(r, int) and r >= 0 else None
+    if e.kind in ("worker_failed", "launcher_exit"):
+        lr = e.get("local_rank")
+        return lr if single_node and isinstance(lr, int) and lr >= 0 else None
+    if e.kind in AGENT_KINDS:
+        return None
+    if e.kind == "exception" and "ChildFailedError" in str(e.get("exc_type") or ""):
+        return None
+    return e.rank
+
+
+def _exitcode(e: Event) -> int | None:
+    code = e.get("exitcode")
+    return code if isinstance(code, int) else None
+
+
+def single_node(events: Sequence[Event]) -> bool:
+    """True when the logs name at most one host (then a torchrun local rank is the global rank)."""
+    hosts = set()
+    for e in events:
+        for h in (e.host, e.get("nccl_host"), e.get("failed_host")):
+            if h:
+                hosts.add(str(h))
+    return len(hosts) <= 1
+
+
+def is_own_crash(e: Event) -> bool:
+    """Did this event report a fault of the rank itself (not a consequence of a peer's failure)?
+
+    Exit codes alone are judged in `crash_rows`/`rank_status_rows`: a positive exit code only says a
+    Python exception ended the worker, which may itself be a victim's timeout.
+    """
+    if e.kind in ("exception", "error_file"):
+        if "ChildFailedError" in str(e.get("exc_type") or "") or "ChildFailedError" in e.text:
+            return False
+        return not is_victim_exception(e)
+    if e.kind == "nccl_error":
+        etype = str(e.get("error_type") or "")
+        reason = str(e.get("reason") or "")
+        return etype not in ("ncclRemoteError", "ncclSystemError") and "remote process exited" not in reason
+    if e.kind == "watchdog_terminated":
+        err = str(e.get("error") or "")
+        return "CUDA error" in err or "CUDA" in err and "timeout" not in err.lower()
+    if e.kind in ("child_failed", "worker_failed", "launcher_exit"):
+        sig = e.get("signal") or exit_signal(_exitcode(e))
+        code = _exitcode(e)
+        if sig in ("SIGTERM", "SIGINT", "SIGHUP"):
+            return False
+        return sig in ("SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL")
+    return e.kind in CRASH_KINDS
+
+
+def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
+    """Ranks whose only sign of failure is a positive exit code (no exception or hang line of their own)."""
+    sn = single_node(events)
+    informed = {e.rank for e in events if e.rank is not None and e.kind in ("exception", "error_file",
+                                                                          "hang_detected")}
+    out: dict[int, Event] = {}
+    for e in events:
+        if e.kind not in ("child_failed", "worker_failed"):
+            continue
+        rank, code = _rank_of(e, sn), _exitcode(e)
+        if rank is not None and code is not None and code > 0 and rank not in informed:
+            out.setdefault(rank, e)
+    return out
+
+
+def hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+    rows = [{"rank": e.rank, "host": e.host or hosts.get(e.rank) if e.rank is not None else e.host,
+             "detector": e.get("detector"), "pg": e.get("pg"), "seq": e.get("seq"), "op": e.get("op"),
+             "timeout_ms": e.get("timeout_ms"), "time": e.time, "path": e.ref.path, "line": e.ref.line}
+            for e in events if e.kind == "hang_detected"]
+    return sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["path"], r["line"]))
+
+
+def _crash_times(events: Sequence[Event]) -> dict[int, float]:
+    """Earliest own-crash time per rank (inf when the crash has no timestamp)."""
+    sn = single_node(events)
+    out: dict[int, float] = {}
+    for e in events:
+        rank = _rank_of(e, sn)
+        if rank is not None and is_own_crash(e):
+            t = e.time if e.time is not None else _TIME_MAX
+            out[rank] = min(out.get(rank, _TIME_MAX), t)
+    return out
+
+
+def victim_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+    """Errors that are consequences of another rank's failure."""
+    sn = single_node(events)
+    crashes = _crash_times(events)
+    rows: list[Row] = []
+
+    def add(e: Event, rank: int | None, signal: str) -> None:
+        rows.append({"rank": rank, "host": e.host or (hosts.get(rank) if rank is not None else None),
+                     "signal": signal, "time": e.time, "text": e.text[:300], "path": e.ref.path,
+                     "line": e.ref.line})
+
+    for e in events:
+        rank = _rank_of(e, sn)
+        if e.kind == "peer_closed":
+            add(e, rank, "peer_closed")
+        elif e.kind == "network_error" and any(
+                m in str(e.get("error") or e.text) for m in ("reset by peer", "closed by", "Broken pipe")):
+            add(e, rank, "peer_closed")
+        elif e.kind == "nccl_error" and not is_own_crash(e):
+            add(e, rank, "remote_error")
+        elif e.kind in ("exception", "error_file") and is_victim_exception(e):
+            add(e, rank, "collective_error")
+        elif e.kind in ("child_failed", "worker_failed") and (
+                e.get("signal") or exit_signal(_exitcode(e))) in ("SIGTERM", "SIGINT", "SIGHUP"):
+            add(e, rank, "sigterm")
+        elif e.kind == "store_error" and e.get("op") == "check_dump_flag":
+            add(e, rank, "store_teardown")
+        elif e.kind == "dump_signal" and isinstance(e.get("from_rank"), int) and e.get("from_rank") != rank:
+            add(e, rank, "dump_signal_from_peer")
+        elif e.kind == "hang_detected" and rank is not None:
+            others = [t for r, t in crashes.items() if r != rank]
+            if others and rank not in crashes and (
+                    e.time is None or min(others) == _TIME_MAX or min(others) <= e.time):
+                add(e, rank, "timeout_after_crash")
+    return sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["path"], r["line"], r["signal"]))
+
+
+FIRST_WINDOW_S = 1.0
+
+
+def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+    """Each rank's earliest own fault; `first` marks the ranks that failed first."""
+    sn = single_node(events)
+    best: dict[int, Event] = {}
+    for rank, e in _exit_only_crashes(events).items():
+        best[rank] = e
+    for e in events:
+        rank = _rank_of(e, sn)
+        if rank is None or not is_own_crash(e):
+            continue
+        cur = best.get(rank)
+        key = (e.time is None, e.time or 0.0, e.ref.path, e.ref.line)
+        if cur is None or key < (cur.time is None, cur.time or 0.0, cur.ref.path, cur.ref.line):
+            best[rank] = e
+    times = [e.time for e in best.values() if e.time is not None]
+    earliest = min(times) if times else None
+    rows = []
+    for rank, e in sorted(best.items()):
+        first = earliest is None or e.time is None or e.time - earliest <= FIRST_WINDOW_S
+        rows.append({"rank": rank, "host": e.host or hosts.get(rank), "kind": e.kind, "first": first,
+                     "time": e.time, "text": e.text[:300], "path": e.ref.path, "line": e.ref.line})
+    return rows
+
+
+def first_failure_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+    """Failure events on the normalised timeline, earliest first; untimed ones after, in file order."""
+    sn = single_node(events)
+    fails = [e for e in events if e.kind in FAILURE_KINDS]
+    fails.sort(key=lambda e: (e.time is None, e.time or 0.0, e.ref.path, e.ref.line, e.kind))
+    rows = []
+    for i, e in enumerate(fails, 1):
+        rank = _rank_of(e, sn)
+        rows.append({"order": i, "rank": rank, "host": e.host or (hosts.get(rank) if rank is not None else None),
+                     "time": e.time, "kind": e.kind, "text": e.text[:300], "path": e.ref.path, "line": e.ref.line})
+    return rows
+
+
+_COMPONENTS = {"torch", "cuda", "nccl", "driver", "python"}
+
+
+def version_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+    """Distinct (host, rank, component, version) statements, with how many versions each component has."""
+    seen: set[tuple[str | None, int | None, str, str]] = set()
+    for e in events:
+        if e.kind == "version_info":
+            comp, ver = e.get("component"), e.get("version")
+        elif e.kind == "nccl_version":
+            comp, ver = "nccl", e.get("version")
+        elif e.kind == "nccl_error" and e.get("nccl_version"):
+            comp, ver = "nccl", e.get("nccl_version")
+        else:
+            continue
+        if comp not in _COMPONENTS or not ver:
+            continue
+        host = e.host or e.get("nccl_host") or (hosts.get(e.rank) if e.rank is not None else None)
+        seen.add((host, e.rank, str(comp), str(ver)))
+    distinct: dict[str, set[str]] = defaultdict(set)
+    for _, _, comp, ver in seen:
+        distinct[comp].add(ver)
+    holders: dict[tuple[str, str], set[object]] = defaultdict(set)
+    for h, r, c, v in seen:
+        holders[(c, v)].add(h if h is not None else r)
+    top = {c: max(len(holders[(c, v)]) for v in vs) for c, vs in distinct.items()}
+    # A tie (two hosts, two versions) has no minority: no side is "the odd one".
+    rows = [{"host": h, "rank": r, "component": c, "version": v, "distinct": len(distinct[c]),
+             "minority": len(distinct[c]) > 1 and len(holders[(c, v)]) < top[c]}
+            for h, r, c, v in seen]
+    return sorted(rows, key=lambda r: (r["component"], r["version"], r["host"] or "", r["rank"] or -1))
+
+
+def rank_status_rows(events: Sequence[Event], ranks: Sequence[int], hosts: dict[int, str],
+                     victims: Sequence[Row]) -> list[Row]:
+    """One row per known rank: crashed (own fault), hung, victim (consequence signals), ok or silent."""
+    sn = single_node(events)
+    by_rank: dict[int, list[Event]] = defaultdict(list)
+    for e in events:
+        r = _rank_of(e, sn)
+        if r is not None:
+            by_rank[r].append(e)
+    victim_ranks = {v["rank"] for v in victims if v["rank"] is not None}
+    exit_only = _exit_only_crashes(events)
+    rows = []
+    for rank in sorted(set(ranks) | set(by_rank)):
+        evs = by_rank.get(rank, [])
+        crashed = rank in exit_only or any(is_own_crash(e) for e in evs)
+        hung = any(e.kind == "hang_detected" for e in evs)
+        victim = rank in victim_ranks
+        fails = sorted((e for e in evs if e.kind in FAILURE_KINDS),
+                       key=lambda e: (e.time is None, e.time or 0.0, e.ref.path, e.ref.line))
+        exitcode = next((_exitcode(e) for e in evs if e.kind in ("child_failed", "worker_failed")
+                         and _exitcode(e) is not None), None)
+        status = ("crashed" if crashed else "hung" if hung else "victim" if victim
+                  else "ok" if evs else "silent")
+        rows.append({"rank": rank, "host": hosts.get(rank), "status": status, "crashed": crashed, "hung": hung,
+                     "victim": victim, "first_error_kind": fails[0].kind if fails else None,
+                     "first_error_time": fails[0].time if fails else None, "exitcode": exitcode,
+                     "signal": exit_signal(exitcode)})
+    return rows
+
+
+def host_failure_rows(rank_rows: Sequence[Row]) -> list[Row]:
+    per: dict[str, list[Row]] = defaultdict(list)
+    for r in rank_rows:
+        if r["host"]:
+            per[r["host"]].append(r)
+    rows = []
+    for host, rs in sorted(per.items()):
+        failing = sum(1 for r in rs if r["crashed"])
+        rows.append({"host": host, "failing_ranks": failing, "total_ranks": len(rs),
+                     "fraction": failing / len(rs) if rs else 0.0})
+    return rows
+
+
+def missing_rank_rows(events: Sequence[Event], files: Sequence[InputFile], world: int | None) -> list[Row]:
+    """Ranks below the known world size that no log line was attributed to."""
+    if not world or world > 65536:
+        return []
+    seen = {e.rank for e in events if e.rank is not None}
+    for f in files:
+        seen.update(f.ranks)
+    if not seen:
+        return []
+    return [{"rank": r, "world_size": world, "basis": "world size stated in logs"}
+            for r in range(world) if r not in seen]

@@ -1,0 +1,258 @@
+"""Assemble the analysis document (docs/analysis-json.md) from the tables, the engine's result and the inputs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from hanglens import __version__
+from hanglens.analysis import Tables
+from hanglens.model import Category, Event, InputFile, Skipped, SourceRef
+
+SCHEMA_VERSION = 1
+CATEGORY_TITLES = {
+    Category.CONTROL_FLOW_DIVERGENCE: "Control-flow divergence",
+    Category.COLLECTIVE_MISMATCH: "Collective mismatch",
+    Category.ILLEGAL_MEMORY_ACCESS: "Illegal memory access",
+    Category.CUDA_ERROR: "CUDA error",
+    Category.OOM: "Out of memory",
+    Category.RANK_CRASH: "Rank crashed",
+    Category.DATALOADER_STALL: "DataLoader stall",
+    Category.DATALOADER_CRASH: "DataLoader worker crash",
+    Category.NETWORK_TRANSPORT: "Network / transport failure",
+    Category.NCCL_INIT_FAILURE: "NCCL initialisation failure",
+    Category.VERSION_MISMATCH: "Version mismatch",
+    Category.RENDEZVOUS_FAILURE: "Rendezvous / store failure",
+    Category.DDP_UNUSED_PARAMETERS: "DDP unused parameters",
+    Category.WATCHDOG_STUCK: "Watchdog stuck",
+    Category.STRAGGLER: "Straggler",
+    Category.NONE: "No failure found",
+    Category.UNKNOWN: "Failure not explained",
+}
+TIMELINE_LIMIT = 60
+UNEXPLAINED_LIMIT = 40
+Context = Callable[[Sequence[SourceRef]], dict[SourceRef, list[tuple[int, str]]]]
+
+
+def clean(value: Any) -> Any:
+    """JSON-safe, deterministic values: numpy scalars → Python, NaN → None, floats rounded."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [clean(v) for v in value]
+        return sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return None
+        return round(value, 6)
+    if isinstance(value, (bool, int, str)):
+        return value
+    return str(value)
+
+
+def time_text(t: float | None) -> str | None:
+    """Human form of a timeline time. Year-less log clocks (placeholder year 2000) print without a year."""
+    if t is None:
+        return None
+    try:
+        d = dt.datetime.fromtimestamp(t, tz=dt.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+    fmt = "%m-%d %H:%M:%S.%f" if d.year == 2000 else "%Y-%m-%d %H:%M:%S.%f"
+    return d.strftime(fmt)[:-3]
+
+
+def records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return [clean(r) for r in df.to_dict(orient="records")] if len(df) else []
+
+
+def _ranks_section(tables: Tables, culprits: set[int], victims: set[int]) -> list[dict[str, Any]]:
+    status = tables.fact("rank_status")
+    prog = {r["rank"]: r for r in records(tables.fact("progress"))}
+    last_seq: dict[int, dict[str, int]] = defaultdict(dict)
+    for r in records(tables.fact("collective_state")):
+        pos = r.get("last_enqueued") if r.get("last_enqueued") is not None else r.get("timed_out_seq")
+        if pos is not None:
+            last_seq[r["rank"]][str(r["pg"])] = pos
+    first_err: dict[int, str] = {}
+    for r in records(tables.fact("first_failure")):
+        if r["rank"] is not None and r["rank"] not in first_err:
+            first_err[r["rank"]] = f"{r['kind']}: {r['text']}"[:200]
+    out = []
+    for r in records(status):
+        rank = r["rank"]
+        st = r["status"]
+        if rank in culprits:
+            st = "culprit"
+        elif rank in victims:
+            st = "victim"
+        elif st in ("crashed", "hung"):
+            st = "failed"
+        elif st == "victim":
+            st = "victim"
+        out.append({"rank": rank, "host": r["host"], "last_step": prog.get(rank, {}).get("last_step"),
+                    "status": st, "last_seq": dict(sorted(last_seq.get(rank, {}).items())),
+                    "first_error_time": r["first_error_time"], "first_error": first_err.get(rank)})
+    return out
+
+
+def _disagreement(tables: Tables) -> dict[str, Any] | None:
+    dis = records(tables.fact("collective_disagreement"))
+    if dis:
+        pg, seq = dis[0]["pg"], dis[0]["seq"]
+        rows = [r for r in dis if r["pg"] == pg and r["seq"] == seq]
+        return {"pg": pg, "seq": seq, "differs": [d for d in (rows[0]["differs"] or "").split(",") if d],
+                "rows": [{"rank": r["rank"], "op": r["op"], "numel_in": r["numel_in"], "numel_out": r["numel_out"],
+                          "shape": r["shape"], "dtype": r["dtype"],
+                          "state": "minority" if r["minority"] else "majority"} for r in rows]}
+    coll = tables.collectives
+    timed = coll[coll["state"] == "timed_out"] if len(coll) else coll
+    if not len(timed):
+        return None
+    key = Counter(zip(timed["pg"], timed["seq"])).most_common(1)[0][0]
+    pg, seq = key
+    rows = []
+    states = records(tables.fact("collective_state"))
+    for s in states:
+        if s["pg"] != pg:
+            continue
+        cell = coll[(coll["pg"] == pg) & (coll["rank"] == s["rank"]) & (coll["seq"] == seq)]
+        c = records(cell)[0] if len(cell) else {}
+        pos = s.get("last_enqueued")
+        state = c.get("state") or ("not_reached" if pos is not None and pos < seq else "unknown")
+        rows.append({"rank": s["rank"], "op": c.get("op"), "numel_in": c.get("numel_in"),
+                     "numel_out": c.get("numel_out"), "shape": None, "dtype": None, "state": state})
+    return {"pg": pg, "seq": clean(seq), "differs": [], "rows": rows}
+
+
+def _versions(tables: Tables) -> dict[str, Any]:
+    by_host: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    distinct: dict[str, set[str]] = defaultdict(set)
+    for r in records(tables.fact("versions")):
+        host = r["host"] or "(unknown host)"
+        by_host[host][r["component"]].add(r["version"])
+        distinct[r["component"]].add(r["version"])
+    return {"by_host": {h: {c: sorted(v) for c, v in sorted(comps.items())} for h, comps in sorted(by_host.items())},
+            "distinct": {c: sorted(v) for c, v in sorted(distinct.items())}}
+
+
+def _unexplained(events: Sequence[Event], cited: set[SourceRef]) -> list[dict[str, Any]]:
+    explained = {e.ref for e in events if e.kind != "error_line"} | cited
+    groups: dict[str, list[Event]] = defaultdict(list)
+    for e in events:
+        if e.kind == "error_line" and e.ref not in explained:
+            groups[str(e.get("template") or e.text[:120])].append(e)
+    out = []
+    for template, evs in groups.items():
+        first = min(evs, key=lambda e: (e.ref.path, e.ref.line))
+        out.append({"template": template, "count": len(evs), "example": first.text[:300], "path": first.ref.path,
+                    "line": first.ref.line, "ranks": sorted({e.rank for e in evs if e.rank is not None})})
+    out.sort(key=lambda r: (-r["count"], r["template"]))
+    return out[:UNEXPLAINED_LIMIT]
+
+
+def _collect_next(tables: Tables, files: Sequence[InputFile], verdict_conf: str,
+                  engine_collect: Sequence[str]) -> list[str]:
+    """What to turn on for the rerun, tailored to what this job's logs lacked."""
+    out: list[str] = list(engine_collect)
+    evs = tables.events
+    kinds = {e.kind for e in evs}
+    ranks_with_logs = {e.rank for e in evs if e.rank is not None}
+    if tables.world_size and len(ranks_with_logs) < tables.world_size:
+        out.append(f"Logs of only {len(ranks_with_logs)} of {tables.world_size} ranks were found: run torchrun with "
+                   "`--log-dir DIR --redirects 3 --tee 3` so every rank writes its own stdout/stderr files.")
+    elif len(ranks_with_logs) <= 1 and kinds & {"hang_detected", "exception"}:
+        out.append("Only one rank's output could be attributed: collect every rank's log "
+                   "(`torchrun --log-dir DIR --redirects 3`) or prefix lines with the rank (`--tee 3`).")
+    if evs and all(e.time is None for e in evs):
+        out.append("No line had a timestamp: set `TORCH_CPP_LOG_LEVEL=INFO` (c10 lines carry times since 2.4) "
+                   "and log with a time format so the first failure can be ordered across ranks.")
+    if "hang_detected" in kinds and not (kinds & {"pg_status", "desync_report", "collective_fingerprint",
+                                                   "flight_recorder"}):
+        out.append("Turn on the flight recorder for the rerun: `TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
+                   "TORCH_NCCL_DUMP_ON_TIMEOUT=1` (dumps every rank's last collectives on a timeout; analyse with "
+                   "`torchfrtrace`).")
+    if "hang_detected" in kinds or verdict_conf == "low":
+        out.append("While it hangs, take stacks of every rank: `py-spy dump --pid <PID>` (add `--native` for "
+                   "C++ frames).")
+    if not (kinds & {"nccl_comm_init", "nccl_version", "nccl_warn"}) and any(
+            "NCCL" in e.text for e in evs[:2000]):
+        out.append("Set `NCCL_DEBUG=INFO` (and `NCCL_DEBUG_SUBSYS=INIT,NET`) to see communicator setup and "
+                   "transport errors per rank.")
+    if "collective_fingerprint" not in kinds and "collective_mismatch" not in kinds and "hang_detected" in kinds:
+        out.append("Rerun with `TORCH_DISTRIBUTED_DEBUG=DETAIL` to check that every rank calls the same "
+                   "collective with the same shapes (it names the mismatching rank).")
+    seen: set[str] = set()
+    uniq = []
+    for s in out:
+        if s not in seen:
+            seen.add(s)
+            uniq.append(s)
+    return uniq
+
+
+def build_document(*, tables: Tables, result: Any, files: Sequence[InputFile], skipped: Sequence[Skipped],
+                   command: str, context: Context | None = None) -> dict[str, Any]:
+    """The analysis document. `result` is the engine's result (verdict, findings, ruled_out, not_evaluable)."""
+    verdict = clean(result.verdict.to_dict())
+    try:
+        verdict["category_title"] = CATEGORY_TITLES[Category(verdict["category"])]
+    except ValueError:
+        verdict["category_title"] = verdict["category"]
+    findings = [clean(f.to_dict()) for f in result.findings]
+    refs = sorted({SourceRef(ev["path"], ev["line"]) for f in findings for ev in f.get("evidence", [])})
+    ctx = context(refs) if context and refs else {}
+    for f in findings:
+        for ev in f.get("evidence", []):
+            ev["time_text"] = time_text(ev.get("time"))
+            around = ctx.get(SourceRef(ev["path"], ev["line"]), [])
+            ev["context"] = {"before": [t[:500] for n, t in around if n < ev["line"]],
+                             "after": [t[:500] for n, t in around if n > ev["line"]]}
+    culprits = set(verdict.get("culprit_ranks") or [])
+    victims = set(verdict.get("victim_ranks") or [])
+    timeline = []
+    for r in records(tables.fact("first_failure"))[:TIMELINE_LIMIT]:
+        timeline.append({"time": r["time"], "time_text": time_text(r["time"]), "rank": r["rank"], "host": r["host"],
+                         "kind": r["kind"], "text": r["text"], "path": r["path"], "line": r["line"]})
+    engine_collect: list[str] = []
+    for f in findings[:1]:
+        engine_collect.extend(f.get("collect") or [])
+    hosts = sorted({h for h in tables.hosts.values() if h} | {h for f in files for h in f.hosts})
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "hanglens_version": __version__,
+        "command": command,
+        "verdict": verdict,
+        "findings": findings,
+        "ruled_out": [clean(r.to_dict()) for r in result.ruled_out],
+        "not_evaluable": [clean(r.to_dict()) for r in result.not_evaluable],
+        "ranks": _ranks_section(tables, culprits, victims),
+        "collectives": records(tables.collectives),
+        "disagreement": _disagreement(tables),
+        "timeline": timeline,
+        "clock": {"offsets": clean(dict(sorted(tables.offsets.items()))), "note": tables.clock_note},
+        "versions": _versions(tables),
+        "unexplained": _unexplained(tables.events, set(refs)),
+        "collect_next": _collect_next(tables, files, verdict.get("confidence", "low"), engine_collect),
+        "inputs": {
+            "files": len(files),
+            "bytes": sum(f.size for f in files),
+            "skipped": [{"path": s.path, "reason": s.reason} for s in sorted(skipped, key=lambda s: s.path)],
+            "ranks_seen": sorted({e.rank for e in tables.events if e.rank is not None}
+                                 | {r for f in files for r in f.ranks}),
+            "world_size": tables.world_size,
+            "hosts": hosts,
+            "detail": [{"path": f.path, "size": f.size, "lines": f.lines, "ranks": list(f.ranks),
+                        "hosts": list(f.hosts), "events": f.events} for f in sorted(files, key=lambda f: f.path)],
+        },
+    }
+    return clean(doc)

@@ -1,0 +1,623 @@
+"""Evaluate rules over events and fact tables: conditions, bindings, supersedes, ranking and the verdict."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pandas as pd
+import regex
+
+from hanglens.analysis.facts_spec import FACT_SPECS
+from hanglens.analysis.kinds import FAILURE_KINDS
+from hanglens.engine import template
+from hanglens.engine.schema import BASE_ATTRIBUTES, Condition, Rule
+from hanglens.model import Category, Confidence, Event
+
+__all__ = ["REGEX_TIMEOUT_S", "EngineResult", "Evidence", "Finding", "NotEvaluable", "RuledOut", "TablesLike",
+           "Verdict", "describe_condition", "evaluate"]
+
+REGEX_TIMEOUT_S = 0.5
+_ERROR_LEVELS = frozenset({"E", "F", "C"})
+_SPACE = re.compile(r"\s+")
+_UNKNOWN_FIRST_STEP = ("Rerun with NCCL_DEBUG=INFO, TORCH_DISTRIBUTED_DEBUG=DETAIL and "
+                       "TORCH_NCCL_TRACE_BUFFER_SIZE set, and keep the logs of every rank and of the "
+                       "launcher.")
+
+
+class TablesLike(Protocol):
+    """What evaluation reads from `hanglens.analysis.Tables` (a Protocol keeps the engine testable)."""
+
+    @property
+    def events(self) -> Sequence[Event]: ...
+
+    @property
+    def tables(self) -> Mapping[str, pd.DataFrame]: ...
+
+    @property
+    def world_size(self) -> int | None: ...
+
+    @property
+    def ranks(self) -> Sequence[int]: ...
+
+    @property
+    def hosts(self) -> Mapping[int, str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A log line a finding cites."""
+
+    path: str
+    line: int
+    rank: int | None
+    host: str | None
+    time: float | None
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "rank": self.rank, "host": self.host, "time": self.time,
+                "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A rule that matched, with its rendered explanation, culprits, victims and cited lines."""
+
+    rule_id: str
+    category: Category
+    confidence: Confidence
+    title: str
+    explanation: str
+    culprit_ranks: tuple[int, ...]
+    culprit_hosts: tuple[str, ...]
+    victim_ranks: tuple[int, ...]
+    remediation: tuple[str, ...]
+    collect: tuple[str, ...]
+    superseded_by: str | None
+    evidence: tuple[Evidence, ...]
+    priority: int = 50
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule_id": self.rule_id, "category": self.category.value, "confidence": self.confidence.value,
+                "title": self.title, "explanation": self.explanation,
+                "culprit_ranks": list(self.culprit_ranks),
+                "culprit_hosts": list(self.culprit_hosts), "victim_ranks": list(self.victim_ranks),
+                "remediation": list(self.remediation), "collect": list(self.collect),
+                "superseded_by": self.superseded_by, "evidence": [e.to_dict() for e in self.evidence]}
+
+
+@dataclass(frozen=True, slots=True)
+class RuledOut:
+    """A rule whose required data was present but which did not match, and the condition that failed."""
+
+    rule_id: str
+    category: Category
+    title: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule_id": self.rule_id, "category": self.category.value, "title": self.title,
+                "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class NotEvaluable:
+    """A rule whose required events or facts were absent from the input."""
+
+    rule_id: str
+    title: str
+    missing: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule_id": self.rule_id, "title": self.title, "missing": list(self.missing)}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The answer: the best finding, or `none` / `unknown` when no rule matched."""
+
+    category: Category
+    rule_id: str | None
+    confidence: Confidence
+    culprit_ranks: tuple[int, ...]
+    culprit_hosts: tuple[str, ...]
+    victim_ranks: tuple[int, ...]
+    summary: str
+    first_step: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"category": self.category.value, "rule_id": self.rule_id, "confidence": self.confidence.value,
+                "culprit_ranks": list(self.culprit_ranks), "culprit_hosts": list(self.culprit_hosts),
+                "victim_ranks": list(self.victim_ranks), "summary": self.summary,
+                "first_step": self.first_step}
+
+
+@dataclass(frozen=True, slots=True)
+class EngineResult:
+    """Everything the rules concluded; lists are in their final, deterministic order."""
+
+    findings: tuple[Finding, ...]
+    ruled_out: tuple[RuledOut, ...]
+    not_evaluable: tuple[NotEvaluable, ...]
+    verdict: Verdict
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"findings": [f.to_dict() for f in self.findings],
+                "ruled_out": [r.to_dict() for r in self.ruled_out],
+                "not_evaluable": [n.to_dict() for n in self.not_evaluable],
+                "verdict": self.verdict.to_dict(), "warnings": list(self.warnings)}
+
+
+# -- values --------------------------------------------------------------------------------------------
+
+
+def _is_null(value: Any) -> bool:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or _is_null(value):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if hasattr(value, "item"):
+        return _number(value.item())
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _same(x: Any, v: Any) -> bool:
+    """Loose equality: numbers compare numerically (also as text, e.g. pg "0" == 0), bools only to bools."""
+    if isinstance(x, bool) or isinstance(v, bool):
+        return isinstance(x, bool) and isinstance(v, bool) and x == v
+    nx, nv = _number(x), _number(v)
+    if nx is not None and nv is not None:
+        return nx == nv
+    if isinstance(x, (list, tuple)):
+        return False
+    return str(x) == str(v)
+
+
+def _as_rank(value: Any) -> int | None:
+    n = _number(value)
+    return int(n) if n is not None and n.is_integer() else None
+
+
+def _ranks_of(frame: pd.DataFrame, column: str = "rank") -> set[int]:
+    if column not in frame.columns:
+        return set()
+    return {r for r in (_as_rank(v) for v in frame[column]) if r is not None}
+
+
+class _RegexTimeout(Exception):
+    pass
+
+
+_PATTERNS: dict[str, Any] = {}
+
+
+def _pattern(source: str) -> Any:
+    compiled = _PATTERNS.get(source)
+    if compiled is None:
+        compiled = _PATTERNS[source] = regex.compile(source)
+    return compiled
+
+
+# -- conditions ----------------------------------------------------------------------------------------
+
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "gt": lambda a, b: a > b, "gte": lambda a, b: a >= b,
+    "lt": lambda a, b: a < b, "lte": lambda a, b: a <= b,
+}
+
+
+def _test(op: str, v: Any, x: Any, bound: Mapping[str, set[int]]) -> bool:
+    """Does value `x` satisfy operator `op` with operand `v`? Missing values satisfy only the negations."""
+    if _is_null(x):
+        if op == "eq":
+            return v is None
+        if op == "exists":
+            return v is False
+        return op in ("ne", "not_in", "not_in_binding") and not (op == "ne" and v is None)
+    if op == "eq":
+        return v is not None and _same(x, v)
+    if op == "ne":
+        return v is None or not _same(x, v)
+    if op == "in":
+        return any(_same(x, i) for i in v)
+    if op == "not_in":
+        return not any(_same(x, i) for i in v)
+    if op in _COMPARE:
+        n = _number(x)
+        return n is not None and _COMPARE[op](n, float(v))
+    if op == "contains":
+        if isinstance(x, (list, tuple)):
+            return any(_same(i, v) for i in x)
+        return str(v) in str(x)
+    if op == "regex":
+        items = x if isinstance(x, (list, tuple)) else [x]
+        try:
+            return any(_pattern(v).search(str(i), timeout=REGEX_TIMEOUT_S) is not None for i in items)
+        except TimeoutError as exc:
+            raise _RegexTimeout(v) from exc
+    if op == "exists":
+        return bool(v)
+    if op in ("in_binding", "not_in_binding"):
+        inside = _as_rank(x) in bound.get(v, set())
+        return inside if op == "in_binding" else not inside
+    return False
+
+
+def _mask(series: pd.Series, op: str, v: Any, bound: Mapping[str, set[int]]) -> pd.Series:
+    numeric = pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype)
+    if numeric and op in _COMPARE and not isinstance(v, bool):
+        return getattr(series, op.replace("gte", "ge").replace("lte", "le"))(v).fillna(False).astype(bool)
+    return pd.Series([_test(op, v, x, bound) for x in series], index=series.index, dtype=bool)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return repr(v) if isinstance(v, str) else ("null" if v is None else str(v))
+
+
+def _describe_op(column: str, op: str, v: Any) -> str:
+    words = {"eq": "=", "ne": "!=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+    if op in words:
+        return f"{column} {words[op]} {_fmt(v)}"
+    if op in ("in", "not_in"):
+        return f"{column} {op.replace('_', ' ')} [{', '.join(_fmt(i) for i in v)}]"
+    if op == "contains":
+        return f"{column} contains {_fmt(v)}"
+    if op == "regex":
+        return f"{column} matches /{v}/"
+    if op == "exists":
+        return f"{column} is {'set' if v else 'missing'}"
+    if op == "in_binding":
+        return f"{column} is one of the ranks of '{v}'"
+    return f"{column} is none of the ranks of '{v}'"
+
+
+def describe_condition(cond: Condition) -> str:
+    """A condition in words, e.g. `fact pg_enqueue_lag where lag >= 1, on at least 1 rank`."""
+    text = cond.source
+    clauses = [_describe_op(col, op, v) for col, ops in cond.where.items() for op, v in ops.given()]
+    if clauses:
+        text += " where " + " and ".join(clauses)
+    bounds: list[str] = []
+    if cond.ranks is not None:
+        r = cond.ranks
+        for value, words in ((r.min, "at least {} rank(s)"), (r.max, "at most {} rank(s)"),
+                             (r.min_fraction, "at least {:.0%} of ranks"),
+                             (r.max_fraction, "at most {:.0%} of ranks")):
+            if value is not None:
+                bounds.append(words.format(value))
+    if cond.count is not None:
+        for value, words in ((cond.count.min, "at least {} row(s)"), (cond.count.max, "at most {} row(s)")):
+            if value is not None:
+                bounds.append(words.format(value))
+    if bounds:
+        text += ", on " + " and ".join(bounds)
+    if cond.bind:
+        text += f" (bound as '{cond.bind}')"
+    return text
+
+
+@dataclass
+class _Run:
+    """Per-evaluation state: the input, cached event frames, warnings raised so far."""
+
+    tables: TablesLike
+    catalog: Mapping[str, set[str]]
+    warnings: list[str] = field(default_factory=list)
+    _events: dict[str, pd.DataFrame] = field(default_factory=dict)
+    _texts: dict[tuple[str, int], str] | None = None
+
+    def event_frame(self, kind: str) -> pd.DataFrame:
+        cached = self._events.get(kind)
+        if cached is not None:
+            return cached
+        evs = [e for e in self.tables.events if e.kind == kind]
+        names = set(self.catalog.get(kind, ()))
+        for e in evs:
+            names.update(e.fields)
+        extra = sorted(names - set(BASE_ATTRIBUTES))
+        columns = [*BASE_ATTRIBUTES, *extra]
+        rows = [(e.rank, e.host, e.level, e.text, e.ref.path, e.ref.line, e.time, e.kind,
+                 *(e.fields.get(n) for n in extra)) for e in evs]
+        frame = pd.DataFrame(rows, columns=columns, dtype=object) if rows else pd.DataFrame(columns=columns)
+        self._events[kind] = frame
+        return frame
+
+    def fact_frame(self, name: str) -> pd.DataFrame:
+        frame = self.tables.tables.get(name)
+        if frame is None:
+            spec = FACT_SPECS.get(name)
+            return pd.DataFrame(columns=list(spec.columns) if spec else [])
+        return frame
+
+    def frame(self, cond: Condition) -> pd.DataFrame:
+        return self.fact_frame(cond.fact) if cond.fact is not None else self.event_frame(cond.event or "")
+
+    def text_at(self, path: str, line: int) -> str:
+        if self._texts is None:
+            self._texts = {}
+            for e in self.tables.events:
+                self._texts.setdefault((e.ref.path, e.ref.line), e.text)
+        return self._texts.get((path, line), "")
+
+    def denominator(self) -> int | None:
+        return self.tables.world_size or (len(self.tables.ranks) or None)
+
+
+def _check(cond: Condition, run: _Run, bindings: Mapping[str, pd.DataFrame],
+           rule_id: str) -> tuple[bool, pd.DataFrame, str]:
+    """(holds, matching rows, why it does not hold / what it found) for one condition."""
+    frame = run.frame(cond)
+    bound = {name: _ranks_of(b) for name, b in bindings.items()}
+    mask = pd.Series(True, index=frame.index, dtype=bool)
+    for column, ops in cond.where.items():
+        series = (frame[column] if column in frame.columns
+                  else pd.Series([None] * len(frame), index=frame.index, dtype=object))
+        for op, v in ops.given():
+            try:
+                mask &= _mask(series[mask], op, v, bound).reindex(frame.index, fill_value=False)
+            except _RegexTimeout:
+                run.warnings.append(f"rule {rule_id}: regex /{v}/ on {column} timed out after "
+                                    f"{REGEX_TIMEOUT_S} s; the condition was treated as false")
+                return False, frame.iloc[0:0], f"regex /{v}/ timed out"
+    rows = frame[mask]
+    what = describe_condition(cond)
+    n = len(rows)
+    lo = cond.count.min if cond.count is not None and cond.count.min is not None else 1
+    if n < lo:
+        return False, rows, f"no {what}" if n == 0 else f"only {n} row(s) of {what}"
+    if cond.count is not None and cond.count.max is not None and n > cond.count.max:
+        return False, rows, f"{n} rows of {what}"
+    if cond.ranks is not None:
+        r = cond.ranks
+        k = len(_ranks_of(rows))
+        denom = run.denominator()
+        if r.min is not None and k < r.min:
+            return False, rows, f"{k} rank(s) with {what}"
+        if r.max is not None and k > r.max:
+            return False, rows, f"{k} ranks with {what}"
+        for bound_f, low in ((r.min_fraction, True), (r.max_fraction, False)):
+            if bound_f is None:
+                continue
+            if denom is None:
+                return False, rows, f"world size unknown, cannot bound the fraction of ranks for {what}"
+            if (k / denom < bound_f) if low else (k / denom > bound_f):
+                return False, rows, f"{k} of {denom} ranks with {what}"
+    return True, rows, f"found {what}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Matched:
+    rule: Rule
+    bindings: dict[str, pd.DataFrame]
+
+
+def _missing(rule: Rule, run: _Run, present: set[str]) -> list[str]:
+    out = [f"event {k}" for k in rule.requires.events if k not in present]
+    out += [f"fact {f}" for f in rule.requires.facts if len(run.fact_frame(f)) == 0]
+    return out
+
+
+def _match(rule: Rule, run: _Run) -> tuple[dict[str, pd.DataFrame] | None, str]:
+    """The bindings when the rule matches, else None and the failed condition in words."""
+    bindings: dict[str, pd.DataFrame] = {}
+    for i, cond in enumerate(rule.match.all):
+        held, rows, why = _check(cond, run, bindings, rule.id)
+        if not held:
+            return None, f"match.all[{i}]: {why}"
+        if cond.bind:
+            bindings[cond.bind] = rows
+    if rule.match.any:
+        reasons: list[str] = []
+        for i, cond in enumerate(rule.match.any):
+            held, rows, why = _check(cond, run, bindings, rule.id)
+            if cond.bind:
+                bindings[cond.bind] = rows if held else rows.iloc[0:0]
+            if not held:
+                reasons.append(f"match.any[{i}]: {why}")
+        if len(reasons) == len(rule.match.any):
+            return None, "none of match.any held (" + "; ".join(reasons) + ")"
+    for i, cond in enumerate(rule.match.none):
+        held, rows, why = _check(cond, run, bindings, rule.id)
+        if held:
+            return None, f"match.none[{i}]: {why}" + _cite(rows)
+    return bindings, ""
+
+
+def _cite(rows: pd.DataFrame) -> str:
+    if not {"path", "line"} <= set(rows.columns) or len(rows) == 0:
+        return ""
+    first = rows.iloc[0]
+    return f" ({first['path']}:{first['line']})" if not _is_null(first["path"]) else ""
+
+
+def _sorted_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    rows = [dict(zip(frame.columns, r, strict=True)) for r in frame.itertuples(index=False, name=None)]
+
+    def key(r: dict[str, Any]) -> tuple[Any, ...]:
+        t = _number(r.get("time"))
+        return (t is None, t or 0.0, str(r.get("path") or ""), _number(r.get("line")) or 0.0)
+
+    return sorted(rows, key=key)
+
+
+def _evidence(rule: Rule, run: _Run, bindings: Mapping[str, pd.DataFrame],
+              culprits: set[int]) -> list[Evidence]:
+    out: list[Evidence] = []
+    seen: set[tuple[str, int]] = set()
+    for spec in rule.evidence:
+        if spec.from_ is not None:
+            frame = bindings.get(spec.from_, pd.DataFrame())
+        else:
+            frame = run.event_frame(spec.event or "")
+            if spec.ranks is not None:
+                keep = (culprits if spec.ranks == "culprits"
+                        else _ranks_of(bindings.get(spec.ranks, pd.DataFrame())))
+                if len(frame):
+                    frame = frame[[_as_rank(r) in keep for r in frame["rank"]]]
+        if not {"path", "line"} <= set(frame.columns):
+            continue
+        taken = 0
+        for r in _sorted_rows(frame):
+            line = _number(r.get("line"))
+            if _is_null(r.get("path")) or line is None or taken >= spec.limit:
+                continue
+            ref = (str(r["path"]), int(line))
+            if ref in seen:
+                continue
+            seen.add(ref)
+            taken += 1
+            rank = _as_rank(r.get("rank"))
+            text = r.get("text")
+            out.append(Evidence(path=ref[0], line=ref[1], rank=rank,
+                                host=None if _is_null(r.get("host")) else str(r["host"]),
+                                time=_number(r.get("time")),
+                                text=str(text) if isinstance(text, str) else run.text_at(*ref)))
+    return out
+
+
+def _truthy(frame: pd.DataFrame, column: str) -> pd.Series:
+    if column not in frame.columns:
+        return pd.Series(False, index=frame.index, dtype=bool)
+    return pd.Series([v is True or (not _is_null(v) and not isinstance(v, str) and bool(v))
+                      for v in frame[column]], index=frame.index, dtype=bool)
+
+
+def _flagged_ranks(run: _Run) -> set[int]:
+    """Ranks rank_status says crashed, hung or suffered (the default victims, minus culprits)."""
+    status = run.fact_frame("rank_status")
+    if len(status) == 0:
+        return set()
+    flagged = _truthy(status, "crashed") | _truthy(status, "hung") | _truthy(status, "victim")
+    return _ranks_of(status[flagged])
+
+
+def _finding(rule: Rule, run: _Run, bindings: dict[str, pd.DataFrame]) -> Finding:
+    culprits: set[int] = set()
+    culprit_hosts: set[str] = set()
+    if rule.culprits is not None:
+        source = bindings.get(rule.culprits.from_, pd.DataFrame())
+        culprits = _ranks_of(source, rule.culprits.column)
+        for r in sorted(culprits):
+            host = run.tables.hosts.get(r)
+            if host is None and "host" in source.columns and rule.culprits.column in source.columns:
+                hosts = [h for x, h in zip(source[rule.culprits.column], source["host"], strict=True)
+                         if _number(x) == r and isinstance(h, str)]
+                host = min(hosts) if hosts else None
+            if host is not None:
+                culprit_hosts.add(host)
+    if rule.victims is not None:
+        victims = _ranks_of(bindings.get(rule.victims.from_, pd.DataFrame()), rule.victims.column) - culprits
+    else:
+        victims = _flagged_ranks(run) - culprits
+    context = {"world_size": run.tables.world_size, "ranks": sorted(run.tables.ranks),
+               "culprit_ranks": sorted(culprits), "culprit_hosts": sorted(culprit_hosts),
+               "victim_ranks": sorted(victims), "hosts_by_rank": dict(run.tables.hosts)}
+    explanation, error = template.render(rule.explanation, bindings, context)
+    if error is not None:
+        run.warnings.append(f"rule {rule.id}: explanation could not be rendered: {error}")
+    return Finding(rule_id=rule.id, category=rule.category, confidence=rule.confidence, title=rule.title,
+                   explanation=explanation, culprit_ranks=tuple(sorted(culprits)),
+                   culprit_hosts=tuple(sorted(culprit_hosts)), victim_ranks=tuple(sorted(victims)),
+                   remediation=tuple(rule.remediation), collect=tuple(rule.collect), superseded_by=None,
+                   evidence=tuple(_evidence(rule, run, bindings, culprits)), priority=rule.priority)
+
+
+def _strength(f: Finding) -> tuple[int, int, str]:
+    return (-f.confidence.order, -f.priority, f.rule_id)
+
+
+def _rank(findings: list[Finding], rules: Mapping[str, Rule]) -> list[Finding]:
+    """Mark superseded findings (by their strongest superseder) and order best first."""
+    matched = {f.rule_id for f in findings}
+    out: list[Finding] = []
+    for f in findings:
+        by = sorted((g for g in findings if f.rule_id in rules[g.rule_id].supersedes and g.rule_id in matched
+                     and g.rule_id != f.rule_id), key=_strength)
+        out.append(Finding(**{**_fields(f), "superseded_by": by[0].rule_id}) if by else f)
+    return sorted(out, key=lambda f: (f.superseded_by is not None, *_strength(f)))
+
+
+def _fields(f: Finding) -> dict[str, Any]:
+    return {name: getattr(f, name) for name in Finding.__dataclass_fields__}
+
+
+def _collapse(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+def _failed(run: _Run) -> bool:
+    if _flagged_ranks(run):
+        return True
+    return any(e.kind in FAILURE_KINDS or (e.level or "") in _ERROR_LEVELS for e in run.tables.events)
+
+
+def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
+    if findings:
+        top = findings[0]
+        return Verdict(category=top.category, rule_id=top.rule_id, confidence=top.confidence,
+                       culprit_ranks=top.culprit_ranks, culprit_hosts=top.culprit_hosts,
+                       victim_ranks=top.victim_ranks, summary=_collapse(top.explanation),
+                       first_step=top.remediation[0] if top.remediation else "")
+    ranks = sorted(run.tables.ranks)
+    if _failed(run):
+        flagged = sorted(_flagged_ranks(run))
+        who = f" on ranks {template.rank_list(flagged)}" if flagged else ""
+        return Verdict(category=Category.UNKNOWN, rule_id=None, confidence=Confidence.LOW, culprit_ranks=(),
+                       culprit_hosts=(), victim_ranks=tuple(flagged),
+                       summary=f"The logs show a failure{who}, but no rule explains it.",
+                       first_step=_UNKNOWN_FIRST_STEP)
+    confidence = Confidence.MEDIUM if len(ranks) >= 2 else Confidence.LOW
+    seen = f"the logs of {len(ranks)} rank(s)" if ranks else "the logs"
+    return Verdict(category=Category.NONE, rule_id=None, confidence=confidence, culprit_ranks=(),
+                   culprit_hosts=(), victim_ranks=(), summary=f"No failure signal in {seen}.", first_step="")
+
+
+def evaluate(rules: Sequence[Rule], tables: TablesLike,
+             catalog: Mapping[str, set[str]] | None = None) -> EngineResult:
+    """Run every rule over `tables`; never raises on odd data (a faulty rule becomes a warning)."""
+    if catalog is None:
+        from hanglens.parsers import event_catalog
+
+        catalog = event_catalog()
+    run = _Run(tables=tables, catalog=catalog)
+    present = {e.kind for e in tables.events}
+    findings: list[Finding] = []
+    ruled_out: list[RuledOut] = []
+    not_evaluable: list[NotEvaluable] = []
+    for rule in sorted(rules, key=lambda r: r.id):
+        missing = _missing(rule, run, present)
+        if missing:
+            not_evaluable.append(NotEvaluable(rule.id, rule.title, tuple(missing)))
+            continue
+        try:
+            bindings, reason = _match(rule, run)
+            if bindings is None:
+                ruled_out.append(RuledOut(rule.id, rule.category, rule.title, reason))
+                continue
+            findings.append(_finding(rule, run, bindings))
+        except Exception as exc:  # a rule tripping over unexpected data must not sink the whole analysis
+            run.warnings.append(f"rule {rule.id}: evaluation failed: {type(exc).__name__}: {exc}")
+            ruled_out.append(RuledOut(rule.id, rule.category, rule.title,
+                                      f"could not be evaluated ({type(exc).__name__}: {exc})"))
+    ranked = _rank(findings, {r.id: r for r in rules})
+    return EngineResult(findings=tuple(ranked), ruled_out=tuple(ruled_out),
+                        not_evaluable=tuple(not_evaluable), verdict=_verdict(ranked, run),
+                        warnings=tuple(dict.fromkeys(run.warnings)))

@@ -1,0 +1,242 @@
+"""Job-level attribution after every file was read: global ranks, hosts and calendar years for events.
+
+Each step only fills what is still unknown, and only from a mapping the inputs state without
+ambiguity (a mapping with two different answers is dropped): never guess.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, replace
+
+from hanglens.model import Event, Origin
+
+YEAR2000 = 946684800.0       # yearless stamps were read as year 2000 (a leap year, so Feb 29 survives)
+YEAR2001 = 978307200.0
+HALF_YEAR = 183 * 86400.0
+
+
+@dataclass
+class FileEvents:
+    """One read input as attribution sees it: where it sits and the events it produced."""
+
+    display: str
+    origin: Origin
+    events: list[Event]
+    pid: int | None = None
+    dated: tuple[float, float] | None = None     # earliest and latest dated (year-stating) stamp
+    stated_ranks: frozenset[int] = frozenset()   # every `[rankN]:` rank the file's lines carry
+
+
+def _short(host: str) -> str:
+    return host if host.replace(".", "").isdigit() else host.split(".")[0]
+
+
+def _unique(pairs: Iterable[tuple[Hashable, int]]) -> dict[Hashable, int]:
+    """key -> value for keys that only ever map to one value."""
+    seen: dict[Hashable, set[int]] = {}
+    for k, v in pairs:
+        seen.setdefault(k, set()).add(v)
+    return {k: next(iter(vs)) for k, vs in seen.items() if len(vs) == 1}
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _node_key(f: FileEvents, e: Event | None) -> tuple[str, ...]:
+    """Which agent's local ranks an event's local rank counts: the torchrun run dir, else the file and host."""
+    o = f.origin
+    if o.node_dir is not None:
+        return ("tree", o.host or "", o.node_dir, str(o.attempt))
+    return ("file", f.display, (e.host if e is not None else None) or "")
+
+
+def _apply(files: list[FileEvents], fn: Callable[[FileEvents, Event], Event]) -> None:
+    for f in files:
+        f.events = [fn(f, e) for e in f.events]
+
+
+def attribute(files: list[FileEvents]) -> None:
+    """Fill rank and host of every event where the job's inputs allow it (in place)."""
+    _local_to_global(files)
+    _nccl_pids(files)
+    _stated_ranks(files)
+    _hosts(files)
+    rebase_years(files)
+
+
+def _local_to_global(files: list[FileEvents]) -> None:
+    """local rank -> global rank per agent: direct (L, R) pairs, else one consistent offset R - L.
+
+    Pairs come from events carrying both, `world_info` echoes, the single `[rankN]:` rank of a local
+    rank's own files, and the ChildFailedError table of the agent's host.
+    """
+    triples: list[tuple[tuple[str, ...], int, int]] = []
+    key_hosts: dict[tuple[str, ...], set[str]] = {}
+    failures: list[tuple[str, int, int]] = []
+    for f in files:
+        if f.origin.local_rank is not None and len(f.stated_ranks) == 1:
+            triples.append((_node_key(f, None), f.origin.local_rank, next(iter(f.stated_ranks))))
+        for e in f.events:
+            key = _node_key(f, e)
+            for h in (e.host, e.get("nccl_host"), e.get("hostname") if e.kind == "world_info" else None):
+                if isinstance(h, str) and h:
+                    key_hosts.setdefault(key, set()).add(_short(h))
+            if e.kind == "world_info":
+                g, lr = _int(e.get("global_rank")), _int(e.get("local_rank"))
+                lr = lr if lr is not None else f.origin.local_rank
+                if g is not None and lr is not None:
+                    triples.append((key, lr, g))
+            elif e.kind == "child_failed":
+                g, lr, h = _int(e.get("failed_rank")), _int(e.get("local_rank")), e.get("failed_host")
+                if g is not None and lr is not None and isinstance(h, str) and h:
+                    failures.append((_short(h), lr, g))
+            if e.rank is not None and e.local_rank is not None and e.kind not in ("child_failed", "worker_failed"):
+                triples.append((key, e.local_rank, e.rank))
+    for host, lr, g in failures:
+        keys = [k for k, hs in key_hosts.items() if host in hs and k[0] == "tree"]
+        if len(keys) == 1:
+            triples.append((keys[0], lr, g))
+    direct = _unique(((k, lr), g) for k, lr, g in triples)
+    offsets = _unique((k, g - lr) for k, lr, g in triples)
+
+    def fill(f: FileEvents, e: Event) -> Event:
+        if e.rank is not None or e.local_rank is None:
+            return e
+        key = _node_key(f, e)
+        rank = direct.get((key, e.local_rank))
+        if rank is None and key in offsets:
+            rank = e.local_rank + offsets[key]
+        return e if rank is None else replace(e, rank=rank)
+
+    _apply(files, fill)
+
+
+def _nccl_pids(files: list[FileEvents]) -> None:
+    """NCCL `host:pid:tid` lines -> rank, via the largest communicator's init lines or ranked lines of that pid."""
+    events = [e for f in files for e in f.events]
+    world = max((_int(e.get("nranks")) or 0 for e in events if e.kind == "nccl_comm_init"), default=0)
+    pairs: list[tuple[Hashable, int]] = []
+    for f in files:
+        for e in f.events:
+            host, pid = e.get("nccl_host"), _int(e.get("pid"))
+            if not isinstance(host, str) or pid is None:
+                continue
+            if e.kind == "nccl_comm_init" and world and _int(e.get("nranks")) == world:
+                r = _int(e.get("comm_rank"))
+                if r is not None:
+                    pairs.append(((_short(host), pid), r))
+            elif e.rank is not None and (f.origin.rank is not None or f.origin.local_rank is not None):
+                pairs.append(((_short(host), pid), e.rank))
+    for e in events:
+        if e.kind == "child_failed":
+            g, pid, h = _int(e.get("failed_rank")), _int(e.get("pid")), e.get("failed_host")
+            if g is not None and pid is not None and isinstance(h, str) and h:
+                pairs.append(((_short(h), pid), g))
+    by_pid = _unique(pairs)
+
+    def fill(f: FileEvents, e: Event) -> Event:
+        if e.rank is not None:
+            return e
+        host, pid = e.get("nccl_host"), _int(e.get("pid"))
+        if not isinstance(host, str) or pid is None:
+            return e
+        rank = by_pid.get((_short(host), pid))
+        return e if rank is None else replace(e, rank=rank)
+
+    _apply(files, fill)
+
+
+def _stated_ranks(files: list[FileEvents]) -> None:
+    """Last resort: a message that names its writer's own rank (`stated_rank`, set by the parser)."""
+    def fill(f: FileEvents, e: Event) -> Event:
+        r = _int(e.get("stated_rank"))
+        return e if e.rank is not None or r is None else replace(e, rank=r)
+
+    _apply(files, fill)
+
+
+def _hosts(files: list[FileEvents]) -> None:
+    """Hosts from NCCL envelopes, then rank -> host from every event that states both."""
+    def own(f: FileEvents, e: Event) -> Event:
+        h = e.get("nccl_host")
+        return replace(e, host=h) if e.host is None and isinstance(h, str) and h else e
+
+    _apply(files, own)
+    seen: dict[int, set[str]] = {}
+    for f in files:
+        for e in f.events:
+            pairs: list[tuple[int | None, object]] = [(e.rank, e.host)]
+            if e.kind == "child_failed":
+                pairs.append((_int(e.get("failed_rank")), e.get("failed_host")))
+            elif e.kind == "world_info":
+                pairs.append((_int(e.get("global_rank")), e.get("hostname")))
+            for r, h in pairs:
+                if r is not None and isinstance(h, str) and h:
+                    seen.setdefault(r, set()).add(h)
+    rank_host: dict[int, str] = {}
+    for r, hs in seen.items():
+        if len({_short(h) for h in hs}) == 1:
+            rank_host[r] = min(hs, key=lambda h: (len(h), h))
+
+    def fill(f: FileEvents, e: Event) -> Event:
+        if e.host is None and e.rank is not None and e.rank in rank_host:
+            return replace(e, host=rank_host[e.rank])
+        return e
+
+    _apply(files, fill)
+
+
+def _yearless(t: float | None) -> bool:
+    return t is not None and YEAR2000 <= t < YEAR2001
+
+
+def _with_year(t: float, year: int) -> float | None:
+    d = dt.datetime.fromtimestamp(t, dt.timezone.utc)
+    try:
+        return d.replace(year=year).timestamp()
+    except ValueError:   # Feb 29 in a common year
+        return None
+
+
+def rebase_years(files: list[FileEvents]) -> None:
+    """Date yearless (c10/glog/journal) stamps job-wide, across the Dec -> Jan boundary; never from mtimes.
+
+    With a dated stamp anywhere in the job, each yearless stamp takes the year that puts it closest to
+    the median dated stamp. Without one, the stamps stay in year 2000, except that when they split
+    into two groups more than half a year apart, the later-in-year group is moved to 1999 (it was
+    December before a January).
+    """
+    dated = sorted(x for f in files if f.dated for x in f.dated)
+    stamps = sorted({e.time for f in files for e in f.events if e.time is not None and _yearless(e.time)})
+    if not stamps:
+        return
+    shift: dict[float, float] = {}
+    if dated:
+        ref = statistics.median_low(dated)
+        year = dt.datetime.fromtimestamp(ref, dt.timezone.utc).year
+        for t in stamps:
+            options = [x for y in (year - 1, year, year + 1) if (x := _with_year(t, y)) is not None]
+            if options:
+                shift[t] = min(options, key=lambda x: (abs(x - ref), x))
+    else:
+        gaps = [(b - a, i) for i, (a, b) in enumerate(zip(stamps, stamps[1:]))]
+        big = max(gaps, default=(0.0, -1))
+        wraps = big[0] > HALF_YEAR and stamps[-1] - stamps[0] - big[0] < HALF_YEAR
+        if wraps:
+            for t in stamps[big[1] + 1:]:
+                moved = _with_year(t, 1999)
+                if moved is not None:
+                    shift[t] = moved
+    if not shift:
+        return
+
+    def fill(f: FileEvents, e: Event) -> Event:
+        if e.time is not None and e.time in shift:
+            return replace(e, time=shift[e.time])
+        return e
+
+    _apply(files, fill)

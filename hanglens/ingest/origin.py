@@ -1,0 +1,158 @@
+"""Read who wrote a log from where it sits: torchrun `--log_dir` trees, rank/host hints in names, error.json."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from hanglens.model import Event, Origin, SourceRef
+
+ATTEMPT_RE = re.compile(r"^attempt_(?P<n>\d+)$")
+LOCAL_DIR_RE = re.compile(r"^\d{1,4}$")
+TORCHRUN_FILE_RE = re.compile(r"^(?:stdout|stderr)\.log$|^error\.json$")
+# `rank3`, `rank_3`, `rank-3`, `worker-3`, `x-rank3.log`, `node0_rank3`; not `rank3x` or `ranking`.
+RANK_HINT_RE = re.compile(r"(?:^|[^A-Za-z0-9])(?P<local>local[-_]?)?(?:rank|worker)[-_]?(?P<n>\d{1,6})(?![0-9A-Za-z])",
+                          re.IGNORECASE)
+NODE_HINT_RE = re.compile(r"(?:^|[^A-Za-z0-9])(?P<node>node[-_]?\d{1,5})(?![0-9A-Za-z])", re.IGNORECASE)
+# NCCL_DEBUG_FILE=<dir>/<prefix>.%h.%p: host then pid as the last two dotted fields of the name.
+NCCL_FILE_RE = re.compile(r"(?:^|[._-])(?P<host>[A-Za-z][\w-]*)\.(?P<pid>\d{2,8})(?:\.(?:log|txt|out))?$")
+IPV4_RE = re.compile(r"^(?:\d{1,3}\.){3}\d{1,3}$")
+HOSTLIKE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*\d[A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*$")
+STREAM_RE = re.compile(r"(?:^|[._-])(?P<s>stdout|stderr|out|err)(?:\.log|\.txt)?$", re.IGNORECASE)
+# Folder names that carry digits but name runs or outputs, not machines.
+GENERIC_DIRS = frozenset({
+    "log", "logs", "out", "output", "outputs", "tmp", "run", "runs", "job", "jobs", "data", "result",
+    "results", "torchelastic", "attempt", "exp", "experiment", "experiments", "ckpt", "checkpoint", "v", "version",
+    "rank", "worker", "step", "epoch", "test", "tests", "case", "trial",
+})
+
+
+def hostlike(name: str) -> bool:
+    """Whether a folder name looks like a machine (`node07`, `gpu-a100-3`, `10.0.0.7`), not like `logs2`."""
+    if IPV4_RE.match(name):
+        return True
+    if not HOSTLIKE_RE.match(name) or ATTEMPT_RE.match(name):
+        return False
+    alpha = re.sub(r"[\d_.-]+", " ", name.split(".")[0]).split()
+    return not (len(alpha) == 1 and alpha[0].lower() in GENERIC_DIRS)
+
+
+@dataclass(frozen=True, slots=True)
+class PathHints:
+    """What a path says beyond `Origin`: a process id from an NCCL_DEBUG_FILE name."""
+
+    origin: Origin
+    pid: int | None = None
+
+
+def origin_of(rel: str) -> PathHints:
+    """Origin hints from a display-relative path (archive members included, `!` treated as a folder)."""
+    parts = [p for p in PurePosixPath(rel.replace("!", "/")).parts if p not in ("", ".", "/")]
+    if not parts:
+        return PathHints(Origin())
+    name = parts[-1]
+    dirs = parts[:-1]
+    # torchrun tree: <host?>/<run_id>_<suffix>/attempt_<N>/<local_rank>/<file>
+    if len(dirs) >= 3 and TORCHRUN_FILE_RE.match(name) and LOCAL_DIR_RE.match(dirs[-1]):
+        m = ATTEMPT_RE.match(dirs[-2])
+        if m:
+            run_dir = dirs[-3]
+            host = dirs[-4] if len(dirs) >= 4 and hostlike(dirs[-4]) else None
+            stream = name[:-4] if name.endswith(".log") else None
+            return PathHints(Origin(local_rank=int(dirs[-1]), attempt=int(m["n"]), stream=stream, host=host,
+                                   node_dir=run_dir))
+    rank: int | None = None
+    local_rank: int | None = None
+    host: str | None = None
+    pid: int | None = None
+    stem = name
+    m = RANK_HINT_RE.search(stem)
+    if m:
+        if m["local"]:
+            local_rank = int(m["n"])
+        else:
+            rank = int(m["n"])
+    else:
+        for d in reversed(dirs):
+            md = RANK_HINT_RE.search(d)
+            if md and LOCAL_DIR_RE.match(md["n"]) and RANK_HINT_RE.fullmatch(d) is not None:
+                rank = int(md["n"]) if not md["local"] else None
+                local_rank = int(md["n"]) if md["local"] else None
+                break
+    mn = NODE_HINT_RE.search(stem)
+    if mn:
+        host = mn["node"]
+    if rank is None and local_rank is None:
+        mp = NCCL_FILE_RE.search(stem)
+        if mp and hostlike(mp["host"]):
+            host, pid = mp["host"], int(mp["pid"])
+    if host is None:
+        for d in reversed(dirs):
+            if hostlike(d) and not RANK_HINT_RE.fullmatch(d):
+                host = d
+                break
+    ms = STREAM_RE.search(stem)
+    stream = None
+    if ms:
+        stream = "stderr" if ms["s"].lower() in ("stderr", "err") else "stdout"
+    return PathHints(Origin(rank=rank, local_rank=local_rank, host=host, stream=stream), pid)
+
+
+# -- error.json ------------------------------------------------------------------------------------
+EXC_TYPE_RE = re.compile(r"^(?P<t>(?:[A-Za-z_]\w*\.)*[A-Z]\w*):(?:\s|$)")
+MAX_ERROR_JSON = 16 << 20
+
+
+def _as_float(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
+def error_file_event(data: bytes, display: str, origin: Origin) -> Event | None:
+    """The `error_file` event of a torchrun error.json (old nested and new flat formats), or None.
+
+    Old: `{"message": {"message": "T: m", "extraInfo": {"py_callstack": ..., "timestamp": "s"}, "errorCode": n}}`;
+    new: `{"message": "T: m", "timestamp": s, "errorCode": n}` (torch 1.10-2.9, reference §3.2).
+    """
+    try:
+        doc = json.loads(data.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or "message" not in doc:
+        return None
+    msg = doc["message"]
+    if isinstance(msg, dict):
+        text = msg.get("message")
+        extra = msg.get("extraInfo") if isinstance(msg.get("extraInfo"), dict) else {}
+        ts = extra.get("timestamp") if extra else None
+        code = msg.get("errorCode", doc.get("errorCode"))
+    else:
+        text, ts, code = msg, doc.get("timestamp"), doc.get("errorCode")
+    text = "" if text is None else str(text)
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    m = EXC_TYPE_RE.match(first)
+    exc_type = m["t"] if m else None
+    message = first[m.end():].strip() if m else first
+    return Event(
+        kind="error_file", ref=SourceRef(display, 1), text=first[:2000], parser="ingest",
+        rank=origin.rank, host=origin.host, time=_as_float(ts), local_rank=origin.local_rank,
+        attempt=origin.attempt, level="E",
+        fields={"exc_type": exc_type, "message": message[:2000], "timestamp": _as_float(ts),
+                "error_code": _as_int(code)},
+    )

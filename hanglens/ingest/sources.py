@@ -1,0 +1,469 @@
+"""Find the inputs under the given paths and open them as byte streams, decompressing and unpacking in place.
+
+Nothing is ever extracted to disk: compressed files are decompressed while read, archive members are
+streamed out of their archive. Every input that cannot be read as a log becomes a `Skipped` with a
+reason instead of an exception.
+"""
+
+from __future__ import annotations
+
+import bz2
+import glob
+import gzip
+import lzma
+import os
+import stat
+import tarfile
+import zipfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO, Protocol
+
+import zstandard
+
+from hanglens.errors import InputError
+from hanglens.model import Skipped
+
+SNIFF = 8192                 # bytes looked at to decide compression, archive type and binary-ness
+GLOB_CHARS = frozenset("*?[")
+
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x1f\x8b", "gz"),
+    (b"BZh", "bz2"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x28\xb5\x2f\xfd", "zst"),
+)
+_BINARY_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "PNG image"),
+    (b"\xff\xd8\xff", "JPEG image"),
+    (b"GIF8", "GIF image"),
+    (b"%PDF-", "PDF document"),
+    (b"\x7fELF", "ELF executable"),
+    (b"\x93NUMPY", "NumPy array"),
+    (b"\x89HDF", "HDF5 file"),
+    (b"RIFF", "RIFF media"),
+    (b"SQLite format 3\x00", "SQLite database"),
+    (b"7z\xbc\xaf\x27\x1c", "7z archive"),
+    (b"Rar!", "RAR archive"),
+)
+_CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\x0c\x08\x1b") + b"\x7f"
+
+
+class ReadableStream(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One input on disk: `fs_path` to open, `display` shown to the user, `rel` the path origins are read from."""
+
+    fs_path: str
+    display: str
+    rel: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Locator:
+    """How to reach one log again (for evidence context): the unit on disk and the member inside it."""
+
+    fs_path: str
+    member: str | None = None
+
+
+class Head:
+    """A stream whose first bytes were already read for sniffing; `read` replays them first."""
+
+    def __init__(self, head: bytes, rest: ReadableStream) -> None:
+        self._head = head
+        self._rest = rest
+        self.error: str | None = None
+        self.count = 0        # bytes handed out by `read` (the decompressed size of the input)
+
+    def read(self, size: int = -1, /) -> bytes:
+        out = self._read(size)
+        self.count += len(out)
+        return out
+
+    def _read(self, size: int) -> bytes:
+        if self._head:
+            if size < 0 or size >= len(self._head):
+                out, self._head = self._head, b""
+                if size < 0:
+                    return out + self._safe_read(-1)
+                return out
+            out, self._head = self._head[:size], self._head[size:]
+            return out
+        return self._safe_read(size)
+
+    def _safe_read(self, size: int) -> bytes:
+        """Read from the underlying stream; a corrupt or truncated stream ends it (and says why)."""
+        if self.error is not None:
+            return b""
+        try:
+            return self._rest.read(size)
+        except (EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError, tarfile.TarError,
+                zipfile.BadZipFile, ValueError) as exc:
+            self.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            return b""
+
+
+def codec_of(head: bytes) -> str | None:
+    """Compression format named by the magic bytes at the start of `head`, or None."""
+    for magic, name in _MAGIC:
+        if head.startswith(magic):
+            return name
+    return None
+
+
+def is_tar(head: bytes) -> bool:
+    return len(head) >= 262 and head[257:262] == b"ustar"
+
+
+def is_zip(head: bytes) -> bool:
+    return head.startswith((b"PK\x03\x04", b"PK\x05\x06"))
+
+
+def binary_reason(head: bytes) -> str | None:
+    """Why `head` (first bytes of an uncompressed input) is not a text log, or None when it looks like text.
+
+    NUL bytes alone do not make a file binary: logs of crashed processes often end in NUL padding.
+    """
+    for magic, name in _BINARY_MAGIC:
+        if head.startswith(magic):
+            return f"binary file ({name})"
+    if head[:2] in (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05"):
+        return "binary file (Python pickle)"
+    if len(head) > 10 and head[8:10] == b'{"' and head[:8].count(b"\x00") >= 4:
+        return "binary file (safetensors)"
+    if not head:
+        return None
+    text = head.replace(b"\x00", b"")
+    if not text:
+        return "binary file (only NUL bytes)"
+    controls = len(text) - len(text.translate(None, _CONTROL))
+    if controls > 0.1 * len(text):
+        return "binary file (control bytes)"
+    invalid = text.decode("utf-8", "replace").count("\ufffd") - text.decode("utf-8", "ignore").count("\ufffd")
+    if invalid > 0.3 * len(text):
+        return "binary file (not UTF-8 text)"
+    return None
+
+
+def decompress(codec: str, raw: BinaryIO) -> ReadableStream:
+    """A streaming reader of `raw` decompressed with `codec` (gz, bz2, xz or zst)."""
+    if codec == "gz":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if codec == "bz2":
+        return bz2.BZ2File(raw, mode="rb")
+    if codec == "xz":
+        return lzma.LZMAFile(raw, mode="rb")
+    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=False)
+
+
+def unsafe_member(name: str) -> str | None:
+    """Why an archive member name must not be read (absolute, parent references), or None."""
+    if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
+        return "archive member with an absolute path"
+    if ".." in PurePosixPath(name.replace("\\", "/")).parts:
+        return "archive member with '..' in its path"
+    return None
+
+
+def tar_member_kind(info: tarfile.TarInfo) -> str | None:
+    """Why a tar member is not a regular file (links, devices, fifos), or None for a regular file."""
+    if info.isreg():
+        return None
+    if info.issym() or info.islnk():
+        return "link in archive (not followed)"
+    if info.ischr() or info.isblk():
+        return "device file in archive"
+    if info.isfifo():
+        return "fifo in archive"
+    return "not a regular file in archive"
+
+
+def zip_member_kind(info: zipfile.ZipInfo) -> str | None:
+    mode = info.external_attr >> 16
+    if mode and stat.S_ISLNK(mode):
+        return "link in archive (not followed)"
+    if info.flag_bits & 0x1:
+        return "encrypted archive member"
+    return None
+
+
+def is_checkpoint_zip(names: list[str]) -> bool:
+    """torch.save writes a zip whose members include `<name>/data.pkl`."""
+    return any(n == "data.pkl" or n.endswith("/data.pkl") for n in names)
+
+
+# -- discovery -----------------------------------------------------------------------------------
+def _kind_reason(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "not a regular file (fifo)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "not a regular file (device)"
+    if stat.S_ISSOCK(mode):
+        return "not a regular file (socket)"
+    return "not a regular file"
+
+
+def _expand(paths: list[str]) -> list[str]:
+    out: list[str] = []
+    for p in paths:
+        if os.path.lexists(p) or not (GLOB_CHARS & set(p)):
+            if not os.path.lexists(p):
+                raise InputError("no such file or folder", path=p)
+            out.append(p)
+            continue
+        matches = sorted(glob.glob(p, recursive=True))
+        if not matches:
+            raise InputError("no file matches this pattern", path=p)
+        out.extend(matches)
+    return out
+
+
+def _display_base(roots: list[str]) -> str:
+    """The folder display paths are relative to: the root itself for one folder, else the common parent."""
+    absroots = [os.path.abspath(r) for r in roots]
+    if len(absroots) == 1 and os.path.isdir(absroots[0]):
+        return absroots[0]
+    parents = [os.path.dirname(a) for a in absroots]
+    try:
+        return os.path.commonpath(parents)
+    except ValueError:
+        return "/"
+
+
+def _rel(path: str, base: str) -> str:
+    rel = os.path.relpath(path, base)
+    return Path(rel).as_posix() if not rel.startswith("..") else Path(path).as_posix()
+
+
+def discover(paths: list[str]) -> tuple[list[Unit], list[Skipped]]:
+    """Every regular file under `paths` (files, folders, globs), sorted by display path, and what was skipped.
+
+    Symbolic links to files and folders are followed once (a folder reached twice is not walked again,
+    which also ends symlink loops); fifos, devices and sockets are skipped without being opened.
+    """
+    roots = _expand([os.fspath(p) for p in paths])
+    base = _display_base(roots)
+    units: dict[str, Unit] = {}
+    skipped: list[Skipped] = []
+    seen_files: dict[tuple[int, int], str] = {}
+    seen_dirs: set[tuple[int, int]] = set()
+
+    def add_file(path: str) -> None:
+        display = _rel(path, base)
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            reason = "symlink loop" if exc.errno == 40 else (
+                "broken symlink" if os.path.islink(path) else f"cannot read: {exc.strerror or exc}")
+            skipped.append(Skipped(display, reason))
+            return
+        if stat.S_ISDIR(st.st_mode):
+            walk(path)
+            return
+        if not stat.S_ISREG(st.st_mode):
+            skipped.append(Skipped(display, _kind_reason(st.st_mode)))
+            return
+        key = (st.st_dev, st.st_ino)
+        if key in seen_files:
+            skipped.append(Skipped(display, f"same file as {seen_files[key]}"))
+            return
+        seen_files[key] = display
+        units[display] = Unit(fs_path=path, display=display, rel=display, size=st.st_size)
+
+    def walk(top: str) -> None:
+        try:
+            st = os.stat(top)
+        except OSError as exc:
+            skipped.append(Skipped(_rel(top, base), f"cannot read: {exc.strerror or exc}"))
+            return
+        if (st.st_dev, st.st_ino) in seen_dirs:
+            return
+        seen_dirs.add((st.st_dev, st.st_ino))
+        try:
+            entries = sorted(os.scandir(top), key=lambda e: e.name)
+        except OSError as exc:
+            skipped.append(Skipped(_rel(top, base), f"cannot list folder: {exc.strerror or exc}"))
+            return
+        for entry in entries:
+            add_file(entry.path)
+
+    for root in roots:
+        add_file(root)
+    skipped.sort(key=lambda s: (s.path, s.reason))
+    return [units[k] for k in sorted(units)], skipped
+
+
+# -- opening ---------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """A log ready to read: its display path, the path origins are read from, and its byte stream."""
+
+    display: str
+    rel: str
+    stream: Head
+    locator: Locator
+
+
+def open_unit(unit: Unit, member: str | None = None) -> Iterator[Opened | Skipped]:
+    """Yield every log inside `unit` (the file itself, or each member of an archive) as an open stream.
+
+    With `member`, only that archive member is yielded (used to re-read evidence context).
+    """
+    try:
+        raw = open(unit.fs_path, "rb")  # noqa: SIM115 - closed in the finally below, after the caller read it
+    except OSError as exc:
+        yield Skipped(unit.display, f"cannot read: {exc.strerror or exc}")
+        return
+    try:
+        yield from _open_stream(unit, raw, member)
+    finally:
+        raw.close()
+
+
+def _open_stream(unit: Unit, raw: BinaryIO, member: str | None) -> Iterator[Opened | Skipped]:
+    try:
+        first = raw.read(SNIFF)
+    except OSError as exc:
+        yield Skipped(unit.display, f"cannot read: {exc.strerror or exc}")
+        return
+    raw.seek(0)
+    if is_zip(first):
+        yield from _open_zip(unit, raw, member)
+        return
+    codec = codec_of(first)
+    stream: ReadableStream = raw
+    if codec is not None:
+        stream = decompress(codec, raw)
+    h = Head(b"", stream)
+    head = h.read(SNIFF)
+    if h.error is not None and not head:
+        yield Skipped(unit.display, f"corrupt {codec} stream ({h.error})")
+        return
+    body = Head(head, stream)
+    body.error = h.error
+    if is_tar(head):
+        yield from _open_tar(unit, body, member)
+        return
+    if codec is not None and is_zip(head):
+        yield Skipped(unit.display, "zip archive inside a compressed file is not read")
+        return
+    if member is not None:
+        return
+    reason = binary_reason(head)
+    if reason is not None:
+        yield Skipped(unit.display, reason)
+        return
+    yield Opened(unit.display, _strip_codec_ext(unit.rel) if codec else unit.rel, body, Locator(unit.fs_path))
+
+
+_CODEC_EXT = (".gz", ".bz2", ".xz", ".zst", ".zstd")
+
+
+def _strip_codec_ext(name: str) -> str:
+    for ext in _CODEC_EXT:
+        if name.endswith(ext):
+            return name[: -len(ext)]
+    return name
+
+
+def _member_stream(display: str, rel: str, stream: ReadableStream, locator: Locator) -> Opened | Skipped:
+    """Open one archive member: decompress it if it is compressed, refuse nested archives and binaries."""
+    h = Head(b"", stream)
+    first = h.read(SNIFF)
+    codec = codec_of(first)
+    if codec is not None:
+        inner = decompress(codec, Head(first, stream))  # type: ignore[arg-type]
+        h = Head(b"", inner)
+        first = h.read(SNIFF)
+        if h.error is not None and not first:
+            return Skipped(display, f"corrupt {codec} stream ({h.error})")
+        body = Head(first, inner)
+        rel = _strip_codec_ext(rel)
+    else:
+        body = Head(first, stream)
+    body.error = h.error
+    if is_tar(first) or is_zip(first):
+        return Skipped(display, "archive inside an archive is not read")
+    reason = binary_reason(first)
+    if reason is not None:
+        return Skipped(display, reason)
+    return Opened(display, rel, body, locator)
+
+
+def _open_tar(unit: Unit, body: Head, member: str | None) -> Iterator[Opened | Skipped]:
+    rel_base = _strip_codec_ext(unit.rel)
+    for suffix in (".tar", ".tgz"):
+        if rel_base.endswith(suffix):
+            rel_base = rel_base[: -len(suffix)]
+    try:
+        tf = tarfile.open(fileobj=body, mode="r|")  # type: ignore[call-overload]
+    except tarfile.TarError as exc:
+        yield Skipped(unit.display, f"corrupt tar archive ({exc})")
+        return
+    try:
+        while True:
+            try:
+                info = tf.next()
+            except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+                yield Skipped(unit.display, f"tar archive is truncated or corrupt here ({type(exc).__name__})")
+                return
+            if info is None:
+                break
+            if info.isdir():
+                continue
+            name = info.name
+            if member is not None and name != member:
+                continue
+            display = f"{unit.display}!{name}"
+            why = unsafe_member(name) or tar_member_kind(info)
+            if why is not None:
+                yield Skipped(display, why)
+                continue
+            fh = tf.extractfile(info)
+            if fh is None:
+                yield Skipped(display, "not a regular file in archive")
+                continue
+            yield _member_stream(display, f"{rel_base}/{name}", fh, Locator(unit.fs_path, name))
+            if member is not None:
+                return
+        if body.error is not None:
+            yield Skipped(unit.display, f"archive is truncated or corrupt ({body.error}); members before it were read")
+    finally:
+        tf.close()
+
+
+def _open_zip(unit: Unit, raw: BinaryIO, member: str | None) -> Iterator[Opened | Skipped]:
+    rel_base = unit.rel[:-4] if unit.rel.endswith(".zip") else unit.rel
+    try:
+        zf = zipfile.ZipFile(raw)
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        yield Skipped(unit.display, f"corrupt zip archive ({exc})")
+        return
+    with zf:
+        infos = sorted((i for i in zf.infolist() if not i.is_dir()), key=lambda i: i.filename)
+        if is_checkpoint_zip([i.filename for i in infos]):
+            yield Skipped(unit.display, "binary file (PyTorch checkpoint)")
+            return
+        for info in infos:
+            name = info.filename
+            if member is not None and name != member:
+                continue
+            display = f"{unit.display}!{name}"
+            why = unsafe_member(name) or zip_member_kind(info)
+            if why is not None:
+                yield Skipped(display, why)
+                continue
+            try:
+                fh = zf.open(info)
+            except (zipfile.BadZipFile, NotImplementedError, OSError, RuntimeError, ValueError) as exc:
+                yield Skipped(display, f"cannot read archive member ({exc})")
+                continue
+            with fh:
+                yield _member_stream(display, f"{rel_base}/{name}", fh, Locator(unit.fs_path, name))

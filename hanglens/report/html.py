@@ -1,0 +1,346 @@
+"""The self-contained HTML report: one file, no external request, every log string escaped."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from hanglens.report import _common as c
+from hanglens.report.rankmap import build_overview, render_svg
+
+MAX_TABLE_ROWS = 300  # a report must stay small enough to attach to a ticket
+TIMELINE_LANES = 40
+_DISAGREE_COLS = ("op", "numel_in", "numel_out", "shape", "dtype", "state")
+
+_SCRIPT = """
+(function () {
+  "use strict";
+  document.documentElement.classList.add("js");
+  function filterable(table) {
+    var rows = table.tBodies.length ? table.tBodies[0].rows : [];
+    if (rows.length < 12) { return; }
+    var box = document.createElement("input");
+    box.type = "search";
+    box.className = "filter";
+    box.placeholder = "Filter " + rows.length + " rows\\u2026";
+    box.setAttribute("aria-label", "Filter table rows");
+    box.addEventListener("input", function () {
+      var q = box.value.toLowerCase();
+      for (var i = 0; i < rows.length; i++) {
+        rows[i].hidden = q !== "" && rows[i].textContent.toLowerCase().indexOf(q) < 0;
+      }
+    });
+    table.parentNode.insertBefore(box, table);
+  }
+  var tables = document.querySelectorAll("table.filterable");
+  for (var i = 0; i < tables.length; i++) { filterable(tables[i]); }
+  var toggle = document.getElementById("toggle-all");
+  if (toggle) {
+    toggle.hidden = false;
+    toggle.addEventListener("click", function () {
+      var all = document.querySelectorAll("details");
+      var open = toggle.getAttribute("aria-pressed") !== "true";
+      for (var j = 0; j < all.length; j++) { all[j].open = open; }
+      toggle.setAttribute("aria-pressed", open ? "true" : "false");
+      toggle.textContent = open ? "Collapse all" : "Expand all";
+    });
+  }
+  window.addEventListener("beforeprint", function () {
+    var all = document.querySelectorAll("details");
+    for (var k = 0; k < all.length; k++) { all[k].open = true; }
+  });
+  var pres = document.querySelectorAll("pre.snippet");
+  for (var m = 0; m < pres.length; m++) {
+    (function (pre) {
+      if (!navigator.clipboard) { return; }
+      var b = document.createElement("button");
+      b.type = "button";
+      b.className = "copy";
+      b.textContent = "Copy";
+      b.addEventListener("click", function () {
+        navigator.clipboard.writeText(pre.textContent).then(function () { b.textContent = "Copied"; });
+      });
+      pre.parentNode.insertBefore(b, pre);
+    })(pres[m]);
+  }
+})();
+"""
+
+_SCRIPT_HASH = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode("ascii")
+CSP = (
+    f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{_SCRIPT_HASH}'; img-src data:; "
+    "base-uri 'none'; form-action 'none'"
+)
+
+_envs: dict[bool, jinja2.Environment] = {}
+
+
+def _environment(strict: bool) -> jinja2.Environment:
+    # A document from an older or newer hanglens may lack a key: render it empty rather than fail;
+    # tests render with strict=True so a typo in the template still fails loudly.
+    if strict not in _envs:
+        env = jinja2.Environment(
+            loader=jinja2.PackageLoader("hanglens.report", "templates"),
+            autoescape=True,
+            undefined=jinja2.StrictUndefined if strict else jinja2.ChainableUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+        )
+        env.filters["prose"] = _prose
+        env.filters["ranks"] = c.rank_list
+        env.filters["line1"] = c.one_line
+        env.filters["where"] = c.where
+        env.filters["bytes"] = c.human_bytes
+        env.filters["rk"] = _rank_text
+        _envs[strict] = env
+    return _envs[strict]
+
+
+def _rank_text(value: Any) -> str:
+    r = c.as_rank(value)
+    return "?" if r is None else str(r)
+
+
+def _prose(text: Any) -> Markup:
+    """Escape a rule's prose and render its backtick spans as `<code>`."""
+    out = []
+    for is_code, piece in c.split_code(str(text or "")):
+        out.append(f"<code>{escape(piece)}</code>" if is_code else escape(piece))
+    return Markup("".join(out))
+
+
+def render_html(doc: Mapping[str, Any], *, strict: bool = False) -> str:
+    """Render the analysis document as one self-contained HTML page."""
+    template = _environment(strict).get_template("report.html.j2")
+    return template.render(**_context(doc))
+
+
+def _context(doc: Mapping[str, Any]) -> dict[str, Any]:
+    verdict = dict(doc.get("verdict") or {})
+    ranks = [r for r in doc.get("ranks") or [] if isinstance(r, Mapping)]
+    overview = build_overview(ranks)
+    timeline = [t for t in doc.get("timeline") or [] if isinstance(t, Mapping)]
+    times = [t["time"] for t in timeline if isinstance(t.get("time"), (int, float))]
+    t0 = min(times) if times else None
+    findings = [f for f in doc.get("findings") or [] if isinstance(f, Mapping)]
+    primary = c.primary_finding(doc)
+    steps = _steps(primary, verdict)
+    category = str(verdict.get("category") or "unknown")
+    return {
+        "csp": Markup(CSP),
+        "script": Markup(_SCRIPT),
+        "doc": doc,
+        "verdict": verdict,
+        "category": category,
+        "category_title": c.category_title(verdict),
+        "confidence": str(verdict.get("confidence") or "low"),
+        "culprits": c.rank_list(verdict.get("culprit_ranks") or []),
+        "culprit_hosts": c.host_list(verdict.get("culprit_hosts") or []),
+        "victims": c.rank_list(verdict.get("victim_ranks") or []),
+        "n_culprits": len(verdict.get("culprit_ranks") or []),
+        "n_victims": len(verdict.get("victim_ranks") or []),
+        "first_step": verdict.get("first_step") or (steps[0]["text"] if steps else ""),
+        "first_snippets": [
+            x for x in c.code_snippets(str(verdict.get("first_step") or "")) if c.is_command(x)
+        ],
+        "findings": [_finding(f, f is primary) for f in findings],
+        "overview": overview,
+        "overview_svg": Markup(render_svg(overview)) if overview.rows else None,
+        "timeline": [{**t, "rel": c.rel_time(t.get("time"), t0)} for t in timeline[:MAX_TABLE_ROWS]],
+        "timeline_more": max(0, len(timeline) - MAX_TABLE_ROWS),
+        "timeline_svg": Markup(_timeline_svg(timeline, t0)) if len(times) > 1 else None,
+        "clock": doc.get("clock") or {},
+        "disagreement": _disagreement(doc.get("disagreement")),
+        "collectives": _collectives(doc.get("collectives") or []),
+        "versions": _versions(doc.get("versions") or {}),
+        "ruled_out": [r for r in doc.get("ruled_out") or [] if isinstance(r, Mapping)],
+        "not_evaluable": [r for r in doc.get("not_evaluable") or [] if isinstance(r, Mapping)],
+        "unexplained": sorted(
+            (u for u in doc.get("unexplained") or [] if isinstance(u, Mapping)),
+            key=lambda u: (-(c.as_rank(u.get("count")) or 0), str(u.get("template"))),
+        )[:MAX_TABLE_ROWS],
+        "inputs": _inputs(doc.get("inputs") or {}),
+        "steps": steps,
+        "collect": c.collect_items(doc),
+        "command": str(doc.get("command") or "hanglens analyze <logs>"),
+        "version": str(doc.get("hanglens_version") or "?"),
+        "schema_version": doc.get("schema_version"),
+    }
+
+
+def _steps(primary: Mapping[str, Any] | None, verdict: Mapping[str, Any]) -> list[dict[str, Any]]:
+    texts: list[str] = []
+    first = verdict.get("first_step")
+    if isinstance(first, str) and first:
+        texts.append(first)
+    for s in (primary or {}).get("remediation") or []:
+        if isinstance(s, str) and s not in texts:
+            texts.append(s)
+    return [{"text": t, "snippets": c.code_snippets(t)} for t in texts]
+
+
+def _finding(f: Mapping[str, Any], primary: bool) -> dict[str, Any]:
+    evidence = []
+    for ev in f.get("evidence") or []:
+        if not isinstance(ev, Mapping):
+            continue
+        ctx = ev.get("context") or {}
+        before = [str(x) for x in ctx.get("before") or []]
+        after = [str(x) for x in ctx.get("after") or []]
+        line = ev.get("line")
+        n = line if isinstance(line, int) else None
+        rows = [((n - len(before) + i) if n is not None else None, t, False) for i, t in enumerate(before)]
+        rows.append((n, str(ev.get("text") or ""), True))
+        rows += [((n + 1 + i) if n is not None else None, t, False) for i, t in enumerate(after)]
+        evidence.append({**ev, "rows": rows})
+    return {**f, "primary": primary, "evidence_rows": evidence}
+
+
+def _majority(values: Sequence[Any]) -> Any:
+    counts = Counter(repr(v) for v in values)
+    if not counts:
+        return None
+    best = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+    for v in values:
+        if repr(v) == best:
+            return v
+    return None
+
+
+def _disagreement(d: Any) -> dict[str, Any] | None:
+    if not isinstance(d, Mapping):
+        return None
+    rows = [r for r in d.get("rows") or [] if isinstance(r, Mapping)]
+    differs = [str(x) for x in d.get("differs") or []]
+    cols = [col for col in _DISAGREE_COLS if col in differs or any(r.get(col) is not None for r in rows)]
+    majority = {col: _majority([r.get(col) for r in rows]) for col in cols}
+    runs = c.fold_runs(rows, lambda r: tuple(repr(r.get(col)) for col in cols))
+    out = []
+    for run in runs[:MAX_TABLE_ROWS]:
+        first = run.items[0]
+        cells = [
+            {"value": first.get(col), "odd": col in differs and repr(first.get(col)) != repr(majority[col])}
+            for col in cols
+        ]
+        out.append(
+            {"label": run.label, "count": run.count, "cells": cells, "odd": any(x["odd"] for x in cells)}
+        )
+    return {
+        "pg": d.get("pg"),
+        "seq": d.get("seq"),
+        "cols": cols,
+        "differs": differs,
+        "rows": out,
+        "more": max(0, len(runs) - MAX_TABLE_ROWS),
+    }
+
+
+def _collectives(rows: Sequence[Any]) -> dict[str, Any]:
+    good = [r for r in rows if isinstance(r, Mapping)]
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for r in good:
+        groups.setdefault(str(r.get("pg")), []).append(r)
+    out = []
+    for pg in sorted(groups):
+        runs = c.fold_runs(
+            groups[pg],
+            lambda r: (r.get("seq"), r.get("op"), r.get("numel_in"), r.get("numel_out"), r.get("state")),
+        )
+        for run in runs:
+            out.append({"pg": pg, "label": run.label, "count": run.count, **run.items[0]})
+    return {"rows": out[:MAX_TABLE_ROWS], "more": max(0, len(out) - MAX_TABLE_ROWS), "total": len(good)}
+
+
+def _versions(v: Mapping[str, Any]) -> dict[str, Any]:
+    by_host = v.get("by_host") or {}
+    distinct = v.get("distinct") or {}
+    comps = ["torch", "nccl", "cuda", "driver"]
+    comps += sorted({k for h in by_host.values() if isinstance(h, Mapping) for k in h} - set(comps))
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for host in sorted(by_host):
+        info = by_host[host] if isinstance(by_host[host], Mapping) else {}
+        key = tuple(", ".join(str(x) for x in info.get(comp) or []) for comp in comps)
+        groups.setdefault(key, []).append(str(host))
+    rows = [
+        {"hosts": c.host_list(hosts, limit=4), "count": len(hosts), "values": list(key)}
+        for key, hosts in sorted(groups.items(), key=lambda kv: kv[1][0])
+    ]
+    mixed = {comp for comp in comps if len(distinct.get(comp) or []) > 1}
+    return {
+        "comps": comps,
+        "rows": rows[:MAX_TABLE_ROWS],
+        "mixed": mixed,
+        "distinct": {k: [str(x) for x in distinct.get(k) or []] for k in comps},
+    }
+
+
+def _inputs(i: Mapping[str, Any]) -> dict[str, Any]:
+    detail = [d for d in i.get("detail") or [] if isinstance(d, Mapping)]
+    detail = sorted(detail, key=lambda d: str(d.get("path")))
+    return {
+        "files": i.get("files"),
+        "bytes": i.get("bytes"),
+        "world_size": i.get("world_size"),
+        "ranks_seen": c.rank_list(i.get("ranks_seen") or [], limit=20),
+        "n_ranks_seen": len(i.get("ranks_seen") or []),
+        "hosts": c.host_list(i.get("hosts") or [], limit=12),
+        "n_hosts": len(i.get("hosts") or []),
+        "skipped": [s for s in i.get("skipped") or [] if isinstance(s, Mapping)],
+        "detail": detail[:MAX_TABLE_ROWS],
+        "detail_more": max(0, len(detail) - MAX_TABLE_ROWS),
+    }
+
+
+def _timeline_svg(timeline: Sequence[Mapping[str, Any]], t0: float | None) -> str:
+    """Dots on one lane per host, x = seconds after the first failure."""
+    pts = [t for t in timeline if isinstance(t.get("time"), (int, float))]
+    if t0 is None or not pts:
+        return ""
+    lanes = sorted({str(t.get("host") or "?") for t in pts})[:TIMELINE_LANES]
+    span = max(float(t["time"]) - t0 for t in pts) or 1.0
+    left, width, lane_h = 230, 560, 16
+    height = lane_h * len(lanes) + 28
+    out = [
+        f'<svg class="timeline" role="img" xmlns="http://www.w3.org/2000/svg" width="{left + width + 20}" '
+        f'height="{height}" viewBox="0 0 {left + width + 20} {height}" aria-label="First failures per host">'
+    ]
+    for i, host in enumerate(lanes):
+        y = i * lane_h + 12
+        out.append(
+            f'<text class="host" x="4" y="{y + 4}">{escape(c.one_line(host, 34))}</text>'
+            f'<line class="lane" x1="{left}" y1="{y}" x2="{left + width}" y2="{y}"/>'
+        )
+    lane_of = {h: i for i, h in enumerate(lanes)}
+    for t in pts:
+        lane = lane_of.get(str(t.get("host") or "?"))
+        if lane is None:
+            continue
+        x = left + width * (float(t["time"]) - t0) / span
+        y = lane * lane_h + 12
+        rank = t.get("rank")
+        label = (
+            f"{c.rel_time(t['time'], t0)} rank {rank if rank is not None else '?'} {t.get('kind')}: "
+            f"{c.one_line(t.get('text'), 160)}"
+        )
+        out.append(
+            f'<circle class="dot k-{escape(_css_token(t.get("kind")))}" cx="{x:.1f}" cy="{y}" r="4">'
+            f"<title>{escape(label)}</title></circle>"
+        )
+    axis_y = len(lanes) * lane_h + 20
+    out.append(
+        f'<text class="axis" x="{left}" y="{axis_y}">+0 s</text>'
+        f'<text class="axis" x="{left + width}" y="{axis_y}" text-anchor="end">+{span:.3f} s</text></svg>'
+    )
+    return "".join(out)
+
+
+def _css_token(s: Any) -> str:
+    return "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in str(s or "none"))[:40]

@@ -1,0 +1,426 @@
+"""Run a scan: discover jobs, skip cached ones, analyse the rest on a pool or dask, write the outputs.
+
+Rows are written as jobs complete (report files, then one line appended to the cache), so an
+interrupted scan resumes where it stopped and its final tables reflect exactly the jobs that completed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import json
+import multiprocessing
+import os
+import signal
+import tempfile
+from collections.abc import Callable, Generator, Iterable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from hanglens import __version__
+from hanglens.errors import UsageError
+from hanglens.scan.discover import Discovery, Job, Skip, discover
+from hanglens.scan.task import (
+    COLUMNS,
+    DEFAULT_ANALYZER,
+    LIST_COLUMNS,
+    JobResult,
+    Settings,
+    empty_row,
+    load_rules,
+    one_line,
+    run_job,
+)
+
+ENGINES = ("local", "dask", "inline")
+CACHE_DIR = ".hanglens-cache"
+CACHE_FILE = "rows.jsonl"
+CACHE_FORMAT = 1
+
+
+@dataclass
+class ScanSummary:
+    """What one scan did, for the CLI's closing line and the index page."""
+
+    jobs: int = 0
+    analysed: int = 0
+    cached: int = 0
+    errors: int = 0
+    interrupted: bool = False
+    parquet: str = ""               # "" written, else why it was skipped
+    skipped: list[Skip] = field(default_factory=list)
+
+
+# -- settings and cache ----------------------------------------------------------------------------
+def _builtin_rules_dir() -> Path | None:
+    pkg = Path(__file__).resolve().parent.parent
+    for cand in (pkg / "_rules", pkg.parent / "rules"):
+        if cand.is_dir():
+            return cand
+    return None
+
+
+def rules_fingerprint(rules: Sequence[str], analyzer: str = DEFAULT_ANALYZER) -> str:
+    """Hash of the hanglens version, the analyzer, and every rule file that the analysis may load."""
+    h = hashlib.sha256(f"{__version__}\0{analyzer}\0".encode())
+    dirs = [d for d in (_builtin_rules_dir(), *map(Path, rules)) if d is not None]
+    for d in dirs:
+        files = [d] if d.is_file() else sorted(p for p in d.rglob("*") if p.suffix in (".yaml", ".yml"))
+        for p in files:
+            h.update(f"{p.relative_to(d) if p != d else p.name}\0".encode())
+            with contextlib.suppress(OSError):
+                h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+class Cache:
+    """Completed rows in `DIR/.hanglens-cache/rows.jsonl`, one JSON object per line, appended as jobs end.
+
+    An entry is reused when the job's file stats (`Job.key`) and the fingerprint both match and its
+    report files still exist. Error rows are not cached: a failed job is retried on the next scan.
+    """
+
+    def __init__(self, out: Path, fingerprint: str) -> None:
+        self.dir = out / CACHE_DIR
+        self.path = self.dir / CACHE_FILE
+        self.fingerprint = fingerprint
+        self.entries: dict[str, dict[str, Any]] = {}
+
+    def load(self) -> None:
+        try:
+            text = self.path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return
+        for line in text.splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line cut by an interruption
+            if isinstance(entry, dict) and entry.get("format") == CACHE_FORMAT and "job_id" in entry:
+                self.entries[str(entry["job_id"])] = entry
+
+    def get(self, job: Job, out: Path) -> dict[str, Any] | None:
+        e = self.entries.get(job.job_id)
+        if not e or e.get("key") != job.key or e.get("fingerprint") != self.fingerprint:
+            return None
+        if not (out / "jobs" / job.job_id / "report.json").is_file():
+            return None
+        row = e.get("row")
+        return row if isinstance(row, dict) and set(row) == set(COLUMNS) else None
+
+    def append(self, res: JobResult) -> None:
+        entry = {"format": CACHE_FORMAT, "job_id": res.job_id, "key": res.key,
+                 "fingerprint": self.fingerprint, "row": res.row}
+        self.entries[res.job_id] = entry
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+            fh.flush()
+
+    def compact(self, keep: Iterable[str]) -> None:
+        """Rewrite the cache with one line per job still present (drops superseded lines)."""
+        lines = [json.dumps(self.entries[j], sort_keys=True, ensure_ascii=False)
+                 for j in sorted(set(keep)) if j in self.entries]
+        self.dir.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self.path, "".join(x + "\n" for x in lines))
+
+
+# -- output files ------------------------------------------------------------------------------
+def _atomic_write(path: Path, data: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _write_reports(out: Path, res: JobResult) -> None:
+    if res.report_json is None:
+        return
+    d = out / "jobs" / res.job_id
+    if res.report_html is not None:
+        _atomic_write(d / "report.html", res.report_html)
+    _atomic_write(d / "report.json", res.report_json)
+
+
+def jobs_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """The jobs table: COLUMNS, declared dtypes, sorted by path then job_id, index 0..n-1."""
+    df = pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], columns=list(COLUMNS))
+    for c in ("first_ts", "last_ts"):
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
+    for c in ("world_size", "files", "bytes"):
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
+    for c in LIST_COLUMNS:
+        df[c] = pd.Series([list(v) if isinstance(v, (list, tuple)) else [] for v in df[c]], index=df.index,
+                          dtype="object")
+    for c in set(COLUMNS) - {"first_ts", "last_ts", "world_size", "files", "bytes", *LIST_COLUMNS}:
+        df[c] = df[c].astype("object").where(df[c].notna(), None)
+    return df.sort_values(["path", "job_id"], kind="mergesort").reset_index(drop=True)
+
+
+def _csv_text(df: pd.DataFrame) -> str:
+    flat = df.copy()
+    for c in LIST_COLUMNS:
+        flat[c] = [";".join(str(x) for x in v) for v in flat[c]]
+    return str(flat.to_csv(index=False, lineterminator="\n", float_format="%.6f"))
+
+
+def _write_parquet(df: pd.DataFrame, path: Path) -> str:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        return "pyarrow is not installed (pip install 'hanglens[scan]')"
+    s, i64 = pa.string(), pa.int64()
+    types = {"first_ts": pa.float64(), "last_ts": pa.float64(), "world_size": i64, "files": i64, "bytes": i64,
+             "hosts": pa.list_(s), "culprit_ranks": pa.list_(i64), "culprit_hosts": pa.list_(s)}
+    schema = pa.schema([(c, types.get(c, s)) for c in COLUMNS])
+    table = pa.Table.from_pandas(df, schema=schema, preserve_index=False)
+    fd, tmp = tempfile.mkstemp(prefix=".jobs.parquet.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return ""
+
+
+def write_outputs(out: Path, df: pd.DataFrame, summary: ScanSummary) -> None:
+    """jobs.csv, jobs.parquet (when pyarrow is there) and index.html, each replaced atomically."""
+    from hanglens.report.fleet import render_index
+
+    _atomic_write(out / "jobs.csv", _csv_text(df))
+    summary.parquet = _write_parquet(df, out / "jobs.parquet")
+    skipped = [{"path": s.path, "reason": s.reason} for s in summary.skipped]
+    rows = df.astype("object").where(df.notna(), None).to_dict(orient="records")
+    meta = {"jobs": summary.jobs, "analysed": summary.analysed, "cached": summary.cached,
+            "errors": summary.errors, "interrupted": summary.interrupted, "hanglens_version": __version__}
+    _atomic_write(out / "index.html", render_index(rows, skipped, meta))
+
+
+# -- engines -------------------------------------------------------------------------------------
+def _ignore_sigint() -> None:
+    # Ctrl-C is the driver's to handle: it stops handing out jobs and writes what completed.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _crashed(job: Job, exc: BaseException) -> JobResult:
+    row = empty_row(job)
+    row["error"] = one_line(f"worker failed: {type(exc).__name__}: {exc}")
+    return JobResult(job.job_id, job.key, row, None, None, job.bytes)
+
+
+def _pool_pass(jobs: Sequence[Job], settings: Settings,
+               workers: int) -> Generator[JobResult | Job, None, None]:
+    """Results of one pool; a job whose worker died is yielded back (as a Job) to be retried."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["hanglens.scan.task", "hanglens.api"])  # workers fork ready to analyse
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_ignore_sigint)
+    try:
+        futures: dict[Future[JobResult], Job] = {pool.submit(run_job, j, settings): j for j in jobs}
+        for fut in as_completed(futures):
+            try:
+                yield fut.result()
+            except BrokenProcessPool:
+                yield futures[fut]
+            except Exception as exc:
+                yield _crashed(futures[fut], exc)
+    except BaseException:
+        # Interrupted (Ctrl-C, or the consumer closed us): do not wait for jobs in flight.
+        procs: dict[int, Any] = getattr(pool, "_processes", None) or {}
+        for proc in list(procs.values()):
+            proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+def run_local(jobs: Sequence[Job], settings: Settings, workers: int) -> Generator[JobResult, None, None]:
+    """A process pool. When a worker dies (segfault, OOM kill), the unfinished jobs are rerun one at a
+    time, so only the job that kills its worker becomes an error row."""
+    broken: list[Job] = []
+    for r in _pool_pass(jobs, settings, workers):
+        if isinstance(r, Job):
+            broken.append(r)
+        else:
+            yield r
+    todo = sorted(broken, key=lambda j: j.path)
+    while todo:
+        done: set[str] = set()
+        for r in _pool_pass(todo, settings, 1):
+            if isinstance(r, JobResult):
+                done.add(r.job_id)
+                yield r
+        rest = [j for j in todo if j.job_id not in done]
+        if rest:
+            yield _crashed(rest[0], BrokenProcessPool("the worker process died while analysing this job"))
+        todo = rest[1:]
+
+
+def run_inline(jobs: Sequence[Job], settings: Settings) -> Generator[JobResult, None, None]:
+    """In this process, one job after another (debugging, and `jobs=1` without a pool)."""
+    for j in jobs:
+        yield run_job(j, settings)
+
+
+def run_dask(jobs: Sequence[Job], settings: Settings, workers: int,
+             scheduler: str | None) -> Generator[JobResult, None, None]:
+    """The same tasks on dask.distributed; workers must see the job paths under the same names."""
+    try:
+        # dask is an optional extra, and untyped: imported here, held as Any.
+        dd: Any = importlib.import_module("distributed")
+    except ImportError as exc:
+        raise UsageError("the dask engine needs dask.distributed",
+                         hint="pip install 'hanglens[dask]'") from exc
+    cluster = None
+    if scheduler:
+        client = dd.Client(scheduler)
+    else:
+        cluster = dd.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None)
+        client = dd.Client(cluster)
+    try:
+        futures = client.map(run_job, list(jobs), settings=settings, pure=False)
+        by_key = {f.key: j for f, j in zip(futures, jobs, strict=True)}
+        for fut in dd.as_completed(futures):
+            try:
+                yield fut.result()
+            except Exception as exc:
+                yield _crashed(by_key[fut.key], exc)
+            fut.release()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+# -- the scan ------------------------------------------------------------------------------------
+def parse_since(since: str | date | datetime | None) -> int | None:
+    """POSIX ns of `since` (a date or ISO datetime, local time when it has no zone)."""
+    if since is None or since == "":
+        return None
+    if isinstance(since, str):
+        try:
+            since = datetime.fromisoformat(since)
+        except ValueError as exc:
+            raise UsageError(f"--since: cannot read {since!r} as a date",
+                             hint="use YYYY-MM-DD or YYYY-MM-DDTHH:MM") from exc
+    if not isinstance(since, datetime):
+        since = datetime(since.year, since.month, since.day)
+    return int(since.timestamp() * 1e9)
+
+
+def _progress(enabled: bool, total: int, cached: int) -> Any:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    console = Console(stderr=True)
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[mb]:.1f} MB"), TimeRemainingColumn(),
+                   console=console, disable=not (enabled and console.is_terminal), transient=False)
+    task = bar.add_task(f"scanning ({cached} cached)", total=total, mb=0.0)
+    return bar, task
+
+
+def scan(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str] | None = None,
+         jobs: int | None = None, engine: str = "local", scheduler: str | None = None,
+         job_glob: str | None = None, since: str | date | datetime | None = None,
+         rules: Sequence[str | os.PathLike[str]] = (), force: bool = False, progress: bool = False,
+         analyzer: str = DEFAULT_ANALYZER, on_summary: Callable[[ScanSummary], None] | None = None,
+         ) -> pd.DataFrame:
+    """Analyse every job under `paths`; return the jobs table (and write DIR's outputs when `out` is set).
+
+    `engine`: "local" (process pool of `jobs` workers, default the number of cores), "dask"
+    (`scheduler` address, or a LocalCluster on 127.0.0.1), or "inline" (this process, for debugging).
+    On Ctrl-C the outputs are written for the jobs that completed and KeyboardInterrupt is re-raised.
+    """
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}", hint="use local or dask")
+    if jobs is not None and jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    workers = jobs or os.cpu_count() or 1
+    out_dir = Path(out).resolve() if out is not None else None
+    rule_dirs = tuple(os.path.abspath(os.fspath(r)) for r in rules)
+    for r in rule_dirs:
+        if not os.path.exists(r):
+            raise UsageError("no such rules folder", hint=r)
+    since_ns = parse_since(since)
+    if analyzer == DEFAULT_ANALYZER:
+        load_rules(rule_dirs)  # a broken rule fails the scan once, loudly, not every job
+    found: Discovery = discover(paths, job_glob=job_glob, since_ns=since_ns)
+    if out_dir is not None:
+        found.jobs = [j for j in found.jobs if not _is_inside(j.path, out_dir)]
+    summary = ScanSummary(jobs=len(found.jobs), skipped=found.skipped)
+    fingerprint = rules_fingerprint(rule_dirs, analyzer)
+    settings = Settings(rules=rule_dirs, analyzer=analyzer)
+
+    rows: dict[str, dict[str, Any]] = {}
+    cache = Cache(out_dir, fingerprint) if out_dir is not None else None
+    todo: list[Job] = []
+    if cache is not None and out_dir is not None and not force:
+        cache.load()
+        for j in found.jobs:
+            row = cache.get(j, out_dir)
+            if row is None:
+                todo.append(j)
+            else:
+                rows[j.job_id] = row
+    else:
+        todo = list(found.jobs)
+    summary.cached = len(rows)
+
+    if engine == "dask":
+        results = run_dask(todo, settings, workers, scheduler)
+    elif engine == "inline":
+        results = run_inline(todo, settings)
+    else:
+        results = run_local(todo, settings, min(workers, max(1, len(todo))))
+    bar, task = _progress(progress, len(todo), summary.cached)
+    mb = 0.0
+    try:
+        with bar:
+            if todo:
+                for res in results:
+                    if out_dir is not None and cache is not None:
+                        _write_reports(out_dir, res)
+                        if res.row.get("error") is None:
+                            cache.append(res)
+                    rows[res.job_id] = res.row
+                    summary.analysed += 1
+                    mb += res.bytes_read / 1e6
+                    bar.update(task, advance=1, mb=mb)
+    except KeyboardInterrupt:
+        summary.interrupted = True
+        results.close()
+    summary.errors = sum(1 for r in rows.values() if r.get("error"))
+    df = jobs_frame(rows.values())
+    if out_dir is not None and cache is not None:
+        if not summary.interrupted:
+            cache.compact(rows)
+        write_outputs(out_dir, df, summary)
+    df.attrs["skipped"] = [{"path": s.path, "reason": s.reason} for s in summary.skipped]
+    if on_summary is not None:
+        on_summary(summary)
+    if summary.interrupted:
+        raise KeyboardInterrupt
+    return df
+
+
+def _is_inside(path: str, folder: Path) -> bool:
+    p = os.path.realpath(path)
+    f = str(folder)
+    return p == f or p.startswith(f.rstrip(os.sep) + os.sep)

@@ -1,0 +1,239 @@
+"""Condition operators, constraints, bindings, requires, supersedes, ranking and the verdict."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from hanglens.engine import evaluate
+from hanglens.engine.evaluate import describe_condition
+from hanglens.model import Category, Confidence
+
+from .conftest import CATALOG, event, rule, tables
+
+STATUS = [
+    {"rank": 0, "host": "a", "crashed": False, "hung": True, "victim": True},
+    {"rank": 1, "host": "a", "crashed": True, "hung": False, "victim": False,
+     "first_error_kind": "cuda_error"},
+    {"rank": 2, "host": "b", "crashed": False, "hung": True, "victim": True},
+    {"rank": 3, "host": "b", "crashed": None, "hung": None, "victim": None},
+]
+
+
+def run(rules: list[Any], **kw: Any) -> Any:
+    return evaluate(rules, tables(**kw), catalog=CATALOG)
+
+
+def matches(where: dict[str, Any], events: list[Any]) -> bool:
+    r = rule(match={"all": [{"event": "hang_detected", "where": where}]}, culprits=None, explanation="x")
+    return bool(run([r], events=events).findings)
+
+
+HANG = [event("hang_detected", 0, detector="watchdog", pg="0", seq=12, op="ALLREDUCE", timeout_ms=600000),
+        event("hang_detected", 2, detector="gloo", pg="1", seq=None, op=None, timeout_ms=None,
+              text="gloo timeout")]
+
+
+@pytest.mark.parametrize(("where", "expected"), [
+    ({"detector": "watchdog"}, True),
+    ({"detector": {"eq": "heartbeat_monitor"}}, False),
+    ({"pg": 0}, True),                                  # numbers compare with numeric text
+    ({"seq": {"ne": 12}, "rank": 2}, True),              # a missing value is "not 12"
+    ({"op": {"in": ["ALLREDUCE", "BROADCAST"]}}, True),
+    ({"op": {"not_in": ["ALLREDUCE"]}, "rank": 0}, False),
+    ({"seq": {"gt": 11}}, True),
+    ({"seq": {"gt": 12}}, False),
+    ({"seq": {"gte": 12, "lte": 12}}, True),
+    ({"seq": {"lt": 12}}, False),
+    ({"text": {"contains": "gloo"}}, True),
+    ({"text": {"contains": "nccl"}}, False),
+    ({"op": {"regex": "^ALL(REDUCE|GATHER)$"}}, True),
+    ({"op": {"regex": "^BROAD"}}, False),
+    ({"seq": {"exists": False}}, True),
+    ({"timeout_ms": {"exists": True}, "rank": 2}, False),
+    ({"path": "rank2.log", "line": 1, "kind": "hang_detected"}, True),
+    ({"level": {"exists": True}}, False),
+])
+def test_operator(where: dict[str, Any], expected: bool) -> None:
+    assert matches(where, HANG) is expected
+
+
+def test_contains_on_list_field() -> None:
+    evs = [event("exception", 1, exc_type="RuntimeError", frames=["train.py", "step.py"])]
+    r = rule(match={"all": [{"event": "exception", "where": {"frames": {"contains": "step.py"}}}]},
+             culprits=None, explanation="x")
+    assert run([r], events=evs).findings
+
+
+def test_in_binding_and_not_in_binding() -> None:
+    cuda = [event("cuda_error", 1, error="illegal_memory_access")]
+    base = {"fact": "rank_status", "where": {"hung": True}, "bind": "hung"}
+    inside = rule(match={"all": [base, {"event": "cuda_error", "where": {"rank": {"in_binding": "hung"}}}]})
+    outside = rule(id="other", match={"all": [base, {"event": "cuda_error",
+                                                      "where": {"rank": {"not_in_binding": "hung"}}}]})
+    res = run([inside, outside], events=cuda, facts={"rank_status": STATUS})
+    assert [f.rule_id for f in res.findings] == ["other"]
+    assert "match.all[1]" in res.ruled_out[0].reason
+
+
+@pytest.mark.parametrize(("ranks", "count", "world", "expected"), [
+    ({"min": 2}, None, None, True),
+    ({"min": 3}, None, None, False),
+    ({"max": 1}, None, None, False),
+    ({"max_fraction": 0.5}, None, 4, True),
+    ({"max_fraction": 0.25}, None, 4, False),
+    ({"min_fraction": 0.5}, None, None, True),       # 2 of the 4 ranks seen
+    ({"min_fraction": 0.6}, None, None, False),
+    (None, {"min": 3}, None, False),
+    (None, {"max": 1}, None, False),
+    (None, {"min": 2, "max": 2}, None, True),
+])
+def test_rank_and_count_constraints(ranks: Any, count: Any, world: Any, expected: bool) -> None:
+    cond: dict[str, Any] = {"fact": "rank_status", "where": {"hung": True}, "bind": "hung"}
+    if ranks is not None:
+        cond["ranks"] = ranks
+    if count is not None:
+        cond["count"] = count
+    r = rule(match={"all": [cond]}, culprits={"from": "hung"}, explanation="x")
+    res = run([r], facts={"rank_status": STATUS}, world_size=world, ranks=[0, 1, 2, 3])
+    assert bool(res.findings) is expected
+
+
+def test_count_min_zero_holds_without_rows() -> None:
+    r = rule(match={"all": [{"event": "cuda_error", "count": {"min": 0, "max": 0}}]}, culprits=None,
+             explanation="x")
+    assert run([r]).findings
+
+
+def test_any_and_none_groups() -> None:
+    hang = {"event": "hang_detected", "bind": "h"}
+    cuda = {"event": "cuda_error", "bind": "c"}
+    any_rule = rule(match={"any": [hang, cuda]}, culprits={"from": "h"},
+                    explanation="{{ h.rank | rank_list }}/{{ c.rank | count }}")
+    none_rule = rule(id="none-rule", match={"all": [hang], "none": [{"event": "cuda_error"}]},
+                     culprits=None, explanation="x")
+    res = run([any_rule, none_rule], events=HANG)
+    assert sorted(f.rule_id for f in res.findings) == ["none-rule", "test-rule"]
+    assert next(f for f in res.findings if f.rule_id == "test-rule").explanation == "0, 2/0"
+    res = run([any_rule, none_rule], events=[event("cuda_error", 1, error="ecc")])
+    assert [f.rule_id for f in res.findings] == ["test-rule"]
+    res = run([none_rule], events=[*HANG, event("cuda_error", 1, error="ecc")])
+    assert res.ruled_out[0].reason.startswith("match.none[0]: found event cuda_error")
+    assert "rank1.log:1" in res.ruled_out[0].reason
+    res = run([any_rule])
+    assert res.ruled_out[0].reason.startswith("none of match.any held")
+
+
+def test_requires_makes_a_rule_not_evaluable() -> None:
+    r = rule(requires={"events": ["hang_detected"], "facts": ["progress"]})
+    res = run([r], facts={"rank_status": STATUS})
+    assert [n.to_dict() for n in res.not_evaluable] == [
+        {"rule_id": "test-rule", "title": "A test rule", "missing": ["event hang_detected", "fact progress"]}]
+    assert not res.ruled_out and not res.findings
+
+
+def test_culprits_victims_hosts_and_evidence() -> None:
+    evs = [event("cuda_error", 1, line=7, text="CUDA error: an illegal memory access", time=5.0, error="x"),
+           event("cuda_error", 1, line=3, text="earlier", time=2.0, error="x"),
+           event("cuda_error", 2, line=9, error="x")]
+    r = rule(evidence=[{"event": "cuda_error", "ranks": "culprits", "limit": 1},
+                       {"event": "cuda_error", "ranks": "crashed"}])
+    res = run([r], events=evs, facts={"rank_status": STATUS}, hosts={1: "node-b"})
+    f = res.findings[0]
+    assert f.culprit_ranks == (1,) and f.culprit_hosts == ("node-b",)
+    assert f.victim_ranks == (0, 2)
+    assert [(e.path, e.line, e.text) for e in f.evidence] == [
+        ("rank1.log", 3, "earlier"), ("rank1.log", 7, "CUDA error: an illegal memory access")]
+    assert res.verdict.culprit_hosts == ("node-b",)
+    named = rule(victims={"from": "crashed"}, culprits={"from": "crashed", "column": "rank"})
+    assert run([named], facts={"rank_status": STATUS}).findings[0].victim_ranks == ()
+
+
+def test_culprit_host_falls_back_to_the_binding() -> None:
+    res = run([rule()], facts={"rank_status": STATUS})
+    assert res.findings[0].culprit_hosts == ("a",)
+
+
+def test_evidence_from_fact_rows_takes_text_from_events() -> None:
+    evs = [event("exception", 2, line=4, text="RuntimeError: boom", exc_type="RuntimeError")]
+    r = rule(match={"all": [{"fact": "first_failure", "where": {"order": 1}, "bind": "first"}]},
+             culprits={"from": "first"}, evidence=[{"from": "first"}], explanation="x")
+    res = run([r], events=evs, facts={"first_failure": [{"order": 1, "rank": 2, "kind": "exception",
+                                                         "path": "rank2.log", "line": 4}]})
+    assert [e.to_dict() for e in res.findings[0].evidence] == [
+        {"path": "rank2.log", "line": 4, "rank": 2, "host": None, "time": None, "text": "RuntimeError: boom"}]
+
+
+def test_supersedes_and_ranking() -> None:
+    generic = rule(id="generic", confidence="high", priority=90)
+    specific = rule(id="specific", confidence="medium", supersedes=["generic"])
+    low = rule(id="low", confidence="low")
+    tie_a = rule(id="tie-a", confidence="medium", priority=10)
+    tie_b = rule(id="tie-b", confidence="medium", priority=10)
+    res = run([low, generic, tie_b, specific, tie_a], facts={"rank_status": STATUS})
+    assert [(f.rule_id, f.superseded_by) for f in res.findings] == [
+        ("specific", None), ("tie-a", None), ("tie-b", None), ("low", None), ("generic", "specific")]
+    assert res.verdict.rule_id == "specific"
+    assert res.verdict.first_step == "look at the crashed rank"
+
+
+def test_superseded_only_when_the_superseder_matched() -> None:
+    generic = rule(id="generic")
+    specific = rule(id="specific", supersedes=["generic"],
+                    match={"all": [{"event": "cuda_error", "bind": "crashed"}]})
+    res = run([generic, specific], facts={"rank_status": STATUS})
+    assert [(f.rule_id, f.superseded_by) for f in res.findings] == [("generic", None)]
+
+
+def test_verdict_none_and_unknown() -> None:
+    quiet = run([rule()], ranks=[0, 1], facts={"rank_status": [{"rank": 0, "crashed": False},
+                                                               {"rank": 1, "crashed": False}]})
+    assert (quiet.verdict.category, quiet.verdict.confidence) == (Category.NONE, Confidence.MEDIUM)
+    single = run([], ranks=[0])
+    assert (single.verdict.category, single.verdict.confidence) == (Category.NONE, Confidence.LOW)
+    failed = run([], ranks=[0, 1], events=[event("exception", 1, exc_type="ValueError")])
+    assert (failed.verdict.category, failed.verdict.confidence) == (Category.UNKNOWN, Confidence.LOW)
+    flagged = run([], facts={"rank_status": STATUS})
+    assert flagged.verdict.category is Category.UNKNOWN and flagged.verdict.victim_ranks == (0, 1, 2)
+    level = run([], events=[event("error_file", 0, level="E")])
+    assert level.verdict.category is Category.UNKNOWN
+
+
+def test_catastrophic_regex_finishes_promptly_with_a_warning() -> None:
+    evs = [event("exception", 0, message="a" * 50_000 + "!", exc_type="X")]
+    r = rule(match={"all": [{"event": "exception", "where": {"message": {"regex": "(a+)+$"}}}]},
+             culprits=None, explanation="x")
+    start = time.monotonic()
+    res = run([r, r.model_copy(update={"id": "again"})], events=evs)
+    assert time.monotonic() - start < 5
+    assert not res.findings
+    assert len(res.warnings) == 2 and all("timed out" in w for w in res.warnings)
+    assert all("timed out" in r.reason for r in res.ruled_out)
+
+
+def test_evaluation_never_raises_on_odd_values() -> None:
+    evs = [event("hang_detected", 0, seq=["not", "a", "number"], timeout_ms="soon")]
+    where = {"seq": {"gt": 1}, "timeout_ms": {"lt": 5}}
+    r = rule(match={"all": [{"event": "hang_detected", "where": where}]},
+             culprits=None, explanation="x")
+    res = run([r], events=evs)
+    assert not res.findings and res.ruled_out
+
+
+def test_describe_condition() -> None:
+    r = rule(match={"all": [{"fact": "pg_enqueue_lag", "where": {"lag": {"gte": 1}, "pg": "0"},
+                             "ranks": {"min": 1, "max_fraction": 0.5}, "bind": "laggards"}]},
+             culprits={"from": "laggards"}, explanation="x")
+    assert describe_condition(r.match.all[0]) == (
+        "fact pg_enqueue_lag where lag >= 1 and pg = '0', on at least 1 rank(s) and at most 50% of ranks "
+        "(bound as 'laggards')")
+
+
+def test_to_dict_is_plain_and_sorted() -> None:
+    res = run([rule()], facts={"rank_status": STATUS}, ranks=[0, 1, 2, 3])
+    doc = res.to_dict()
+    assert doc["verdict"]["category"] == "rank_crash"
+    assert doc["findings"][0]["culprit_ranks"] == [1]
+    assert doc["findings"][0]["explanation"] == "ranks 1"

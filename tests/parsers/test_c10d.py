@@ -1,0 +1,303 @@
+"""Contract tests of the c10d parser: its examples, near-misses, random input and the real-log corpus."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hanglens.ingest.reader import FileResult, Reader
+from hanglens.model import Event, LogLine, Origin, SourceRef
+from hanglens.parsers.c10d import C10dParser
+
+P = C10dParser
+KINDS = {spec.kind for spec in P.emits}
+REAL_LOGS = Path("/work/shared/real-logs")
+
+
+def read(text: str | bytes) -> FileResult:
+    data = text.encode("utf-8", "replace") if isinstance(text, str) else text
+    return Reader("t.log", Origin(), [P]).read(io.BytesIO(data))
+
+
+def events(text: str, kind: str | None = None) -> list[Event]:
+    return [e for e in read(text).events if kind is None or e.kind == kind]
+
+
+def parser_failures(result: FileResult) -> list[str]:
+    return [n for n in result.notes if n.startswith(f"{P.name} failed")]
+
+
+def has(found: list[Event], fields: dict[str, Any]) -> bool:
+    return any(all(e.get(k, "<absent>") == v for k, v in fields.items()) for e in found)
+
+
+def feed_direct(text: str) -> list[Event]:
+    """Feed every line straight to a parser instance (no reader), so an exception surfaces here."""
+    parser = P()
+    out: list[Event] = []
+    for i, raw in enumerate(text.split("\n"), 1):
+        out.extend(parser.feed(LogLine(text=raw, raw=raw, ref=SourceRef("t.log", i))))
+    out.extend(parser.close())
+    return out
+
+
+@pytest.mark.parametrize("example", P.examples, ids=lambda ex: f"{ex.kind}:{ex.era}")
+def test_example_yields_its_event(example: Any) -> None:
+    found = events(example.text, example.kind)
+    assert has(found, dict(example.fields)), [dict(e.fields) for e in found]
+
+
+def test_example_fields_are_declared() -> None:
+    declared = {spec.kind: set(spec.fields) for spec in P.emits}
+    for ex in P.examples:
+        assert set(ex.fields) <= declared[ex.kind], (ex.kind, set(ex.fields) - declared[ex.kind])
+    assert {ex.kind for ex in P.examples} == set(declared)
+
+
+@pytest.mark.parametrize("example", P.examples, ids=lambda ex: f"{ex.kind}:{ex.era}")
+def test_emitted_fields_are_declared(example: Any) -> None:
+    declared = {spec.kind: set(spec.fields) for spec in P.emits}
+    for e in read(example.text).events:
+        assert set(e.fields) <= declared[e.kind], (e.kind, set(e.fields) - declared[e.kind])
+
+
+@pytest.mark.parametrize("text", P.near_misses)
+def test_near_miss_yields_nothing(text: str) -> None:
+    assert [e for e in events(text) if e.kind in KINDS] == []
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=400))
+def test_random_text_never_breaks_the_parser(text: str) -> None:
+    assert parser_failures(read(text)) == []
+    feed_direct(text)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from([ex.text for ex in P.examples]),
+    st.integers(0, 10_000),
+    st.integers(0, 10_000),
+    st.text(max_size=20),
+    st.booleans(),
+)
+def test_mutated_examples_never_break_the_parser(text: str, cut: int, at: int, junk: str, dup: bool) -> None:
+    lines = text.split("\n")
+    if dup and lines:
+        lines.insert(at % len(lines), lines[cut % len(lines)])
+    mutated = "\n".join(lines)
+    mutated = mutated[: cut % (len(mutated) + 1)] + junk + mutated[at % (len(mutated) + 1) :]
+    assert parser_failures(read(mutated)) == []
+    feed_direct(mutated)
+
+
+def _real_files() -> list[Path]:
+    if not REAL_LOGS.is_dir():
+        return []
+    return sorted(p for p in REAL_LOGS.glob("*/*/*") if p.is_file() and p.name != "case.yaml")
+
+
+@pytest.mark.skipif(not REAL_LOGS.is_dir(), reason="real-log corpus not present")
+@pytest.mark.parametrize("path", _real_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_real_logs_never_break_the_parser(path: Path) -> None:
+    assert parser_failures(read(path.read_bytes())) == []
+    feed_direct(path.read_bytes().decode("utf-8", "replace"))
+
+
+# -- behaviour beyond single examples ------------------------------------------------------------------
+WD = (
+    "[rank{r}]:[E1107 04:12:09.118402771 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+    "operation "
+    "timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) ran for "
+    "600100 "
+    "milliseconds before timing out."
+)
+
+
+def test_one_timeout_reported_three_ways_is_one_hang() -> None:
+    text = "\n".join(
+        [
+            WD.format(r=1),
+            "[rank1]:[E1107 04:12:09.222222222 ProcessGroupNCCL.cpp:1500] [PG ID 0 PG GUID 0(default_pg) "
+            "Rank 1] "
+            "Process group "
+            "watchdog thread terminated with exception: "
+            + WD.format(r=1).split("] ", 1)[1].split("] ", 1)[1],
+            "terminate called after throwing an instance of 'c10::DistBackendError'",
+            "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 1] Process group watchdog thread terminated with "
+            "exception: "
+            "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE, "
+            "NumelIn=4, "
+            "NumelOut=4, Timeout(ms)=600000) ran for 600100 milliseconds before timing out.",
+        ]
+    )
+    found = events(text)
+    hangs = [e for e in found if e.kind == "hang_detected"]
+    assert len(hangs) == 1 and hangs[0].rank == 1 and hangs[0].get("seq") == 88
+    assert len([e for e in found if e.kind == "watchdog_terminated"]) == 2
+    assert has([e for e in found if e.kind == "process_teardown"], {"exc_type": "c10::DistBackendError"})
+
+
+def test_each_rank_of_a_combined_log_keeps_its_own_hang() -> None:
+    found = events(WD.format(r=0) + "\n" + WD.format(r=3), "hang_detected")
+    assert sorted(e.rank for e in found if e.rank is not None) == [0, 3]
+    assert sorted(e.get("stated_rank") for e in found) == [0, 3]
+
+
+def test_heartbeat_monitor_reporting_twice_is_one_hang() -> None:
+    text = "\n".join(
+        [
+            "[rank4]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 4] Heartbeat monitor timed out! Process will "
+            "be "
+            "terminated "
+            "after dumping debug info. workMetaList_.size()=1",
+            "[rank4]:[F ProcessGroupNCCL.cpp:1169] [PG 0 Rank 4] [PG 0 Rank 4] ProcessGroupNCCL's watchdog "
+            "got "
+            "stuck for "
+            "600 seconds without making progress in monitoring enqueued collectives.",
+        ]
+    )
+    found = events(text)
+    hangs = [e for e in found if e.kind == "hang_detected"]
+    assert [(e.get("detector"), e.get("stuck_s"), e.ref.line) for e in hangs] == [
+        ("heartbeat_monitor", 600, 1)
+    ]
+    assert has([e for e in found if e.kind == "process_teardown"], {"reason": "watchdog_hang", "fatal": True})
+
+
+def test_heartbeat_timeout_alone_is_flushed() -> None:
+    found = events(
+        "[rank4]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 4] Heartbeat monitor timed out! Process will "
+        "be terminated after dumping debug info. workMetaList_.size()=1",
+        "hang_detected",
+    )
+    assert [(e.get("detector"), e.get("stuck_s"), e.get("pg")) for e in found] == [
+        ("heartbeat_monitor", None, "0")
+    ]
+
+
+def test_watchdog_and_heartbeat_are_different_detectors_of_one_kind() -> None:
+    text = (
+        WD.format(r=2)
+        + "\n"
+        + (
+            "[rank2]:[E1107 04:22:09.111111111 ProcessGroupNCCL.cpp:1746] [PG ID 0 PG GUID 0(default_pg) "
+            "Rank 2] "
+            "ProcessGroupNCCL's "
+            "watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives."
+        )
+    )
+    found = events(text)
+    assert {e.kind for e in found} == {"hang_detected"}
+    assert sorted(e.get("detector") for e in found) == ["heartbeat_monitor", "watchdog"]
+
+
+def test_desync_block_ends_and_the_next_line_is_still_read() -> None:
+    text = "\n".join(
+        [
+            "[rank0]:[E0515 08:16:47.333333333 ProcessGroupNCCL.cpp:1937] Rank 0",
+            "\t - [0] Timeout at collective: ALLREDUCE, #9",
+            "\t - To our best knowledge, ranks [1, 2] are the lagging ranks that caused this timeout. They "
+            "never "
+            "joined "
+            "any collectives",
+            "[rank0]:[E0515 08:16:47.444444444 ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID 0(default_pg) "
+            "Rank 0] "
+            " failure "
+            "detected by watchdog at work sequence id: 9 PG status: last enqueued work: 9, last completed "
+            "work: "
+            "8",
+        ]
+    )
+    found = events(text)
+    desync = [e for e in found if e.kind == "desync_report"]
+    assert len(desync) == 1 and desync[0].ref.line == 1 and desync[0].rank == 0
+    assert desync[0].get("lagging_ranks") == [1, 2] and desync[0].get("reporter_rank") == 0
+    assert has([e for e in found if e.kind == "pg_status"], {"failed_seq": 9, "last_completed": 8})
+
+
+def test_same_status_printed_twice_is_one_pg_status() -> None:
+    text = "\n".join(
+        [
+            "[rank1]:[E1003 10:00:01.000000000 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 1] "
+            "Exception "
+            "(either an error or "
+            "timeout) detected by watchdog at work: 64, last enqueued NCCL work: 64, last completed NCCL "
+            "work: "
+            "63.",
+            "[rank1]:[E1003 10:00:01.000000000 ProcessGroupNCCL.cpp:1709] [PG 0 (default_pg) Rank 1] Timeout "
+            "at "
+            "NCCL work: 64, last "
+            "enqueued NCCL work: 64, last completed NCCL work: 63.",
+        ]
+    )
+    assert len(events(text, "pg_status")) == 1
+    assert len(events(text, "hang_detected")) == 1
+
+
+def test_interleaved_terminate_keeps_the_type() -> None:
+    text = (
+        "terminate called after throwing an instance of 'c10::DistBackendErrorterminate called after "
+        "throwing an "
+        "instance of ''\n  what():  [Rank 0] NCCL watchdog thread terminated with exception: CUDA error: "
+        "unknown"
+    )
+    found = events(text, "process_teardown")
+    assert has(found, {"exc_type": "c10::DistBackendError", "stated_rank": 0})
+
+
+def test_mangled_unhandled_exception_form() -> None:
+    text = (
+        "[2025-01-01 00:00:00,000 E 1 2] logging.cc:108: Unhandled exception: N3c1016DistBackendErrorE. "
+        "what(): "
+        "[PG ID 2 PG GUID 3 Rank 0] Process group watchdog thread terminated with"
+    )
+    found = events(text)
+    assert has(
+        [e for e in found if e.kind == "process_teardown"], {"exc_type": "c10::DistBackendError", "pg": "3"}
+    )
+    assert has([e for e in found if e.kind == "watchdog_terminated"], {"pg": "3", "pg_rank": 0})
+
+
+def test_line_glued_after_a_progress_bar() -> None:
+    found = events(
+        "Train:  20%|##   | 375/1881 [3:40:16<14:52:25, 35.55s/it]" + WD.format(r=3), "hang_detected"
+    )
+    assert [(e.rank, e.get("seq"), e.get("op")) for e in found] == [(3, 88, "ALLREDUCE")]
+
+
+def test_truncated_timeout_line_keeps_what_it_has() -> None:
+    found = events(
+        "[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=1573",
+        "hang_detected",
+    )
+    assert has(found, {"seq": 1573, "op": None, "timeout_ms": None, "stated_rank": 3})
+
+
+def test_remote_dump_signal_then_bookkeeping_is_one_signal() -> None:
+    text = "\n".join(
+        [
+            "[rank1]:[E0703 10:00:01.111111111 ProcessGroupNCCL.cpp:1801] [PG ID 0 PG GUID 0(default_pg) "
+            "Rank 1] "
+            "Observed flight "
+            "recorder dump signal from another rank via TCPStore.",
+            "[rank1]:[E0703 10:00:01.222222222 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) "
+            "Rank 1] "
+            "Received a dump signal "
+            "due to a collective timeout from  rank 6 and we will try our best to dump the debug info. Last "
+            "enqueued "
+            "NCCL work: 5, last completed NCCL work: 5.",
+            "[rank1]:[E0703 10:00:01.333333333 ProcessGroupNCCL.cpp:1801] [PG ID 0 PG GUID 0(default_pg) "
+            "Rank 1] "
+            "Observed flight "
+            "recorder dump signal from another rank via TCPStore.",
+        ]
+    )
+    found = events(text, "dump_signal")
+    assert [e.get("from_rank") for e in found] == [None, 6]

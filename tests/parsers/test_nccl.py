@@ -1,0 +1,179 @@
+"""Contract tests of the nccl parser: examples, near-misses, declared fields, random input, real logs."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hanglens.ingest.reader import FileResult, Reader
+from hanglens.model import Event, Origin
+from hanglens.parsers.cuda import pg_fields
+from hanglens.parsers.nccl import NcclParser, normalize_version
+
+P = NcclParser
+KINDS = {spec.kind for spec in P.emits}
+DECLARED = {spec.kind: set(spec.fields) for spec in P.emits}
+REAL_LOGS = Path("/work/shared/real-logs")
+
+
+def read(text: str | bytes) -> FileResult:
+    data = text.encode("utf-8", "replace") if isinstance(text, str) else text
+    return Reader("t.log", Origin(), [P]).read(io.BytesIO(data))
+
+
+def events(text: str, kind: str | None = None) -> list[Event]:
+    return [e for e in read(text).events if kind is None or e.kind == kind]
+
+
+def parser_failures(result: FileResult) -> list[str]:
+    return [n for n in result.notes if n.startswith(f"{P.name} failed")]
+
+
+def has(found: list[Event], fields: dict[str, Any]) -> bool:
+    return any(all(e.get(k, "<absent>") == v for k, v in fields.items()) for e in found)
+
+
+@pytest.mark.parametrize("example", P.examples, ids=lambda ex: f"{ex.kind}:{ex.era}")
+def test_example_yields_its_event(example: Any) -> None:
+    found = events(example.text, example.kind)
+    assert has(found, dict(example.fields)), [dict(e.fields) for e in found]
+
+
+@pytest.mark.parametrize("example", P.examples, ids=lambda ex: f"{ex.kind}:{ex.era}")
+def test_emitted_fields_are_declared(example: Any) -> None:
+    assert set(example.fields) <= DECLARED[example.kind]
+    for e in read(example.text).events:
+        assert e.parser == P.name
+        assert set(e.fields) <= DECLARED[e.kind], (e.kind, set(e.fields) - DECLARED[e.kind])
+
+
+def test_every_kind_has_an_example() -> None:
+    assert {ex.kind for ex in P.examples} == KINDS
+
+
+@pytest.mark.parametrize("text", P.near_misses)
+def test_near_miss_yields_nothing(text: str) -> None:
+    assert [e for e in events(text) if e.kind in KINDS] == []
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=400))
+def test_random_text_never_breaks_the_parser(text: str) -> None:
+    assert parser_failures(read(text)) == []
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([ex.text for ex in P.examples]), st.integers(0, 10_000), st.integers(0, 10_000),
+       st.text(max_size=20), st.booleans())
+def test_mutated_examples_never_break_the_parser(text: str, cut: int, at: int, junk: str, dup: bool) -> None:
+    lines = text.split("\n")
+    if dup and lines:
+        lines.insert(at % len(lines), lines[cut % len(lines)])
+    mutated = "\n".join(lines)
+    mutated = mutated[: cut % (len(mutated) + 1)] + junk + mutated[at % (len(mutated) + 1):]
+    result = read(mutated)
+    assert parser_failures(result) == []
+    for e in result.events:
+        assert set(e.fields) <= DECLARED[e.kind]
+
+
+def _real_files() -> list[Path]:
+    if not REAL_LOGS.is_dir():
+        return []
+    return sorted(p for p in REAL_LOGS.glob("*/*/*") if p.is_file() and p.name != "case.yaml")
+
+
+@pytest.mark.skipif(not REAL_LOGS.is_dir(), reason="real-log corpus not present")
+@pytest.mark.parametrize("path", _real_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_real_logs_never_break_the_parser(path: Path) -> None:
+    result = read(path.read_bytes())
+    assert parser_failures(result) == []
+    for e in result.events:
+        assert set(e.fields) <= DECLARED[e.kind]
+
+
+@pytest.mark.parametrize(("printed", "version"), [
+    ("21.0.3", "2.10.3"), ("21.1.4", "2.11.4"), ("21.2.12", "2.12.12"), ("2.18.5", "2.18.5"),
+    ("2.21.5", "2.21.5"),
+])
+def test_torch_version_spelling_is_normalized(printed: str, version: str) -> None:
+    assert normalize_version(printed) == version
+
+
+@pytest.mark.parametrize(("prefix", "fields"), [
+    ("[PG ID 0 PG GUID 0(default_pg) Rank 3]", {"pg": "0", "pg_rank": 3, "stated_rank": 3}),
+    ("[PG ID 2 PG GUID 3 Rank 3]", {"pg": "3", "pg_rank": 3}),
+    ("[PG ID 12 PG GUID 99(EXPERT_MODEL_PARALLEL_GROUP) Rank 4]", {"pg": "99", "pg_rank": 4}),
+    ("[PG 0 (default_pg) Rank 12]", {"pg": "0", "pg_rank": 12, "stated_rank": 12}),
+    ("[PG 5 Rank 1]", {"pg": "5", "pg_rank": 1}),
+    ("[Rank 2]", {"stated_rank": 2}),
+    ("no prefix", {}),
+])
+def test_pg_prefixes_give_exact_identity(prefix: str, fields: dict[str, Any]) -> None:
+    assert pg_fields(prefix + " remote error detected from rank: 1") == fields
+
+
+def test_warn_glued_after_a_partial_line_is_found() -> None:
+    text = ("Epoch 3:  45%|####5     | 450/1000 [01:02<01:15]node07:41233:41410 [3] misc/socket.cc:484 NCCL "
+            "WARN socketProgress: Connection closed by remote peer node08<43890>")
+    warn = events(text, "nccl_warn")
+    assert [(e.get("nccl_host"), e.get("pid"), e.get("src")) for e in warn] == [
+        ("node07", 41233, "misc/socket.cc:484")]
+
+
+def test_error_block_is_attributed_to_its_first_line_and_closed_by_the_next_log_line() -> None:
+    text = ("[rank3]: torch.distributed.DistBackendError: NCCL error in: "
+            "/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, remote process exited or there was a "
+            "network error, NCCL version 2.21.5\nncclRemoteError: A call failed possibly due to a network "
+            "error or a remote process exiting prematurely.\nLast error:\nsocketProgressOpt: Call to recv "
+            "from 10.1.2.3<33759> failed : Connection reset by peer\nnode07:41233:41410 [3] "
+            "misc/socket.cc:484 NCCL WARN Cuda failure 'unknown error'\n")
+    found = read(text).events
+    err = [e for e in found if e.kind == "nccl_error"]
+    assert len(err) == 1 and err[0].rank == 3 and err[0].ref.line == 1
+    assert err[0].get("error_type") == "ncclRemoteError"
+    net = [e for e in found if e.kind == "network_error"]
+    assert [(e.rank, e.get("peer"), e.get("port"), e.get("error")) for e in net] == [
+        (3, "10.1.2.3", 33759, "connection_reset")]
+    cuda = [e for e in found if e.kind == "cuda_error"]
+    assert [(e.ref.line, e.get("error")) for e in cuda] == [(5, "unknown")]
+
+
+def test_error_block_open_at_end_of_file_is_flushed() -> None:
+    text = "RuntimeError: NCCL error in: a.cpp:1, invalid usage, NCCL version 2.14.3\nLast error:\n"
+    err = events(text, "nccl_error")
+    assert [(e.get("error_type"), e.get("last_error")) for e in err] == [("ncclInvalidUsage", None)]
+
+
+def test_whole_message_on_one_physical_line() -> None:
+    text = ("RuntimeError: NCCL error in: a.cpp:1, unhandled system error, NCCL version "
+            "2.17.1\\nncclSystemError: System call (e.g. socket, malloc) or external library call failed or "
+            "device error. \\nLast error:\\nsocketStartConnect: Connect to 10.1.2.3<43115> failed : "
+            "Connection refused")
+    err = events(text, "nccl_error")
+    assert err and err[0].get("error_type") == "ncclSystemError"
+    assert err[0].get("last_error", "").startswith("socketStartConnect")
+    assert has(events(text, "network_error"), {"error": "connect_failed", "peer": "10.1.2.3"})
+
+
+def test_comm_init_lines_map_process_to_rank_exactly() -> None:
+    text = "\n".join(
+        f"node0{n}:{1000 + r}:{2000 + r} [{r % 2}] NCCL INFO comm 0x55{r:02d} rank {r} nranks 4 "
+        f"cudaDev {r % 2} nvmlDev {r % 2} busId {18 + r}000 commId 0xabc - Init COMPLETE"
+        for r, n in ((0, 1), (1, 1), (2, 2), (3, 2)))
+    got = sorted((e.get("nccl_host"), e.get("pid"), e.get("comm_rank"), e.get("cuda_dev"), e.get("bus_id"))
+                 for e in events(text, "nccl_comm_init"))
+    assert got == [("node01", 1000, 0, 0, "18000"), ("node01", 1001, 1, 1, "19000"),
+                   ("node02", 1002, 2, 0, "20000"), ("node02", 1003, 3, 1, "21000")]
+
+
+def test_ib_status_of_older_comma_form() -> None:
+    text = ("node07:41233:41410 [3] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
+            "10.1.2.3<51723> with error 13, opcode 1, len 0, vendor err 136")
+    expected = {"status": 13, "error": "rnr_retry_exceeded", "peer": "10.1.2.3"}
+    assert has(events(text, "network_error"), expected)

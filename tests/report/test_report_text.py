@@ -1,0 +1,54 @@
+"""The terminal summary: the answer in ten seconds, colour only for terminals."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+
+from hanglens.report import render_text, wants_color
+
+
+def test_plain_summary_has_the_answer(doc: dict[str, Any]) -> None:
+    out = render_text(doc, color=False)
+    lines = out.splitlines()
+    assert lines[0].startswith("hanglens: Control-flow divergence  [high confidence]")
+    assert "Culprit rank 2 on gpu-node-a.cluster.example.com" in lines[1]
+    assert "Victims 0-1, 3-6 (6)" in lines[1] and "Silent 7" in lines[1]
+    assert "/home/jdoe/runs/llm-7b/logs/rank0.log:4120" in out
+    assert "/home/jdoe/runs/llm-7b/logs/rank2.log:4087" in out
+    assert out.count("rank0.log:4120") == 1  # a line cited twice is shown once
+    assert "First fix: Look for rank-dependent control flow" in out
+    assert "Collect:" in out and "\x1b" not in out
+    assert len(lines) <= 30
+
+
+def test_color_summary_uses_ansi(doc: dict[str, Any]) -> None:
+    out = render_text(doc, color=True)
+    assert "\x1b[" in out and "Control-flow divergence" in out
+
+
+def test_log_text_cannot_inject_terminal_escapes_or_markup(doc: dict[str, Any]) -> None:
+    doc["findings"][0]["evidence"][0]["text"] = "\x1b]0;owned\x07 [bold red]x[/] \x1b[2J"
+    for color in (False, True):
+        out = render_text(doc, color=color)
+        assert "\x1b]0;" not in out and "\x1b[2J" not in out
+        assert "[bold red]x[/]" in out
+
+
+def test_no_failure_and_empty_documents() -> None:
+    assert render_text({}, color=False).startswith("hanglens: Failure not explained")
+    out = render_text({"verdict": {"category": "none", "confidence": "high"}}, color=False)
+    assert out.startswith("hanglens: No failure found") and "No culprit named" in out
+
+
+def test_wants_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert wants_color(Tty()) and not wants_color(io.StringIO())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not wants_color(Tty())
