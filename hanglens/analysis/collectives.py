@@ -173,6 +173,26 @@ def _signature(r: Row) -> tuple[object, ...]:
     return (r.get("op"), r.get("numel_in"), r.get("numel_out"), r.get("shape"), r.get("dtype"))
 
 
+def _elements(c: Row) -> int | None:
+    """Elements a rank passed: NumelIn when printed, else the product of a fingerprint's shape."""
+    if isinstance(c.get("numel_in"), int):
+        return int(c["numel_in"])
+    shape = c.get("shape")
+    if isinstance(shape, (list, tuple)) and shape and all(isinstance(d, int) for d in shape):
+        n = 1
+        for d in shape:
+            n *= d
+        return n
+    if isinstance(shape, str):
+        dims = [int(x) for x in re.findall(r"\d+", shape)]
+        if dims:
+            n = 1
+            for d in dims:
+                n *= d
+            return n
+    return None
+
+
 def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, str]) -> list[Row]:
     """Ranks that disagree at the same (pg, seq): op type, numel, shape or dtype.
 
@@ -222,8 +242,12 @@ def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int,
             v = votes[(pg, seq)].most_common()
             if len(v) > 1 and v[0][1] > v[1][1]:
                 minority_ranks = {v[0][0]}
+        sizes = {rank: _elements(c) for rank, c in per_rank.items()}
+        known = [n for n in sizes.values() if n is not None]
+        biggest = max(known) if known and min(known) < max(known) else None
         for rank, c in sorted(per_rank.items()):
             out.append({"pg": pg, "seq": seq if seq >= 0 else None, "rank": rank, "host": hosts.get(rank),
+                        "larger": biggest is not None and sizes[rank] == biggest,
                         "op": c["op"], "numel_in": c["numel_in"], "numel_out": c["numel_out"],
                         "shape": c["shape"], "dtype": c["dtype"], "differs": ",".join(differs),
                         "op_differs": "op" in differs, "size_differs": any(d != "op" for d in differs),

@@ -28,10 +28,11 @@ FACT_SPECS: dict[str, FactSpec] = {
         FactSpec("missing_ranks", ("rank", "world_size", "basis"),
                  "Ranks that never appear in any log although the world size is known."),
         FactSpec("collective_disagreement", ("pg", "seq", "rank", "host", "op", "numel_in", "numel_out", "shape",
-                                             "dtype", "differs", "op_differs", "size_differs", "minority",
+                                             "dtype", "differs", "op_differs", "size_differs", "minority", "larger",
                                              *_EVIDENCE),
                  "Ranks that disagree at the same (pg, seq): op type, numel, shape or dtype; `minority` marks "
-                 "the side that differs from most ranks."),
+                 "the side that differs from most ranks; `larger` marks the ranks with the most elements when sizes "
+                 "differ (that side waits for data its peers never send)."),
         FactSpec("collective_call", ("rank", "host", "call", "user_frame", "calls", "minority", *_EVIDENCE),
                  "The torch.distributed function each rank was inside when it failed (from its traceback), "
                  "e.g. all_reduce vs barrier; `minority` marks ranks whose call differs from most ranks'; "

@@ -197,7 +197,14 @@ def _as_rank(value: Any) -> int | None:
 def _ranks_of(frame: pd.DataFrame, column: str = "rank") -> set[int]:
     if column not in frame.columns:
         return set()
-    return {r for r in (_as_rank(v) for v in frame[column]) if r is not None}
+    out: set[int] = set()
+    for v in frame[column]:
+        # A column may hold one rank or a list of ranks (e.g. monitored_barrier's missing_ranks).
+        for item in (v if isinstance(v, (list, tuple)) else (v,)):
+            r = _as_rank(item)
+            if r is not None:
+                out.add(r)
+    return out
 
 
 class _RegexTimeout(Exception):
