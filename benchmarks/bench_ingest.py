@@ -1,4 +1,5 @@
-"""Time hanglens's ingest against `grep -rE` with the same trigger literals over the same files; print the ratio.
+"""Time hanglens's ingest against `grep -rE` with the same trigger literals over the same files.
+
 
     python benchmarks/bench_ingest.py --ranks 64 --mb 8 --corpus /tmp/hanglens-bench
 
@@ -24,7 +25,7 @@ from hanglens.parsers import PARSERS
 from hanglens.parsers.base import Parser
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_corpus import make_corpus  # noqa: E402
+from make_corpus import make_corpus
 
 STAND_IN_TRIGGERS = (
     "Watchdog caught", "watchdog thread terminated", "Timeout at NCCL work", "detected by watchdog",
@@ -38,7 +39,7 @@ STAND_IN_TRIGGERS = (
 
 
 class StandInParser(Parser):
-    """Consumes trigger lines like a parser would, emitting nothing (stand-in while parsers are placeholders)."""
+    """Consumes trigger lines like a parser would and emits nothing (stand-in while parsers declare none)."""
 
     name = "stand_in"
     triggers = STAND_IN_TRIGGERS
@@ -55,7 +56,7 @@ def trigger_set() -> tuple[tuple[str, ...], bool]:
 def _child(corpus: str, jobs: int | None) -> None:
     from hanglens.ingest import read_inputs
 
-    lits, stand_in = trigger_set()
+    _, stand_in = trigger_set()
     parsers = (*PARSERS, StandInParser) if stand_in else PARSERS
     ing = read_inputs([corpus], jobs=jobs, parsers=parsers)
     print(f"files={len(ing.files)} events={len(ing.events)} lines={sum(f.lines for f in ing.files)}",
@@ -63,9 +64,10 @@ def _child(corpus: str, jobs: int | None) -> None:
 
 
 def _timed(cmd: list[str]) -> tuple[float, int, str]:
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
+    # stdout goes to a real file: GNU grep stops at the first match when its output is /dev/null.
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as tf, tempfile.TemporaryFile() as sink:
         proc = subprocess.run(["/usr/bin/time", "-o", tf.name, "-f", "%e %M", *cmd],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+                              stdout=sink, stderr=subprocess.PIPE, text=True, check=False)
         wall, rss = tf.read().split()[-2:]
     return float(wall), int(rss), proc.stderr.strip()
 
@@ -86,17 +88,18 @@ def main() -> None:
     lits, stand_in = trigger_set()
     size = sum(p.stat().st_size for p in args.corpus.rglob("*") if p.is_file())
     pattern = "|".join(re.escape(t) for t in lits)
-    env = {**os.environ, "LC_ALL": "C"}
-    os.environ.update(env)
-    g_wall, g_rss, _ = _timed(["grep", "-rEc", "-e", pattern, str(args.corpus)])
+    os.environ["LC_ALL"] = "C"
+    g_wall, g_rss, _ = _timed(["grep", "-rE", "-e", pattern, str(args.corpus)])
     cmd = [sys.executable, __file__, "--child", "--corpus", str(args.corpus)]
     if args.jobs is not None:
         cmd += ["--jobs", str(args.jobs)]
     h_wall, h_rss, h_err = _timed(cmd)
     print(f"corpus   {args.corpus}  {size / (1 << 20):.0f} MiB  cores {os.cpu_count()}")
-    print(f"triggers {len(lits)} literals" + (" (stand-in list: the registered parsers declare none)" if stand_in else ""))
+    note = " (stand-in list: the registered parsers declare none)" if stand_in else ""
+    print(f"triggers {len(lits)} literals{note}")
     print(f"grep -rE   wall {g_wall:7.2f} s   peak RSS {g_rss / 1024:7.1f} MiB")
-    print(f"hanglens   wall {h_wall:7.2f} s   peak RSS {h_rss / 1024:7.1f} MiB   ({h_err.splitlines()[-1] if h_err else ''})")
+    said = h_err.splitlines()[-1] if h_err else ""
+    print(f"hanglens   wall {h_wall:7.2f} s   peak RSS {h_rss / 1024:7.1f} MiB   ({said})")
     print(f"ratio      wall {h_wall / max(g_wall, 1e-3):7.2f} x   (target <= 2.0 x, peak RSS <= 200 MiB)")
 
 

@@ -1,4 +1,4 @@
-"""Generate a synthetic multi-node torchrun log tree with one injected collective hang, for the ingest benchmark.
+"""Generate a synthetic multi-node torchrun log tree with one injected collective hang (ingest benchmark).
 
 Layout: `<out>/node<NN>/bench_<suffix>/attempt_0/<local_rank>/{stdout.log,stderr.log}` (torchrun
 `--log_dir` with `-r 3`, reference §3.1), 8 local ranks per node. stdout carries NCCL INFO noise
@@ -20,28 +20,30 @@ NPROC = 8
 NCCL_NOISE = (
     "{h}:{pid}:{tid} [{d}] NCCL INFO Channel {c:02d}/0 : {r}[{d}] -> {p}[{pd}] via P2P/IPC/read",
     "{h}:{pid}:{tid} [{d}] NCCL INFO Connected all rings",
-    "{h}:{pid}:{tid} [{d}] NCCL INFO {c} coll channels, 0 collnet channels, 0 nvls channels, {c} p2p channels, 2 p2p "
-    "channels per peer",
+    "{h}:{pid}:{tid} [{d}] NCCL INFO {c} coll channels, 0 collnet channels, 0 nvls channels, "
+    "{c} p2p channels, 2 p2p channels per peer",
     "{h}:{pid}:{tid} [{d}] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB ib0:10.0.{n}.{d}<0>",
     "{h}:{pid}:{tid} [{d}] NCCL INFO Using network IB",
     "{h}:{pid}:{tid} [{d}] NCCL INFO Trees [0] {p}/-1/-1->{r}->{pd} [1] {p}/-1/-1->{r}->{pd}",
     "{h}:{pid}:{tid} [{d}] NCCL INFO Setting affinity for GPU {d} to ffffffff,00000000",
 )
-STEP = "[rank{r}]:[titan] 2025-03-01 12:{mm:02d}:{ss:02d},{ms:03d} - root - INFO - step: {step:6d}  loss: {loss:.4f}  " \
-       "memory: 61.2GiB(77.4%)  tps: {tps}  mfu: 41.3%"
-C10_INFO = "[rank{r}]:[I301 12:{mm:02d}:{ss:02d}.{ns:09d} ProcessGroupNCCL.cpp:2034] [PG ID 1 PG GUID 1 Rank {r}] " \
-           "ProcessGroupNCCL created ncclComm_ 0x{ptr:x} on CUDA device: {d}"
-INIT = "{h}:{pid}:{tid} [{d}] NCCL INFO comm 0x{ptr:x} rank {r} nranks {n} cudaDev {d} nvmlDev {d} busId {bus}000 " \
-       "commId 0x5d1e2f3a4b5c6d7e - Init COMPLETE"
-WATCHDOG = "[rank{r}]:[E301 13:{mm:02d}:{ss:02d}.{ns:09d} ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective " \
-           "operation timeout: WorkNCCL(SeqNum={k}, OpType=ALLREDUCE, NumelIn=8388608, NumelOut=8388608, " \
-           "Timeout(ms)=600000) ran for 600{extra:03d} milliseconds before timing out."
-PG_STATUS = "[rank{r}]:[E301 13:{mm:02d}:{ss:02d}.{ns:09d} ProcessGroupNCCL.cpp:1664] [PG ID 0 PG GUID 0(default_pg) " \
-            "Rank {r}] Exception (either an error or timeout) detected by watchdog at work: {k}, last enqueued NCCL " \
-            "work: {k}, last completed NCCL work: {km1}."
+STEP = "[rank{r}]:[titan] 2025-03-01 12:{mm:02d}:{ss:02d},{ms:03d} - root - INFO - step: {step:6d}  " \
+       "loss: {loss:.4f}  memory: 61.2GiB(77.4%)  tps: {tps}  mfu: 41.3%"
+C10_INFO = "[rank{r}]:[I301 12:{mm:02d}:{ss:02d}.{ns:09d} ProcessGroupNCCL.cpp:2034] " \
+           "[PG ID 1 PG GUID 1 Rank {r}] ProcessGroupNCCL created ncclComm_ 0x{ptr:x} on CUDA device: {d}"
+INIT = "{h}:{pid}:{tid} [{d}] NCCL INFO comm 0x{ptr:x} rank {r} nranks {n} cudaDev {d} nvmlDev {d} " \
+       "busId {bus}000 commId 0x5d1e2f3a4b5c6d7e - Init COMPLETE"
+WATCHDOG = "[rank{r}]:[E301 13:{mm:02d}:{ss:02d}.{ns:09d} ProcessGroupNCCL.cpp:632] [Rank {r}] " \
+           "Watchdog caught collective operation timeout: WorkNCCL(SeqNum={k}, OpType=ALLREDUCE, " \
+           "NumelIn=8388608, NumelOut=8388608, Timeout(ms)=600000) ran for 600{extra:03d} milliseconds " \
+           "before timing out."
+PG_STATUS = "[rank{r}]:[E301 13:{mm:02d}:{ss:02d}.{ns:09d} ProcessGroupNCCL.cpp:1664] " \
+            "[PG ID 0 PG GUID 0(default_pg) Rank {r}] Exception (either an error or timeout) detected by " \
+            "watchdog at work: {k}, last enqueued NCCL work: {k}, last completed NCCL work: {km1}."
 
 
-def _rank_files(rank: int, world: int, mb: float, k: int, culprit: int, rng: random.Random) -> tuple[str, str]:
+def _rank_files(rank: int, world: int, mb: float, k: int, culprit: int,
+                rng: random.Random) -> tuple[str, str]:
     node, d = divmod(rank, NPROC)
     host, pid = f"gpu-node{node:02d}", 40000 + rank * 7
     budget = int(mb * (1 << 20))
@@ -71,7 +73,8 @@ def _rank_files(rank: int, world: int, mb: float, k: int, culprit: int, rng: ran
     return "\n".join(out) + "\n", "\n".join(err) + "\n"
 
 
-def make_corpus(out: Path, ranks: int, mb: float, k: int = 7219, culprit: int | None = None, seed: int = 1) -> Path:
+def make_corpus(out: Path, ranks: int, mb: float, k: int = 7219, culprit: int | None = None,
+                seed: int = 1) -> Path:
     """Write the corpus under `out` (one torchrun tree per node) and return `out`."""
     rng = random.Random(seed)
     culprit = ranks // 2 + 1 if culprit is None else culprit

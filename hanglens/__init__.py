@@ -4,4 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+from hanglens.api import Analysis, analyze, load_rules, scan
+from hanglens.engine import Verdict
+
+__all__ = ["Analysis", "Verdict", "__version__", "analyze", "load_rules", "scan"]

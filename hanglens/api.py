@@ -47,13 +47,25 @@ class Analysis:
         """The analysis document of docs/analysis-json.md (built once, then cached)."""
         if self._doc is None:
             ctx = getattr(self.ingested, "context", None)
-            self._doc = build_document(tables=self.tables, result=self.result, files=self.ingested.files,
-                                       skipped=self.ingested.skipped, command=self.command, context=ctx)
+            self._doc = build_document(
+                tables=self.tables,
+                result=self.result,
+                files=self.ingested.files,
+                skipped=self.ingested.skipped,
+                command=self.command,
+                context=ctx,
+            )
         return self._doc
 
 
-def analyze(paths: Sequence[PathLike], *, rules_dirs: Sequence[PathLike] = (), rules: Sequence[Any] | None = None,
-            jobs: int | None = None, command: str | None = None) -> Analysis:
+def analyze(
+    paths: Sequence[PathLike],
+    *,
+    rules_dirs: Sequence[PathLike] = (),
+    rules: Sequence[Any] | None = None,
+    jobs: int | None = None,
+    command: str | None = None,
+) -> Analysis:
     """Read the logs under `paths`, build the fact tables and run the rules: the verdict and its evidence."""
     from hanglens.engine import evaluate
 
@@ -65,8 +77,14 @@ def analyze(paths: Sequence[PathLike], *, rules_dirs: Sequence[PathLike] = (), r
     return Analysis(paths=[str(p) for p in paths], ingested=ing, tables=tables, result=result, command=cmd)
 
 
-def scan(paths: Sequence[PathLike], *, out: PathLike | None = None, jobs: int | None = None,
-         engine: str = "local", **options: Any) -> Any:
+def scan(
+    paths: Sequence[PathLike],
+    *,
+    out: PathLike | None = None,
+    jobs: int | None = None,
+    engine: str = "local",
+    **options: Any,
+) -> Any:
     """Analyse every job (folder or archive) under `paths`; return the jobs table as a pandas DataFrame.
 
     With `out`, also writes jobs.parquet/jobs.csv, per-job reports and index.html there, and reuses its

@@ -1,4 +1,4 @@
-"""Assemble the analysis document (docs/analysis-json.md) from the tables, the engine's result and the inputs."""
+"""Assemble the analysis document (docs/analysis-json.md) from tables, the engine's result and inputs."""
 
 from __future__ import annotations
 
@@ -99,9 +99,17 @@ def _ranks_section(tables: Tables, culprits: set[int], victims: set[int]) -> lis
             st = "failed"
         elif st == "victim":
             st = "victim"
-        out.append({"rank": rank, "host": r["host"], "last_step": prog.get(rank, {}).get("last_step"),
-                    "status": st, "last_seq": dict(sorted(last_seq.get(rank, {}).items())),
-                    "first_error_time": r["first_error_time"], "first_error": first_err.get(rank)})
+        out.append(
+            {
+                "rank": rank,
+                "host": r["host"],
+                "last_step": prog.get(rank, {}).get("last_step"),
+                "status": st,
+                "last_seq": dict(sorted(last_seq.get(rank, {}).items())),
+                "first_error_time": r["first_error_time"],
+                "first_error": first_err.get(rank),
+            }
+        )
     return out
 
 
@@ -110,15 +118,28 @@ def _disagreement(tables: Tables) -> dict[str, Any] | None:
     if dis:
         pg, seq = dis[0]["pg"], dis[0]["seq"]
         rows = [r for r in dis if r["pg"] == pg and r["seq"] == seq]
-        return {"pg": pg, "seq": seq, "differs": [d for d in (rows[0]["differs"] or "").split(",") if d],
-                "rows": [{"rank": r["rank"], "op": r["op"], "numel_in": r["numel_in"], "numel_out": r["numel_out"],
-                          "shape": r["shape"], "dtype": r["dtype"],
-                          "state": "minority" if r["minority"] else "majority"} for r in rows]}
+        return {
+            "pg": pg,
+            "seq": seq,
+            "differs": [d for d in (rows[0]["differs"] or "").split(",") if d],
+            "rows": [
+                {
+                    "rank": r["rank"],
+                    "op": r["op"],
+                    "numel_in": r["numel_in"],
+                    "numel_out": r["numel_out"],
+                    "shape": r["shape"],
+                    "dtype": r["dtype"],
+                    "state": "minority" if r["minority"] else "majority",
+                }
+                for r in rows
+            ],
+        }
     coll = tables.collectives
     timed = coll[coll["state"] == "timed_out"] if len(coll) else coll
     if not len(timed):
         return None
-    key = Counter(zip(timed["pg"], timed["seq"])).most_common(1)[0][0]
+    key = Counter(zip(timed["pg"], timed["seq"], strict=True)).most_common(1)[0][0]
     pg, seq = key
     rows = []
     states = records(tables.fact("collective_state"))
@@ -129,8 +150,17 @@ def _disagreement(tables: Tables) -> dict[str, Any] | None:
         c = records(cell)[0] if len(cell) else {}
         pos = s.get("last_enqueued")
         state = c.get("state") or ("not_reached" if pos is not None and pos < seq else "unknown")
-        rows.append({"rank": s["rank"], "op": c.get("op"), "numel_in": c.get("numel_in"),
-                     "numel_out": c.get("numel_out"), "shape": None, "dtype": None, "state": state})
+        rows.append(
+            {
+                "rank": s["rank"],
+                "op": c.get("op"),
+                "numel_in": c.get("numel_in"),
+                "numel_out": c.get("numel_out"),
+                "shape": None,
+                "dtype": None,
+                "state": state,
+            }
+        )
     return {"pg": pg, "seq": clean(seq), "differs": [], "rows": rows}
 
 
@@ -141,8 +171,12 @@ def _versions(tables: Tables) -> dict[str, Any]:
         host = r["host"] or "(unknown host)"
         by_host[host][r["component"]].add(r["version"])
         distinct[r["component"]].add(r["version"])
-    return {"by_host": {h: {c: sorted(v) for c, v in sorted(comps.items())} for h, comps in sorted(by_host.items())},
-            "distinct": {c: sorted(v) for c, v in sorted(distinct.items())}}
+    return {
+        "by_host": {
+            h: {c: sorted(v) for c, v in sorted(comps.items())} for h, comps in sorted(by_host.items())
+        },
+        "distinct": {c: sorted(v) for c, v in sorted(distinct.items())},
+    }
 
 
 def _unexplained(events: Sequence[Event], cited: set[SourceRef]) -> list[dict[str, Any]]:
@@ -151,46 +185,75 @@ def _unexplained(events: Sequence[Event], cited: set[SourceRef]) -> list[dict[st
     for e in events:
         if e.kind == "error_line" and e.ref not in explained:
             groups[str(e.get("template") or e.text[:120])].append(e)
-    out = []
+    out: list[dict[str, Any]] = []
     for template, evs in groups.items():
         first = min(evs, key=lambda e: (e.ref.path, e.ref.line))
-        out.append({"template": template, "count": len(evs), "example": first.text[:300], "path": first.ref.path,
-                    "line": first.ref.line, "ranks": sorted({e.rank for e in evs if e.rank is not None})})
-    out.sort(key=lambda r: (-r["count"], r["template"]))
+        out.append(
+            {
+                "template": template,
+                "count": len(evs),
+                "example": first.text[:300],
+                "path": first.ref.path,
+                "line": first.ref.line,
+                "ranks": sorted({e.rank for e in evs if e.rank is not None}),
+            }
+        )
+    out.sort(key=lambda r: (-int(r["count"]), str(r["template"])))
     return out[:UNEXPLAINED_LIMIT]
 
 
-def _collect_next(tables: Tables, files: Sequence[InputFile], verdict_conf: str,
-                  engine_collect: Sequence[str]) -> list[str]:
+def _collect_next(
+    tables: Tables, files: Sequence[InputFile], verdict_conf: str, engine_collect: Sequence[str]
+) -> list[str]:
     """What to turn on for the rerun, tailored to what this job's logs lacked."""
     out: list[str] = list(engine_collect)
     evs = tables.events
     kinds = {e.kind for e in evs}
     ranks_with_logs = {e.rank for e in evs if e.rank is not None}
     if tables.world_size and len(ranks_with_logs) < tables.world_size:
-        out.append(f"Logs of only {len(ranks_with_logs)} of {tables.world_size} ranks were found: run torchrun with "
-                   "`--log-dir DIR --redirects 3 --tee 3` so every rank writes its own stdout/stderr files.")
+        out.append(
+            f"Logs of only {len(ranks_with_logs)} of {tables.world_size} ranks were found: run torchrun with "
+            "`--log-dir DIR --redirects 3 --tee 3` so every rank writes its own stdout/stderr files."
+        )
     elif len(ranks_with_logs) <= 1 and kinds & {"hang_detected", "exception"}:
-        out.append("Only one rank's output could be attributed: collect every rank's log "
-                   "(`torchrun --log-dir DIR --redirects 3`) or prefix lines with the rank (`--tee 3`).")
+        out.append(
+            "Only one rank's output could be attributed: collect every rank's log "
+            "(`torchrun --log-dir DIR --redirects 3`) or prefix lines with the rank (`--tee 3`)."
+        )
     if evs and all(e.time is None for e in evs):
-        out.append("No line had a timestamp: set `TORCH_CPP_LOG_LEVEL=INFO` (c10 lines carry times since 2.4) "
-                   "and log with a time format so the first failure can be ordered across ranks.")
-    if "hang_detected" in kinds and not (kinds & {"pg_status", "desync_report", "collective_fingerprint",
-                                                   "flight_recorder"}):
-        out.append("Turn on the flight recorder for the rerun: `TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
-                   "TORCH_NCCL_DUMP_ON_TIMEOUT=1` (dumps every rank's last collectives on a timeout; analyse with "
-                   "`torchfrtrace`).")
+        out.append(
+            "No line had a timestamp: set `TORCH_CPP_LOG_LEVEL=INFO` (c10 lines carry times since 2.4) "
+            "and log with a time format so the first failure can be ordered across ranks."
+        )
+    if "hang_detected" in kinds and not (
+        kinds & {"pg_status", "desync_report", "collective_fingerprint", "flight_recorder"}
+    ):
+        out.append(
+            "Turn on the flight recorder for the rerun: `TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
+            "TORCH_NCCL_DUMP_ON_TIMEOUT=1` (dumps every rank's last collectives on a timeout; analyse with "
+            "`torchfrtrace`)."
+        )
     if "hang_detected" in kinds or verdict_conf == "low":
-        out.append("While it hangs, take stacks of every rank: `py-spy dump --pid <PID>` (add `--native` for "
-                   "C++ frames).")
+        out.append(
+            "While it hangs, take stacks of every rank: `py-spy dump --pid <PID>` (add `--native` for "
+            "C++ frames)."
+        )
     if not (kinds & {"nccl_comm_init", "nccl_version", "nccl_warn"}) and any(
-            "NCCL" in e.text for e in evs[:2000]):
-        out.append("Set `NCCL_DEBUG=INFO` (and `NCCL_DEBUG_SUBSYS=INIT,NET`) to see communicator setup and "
-                   "transport errors per rank.")
-    if "collective_fingerprint" not in kinds and "collective_mismatch" not in kinds and "hang_detected" in kinds:
-        out.append("Rerun with `TORCH_DISTRIBUTED_DEBUG=DETAIL` to check that every rank calls the same "
-                   "collective with the same shapes (it names the mismatching rank).")
+        "NCCL" in e.text for e in evs[:2000]
+    ):
+        out.append(
+            "Set `NCCL_DEBUG=INFO` (and `NCCL_DEBUG_SUBSYS=INIT,NET`) to see communicator setup and "
+            "transport errors per rank."
+        )
+    if (
+        "collective_fingerprint" not in kinds
+        and "collective_mismatch" not in kinds
+        and "hang_detected" in kinds
+    ):
+        out.append(
+            "Rerun with `TORCH_DISTRIBUTED_DEBUG=DETAIL` to check that every rank calls the same "
+            "collective with the same shapes (it names the mismatching rank)."
+        )
     seen: set[str] = set()
     uniq = []
     for s in out:
@@ -200,9 +263,16 @@ def _collect_next(tables: Tables, files: Sequence[InputFile], verdict_conf: str,
     return uniq
 
 
-def build_document(*, tables: Tables, result: Any, files: Sequence[InputFile], skipped: Sequence[Skipped],
-                   command: str, context: Context | None = None) -> dict[str, Any]:
-    """The analysis document. `result` is the engine's result (verdict, findings, ruled_out, not_evaluable)."""
+def build_document(
+    *,
+    tables: Tables,
+    result: Any,
+    files: Sequence[InputFile],
+    skipped: Sequence[Skipped],
+    command: str,
+    context: Context | None = None,
+) -> dict[str, Any]:
+    """The analysis document; `result` is the engine's (verdict, findings, ruled_out, not_evaluable)."""
     verdict = clean(result.verdict.to_dict())
     try:
         verdict["category_title"] = CATEGORY_TITLES[Category(verdict["category"])]
@@ -215,14 +285,26 @@ def build_document(*, tables: Tables, result: Any, files: Sequence[InputFile], s
         for ev in f.get("evidence", []):
             ev["time_text"] = time_text(ev.get("time"))
             around = ctx.get(SourceRef(ev["path"], ev["line"]), [])
-            ev["context"] = {"before": [t[:500] for n, t in around if n < ev["line"]],
-                             "after": [t[:500] for n, t in around if n > ev["line"]]}
+            ev["context"] = {
+                "before": [t[:500] for n, t in around if n < ev["line"]],
+                "after": [t[:500] for n, t in around if n > ev["line"]],
+            }
     culprits = set(verdict.get("culprit_ranks") or [])
     victims = set(verdict.get("victim_ranks") or [])
     timeline = []
     for r in records(tables.fact("first_failure"))[:TIMELINE_LIMIT]:
-        timeline.append({"time": r["time"], "time_text": time_text(r["time"]), "rank": r["rank"], "host": r["host"],
-                         "kind": r["kind"], "text": r["text"], "path": r["path"], "line": r["line"]})
+        timeline.append(
+            {
+                "time": r["time"],
+                "time_text": time_text(r["time"]),
+                "rank": r["rank"],
+                "host": r["host"],
+                "kind": r["kind"],
+                "text": r["text"],
+                "path": r["path"],
+                "line": r["line"],
+            }
+        )
     engine_collect: list[str] = []
     for f in findings[:1]:
         engine_collect.extend(f.get("collect") or [])
@@ -247,12 +329,23 @@ def build_document(*, tables: Tables, result: Any, files: Sequence[InputFile], s
             "files": len(files),
             "bytes": sum(f.size for f in files),
             "skipped": [{"path": s.path, "reason": s.reason} for s in sorted(skipped, key=lambda s: s.path)],
-            "ranks_seen": sorted({e.rank for e in tables.events if e.rank is not None}
-                                 | {r for f in files for r in f.ranks}),
+            "ranks_seen": sorted(
+                {e.rank for e in tables.events if e.rank is not None} | {r for f in files for r in f.ranks}
+            ),
             "world_size": tables.world_size,
             "hosts": hosts,
-            "detail": [{"path": f.path, "size": f.size, "lines": f.lines, "ranks": list(f.ranks),
-                        "hosts": list(f.hosts), "events": f.events} for f in sorted(files, key=lambda f: f.path)],
+            "detail": [
+                {
+                    "path": f.path,
+                    "size": f.size,
+                    "lines": f.lines,
+                    "ranks": list(f.ranks),
+                    "hosts": list(f.hosts),
+                    "events": f.events,
+                }
+                for f in sorted(files, key=lambda f: f.path)
+            ],
         },
     }
-    return clean(doc)
+    cleaned: dict[str, Any] = clean(doc)
+    return cleaned

@@ -109,8 +109,9 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
     state_rows, coll = collectives.collective_state(evs, hosts)
     tables["collective_state"] = frame("collective_state", state_rows)
     tables["pg_enqueue_lag"] = frame("pg_enqueue_lag", collectives.enqueue_lag(evs, state_rows, hosts))
-    tables["collective_disagreement"] = frame("collective_disagreement",
-                                              collectives.disagreement(evs, state_rows, hosts))
+    tables["collective_disagreement"] = frame(
+        "collective_disagreement", collectives.disagreement(evs, state_rows, hosts)
+    )
     tables["progress"] = frame("progress", progress.progress_rows(evs, hosts))
     tables["collective_call"] = frame("collective_call", collectives.call_rows(evs, hosts))
     tables["hang"] = frame("hang", status.hang_rows(evs, hosts))
@@ -123,5 +124,13 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
     tables["host_failures"] = frame("host_failures", status.host_failure_rows(rank_rows))
     tables["missing_ranks"] = frame("missing_ranks", status.missing_rank_rows(evs, files, world))
-    return Tables(events=evs, tables=tables, world_size=world, ranks=ranks, hosts=hosts, collectives=coll,
-                  offsets=offsets, clock_note=note)
+    return Tables(
+        events=evs,
+        tables=tables,
+        world_size=world,
+        ranks=ranks,
+        hosts=hosts,
+        collectives=coll,
+        offsets=offsets,
+        clock_note=note,
+    )

@@ -1,4 +1,4 @@
-"""Put every rank's events on one timeline: estimate per-host clock offsets from events that happen together."""
+"""Put every rank's events on one timeline: per-host clock offsets from events that happen together."""
 
 from __future__ import annotations
 
@@ -9,12 +9,16 @@ from dataclasses import replace
 
 from hanglens.model import Event
 
-MIN_OFFSET_S = 1.0   # smaller estimated offsets are noise: leave the clock alone
+MIN_OFFSET_S = 1.0  # smaller estimated offsets are noise: leave the clock alone
 
 
 def _sync_key(e: Event) -> tuple[object, ...] | None:
     """Events every rank emits at (nearly) the same moment, keyed so peers' copies match."""
-    if e.kind == "hang_detected" and e.get("detector") in ("watchdog", "blocking_wait") and e.get("seq") is not None:
+    if (
+        e.kind == "hang_detected"
+        and e.get("detector") in ("watchdog", "blocking_wait")
+        and e.get("seq") is not None
+    ):
         return ("hang", e.get("pg"), e.get("seq"), e.get("timeout_ms"))
     if e.kind == "nccl_comm_init" and e.get("phase") == "Init COMPLETE" and e.get("nranks"):
         return ("init", e.get("nranks"), e.get("comm_id"))
@@ -43,8 +47,11 @@ def host_offsets(events: Sequence[Event], hosts: dict[int, str]) -> tuple[dict[s
     for h in host_names:
         if h == ref:
             continue
-        diffs = [statistics.median(per[h]) - statistics.median(per[ref])
-                 for per in by_key.values() if h in per and ref in per]
+        diffs = [
+            statistics.median(per[h]) - statistics.median(per[ref])
+            for per in by_key.values()
+            if h in per and ref in per
+        ]
         if diffs:
             off = statistics.median(diffs)
             if abs(off) >= MIN_OFFSET_S:

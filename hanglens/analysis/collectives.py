@@ -1,4 +1,4 @@
-"""Line ranks up per process group: sequence numbers reached, who lags, who disagrees at the same collective."""
+"""Line ranks up per process group: sequence numbers reached, who lags, who disagrees at one collective."""
 
 from __future__ import annotations
 
@@ -70,8 +70,18 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
             row[key] = value
 
     def cell(pg: str, rank: int, seq: int, **kw: Any) -> None:
-        row = coll.setdefault((pg, rank, seq), {"pg": pg, "rank": rank, "seq": seq, "op": None,
-                                                "numel_in": None, "numel_out": None, "state": "enqueued"})
+        row = coll.setdefault(
+            (pg, rank, seq),
+            {
+                "pg": pg,
+                "rank": rank,
+                "seq": seq,
+                "op": None,
+                "numel_in": None,
+                "numel_out": None,
+                "state": "enqueued",
+            },
+        )
         for k, v in kw.items():
             if v is not None and (k != "state" or row["state"] != "mismatch"):
                 row[k] = v
@@ -85,13 +95,26 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
             row = slot(pg, e.rank)
             row["source"].add("watchdog")
             if seq is not None and (row.get("timed_out_seq") is None or seq < row["timed_out_seq"]):
-                row.update(timed_out_seq=seq, op=e.get("op"), numel_in=e.get("numel_in"),
-                           numel_out=e.get("numel_out"), timeout_ms=e.get("timeout_ms"),
-                           path=e.ref.path, line=e.ref.line)
+                row.update(
+                    timed_out_seq=seq,
+                    op=e.get("op"),
+                    numel_in=e.get("numel_in"),
+                    numel_out=e.get("numel_out"),
+                    timeout_ms=e.get("timeout_ms"),
+                    path=e.ref.path,
+                    line=e.ref.line,
+                )
             bump(row, "last_enqueued", seq)
             if seq is not None:
-                cell(pg, e.rank, seq, op=e.get("op"), numel_in=e.get("numel_in"), numel_out=e.get("numel_out"),
-                     state="timed_out")
+                cell(
+                    pg,
+                    e.rank,
+                    seq,
+                    op=e.get("op"),
+                    numel_in=e.get("numel_in"),
+                    numel_out=e.get("numel_out"),
+                    state="timed_out",
+                )
         elif e.kind in ("pg_status", "dump_signal"):
             row = slot(pg, e.rank)
             row["source"].add(e.kind)
@@ -119,8 +142,9 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
     for row in st.values():
         row["source"] = ",".join(sorted(row["source"]))
     rows = sorted(st.values(), key=lambda r: (r["pg"], r["rank"]))
-    coll_df = pd.DataFrame(sorted(coll.values(), key=lambda r: (r["pg"], r["rank"], r["seq"])),
-                           columns=list(COLLECTIVE_COLUMNS))
+    coll_df = pd.DataFrame(
+        sorted(coll.values(), key=lambda r: (r["pg"], r["rank"], r["seq"])), columns=list(COLLECTIVE_COLUMNS)
+    )
     return rows, coll_df
 
 
@@ -146,10 +170,20 @@ def enqueue_lag(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, 
         majority = max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
         top = max(counts)
         for r in rows:
-            out.append({"pg": pg, "rank": r["rank"], "host": r.get("host"), "last_enqueued": r["pos"],
-                        "pg_max_enqueued": top, "lag": max(0, majority - r["pos"]),
-                        "ahead": max(0, r["pos"] - majority), "basis": r.get("source") or "status",
-                        "path": r.get("path"), "line": r.get("line")})
+            out.append(
+                {
+                    "pg": pg,
+                    "rank": r["rank"],
+                    "host": r.get("host"),
+                    "last_enqueued": r["pos"],
+                    "pg_max_enqueued": top,
+                    "lag": max(0, majority - r["pos"]),
+                    "ahead": max(0, r["pos"] - majority),
+                    "basis": r.get("source") or "status",
+                    "path": r.get("path"),
+                    "line": r.get("line"),
+                }
+            )
     seen = {(r["pg"], r["rank"]) for r in out}
     for e in events:
         if e.kind != "desync_report":
@@ -162,10 +196,20 @@ def enqueue_lag(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, 
                     continue
                 seen.add((pg, rank))
                 joined = _num(e.get("joined_seq"))
-                out.append({"pg": pg, "rank": rank, "host": hosts.get(rank),
-                            "last_enqueued": joined if joined is not None else (seq - 1 if seq else None),
-                            "pg_max_enqueued": seq, "lag": lag, "ahead": 0, "basis": "desync",
-                            "path": e.ref.path, "line": e.ref.line})
+                out.append(
+                    {
+                        "pg": pg,
+                        "rank": rank,
+                        "host": hosts.get(rank),
+                        "last_enqueued": joined if joined is not None else (seq - 1 if seq else None),
+                        "pg_max_enqueued": seq,
+                        "lag": lag,
+                        "ahead": 0,
+                        "basis": "desync",
+                        "path": e.ref.path,
+                        "line": e.ref.line,
+                    }
+                )
     return sorted(out, key=lambda r: (r["pg"], r["rank"]))
 
 
@@ -204,33 +248,58 @@ def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int,
     for r in state:
         if r.get("timed_out_seq") is not None and r.get("op") is not None:
             cells[(r["pg"], r["timed_out_seq"])][r["rank"]] = {
-                "op": r.get("op"), "numel_in": r.get("numel_in"), "numel_out": r.get("numel_out"),
-                "shape": None, "dtype": None, "path": r.get("path"), "line": r.get("line")}
+                "op": r.get("op"),
+                "numel_in": r.get("numel_in"),
+                "numel_out": r.get("numel_out"),
+                "shape": None,
+                "dtype": None,
+                "path": r.get("path"),
+                "line": r.get("line"),
+            }
     votes: dict[tuple[str, int], Counter[int]] = defaultdict(Counter)
-    for e in events:
-        if e.kind != "collective_mismatch":
-            continue
-        pg = _pg(e) or "0"
-        seq = _num(e.get("seq"))
-        key = (pg, seq if seq is not None else -1)
-        ranks = e.get("ranks") or []
-        for j, rank in enumerate(ranks[:2]):
-            if not isinstance(rank, int):
+    mismatches = [e for e in events if e.kind == "collective_mismatch"]
+    # A report's own fingerprint (the writer's, listed first) is reliable; the peer's copy can be garbled
+    # when the wrapper's exchange is out of step (seen as SequenceNumber=0), so peers come second and
+    # only when they claim the same sequence number.
+    for side in (0, 1):
+        for e in mismatches:
+            pg = _pg(e) or "0"
+            seqs = e.get("seqs") or []
+            own_seq = _num(seqs[0]) if seqs else _num(e.get("seq"))
+            if side == 1 and len(seqs) > 1 and _num(seqs[1]) != own_seq:
                 continue
-            def pick(name: str, j: int = j) -> object:
+            key = (pg, own_seq if own_seq is not None else -1)
+            ranks = e.get("ranks") or []
+            if side >= len(ranks) or not isinstance(ranks[side], int):
+                continue
+
+            def pick(name: str, j: int = side, e: Event = e) -> object:
                 vals = e.get(name) or []
                 return vals[j] if j < len(vals) else None
-            cells[key].setdefault(rank, {"op": pick("ops"), "numel_in": None, "numel_out": None,
-                                         "shape": pick("shapes"), "dtype": pick("dtypes"),
-                                         "path": e.ref.path, "line": e.ref.line})
-            votes[key][rank] += 1
+
+            cells[key].setdefault(
+                ranks[side],
+                {
+                    "op": pick("ops"),
+                    "numel_in": None,
+                    "numel_out": None,
+                    "shape": pick("shapes"),
+                    "dtype": pick("dtypes"),
+                    "path": e.ref.path,
+                    "line": e.ref.line,
+                },
+            )
+            votes[key][ranks[side]] += 1
     out: list[Row] = []
     for (pg, seq), per_rank in sorted(cells.items()):
         sigs = {rank: _signature(c) for rank, c in per_rank.items()}
         if len(set(sigs.values())) < 2:
             continue
-        differs = [name for i, name in enumerate(("op", "numel_in", "numel_out", "shape", "dtype"))
-                   if len({s[i] for s in sigs.values() if s[i] is not None}) > 1]
+        differs = [
+            name
+            for i, name in enumerate(("op", "numel_in", "numel_out", "shape", "dtype"))
+            if len({s[i] for s in sigs.values() if s[i] is not None}) > 1
+        ]
         counts = Counter(sigs.values())
         ranked = counts.most_common()
         majority = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else None
@@ -246,12 +315,26 @@ def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int,
         known = [n for n in sizes.values() if n is not None]
         biggest = max(known) if known and min(known) < max(known) else None
         for rank, c in sorted(per_rank.items()):
-            out.append({"pg": pg, "seq": seq if seq >= 0 else None, "rank": rank, "host": hosts.get(rank),
-                        "larger": biggest is not None and sizes[rank] == biggest,
-                        "op": c["op"], "numel_in": c["numel_in"], "numel_out": c["numel_out"],
-                        "shape": c["shape"], "dtype": c["dtype"], "differs": ",".join(differs),
-                        "op_differs": "op" in differs, "size_differs": any(d != "op" for d in differs),
-                        "minority": rank in minority_ranks, "path": c["path"], "line": c["line"]})
+            out.append(
+                {
+                    "pg": pg,
+                    "seq": seq if seq >= 0 else None,
+                    "rank": rank,
+                    "host": hosts.get(rank),
+                    "larger": biggest is not None and sizes[rank] == biggest,
+                    "op": c["op"],
+                    "numel_in": c["numel_in"],
+                    "numel_out": c["numel_out"],
+                    "shape": c["shape"],
+                    "dtype": c["dtype"],
+                    "differs": ",".join(differs),
+                    "op_differs": "op" in differs,
+                    "size_differs": any(d != "op" for d in differs),
+                    "minority": rank in minority_ranks,
+                    "path": c["path"],
+                    "line": c["line"],
+                }
+            )
     return out
 
 
@@ -272,7 +355,11 @@ def _blocking_call(frames: Sequence[str]) -> tuple[str | None, str | None]:
             call = func
             for prev in reversed(frames[:i]):
                 pm = _FRAME_RE.match(str(prev))
-                if pm and "/torch/" not in pm["file"].replace("\\", "/") and "site-packages" not in pm["file"]:
+                if (
+                    pm
+                    and "/torch/" not in pm["file"].replace("\\", "/")
+                    and "site-packages" not in pm["file"]
+                ):
                     user = f"{pm['file'].rsplit('/', 1)[-1]}:{pm['line']} in {pm['func'].strip()}"
                     break
     return call, user
@@ -291,8 +378,14 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         call, user = _blocking_call(e.get("frames") or [])
         if call is None:
             continue
-        first[e.rank] = {"rank": e.rank, "host": hosts.get(e.rank), "call": call, "user_frame": user,
-                         "path": e.ref.path, "line": e.ref.line}
+        first[e.rank] = {
+            "rank": e.rank,
+            "host": hosts.get(e.rank),
+            "call": call,
+            "user_frame": user,
+            "path": e.ref.path,
+            "line": e.ref.line,
+        }
     if len(first) < 2:
         return []
     counts = Counter(r["call"] for r in first.values())

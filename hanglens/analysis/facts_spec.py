@@ -17,48 +17,134 @@ _EVIDENCE = ("path", "line")
 FACT_SPECS: dict[str, FactSpec] = {
     s.name: s
     for s in (
-        FactSpec("collective_state", ("pg", "rank", "host", "last_enqueued", "last_started", "last_completed",
-                                      "timed_out_seq", "op", "numel_in", "numel_out", "timeout_ms", "source",
-                                      *_EVIDENCE),
-                 "Per (process group, rank): the newest sequence numbers this rank enqueued, started, completed "
-                 "and timed out on, with the op and sizes of the timed-out work."),
-        FactSpec("pg_enqueue_lag", ("pg", "rank", "host", "last_enqueued", "pg_max_enqueued", "lag", "ahead",
-                                    "basis", *_EVIDENCE),
-                 "Ranks behind (lag > 0) or ahead (ahead > 0) of their process group's majority sequence number."),
-        FactSpec("missing_ranks", ("rank", "world_size", "basis"),
-                 "Ranks that never appear in any log although the world size is known."),
-        FactSpec("collective_disagreement", ("pg", "seq", "rank", "host", "op", "numel_in", "numel_out", "shape",
-                                             "dtype", "differs", "op_differs", "size_differs", "minority", "larger",
-                                             *_EVIDENCE),
-                 "Ranks that disagree at the same (pg, seq): op type, numel, shape or dtype; `minority` marks "
-                 "the side that differs from most ranks; `larger` marks the ranks with the most elements when sizes "
-                 "differ (that side waits for data its peers never send)."),
-        FactSpec("collective_call", ("rank", "host", "call", "user_frame", "calls", "minority", *_EVIDENCE),
-                 "The torch.distributed function each rank was inside when it failed (from its traceback), "
-                 "e.g. all_reduce vs barrier; `minority` marks ranks whose call differs from most ranks'; "
-                 "`calls` counts the distinct calls across ranks."),
-        FactSpec("progress", ("rank", "host", "last_step", "max_step", "steps_behind", "gap", "gap_after",
-                              "stopped_early", *_EVIDENCE),
-                 "Last training step each rank reported, gaps in its steps, and ranks that stopped early."),
-        FactSpec("first_failure", ("order", "rank", "host", "time", "kind", "text", *_EVIDENCE),
-                 "Failure events on one normalised timeline, earliest first (order 1 = first)."),
-        FactSpec("hang", ("rank", "host", "detector", "pg", "seq", "op", "timeout_ms", "time", *_EVIDENCE),
-                 "One row per rank and detector that reported a hang (watchdog, heartbeat monitor, gloo, store, "
-                 "DataLoader, blocking wait, monitored barrier)."),
-        FactSpec("victim_signals", ("rank", "host", "signal", "time", "text", *_EVIDENCE),
-                 "Errors that are consequences of another rank's failure: peer closed, remote error, SIGTERM "
-                 "from the agent, watchdog timeouts after a peer crashed."),
-        FactSpec("versions", ("host", "rank", "component", "version", "distinct", "minority"),
-                 "torch / NCCL / CUDA / driver versions per rank and host; `distinct` counts the versions of "
-                 "that component across the job; `minority` marks versions held by fewer hosts (or ranks) "
-                 "than the most common one."),
-        FactSpec("host_failures", ("host", "failing_ranks", "total_ranks", "fraction"),
-                 "Failures per host, to see when they concentrate on one machine."),
-        FactSpec("crash", ("rank", "host", "kind", "first", "time", "text", *_EVIDENCE),
-                 "Each rank's earliest fault of its own (not a consequence of a peer's failure); `first` marks "
-                 "the ranks whose fault came first (within a second of the earliest, or all when untimed)."),
-        FactSpec("rank_status", ("rank", "host", "status", "crashed", "hung", "victim", "first_error_kind",
-                                 "first_error_time", "exitcode", "signal"),
-                 "One row per known rank: did it crash, hang, only suffer, or look fine."),
+        FactSpec(
+            "collective_state",
+            (
+                "pg",
+                "rank",
+                "host",
+                "last_enqueued",
+                "last_started",
+                "last_completed",
+                "timed_out_seq",
+                "op",
+                "numel_in",
+                "numel_out",
+                "timeout_ms",
+                "source",
+                *_EVIDENCE,
+            ),
+            "Per (process group, rank): the newest sequence numbers this rank enqueued, started, completed "
+            "and timed out on, with the op and sizes of the timed-out work.",
+        ),
+        FactSpec(
+            "pg_enqueue_lag",
+            ("pg", "rank", "host", "last_enqueued", "pg_max_enqueued", "lag", "ahead", "basis", *_EVIDENCE),
+            "Ranks behind (lag > 0) or ahead (ahead > 0) of their process group's majority sequence number.",
+        ),
+        FactSpec(
+            "missing_ranks",
+            ("rank", "world_size", "basis"),
+            "Ranks that never appear in any log although the world size is known.",
+        ),
+        FactSpec(
+            "collective_disagreement",
+            (
+                "pg",
+                "seq",
+                "rank",
+                "host",
+                "op",
+                "numel_in",
+                "numel_out",
+                "shape",
+                "dtype",
+                "differs",
+                "op_differs",
+                "size_differs",
+                "minority",
+                "larger",
+                *_EVIDENCE,
+            ),
+            "Ranks that disagree at the same (pg, seq): op type, numel, shape or dtype; `minority` marks "
+            "the side that differs from most ranks; `larger` marks the ranks with the most elements when "
+            "sizes differ (that side waits for data its peers never send).",
+        ),
+        FactSpec(
+            "collective_call",
+            ("rank", "host", "call", "user_frame", "calls", "minority", *_EVIDENCE),
+            "The torch.distributed function each rank was inside when it failed (from its traceback), "
+            "e.g. all_reduce vs barrier; `minority` marks ranks whose call differs from most ranks'; "
+            "`calls` counts the distinct calls across ranks.",
+        ),
+        FactSpec(
+            "progress",
+            (
+                "rank",
+                "host",
+                "last_step",
+                "max_step",
+                "steps_behind",
+                "gap",
+                "gap_after",
+                "stopped_early",
+                *_EVIDENCE,
+            ),
+            "Last training step each rank reported, gaps in its steps, and ranks that stopped early.",
+        ),
+        FactSpec(
+            "first_failure",
+            ("order", "rank", "host", "time", "kind", "text", *_EVIDENCE),
+            "Failure events on one normalised timeline, earliest first (order 1 = first).",
+        ),
+        FactSpec(
+            "hang",
+            ("rank", "host", "detector", "pg", "seq", "op", "timeout_ms", "time", *_EVIDENCE),
+            "One row per rank and detector that reported a hang (watchdog, heartbeat monitor, gloo, store, "
+            "DataLoader, blocking wait, monitored barrier).",
+        ),
+        FactSpec(
+            "victim_signals",
+            ("rank", "host", "signal", "time", "text", *_EVIDENCE),
+            "Errors that are consequences of another rank's failure: peer closed, remote error, SIGTERM "
+            "from the agent, watchdog timeouts after a peer crashed.",
+        ),
+        FactSpec(
+            "versions",
+            ("host", "rank", "component", "version", "distinct", "minority"),
+            "torch / NCCL / CUDA / driver versions per rank and host; `distinct` counts the versions of "
+            "that component across the job; `minority` marks versions held by fewer hosts (or ranks) "
+            "than the most common one.",
+        ),
+        FactSpec(
+            "host_failures",
+            ("host", "failing_ranks", "total_ranks", "fraction"),
+            "Failures per host, to see when they concentrate on one machine.",
+        ),
+        FactSpec(
+            "crash",
+            ("rank", "host", "kind", "first", "time", "text", *_EVIDENCE),
+            "Each rank's earliest fault of its own (not a consequence of a peer's failure); `first` marks "
+            "the ranks whose fault came first (within a second of the earliest, or all when untimed).",
+        ),
+        FactSpec(
+            "rank_status",
+            (
+                "rank",
+                "host",
+                "status",
+                "crashed",
+                "hung",
+                "victim",
+                "quiet",
+                "first_error_kind",
+                "first_error_time",
+                "exitcode",
+                "signal",
+            ),
+            "One row per known rank: did it crash, hang, only suffer, or look fine. `quiet` ranks reported "
+            "no hang, no fault and no lost peer of their own (being stopped by the agent's SIGTERM or seeing "
+            "the store vanish at teardown does not count): they were busy elsewhere or stuck silently.",
+        ),
     )
 }

@@ -5,28 +5,78 @@ from __future__ import annotations
 from hanglens.model import Event
 
 # A rank that emits one of these failed on its own account (it may still be a victim of another rank).
-CRASH_KINDS = frozenset({
-    "cuda_error", "device_assert", "oom", "xid", "dataloader_worker_died", "dataloader_error",
-    "ddp_reduction_unfinished", "ddp_unused_parameters", "ddp_model_mismatch", "error_file",
-    "exception", "watchdog_terminated", "nccl_error",
-})
+CRASH_KINDS = frozenset(
+    {
+        "cuda_error",
+        "device_assert",
+        "oom",
+        "xid",
+        "dataloader_worker_died",
+        "dataloader_error",
+        "ddp_reduction_unfinished",
+        "ddp_unused_parameters",
+        "ddp_model_mismatch",
+        "error_file",
+        "exception",
+        "watchdog_terminated",
+        "nccl_error",
+    }
+)
 HANG_KINDS = frozenset({"hang_detected"})
 # Everything that says "something went wrong here" (error_line alone is too generic to count).
-FAILURE_KINDS = CRASH_KINDS | HANG_KINDS | frozenset({
-    "process_teardown", "network_error", "peer_closed", "gloo_error", "worker_failed", "child_failed",
-    "launcher_exit", "rendezvous_error", "store_error", "collective_mismatch", "monitored_barrier_failure",
-    "desync_report", "dump_signal",
-})
+FAILURE_KINDS = (
+    CRASH_KINDS
+    | HANG_KINDS
+    | frozenset(
+        {
+            "process_teardown",
+            "network_error",
+            "peer_closed",
+            "gloo_error",
+            "worker_failed",
+            "child_failed",
+            "launcher_exit",
+            "rendezvous_error",
+            "store_error",
+            "collective_mismatch",
+            "monitored_barrier_failure",
+            "desync_report",
+            "dump_signal",
+        }
+    )
+)
 
 # Exception types / messages that are consequences of someone else's failure.
 VICTIM_EXCEPTION_MARKERS = (
-    "Connection closed by peer", "Connection reset by peer", "timed out", "Timed out", "timeout",
-    "NCCL communicator was aborted", "ncclRemoteError", "remote process exited", "Broken pipe",
-    "failed to pass monitoredBarrier", "successfully reached monitoredBarrier", "Socket Timeout",
-    "DistNetworkError", "DistStoreError", "Watchdog caught collective operation timeout",
-    "ProcessGroupNCCL is aborted", "Terminating the process", "SIGTERM", "closing signal",
+    "Connection closed by peer",
+    "Connection reset by peer",
+    "timed out",
+    "Timed out",
+    "timeout",
+    "NCCL communicator was aborted",
+    "ncclRemoteError",
+    "remote process exited",
+    "Broken pipe",
+    "failed to pass monitoredBarrier",
+    "successfully reached monitoredBarrier",
+    "Socket Timeout",
+    "DistNetworkError",
+    "DistStoreError",
+    "Watchdog caught collective operation timeout",
+    "ProcessGroupNCCL is aborted",
+    "Terminating the process",
+    "SIGTERM",
+    "closing signal",
 )
-SIGNAL_NAMES = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
+SIGNAL_NAMES = {
+    1: "SIGHUP",
+    2: "SIGINT",
+    6: "SIGABRT",
+    7: "SIGBUS",
+    9: "SIGKILL",
+    11: "SIGSEGV",
+    15: "SIGTERM",
+}
 
 
 def is_victim_exception(e: Event) -> bool:

@@ -13,8 +13,9 @@ def progress_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[dict[s
     """One row per rank that reported progress.
 
     `gap` is true when a rank skipped a step its own cadence says it should have printed (e.g. 0,1,2,4);
-    `gap_after` is the step before the hole (the progress parser tracks each series' increments). `stopped_early` is true when the rank's last step is
-    behind the furthest rank's (so its peers went on without it).
+    `gap_after` is the step before the hole (the progress parser tracks each series' increments).
+    `stopped_early` is true when the rank's last step is behind the furthest rank's (so its peers went on
+    without it).
     """
     steps: dict[int, list[int]] = defaultdict(list)
     gaps: dict[int, int] = {}
@@ -37,8 +38,18 @@ def progress_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[dict[s
         last = max(steps[rank])
         gap_after = gaps.get(rank)
         ev = last_ev[rank]
-        rows.append({"rank": rank, "host": hosts.get(rank), "last_step": last, "max_step": max_step,
-                     "steps_behind": max_step - last, "gap": gap_after is not None, "gap_after": gap_after,
-                     "stopped_early": len(steps) > 1 and last < max_step,
-                     "path": ev.ref.path, "line": ev.ref.line})
+        rows.append(
+            {
+                "rank": rank,
+                "host": hosts.get(rank),
+                "last_step": last,
+                "max_step": max_step,
+                "steps_behind": max_step - last,
+                "gap": gap_after is not None,
+                "gap_after": gap_after,
+                "stopped_early": len(steps) > 1 and last < max_step,
+                "path": ev.ref.path,
+                "line": ev.ref.line,
+            }
+        )
     return rows

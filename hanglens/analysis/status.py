@@ -1,4 +1,4 @@
-"""Per-rank status: who crashed, who hung, who only suffered; first failures on one timeline; versions; hosts."""
+"""Per-rank status: who crashed, hung or only suffered; first failures on one timeline; versions; hosts."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ Row = dict[str, Any]
 _TIME_MAX = float("inf")
 
 
-AGENT_KINDS = frozenset({"child_failed", "worker_failed", "closing_signal", "launcher_exit", "worker_group_restart"})
+AGENT_KINDS = frozenset(
+    {"child_failed", "worker_failed", "closing_signal", "launcher_exit", "worker_group_restart"}
+)
 
 
 def _rank_of(e: Event, single_node: bool = True) -> int | None:
@@ -76,10 +78,9 @@ def is_own_crash(e: Event) -> bool:
         return etype not in ("ncclRemoteError", "ncclSystemError") and "remote process exited" not in reason
     if e.kind == "watchdog_terminated":
         err = str(e.get("error") or "")
-        return "CUDA error" in err or "CUDA" in err and "timeout" not in err.lower()
+        return "CUDA error" in err or ("CUDA" in err and "timeout" not in err.lower())
     if e.kind in ("child_failed", "worker_failed", "launcher_exit"):
         sig = e.get("signal") or exit_signal(_exitcode(e))
-        code = _exitcode(e)
         if sig in ("SIGTERM", "SIGINT", "SIGHUP"):
             return False
         return sig in ("SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL")
@@ -89,8 +90,11 @@ def is_own_crash(e: Event) -> bool:
 def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
     """Ranks whose only sign of failure is a positive exit code (no exception or hang line of their own)."""
     sn = single_node(events)
-    informed = {e.rank for e in events if e.rank is not None and e.kind in ("exception", "error_file",
-                                                                          "hang_detected")}
+    informed = {
+        e.rank
+        for e in events
+        if e.rank is not None and e.kind in ("exception", "error_file", "hang_detected")
+    }
     out: dict[int, Event] = {}
     for e in events:
         if e.kind not in ("child_failed", "worker_failed"):
@@ -102,10 +106,22 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
 
 
 def hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
-    rows = [{"rank": e.rank, "host": e.host or hosts.get(e.rank) if e.rank is not None else e.host,
-             "detector": e.get("detector"), "pg": e.get("pg"), "seq": e.get("seq"), "op": e.get("op"),
-             "timeout_ms": e.get("timeout_ms"), "time": e.time, "path": e.ref.path, "line": e.ref.line}
-            for e in events if e.kind == "hang_detected"]
+    rows = [
+        {
+            "rank": e.rank,
+            "host": e.host or hosts.get(e.rank) if e.rank is not None else e.host,
+            "detector": e.get("detector"),
+            "pg": e.get("pg"),
+            "seq": e.get("seq"),
+            "op": e.get("op"),
+            "timeout_ms": e.get("timeout_ms"),
+            "time": e.time,
+            "path": e.ref.path,
+            "line": e.ref.line,
+        }
+        for e in events
+        if e.kind == "hang_detected"
+    ]
     return sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["path"], r["line"]))
 
 
@@ -128,23 +144,32 @@ def victim_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     rows: list[Row] = []
 
     def add(e: Event, rank: int | None, signal: str) -> None:
-        rows.append({"rank": rank, "host": e.host or (hosts.get(rank) if rank is not None else None),
-                     "signal": signal, "time": e.time, "text": e.text[:300], "path": e.ref.path,
-                     "line": e.ref.line})
+        rows.append(
+            {
+                "rank": rank,
+                "host": e.host or (hosts.get(rank) if rank is not None else None),
+                "signal": signal,
+                "time": e.time,
+                "text": e.text[:300],
+                "path": e.ref.path,
+                "line": e.ref.line,
+            }
+        )
 
     for e in events:
         rank = _rank_of(e, sn)
-        if e.kind == "peer_closed":
-            add(e, rank, "peer_closed")
-        elif e.kind == "network_error" and any(
-                m in str(e.get("error") or e.text) for m in ("reset by peer", "closed by", "Broken pipe")):
+        if e.kind == "peer_closed" or (
+            e.kind == "network_error"
+            and any(m in str(e.get("error") or e.text) for m in ("reset by peer", "closed by", "Broken pipe"))
+        ):
             add(e, rank, "peer_closed")
         elif e.kind == "nccl_error" and not is_own_crash(e):
             add(e, rank, "remote_error")
         elif e.kind in ("exception", "error_file") and is_victim_exception(e):
             add(e, rank, "collective_error")
         elif e.kind in ("child_failed", "worker_failed") and (
-                e.get("signal") or exit_signal(_exitcode(e))) in ("SIGTERM", "SIGINT", "SIGHUP"):
+            e.get("signal") or exit_signal(_exitcode(e))
+        ) in ("SIGTERM", "SIGINT", "SIGHUP"):
             add(e, rank, "sigterm")
         elif e.kind == "store_error" and e.get("op") == "check_dump_flag":
             add(e, rank, "store_teardown")
@@ -152,21 +177,25 @@ def victim_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             add(e, rank, "dump_signal_from_peer")
         elif e.kind == "hang_detected" and rank is not None:
             others = [t for r, t in crashes.items() if r != rank]
-            if others and rank not in crashes and (
-                    e.time is None or min(others) == _TIME_MAX or min(others) <= e.time):
+            if (
+                others
+                and rank not in crashes
+                and (e.time is None or min(others) == _TIME_MAX or min(others) <= e.time)
+            ):
                 add(e, rank, "timeout_after_crash")
     return sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["path"], r["line"], r["signal"]))
 
 
 FIRST_WINDOW_S = 1.0
+_TEARDOWN_SIGNALS = frozenset({"sigterm", "store_teardown", "dump_signal_from_peer"})
 
 
 def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     """Each rank's earliest own fault; `first` marks the ranks that failed first."""
     sn = single_node(events)
     best: dict[int, Event] = {}
-    for rank, e in _exit_only_crashes(events).items():
-        best[rank] = e
+    for exit_rank, exit_event in _exit_only_crashes(events).items():
+        best[exit_rank] = exit_event
     for e in events:
         rank = _rank_of(e, sn)
         if rank is None or not is_own_crash(e):
@@ -180,8 +209,18 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     rows = []
     for rank, e in sorted(best.items()):
         first = earliest is None or e.time is None or e.time - earliest <= FIRST_WINDOW_S
-        rows.append({"rank": rank, "host": e.host or hosts.get(rank), "kind": e.kind, "first": first,
-                     "time": e.time, "text": e.text[:300], "path": e.ref.path, "line": e.ref.line})
+        rows.append(
+            {
+                "rank": rank,
+                "host": e.host or hosts.get(rank),
+                "kind": e.kind,
+                "first": first,
+                "time": e.time,
+                "text": e.text[:300],
+                "path": e.ref.path,
+                "line": e.ref.line,
+            }
+        )
     return rows
 
 
@@ -193,8 +232,18 @@ def first_failure_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[R
     rows = []
     for i, e in enumerate(fails, 1):
         rank = _rank_of(e, sn)
-        rows.append({"order": i, "rank": rank, "host": e.host or (hosts.get(rank) if rank is not None else None),
-                     "time": e.time, "kind": e.kind, "text": e.text[:300], "path": e.ref.path, "line": e.ref.line})
+        rows.append(
+            {
+                "order": i,
+                "rank": rank,
+                "host": e.host or (hosts.get(rank) if rank is not None else None),
+                "time": e.time,
+                "kind": e.kind,
+                "text": e.text[:300],
+                "path": e.ref.path,
+                "line": e.ref.line,
+            }
+        )
     return rows
 
 
@@ -225,14 +274,23 @@ def version_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         holders[(c, v)].add(h if h is not None else r)
     top = {c: max(len(holders[(c, v)]) for v in vs) for c, vs in distinct.items()}
     # A tie (two hosts, two versions) has no minority: no side is "the odd one".
-    rows = [{"host": h, "rank": r, "component": c, "version": v, "distinct": len(distinct[c]),
-             "minority": len(distinct[c]) > 1 and len(holders[(c, v)]) < top[c]}
-            for h, r, c, v in seen]
+    rows = [
+        {
+            "host": h,
+            "rank": r,
+            "component": c,
+            "version": v,
+            "distinct": len(distinct[c]),
+            "minority": len(distinct[c]) > 1 and len(holders[(c, v)]) < top[c],
+        }
+        for h, r, c, v in seen
+    ]
     return sorted(rows, key=lambda r: (r["component"], r["version"], r["host"] or "", r["rank"] or -1))
 
 
-def rank_status_rows(events: Sequence[Event], ranks: Sequence[int], hosts: dict[int, str],
-                     victims: Sequence[Row]) -> list[Row]:
+def rank_status_rows(
+    events: Sequence[Event], ranks: Sequence[int], hosts: dict[int, str], victims: Sequence[Row]
+) -> list[Row]:
     """One row per known rank: crashed (own fault), hung, victim (consequence signals), ok or silent."""
     sn = single_node(events)
     by_rank: dict[int, list[Event]] = defaultdict(list)
@@ -241,6 +299,8 @@ def rank_status_rows(events: Sequence[Event], ranks: Sequence[int], hosts: dict[
         if r is not None:
             by_rank[r].append(e)
     victim_ranks = {v["rank"] for v in victims if v["rank"] is not None}
+    # Being stopped or losing the store at teardown happens to every survivor; it is not a symptom.
+    loud_ranks = {v["rank"] for v in victims if v["rank"] is not None and v["signal"] not in _TEARDOWN_SIGNALS}
     exit_only = _exit_only_crashes(events)
     rows = []
     for rank in sorted(set(ranks) | set(by_rank)):
@@ -248,16 +308,36 @@ def rank_status_rows(events: Sequence[Event], ranks: Sequence[int], hosts: dict[
         crashed = rank in exit_only or any(is_own_crash(e) for e in evs)
         hung = any(e.kind == "hang_detected" for e in evs)
         victim = rank in victim_ranks
-        fails = sorted((e for e in evs if e.kind in FAILURE_KINDS),
-                       key=lambda e: (e.time is None, e.time or 0.0, e.ref.path, e.ref.line))
-        exitcode = next((_exitcode(e) for e in evs if e.kind in ("child_failed", "worker_failed")
-                         and _exitcode(e) is not None), None)
-        status = ("crashed" if crashed else "hung" if hung else "victim" if victim
-                  else "ok" if evs else "silent")
-        rows.append({"rank": rank, "host": hosts.get(rank), "status": status, "crashed": crashed, "hung": hung,
-                     "victim": victim, "first_error_kind": fails[0].kind if fails else None,
-                     "first_error_time": fails[0].time if fails else None, "exitcode": exitcode,
-                     "signal": exit_signal(exitcode)})
+        fails = sorted(
+            (e for e in evs if e.kind in FAILURE_KINDS),
+            key=lambda e: (e.time is None, e.time or 0.0, e.ref.path, e.ref.line),
+        )
+        exitcode = next(
+            (
+                _exitcode(e)
+                for e in evs
+                if e.kind in ("child_failed", "worker_failed") and _exitcode(e) is not None
+            ),
+            None,
+        )
+        status = (
+            "crashed" if crashed else "hung" if hung else "victim" if victim else "ok" if evs else "silent"
+        )
+        rows.append(
+            {
+                "rank": rank,
+                "host": hosts.get(rank),
+                "status": status,
+                "crashed": crashed,
+                "hung": hung,
+                "victim": victim,
+                "quiet": not crashed and not hung and rank not in loud_ranks,
+                "first_error_kind": fails[0].kind if fails else None,
+                "first_error_time": fails[0].time if fails else None,
+                "exitcode": exitcode,
+                "signal": exit_signal(exitcode),
+            }
+        )
     return rows
 
 
@@ -269,8 +349,14 @@ def host_failure_rows(rank_rows: Sequence[Row]) -> list[Row]:
     rows = []
     for host, rs in sorted(per.items()):
         failing = sum(1 for r in rs if r["crashed"])
-        rows.append({"host": host, "failing_ranks": failing, "total_ranks": len(rs),
-                     "fraction": failing / len(rs) if rs else 0.0})
+        rows.append(
+            {
+                "host": host,
+                "failing_ranks": failing,
+                "total_ranks": len(rs),
+                "fraction": failing / len(rs) if rs else 0.0,
+            }
+        )
     return rows
 
 
@@ -283,5 +369,8 @@ def missing_rank_rows(events: Sequence[Event], files: Sequence[InputFile], world
         seen.update(f.ranks)
     if not seen:
         return []
-    return [{"rank": r, "world_size": world, "basis": "world size stated in logs"}
-            for r in range(world) if r not in seen]
+    return [
+        {"rank": r, "world_size": world, "basis": "world size stated in logs"}
+        for r in range(world)
+        if r not in seen
+    ]

@@ -39,7 +39,8 @@ class Ingested:
     sources: dict[str, Locator] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
 
-    def context(self, refs: Iterable[SourceRef], before: int = 2, after: int = 2) -> dict[SourceRef, list[tuple[int, str]]]:
+    def context(self, refs: Iterable[SourceRef], before: int = 2,
+                after: int = 2) -> dict[SourceRef, list[tuple[int, str]]]:
         return read_context(self, refs, before=before, after=after)
 
 
@@ -72,7 +73,7 @@ def _read_opened(op: Opened, parsers: tuple[type[Parser], ...]) -> _FileOut | Sk
             stream = Head(data, stream)
     if res is None:
         try:
-            res = Reader(op.display, origin, parsers, _triggers(parsers)).read(stream)
+            res = Reader(op.display, origin, parsers, _triggers(parsers)).read(stream)  # type: ignore[arg-type]
         except Exception as exc:  # logs never raise: a reader bug costs this file, not the run
             return Skipped(op.display, f"internal error while reading ({type(exc).__name__}: {exc})")
     res.ranks |= {origin.rank} if origin.rank is not None else set()
@@ -140,7 +141,7 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
                       frozenset(f.result.envelope_ranks)) for f in files]
     attribute(job)
     out = Ingested(skipped=skipped)
-    for f, fe in zip(files, job):
+    for f, fe in zip(files, job, strict=True):
         ranks = {e.rank for e in fe.events if e.rank is not None} | f.result.envelope_ranks
         if f.origin.rank is not None:
             ranks.add(f.origin.rank)

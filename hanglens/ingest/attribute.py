@@ -7,6 +7,7 @@ ambiguity (a mapping with two different answers is dropped): never guess.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import statistics
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
@@ -16,6 +17,7 @@ from hanglens.model import Event, Origin
 YEAR2000 = 946684800.0       # yearless stamps were read as year 2000 (a leap year, so Feb 29 survives)
 YEAR2001 = 978307200.0
 HALF_YEAR = 183 * 86400.0
+AGENT_KINDS = frozenset({"child_failed", "worker_failed", "closing_signal"})
 
 
 @dataclass
@@ -47,7 +49,7 @@ def _int(value: object) -> int | None:
 
 
 def _node_key(f: FileEvents, e: Event | None) -> tuple[str, ...]:
-    """Which agent's local ranks an event's local rank counts: the torchrun run dir, else the file and host."""
+    """Whose local ranks an event's local rank counts: the torchrun run dir, else the file and host."""
     o = f.origin
     if o.node_dir is not None:
         return ("tree", o.host or "", o.node_dir, str(o.attempt))
@@ -94,7 +96,8 @@ def _local_to_global(files: list[FileEvents]) -> None:
                 g, lr, h = _int(e.get("failed_rank")), _int(e.get("local_rank")), e.get("failed_host")
                 if g is not None and lr is not None and isinstance(h, str) and h:
                     failures.append((_short(h), lr, g))
-            if e.rank is not None and e.local_rank is not None and e.kind not in ("child_failed", "worker_failed"):
+            # The agent's own lines name other processes' local ranks; they say nothing about their writer.
+            if e.rank is not None and e.local_rank is not None and e.kind not in AGENT_KINDS:
                 triples.append((key, e.local_rank, e.rank))
     for host, lr, g in failures:
         keys = [k for k, hs in key_hosts.items() if host in hs and k[0] == "tree"]
@@ -116,7 +119,7 @@ def _local_to_global(files: list[FileEvents]) -> None:
 
 
 def _nccl_pids(files: list[FileEvents]) -> None:
-    """NCCL `host:pid:tid` lines -> rank, via the largest communicator's init lines or ranked lines of that pid."""
+    """NCCL `host:pid:tid` lines -> rank: the largest communicator's init lines, or the pid's ranked lines."""
     events = [e for f in files for e in f.events]
     world = max((_int(e.get("nranks")) or 0 for e in events if e.kind == "nccl_comm_init"), default=0)
     pairs: list[tuple[Hashable, int]] = []
@@ -223,7 +226,7 @@ def rebase_years(files: list[FileEvents]) -> None:
             if options:
                 shift[t] = min(options, key=lambda x: (abs(x - ref), x))
     else:
-        gaps = [(b - a, i) for i, (a, b) in enumerate(zip(stamps, stamps[1:]))]
+        gaps = [(b - a, i) for i, (a, b) in enumerate(itertools.pairwise(stamps))]
         big = max(gaps, default=(0.0, -1))
         wraps = big[0] > HALF_YEAR and stamps[-1] - stamps[0] - big[0] < HALF_YEAR
         if wraps:

@@ -1,4 +1,4 @@
-"""Read who wrote a log from where it sits: torchrun `--log_dir` trees, rank/host hints in names, error.json."""
+"""Read who wrote a log from where it sits: torchrun `--log_dir` trees, rank/host hints, error.json files."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ ATTEMPT_RE = re.compile(r"^attempt_(?P<n>\d+)$")
 LOCAL_DIR_RE = re.compile(r"^\d{1,4}$")
 TORCHRUN_FILE_RE = re.compile(r"^(?:stdout|stderr)\.log$|^error\.json$")
 # `rank3`, `rank_3`, `rank-3`, `worker-3`, `x-rank3.log`, `node0_rank3`; not `rank3x` or `ranking`.
-RANK_HINT_RE = re.compile(r"(?:^|[^A-Za-z0-9])(?P<local>local[-_]?)?(?:rank|worker)[-_]?(?P<n>\d{1,6})(?![0-9A-Za-z])",
-                          re.IGNORECASE)
+RANK_HINT_RE = re.compile(
+    r"(?:^|[^A-Za-z0-9])(?P<local>local[-_]?)?(?:rank|worker)[-_]?(?P<n>\d{1,6})(?![0-9A-Za-z])",
+    re.IGNORECASE,
+)
 NODE_HINT_RE = re.compile(r"(?:^|[^A-Za-z0-9])(?P<node>node[-_]?\d{1,5})(?![0-9A-Za-z])", re.IGNORECASE)
 # NCCL_DEBUG_FILE=<dir>/<prefix>.%h.%p: host then pid as the last two dotted fields of the name.
 NCCL_FILE_RE = re.compile(r"(?:^|[._-])(?P<host>[A-Za-z][\w-]*)\.(?P<pid>\d{2,8})(?:\.(?:log|txt|out))?$")
@@ -25,7 +27,8 @@ STREAM_RE = re.compile(r"(?:^|[._-])(?P<s>stdout|stderr|out|err)(?:\.log|\.txt)?
 # Folder names that carry digits but name runs or outputs, not machines.
 GENERIC_DIRS = frozenset({
     "log", "logs", "out", "output", "outputs", "tmp", "run", "runs", "job", "jobs", "data", "result",
-    "results", "torchelastic", "attempt", "exp", "experiment", "experiments", "ckpt", "checkpoint", "v", "version",
+    "results", "torchelastic", "attempt", "exp", "experiment", "experiments", "ckpt", "checkpoint", "v",
+    "version",
     "rank", "worker", "step", "epoch", "test", "tests", "case", "trial",
 })
 
@@ -66,8 +69,8 @@ def origin_of(rel: str) -> PathHints:
                                    node_dir=run_dir))
     rank: int | None = None
     local_rank: int | None = None
-    host: str | None = None
     pid: int | None = None
+    host = None
     stem = name
     m = RANK_HINT_RE.search(stem)
     if m:
@@ -127,7 +130,7 @@ def _as_int(value: Any) -> int | None:
 def error_file_event(data: bytes, display: str, origin: Origin) -> Event | None:
     """The `error_file` event of a torchrun error.json (old nested and new flat formats), or None.
 
-    Old: `{"message": {"message": "T: m", "extraInfo": {"py_callstack": ..., "timestamp": "s"}, "errorCode": n}}`;
+    Old: `{"message": {"message": "T: m", "extraInfo": {"py_callstack", "timestamp": "s"}, "errorCode": n}}`;
     new: `{"message": "T: m", "timestamp": s, "errorCode": n}` (torch 1.10-2.9, reference §3.2).
     """
     try:

@@ -30,13 +30,19 @@ JOURNAL_RE = re.compile(
 )
 SLURM_RE = re.compile(r"^(?:P\d+ )?\s*(?P<task>\d{1,5}): ")
 OPENMPI_RE = re.compile(
-    r"^\[(?P<job>[\w.@-]+),(?P<mpi_rank>\d+)\](?:\[(?P<host>[^:\]]+):\d+\])?<(?P<stream>stdout|stderr|stddiag)>: ?"
+    r"^\[(?P<job>[\w.@-]+),(?P<mpi_rank>\d+)\](?:\[(?P<host>[^:\]]+):\d+\])?"
+    r"<(?P<stream>stdout|stderr|stddiag)>: ?"
 )
 PDSH_RE = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w-]*(?:\.[\w-]+)*\d[\w.-]*): (?=\S)")
 RAY_RE = re.compile(r"^\((?P<actor>[\w.]+) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:]+))?\) ")
 TORCHX_RE = re.compile(r"^(?P<app>[\w.\-]+)/(?P<replica>\d+) (?=\[)")
 TEE_RE = re.compile(r"^\[(?!rank\d)(?P<role>[A-Za-z_][\w-]*?)(?P<local_rank>\d+)\]:")
 RANK_RE = re.compile(r"\[rank(?P<rank>\d+)\]: ?")
+# Training scripts' own rank tags at the start of a message: `[rank 3] step 1`, `[rank3] train: ...`.
+# Only the lower-case user form: `[Rank 3]` is ProcessGroupNCCL's work prefix, which can name a
+# sub-group rank, so the c10d parser reports it as `stated_rank` instead.
+USER_RANK_RE = re.compile(r"^\[rank ?(?P<rank>\d+)\][ :]")
+LEVEL_WORD_RE = re.compile(r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?=\[)")
 MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
 
 # -- inner logging envelopes ---------------------------------------------------------------------
@@ -62,7 +68,8 @@ PYFMT_RE = re.compile(
 )
 # vLLM's logger: `%(levelname)s %(asctime)s %(filename)s:%(lineno)d]` with a yearless `%m-%d %H:%M:%S`.
 VLLM_RE = re.compile(
-    r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<mm>\d\d)-(?P<dd>\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d+))? "
+    r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<mm>\d\d)-(?P<dd>\d\d) "
+    r"(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d+))? "
     r"(?P<file>[\w.-]+\.py):(?P<line>\d+)\] ?"
 )
 STDLIB_RE = re.compile(r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<logger>[\w.]+):")
@@ -269,6 +276,14 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
                 if m:
                     level = LEVEL_LETTER[m["lvl"]]
                     s = s[m.end():]
+    m = LEVEL_WORD_RE.match(s)  # `2024-01-01 10:00:00,123 INFO [rank1] train: ...` after the timestamp
+    if m and level is None:
+        level = LEVEL_LETTER[m["lvl"]]
+        s = s[m.end():]
+    if rank is None:
+        m = USER_RANK_RE.match(s)
+        if m:
+            rank = int(m["rank"])
     if rank is None and task is not None and local_rank is None:
         rank = None  # a scheduler task id is not a global rank; kept in `task`
     return Envelope(

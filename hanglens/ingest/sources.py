@@ -57,7 +57,7 @@ class ReadableStream(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Unit:
-    """One input on disk: `fs_path` to open, `display` shown to the user, `rel` the path origins are read from."""
+    """One input on disk: `fs_path` to open, `display` shown to users, `rel` the path origins come from."""
 
     fs_path: str
     display: str
@@ -403,7 +403,7 @@ def _open_tar(unit: Unit, body: Head, member: str | None) -> Iterator[Opened | S
         if rel_base.endswith(suffix):
             rel_base = rel_base[: -len(suffix)]
     try:
-        tf = tarfile.open(fileobj=body, mode="r|")  # type: ignore[call-overload]
+        tf = tarfile.open(fileobj=body, mode="r|")  # type: ignore[call-overload]  # noqa: SIM115 - closed below
     except tarfile.TarError as exc:
         yield Skipped(unit.display, f"corrupt tar archive ({exc})")
         return
@@ -412,7 +412,7 @@ def _open_tar(unit: Unit, body: Head, member: str | None) -> Iterator[Opened | S
             try:
                 info = tf.next()
             except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
-                yield Skipped(unit.display, f"tar archive is truncated or corrupt here ({type(exc).__name__})")
+                yield Skipped(unit.display, f"tar archive truncated or corrupt here ({type(exc).__name__})")
                 return
             if info is None:
                 break
@@ -434,7 +434,7 @@ def _open_tar(unit: Unit, body: Head, member: str | None) -> Iterator[Opened | S
             if member is not None:
                 return
         if body.error is not None:
-            yield Skipped(unit.display, f"archive is truncated or corrupt ({body.error}); members before it were read")
+            yield Skipped(unit.display, f"archive truncated or corrupt ({body.error}); earlier members read")
     finally:
         tf.close()
 

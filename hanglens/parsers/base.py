@@ -1,4 +1,4 @@
-"""The contract every parser module implements: triggers, declared outputs, examples, a per-file state machine."""
+"""The contract every parser module implements: triggers, outputs, examples, a per-file state machine."""
 
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ Fields = dict[str, Any]
 
 # The message ends where the boilerplate would start when several lines were joined into one.
 CUDA_ERROR_RE = re.compile(
-    r"CUDA error: (?P<msg>[^{}\n]+?)(?=\s*(?:\\n|CUDA kernel errors might|For debugging consider|"
+    r"(?:CUDA error|Triton Error \[CUDA\]): (?P<msg>[^{}\n]+?)"
+    r"(?=\s*(?:\\n|CUDA kernel errors might|For debugging consider|"
     r"Compile with `TORCH_USE_CUDA_DSA`|Exception raised from|$))"
 )
 LIB_STATUS_RE = re.compile(r"(?P<status>(?P<lib>CUBLAS|CUSOLVER|CUSPARSE|CUFFT|CURAND)_STATUS_\w+)")
@@ -39,9 +40,7 @@ XID_RE = re.compile(
     r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.\d)?)\): (?P<xid>\d+),"
     r"(?: pid=(?P<pid>\d+|'?<unknown>'?),)?(?: name=(?P<proc>[^,]*),)? ?(?P<detail>.*)"
 )
-SXID_RE = re.compile(
-    r"nvidia-nvswitch\d+: SXid \((?:PCI:)?(?P<pci>[^)]+)\): (?P<xid>\d+),? ?(?P<detail>.*)"
-)
+SXID_RE = re.compile(r"nvidia-nvswitch\d+: SXid \((?:PCI:)?(?P<pci>[^)]+)\): (?P<xid>\d+),? ?(?P<detail>.*)")
 
 PGP_RE = re.compile(
     r"\[PG ID (?P<pg_id>\d+) PG GUID (?P<pg_guid>[^\s(\]]+)(?:\((?P<pg_desc>[^)]*)\))?"
@@ -50,8 +49,20 @@ PGP_RE = re.compile(
     r"|\[Rank (?P<rank>\d+)\]"
 )
 
-UNITS = {"B": 1, "bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50,
-         "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15}
+UNITS = {
+    "B": 1,
+    "bytes": 1,
+    "KiB": 1 << 10,
+    "MiB": 1 << 20,
+    "GiB": 1 << 30,
+    "TiB": 1 << 40,
+    "PiB": 1 << 50,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "PB": 10**15,
+}
 
 # cudaGetErrorString texts (and driver-API names NCCL prints) mapped to the event's closed `error` set.
 CUDA_CLASSES: tuple[tuple[str, str], ...] = (
@@ -123,97 +134,207 @@ class CudaParser(Parser):
     """
 
     name = "cuda"
-    triggers = ("CUDA error", "cuDNN error", "Assertion ", "CUDA out of memory", "of memory: Kill",
-                "oom-kill:",
-                "Xid (")
+    triggers = (
+        "CUDA error",
+        "Error [CUDA]",
+        "cuDNN error",
+        "Assertion ",
+        "CUDA out of memory",
+        "of memory: Kill",
+        "oom-kill:",
+        "Xid (",
+    )
     emits = (
-        EventSpec("cuda_error", ("error", "message", "status", "pg", "pg_rank", "stated_rank"),
-                  "CUDA runtime error (`CUDA error: <msg>`), cuBLAS/cuDNN status errors; PG fields when the "
-                  "error is quoted by a ProcessGroupNCCL line"),
-        EventSpec("device_assert", ("file", "line", "condition", "block", "thread"),
-                  "kernel assertion printf (one per failing thread)"),
-        EventSpec("oom", ("device", "requested", "gpu", "total", "free", "pid", "process"),
-                  "CUDA OOM (sizes in bytes) or host OOM killer (pid, process name)"),
+        EventSpec(
+            "cuda_error",
+            ("error", "message", "status", "pg", "pg_rank", "stated_rank"),
+            "CUDA runtime error (`CUDA error: <msg>`), cuBLAS/cuDNN status errors; PG fields when the "
+            "error is quoted by a ProcessGroupNCCL line",
+        ),
+        EventSpec(
+            "device_assert",
+            ("file", "line", "condition", "block", "thread"),
+            "kernel assertion printf (one per failing thread)",
+        ),
+        EventSpec(
+            "oom",
+            ("device", "requested", "gpu", "total", "free", "pid", "process"),
+            "CUDA OOM (sizes in bytes) or host OOM killer (pid, process name)",
+        ),
         EventSpec("xid", ("xid", "pci", "detail", "pid", "nvswitch"), "NVIDIA driver Xid / NVSwitch SXid"),
     )
     examples = (
-        Example("RuntimeError: CUDA error: an illegal memory access was encountered\nCUDA kernel errors "
-                "might be asynchronously reported at some other API call,so the stacktrace below might be "
-                "incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1.",
-                "cuda_error", {"error": "illegal_memory_access",
-                               "message": "an illegal memory access was encountered"}, "torch 1.10-1.13"),
-        Example("RuntimeError: CUDA error: device-side assert triggered\n"
-                "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
-                "cuda_error", {"error": "device_side_assert"}, "torch 2.0-2.7"),
-        Example("torch.AcceleratorError: CUDA error: misaligned address", "cuda_error",
-                {"error": "misaligned_address"}, "torch 2.8+"),
-        Example("[rank3]:[E1003 18:37:01.832146912 ProcessGroupNCCL.cpp:1664] [PG ID 0 PG GUID 0(default_pg) "
-                "Rank 3] Process group watchdog thread terminated with exception: CUDA error: unspecified "
-                "launch failure", "cuda_error", {"error": "launch_failure", "pg": "0", "pg_rank": 3,
-                                                 "stated_rank": 3}, "torch 2.5+"),
-        Example("[E ProcessGroupNCCL.cpp:916] [Rank 1] NCCL watchdog thread terminated with exception: CUDA "
-                "error: uncorrectable ECC error encountered", "cuda_error",
-                {"error": "ecc", "stated_rank": 1}, "torch 1.13-2.2"),
+        Example(
+            "RuntimeError: CUDA error: an illegal memory access was encountered\nCUDA kernel errors "
+            "might be asynchronously reported at some other API call,so the stacktrace below might be "
+            "incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1.",
+            "cuda_error",
+            {"error": "illegal_memory_access", "message": "an illegal memory access was encountered"},
+            "torch 1.10-1.13",
+        ),
+        Example(
+            "RuntimeError: CUDA error: device-side assert triggered\n"
+            "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+            "cuda_error",
+            {"error": "device_side_assert"},
+            "torch 2.0-2.7",
+        ),
+        Example(
+            "torch.AcceleratorError: CUDA error: misaligned address",
+            "cuda_error",
+            {"error": "misaligned_address"},
+            "torch 2.8+",
+        ),
+        Example(
+            "[rank3]:[E1003 18:37:01.832146912 ProcessGroupNCCL.cpp:1664] [PG ID 0 PG GUID 0(default_pg) "
+            "Rank 3] Process group watchdog thread terminated with exception: CUDA error: unspecified "
+            "launch failure",
+            "cuda_error",
+            {"error": "launch_failure", "pg": "0", "pg_rank": 3, "stated_rank": 3},
+            "torch 2.5+",
+        ),
+        Example(
+            "[E ProcessGroupNCCL.cpp:916] [Rank 1] NCCL watchdog thread terminated with exception: CUDA "
+            "error: uncorrectable ECC error encountered",
+            "cuda_error",
+            {"error": "ecc", "stated_rank": 1},
+            "torch 1.13-2.2",
+        ),
         Example("RuntimeError: CUDA error: unknown error", "cuda_error", {"error": "unknown"}, "torch 1.10+"),
-        Example("RuntimeError: CUDA error: invalid device ordinal", "cuda_error",
-                {"error": "invalid_device_ordinal"}, "torch 1.10+"),
-        Example("RuntimeError: CUDA error: invalid argument", "cuda_error", {"error": "invalid_argument"},
-                "torch 1.10+"),
-        Example("RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( "
-                "handle, opa, opb, m, n, k, &falpha, a, CUDA_R_16F, lda, b, CUDA_R_16F, ldb, &fbeta, c, "
-                "CUDA_R_16F, ldc, CUDA_R_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`", "cuda_error",
-                {"error": "cublas", "status": "CUBLAS_STATUS_EXECUTION_FAILED"}, "torch 1.10+"),
-        Example("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR", "cuda_error",
-                {"error": "cudnn", "status": "CUDNN_STATUS_INTERNAL_ERROR"}, "torch 1.10+"),
-        Example("RuntimeError: CUDA error: the launch timed out and was terminated", "cuda_error",
-                {"error": "other"}, "torch 1.10+"),
-        Example("/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [0,0,0], thread: "
-                "[0,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` "
-                "failed.",
-                "device_assert", {"file": "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu", "line": 92,
-                                  "condition":
-                                      '-sizes[i] <= index && index < sizes[i] && "index out of bounds"',
-                                  "thread": "0,0,0"}, "torch 1.10+"),
-        Example("RuntimeError: CUDA out of memory. Tried to allocate 12.55 GiB (GPU 0; 23.69 GiB total "
-                "capacity; 12.58 GiB already allocated; 10.38 GiB free; 12.58 GiB reserved in total by "
-                "PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid "
-                "fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF", "oom",
-                {"device": "cuda", "requested": int(12.55 * (1 << 30)), "gpu": 0,
-                 "total": int(23.69 * (1 << 30)), "free": int(10.38 * (1 << 30))}, "torch 1.10-2.0"),
-        Example("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 1 has a "
-                "total capacty of 79.15 GiB of which 3.25 MiB is free. Including non-PyTorch memory, this "
-                "process has 79.13 GiB memory in use. Of the allocated memory 77.50 GiB is allocated by "
-                "PyTorch, and 1.02 GiB is reserved by PyTorch but unallocated.", "oom",
-                {"device": "cuda", "requested": 20 * (1 << 20), "gpu": 1, "free": int(3.25 * (1 << 20))},
-                "torch 2.1"),
-        Example("[rank5]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU  has a "
-                "total capacity of 39.39 GiB of which 1.06 GiB is free. Process 4242 has 38.32 GiB memory in "
-                "use. Of the allocated memory 36.00 GiB is allocated by PyTorch, and 1.50 GiB is reserved by "
-                "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
-                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.", "oom",
-                {"device": "cuda", "requested": 2 * (1 << 30), "gpu": None, "total": int(39.39 * (1 << 30))},
-                "torch 2.4+"),
-        Example("[1234567.890123] Out of memory: Killed process 41233 (python) total-vm:98765432kB, "
-                "anon-rss:65432100kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:130000kB oom_score_adj:0",
-                "oom", {"device": "host", "pid": 41233, "process": "python"}, "Linux 5.x+ dmesg"),
-        Example("Mar  1 12:34:56 node07 kernel: Memory cgroup out of memory: Kill process 5120 (python3) "
-                "score 998 or sacrifice "
-                "child", "oom", {"device": "host", "pid": 5120}, "Linux 3.x-4.x journal"),
-        Example("[1234567.890000] "
-                "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0-1,global_oom,tas"
-                "k_memcg=/user.slice,task=python,pid=41233,uid=1000", "oom",
-                {"device": "host", "pid": 41233, "process": "python"}, "Linux 4.19+ dmesg"),
-        Example("NVRM: Xid (PCI:0000:2b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the "
-                "bus.",
-                "xid", {"xid": 79, "pci": "0000:2b:00", "detail": "GPU has fallen off the bus."},
-                "NVIDIA driver 535+"),
-        Example("[ 3456.789012] NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: New row marked for "
-                "remapping, reset gpu to activate.", "xid", {"xid": 63, "pci": "0000:10:1c", "pid": 1896},
-                "NVIDIA driver 470+"),
-        Example("NVRM: Xid (0000:08:00): 31, Ch 0000003b, intr 10000000. MMU Fault", "xid",
-                {"xid": 31, "pci": "0000:08:00"}, "old NVIDIA drivers"),
-        Example("nvidia-nvswitch3: SXid (PCI:0000:07:00.0): 12028, Non-fatal, Link 44 egress non-posted PRIV "
-                "error", "xid", {"xid": 12028, "nvswitch": True}, "NVSwitch systems"),
+        Example(
+            "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered",
+            "cuda_error",
+            {"error": "illegal_memory_access"},
+            "Triton 2.x-3.x kernels (torch.compile, vLLM)",
+        ),
+        Example(
+            "RuntimeError: CUDA error: invalid device ordinal",
+            "cuda_error",
+            {"error": "invalid_device_ordinal"},
+            "torch 1.10+",
+        ),
+        Example(
+            "RuntimeError: CUDA error: invalid argument",
+            "cuda_error",
+            {"error": "invalid_argument"},
+            "torch 1.10+",
+        ),
+        Example(
+            "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( "
+            "handle, opa, opb, m, n, k, &falpha, a, CUDA_R_16F, lda, b, CUDA_R_16F, ldb, &fbeta, c, "
+            "CUDA_R_16F, ldc, CUDA_R_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`",
+            "cuda_error",
+            {"error": "cublas", "status": "CUBLAS_STATUS_EXECUTION_FAILED"},
+            "torch 1.10+",
+        ),
+        Example(
+            "RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR",
+            "cuda_error",
+            {"error": "cudnn", "status": "CUDNN_STATUS_INTERNAL_ERROR"},
+            "torch 1.10+",
+        ),
+        Example(
+            "RuntimeError: CUDA error: the launch timed out and was terminated",
+            "cuda_error",
+            {"error": "other"},
+            "torch 1.10+",
+        ),
+        Example(
+            "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [0,0,0], thread: "
+            '[0,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && "index out of bounds"` '
+            "failed.",
+            "device_assert",
+            {
+                "file": "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu",
+                "line": 92,
+                "condition": '-sizes[i] <= index && index < sizes[i] && "index out of bounds"',
+                "thread": "0,0,0",
+            },
+            "torch 1.10+",
+        ),
+        Example(
+            "RuntimeError: CUDA out of memory. Tried to allocate 12.55 GiB (GPU 0; 23.69 GiB total "
+            "capacity; 12.58 GiB already allocated; 10.38 GiB free; 12.58 GiB reserved in total by "
+            "PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid "
+            "fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF",
+            "oom",
+            {
+                "device": "cuda",
+                "requested": int(12.55 * (1 << 30)),
+                "gpu": 0,
+                "total": int(23.69 * (1 << 30)),
+                "free": int(10.38 * (1 << 30)),
+            },
+            "torch 1.10-2.0",
+        ),
+        Example(
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 1 has a "
+            "total capacty of 79.15 GiB of which 3.25 MiB is free. Including non-PyTorch memory, this "
+            "process has 79.13 GiB memory in use. Of the allocated memory 77.50 GiB is allocated by "
+            "PyTorch, and 1.02 GiB is reserved by PyTorch but unallocated.",
+            "oom",
+            {"device": "cuda", "requested": 20 * (1 << 20), "gpu": 1, "free": int(3.25 * (1 << 20))},
+            "torch 2.1",
+        ),
+        Example(
+            "[rank5]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU  has a "
+            "total capacity of 39.39 GiB of which 1.06 GiB is free. Process 4242 has 38.32 GiB memory in "
+            "use. Of the allocated memory 36.00 GiB is allocated by PyTorch, and 1.50 GiB is reserved by "
+            "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.",
+            "oom",
+            {"device": "cuda", "requested": 2 * (1 << 30), "gpu": None, "total": int(39.39 * (1 << 30))},
+            "torch 2.4+",
+        ),
+        Example(
+            "[1234567.890123] Out of memory: Killed process 41233 (python) total-vm:98765432kB, "
+            "anon-rss:65432100kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:130000kB oom_score_adj:0",
+            "oom",
+            {"device": "host", "pid": 41233, "process": "python"},
+            "Linux 5.x+ dmesg",
+        ),
+        Example(
+            "Mar  1 12:34:56 node07 kernel: Memory cgroup out of memory: Kill process 5120 (python3) "
+            "score 998 or sacrifice "
+            "child",
+            "oom",
+            {"device": "host", "pid": 5120},
+            "Linux 3.x-4.x journal",
+        ),
+        Example(
+            "[1234567.890000] "
+            "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0-1,global_oom,tas"
+            "k_memcg=/user.slice,task=python,pid=41233,uid=1000",
+            "oom",
+            {"device": "host", "pid": 41233, "process": "python"},
+            "Linux 4.19+ dmesg",
+        ),
+        Example(
+            "NVRM: Xid (PCI:0000:2b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+            "xid",
+            {"xid": 79, "pci": "0000:2b:00", "detail": "GPU has fallen off the bus."},
+            "NVIDIA driver 535+",
+        ),
+        Example(
+            "[ 3456.789012] NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: New row marked for "
+            "remapping, reset gpu to activate.",
+            "xid",
+            {"xid": 63, "pci": "0000:10:1c", "pid": 1896},
+            "NVIDIA driver 470+",
+        ),
+        Example(
+            "NVRM: Xid (0000:08:00): 31, Ch 0000003b, intr 10000000. MMU Fault",
+            "xid",
+            {"xid": 31, "pci": "0000:08:00"},
+            "old NVIDIA drivers",
+        ),
+        Example(
+            "nvidia-nvswitch3: SXid (PCI:0000:07:00.0): 12028, Non-fatal, Link 44 egress non-posted PRIV "
+            "error",
+            "xid",
+            {"xid": 12028, "nvswitch": True},
+            "NVSwitch systems",
+        ),
     )
     near_misses = (
         "For debugging consider passing CUDA_LAUNCH_BLOCKING=1.",
@@ -232,13 +353,18 @@ class CudaParser(Parser):
     def feed(self, line: LogLine) -> Iterable[Event]:
         text = line.text
         out: list[Event] = []
-        if "CUDA error" in text or "cuDNN error" in text:
+        if "CUDA error" in text or "cuDNN error" in text or "Error [CUDA]" in text:
             out.extend(self._cuda_error(line))
         if "Assertion " in text:
             m = ASSERT_RE.search(text)
             if m:
-                fields = {"file": m["file"], "line": to_int(m["line"]), "condition": m["cond"],
-                          "block": m["block"].replace(" ", ""), "thread": m["thread"].replace(" ", "")}
+                fields = {
+                    "file": m["file"],
+                    "line": to_int(m["line"]),
+                    "condition": m["cond"],
+                    "block": m["block"].replace(" ", ""),
+                    "thread": m["thread"].replace(" ", ""),
+                }
                 # `line` is also the name of event()'s LogLine parameter, so the field is set afterwards.
                 out.append(replace(self.event("device_assert", line), fields=fields))
         if "CUDA out of memory" in text:
@@ -254,13 +380,31 @@ class CudaParser(Parser):
         if "Xid (" in text:
             m = XID_RE.search(text)
             if m:
-                out.append(self.event("xid", line, xid=to_int(m["xid"]), pci=m["pci"],
-                                      detail=m["detail"].strip(), pid=to_int(m["pid"]), nvswitch=False))
+                out.append(
+                    self.event(
+                        "xid",
+                        line,
+                        xid=to_int(m["xid"]),
+                        pci=m["pci"],
+                        detail=m["detail"].strip(),
+                        pid=to_int(m["pid"]),
+                        nvswitch=False,
+                    )
+                )
             else:
                 m = SXID_RE.search(text)
                 if m:
-                    out.append(self.event("xid", line, xid=to_int(m["xid"]), pci=m["pci"],
-                                          detail=m["detail"].strip(), pid=None, nvswitch=True))
+                    out.append(
+                        self.event(
+                            "xid",
+                            line,
+                            xid=to_int(m["xid"]),
+                            pci=m["pci"],
+                            detail=m["detail"].strip(),
+                            pid=None,
+                            nvswitch=True,
+                        )
+                    )
         return out
 
     def _cuda_error(self, line: LogLine) -> list[Event]:
@@ -283,11 +427,15 @@ class CudaParser(Parser):
         elif "CUDNN_STATUS_" in msg:
             found = CUDNN_STATUS_RE.search(msg)
             status = found.group(0) if found else None
-        out.append(self.event("cuda_error", line, error=error, message=msg, status=status,
-                              **pg_fields(text[: m.start()])))
+        out.append(
+            self.event(
+                "cuda_error", line, error=error, message=msg, status=status, **pg_fields(text[: m.start()])
+            )
+        )
         if msg.startswith("out of memory"):
-            out.append(self.event("oom", line, device="cuda", requested=None, gpu=None, total=None,
-                                  free=None))
+            out.append(
+                self.event("oom", line, device="cuda", requested=None, gpu=None, total=None, free=None)
+            )
         return out
 
     def _cuda_oom(self, line: LogLine) -> list[Event]:
@@ -295,13 +443,17 @@ class CudaParser(Parser):
         head = OOM_HEAD_RE.search(text)
         if not head:
             return []
-        rest = text[head.start():]
+        rest = text[head.start() :]
         gpu_m = OOM_GPU_RE.search(rest)
         gpu_txt = _group(gpu_m, "gpu", "gpu2")
-        return [self.event(
-            "oom", line, device="cuda",
-            requested=size_bytes(_group(OOM_REQ_RE.search(rest), "v")),
-            gpu=to_int(gpu_txt) if gpu_txt else None,
-            total=size_bytes(_group(OOM_TOTAL_RE.search(rest), "v", "v2")),
-            free=size_bytes(_group(OOM_FREE_RE.search(rest), "v", "v2")),
-        )]
+        return [
+            self.event(
+                "oom",
+                line,
+                device="cuda",
+                requested=size_bytes(_group(OOM_REQ_RE.search(rest), "v")),
+                gpu=to_int(gpu_txt) if gpu_txt else None,
+                total=size_bytes(_group(OOM_TOTAL_RE.search(rest), "v", "v2")),
+                free=size_bytes(_group(OOM_FREE_RE.search(rest), "v", "v2")),
+            )
+        ]

@@ -54,8 +54,9 @@ class EnvironmentParser(Parser):
         EventSpec("version_info", ("component", "version", "source"),
                   "a version the log states (component: torch, cuda, nccl, driver, python)"),
         EventSpec("world_info", ("world_size", "global_rank", "local_rank", "node_rank", "master_addr",
-                                 "hostname"),
-                  "RANK=/WORLD_SIZE=/... echoes and hostname lines"),
+                                 "hostname", "stated_rank"),
+                  "RANK=/WORLD_SIZE=/... echoes and hostname lines; a worker echoing its RANK states its own "
+                  "rank (`stated_rank`)"),
     )
     examples = (
         Example("PyTorch version: 2.1.0+cu121", "version_info",
@@ -127,5 +128,7 @@ class EnvironmentParser(Parser):
         if m2:
             fields["hostname"] = m2["host"]
         if fields:
+            if isinstance(fields.get("global_rank"), int):
+                fields["stated_rank"] = fields["global_rank"]
             out.append(self.event("world_info", line, **fields))
         return out

@@ -79,4 +79,4 @@ def test_real_logs_never_break_the_parser(path: Path) -> None:
 
 def test_rank_echo_fields_are_ints_and_unexpanded_values_are_ignored() -> None:
     (ev,) = events("RANK=2 WORLD_SIZE=$WORLD_SIZE LOCAL_RANK=0", "world_info")
-    assert dict(ev.fields) == {"global_rank": 2, "local_rank": 0}
+    assert dict(ev.fields) == {"global_rank": 2, "local_rank": 0, "stated_rank": 2}

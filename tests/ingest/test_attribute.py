@@ -1,0 +1,94 @@
+"""Job-level attribution: local -> global ranks, NCCL pids, stated ranks, hosts, yearless stamps."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from hanglens.ingest.attribute import FileEvents, attribute
+from hanglens.model import Event, Origin, SourceRef
+
+
+def ev(kind: str = "x", rank: int | None = None, local_rank: int | None = None, host: str | None = None,
+       time: float | None = None, line: int = 1, **fields: Any) -> Event:
+    return Event(kind=kind, ref=SourceRef("f", line), text="", parser="t", rank=rank, local_rank=local_rank,
+                 host=host, time=time, fields=fields)
+
+
+def tree(node: str, lr: int, events: list[Event], stated: frozenset[int] = frozenset()) -> FileEvents:
+    origin = Origin(local_rank=lr, attempt=0, node_dir=node)
+    return FileEvents(f"{node}/attempt_0/{lr}/stderr.log", origin, events, stated_ranks=stated)
+
+
+def test_offset_from_one_local_rank_applies_to_its_node_only() -> None:
+    a = tree("run_a", 0, [ev(local_rank=0)], stated=frozenset({8}))
+    b = tree("run_a", 3, [ev(local_rank=3)])
+    c = tree("run_b", 3, [ev(local_rank=3)])
+    attribute([a, b, c])
+    assert [f.events[0].rank for f in (a, b, c)] == [8, 11, None]
+
+
+def test_conflicting_offsets_are_not_used() -> None:
+    a = tree("run_a", 0, [ev(kind="world_info", local_rank=0, global_rank=0)])
+    b = tree("run_a", 1, [ev(kind="world_info", local_rank=1, global_rank=5)])
+    c = tree("run_a", 2, [ev(local_rank=2)])
+    attribute([a, b, c])
+    assert (a.events[0].rank, b.events[0].rank, c.events[0].rank) == (0, 5, None)
+
+
+def test_child_failed_table_maps_host_local_ranks() -> None:
+    failed = Event(kind="child_failed", ref=SourceRef("launcher.log", 1), text="", parser="t",
+                   fields={"failed_rank": 13, "local_rank": 5, "failed_host": "gpu7.cluster", "pid": 99})
+    table = FileEvents("launcher.log", Origin(), [failed])
+    worker = tree("run_z", 2, [ev(local_rank=2, host="gpu7")])
+    attribute([table, worker])
+    assert worker.events[0].rank == 10
+    assert table.events[0].rank is None      # the launcher's own line is not written by rank 13
+
+
+def test_nccl_pid_through_largest_communicator() -> None:
+    inits = [ev(kind="nccl_comm_init", comm_rank=r, nranks=16, nccl_host="h1", pid=100 + r) for r in range(2)]
+    sub = ev(kind="nccl_comm_init", comm_rank=0, nranks=2, nccl_host="h1", pid=101)
+    warn = ev(kind="nccl_warn", nccl_host="h1", pid=101)
+    other = ev(kind="nccl_warn", nccl_host="h2", pid=101)
+    f = FileEvents("combined.log", Origin(), [*inits, sub, warn, other])
+    attribute([f])
+    assert (f.events[3].rank, f.events[3].host) == (1, "h1")
+    assert (f.events[4].rank, f.events[4].host) == (None, "h2")
+
+
+def test_stated_rank_is_the_last_resort() -> None:
+    f = FileEvents("c.log", Origin(), [ev(kind="hang_detected", stated_rank=3),
+                                       ev(kind="y", rank=1, stated_rank=3)])
+    attribute([f])
+    assert [e.rank for e in f.events] == [3, 1]
+
+
+def test_host_from_rank_map() -> None:
+    f = FileEvents("c.log", Origin(), [ev(kind="world_info", rank=4, global_rank=4, hostname="nodeA"),
+                                       ev(kind="z", rank=4)])
+    attribute([f])
+    assert f.events[1].host == "nodeA"
+
+
+def _utc(t: float | None) -> tuple[int, int, int]:
+    d = dt.datetime.fromtimestamp(t or 0, dt.timezone.utc)
+    return d.year, d.month, d.day
+
+
+def test_yearless_stamps_dated_by_job_and_rollover() -> None:
+    y2000 = dt.datetime(2000, 12, 31, 23, 59, tzinfo=dt.timezone.utc).timestamp()
+    jan = dt.datetime(2000, 1, 1, 0, 1, tzinfo=dt.timezone.utc).timestamp()
+    dated = dt.datetime(2025, 1, 1, 0, 0, tzinfo=dt.timezone.utc).timestamp()
+    f = FileEvents("a", Origin(), [ev(time=y2000), ev(time=jan, line=2)], dated=(dated, dated))
+    attribute([f])
+    assert [_utc(e.time) for e in f.events] == [(2024, 12, 31), (2025, 1, 1)]
+
+
+def test_yearless_rollover_without_any_dated_stamp() -> None:
+    dec = dt.datetime(2000, 12, 31, 23, 59, tzinfo=dt.timezone.utc).timestamp()
+    jan = dt.datetime(2000, 1, 1, 0, 1, tzinfo=dt.timezone.utc).timestamp()
+    f = FileEvents("a", Origin(), [ev(time=dec), ev(time=jan, line=2)])
+    attribute([f])
+    assert f.events[0].time is not None and f.events[1].time is not None
+    assert f.events[0].time < f.events[1].time

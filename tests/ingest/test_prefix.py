@@ -1,0 +1,74 @@
+"""Prefix stripping per family, with near-misses that must stay payload (templates from the reference)."""
+
+# ruff: noqa: E501 - one log template per case line reads better than templates cut mid-token
+from __future__ import annotations
+
+import pytest
+
+from hanglens.ingest.prefix import Dialect, detect_dialect, strip_prefixes
+
+CASES = [
+    # (raw, dialect, text, rank, local_rank, host, level)
+    ("[rank3]:[E709 17:05:38.162555850 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught x",  # torch 2.4-2.9
+     Dialect(), "[Rank 3] Watchdog caught x", 3, None, None, "E"),
+    ("[E ProcessGroupNCCL.cpp:828] [Rank 2] Watchdog caught x", Dialect(), "[Rank 2] Watchdog caught x",  # 1.11-2.1
+     None, None, None, "E"),
+    ("[default1]:[rank1]:[E ProcessGroupNCCL.cpp:583] [Rank 1] y", Dialect(), "[Rank 1] y", 1, 1, None, "E"),
+    ("[rank0]:[rank0]: Traceback (most recent call last):", Dialect(), "Traceback (most recent call last):",
+     0, None, None, None),
+    ("Epoch 3: 40it [00:05, 7.1it/s][rank2]:[E709 17:05:38.162555850 ProcessGroupNCCL.cpp:632] z", Dialect(),
+     "z", 2, None, None, "E"),
+    ("W1130 08:04:26.123000 12345 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 12346 "
+     "closing signal SIGTERM", Dialect(), "Sending process 12346 closing signal SIGTERM", None, None, None, "W"),
+    ("[2024-05-28 14:04:27,954] torch.distributed.elastic.multiprocessing.api: [WARNING] Sending process 1 closing",
+     Dialect(), "Sending process 1 closing", None, None, None, "W"),
+    ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1)", Dialect(),
+     "failed (exitcode: 1)", None, None, None, "E"),
+    ("[1,3]<stderr>:RuntimeError: x", Dialect(), "RuntimeError: x", None, None, None, None),      # Open MPI <= 4
+    ("node-7: [rank5]:[E ProcessGroupNCCL.cpp:1] q", Dialect(pdsh=True), "q", 5, None, "node-7", "E"),
+    ("(RayWorkerWrapper pid=2702, ip=10.1.2.3) [rank3]:[E219 08:58:32.606233339 ProcessGroupNCCL.cpp:1] r",
+     Dialect(), "r", 3, None, "10.1.2.3", "E"),
+    ("2024-11-30T08:04:26.123456789Z stderr F [rank1]: ValueError: v", Dialect(), "ValueError: v", 1, None, None, None),
+    ("ERROR 04-15 00:31:11 worker_base.py:574] Traceback (most recent call last):", Dialect(),   # vLLM logger
+     "Traceback (most recent call last):", None, None, None, "E"),
+    ("INFO 04-15 00:31:11.123 llm_engine.py:2] ok", Dialect(), "ok", None, None, None, "I"),
+]
+
+
+@pytest.mark.parametrize(("raw", "dialect", "text", "rank", "local_rank", "host", "level"), CASES,
+                         ids=[c[0][:30] for c in CASES])
+def test_strip(raw: str, dialect: Dialect, text: str, rank: int | None, local_rank: int | None,
+               host: str | None, level: str | None) -> None:
+    env = strip_prefixes(raw, dialect)
+    assert env.text.strip() == text.strip()
+    assert (env.rank, env.local_rank, env.host, env.level) == (rank, local_rank, host, level)
+
+
+NEAR_MISSES = [
+    "Failures:",                                    # ChildFailedError header, not a pdsh host
+    "  time      : 2024-05-28_14:04:28",
+    "Root Cause (first observed failure):",
+    "ERROR: Unexpected bus error encountered in worker.",
+    "INFO 2024 is not a vLLM stamp",
+    "[rank]: not a rank",
+]
+
+
+@pytest.mark.parametrize("raw", NEAR_MISSES)
+def test_near_misses_stay_payload(raw: str) -> None:
+    env = strip_prefixes(raw, Dialect(pdsh=True))
+    assert env.text == raw and env.rank is None and env.host is None
+
+
+def test_pdsh_dialect_needs_most_lines() -> None:
+    lines = ["Failures:", "[1]:", "  host : node-1", "Root Cause (first observed failure):"]
+    assert detect_dialect(lines) == Dialect()
+    assert detect_dialect(["node-1: a", "node-2: b", "node-1: c", "node-2: d"]).pdsh
+
+
+def test_c10_stamp_is_yearless_and_month_not_padded() -> None:
+    env = strip_prefixes("[rank0]:[E1218 01:02:03.000000001 ProcessGroupNCCL.cpp:1] x")
+    assert not env.year_known and env.clock == "c10"
+    import datetime as dt
+    t = dt.datetime.fromtimestamp(env.time or 0, dt.timezone.utc)
+    assert (t.year, t.month, t.day, t.hour) == (2000, 12, 18, 1)

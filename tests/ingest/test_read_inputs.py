@@ -1,0 +1,188 @@
+"""Discovery, archives read in place, origins from paths, error.json, and evidence context."""
+
+# ruff: noqa: E501 - expected paths and origins stay on one line each, as a table
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import tarfile
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from hanglens.errors import InputError
+from hanglens.ingest import read_context, read_inputs
+from hanglens.ingest.origin import origin_of
+from hanglens.model import Origin, SourceRef
+from hanglens.parsers.base import Parser
+
+LOG = b"start\nMARK kind=mark\nend\n"
+
+
+def _tar(path: Path, members: dict[str, bytes], mode: str = "w:gz") -> None:
+    with tarfile.open(path, mode) as tf:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+
+
+@pytest.mark.parametrize(("name", "pack"), [
+    ("a.log.gz", gzip.compress), ("a.log.bz2", bz2.compress), ("a.log.xz", lzma.compress),
+    ("a.log.zst", lambda b: zstandard.ZstdCompressor().compress(b)), ("a.log", lambda b: b),
+])
+def test_compressed_files_read_in_place(tmp_path: Path, mark: tuple[type[Parser], ...], name: str,
+                                        pack: Callable[[bytes], bytes]) -> None:
+    (tmp_path / name).write_bytes(pack(LOG))
+    ing = read_inputs([tmp_path], parsers=mark)
+    assert [(e.ref.path, e.ref.line) for e in ing.events] == [(name, 2)]
+    assert ing.files[0].lines == 3 and ing.files[0].size == len(LOG)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]       # nothing extracted
+
+
+@pytest.mark.parametrize("mode", ["w", "w:gz", "w:bz2", "w:xz"])
+def test_tar_members_shown_with_bang(tmp_path: Path, mark: tuple[type[Parser], ...], mode: str) -> None:
+    _tar(tmp_path / "logs.tar", {"node0/rank1.log": LOG, "node0/rank2.log.gz": gzip.compress(LOG)}, mode)
+    ing = read_inputs([tmp_path / "logs.tar"], parsers=mark)
+    assert [(e.ref.path, e.rank, e.host) for e in ing.events] == [
+        ("logs.tar!node0/rank1.log", 1, "node0"), ("logs.tar!node0/rank2.log.gz", 2, "node0")]
+
+
+def test_tar_zst_and_zip_with_gz_member(tmp_path: Path, mark: tuple[type[Parser], ...]) -> None:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tf:
+        info = tarfile.TarInfo("rank4.log")
+        info.size = len(LOG)
+        tf.addfile(info, io.BytesIO(LOG))
+    (tmp_path / "x.tar.zst").write_bytes(zstandard.ZstdCompressor().compress(raw.getvalue()))
+    with zipfile.ZipFile(tmp_path / "y.zip", "w") as zf:
+        zf.writestr("logs/rank5.log.gz", gzip.compress(LOG))
+    ing = read_inputs([tmp_path], parsers=mark)
+    assert [(e.ref.path, e.rank) for e in ing.events] == [("x.tar.zst!rank4.log", 4), ("y.zip!logs/rank5.log.gz", 5)]
+
+
+def test_unsafe_and_special_tar_members_skipped(tmp_path: Path, mark: tuple[type[Parser], ...]) -> None:
+    path = tmp_path / "evil.tar"
+    with tarfile.open(path, "w") as tf:
+        for name in ("/etc/abs.log", "../up.log", "ok.log"):
+            info = tarfile.TarInfo(name)
+            info.size = len(LOG)
+            tf.addfile(info, io.BytesIO(LOG))
+        link = tarfile.TarInfo("link.log")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tf.addfile(link)
+        dev = tarfile.TarInfo("null")
+        dev.type = tarfile.CHRTYPE
+        tf.addfile(dev)
+    ing = read_inputs([path], parsers=mark)
+    reasons = {s.path: s.reason for s in ing.skipped}
+    assert "absolute" in reasons["evil.tar!/etc/abs.log"]
+    assert "'..'" in reasons["evil.tar!../up.log"]
+    assert "link" in reasons["evil.tar!link.log"]
+    assert "device" in reasons["evil.tar!null"]
+    assert [f.path for f in ing.files] == ["evil.tar!ok.log"]
+
+
+def test_checkpoint_zip_and_binaries_skipped(tmp_path: Path) -> None:
+    with zipfile.ZipFile(tmp_path / "model.pt", "w") as zf:
+        zf.writestr("model/data.pkl", b"\x80\x02}q\x00.")
+    (tmp_path / "plot.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    (tmp_path / "w.bin").write_bytes(bytes(range(256)) * 10)
+    (tmp_path / "ok.log").write_bytes(LOG)
+    ing = read_inputs([tmp_path])
+    assert {s.path: s.reason for s in ing.skipped} == {
+        "model.pt": "binary file (PyTorch checkpoint)", "plot.png": "binary file (PNG image)",
+        "w.bin": "binary file (control bytes)"}
+    assert [f.path for f in ing.files] == ["ok.log"]
+
+
+def test_yaml_is_not_skipped_by_name(tmp_path: Path) -> None:
+    (tmp_path / "case.yaml").write_text("category: oom\n")
+    assert [f.path for f in read_inputs([tmp_path]).files] == ["case.yaml"]
+
+
+def test_torchrun_tree_and_error_json(tmp_path: Path, mark: tuple[type[Parser], ...]) -> None:
+    leaf = tmp_path / "node07" / "myrun_ab12cd34" / "attempt_1" / "2"
+    leaf.mkdir(parents=True)
+    (leaf / "stderr.log").write_bytes(b"[rank10]:hello\nMARK kind=mark\n")
+    (leaf / "error.json").write_text('{"message": {"message": "RuntimeError: boom\\nmore", "extraInfo": '
+                                     '{"py_callstack": "Traceback", "timestamp": "1700000000"}, "errorCode": 1}}')
+    ing = read_inputs([tmp_path], parsers=mark)
+    err = next(e for e in ing.events if e.kind == "error_file")
+    assert (err.rank, err.host, err.local_rank, err.attempt, err.time) == (10, "node07", 2, 1, 1700000000.0)
+    assert dict(err.fields) == {"exc_type": "RuntimeError", "message": "boom", "timestamp": 1700000000.0,
+                                "error_code": 1}
+    f = next(f for f in ing.files if f.path.endswith("stderr.log"))
+    assert f.origin == Origin(local_rank=2, attempt=1, stream="stderr", host="node07", node_dir="myrun_ab12cd34")
+
+
+def test_error_json_new_format(tmp_path: Path) -> None:
+    d = tmp_path / "r_x" / "attempt_0" / "0"
+    d.mkdir(parents=True)
+    (d / "error.json").write_text('{"message": "ValueError: bad", "timestamp": 1700000001, "errorCode": 2}')
+    (ev,) = read_inputs([tmp_path]).events
+    assert (ev.kind, ev.get("exc_type"), ev.get("message"), ev.time, ev.get("error_code")) == (
+        "error_file", "ValueError", "bad", 1700000001.0, 2)
+
+
+@pytest.mark.parametrize(("rel", "origin"), [
+    ("logs/rank3.log", Origin(rank=3)),
+    ("rank_3.txt", Origin(rank=3)),
+    ("rank-3.err", Origin(rank=3, stream="stderr")),
+    ("worker-3.log", Origin(rank=3)),
+    ("train-rank12.out", Origin(rank=12, stream="stdout")),
+    ("node0_rank3.log", Origin(rank=3, host="node0")),
+    ("local_rank_1.log", Origin(local_rank=1)),
+    ("ranking.log", Origin()),
+    ("rank3x.log", Origin()),
+    ("logs2024/train.log", Origin()),
+    ("gpu-node-07/train.log", Origin(host="gpu-node-07")),
+    ("r/run_1_abcd/attempt_0/3/stdout.log", Origin(local_rank=3, attempt=0, stream="stdout", node_dir="run_1_abcd")),
+])
+def test_origin_hints(rel: str, origin: Origin) -> None:
+    assert origin_of(rel).origin == origin
+
+
+def test_nccl_debug_file_name() -> None:
+    hints = origin_of("nccl/nccl.node07.41233")
+    assert (hints.origin.host, hints.pid) == ("node07", 41233)
+
+
+def test_display_paths_of_several_roots(tmp_path: Path) -> None:
+    for node in ("n0", "n1"):
+        (tmp_path / node).mkdir()
+        (tmp_path / node / "a.log").write_bytes(LOG)
+    ing = read_inputs([tmp_path / "n0", tmp_path / "n1"])
+    assert [f.path for f in ing.files] == ["n0/a.log", "n1/a.log"]
+    assert [f.path for f in read_inputs([str(tmp_path / "n*" / "*.log")]).files] == ["n0/a.log", "n1/a.log"]
+
+
+def test_missing_path_and_empty_folder(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file"):
+        read_inputs([tmp_path / "nope"])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="no log files found"):
+        read_inputs([tmp_path / "empty"])
+
+
+def test_parallel_equals_serial(tmp_path: Path, mark: tuple[type[Parser], ...]) -> None:
+    for r in range(4):
+        (tmp_path / f"rank{r}.log").write_bytes(LOG * 3)
+    one, two = read_inputs([tmp_path], jobs=1, parsers=mark), read_inputs([tmp_path], jobs=2, parsers=mark)
+    assert one.events == two.events and one.files == two.files and len(one.events) == 12
+
+
+def test_read_context_plain_and_member(tmp_path: Path, mark: tuple[type[Parser], ...]) -> None:
+    body = b"".join(b"line %d\n" % i for i in range(1, 11)).replace(b"line 5\n", b"\x1b[31mMARK\x1b[0m\n")
+    (tmp_path / "rank0.log").write_bytes(body)
+    _tar(tmp_path / "b.tgz", {"rank1.log": body})
+    ing = read_inputs([tmp_path], parsers=mark)
+    ctx = read_context(ing, [SourceRef("rank0.log", 5), SourceRef("b.tgz!rank1.log", 1)], before=2, after=1)
+    assert ctx[SourceRef("rank0.log", 5)] == [(3, "line 3"), (4, "line 4"), (5, "MARK"), (6, "line 6")]
+    assert ctx[SourceRef("b.tgz!rank1.log", 1)] == [(1, "line 1"), (2, "line 2")]
+    assert ing.context([SourceRef("gone.log", 1)]) == {SourceRef("gone.log", 1): []}

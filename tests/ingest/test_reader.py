@@ -1,0 +1,55 @@
+"""The line layer: CR splits, progress-bar glue, hard-wrap rejoin, per-file rank attribution."""
+
+from __future__ import annotations
+
+import io
+
+from hanglens.ingest.reader import FileResult, Reader, compile_triggers
+from hanglens.model import Origin
+from hanglens.parsers.base import Parser
+
+
+def read(data: bytes, parsers: tuple[type[Parser], ...]) -> FileResult:
+    return Reader("f.log", Origin(), parsers).read(io.BytesIO(data))
+
+
+def test_cr_and_progress_bar_glue(mark: tuple[type[Parser], ...]) -> None:
+    data = b"Epoch 1: 10%|#   | 1/10\rEpoch 1: 20%|##  | 2/10 [00:01, 1.2it/s][rank3]:MARK a=1\nnext\n"
+    res = read(data, mark)
+    assert [(e.ref.line, e.rank, e.text) for e in res.events] == [(1, 3, "MARK a=1")]
+    assert res.lines == 2
+
+
+def test_hard_wrapped_paste_is_rejoined(mark: tuple[type[Parser], ...]) -> None:
+    width = 80
+    msg = "[rank6]:[E429 13:55:49.384372190 ProcessGroupNCCL.cpp:1743] [Rank 6] " + "word " * 40 + "MARK end"
+    rows = [msg[i:i + width] for i in range(0, len(msg), width)]
+    text = "\n".join(r.ljust(width) if i == len(rows) - 1 else r for i, r in enumerate(rows))
+    text = "\n".join([text] * 3) + "\n"
+    res = read(text.encode(), mark)
+    assert len(res.events) == 3
+    assert all(e.text.endswith("MARK end") and e.rank == 6 for e in res.events)
+    assert any("rejoined" in n for n in res.notes)
+
+
+def test_combined_console_does_not_credit_one_rank_with_all(mark: tuple[type[Parser], ...]) -> None:
+    data = b"[default0]:[rank0]:hello\n[default1]:MARK x=1\n[default0]:MARK y=1\nMARK z=1\n"
+    res = read(data, mark)
+    by_text = {e.text: e.rank for e in res.events}
+    assert by_text == {"MARK x=1": None, "MARK y=1": 0, "MARK z=1": 0}
+
+
+def test_trigger_trie_finds_every_literal() -> None:
+    class P(Parser):
+        triggers = ("ab", "abc", "b[x", "NCCL WARN", "N")
+
+    rx = compile_triggers([P])
+    assert [m.group() for m in rx.finditer(b"xxabcd b[x NCCL WARN")] == [b"ab", b"b[x", b"N", b"N"]
+    assert rx.search(b"nothing here") is None
+
+
+def test_equal_length_stack_frames_are_not_a_hard_wrap(mark: tuple[type[Parser], ...]) -> None:
+    frames = [f"frame #{i}: <unknown function> + 0x{i:06x} (0x7f00{i:08x} in /opt/lib/libtorch.so)"
+              for i in range(6)]
+    res = read(("MARK x=1\n" + "\n".join(frames) + "\n").encode(), mark)
+    assert not any("rejoined" in n for n in res.notes) and res.lines == 7
