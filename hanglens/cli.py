@@ -15,9 +15,9 @@ import typer
 from hanglens import api
 from hanglens.errors import HanglensError
 
-EXIT_OK = 0            # verdict reached / command succeeded
+EXIT_OK = 0  # verdict reached / command succeeded
 EXIT_INCONCLUSIVE = 1  # analysed, but no rule explained the failure (category unknown)
-EXIT_ERROR = 2         # usage, input or rule error (one line on stderr)
+EXIT_ERROR = 2  # usage, input or rule error (one line on stderr)
 EXIT_INTERRUPTED = 130
 
 app = typer.Typer(
@@ -55,25 +55,40 @@ def _write(text: str, output: Path | None) -> None:
 
 
 @app.callback()
-def main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks instead of one-line errors.")] = False,
-         ) -> None:
+def main(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks instead of one-line errors.")
+    ] = False,
+) -> None:
     _state["debug"] = debug
 
 
-Paths = Annotated[list[Path], typer.Argument(help="Log files, folders, globs or archives.", show_default=False)]
+Paths = Annotated[
+    list[Path], typer.Argument(help="Log files, folders, globs or archives.", show_default=False)
+]
 
 
 def _event_row(e: Any) -> dict[str, Any]:
-    return {"rank": e.rank, "host": e.host, "time": e.time, "kind": e.kind, "parser": e.parser,
-            "path": e.ref.path, "line": e.ref.line, "fields": dict(e.fields), "text": e.text}
+    return {
+        "rank": e.rank,
+        "host": e.host,
+        "time": e.time,
+        "kind": e.kind,
+        "parser": e.parser,
+        "path": e.ref.path,
+        "line": e.ref.line,
+        "fields": dict(e.fields),
+        "text": e.text,
+    }
 
 
 @app.command()
-def events(paths: Paths,
-           fmt: Annotated[Fmt, typer.Option("--format", "-f", help="Output format.")] = Fmt.text,
-           kind: Annotated[list[str] | None, typer.Option("--kind", "-k", help="Only these event kinds.")] = None,
-           output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here, not stdout.")] = None,
-           ) -> None:
+def events(
+    paths: Paths,
+    fmt: Annotated[Fmt, typer.Option("--format", "-f", help="Output format.")] = Fmt.text,
+    kind: Annotated[list[str] | None, typer.Option("--kind", "-k", help="Only these event kinds.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here, not stdout.")] = None,
+) -> None:
     """Every event read from the logs: rank, host, time, kind, key fields, source path:line."""
     try:
         ing = api.read([str(p) for p in paths])
@@ -91,8 +106,18 @@ def events(paths: Paths,
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(["rank", "host", "time", "kind", "path", "line", "fields", "text"])
         for r in rows:
-            w.writerow([r["rank"], r["host"], r["time"], r["kind"], r["path"], r["line"],
-                        json.dumps(r["fields"], sort_keys=True, ensure_ascii=False), r["text"]])
+            w.writerow(
+                [
+                    r["rank"],
+                    r["host"],
+                    r["time"],
+                    r["kind"],
+                    r["path"],
+                    r["line"],
+                    json.dumps(r["fields"], sort_keys=True, ensure_ascii=False),
+                    r["text"],
+                ]
+            )
         _write(buf.getvalue(), output)
     else:
         out = []
@@ -106,9 +131,10 @@ def events(paths: Paths,
 
 
 @app.command()
-def inputs(paths: Paths,
-           fmt: Annotated[Fmt, typer.Option("--format", "-f", help="Output format (text or json).")] = Fmt.text,
-           ) -> None:
+def inputs(
+    paths: Paths,
+    fmt: Annotated[Fmt, typer.Option("--format", "-f", help="Output format (text or json).")] = Fmt.text,
+) -> None:
     """The files read (ranks, hosts, streams, lines, events) and the inputs skipped, with reasons."""
     try:
         ing = api.read([str(p) for p in paths])
@@ -116,10 +142,22 @@ def inputs(paths: Paths,
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except Exception as exc:
         _fail(exc)
-    files = [{"path": f.path, "size": f.size, "lines": f.lines, "events": f.events,
-              "ranks": list(f.ranks), "hosts": list(f.hosts), "stream": f.origin.stream,
-              "local_rank": f.origin.local_rank, "attempt": f.origin.attempt, "node_dir": f.origin.node_dir,
-              "notes": ing.notes.get(f.path, [])} for f in ing.files]
+    files: list[dict[str, Any]] = [
+        {
+            "path": f.path,
+            "size": f.size,
+            "lines": f.lines,
+            "events": f.events,
+            "ranks": list(f.ranks),
+            "hosts": list(f.hosts),
+            "stream": f.origin.stream,
+            "local_rank": f.origin.local_rank,
+            "attempt": f.origin.attempt,
+            "node_dir": f.origin.node_dir,
+            "notes": ing.notes.get(f.path, []),
+        }
+        for f in ing.files
+    ]
     skipped = [{"path": s.path, "reason": s.reason} for s in ing.skipped]
     if fmt is Fmt.json:
         _write(json.dumps({"files": files, "skipped": skipped}, indent=1, sort_keys=True) + "\n", None)
@@ -130,9 +168,11 @@ def inputs(paths: Paths,
         hosts = ",".join(f["hosts"]) or "-"
         lr = "-" if f["local_rank"] is None else f["local_rank"]
         attempt = "-" if f["attempt"] is None else f["attempt"]
-        lines.append(f"{f['path']}\t{f['size']} B\t{f['lines']} lines\t{f['events']} events\t"
-                     f"ranks {ranks}\thosts {hosts}\tlocal_rank {lr}\tattempt {attempt}\t"
-                     f"stream {f['stream'] or '-'}")
+        lines.append(
+            f"{f['path']}\t{f['size']} B\t{f['lines']} lines\t{f['events']} events\t"
+            f"ranks {ranks}\thosts {hosts}\tlocal_rank {lr}\tattempt {attempt}\t"
+            f"stream {f['stream'] or '-'}"
+        )
         lines.extend(f"\tnote: {n}" for n in f["notes"])
     for s in skipped:
         lines.append(f"skipped\t{s['path']}\t{s['reason']}")
@@ -145,28 +185,48 @@ class Engine(str, Enum):
 
 
 @app.command()
-def scan(roots: Annotated[list[Path], typer.Argument(help="Folders (or archives) holding job logs.",
-                                                     show_default=False)],
-         out: Annotated[Path, typer.Option("--out", "-o",
-                                           help="Output folder (tables, reports, index.html, cache).")],
-         jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Worker processes [default: cores].")
-                         ] = None,
-         engine: Annotated[Engine, typer.Option("--engine", help="local process pool, or dask.distributed.")
-                           ] = Engine.local,
-         scheduler: Annotated[str | None, typer.Option(
-             "--scheduler", help="dask scheduler address (tcp://host:port); without it a LocalCluster on "
-             "127.0.0.1. Workers must see the job paths under the same names (a shared filesystem).")] = None,
-         job_glob: Annotated[str | None, typer.Option(
-             "--job-glob", help="Glob relative to each ROOT naming the job folders/archives "
-             "(e.g. '*/job_*' or '**/*.tar.gz'), instead of the default rule.")] = None,
-         since: Annotated[str | None, typer.Option(
-             "--since", help="Only jobs with a file modified since DATE (YYYY-MM-DD[THH:MM], local time).")
-                          ] = None,
-         rules: Annotated[list[Path] | None, typer.Option("--rules", help="Extra rules folder (repeatable).")
-                          ] = None,
-         force: Annotated[bool, typer.Option("--force", help="Ignore the cache: analyse every job again.")
-                          ] = False,
-         ) -> None:
+def scan(
+    roots: Annotated[
+        list[Path], typer.Argument(help="Folders (or archives) holding job logs.", show_default=False)
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Output folder (tables, reports, index.html, cache).")
+    ],
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", "-j", help="Worker processes [default: cores].")
+    ] = None,
+    engine: Annotated[
+        Engine, typer.Option("--engine", help="local process pool, or dask.distributed.")
+    ] = Engine.local,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            help="dask scheduler address (tcp://host:port); without it a LocalCluster on "
+            "127.0.0.1. Workers must see the job paths under the same names (a shared filesystem).",
+        ),
+    ] = None,
+    job_glob: Annotated[
+        str | None,
+        typer.Option(
+            "--job-glob",
+            help="Glob relative to each ROOT naming the job folders/archives "
+            "(e.g. '*/job_*' or '**/*.tar.gz'), instead of the default rule.",
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since", help="Only jobs with a file modified since DATE (YYYY-MM-DD[THH:MM], local time)."
+        ),
+    ] = None,
+    rules: Annotated[
+        list[Path] | None, typer.Option("--rules", help="Extra rules folder (repeatable).")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Ignore the cache: analyse every job again.")
+    ] = False,
+) -> None:
     """Analyse every job under ROOT (job folders and archives) and write a fleet table and index page.
 
     A job is an archive (.tar.gz, .tgz, .tar, .zip, .tar.zst, ...) or a folder that directly holds log
@@ -180,9 +240,19 @@ def scan(roots: Annotated[list[Path], typer.Argument(help="Folders (or archives)
 
     done: list[ScanSummary] = []
     try:
-        api.scan([str(r) for r in roots], out=str(out), jobs=jobs, engine=engine.value, scheduler=scheduler,
-                 job_glob=job_glob, since=since, rules=[str(r) for r in rules or []], force=force,
-                 progress=True, on_summary=done.append)
+        api.scan(
+            [str(r) for r in roots],
+            out=str(out),
+            jobs=jobs,
+            engine=engine.value,
+            scheduler=scheduler,
+            job_glob=job_glob,
+            since=since,
+            rules=[str(r) for r in rules or []],
+            force=force,
+            progress=True,
+            on_summary=done.append,
+        )
     except KeyboardInterrupt:
         n = done[0].analysed + done[0].cached if done else 0
         typer.echo(f"hanglens: interrupted; {out} holds the {n} jobs that completed", err=True)
@@ -191,8 +261,11 @@ def scan(roots: Annotated[list[Path], typer.Argument(help="Folders (or archives)
         _fail(exc)
     s = done[0]
     parquet = f" (jobs.parquet skipped: {s.parquet})" if s.parquet else ""
-    typer.echo(f"scanned {s.jobs} jobs: {s.analysed} analysed, {s.cached} from cache, {s.errors} could not "
-               f"be analysed, {len(s.skipped)} paths skipped -> {out / 'index.html'}{parquet}", err=True)
+    typer.echo(
+        f"scanned {s.jobs} jobs: {s.analysed} analysed, {s.cached} from cache, {s.errors} could not "
+        f"be analysed, {len(s.skipped)} paths skipped -> {out / 'index.html'}{parquet}",
+        err=True,
+    )
     if s.jobs == 0:
         typer.echo(f"hanglens: no jobs found under {', '.join(map(str, roots))}", err=True)
         raise typer.Exit(EXIT_ERROR)
@@ -203,10 +276,15 @@ def scan(roots: Annotated[list[Path], typer.Argument(help="Folders (or archives)
 rules_app = typer.Typer(help="List, validate, test and explain the YAML rules.", no_args_is_help=True)
 app.add_typer(rules_app, name="rules")
 
-RuleDirs = Annotated[list[Path] | None, typer.Option("--rules", help="Extra rule folder (repeatable); a rule "
-                                                     "with a built-in id replaces the built-in one.")]
-RuleDirArgs = Annotated[list[Path] | None, typer.Argument(help="Rule folders (default: the built-in rules).",
-                                                          show_default=False)]
+RuleDirs = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--rules", help="Extra rule folder (repeatable); a rule with a built-in id replaces the built-in one."
+    ),
+]
+RuleDirArgs = Annotated[
+    list[Path] | None, typer.Argument(help="Rule folders (default: the built-in rules).", show_default=False)
+]
 
 
 def _rules_or_fail(dirs: list[Path] | None) -> list[Any]:
@@ -260,10 +338,10 @@ def rules_check(dirs: RuleDirArgs = None) -> None:
 
 
 @rules_app.command("test")
-def rules_test(dirs: RuleDirArgs = None,
-               verbose: Annotated[bool, typer.Option("--verbose", "-v",
-                                                     help="Also list passing tests.")] = False,
-               ) -> None:
+def rules_test(
+    dirs: RuleDirArgs = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list passing tests.")] = False,
+) -> None:
     """Run the tests embedded in the rules (of DIRS, or the built-in ones); exit 1 if any failed."""
     from hanglens.engine import Outcome, repo_root, run_rule_tests, summary
 
@@ -289,8 +367,10 @@ def rules_test(dirs: RuleDirArgs = None,
 
 
 @rules_app.command("explain")
-def rules_explain(rule_id: Annotated[str, typer.Argument(help="A rule id (see `hanglens rules list`).")],
-                  rules: RuleDirs = None) -> None:
+def rules_explain(
+    rule_id: Annotated[str, typer.Argument(help="A rule id (see `hanglens rules list`).")],
+    rules: RuleDirs = None,
+) -> None:
     """What a rule looks for, in words, what to do when it matches, and its tests."""
     from hanglens.engine import describe_condition
     from hanglens.errors import UsageError
@@ -301,17 +381,26 @@ def rules_explain(rule_id: Annotated[str, typer.Argument(help="A rule id (see `h
         import difflib
 
         close = difflib.get_close_matches(rule_id, sorted(loaded), n=1)
-        _fail(UsageError(f"no rule '{rule_id}'", hint=f"did you mean '{close[0]}'?" if close
-                         else "see `hanglens rules list`"))
-    out = [f"{rule.id}: {rule.title}",
-           f"category: {rule.category.value}   confidence: {rule.confidence.value}"
-           f"   priority: {rule.priority}",
-           f"file: {rule.path}", ""]
+        _fail(
+            UsageError(
+                f"no rule '{rule_id}'",
+                hint=f"did you mean '{close[0]}'?" if close else "see `hanglens rules list`",
+            )
+        )
+    out = [
+        f"{rule.id}: {rule.title}",
+        f"category: {rule.category.value}   confidence: {rule.confidence.value}   priority: {rule.priority}",
+        f"file: {rule.path}",
+        "",
+    ]
     if rule.requires.events or rule.requires.facts:
         needs = [f"event {k}" for k in rule.requires.events] + [f"fact {f}" for f in rule.requires.facts]
         out.append("requires: " + ", ".join(needs))
-    for group, words in (("all", "matches when all of"), ("any", "and at least one of"),
-                         ("none", "and none of")):
+    for group, words in (
+        ("all", "matches when all of"),
+        ("any", "and at least one of"),
+        ("none", "and none of"),
+    ):
         conds = getattr(rule.match, group)
         if conds:
             out.append(words + ":")
@@ -336,24 +425,37 @@ class AnalyzeFmt(str, Enum):
     json = "json"
 
 
-RulesDirs = Annotated[list[Path] | None, typer.Option(
-    "--rules", help="Folder of extra rules (repeatable); a rule with a built-in id replaces it.")]
+RulesDirs = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--rules", help="Folder of extra rules (repeatable); a rule with a built-in id replaces it."
+    ),
+]
 
 
 @app.command()
-def analyze(paths: Paths,
-            rules: RulesDirs = None,
-            fmt: Annotated[AnalyzeFmt, typer.Option("--format", "-f", help="Output on stdout (or --output).")
-                           ] = AnalyzeFmt.text,
-            output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the --format output here.")
-                              ] = None,
-            html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report.")
-                            ] = None,
-            markdown: Annotated[Path | None, typer.Option("--markdown", help="Also write a Markdown summary.")
-                                ] = None,
-            redact_: Annotated[bool, typer.Option("--redact", help="Replace hosts, IPs, users, home paths, "
-                                                  "e-mails and tokens in every output.")] = False,
-            ) -> None:
+def analyze(
+    paths: Paths,
+    rules: RulesDirs = None,
+    fmt: Annotated[
+        AnalyzeFmt, typer.Option("--format", "-f", help="Output on stdout (or --output).")
+    ] = AnalyzeFmt.text,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the --format output here.")
+    ] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write a self-contained HTML report.")
+    ] = None,
+    markdown: Annotated[
+        Path | None, typer.Option("--markdown", help="Also write a Markdown summary.")
+    ] = None,
+    redact_: Annotated[
+        bool,
+        typer.Option(
+            "--redact", help="Replace hosts, IPs, users, home paths, e-mails and tokens in every output."
+        ),
+    ] = False,
+) -> None:
     """Name the root cause: category, culprit and victim ranks, evidence lines, and what to do.
 
     Exit codes: 0 a verdict was reached (including "none": no failure found), 1 analysed but no rule
@@ -365,8 +467,9 @@ def analyze(paths: Paths,
     for d in rules or []:
         argv += ["--rules", str(d)]
     try:
-        analysis = api.analyze([str(p) for p in paths], rules_dirs=[str(d) for d in rules or []],
-                               command=" ".join(argv))
+        analysis = api.analyze(
+            [str(p) for p in paths], rules_dirs=[str(d) for d in rules or []], command=" ".join(argv)
+        )
         doc = analysis.to_dict()
         if redact_:
             doc = redact(doc)
@@ -391,8 +494,11 @@ DEMO_REPORT = "hanglens-demo-report.html"
 
 
 @app.command()
-def demo(output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the report into.")] = Path("."),
-         ) -> None:
+def demo(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the report into.")] = Path(
+        "."
+    ),
+) -> None:
     """Analyse a bundled real job (rank 2 skips an all_reduce) and write hanglens-demo-report.html."""
     from importlib import resources
 

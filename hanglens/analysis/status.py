@@ -300,7 +300,9 @@ def rank_status_rows(
             by_rank[r].append(e)
     victim_ranks = {v["rank"] for v in victims if v["rank"] is not None}
     # Being stopped or losing the store at teardown happens to every survivor; it is not a symptom.
-    loud_ranks = {v["rank"] for v in victims if v["rank"] is not None and v["signal"] not in _TEARDOWN_SIGNALS}
+    loud_ranks = {
+        v["rank"] for v in victims if v["rank"] is not None and v["signal"] not in _TEARDOWN_SIGNALS
+    }
     exit_only = _exit_only_crashes(events)
     rows = []
     for rank in sorted(set(ranks) | set(by_rank)):
