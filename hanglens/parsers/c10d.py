@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hanglens.model import Event, LogLine
@@ -247,6 +247,9 @@ def _completed(enq: int | None, comp: int | None) -> int | None:
     return comp
 
 
+DESYNC_TEXT_LINES = 12  # lines of a desync report kept as the event's text
+
+
 @dataclass
 class _Desync:
     line: LogLine
@@ -261,6 +264,7 @@ class _Desync:
     snapshot: list[str] = field(default_factory=list)
     snap_seq: int | None = None
     lines: int = 0
+    texts: list[str] = field(default_factory=list)
 
 
 class C10dParser(Parser):
@@ -767,6 +771,8 @@ class C10dParser(Parser):
     # -- desync --------------------------------------------------------------------------------------
     def _desync_line(self, d: _Desync, text: str) -> None:
         d.lines += 1
+        if len(d.texts) < DESYNC_TEXT_LINES and text.strip():
+            d.texts.append(text.strip())
         m = DESYNC_HDR_RE.search(text)
         if m:
             d.reporter, d.op, d.seq = int(m["r"]), m["op"], int(m["seq"])
@@ -802,7 +808,7 @@ class C10dParser(Parser):
             d.snapshot.append(f"{seq}{m['phase']} {m['op']}: {members}")
 
     def _desync_event(self, d: _Desync) -> Event:
-        return self.event(
+        ev = self.event(
             "desync_report",
             d.line,
             pg=d.who["pg"],
@@ -817,6 +823,10 @@ class C10dParser(Parser):
             joined_seq=d.joined_seq,
             snapshot=d.snapshot,
         )
+        # The report is one message over several lines: cite all of it, not only its first line.
+        head = d.line.text.strip()
+        body = [t for t in d.texts if t != head]
+        return replace(ev, text="\n".join([head, *body]) if body else ev.text)
 
     examples = (
         # -- hang_detected: watchdog --------------------------------------------------------------------
