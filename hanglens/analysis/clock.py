@@ -42,7 +42,7 @@ def host_offsets(events: Sequence[Event], hosts: dict[int, str]) -> tuple[dict[s
     host_names = sorted({h for per in by_key.values() for h in per})
     if len(host_names) < 2:
         return {}, "one clock (single host or no synchronised events)"
-    ref = max(host_names, key=lambda h: (sum(h in per for per in by_key.values()), h))
+    ref = min(host_names, key=lambda h: (-sum(h in per for per in by_key.values()), h))
     offsets: dict[str, float] = {}
     for h in host_names:
         if h == ref:

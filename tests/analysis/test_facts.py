@@ -1,0 +1,252 @@
+"""Fact functions on hand-built events: lag, disagreement, stuck calls, progress, victims, clocks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hanglens.analysis import build
+from hanglens.analysis.facts_spec import FACT_SPECS
+from hanglens.model import Event, SourceRef
+
+_line = iter(range(1, 10_000))
+
+
+def ev(
+    kind: str,
+    rank: int | None = None,
+    *,
+    host: str | None = None,
+    time: float | None = None,
+    path: str = "job.log",
+    **fields: Any,
+) -> Event:
+    return Event(
+        kind=kind,
+        ref=SourceRef(path, next(_line)),
+        text=f"{kind} {fields}",
+        parser="test",
+        rank=rank,
+        host=host,
+        time=time,
+        fields=fields,
+    )
+
+
+def rows(tables: Any, name: str) -> list[dict[str, Any]]:
+    return list(tables.fact(name).to_dict(orient="records"))
+
+
+def watchdog(rank: int, seq: int, op: str = "ALLREDUCE", numel: int = 10, **kw: Any) -> Event:
+    return ev(
+        "hang_detected",
+        rank,
+        detector="watchdog",
+        seq=seq,
+        op=op,
+        numel_in=numel,
+        numel_out=numel,
+        timeout_ms=600000,
+        **kw,
+    )
+
+
+def test_every_table_has_exactly_its_spec_columns() -> None:
+    t = build([watchdog(0, 5)])
+    assert set(t.tables) == set(FACT_SPECS)
+    for name, spec in FACT_SPECS.items():
+        assert list(t.fact(name).columns) == list(spec.columns), name
+
+
+def test_rank_behind_its_process_group_majority_lags() -> None:
+    evs = [
+        ev("pg_status", r, pg="0", last_enqueued=120 if r != 3 else 119, last_completed=119) for r in range(4)
+    ]
+    lag = {r["rank"]: r for r in rows(build(evs), "pg_enqueue_lag")}
+    assert lag[3]["lag"] == 1 and lag[3]["pg_max_enqueued"] == 120
+    assert all(lag[r]["lag"] == 0 for r in (0, 1, 2))
+
+
+def test_desync_report_names_lagging_rank_and_world() -> None:
+    t = build(
+        [
+            ev(
+                "desync_report",
+                0,
+                seq=90,
+                op="ALLREDUCE",
+                lagging_ranks=[7],
+                not_joined_ranks=[7],
+                not_finished_ranks=[],
+                joined_seq=89,
+                snapshot=["#90 started ALLREDUCE: 0,1,2,3,4,5,6"],
+            )
+        ]
+    )
+    lag = rows(t, "pg_enqueue_lag")
+    assert [(r["rank"], r["lag"], r["basis"]) for r in lag] == [(7, 1, "desync")]
+    assert t.ranks == list(range(8))
+
+
+def test_size_disagreement_names_the_minority() -> None:
+    evs = [watchdog(r, 50, op="BROADCAST", numel=24 if r == 2 else 64) for r in range(4)]
+    dis = {r["rank"]: r for r in rows(build(evs), "collective_disagreement")}
+    assert dis[2]["minority"] and not dis[0]["minority"]
+    assert dis[2]["size_differs"] and not dis[2]["op_differs"]
+
+
+def test_two_sided_size_tie_has_no_minority_but_marks_the_larger_buffer() -> None:
+    evs = [watchdog(0, 7, numel=100), watchdog(1, 7, numel=50)]
+    dis = {r["rank"]: r for r in rows(build(evs), "collective_disagreement")}
+    assert not dis[0]["minority"] and not dis[1]["minority"]
+    assert dis[0]["larger"] and not dis[1]["larger"]
+
+
+def test_mismatch_reports_trust_the_writers_own_fingerprint_over_a_garbled_peer() -> None:
+    evs = [
+        ev(
+            "collective_mismatch",
+            r,
+            ranks=[r, 2 if r != 2 else 0],
+            seqs=[5, 0],
+            seq=5,
+            ops=["BARRIER" if r == 2 else "ALLREDUCE", "GATHER"],
+            shapes=[None, None],
+            dtypes=[None, None],
+        )
+        for r in range(4)
+    ]
+    dis = {r["rank"]: r for r in rows(build(evs), "collective_disagreement")}
+    assert dis[2]["op"] == "BARRIER" and dis[2]["minority"] and dis[2]["op_differs"]
+    assert {r for r, d in dis.items() if d["minority"]} == {2}
+
+
+def _traceback(rank: int, call: str) -> Event:
+    frames = [
+        "/job/train.py:151 in main",
+        f"/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py:3252 in {call}",
+    ]
+    return ev("exception", rank, exc_type="RuntimeError", message="Timed out waiting 10000ms", frames=frames)
+
+
+def test_rank_stuck_in_a_different_collective_call_is_the_odd_one() -> None:
+    t = build([_traceback(0, "all_reduce"), _traceback(1, "all_reduce"), _traceback(2, "barrier")])
+    calls = {r["rank"]: r for r in rows(t, "collective_call")}
+    assert calls[2]["minority"] and calls[2]["call"] == "barrier"
+    assert calls[2]["user_frame"] == "train.py:151 in main"
+    assert not calls[0]["minority"]
+
+
+def test_progress_gap_and_early_stop() -> None:
+    evs = [
+        ev("progress", 0, step=1),
+        ev("progress", 0, step=5),
+        ev("progress", 1, step=1),
+        ev("progress", 1, step=5, gap_after=2),
+        ev("progress", 2, step=1),
+        ev("progress", 2, step=3),
+    ]
+    prog = {r["rank"]: r for r in rows(build(evs), "progress")}
+    assert prog[1]["gap"] and prog[1]["gap_after"] == 2
+    assert prog[2]["stopped_early"] and prog[2]["steps_behind"] == 2
+    assert not prog[0]["gap"] and not prog[0]["stopped_early"]
+
+
+def test_a_rank_that_raised_first_is_the_crash_and_peers_are_victims() -> None:
+    evs = [
+        ev("exception", 2, time=100.0, exc_type="ValueError", message="bad batch"),
+        ev("peer_closed", 0, time=101.0, transport="gloo"),
+        ev("hang_detected", 1, time=110.0, detector="gloo", timeout_ms=10000),
+    ]
+    t = build(evs)
+    crash = rows(t, "crash")
+    assert [(c["rank"], c["first"]) for c in crash] == [(2, True)]
+    signals = {(v["rank"], v["signal"]) for v in rows(t, "victim_signals")}
+    assert (0, "peer_closed") in signals and (1, "timeout_after_crash") in signals
+    status = {r["rank"]: r for r in rows(t, "rank_status")}
+    assert status[2]["crashed"] and not status[0]["crashed"] and status[1]["hung"]
+
+
+def test_timeouts_and_sigterm_are_not_own_faults() -> None:
+    evs = [
+        ev("exception", 0, exc_type="RuntimeError", message="[pair.cc:534] Connection closed by peer"),
+        ev("child_failed", None, failed_rank=1, exitcode=-15, signal="SIGTERM"),
+        ev(
+            "exception",
+            2,
+            exc_type="torch.distributed.DistBackendError",
+            message="Watchdog caught collective operation timeout",
+        ),
+    ]
+    t = build(evs)
+    assert rows(t, "crash") == []
+    status = {r["rank"]: r for r in rows(t, "rank_status")}
+    assert status[1]["quiet"] and not status[0]["quiet"]
+
+
+def test_exit_code_alone_counts_only_for_ranks_without_their_own_lines() -> None:
+    evs = [
+        ev("child_failed", None, failed_rank=0, exitcode=1),
+        ev("child_failed", None, failed_rank=1, exitcode=1),
+        ev("exception", 1, exc_type="RuntimeError", message="Timed out waiting 10000ms for recv"),
+    ]
+    crashed = {c["rank"] for c in rows(build(evs), "crash")}
+    assert crashed == {0}
+
+
+def test_agent_lines_never_take_a_workers_rank() -> None:
+    evs = [
+        ev("worker_failed", 3, exitcode=-9, local_rank=1, signal="SIGKILL"),
+        ev(
+            "exception",
+            3,
+            exc_type="torch.distributed.elastic.multiprocessing.errors.ChildFailedError",
+            message="",
+        ),
+    ]
+    t = build(evs)
+    assert {c["rank"] for c in rows(t, "crash")} == {1}
+
+
+def test_clock_offsets_from_watchdogs_firing_together() -> None:
+    evs = [
+        watchdog(0, 9, host="a", time=1000.0),
+        watchdog(1, 9, host="a", time=1000.2),
+        watchdog(2, 9, host="b", time=1030.1),
+        watchdog(3, 9, host="b", time=1030.3),
+    ]
+    t = build(evs)
+    assert t.offsets == {"b": pytest.approx(30.1, abs=0.01)}
+    assert "aligned" in t.clock_note
+    times = sorted(e.time for e in t.events if e.time is not None)
+    assert times[-1] - times[0] < 1.0
+
+
+def test_small_clock_differences_are_left_alone() -> None:
+    evs = [watchdog(0, 9, host="a", time=1000.0), watchdog(1, 9, host="b", time=1000.4)]
+    assert build(evs).offsets == {}
+
+
+def test_versions_mark_the_minority_and_leave_ties_alone() -> None:
+    three = [
+        ev("nccl_version", r, host=h, version=v)
+        for r, (h, v) in enumerate([("a", "2.18.5"), ("b", "2.18.5"), ("c", "2.21.5")])
+    ]
+    odd = {(r["host"], r["version"]): r["minority"] for r in rows(build(three), "versions")}
+    assert odd == {("a", "2.18.5"): False, ("b", "2.18.5"): False, ("c", "2.21.5"): True}
+    two = three[1:]
+    assert not any(r["minority"] for r in rows(build(two), "versions"))
+
+
+def test_ranks_below_the_highest_seen_exist_even_when_silent() -> None:
+    t = build([ev("hang_detected", 2, detector="heartbeat_monitor")])
+    status = {r["rank"]: r["status"] for r in rows(t, "rank_status")}
+    assert status == {0: "silent", 1: "silent", 2: "hung"}
+
+
+def test_build_is_deterministic() -> None:
+    evs = [watchdog(r, 5 + (r == 3)) for r in range(4)] + [ev("progress", r, step=3) for r in range(4)]
+    a, b = build(evs), build(list(reversed(evs)))
+    for name in FACT_SPECS:
+        assert a.fact(name).equals(b.fact(name)), name
