@@ -12,7 +12,7 @@ import pandas as pd
 
 from hanglens import __version__
 from hanglens.analysis import Tables
-from hanglens.model import Category, Event, InputFile, Skipped, SourceRef
+from hanglens.model import YEARLESS_YEAR, Category, Event, InputFile, Skipped, SourceRef
 
 SCHEMA_VERSION = 1
 CATEGORY_TITLES = {
@@ -67,7 +67,7 @@ def time_text(t: float | None) -> str | None:
         d = dt.datetime.fromtimestamp(t, tz=dt.timezone.utc)
     except (OverflowError, OSError, ValueError):
         return None
-    fmt = "%m-%d %H:%M:%S.%f" if d.year == 2000 else "%Y-%m-%d %H:%M:%S.%f"
+    fmt = "%m-%d %H:%M:%S.%f" if d.year == YEARLESS_YEAR else "%Y-%m-%d %H:%M:%S.%f"
     return d.strftime(fmt)[:-3]
 
 

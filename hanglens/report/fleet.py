@@ -18,6 +18,8 @@ from urllib.parse import quote
 
 import jinja2
 
+from hanglens.model import YEARLESS_YEAR
+
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(str(_TEMPLATES)), autoescape=True, undefined=jinja2.StrictUndefined,
@@ -33,9 +35,11 @@ def ts_text(t: Any) -> str:
     if not isinstance(t, (int, float)) or t != t:
         return ""
     try:
-        return datetime.fromtimestamp(float(t), tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        d = datetime.fromtimestamp(float(t), tz=timezone.utc)
     except (OverflowError, OSError, ValueError):
         return ""
+    # Logs that state no year (c10/glog stamps) are read into a placeholder year: print without it.
+    return d.strftime("%m-%d %H:%M:%S" if d.year == YEARLESS_YEAR else "%Y-%m-%d %H:%M:%S")
 
 
 def _category(row: Mapping[str, Any]) -> str:
@@ -65,7 +69,7 @@ def index_context(rows: Sequence[Mapping[str, Any]], skipped: Sequence[Mapping[s
     for r in rows:
         hosts.update(set(r.get("culprit_hosts") or []))
         day = ts_text(r.get("first_ts"))[:10]
-        if day and _category(r) not in NO_FAILURE:
+        if len(day) == 10 and day[4] == "-" and _category(r) not in NO_FAILURE:  # dated stamps only
             days[day] += 1
     table = []
     for r in rows:
