@@ -167,6 +167,12 @@ VERDICT_REASONS = {
 }
 
 _PG_FIELDS = ("pg", "pg_rank", "pg_desc", "stated_rank")
+_HANG_WORK = ("seq", "op", "numel_in", "numel_out", "timeout_ms", "elapsed_ms", "stuck_s")
+
+
+def _hang_fields(detector: str, who: dict[str, Any], **known: Any) -> dict[str, Any]:
+    """A hang_detected field set: what the message states in `known`, every other work field None."""
+    return {"detector": detector, **who, **dict.fromkeys(_HANG_WORK), **known}
 
 
 def _who(text: str, end: int) -> dict[str, Any]:
@@ -284,17 +290,7 @@ class C10dParser(Parser):
     emits = (
         EventSpec(
             "hang_detected",
-            (
-                "detector",
-                *_PG_FIELDS,
-                "seq",
-                "op",
-                "numel_in",
-                "numel_out",
-                "timeout_ms",
-                "elapsed_ms",
-                "stuck_s",
-            ),
+            ("detector", *_PG_FIELDS, *_HANG_WORK),
             "a watchdog / blocking-wait timeout or a heartbeat-monitor verdict on this rank",
         ),
         EventSpec(
@@ -418,8 +414,7 @@ class C10dParser(Parser):
             (BLOCKING_2X_RE, "blocking_wait"),
         ):
             for hit in rx.finditer(text):
-                fields = {"detector": detector, **_who(text, hit.start()), **_work_fields(text, hit.start())}
-                fields["stuck_s"] = None
+                fields = _hang_fields(detector, _who(text, hit.start()), **_work_fields(text, hit.start()))
                 out.extend(self._hang(line, fields))
                 probe = True
 
@@ -430,18 +425,7 @@ class C10dParser(Parser):
                 enq, comp = to_int(m["enq"]), to_int(m["comp"])
                 out.extend(self._status(line, who, to_int(m["seq"]), enq, _completed(enq, comp)))
                 if rx is TIMEOUT_AT_RE:
-                    hang = {
-                        "detector": "watchdog",
-                        **who,
-                        "seq": to_int(m["seq"]),
-                        "op": None,
-                        "numel_in": None,
-                        "numel_out": None,
-                        "timeout_ms": None,
-                        "elapsed_ms": None,
-                        "stuck_s": None,
-                    }
-                    out.extend(self._hang(line, hang))
+                    out.extend(self._hang(line, _hang_fields("watchdog", who, seq=to_int(m["seq"]))))
 
         out.extend(self._heartbeat(line))
         out.extend(self._dump(line))
@@ -521,17 +505,7 @@ class C10dParser(Parser):
         m = STUCK_RE.search(text)
         if m:
             who = _who(text, m.start())
-            fields = {
-                "detector": "heartbeat_monitor",
-                **who,
-                "seq": None,
-                "op": None,
-                "numel_in": None,
-                "numel_out": None,
-                "timeout_ms": None,
-                "elapsed_ms": None,
-                "stuck_s": int(m["sec"]),
-            }
+            fields = _hang_fields("heartbeat_monitor", who, stuck_s=int(m["sec"]))
             head = line
             if self._hb is not None and self._hb[0].rank == line.rank and self._hb[1]["pg"] == who["pg"]:
                 head, _ = self._hb
@@ -539,31 +513,12 @@ class C10dParser(Parser):
             out.extend(self._hang(head, fields))
             if line.level == "F":
                 out.append(
-                    self.event(
-                        "process_teardown",
-                        line,
-                        **who,
-                        reason="watchdog_hang",
-                        fatal=True,
-                        detector="heartbeat_monitor",
-                        exc_type=None,
-                        error=None,
-                    )
+                    self._teardown_event(line, who, "watchdog_hang", fatal=True, detector="heartbeat_monitor")
                 )
         m2 = HB_TIMED_OUT_RE.search(text)
         if m2 and not m:
             who = _who(text, m2.start())
-            fields = {
-                "detector": "heartbeat_monitor",
-                **who,
-                "seq": None,
-                "op": None,
-                "numel_in": None,
-                "numel_out": None,
-                "timeout_ms": None,
-                "elapsed_ms": None,
-                "stuck_s": None,
-            }
+            fields = _hang_fields("heartbeat_monitor", who)
             if self._hb is None:
                 self._hb = (line, fields)
                 self._hb_left = HB_WINDOW
@@ -571,60 +526,36 @@ class C10dParser(Parser):
         if m:
             out.extend(self._flush_hb())
             out.append(
-                self.event(
-                    "process_teardown",
-                    line,
-                    **_who(text, m.start()),
-                    reason="watchdog_hang",
-                    fatal=True,
-                    detector="heartbeat_monitor",
-                    exc_type=None,
-                    error=None,
+                self._teardown_event(
+                    line, _who(text, m.start()), "watchdog_hang", fatal=True, detector="heartbeat_monitor"
                 )
             )
         m = HB_VERDICT_RE.search(text)
         if m:
             reason = VERDICT_REASONS.get(m["why"], "dump_signal_remote")
             out.append(
-                self.event(
-                    "process_teardown",
-                    line,
-                    **_who(text, m.start()),
-                    reason=reason,
-                    fatal=line.level != "E",
-                    detector="heartbeat_monitor",
-                    exc_type=None,
-                    error=None,
+                self._teardown_event(
+                    line, _who(text, m.start()), reason, fatal=line.level != "E", detector="heartbeat_monitor"
                 )
             )
         m = TERMINATING_RE.search(text)
         if m:
             raw_reason = m["reason"].strip()
             out.append(
-                self.event(
-                    "process_teardown",
-                    line,
-                    **_who(text, m.start()),
-                    reason=_reason(raw_reason),
-                    fatal=True,
-                    detector="heartbeat_monitor",
-                    exc_type=None,
-                    error=None,
+                self._teardown_event(
+                    line, _who(text, m.start()), _reason(raw_reason), fatal=True, detector="heartbeat_monitor"
                 )
             )
         m = MONITOR_OFF_RE.search(text)
         if m:
             raw_reason = (m["reason"] or "").strip()
             out.append(
-                self.event(
-                    "process_teardown",
+                self._teardown_event(
                     line,
-                    **_who(text, m.start()),
-                    reason=_reason(raw_reason),
+                    _who(text, m.start()),
+                    _reason(raw_reason),
                     fatal=False,
                     detector="heartbeat_monitor",
-                    exc_type=None,
-                    error=None,
                 )
             )
         return out
@@ -703,47 +634,49 @@ class C10dParser(Parser):
         if m:
             combined = COMBINED_1X_RE.search(text, m.end()) is not None
             out.append(
-                self.event(
-                    "process_teardown",
-                    line,
-                    **_who(text, m.start()),
-                    reason="nccl_operations_failed",
-                    fatal=combined,
-                    detector="watchdog",
-                    exc_type=None,
-                    error=None,
+                self._teardown_event(
+                    line, _who(text, m.start()), "nccl_operations_failed", fatal=combined, detector="watchdog"
                 )
             )
         else:
             m = COMBINED_1X_RE.search(text)
             if m:
                 out.append(
-                    self.event(
-                        "process_teardown",
-                        line,
-                        **_who(text, m.start()),
-                        reason="nccl_operations_failed",
-                        fatal=True,
-                        detector="watchdog",
-                        exc_type=None,
-                        error=None,
+                    self._teardown_event(
+                        line, _who(text, m.start()), "nccl_operations_failed", fatal=True, detector="watchdog"
                     )
                 )
         m = DATA_INCONS_RE.search(text)
         if m:
             out.append(
-                self.event(
-                    "process_teardown",
-                    line,
-                    **_who(text, m.start()),
-                    reason="data_inconsistency",
-                    fatal=True,
-                    detector="watchdog",
-                    exc_type=None,
-                    error=None,
+                self._teardown_event(
+                    line, _who(text, m.start()), "data_inconsistency", fatal=True, detector="watchdog"
                 )
             )
         return out
+
+    def _teardown_event(
+        self,
+        line: LogLine,
+        who: dict[str, Any],
+        reason: str | None,
+        *,
+        fatal: bool,
+        detector: str | None,
+        exc_type: str | None = None,
+        error: str | None = None,
+    ) -> Event:
+        """A process_teardown event; only a C++ terminate knows the exception type and message."""
+        return self.event(
+            "process_teardown",
+            line,
+            **who,
+            reason=reason,
+            fatal=fatal,
+            detector=detector,
+            exc_type=exc_type,
+            error=error,
+        )
 
     def _flush_term(self, what: str | None) -> list[Event]:
         if self._term is None:
@@ -756,11 +689,10 @@ class C10dParser(Parser):
             if lead:
                 who = _who(what, lead.end())
         return [
-            self.event(
-                "process_teardown",
+            self._teardown_event(
                 line,
-                **who,
-                reason="uncaught_exception",
+                who,
+                "uncaught_exception",
                 fatal=True,
                 detector=None,
                 exc_type=exc_type or None,
@@ -777,26 +709,20 @@ class C10dParser(Parser):
         if m:
             d.reporter, d.op, d.seq = int(m["r"]), m["op"], int(m["seq"])
             return
-        m = DESYNC_LAG_RE.search(text)
-        if m:
-            ranks = int_list(m["ranks"])
-            d.lagging.update(ranks)
-            d.not_joined.update(ranks)
-            return
-        m = DESYNC_NOTJOIN_RE.search(text)
-        if m:
-            ranks = int_list(m["ranks"])
-            d.lagging.update(ranks)
-            d.not_joined.update(ranks)
-            d.joined_seq = int(m["seq"]) if d.joined_seq is None else min(d.joined_seq, int(m["seq"]))
-            return
-        m = DESYNC_NOTFIN_RE.search(text)
-        if m:
-            ranks = int_list(m["ranks"])
-            d.lagging.update(ranks)
-            d.not_finished.update(ranks)
-            d.joined_seq = int(m["seq"]) if d.joined_seq is None else min(d.joined_seq, int(m["seq"]))
-            return
+        for rx, behind in (
+            (DESYNC_LAG_RE, d.not_joined),
+            (DESYNC_NOTJOIN_RE, d.not_joined),
+            (DESYNC_NOTFIN_RE, d.not_finished),
+        ):
+            m = rx.search(text)
+            if m:
+                ranks = int_list(m["ranks"])
+                d.lagging.update(ranks)
+                behind.update(ranks)
+                at = to_int(m.groupdict().get("seq"))  # the lagging-ranks sentence names no collective
+                if at is not None:
+                    d.joined_seq = at if d.joined_seq is None else min(d.joined_seq, at)
+                return
         m = DESYNC_SNAP_HDR_RE.search(text)
         if m:
             d.snap_seq = int(m["seq"])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,88 +153,86 @@ def _net(transport: str, error: str, peer: str | None = None, port: int | None =
                              "status": status, "detail": detail}
 
 
-def classify_message(msg: str) -> list[tuple[str, Fields]]:
+Classified = list[tuple[str, Fields]]
+_Build = Callable[[re.Match[str], str], Classified]  # events from the match and the whole message
+_Rule = tuple[re.Pattern[str], _Build]
+
+
+def _from(m: re.Match[str], msg: str) -> str:
+    """The message from where the pattern hit on: the part that names the failure."""
+    return msg[m.start():].strip()
+
+
+def _ib_completion(m: re.Match[str], msg: str) -> Classified:
+    status = to_int(m["status"])
+    error = IB_STATUS.get(status or -1, "completion_error")
+    return [_net("ib", error, m["peer"], to_int(m["port"]), status, _from(m, msg))]
+
+
+def _socket_call(m: re.Match[str], msg: str) -> Classified:
+    peer, port = _split_addr(m["addr"])
+    fallback = "recv_failed" if m["dir"].startswith("recv") else "send_failed"
+    return [_net("socket", _strerror_token(m["err"], fallback), peer, port, detail=m["err"].strip())]
+
+
+def _closed(m: re.Match[str], msg: str) -> Classified:
+    peer, port = _split_addr(m["addr"])
+    return [_net("socket", "closed_by_peer", peer, port),
+            ("peer_closed", {"transport": "socket", "peer": peer, "port": port})]
+
+
+def _connect(m: re.Match[str], msg: str) -> Classified:
+    peer, port = _split_addr(m["addr"] or m["addr2"])
+    err = m["err"] or m["err2"] or m["ret"]
+    return [_net("socket", "connect_failed", peer, port, detail=(err or msg[m.start():]).strip())]
+
+
+def _socket_at(error: str, detail: Callable[[re.Match[str], str], str]) -> _Build:
+    """A socket network_error named `error` at the peer address the pattern caught, if any."""
+
+    def build(m: re.Match[str], msg: str) -> Classified:
+        peer, port = _split_addr(m["addr"])
+        return [_net("socket", error, peer, port, detail=detail(m, msg))]
+
+    return build
+
+
+# NET/IB messages first, only when the message names NET/IB; otherwise the first pattern that hits decides.
+_IB_RULES: tuple[_Rule, ...] = (
+    (IB_COMPLETION_RE, _ib_completion),
+    (IB_ASYNC_RE, lambda m, msg: [_net("ib", "async_event", detail=m["event"].strip())]),
+    (IB_MISMATCH_RE,
+     lambda m, msg: [_net("ib", "collective_mismatch", m["peer"], to_int(m["port"]), detail=msg.strip())]),
+)
+_RULES: tuple[_Rule, ...] = (
+    (VERBS_RE, lambda m, msg: [_net("ib", "verbs_call_failed", detail=_from(m, msg))]),
+    (SOCK_CALL_RE, _socket_call),
+    (CLOSED_RE, _closed),
+    (CONNECT_RE, _connect),
+    (ACCEPT_RE, lambda m, msg: [_net("socket", "accept_failed", detail=m["err"].strip())]),
+    (TRUNC_RE, _socket_at("message_truncated", _from)),
+    (IFACE_RE, _socket_at("no_interface", lambda m, msg: m.group(0))),
+    (BOOT_ROOT_RE, lambda m, msg: [_net("socket", "bootstrap_mismatch", detail=_from(m, msg))]),
+    (PROXY_OP_RE,
+     lambda m, msg: [_net("socket", "proxy_error", status=to_int(m["res"]), detail=_from(m, msg))]),
+    (PROXY_POLL_RE, lambda m, msg: [_net("socket", "proxy_poll_failed", detail=m["err"].strip())]),
+    (PROXY_CALL_RE, lambda m, msg: [_net("socket", "proxy_call_failed", f"tpRank {m['tp']}",
+                                         status=to_int(m["res"]), detail=_from(m, msg))]),
+    (SERVICE_CLOSED_RE, lambda m, msg: [("peer_closed", {"transport": "socket",
+                                                         "peer": f"localRank {m['lr']}", "port": None,
+                                                         "peer_local_rank": to_int(m["lr"])})]),
+    (CUDA_FAIL_RE, lambda m, msg: [("cuda_error", {"error": classify_cuda(m["msg"]), "message": m["msg"],
+                                                   "status": to_int(m["code"])})]),
+)
+
+
+def classify_message(msg: str) -> Classified:
     """Specific events (network_error, peer_closed, cuda_error) named by one NCCL WARN/INFO message text."""
-    out: list[tuple[str, Fields]] = []
-    m: re.Match[str] | None
-    if "NET/IB" in msg:
-        m = IB_COMPLETION_RE.search(msg)
+    for rx, build in (*_IB_RULES, *_RULES) if "NET/IB" in msg else _RULES:
+        m = rx.search(msg)
         if m:
-            status = to_int(m["status"])
-            error = IB_STATUS.get(status or -1, "completion_error")
-            out.append(_net("ib", error, m["peer"], to_int(m["port"]), status, msg[m.start():].strip()))
-            return out
-        m = IB_ASYNC_RE.search(msg)
-        if m:
-            out.append(_net("ib", "async_event", detail=m["event"].strip()))
-            return out
-        m = IB_MISMATCH_RE.search(msg)
-        if m:
-            out.append(_net("ib", "collective_mismatch", m["peer"], to_int(m["port"]), detail=msg.strip()))
-            return out
-    m = VERBS_RE.search(msg)
-    if m:
-        out.append(_net("ib", "verbs_call_failed", detail=msg[m.start():].strip()))
-        return out
-    m = SOCK_CALL_RE.search(msg)
-    if m:
-        peer, port = _split_addr(m["addr"])
-        fallback = "recv_failed" if m["dir"].startswith("recv") else "send_failed"
-        out.append(_net("socket", _strerror_token(m["err"], fallback), peer, port, detail=m["err"].strip()))
-        return out
-    m = CLOSED_RE.search(msg)
-    if m:
-        peer, port = _split_addr(m["addr"])
-        out.append(_net("socket", "closed_by_peer", peer, port))
-        out.append(("peer_closed", {"transport": "socket", "peer": peer, "port": port}))
-        return out
-    m = CONNECT_RE.search(msg)
-    if m:
-        peer, port = _split_addr(m["addr"] or m["addr2"])
-        err = m["err"] or m["err2"] or m["ret"]
-        out.append(_net("socket", "connect_failed", peer, port, detail=(err or msg[m.start():]).strip()))
-        return out
-    m = ACCEPT_RE.search(msg)
-    if m:
-        out.append(_net("socket", "accept_failed", detail=m["err"].strip()))
-        return out
-    m = TRUNC_RE.search(msg)
-    if m:
-        peer, port = _split_addr(m["addr"])
-        out.append(_net("socket", "message_truncated", peer, port, detail=msg[m.start():].strip()))
-        return out
-    m = IFACE_RE.search(msg)
-    if m:
-        peer, port = _split_addr(m["addr"])
-        out.append(_net("socket", "no_interface", peer, port, detail=m.group(0)))
-        return out
-    m = BOOT_ROOT_RE.search(msg)
-    if m:
-        out.append(_net("socket", "bootstrap_mismatch", detail=msg[m.start():].strip()))
-        return out
-    m = PROXY_OP_RE.search(msg)
-    if m:
-        out.append(_net("socket", "proxy_error", status=to_int(m["res"]), detail=msg[m.start():].strip()))
-        return out
-    m = PROXY_POLL_RE.search(msg)
-    if m:
-        out.append(_net("socket", "proxy_poll_failed", detail=m["err"].strip()))
-        return out
-    m = PROXY_CALL_RE.search(msg)
-    if m:
-        out.append(_net("socket", "proxy_call_failed", f"tpRank {m['tp']}", status=to_int(m["res"]),
-                        detail=msg[m.start():].strip()))
-        return out
-    m = SERVICE_CLOSED_RE.search(msg)
-    if m:
-        out.append(("peer_closed", {"transport": "socket", "peer": f"localRank {m['lr']}", "port": None,
-                                    "peer_local_rank": to_int(m["lr"])}))
-        return out
-    m = CUDA_FAIL_RE.search(msg)
-    if m:
-        out.append(("cuda_error", {"error": classify_cuda(m["msg"]), "message": m["msg"],
-                                   "status": to_int(m["code"])}))
-    return out
+            return build(m, msg)
+    return []
 
 
 @dataclass
