@@ -7,11 +7,12 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hanglens.analysis import Tables, build
-from hanglens.document import build_document
 from hanglens.ingest import Ingested, read_inputs
+
+if TYPE_CHECKING:
+    from hanglens.analysis import Tables
 
 PathLike = str | os.PathLike[str]
 
@@ -46,6 +47,8 @@ class Analysis:
     def to_dict(self) -> dict[str, Any]:
         """The analysis document of docs/analysis-json.md (built once, then cached)."""
         if self._doc is None:
+            from hanglens.document import build_document
+
             ctx = getattr(self.ingested, "context", None)
             self._doc = build_document(
                 tables=self.tables,
@@ -67,6 +70,7 @@ def analyze(
     command: str | None = None,
 ) -> Analysis:
     """Read the logs under `paths`, build the fact tables and run the rules: the verdict and its evidence."""
+    from hanglens.analysis import build
     from hanglens.engine import evaluate
 
     ing = read_inputs(paths, jobs=jobs)

@@ -15,7 +15,7 @@ from hanglens.ingest.attribute import FileEvents, attribute
 from hanglens.ingest.origin import MAX_ERROR_JSON, error_file_event, origin_of
 from hanglens.ingest.prefix import ANSI_RE, strip_prefixes
 from hanglens.ingest.reader import BLOCK, FileResult, Reader, compile_triggers
-from hanglens.ingest.sources import Head, Locator, Opened, Unit, discover, open_unit
+from hanglens.ingest.sources import Head, Locator, Opened, Unit, codec_of, discover, open_unit
 from hanglens.model import Event, InputFile, Origin, Skipped, SourceRef
 from hanglens.parsers import PARSERS
 from hanglens.parsers.base import Parser
@@ -59,7 +59,7 @@ def _triggers(parsers: tuple[type[Parser], ...]) -> re.Pattern[bytes]:
     return compile_triggers(parsers)
 
 
-def _read_opened(op: Opened, parsers: tuple[type[Parser], ...]) -> _FileOut | Skipped:
+def _read_opened(op: Opened, parsers: tuple[type[Parser], ...], use_grep: bool = True) -> _FileOut | Skipped:
     hints = origin_of(op.rel)
     origin = hints.origin
     stream: Head = op.stream
@@ -73,20 +73,37 @@ def _read_opened(op: Opened, parsers: tuple[type[Parser], ...]) -> _FileOut | Sk
             stream = Head(data, stream)
     if res is None:
         try:
-            res = Reader(op.display, origin, parsers, _triggers(parsers)).read(stream)  # type: ignore[arg-type]
+            reader = Reader(op.display, origin, parsers, _triggers(parsers))
+            if stream is op.stream and _plain_file(op):
+                res = reader.read_file(op.locator.fs_path, stream, use_grep)
+            else:
+                res = reader.read(stream)
         except Exception as exc:  # logs never raise: a reader bug costs this file, not the run
             return Skipped(op.display, f"internal error while reading ({type(exc).__name__}: {exc})")
     res.ranks |= {origin.rank} if origin.rank is not None else set()
-    return _FileOut(op.display, stream.count, origin, hints.pid, res, op.locator)
+    size = res.size if res.size is not None else stream.count
+    return _FileOut(op.display, size, origin, hints.pid, res, op.locator)
 
 
-def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...]) -> list[_FileOut | Skipped]:
+def _plain_file(op: Opened) -> bool:
+    """True when `op` is a whole uncompressed file on disk (grep can read it in place)."""
+    if op.locator.member is not None:
+        return False
+    try:
+        with open(op.locator.fs_path, "rb") as fh:
+            return codec_of(fh.read(8)) is None
+    except OSError:
+        return False
+
+
+def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...],
+               use_grep: bool = True) -> list[_FileOut | Skipped]:
     out: list[_FileOut | Skipped] = []
     for item in open_unit(unit):
         if isinstance(item, Skipped):
             out.append(item)
             continue
-        got = _read_opened(item, parsers)
+        got = _read_opened(item, parsers, use_grep)
         out.append(got)
         err = item.stream.error
         if err is not None and isinstance(got, _FileOut):
@@ -104,12 +121,14 @@ def _workers(jobs: int | None, units: list[Unit]) -> int:
 
 
 def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = None,
-                parsers: Sequence[type[Parser]] | None = None) -> Ingested:
+                parsers: Sequence[type[Parser]] | None = None, grep: bool = True) -> Ingested:
     """Read every log under `paths` (files, folders, globs, compressed files, archives) into events.
 
     Raises InputError when a path does not exist or nothing readable was found; every other problem
     with an input is a `Skipped` entry. `jobs` caps the worker processes (default: the cores, and only
-    when the input is big enough to pay for them). The result does not depend on `jobs`.
+    when the input is big enough to pay for them). `grep=False` keeps GNU grep out of it (plain files are
+    then scanned in Python, as compressed files and archive members always are). The result depends on
+    neither `jobs` nor `grep`.
     """
     units, skipped = discover([os.fspath(p) for p in paths])
     chosen = tuple(PARSERS if parsers is None else parsers)
@@ -118,10 +137,10 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
         # Largest first so one big file does not start last; results are put back in display order.
         order = sorted(range(len(units)), key=lambda i: (-units[i].size, units[i].display))
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {i: pool.submit(_read_unit, units[i], chosen) for i in order}
+            futures = {i: pool.submit(_read_unit, units[i], chosen, grep) for i in order}
             outs = [futures[i].result() for i in range(len(units))]
     else:
-        outs = [_read_unit(u, chosen) for u in units]
+        outs = [_read_unit(u, chosen, grep) for u in units]
     files: list[_FileOut] = []
     for items in outs:
         for item in items:

@@ -3,22 +3,36 @@
 Memory stays bounded by the block size whatever the input size: a block is searched for any parser
 trigger with one compiled alternation, and only the physical lines around hits (plus every line
 while a parser is inside a multi-line block) are decoded, split on `\\r`, stripped of prefixes and fed.
+Plain files on disk take a faster road to the same result (`Reader.read_file`): GNU grep finds the
+trigger lines (`prefilter.py`), the lines a multi-line block needs are read from the file after them,
+and torchtitan step lines skip the per-line machinery. A physical line is cut at MAX_LINE bytes.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import BinaryIO
+from typing import IO
 
+from hanglens.ingest.prefilter import (
+    FastPathMismatch,
+    FastProgress,
+    Grep,
+    Row,
+    grep_path,
+    scan_file,
+    trigger_sets,
+)
 from hanglens.ingest.prefix import ANSI_RE, Dialect, detect_dialect, strip_prefixes
+from hanglens.ingest.sources import ReadableStream
 from hanglens.model import Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
 
 BLOCK = 1 << 22            # bytes searched per regex call
 MAX_LINE = 1 << 20         # a longer physical line is cut here (the rest of it is skipped, and said)
 SAMPLE_LINES = 200         # lines sampled to decide the file's prefix dialect and hard-wrap width
+PREPARE_BYTES = 1 << 16    # head bytes the dialect, CR-only and hard-wrap decisions are made from
 
 # `[rankN]:` on lines no parser wants still says whose file this is; scanned per block, not per line.
 _RANK_SCAN_RE = re.compile(rb"(?:\[(?!rank)[A-Za-z_][\w-]*?(\d{1,4})\]:)?\[rank(\d{1,6})\]:")
@@ -69,6 +83,7 @@ class FileResult:
     hosts: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     lines_with_events: int = 0
+    size: int | None = None     # bytes of the file when the reader opened it itself (grep path)
     envelope_ranks: set[int] = field(default_factory=set)
     rank_pairs: set[tuple[int, int]] = field(default_factory=set)   # (local_rank, rank) stated on one line
     dated: tuple[float, float] | None = None     # earliest, latest stamp that stated its year
@@ -92,6 +107,19 @@ def _wrap_width(sample: list[str]) -> int | None:
     return width if continued >= 0.5 * len(at_width) else None
 
 
+class _Replay:
+    """`head` (already read) followed by the rest of `stream`."""
+
+    def __init__(self, head: bytes, stream: ReadableStream) -> None:
+        self.head, self.stream = head, stream
+
+    def read(self, size: int = -1, /) -> bytes:
+        if self.head:
+            out, self.head = self.head, b""
+            return out
+        return self.stream.read(size)
+
+
 def _long_line_note(num: int) -> str:
     return f"line {num} is longer than {MAX_LINE} bytes; read its start only"
 
@@ -110,7 +138,9 @@ class Reader:
                  triggers: re.Pattern[bytes] | None = None) -> None:
         self.path = path
         self.origin = origin
+        self.parser_classes = tuple(parser_classes)
         self.parsers = [cls() for cls in parser_classes]
+        self.fast: FastProgress | None = None
         self.trig_text = [tuple(cls.triggers) for cls in parser_classes]
         self.triggers = triggers if triggers is not None else compile_triggers(parser_classes)
         self.result = FileResult()
@@ -120,6 +150,8 @@ class Reader:
 
     # -- line level --------------------------------------------------------------------------
     def _handle(self, bline: bytes, num: int) -> None:
+        if len(bline) > MAX_LINE:
+            bline = bline[:MAX_LINE]
         if b"\x00" in bline:
             bline = bline.replace(b"\x00", b"")
         text = bline.decode("utf-8", "replace")
@@ -129,7 +161,8 @@ class Reader:
             if seg.strip():
                 self._segment(seg, num)
 
-    def _segment(self, raw: str, num: int) -> None:
+    def _line(self, raw: str, num: int) -> LogLine:
+        """The LogLine of one segment; records its rank, rank pairing and dated stamp on the way."""
         # Yearless stamps are read as year 2000 here; `attribute.rebase_years` dates them job-wide.
         env = strip_prefixes(raw, self.dialect, None)
         if env.year_known and env.time is not None:
@@ -142,12 +175,17 @@ class Reader:
             self.envelope_ranks.add(env.rank)
             if env.local_rank is not None:
                 self.result.rank_pairs.add((env.local_rank, env.rank))
-        line = LogLine(
+        return LogLine(
             text=env.text, raw=raw.rstrip("\n"), ref=SourceRef(self.path, num), rank=rank,
             host=env.host or o.host,
             local_rank=env.local_rank if env.local_rank is not None else o.local_rank,
             attempt=o.attempt, stream=env.stream or o.stream, time=env.time, clock=env.clock, level=env.level,
         )
+
+    def _segment(self, raw: str, num: int) -> None:
+        if self.fast is not None and self.fast.state:
+            self.fast.sync()
+        line = self._line(raw, num)
         produced = False
         active = self.active
         for i, parser in enumerate(self.parsers):
@@ -174,6 +212,7 @@ class Reader:
         """Feed the interesting lines of `block` (complete lines); return the updated line count."""
         pos, n = 0, len(block)
         search = self.triggers.search
+        self._note_long_lines(block, lineno)
         if b"[rank" in block:
             for local, rank in set(_RANK_SCAN_RE.findall(block)):
                 self.envelope_ranks.add(int(rank))
@@ -203,6 +242,22 @@ class Reader:
             pos = end + 1
         return lineno
 
+    def _note_long_lines(self, block: bytes, lineno: int) -> None:
+        """Note every line of `block` longer than MAX_LINE (`_handle` cuts them), in line order.
+
+        A window of MAX_LINE + 1 bytes without a newline starts a long line; otherwise every line that
+        starts before the window's last newline is short, so the search jumps there (memrchr speed).
+        """
+        pos, n = 0, len(block)
+        while pos + MAX_LINE < n:
+            nl = block.rfind(b"\n", pos, pos + MAX_LINE + 1)
+            if nl >= 0:
+                pos = nl + 1
+                continue
+            self.result.notes.append(_long_line_note(lineno + block.count(b"\n", 0, pos) + 1))
+            end = block.find(b"\n", pos)
+            pos = n if end < 0 else end + 1
+
     def _prepare(self, head: bytes) -> tuple[bool, int | None]:
         """Decide CR-only line ends, the prefix dialect and a hard-wrap width from the file's head."""
         cr_only = b"\n" not in head and b"\r" in head
@@ -213,22 +268,133 @@ class Reader:
         self.dialect = detect_dialect(sample)
         return cr_only, _wrap_width([ANSI_RE.sub("", s) for s in sample])
 
-    def read(self, stream: BinaryIO) -> FileResult:
+    def read(self, stream: ReadableStream) -> FileResult:
         head = stream.read(BLOCK)
         cr_only, wrap = self._prepare(head[: 1 << 16])
         if wrap:
             self._read_unwrapped(head, stream, wrap)
         else:
             self._read_blocks(head, stream, cr_only)
+        self._close()
+        return self.result
+
+    def read_file(self, fs_path: str, stream: ReadableStream, use_grep: bool = True) -> FileResult:
+        """Read a plain (uncompressed) file on disk whose bytes `stream` yields.
+
+        With GNU grep at hand and ordinary `\\n` lines, grep finds the trigger lines and Python reads only
+        those (and the lines a parser asks for after them); otherwise this is `read(stream)`.
+        The result is the same either way.
+        """
+        exe = grep_path() if use_grep else None
+        if exe is None:
+            return self.read(stream)
+        head = stream.read(PREPARE_BYTES)
+        cr_only, wrap = self._prepare(head)
+        if cr_only or wrap:
+            return self.read(_Replay(head, stream))
+        try:
+            done = self._read_grep(exe, fs_path)
+        except (OSError, FastPathMismatch) as exc:
+            done = f"{type(exc).__name__}: {exc}"
+        if done is None:
+            return self.result
+        fresh = Reader(self.path, self.origin, self.parser_classes, self.triggers)
+        try:
+            with open(fs_path, "rb") as fh:
+                res = fresh.read(fh)
+                res.size = fh.tell()
+        except OSError as exc:
+            res = fresh.result
+            res.notes.append(f"cannot read: {exc.strerror or exc}")
+        res.notes.insert(0, f"grep prefilter failed ({done}); read with the built-in scanner")
+        return res
+
+    def _read_grep(self, exe: str, fs_path: str) -> str | None:
+        """The grep path; None when it worked, else why it did not (the caller reads the file again)."""
+        every, other = trigger_sets(self.parser_classes)
+        fast_at = FastProgress.usable(self.parser_classes)
+        if fast_at is not None:
+            self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line)
+        grep = Grep(exe, every, fs_path, MAX_LINE, other if fast_at is not None else ())
+        try:
+            with open(fs_path, "rb") as fh:
+                scan = scan_file(fh, MAX_LINE)
+                self.result.size, self.result.lines = scan.size, scan.lines
+                self.result.notes.extend(_long_line_note(n) for n in scan.long_lines)
+                self._rows(grep.hits(), fh)
+        except BaseException:
+            grep.kill()
+            raise
+        code = grep.finish()
+        if code >= 2 or code < 0:
+            return f"grep exit status {code}"
+        if self.fast is not None:
+            self.fast.finish()
+        self._close()
+        return None
+
+    def _rows(self, rows: Iterator[Row], fh: IO[bytes]) -> None:
+        """Handle grep's rows in line order: fast progress lines, `[rank`-only lines, the rest slowly."""
+        consumed = 0          # last line read by a multi-line block
+        fast = self.fast
+        search = self.triggers.search
+        for row in rows:
+            num = int(row[0])
+            if num <= consumed:
+                continue
+            text = row[2]
+            if row[3] and fast is not None:
+                rank = fast.take(row, num)
+                if rank is not None:
+                    self.envelope_ranks.add(rank)
+                    if text.find(b"[rank", 1) >= 0:
+                        self._scan_ranks(text)
+                    continue
+            if b"[rank" in text:
+                self._scan_ranks(text)
+                if search(text) is None:  # only `[rank` brought it
+                    continue
+            self._handle(text, num)
+            if self.active:
+                consumed = self._continue(fh, num, int(row[1]))
+
+    def _scan_ranks(self, text: bytes) -> None:
+        for local, rank in _RANK_SCAN_RE.findall(text):
+            self.envelope_ranks.add(int(rank))
+            if local:
+                self.result.rank_pairs.add((int(local), int(rank)))
+
+    def _continue(self, fh: IO[bytes], num: int, offset: int) -> int:
+        """Feed the lines after line `num` (at `offset`) while a parser wants them; the last line read."""
+        fh.seek(offset)
+        row = fh.readline(MAX_LINE + 1)
+        while row and row[-1:] != b"\n":
+            row = fh.readline(MAX_LINE + 1)
+        while self.active:
+            row = fh.readline(MAX_LINE + 1)
+            if not row:
+                break
+            num += 1
+            if row[-1:] == b"\n":
+                row = row[:-1]
+            else:
+                rest = row
+                while rest and rest[-1:] != b"\n":
+                    rest = fh.readline(MAX_LINE + 1)
+            if b"[rank" in row:
+                self._scan_ranks(row)
+            self._handle(row, num)
+        return num
+
+    def _close(self) -> None:
         for parser in self.parsers:
             try:
                 self.result.events.extend(parser.close())
             except Exception as exc:
                 self.result.notes.append(f"{parser.name} failed at end of file: {type(exc).__name__}")
         self._attribute()
-        return self.result
 
-    def _read_blocks(self, head: bytes, stream: BinaryIO, cr_only: bool) -> None:
+    def _read_blocks(self, head: bytes, stream: ReadableStream, cr_only: bool) -> None:
         lineno = 0
         carry = b""
         skipping = False  # inside the rest of an over-long line
@@ -249,6 +415,8 @@ class Reader:
             if eof:
                 if buf:
                     lineno = self._block(buf, lineno)
+                elif skipping:  # the file ends inside an over-long last line
+                    lineno += 1
                 break
             cut = buf.rfind(b"\n") + 1
             if cut == 0:
@@ -269,7 +437,7 @@ class Reader:
             data = stream.read(BLOCK)
         self.result.lines = lineno
 
-    def _read_unwrapped(self, head: bytes, stream: BinaryIO, width: int) -> None:
+    def _read_unwrapped(self, head: bytes, stream: ReadableStream, width: int) -> None:
         """Slow path for terminal-wrapped pastes: rejoin physical lines into logical ones."""
         self.result.notes.append(f"lines hard-wrapped at {width} columns were rejoined")
         pending: list[str] = []
