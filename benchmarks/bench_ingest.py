@@ -111,7 +111,7 @@ def main() -> None:
     print(f"grep -rE   wall {g_wall:7.2f} s   peak RSS {g_rss / 1024:7.1f} MiB")
     said = h_err.splitlines()[-1] if h_err else ""
     print(f"hanglens   wall {h_wall:7.2f} s   peak RSS {h_rss / 1024:7.1f} MiB   ({said})")
-    print(f"  of which `import hanglens.ingest` {i_wall:.2f} s (the package imports pandas eagerly)")
+    print(f"  of which `import hanglens.ingest` {i_wall:.2f} s")
     print(f"ratio      wall {h_wall / max(g_wall, 1e-3):7.2f} x   (target <= 2.0 x, peak RSS <= 200 MiB)")
     print(f"analyze    wall {a_wall:7.2f} s   peak RSS {a_rss / 1024:7.1f} MiB  (whole pipeline)")
     print(f"analyze    wall {s_wall:7.2f} s   peak RSS {s_rss / 1024:7.1f} MiB  (small job {SMALL_JOB.name})")
