@@ -54,10 +54,21 @@ def _write(text: str, output: Path | None) -> None:
         output.write_text(text, encoding="utf-8")
 
 
+def _version(value: bool) -> None:
+    if value:
+        from hanglens import __version__
+
+        typer.echo(f"hanglens {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
 def main(
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks instead of one-line errors.")
+    ] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
     _state["debug"] = debug
@@ -66,6 +77,76 @@ def main(
 Paths = Annotated[
     list[Path], typer.Argument(help="Log files, folders, globs or archives.", show_default=False)
 ]
+
+
+class AnalyzeFmt(str, Enum):
+    text = "text"
+    json = "json"
+
+
+RulesDirs = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--rules", help="Folder of extra rules (repeatable); a rule with a built-in id replaces it."
+    ),
+]
+
+
+@app.command()
+def analyze(
+    paths: Paths,
+    rules: RulesDirs = None,
+    fmt: Annotated[
+        AnalyzeFmt, typer.Option("--format", "-f", help="Output on stdout (or --output).")
+    ] = AnalyzeFmt.text,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the --format output here.")
+    ] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write a self-contained HTML report.")
+    ] = None,
+    markdown: Annotated[
+        Path | None, typer.Option("--markdown", help="Also write a Markdown summary.")
+    ] = None,
+    redact_: Annotated[
+        bool,
+        typer.Option(
+            "--redact", help="Replace hosts, IPs, users, home paths, e-mails and tokens in every output."
+        ),
+    ] = False,
+) -> None:
+    """Name the root cause: category, culprit and victim ranks, evidence lines, and what to do.
+
+    Exit codes: 0 a verdict was reached (including "none": no failure found), 1 analysed but no rule
+    explained the failure (category "unknown"), 2 usage, input or rule error.
+    """
+    from hanglens.report import redact, render_html, render_json, render_markdown, render_text, wants_color
+
+    argv = ["hanglens", "analyze", *(str(p) for p in paths)]
+    for d in rules or []:
+        argv += ["--rules", str(d)]
+    try:
+        analysis = api.analyze(
+            [str(p) for p in paths], rules_dirs=[str(d) for d in rules or []], command=" ".join(argv)
+        )
+        doc = analysis.to_dict()
+        if redact_:
+            doc = redact(doc)
+        if html is not None:
+            html.write_text(render_html(doc), encoding="utf-8")
+        if markdown is not None:
+            markdown.write_text(render_markdown(doc), encoding="utf-8")
+        if fmt is AnalyzeFmt.json:
+            _write(render_json(doc), output)
+        else:
+            color = output is None and wants_color(sys.stdout)
+            _write(render_text(doc, color=color), output)
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except Exception as exc:
+        _fail(exc)
+    category = doc["verdict"]["category"]
+    raise typer.Exit(EXIT_INCONCLUSIVE if category == "unknown" else EXIT_OK)
 
 
 def _event_row(e: Any) -> dict[str, Any]:
@@ -418,76 +499,6 @@ def rules_explain(
         todo = " [todo]" if t.status.value == "todo" else ""
         out.append(f"  - {t.name}: expect {t.expect.value}{culprits}{todo} ({t.fixture or 'inline logs'})")
     _write("\n".join(out) + "\n", None)
-
-
-class AnalyzeFmt(str, Enum):
-    text = "text"
-    json = "json"
-
-
-RulesDirs = Annotated[
-    list[Path] | None,
-    typer.Option(
-        "--rules", help="Folder of extra rules (repeatable); a rule with a built-in id replaces it."
-    ),
-]
-
-
-@app.command()
-def analyze(
-    paths: Paths,
-    rules: RulesDirs = None,
-    fmt: Annotated[
-        AnalyzeFmt, typer.Option("--format", "-f", help="Output on stdout (or --output).")
-    ] = AnalyzeFmt.text,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the --format output here.")
-    ] = None,
-    html: Annotated[
-        Path | None, typer.Option("--html", help="Also write a self-contained HTML report.")
-    ] = None,
-    markdown: Annotated[
-        Path | None, typer.Option("--markdown", help="Also write a Markdown summary.")
-    ] = None,
-    redact_: Annotated[
-        bool,
-        typer.Option(
-            "--redact", help="Replace hosts, IPs, users, home paths, e-mails and tokens in every output."
-        ),
-    ] = False,
-) -> None:
-    """Name the root cause: category, culprit and victim ranks, evidence lines, and what to do.
-
-    Exit codes: 0 a verdict was reached (including "none": no failure found), 1 analysed but no rule
-    explained the failure (category "unknown"), 2 usage, input or rule error.
-    """
-    from hanglens.report import redact, render_html, render_json, render_markdown, render_text, wants_color
-
-    argv = ["hanglens", "analyze", *(str(p) for p in paths)]
-    for d in rules or []:
-        argv += ["--rules", str(d)]
-    try:
-        analysis = api.analyze(
-            [str(p) for p in paths], rules_dirs=[str(d) for d in rules or []], command=" ".join(argv)
-        )
-        doc = analysis.to_dict()
-        if redact_:
-            doc = redact(doc)
-        if html is not None:
-            html.write_text(render_html(doc), encoding="utf-8")
-        if markdown is not None:
-            markdown.write_text(render_markdown(doc), encoding="utf-8")
-        if fmt is AnalyzeFmt.json:
-            _write(render_json(doc), output)
-        else:
-            color = output is None and wants_color(sys.stdout)
-            _write(render_text(doc, color=color), output)
-    except KeyboardInterrupt:
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    except Exception as exc:
-        _fail(exc)
-    category = doc["verdict"]["category"]
-    raise typer.Exit(EXIT_INCONCLUSIVE if category == "unknown" else EXIT_OK)
 
 
 DEMO_REPORT = "hanglens-demo-report.html"
