@@ -149,6 +149,16 @@ def analyze(
     raise typer.Exit(EXIT_INCONCLUSIVE if category == "unknown" else EXIT_OK)
 
 
+def _read(paths: list[Path]) -> Any:
+    """Read the inputs for `events`/`inputs`; errors become one line and a named exit code."""
+    try:
+        return api.read([str(p) for p in paths])
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except Exception as exc:
+        _fail(exc)
+
+
 def _event_row(e: Any) -> dict[str, Any]:
     return {
         "rank": e.rank,
@@ -171,12 +181,7 @@ def events(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here, not stdout.")] = None,
 ) -> None:
     """Every event read from the logs: rank, host, time, kind, key fields, source path:line."""
-    try:
-        ing = api.read([str(p) for p in paths])
-    except KeyboardInterrupt:
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    except Exception as exc:
-        _fail(exc)
+    ing = _read(paths)
     evs = [e for e in ing.events if not kind or e.kind in kind]
     rows = [_event_row(e) for e in evs]
     if fmt is Fmt.json:
@@ -217,12 +222,7 @@ def inputs(
     fmt: Annotated[Fmt, typer.Option("--format", "-f", help="Output format (text or json).")] = Fmt.text,
 ) -> None:
     """The files read (ranks, hosts, streams, lines, events) and the inputs skipped, with reasons."""
-    try:
-        ing = api.read([str(p) for p in paths])
-    except KeyboardInterrupt:
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    except Exception as exc:
-        _fail(exc)
+    ing = _read(paths)
     files: list[dict[str, Any]] = [
         {
             "path": f.path,
