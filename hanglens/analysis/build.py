@@ -83,7 +83,7 @@ def named_ranks(events: Sequence[Event]) -> set[int]:
                         out.add(v)
             for snap in e.get("snapshot") or []:
                 _, _, ranks = str(snap).partition(":")
-                out.update(int(x) for x in ranks.replace(" ", "").split(",") if x.isdigit())
+                out.update(int(x) for x in ranks.replace(" ", "").split(",") if x.isascii() and x.isdigit())
     return out
 
 

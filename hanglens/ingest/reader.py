@@ -131,6 +131,17 @@ def _has_any(text: str, literals: tuple[str, ...]) -> bool:
     return False
 
 
+_AGENT_KINDS = frozenset({"child_failed", "worker_failed", "closing_signal", "launcher_exit",
+                          "worker_group_restart"})
+
+
+def _is_agent_event(e: Event) -> bool:
+    """Lines the torchrun agent (not a worker) writes: they must not inherit a worker's rank."""
+    if e.kind in _AGENT_KINDS:
+        return True
+    return e.kind in ("exception", "error_line") and "ChildFailedError" in e.text
+
+
 class Reader:
     """Reads one binary stream. A fresh Reader (and fresh parser instances) per input file."""
 
@@ -499,11 +510,16 @@ class Reader:
         for lr, r in res.rank_pairs:
             by_local.setdefault(lr, set()).add(r)
         own_local = self.origin.local_rank
+        # In a console where workers' lines carry torchrun's `[defaultN]:` tag, untagged lines are the
+        # agent's own (worker failures, SIGTERMs, ChildFailedError): they belong to no worker rank.
+        teed = own_local is None and any(e.local_rank is not None for e in res.events)
 
         def rank_for(e: Event) -> int | None:
             if e.local_rank is not None and e.local_rank != own_local:
                 ranks = by_local.get(e.local_rank, set())
                 return next(iter(ranks)) if len(ranks) == 1 else None
+            if self.origin.rank is None and (teed or _is_agent_event(e)):
+                return None
             return file_rank
 
         res.events = [e if e.rank is not None or rank_for(e) is None else replace(e, rank=rank_for(e))

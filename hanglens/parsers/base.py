@@ -90,7 +90,7 @@ def int_list(value: str | None) -> list[int]:
     out: list[int] = []
     num = ""
     for ch in value:
-        if ch.isdigit():
+        if "0" <= ch <= "9":  # str.isdigit() also accepts '²' and other digits int() rejects
             num += ch
         else:
             if num:

@@ -36,7 +36,8 @@ def test_combined_console_does_not_credit_one_rank_with_all(mark: tuple[type[Par
     data = b"[default0]:[rank0]:hello\n[default1]:MARK x=1\n[default0]:MARK y=1\nMARK z=1\n"
     res = read(data, mark)
     by_text = {e.text: e.rank for e in res.events}
-    assert by_text == {"MARK x=1": None, "MARK y=1": 0, "MARK z=1": 0}
+    # Untagged lines of a tee'd console are written by the torchrun agent, not by a worker.
+    assert by_text == {"MARK x=1": None, "MARK y=1": 0, "MARK z=1": None}
 
 
 def test_trigger_trie_finds_every_literal() -> None:
