@@ -324,7 +324,10 @@ def build_document(
         "clock": {"offsets": clean(dict(sorted(tables.offsets.items()))), "note": tables.clock_note},
         "versions": _versions(tables),
         "unexplained": _unexplained(tables.events, set(refs)),
-        "collect_next": _collect_next(tables, files, verdict.get("confidence", "low"), engine_collect),
+        # Nothing failed: there is nothing to debug, so nothing to collect for a rerun.
+        "collect_next": []
+        if verdict.get("category") == "none"
+        else _collect_next(tables, files, verdict.get("confidence", "low"), engine_collect),
         "inputs": {
             "files": len(files),
             "bytes": sum(f.size for f in files),
