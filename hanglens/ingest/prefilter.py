@@ -24,7 +24,7 @@ import numpy
 
 from hanglens.model import LogLine
 from hanglens.parsers.base import Parser
-from hanglens.parsers.progress import MAX_DIFFS, PATTERNS, ProgressParser, _Pending
+from hanglens.parsers.progress import PATTERNS, ProgressParser
 
 RANK_LITERAL = "[rank"
 VETO_BATCH = 1 << 20         # grep output bytes whose fast-path candidates one veto grep checks
@@ -260,8 +260,8 @@ class FastProgress:
         self.index = index
         self.local_rank = local_rank
         self.make_line = make_line
-        # Per `[rankN]:` text since the last sync: [series key, last step, its increment counts (the
-        # parser's own dict, fetched on first use), line number and text of the remembered report].
+        # Per `[rankN]:` text since the last sync: [series key, last step, (unused), line number and text
+        # of the remembered report].
         self.state: dict[bytes, list[Any]] = {}
         # Earliest and latest (date and time, ms) of the fast lines, with their line number and text.
         self.lo: tuple[tuple[bytes, int], int, bytes] = ((b"\xff", 0), 0, b"")
@@ -287,12 +287,10 @@ class FastProgress:
             if rank_b[:1] == b"0" and len(rank_b) > 1:  # `[rank01]:` would share a series with `[rank1]:`
                 return None
             key = (int(rank_b), self.local_rank, "torchtitan", None)
-            parser = self.parsers[self.index]
-            assert isinstance(parser, ProgressParser)
-            prev = parser.last.get(key)
-            if prev is None:  # a series' first report is emitted: the slow path builds it
+            started, last = self._parser().last_step(key)
+            if not started:  # a series' first report is emitted: the slow path builds it
                 return None
-            st = [key, prev.fields["step"], None, 0, b""]
+            st = [key, last, None, 0, b""]
             self.state[rank_b] = st
         step = int(step_b)
         p_step = st[1]
@@ -300,16 +298,7 @@ class FastProgress:
             if step < p_step:  # a restart: the parser emits both reports
                 return None
             if step > p_step:
-                seen = st[2]
-                if seen is None:
-                    parser = self.parsers[self.index]
-                    assert isinstance(parser, ProgressParser)
-                    seen = st[2] = parser.diffs.setdefault(st[0], {})
-                d = step - p_step
-                if d in seen:
-                    seen[d][0] += 1
-                elif len(seen) < MAX_DIFFS:
-                    seen[d] = [1, p_step]
+                self._parser().count_step(st[0], p_step, step)
         st[1], st[3], st[4] = step, num, text
         if stamp_b <= self.lo[0][0]:
             stamp = (stamp_b, int(ms or b"0"))
@@ -322,10 +311,14 @@ class FastProgress:
         rank: int = st[0][0]
         return rank
 
-    def sync(self) -> None:
-        """Put the remembered reports into the parser as real lines (before it sees anything else)."""
+    def _parser(self) -> ProgressParser:
         parser = self.parsers[self.index]
         assert isinstance(parser, ProgressParser)
+        return parser
+
+    def sync(self) -> None:
+        """Put the remembered reports into the parser as real lines (before it sees anything else)."""
+        parser = self._parser()
         for key, step, _, num, text in self.state.values():
             if not num:
                 continue
@@ -333,7 +326,7 @@ class FastProgress:
             if (line.rank, line.local_rank) != key[:2]:
                 raise FastPathMismatch(f"line {num}")
             fields = {"step": step, "total": None, "epoch": None, "pattern": "torchtitan", "label": None}
-            parser.last[key] = _Pending(line, fields)
+            parser.remember(key, line, fields)
         self.state = {}
 
     def finish(self) -> None:

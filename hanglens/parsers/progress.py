@@ -240,11 +240,7 @@ class ProgressParser(Parser):
         backwards = p_step is not None and step is not None and step < p_step
         new_epoch = fields["epoch"] is not None and fields["epoch"] != prev.fields["epoch"]
         if p_step is not None and step is not None and step > p_step:
-            seen = self.diffs.setdefault(key, {})
-            if step - p_step in seen:
-                seen[step - p_step][0] += 1
-            elif len(seen) < MAX_DIFFS:
-                seen[step - p_step] = [1, p_step]
+            self.count_step(key, p_step, step)
         if backwards or new_epoch:
             self.diffs.pop(key, None)
             if self.emitted.get(key) is not prev.fields:
@@ -252,6 +248,24 @@ class ProgressParser(Parser):
             out.append(self.event("progress", line, **fields))
             self.emitted[key] = fields
         return out
+
+    # -- the interface the ingest fast path uses (it feeds step lines without the per-line machinery) --
+    def last_step(self, key: tuple[Any, ...]) -> tuple[bool, int | None]:
+        """(has the series started, the step of its latest report)."""
+        prev = self.last.get(key)
+        return (False, None) if prev is None else (True, prev.fields["step"])
+
+    def count_step(self, key: tuple[Any, ...], p_step: int, step: int) -> None:
+        """Count one forward increment of a series (bounded: at most MAX_DIFFS distinct increments)."""
+        seen = self.diffs.setdefault(key, {})
+        if step - p_step in seen:
+            seen[step - p_step][0] += 1
+        elif len(seen) < MAX_DIFFS:
+            seen[step - p_step] = [1, p_step]
+
+    def remember(self, key: tuple[Any, ...], line: LogLine, fields: dict[str, Any]) -> None:
+        """Make `line` the series' latest report without emitting anything (it moved the series forward)."""
+        self.last[key] = _Pending(line, fields)
 
     def close(self) -> Iterable[Event]:
         out = []
