@@ -235,8 +235,9 @@ def _collect_next(
         )
     if "hang_detected" in kinds or verdict_conf == "low":
         out.append(
-            "While it hangs, take stacks of every rank: `py-spy dump --pid <PID>` (add `--native` for "
-            "C++ frames)."
+            "While it hangs, take stacks of every rank: `py-spy dump --pid <PID> > pyspy-rank<N>.txt` (add "
+            "`--native` for C++ frames) and give the files to hanglens with the logs: a rank stuck in a "
+            "different collective than its peers is then named."
         )
     if not (kinds & {"nccl_comm_init", "nccl_version", "nccl_warn"}) and any(
         "NCCL" in e.text for e in evs[:2000]

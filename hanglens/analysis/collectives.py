@@ -341,51 +341,61 @@ def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int,
 _FRAME_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d+) in (?P<func>.+)$")
 _C10D_FILES = ("distributed_c10d.py",)
 _WRAPPERS = {"wrapper", "inner", "_fn", "decorate_context"}
+# Library frames: tracebacks print absolute paths, py-spy prints them relative to their sys.path entry
+# (`torch/distributed/distributed_c10d.py`).
+_LIBRARY_RE = re.compile(r"(?:^|/)torch/|site-packages|dist-packages")
 
 
 def _blocking_call(frames: Sequence[str]) -> tuple[str | None, str | None]:
-    """The deepest torch.distributed collective in a traceback and the user frame that called it."""
+    """The deepest torch.distributed collective in a stack (outermost first) and the user frame calling it.
+
+    Works on traceback frames and on py-spy's, whose function names are qualified
+    (`_exception_logger.<locals>.wrapper`); the collective is named by its last component.
+    """
     call = user = None
     for i, fr in enumerate(frames):
         m = _FRAME_RE.match(str(fr))
         if not m:
             continue
-        path, func = m["file"].replace("\\", "/"), m["func"].strip()
+        path, func = m["file"].replace("\\", "/"), m["func"].strip().rsplit(".", 1)[-1]
         if path.endswith(_C10D_FILES) and func not in _WRAPPERS and not func.startswith("_"):
             call = func
             for prev in reversed(frames[:i]):
                 pm = _FRAME_RE.match(str(prev))
-                if (
-                    pm
-                    and "/torch/" not in pm["file"].replace("\\", "/")
-                    and "site-packages" not in pm["file"]
-                ):
+                if pm and not _LIBRARY_RE.search(pm["file"].replace("\\", "/")):
                     user = f"{pm['file'].rsplit('/', 1)[-1]}:{pm['line']} in {pm['func'].strip()}"
                     break
     return call, user
 
 
 def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
-    """The collective each failing rank was blocked in, from its traceback; the odd ones marked.
+    """The collective each failing or hung rank was blocked in; the odd ones marked.
 
     Ranks that hang in different collectives (most in all_reduce, one in barrier) took different code
-    paths. Only the first traceback of each rank that names a collective counts.
+    paths. Per rank, the first traceback that names a collective counts; a rank without one is read from
+    its first stack dump (py-spy) of the main thread, if that names a collective.
     """
     first: dict[int, Row] = {}
-    for e in events:
-        if e.kind != "exception" or e.rank is None or e.rank in first:
-            continue
-        call, user = _blocking_call(e.get("frames") or [])
-        if call is None:
-            continue
-        first[e.rank] = {
-            "rank": e.rank,
-            "host": hosts.get(e.rank),
-            "call": call,
-            "user_frame": user,
-            "path": e.ref.path,
-            "line": e.ref.line,
-        }
+    dumped: set[int] = set()
+    for source in ("exception", "stack_dump"):
+        for e in events:
+            if e.kind != source or e.rank is None or e.rank in first:
+                continue
+            if source == "stack_dump":
+                if e.get("thread") != "MainThread" or e.rank in dumped:
+                    continue
+                dumped.add(e.rank)
+            call, user = _blocking_call(e.get("frames") or [])
+            if call is None:
+                continue
+            first[e.rank] = {
+                "rank": e.rank,
+                "host": hosts.get(e.rank),
+                "call": call,
+                "user_frame": user,
+                "path": e.ref.path,
+                "line": e.ref.line,
+            }
     if len(first) < 2:
         return []
     counts = Counter(r["call"] for r in first.values())

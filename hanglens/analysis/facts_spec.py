@@ -73,9 +73,9 @@ FACT_SPECS: dict[str, FactSpec] = {
         FactSpec(
             "collective_call",
             ("rank", "host", "call", "user_frame", "calls", "minority", *_EVIDENCE),
-            "The torch.distributed function each rank was inside when it failed (from its traceback), "
-            "e.g. all_reduce vs barrier; `minority` marks ranks whose call differs from most ranks'; "
-            "`calls` counts the distinct calls across ranks.",
+            "The torch.distributed function each rank was inside when it failed (from its traceback or "
+            "its main thread's py-spy stack dump), e.g. all_reduce vs barrier; `minority` marks ranks "
+            "whose call differs from most ranks'; `calls` counts the distinct calls across ranks.",
         ),
         FactSpec(
             "progress",

@@ -13,6 +13,7 @@ from hanglens.parsers.environment import EnvironmentParser
 from hanglens.parsers.gloo import GlooParser
 from hanglens.parsers.nccl import NcclParser
 from hanglens.parsers.progress import ProgressParser
+from hanglens.parsers.pyspy import PyspyParser
 from hanglens.parsers.store import StoreParser
 from hanglens.parsers.traceback import TracebackParser
 from hanglens.parsers.wrapper import WrapperParser
@@ -28,6 +29,7 @@ PARSERS: tuple[type[Parser], ...] = (
     ElasticParser,
     StoreParser,
     TracebackParser,
+    PyspyParser,
     ProgressParser,
     EnvironmentParser,
     CatchallParser,

@@ -138,6 +138,43 @@ def test_rank_stuck_in_a_different_collective_call_is_the_odd_one() -> None:
     assert not calls[0]["minority"]
 
 
+def _stack_dump(rank: int, call: str, thread: str = "MainThread") -> Event:
+    # py-spy prints library paths relative to sys.path and qualified function names, innermost first;
+    # the parser turns them outermost first.
+    frames = [
+        "train.py:196 in <module>",
+        "torch/distributed/elastic/multiprocessing/errors/__init__.py:367 in "
+        "record.<locals>.wrap.<locals>.wrapper",
+        "train.py:180 in main",
+        "torch/distributed/c10d_logger.py:83 in _exception_logger.<locals>.wrapper",
+        f"torch/distributed/distributed_c10d.py:3252 in {call}",
+    ]
+    return ev("stack_dump", rank, thread=thread, state="idle", frames=frames)
+
+
+def test_stack_dumps_name_the_rank_stuck_in_a_different_collective() -> None:
+    t = build([_stack_dump(0, "all_reduce"), _stack_dump(1, "all_reduce"), _stack_dump(2, "barrier"),
+               _stack_dump(3, "all_reduce")])
+    calls = {r["rank"]: r for r in rows(t, "collective_call")}
+    assert {r for r, c in calls.items() if c["minority"]} == {2}
+    assert calls[2]["call"] == "barrier" and calls[0]["call"] == "all_reduce"
+    assert calls[2]["user_frame"] == "train.py:180 in main"  # not the relative torch wrapper frame
+
+
+def test_stack_dumps_count_only_the_first_main_thread_and_yield_to_tracebacks() -> None:
+    evs = [
+        _stack_dump(0, "broadcast", thread="pt_elastic"),  # another thread: ignored
+        _stack_dump(0, "all_reduce"),
+        _stack_dump(0, "barrier"),  # a later dump of the same rank: ignored
+        _traceback(1, "all_reduce"),
+        _stack_dump(1, "barrier"),  # the traceback wins
+        _stack_dump(2, "barrier"),
+    ]
+    calls = {r["rank"]: r for r in rows(build(evs), "collective_call")}
+    assert {r: c["call"] for r, c in calls.items()} == {0: "all_reduce", 1: "all_reduce", 2: "barrier"}
+    assert {r for r, c in calls.items() if c["minority"]} == {2}
+
+
 def test_progress_gap_and_early_stop() -> None:
     evs = [
         ev("progress", 0, step=1),
