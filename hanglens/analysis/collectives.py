@@ -56,7 +56,9 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
     """Per (pg, rank) sequence status, and the per (pg, rank, seq) collectives table.
 
     Sources: watchdog/blocking-wait timeouts (seq, op, numel, timeout), PG status and dump-signal lines
-    (last enqueued / started / completed), DETAIL fingerprints (seq, op) and fingerprint mismatches.
+    (last enqueued / started / completed), DETAIL fingerprints (seq, op) and fingerprint mismatches, and
+    Flight Recorder entries at the frontier (see `flight_frontier`; a retired entry that did not finish
+    counts as timed out).
     """
     pgs = _resolve_pgs(events)
     st: dict[tuple[str, int], Row] = {}
@@ -139,6 +141,20 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
             bump(row, "last_enqueued", seq)
             if seq is not None:
                 cell(pg, e.rank, seq, op=e.get("op"))
+    for (pg, rank, seq), (fe, done) in sorted(flight_frontier(events).items()):
+        row = slot(pg, rank)
+        row["source"].add("flight_recorder")
+        bump(row, "last_enqueued", seq)
+        # Retired without finishing = the watchdog gave up on it (timed out or failed).
+        state = "completed" if done else ("timed_out" if fe.get("retired") else "enqueued")
+        if state == "timed_out" and (row.get("timed_out_seq") is None or seq < row["timed_out_seq"]):
+            row.update(timed_out_seq=seq, op=fe.get("op"), numel_in=fe.get("numel_in"),
+                       numel_out=fe.get("numel_out"), timeout_ms=fe.get("timeout_ms"),
+                       path=fe.ref.path, line=fe.ref.line)
+        if row.get("path") is None:
+            row.update(path=fe.ref.path, line=fe.ref.line)
+        cell(pg, rank, seq, op=fe.get("op"), numel_in=fe.get("numel_in"), numel_out=fe.get("numel_out"),
+             state=state)
     for row in st.values():
         row["source"] = ",".join(sorted(row["source"]))
     rows = sorted(st.values(), key=lambda r: (r["pg"], r["rank"]))
@@ -146,6 +162,40 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
         sorted(coll.values(), key=lambda r: (r["pg"], r["rank"], r["seq"])), columns=list(COLLECTIVE_COLUMNS)
     )
     return rows, coll_df
+
+
+def _fr_done(e: Event, newest: int) -> bool:
+    """Whether a flight recorder entry finished: its state says so, or it retired before the rank's newest.
+
+    gloo never marks entries completed and counts a failed work as completed in pg_status, so the newest
+    entry of a rank only counts as finished when its own state says so.
+    """
+    seq = _num(e.get("seq"))
+    return e.get("state") == "completed" or (bool(e.get("retired")) and seq is not None and seq < newest)
+
+
+def flight_frontier(events: Sequence[Event]) -> dict[tuple[str, int, int], tuple[Event, bool]]:
+    """Per (pg, rank, seq), the flight recorder collective entries at the frontier (and each rank's newest),
+    with whether each finished.
+
+    The frontier is every (pg, seq) that at least one rank has not finished; comparing only there keeps a
+    long healthy history out of the tables. p2p entries are left out (their sequence is per peer pair).
+    """
+    entries: dict[tuple[str, int, int], Event] = {}
+    newest: dict[tuple[str, int], int] = {}
+    for e in events:
+        seq = _num(e.get("seq"))
+        if e.kind != "fr_entry" or e.rank is None or seq is None or e.get("is_p2p"):
+            continue
+        pg = _pg(e) or "0"
+        entries[(pg, e.rank, seq)] = e
+        newest[(pg, e.rank)] = max(seq, newest.get((pg, e.rank), seq))
+    open_seqs = {(pg, seq) for (pg, rank, seq), e in entries.items() if not _fr_done(e, newest[(pg, rank)])}
+    return {
+        key: (e, _fr_done(e, newest[(key[0], key[1])]))
+        for key, e in entries.items()
+        if (key[0], key[2]) in open_seqs or key[2] == newest[(key[0], key[1])]
+    }
 
 
 def enqueue_lag(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, str]) -> list[Row]:
@@ -256,6 +306,22 @@ def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int,
                 "path": r.get("path"),
                 "line": r.get("line"),
             }
+    frontier = flight_frontier(events)
+    open_seqs = {(pg, seq) for (pg, _, seq), (_, done) in frontier.items() if not done}
+    for (pg, rank, seq), (e, _) in sorted(frontier.items()):
+        if (pg, seq) in open_seqs and e.get("op") is not None:
+            cells[(pg, seq)].setdefault(
+                rank,
+                {
+                    "op": e.get("op"),
+                    "numel_in": e.get("numel_in"),
+                    "numel_out": e.get("numel_out"),
+                    "shape": None,
+                    "dtype": None,
+                    "path": e.ref.path,
+                    "line": e.ref.line,
+                },
+            )
     votes: dict[tuple[str, int], Counter[int]] = defaultdict(Counter)
     mismatches = [e for e in events if e.kind == "collective_mismatch"]
     # A report's own fingerprint (the writer's, listed first) is reliable; the peer's copy can be garbled

@@ -6,11 +6,12 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import PurePosixPath
 
 from hanglens.errors import InputError
+from hanglens.ingest import flight
 from hanglens.ingest.attribute import FileEvents, attribute
 from hanglens.ingest.origin import MAX_ERROR_JSON, error_file_event, origin_of
 from hanglens.ingest.prefix import ANSI_RE, strip_prefixes
@@ -96,8 +97,31 @@ def _plain_file(op: Opened) -> bool:
         return False
 
 
+def _read_flight(unit: Unit) -> _FileOut | Skipped | None:
+    """A Flight Recorder dump (a pickle, which the text path skips) read as one; None for other inputs."""
+    try:
+        with open(unit.fs_path, "rb") as fh:
+            head = fh.read(2)
+            rank = flight.dump_rank(unit.rel, head)
+            if rank is None:
+                return None
+            data = head + fh.read(flight.MAX_DUMP)
+    except OSError:
+        return None
+    hints = origin_of(unit.rel)
+    got = flight.read_dump(data, unit.display, rank, hints.origin)
+    if isinstance(got, Skipped):
+        return got
+    origin = replace(hints.origin, rank=rank)
+    res = FileResult(events=got, lines=len(got), ranks={rank})
+    return _FileOut(unit.display, unit.size, origin, hints.pid, res, Locator(unit.fs_path))
+
+
 def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...],
                use_grep: bool = True) -> list[_FileOut | Skipped]:
+    dump = _read_flight(unit)
+    if dump is not None:
+        return [dump]
     out: list[_FileOut | Skipped] = []
     for item in open_unit(unit):
         if isinstance(item, Skipped):

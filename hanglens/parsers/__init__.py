@@ -35,10 +35,27 @@ PARSERS: tuple[type[Parser], ...] = (
     CatchallParser,
 )
 
+# Events the ingest layer makes from Flight Recorder dumps (hanglens/ingest/flight.py), not from lines.
+FR_PG_STATUS_FIELDS = ("pg", "pg_desc", "last_enqueued", "last_started", "last_completed")
+FR_PG_STATUS_DOC = "a Flight Recorder dump's `pg_status` of one PG (at `<dump>:1`)"
+FR_ENTRY_FIELDS = (
+    "pg", "pg_desc", "seq", "p2p_seq", "is_p2p", "op", "numel_in", "numel_out", "input_dtypes", "state",
+    "retired", "timeout_ms", "frames", "frame_file", "frame_line", "frame_func",
+)
+FR_ENTRY_DOC = (
+    "one entry of a Flight Recorder dump (at `<dump>:<entry index + 1>`, newest 2000 per dump): "
+    "pg = PG GUID, seq = collective_seq_id, op in OpType spelling (`nccl:all_reduce` → ALLREDUCE), "
+    "numel_* summed over the tensors, state scheduled/started/completed, retired without completed = "
+    "timed out or failed, "
+    "frames as \"file:line in func\" outermost first, frame_* the innermost"
+)
+
 
 def event_catalog() -> dict[str, set[str]]:
     """Every event kind any parser declares, with the union of its declared fields."""
-    out: dict[str, set[str]] = {"error_file": {"exc_type", "message", "timestamp", "error_code"}}
+    out: dict[str, set[str]] = {"error_file": {"exc_type", "message", "timestamp", "error_code"},
+                                "fr_entry": set(FR_ENTRY_FIELDS),
+                                "pg_status": set(FR_PG_STATUS_FIELDS)}
     for parser in PARSERS:
         for spec in parser.emits:
             out.setdefault(spec.kind, set()).update(spec.fields)
@@ -65,6 +82,16 @@ def catalog_markdown() -> str:
     kinds.setdefault("error_file", {"parsers": ["ingest"], "fields": ["exc_type", "message", "timestamp",
                                                                       "error_code"],
                                     "docs": ["torchrun's error.json of a worker, read by the ingest layer"]})
+    for kind, fields_, doc in (("pg_status", FR_PG_STATUS_FIELDS, FR_PG_STATUS_DOC),
+                               ("fr_entry", FR_ENTRY_FIELDS, FR_ENTRY_DOC)):
+        entry = kinds.setdefault(kind, {"parsers": [], "fields": [], "docs": []})
+        for key, value in (("parsers", "flight"), ("docs", doc)):
+            bucket = entry[key]
+            assert isinstance(bucket, list)
+            bucket.append(value)
+        have = entry["fields"]
+        assert isinstance(have, list)
+        have.extend(f for f in fields_ if f not in have)
     lines = [
         "# Event kinds",
         "",

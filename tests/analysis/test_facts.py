@@ -122,6 +122,60 @@ def test_mismatch_reports_trust_the_writers_own_fingerprint_over_a_garbled_peer(
     assert {r for r, d in dis.items() if d["minority"]} == {2}
 
 
+def fr(rank: int, seq: int, op: str = "ALLREDUCE", numel: int = 10, state: str = "completed",
+       retired: bool = True, **kw: Any) -> Event:
+    """A flight recorder entry as hanglens.ingest.flight emits it."""
+    return ev("fr_entry", rank, path=f"nccl_trace_rank_{rank}", pg="0", pg_desc="default_pg", seq=seq,
+              is_p2p=False, op=op, numel_in=numel, numel_out=numel, state=state, retired=retired,
+              timeout_ms=600000, **kw)
+
+
+def test_flight_recorder_op_disagreement_at_the_frontier_names_the_odd_rank() -> None:
+    evs = [fr(r, s) for r in range(4) for s in range(1, 40)]
+    evs += [fr(r, 40, op="BARRIER" if r == 2 else "ALLREDUCE", state="scheduled", retired=False)
+            for r in range(4)]
+    t = build(evs)
+    dis = {r["rank"]: r for r in rows(t, "collective_disagreement")}
+    assert set(dis) == {0, 1, 2, 3} and {r["seq"] for r in dis.values()} == {40}
+    assert dis[2]["op"] == "BARRIER" and dis[2]["minority"] and dis[2]["op_differs"]
+    assert not dis[0]["minority"]
+    # The healthy history is not in the per-collective table; only each rank's position is.
+    assert set(t.collectives["seq"]) == {40}
+
+
+def test_flight_recorder_size_disagreement_on_a_timed_out_entry() -> None:
+    evs = [fr(r, 7, numel=24 if r == 1 else 64, state="scheduled") for r in range(3)]
+    t = build(evs)
+    dis = {r["rank"]: r for r in rows(t, "collective_disagreement")}
+    assert dis[1]["minority"] and dis[1]["size_differs"] and not dis[1]["op_differs"]
+    assert set(t.collectives["state"]) == {"timed_out"}
+
+
+def test_flight_recorder_rank_that_never_enqueued_lags() -> None:
+    evs = [fr(r, s) for r in range(4) for s in range(1, 10)]
+    evs += [fr(r, 10, state="scheduled", retired=False) for r in (0, 1, 2)]
+    t = build(evs)
+    lag = {r["rank"]: r for r in rows(t, "pg_enqueue_lag")}
+    assert lag[3]["lag"] == 1 and lag[3]["last_enqueued"] == 9 and lag[3]["basis"] == "flight_recorder"
+    assert all(lag[r]["lag"] == 0 for r in (0, 1, 2))
+    assert rows(t, "collective_disagreement") == []
+
+
+def test_flight_recorder_healthy_history_gives_no_disagreement() -> None:
+    # Sizes differ at old, completed collectives (e.g. uneven buckets): nothing at the frontier disagrees.
+    evs = [fr(r, s, numel=s * (r + 1)) for r in range(4) for s in range(1, 20)]
+    assert rows(build(evs), "collective_disagreement") == []
+
+
+def test_gloo_flight_recorder_newest_retired_entry_counts_as_failed() -> None:
+    # gloo never marks entries completed; only the newest, retired entry is where the ranks stopped.
+    evs = [fr(r, s, state="scheduled") for r in range(2) for s in range(1, 5)]
+    evs += [fr(r, 5, op="BARRIER" if r == 1 else "ALLREDUCE", state="scheduled") for r in range(3)]
+    t = build(evs)
+    dis = {r["rank"]: r for r in rows(t, "collective_disagreement")}
+    assert set(dis) == {0, 1, 2} and dis[1]["minority"]
+    assert set(t.collectives["seq"]) == {5}
+
 def _traceback(rank: int, call: str) -> Event:
     frames = [
         "/job/train.py:151 in main",
