@@ -160,7 +160,10 @@ def victim_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         rank = _rank_of(e, sn)
         if e.kind == "peer_closed" or (
             e.kind == "network_error"
-            and any(m in str(e.get("error") or e.text) for m in ("reset by peer", "closed by", "Broken pipe"))
+            and any(
+                m in f"{e.get('error') or ''} {e.get('detail') or ''} {e.text}"
+                for m in ("reset by peer", "closed by", "Broken pipe", "connection_reset", "broken_pipe")
+            )
         ):
             add(e, rank, "peer_closed")
         elif e.kind == "nccl_error" and not is_own_crash(e):

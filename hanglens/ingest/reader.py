@@ -131,6 +131,8 @@ def _has_any(text: str, literals: tuple[str, ...]) -> bool:
     return False
 
 
+# A user-style rank tag (`[rank 3] `, not the `[rank3]:` envelope) glued to the end of another line.
+_RANK_TAG_SPLIT_RE = re.compile(r"(?<=[^\s\]:])(?=\[rank ?\d+\](?!:))")
 _AGENT_KINDS = frozenset({"child_failed", "worker_failed", "closing_signal", "launcher_exit",
                           "worker_group_restart"})
 
@@ -169,8 +171,11 @@ class Reader:
         if "\x1b" in text:
             text = ANSI_RE.sub("", text)
         for seg in text.split("\r") if "\r" in text else (text,):
-            if seg.strip():
-                self._segment(seg, num)
+            # Two ranks printing at once can glue their lines: `...loss 0.29[rank 0] step 2 ...`.
+            parts = _RANK_TAG_SPLIT_RE.split(seg) if seg.find("[rank", 1) > 0 else (seg,)
+            for part in parts:
+                if part.strip():
+                    self._segment(part, num)
 
     def _line(self, raw: str, num: int) -> LogLine:
         """The LogLine of one segment; records its rank, rank pairing and dated stamp on the way."""

@@ -54,3 +54,14 @@ def test_equal_length_stack_frames_are_not_a_hard_wrap(mark: tuple[type[Parser],
               for i in range(6)]
     res = read(("MARK x=1\n" + "\n".join(frames) + "\n").encode(), mark)
     assert not any("rejoined" in n for n in res.notes) and res.lines == 7
+
+
+def test_two_ranks_glued_on_one_line_are_split() -> None:
+    """Two ranks printing at once: `...loss 0.29[rank 0] step 2` is two lines of two ranks."""
+    from hanglens.parsers.progress import ProgressParser
+
+    data = b"[rank 1] step 1 loss 0.2\n[rank 1] step 2 loss 0.2942[rank 0] step 2 loss 0.2398\n"
+    res = read(data, (ProgressParser,))
+    assert sorted((e.rank, e.get("step")) for e in res.events if e.ref.line == 2) == [(0, 2), (1, 2)]
+    doubled = read(b"[rank0]:[rank0]: step 3 loss 0.1\n", (ProgressParser,))
+    assert [(e.rank, e.get("step")) for e in doubled.events] == [(0, 3)]
