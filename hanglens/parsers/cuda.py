@@ -378,33 +378,14 @@ class CudaParser(Parser):
             if m:
                 out.append(self.event("oom", line, device="host", pid=to_int(m["pid"]), process=m["comm"]))
         if "Xid (" in text:
-            m = XID_RE.search(text)
-            if m:
-                out.append(
-                    self.event(
-                        "xid",
-                        line,
-                        xid=to_int(m["xid"]),
-                        pci=m["pci"],
-                        detail=m["detail"].strip(),
-                        pid=to_int(m["pid"]),
-                        nvswitch=False,
-                    )
-                )
-            else:
-                m = SXID_RE.search(text)
+            # GPU Xid first; an NVSwitch SXid line has the same fields but no pid.
+            for rx, nvswitch in ((XID_RE, False), (SXID_RE, True)):
+                m = rx.search(text)
                 if m:
-                    out.append(
-                        self.event(
-                            "xid",
-                            line,
-                            xid=to_int(m["xid"]),
-                            pci=m["pci"],
-                            detail=m["detail"].strip(),
-                            pid=None,
-                            nvswitch=True,
-                        )
-                    )
+                    pid = None if nvswitch else to_int(m["pid"])
+                    out.append(self.event("xid", line, xid=to_int(m["xid"]), pci=m["pci"],
+                                          detail=m["detail"].strip(), pid=pid, nvswitch=nvswitch))
+                    break
         return out
 
     def _cuda_error(self, line: LogLine) -> list[Event]:
