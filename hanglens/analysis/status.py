@@ -12,15 +12,12 @@ from hanglens.analysis.kinds import (
     exit_signal,
     is_victim_exception,
 )
-from hanglens.model import Event, InputFile
+from hanglens.model import AGENT_EVENT_KINDS, Event, InputFile
 
 Row = dict[str, Any]
 _TIME_MAX = float("inf")
 
 
-AGENT_KINDS = frozenset(
-    {"child_failed", "worker_failed", "closing_signal", "launcher_exit", "worker_group_restart"}
-)
 
 
 def _rank_of(e: Event, single_node: bool = True) -> int | None:
@@ -36,7 +33,7 @@ def _rank_of(e: Event, single_node: bool = True) -> int | None:
     if e.kind in ("worker_failed", "launcher_exit"):
         lr = e.get("local_rank")
         return lr if single_node and isinstance(lr, int) and lr >= 0 else None
-    if e.kind in AGENT_KINDS:
+    if e.kind in AGENT_EVENT_KINDS:
         return None
     if e.kind == "exception" and "ChildFailedError" in str(e.get("exc_type") or ""):
         return None

@@ -6,18 +6,18 @@ ambiguity (a mapping with two different answers is dropped): never guess.
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import itertools
 import statistics
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
 
-from hanglens.model import Event, Origin
+from hanglens.model import AGENT_EVENT_KINDS, YEARLESS_YEAR, Event, Origin
 
-YEAR2000 = 946684800.0       # yearless stamps were read as year 2000 (a leap year, so Feb 29 survives)
-YEAR2001 = 978307200.0
+YEAR2000 = float(calendar.timegm((YEARLESS_YEAR, 1, 1, 0, 0, 0)))  # yearless stamps are read into this year
+YEAR2001 = float(calendar.timegm((YEARLESS_YEAR + 1, 1, 1, 0, 0, 0)))
 HALF_YEAR = 183 * 86400.0
-AGENT_KINDS = frozenset({"child_failed", "worker_failed", "closing_signal"})
 
 
 @dataclass
@@ -97,7 +97,7 @@ def _local_to_global(files: list[FileEvents]) -> None:
                 if g is not None and lr is not None and isinstance(h, str) and h:
                     failures.append((_short(h), lr, g))
             # The agent's own lines name other processes' local ranks; they say nothing about their writer.
-            if e.rank is not None and e.local_rank is not None and e.kind not in AGENT_KINDS:
+            if e.rank is not None and e.local_rank is not None and e.kind not in AGENT_EVENT_KINDS:
                 triples.append((key, e.local_rank, e.rank))
     for host, lr, g in failures:
         keys = [k for k, hs in key_hosts.items() if host in hs and k[0] == "tree"]

@@ -12,6 +12,8 @@ import calendar
 import re
 from dataclasses import dataclass
 
+from hanglens.model import YEARLESS_YEAR
+
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 
 # -- outer transport/scheduler prefixes --------------------------------------------------------
@@ -148,7 +150,7 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
     year_known = False
     clock: str | None = None
     level: str | None = None
-    year_default = year_hint if year_hint is not None else 2000
+    year_default = year_hint if year_hint is not None else YEARLESS_YEAR
 
     for _ in range(8):  # outer prefixes, in any order they were stacked
         m = CRI_RE.match(s)

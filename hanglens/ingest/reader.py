@@ -26,7 +26,7 @@ from hanglens.ingest.prefilter import (
 )
 from hanglens.ingest.prefix import ANSI_RE, Dialect, detect_dialect, strip_prefixes
 from hanglens.ingest.sources import ReadableStream
-from hanglens.model import Event, LogLine, Origin, SourceRef
+from hanglens.model import AGENT_EVENT_KINDS, Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
 
 BLOCK = 1 << 22            # bytes searched per regex call
@@ -133,13 +133,11 @@ def _has_any(text: str, literals: tuple[str, ...]) -> bool:
 
 # A user-style rank tag (`[rank 3] `, not the `[rank3]:` envelope) glued to the end of another line.
 _RANK_TAG_SPLIT_RE = re.compile(r"(?<=[^\s\]:])(?=\[rank ?\d+\](?!:))")
-_AGENT_KINDS = frozenset({"child_failed", "worker_failed", "closing_signal", "launcher_exit",
-                          "worker_group_restart"})
 
 
 def _is_agent_event(e: Event) -> bool:
     """Lines the torchrun agent (not a worker) writes: they must not inherit a worker's rank."""
-    if e.kind in _AGENT_KINDS:
+    if e.kind in AGENT_EVENT_KINDS:
         return True
     return e.kind in ("exception", "error_line") and "ChildFailedError" in e.text
 
