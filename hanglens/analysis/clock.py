@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 
+from hanglens.analysis.kinds import host_of
 from hanglens.model import Event
 
 MIN_OFFSET_S = 1.0  # smaller estimated offsets are noise: leave the clock alone
@@ -34,7 +35,7 @@ def host_offsets(events: Sequence[Event], hosts: dict[int, str]) -> tuple[dict[s
     """
     by_key: dict[tuple[object, ...], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for e in events:
-        host = e.host or (hosts.get(e.rank) if e.rank is not None else None)
+        host = host_of(e, hosts)
         key = _sync_key(e)
         if key is None or host is None or e.time is None:
             continue
@@ -68,7 +69,7 @@ def normalise(events: Sequence[Event], offsets: dict[str, float], hosts: dict[in
         return list(events)
     out = []
     for e in events:
-        host = e.host or (hosts.get(e.rank) if e.rank is not None else None)
+        host = host_of(e, hosts)
         if e.time is not None and host in offsets:
             out.append(replace(e, time=e.time - offsets[host]))
         else:

@@ -85,6 +85,17 @@ def is_victim_exception(e: Event) -> bool:
     return any(m in text for m in VICTIM_EXCEPTION_MARKERS)
 
 
+_OWN_RANK = -1
+
+
+def host_of(e: Event, hosts: dict[int, str], rank: int | None = _OWN_RANK) -> str | None:
+    """The host an event names, else the host of `rank` (by default the event's own rank; None: no host)."""
+    if e.host:
+        return e.host
+    r = e.rank if rank == _OWN_RANK else rank
+    return hosts.get(r) if r is not None else None
+
+
 def exit_signal(exitcode: object) -> str | None:
     """Signal name of a torchrun negative exit code (or a shell 128+N status)."""
     if not isinstance(exitcode, int):

@@ -10,6 +10,7 @@ from hanglens.analysis.kinds import (
     CRASH_KINDS,
     FAILURE_KINDS,
     exit_signal,
+    host_of,
     is_victim_exception,
 )
 from hanglens.model import AGENT_EVENT_KINDS, Event, InputFile
@@ -106,7 +107,7 @@ def hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     rows = [
         {
             "rank": e.rank,
-            "host": e.host or hosts.get(e.rank) if e.rank is not None else e.host,
+            "host": host_of(e, hosts),
             "detector": e.get("detector"),
             "pg": e.get("pg"),
             "seq": e.get("seq"),
@@ -144,7 +145,7 @@ def victim_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         rows.append(
             {
                 "rank": rank,
-                "host": e.host or (hosts.get(rank) if rank is not None else None),
+                "host": host_of(e, hosts, rank),
                 "signal": signal,
                 "time": e.time,
                 "text": e.text[:300],
@@ -212,7 +213,7 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         rows.append(
             {
                 "rank": rank,
-                "host": e.host or hosts.get(rank),
+                "host": host_of(e, hosts, rank),
                 "kind": e.kind,
                 "first": first,
                 "time": e.time,
@@ -236,7 +237,7 @@ def first_failure_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[R
             {
                 "order": i,
                 "rank": rank,
-                "host": e.host or (hosts.get(rank) if rank is not None else None),
+                "host": host_of(e, hosts, rank),
                 "time": e.time,
                 "kind": e.kind,
                 "text": e.text[:300],
@@ -264,7 +265,7 @@ def version_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             continue
         if comp not in _COMPONENTS or not ver:
             continue
-        host = e.host or e.get("nccl_host") or (hosts.get(e.rank) if e.rank is not None else None)
+        host = e.host or e.get("nccl_host") or host_of(e, hosts)
         seen.add((host, e.rank, str(comp), str(ver)))
     distinct: dict[str, set[str]] = defaultdict(set)
     for _, _, comp, ver in seen:
