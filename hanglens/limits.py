@@ -24,14 +24,15 @@ class Limits:
     # Compressed files and archives (read in place, never extracted)
     max_member_bytes: int = 4 * GiB  # decompressed bytes of one compressed file or archive member
     max_job_bytes: int = 64 * GiB  # decompressed bytes of one job, all inputs together
-    max_ratio: int = 1000  # decompressed / compressed bytes of one member (bombs are 1000:1 and up)
+    max_ratio: int = 250  # decompressed / compressed bytes of one member (logs: 5-50:1; bombs: 1000:1 and up)
     max_members: int = 100_000  # members of one archive
     max_nesting: int = 2  # archives inside archives
     # Flight Recorder pickles (restricted unpickler: no globals at all)
     max_pickle_bytes: int = 256 * MiB
     max_pickle_objects: int = 10_000_000  # containers and scalars built while unpickling
     # User rules
-    max_rule_files: int = 2_000
+    max_rule_files: int = 2_000  # rule files in one user rule folder (more: the folder is refused)
+    max_rule_bytes: int = 1 * MiB  # size of one rule file
     max_yaml_aliases: int = 0  # anchors/aliases in rule files are refused outright
     max_template_output: int = 64 * KiB  # characters one rendered explanation may have
     rule_regex_budget_s: float = 2.0  # total regex time of one rule over one job
@@ -48,3 +49,12 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+
+
+def human_bytes(n: int) -> str:
+    """`n` bytes for a message: 4 GiB, 64 MiB, 1.5 KiB, 12 B."""
+    for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if n >= size:
+            value = n / size
+            return f"{value:.0f} {unit}" if value.is_integer() or value >= 100 else f"{value:.1f} {unit}"
+    return f"{n} B"
