@@ -138,25 +138,31 @@ class Capped:
         self._budget = budget
         self.count = 0
         self.member_cap = True  # off for a tar stream: its members are capped one by one
+        self._stop: LimitReached | None = None  # raised by the next read, once the data before it is out
 
     def read(self, size: int = -1, /) -> bytes:
+        if self._stop is not None:
+            raise self._stop
         lim = self._limits
         if size < 0 or size > 1 << 20:
             size = 1 << 20  # never one unbounded read: the caps are checked between chunks
         out = self._inner.read(size)
         self.count += len(out)
+        over = 0
         if self.member_cap and self.count > lim.max_member_bytes:
-            raise LimitReached(f"decompressed size passed {human_bytes(lim.max_member_bytes)} "
-                               f"(limit max_member_bytes, --limit max_member_bytes=BYTES)")
-        if self.count > RATIO_FLOOR:
+            over = self.count - lim.max_member_bytes
+            self._stop = LimitReached(f"decompressed size passed {human_bytes(lim.max_member_bytes)} "
+                                      f"(limit max_member_bytes, --limit max_member_bytes=BYTES)")
+        elif self.count > RATIO_FLOOR:
             packed = max(1, self._consumed())
             if self.count > lim.max_ratio * packed:
-                raise LimitReached(f"expands more than {lim.max_ratio}:1 ({human_bytes(self.count)} from "
-                                   f"{human_bytes(packed)}; limit max_ratio, --limit max_ratio=N)")
-        if self._budget is not None and not self._budget.take(len(out)):
-            raise LimitReached(f"the job's inputs passed {human_bytes(self._budget.total)} decompressed "
-                               f"(limit max_job_bytes, --limit max_job_bytes=BYTES)")
-        return out
+                got, src = human_bytes(self.count), human_bytes(packed)
+                self._stop = LimitReached(f"expands more than {lim.max_ratio}:1 ({got} from {src}; "
+                                          "limit max_ratio, --limit max_ratio=N)")
+        if self._budget is not None and not self._budget.take(len(out)) and self._stop is None:
+            self._stop = LimitReached(f"the job's inputs passed {human_bytes(self._budget.total)} "
+                                      "decompressed (limit max_job_bytes, --limit max_job_bytes=BYTES)")
+        return out[: len(out) - over] if over else out
 
 
 class Head:
