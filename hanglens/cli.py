@@ -261,9 +261,10 @@ def _read(paths: list[Path]) -> Any:
         _fail(exc)
 
 
-def _event_row(e: Any) -> dict[str, Any]:
+def _event_row(e: Any, file_rank: dict[str, int]) -> dict[str, Any]:
     return {
-        "rank": e.rank,
+        # a line without a rank of its own belongs to its file's rank, as in `inputs` and `analyze`
+        "rank": e.rank if e.rank is not None else file_rank.get(e.ref.path),
         "host": e.host,
         "time": e.time,
         "kind": e.kind,
@@ -327,7 +328,8 @@ def events(
         _fail(exc)
     ing = _read(paths)
     evs = [e for e in ing.events if not kind or e.kind in kind]
-    rows = [_event_row(e) for e in evs]
+    file_rank = {f.path: f.ranks[0] for f in ing.files if len(f.ranks) == 1}
+    rows = [_event_row(e, file_rank) for e in evs]
     if fmt is Fmt.json:
         doc = {"events": rows, "skipped": [{"path": s.path, "reason": s.reason} for s in ing.skipped]}
         _write(_json(doc), output)

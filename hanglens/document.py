@@ -7,6 +7,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -282,7 +283,8 @@ def _collect_next(
             "TORCH_NCCL_DUMP_ON_TIMEOUT=1` (dumps every rank's last collectives on a timeout; analyse with "
             "`torchfrtrace`)."
         )
-    if "hang_detected" in kinds or (verdict_conf == "low" and not explained):
+    crashed = bool(kinds & {"exception", "cuda_error", "oom", "worker_failed", "child_failed"})
+    if "hang_detected" in kinds or (verdict_conf == "low" and not explained and not crashed):
         out.append(
             "While it hangs, take stacks of every rank: `py-spy dump --pid <PID> > pyspy-rank<N>.txt` (add "
             "`--native` for C++ frames) and give the files to hanglens with the logs: a rank stuck in a "
@@ -337,13 +339,17 @@ _STACKS = (
 )
 
 
-def _observed(tables: Tables) -> dict[str, str] | None:
+def _observed(tables: Tables, file_rank: dict[str, int]) -> dict[str, str] | None:
     """What kind of failure the facts show when no rule explains it: a headline and the advice that follows.
 
     Built from the events the analysis already has (timeouts with their collective, sequence number and
     timeout; the first own error; the launcher's exit codes), never from a rule.
     """
-    evs = tables.events
+    # an event without a rank of its own belongs to its file's rank, as everywhere else in the report
+    evs = [
+        e if e.rank is not None or e.ref.path not in file_rank else replace(e, rank=file_rank[e.ref.path])
+        for e in tables.events
+    ]
     hangs = [e for e in evs if e.kind == "hang_detected" and e.rank is not None]
     all_ranks = sorted(tables.ranks)
     if hangs:
@@ -392,7 +398,16 @@ def _observed(tables: Tables) -> dict[str, str] | None:
     ]
     if own:
         first = min(own, key=lambda e: (e.time is None, e.time or 0.0, e.ref.path, e.ref.line))
-        what = str(first.get("exc_type") or first.kind.replace("_", " "))
+        what = str(
+            first.get("exc_type")
+            or {
+                "exception": "A Python exception",
+                "cuda_error": "A CUDA error",
+                "oom": "Out of memory",
+                "nccl_error": "An NCCL error",
+                "nccl_warn": "An NCCL warning",
+            }.get(first.kind, first.kind)
+        )
         ranks = sorted({e.rank for e in own if e.rank is not None and e.kind == first.kind})
         return {
             "headline": f"{what} on {_ranks_text(ranks)}; culprit not determined",
@@ -461,6 +476,10 @@ def build_document(
     victims = set(verdict.get("victim_ranks") or [])
     timeline = []
     for r in records(tables.fact("first_failure"))[:TIMELINE_LIMIT]:
+        if r["rank"] is None and r["path"] in file_rank:
+            r["rank"] = file_rank[r["path"]]
+        if not r["host"] and r["path"] in file_host:
+            r["host"] = file_host[r["path"]]
         timeline.append(
             {
                 "time": r["time"],
@@ -498,7 +517,7 @@ def build_document(
         else _collect_next(
             tables, files, verdict.get("confidence", "low"), engine_collect, str(verdict.get("category"))
         ),
-        "observed": _observed(tables) if verdict.get("category") == "unknown" else None,
+        "observed": _observed(tables, file_rank) if verdict.get("category") == "unknown" else None,
         "inputs": {
             "files": len(files),
             "bytes": sum(f.size for f in files),

@@ -148,6 +148,17 @@ def _join(value: Any, sep: str = ", ") -> str:
     return sep.join(str(v) for v in _values(value))
 
 
+def _size(value: Any) -> str:
+    """Bytes as PyTorch prints them in an OOM message (`336.00 MiB`, `4.35 GiB`); other values unchanged."""
+    n = _as_int(value)
+    if n is None or n < 0:
+        return "" if value is None else str(value)
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n} bytes"
+
+
 @jinja2.pass_context
 def _hosts(ctx: jinja2.runtime.Context, value: Any) -> list[str]:
     by_rank: Mapping[int, str] = ctx.get("hosts_by_rank") or {}
@@ -159,7 +170,7 @@ def environment() -> SandboxedEnvironment:
     """A fresh sandbox with strict undefined names and the rule filters."""
     env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
     env.filters.update({"rank_list": rank_list, "first": _first, "min": _min, "max": _max, "count": _count,
-                        "unique": _unique, "join": _join, "hosts": _hosts})
+                        "unique": _unique, "join": _join, "hosts": _hosts, "size": _size})
     return env
 
 

@@ -185,8 +185,9 @@ def shell_commands(text: str) -> list[str]:
         if span not in commands:
             commands.append(span)
     for m in _ENV_ASSIGN.finditer(_BACKTICK.sub(" ", text)):
-        if m.group(1) not in exports:
-            exports.append(m.group(1))
+        assign = m.group(1).rstrip(".:")  # the end of a sentence is not part of the value
+        if assign not in exports:
+            exports.append(assign)
     return ([f"export {' '.join(exports)}"] if exports else []) + commands
 
 

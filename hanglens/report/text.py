@@ -103,6 +103,20 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
     return out
 
 
+def _fit(segs: list[Segment], width: int) -> list[list[Segment]]:
+    """Break a line of segments that is wider than the terminal before the segment that overflows."""
+    out: list[list[Segment]] = [[]]
+    used = 0
+    for style, text in segs:
+        if used and used + len(text) > width and text.startswith(" "):
+            text = "  " + text.lstrip()
+            out.append([])
+            used = 0
+        out[-1].append((style, text))
+        used += len(text)
+    return out
+
+
 MAX_LOG_LINES = 6
 
 
@@ -123,7 +137,7 @@ def render_text(doc: Mapping[str, Any], *, color: bool, width: int | None = None
     if width is None:
         width = terminal_width()
     width = max(40, min(width, 400))
-    lines = _lines(doc, width)
+    lines = [fitted for segs in _lines(doc, width) for fitted in _fit(segs, width)]
     if not color:
         return "\n".join("".join(t for _, t in segs).rstrip() for segs in lines) + "\n"
     buf = io.StringIO()
