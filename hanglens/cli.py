@@ -688,9 +688,9 @@ DEMO_REPORT = "hanglens-demo-report.html"
 
 @app.command()
 def demo(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the report into.")] = Path(
-        "."
-    ),
+    output: Annotated[
+        Path, typer.Option("--output", "-o", metavar="DIR", help="Folder to write the report into.")
+    ] = Path("."),
 ) -> None:
     """Analyse a bundled real job (rank 2 skips an all_reduce) and write hanglens-demo-report.html."""
     from importlib import resources
