@@ -298,11 +298,17 @@ def top_evidence(doc: Mapping[str, Any], n: int) -> list[Mapping[str, Any]]:
     finding = primary_finding(doc)
     findings = [finding] if finding else []
     findings += [f for f in doc.get("findings") or [] if f is not finding]
+    texts: set[tuple[Any, str]] = set()
     for f in findings:
         for ev in f.get("evidence") or []:
-            key = (str(ev.get("path")), ev.get("line")) if isinstance(ev, Mapping) else ("", None)
-            if isinstance(ev, Mapping) and len(out) < n and key not in seen:
+            if not isinstance(ev, Mapping) or len(out) >= n:
+                continue
+            key = (str(ev.get("path")), ev.get("line"))
+            # the same rank's same words on another line (a traceback printed twice) say nothing new
+            said = (as_rank(ev.get("rank")), one_line(ev.get("text"), 400))
+            if key not in seen and said not in texts:
                 seen.add(key)
+                texts.add(said)
                 out.append(ev)
     return out
 

@@ -126,7 +126,10 @@ def _wrap_log(text: Any, width: int) -> list[str]:
     lines = textwrap.wrap(s, width, break_on_hyphens=False) or [""]
     if len(lines) <= MAX_LOG_LINES:
         return lines
-    return [*lines[: MAX_LOG_LINES - 1], "… " + s[-(width - 2) :].lstrip()]
+    tail = s[-(width - 2) :]
+    if " " in tail[: width // 2]:
+        tail = tail[tail.index(" ") + 1 :]  # start the kept end at a word
+    return [*lines[: MAX_LOG_LINES - 1], "… " + tail.lstrip()]
 
 
 def render_text(doc: Mapping[str, Any], *, color: bool, width: int | None = None) -> str:
