@@ -47,7 +47,8 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
     hosts = verdict.get("culprit_hosts") or []
     if hosts:
         who += [("", " on "), ("red", c.one_line(c.host_list(hosts, limit=3), 120))]
-    who += [("", "   Victims "), ("yellow", c.rank_list(victims)), ("dim", f" ({len(victims)})")]
+    if victims:
+        who += [("", "   Victims "), ("yellow", c.rank_list(victims)), ("dim", f" ({len(victims)})")]
     silent = [
         r.get("rank")
         for r in doc.get("ranks") or []
