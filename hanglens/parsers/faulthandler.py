@@ -21,7 +21,9 @@ THREAD_RE = re.compile(
     r"^\s*(?:(?P<current>Current thread|Thread) (?P<tid>0x[0-9A-Fa-f]{1,16})(?: \[(?P<name>[^\]]{0,200})\])?"
     r"|(?P<stack>Stack)) \(most recent call first\):\s*$"
 )
-FRAME_RE = re.compile(r"^\s*File \"(?P<file>[^\"]*)\", line (?P<line>\d{1,9}|\?\?\?) in (?P<func>\S.{0,300}?)\s*$")
+FRAME_RE = re.compile(
+    r"^\s*File \"(?P<file>[^\"]*)\", line (?P<line>\d{1,9}|\?\?\?) in (?P<func>\S.{0,300}?)\s*$"
+)
 OTHER_FRAME_RE = re.compile(r"^\s*(?:<no Python frame>|\.\.\.|<timeout>)\s*$")
 FATAL_RE = re.compile(r"^\s*Fatal Python error: (?P<reason>.{1,300}?)\s*$")
 TIMEOUT_RE = re.compile(r"^\s*Timeout \(\d{1,6}:\d\d:\d\d\)!\s*$")
@@ -50,19 +52,19 @@ class _Dump:
 
 
 class FaulthandlerParser(Parser):
-    """`faulthandler` tracebacks of all threads → `stack_dump` per thread (+ `hang_detected` in a collective)."""
+    """`faulthandler` dumps → `stack_dump` per thread (+ `hang_detected` for a main thread in a c10d call)."""
 
     name = "faulthandler"
     triggers = ("(most recent call first):", "Fatal Python error:", "Timeout (")
     emits = (
         EventSpec("stack_dump", ("thread", "thread_id", "state", "frames", "frame_file", "frame_line",
                                  "frame_func", "dumper", "trigger", "main", "waits_on", "collective"),
-                  "one thread of a dump: frames as \"file:line in func\", outermost first, frame_* the innermost; "
-                  "dumper py-spy/faulthandler; trigger = why faulthandler dumped (its `Fatal Python error` "
-                  "reason, or `timeout` for dump_traceback_later); main = the main thread (py-spy's "
-                  "\"MainThread\", else a stack starting in a module body); waits_on = dataloader (main thread "
-                  "waits on the DataLoader's worker queue) or collective (inside the c10d function named by "
-                  "`collective`)"),
+                  "one thread of a dump: frames as \"file:line in func\", outermost first, frame_* the "
+                  "innermost; dumper py-spy/faulthandler; trigger = why faulthandler dumped (its "
+                  "`Fatal Python error` reason, or `timeout` for dump_traceback_later); main = the main "
+                  "thread (py-spy's \"MainThread\", else a stack starting in a module body); waits_on = "
+                  "dataloader (main thread waits on the DataLoader's worker queue) or collective (inside the "
+                  "c10d function named by `collective`)"),
         EventSpec("hang_detected", ("detector", "op", "collective"),
                   "detector=stack_dump: a dump's main thread sits inside a c10d collective (op in OpType "
                   "spelling, e.g. ALLREDUCE)"),
@@ -99,8 +101,8 @@ class FaulthandlerParser(Parser):
                 "[rank3]: Current thread 0x00007fa0c81d2740 (most recent call first):\n"
                 "[rank3]:   File \"/opt/venv/lib/python3.10/site-packages/torch/distributed/"
                 "distributed_c10d.py\", line 2288 in all_reduce\n"
-                "[rank3]:   File \"/opt/venv/lib/python3.10/site-packages/torch/distributed/c10d_logger.py\", "
-                "line 75 in wrapper\n"
+                "[rank3]:   File \"/opt/venv/lib/python3.10/site-packages/torch/distributed/"
+                "c10d_logger.py\", line 75 in wrapper\n"
                 "[rank3]:   File \"/home/user/train.py\", line 58 in step\n"
                 "[rank3]:   File \"/home/user/train.py\", line 90 in <module>\n"
                 "[rank3]: \n"
@@ -111,9 +113,10 @@ class FaulthandlerParser(Parser):
                  "frames": ["/home/user/train.py:90 in <module>", "/home/user/train.py:58 in step",
                             "/opt/venv/lib/python3.10/site-packages/torch/distributed/c10d_logger.py:75 in "
                             "wrapper",
-                            "/opt/venv/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py:2288 "
-                            "in all_reduce"]},
-                "written here from CPython 3.10's faulthandler format (crash, all threads, torch 2.4+ prefix)"),
+                            "/opt/venv/lib/python3.10/site-packages/torch/distributed/"
+                            "distributed_c10d.py:2288 in all_reduce"]},
+                "written here from CPython 3.10's faulthandler format (crash, all threads, torch 2.4+ "
+                "prefix)"),
         Example("Stack (most recent call first):\n"
                 "  File \"/home/user/train.py\", line 12 in load\n"
                 "  File \"/home/user/train.py\", line 30 in <module>\n",
@@ -121,6 +124,12 @@ class FaulthandlerParser(Parser):
                 {"dumper": "faulthandler", "main": True, "waits_on": None, "thread_id": None,
                  "frame_line": 12},
                 "written here from CPython 3.x's faulthandler format (dump_traceback(all_threads=False))"),
+        Example("Current thread 0x00007f0c9a2ee740 (most recent call first):\n"
+                "  File \"/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py\", "
+                "line 4622 in barrier\n"
+                "  File \"/home/user/train.py\", line 77 in <module>\n",
+                "hang_detected", {"detector": "stack_dump", "op": "BARRIER", "collective": "barrier"},
+                "written here from CPython 3.x's faulthandler format (faulthandler.register(SIGUSR1))"),
     )
     near_misses = (
         "Exception raised from checkTimeout at /opt/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:"
@@ -202,5 +211,7 @@ class FaulthandlerParser(Parser):
             frames=[f"{f}:{n} in {fn}" for f, n, fn in outer_first], frame_file=inner[0], frame_line=inner[1],
             frame_func=inner[2], dumper="faulthandler", trigger=dump.trigger, **facts,
         )
-        hang = hang_fields(facts)
+        # A crash dump (`Fatal Python error: Aborted`, as torchrun's workers print on SIGABRT) shows where the
+        # process died, not where it hung.
+        hang = hang_fields(facts) if dump.trigger in (None, "timeout") else None
         return [ev] if hang is None else [ev, self.event("hang_detected", th.line, **hang)]

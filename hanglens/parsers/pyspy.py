@@ -112,6 +112,14 @@ class PyspyParser(Parser):
                 {"thread": "MainThread", "frames": ["train.py:9 in <module>", "train.py:7 in wait"],
                  "frame_line": 7},
                 "py-spy 0.3-0.4 (--native --locals)"),
+        Example("Process 7310: /usr/bin/python3 train.py\n"
+                "Python v3.11.7 (/usr/bin/python3.11)\n"
+                "\n"
+                "Thread 7310 (idle): \"MainThread\"\n"
+                "    broadcast (torch/distributed/distributed_c10d.py:2712)\n"
+                "    <module> (train.py:40)\n",
+                "hang_detected", {"detector": "stack_dump", "op": "BROADCAST", "pid": 7310},
+                "py-spy 0.3-0.4 (main thread inside a collective)"),
     )
     near_misses = (
         "Sending process 15714 closing signal SIGTERM",

@@ -63,7 +63,8 @@ def waits_on(frames: Sequence[Frame]) -> tuple[str | None, str | None]:
             return "collective", func
         if path.endswith(DATALOADER_FILE):
             deeper = frames[i + 1:]
-            if func in DATALOADER_WAITS and all(any(w in _path(f) for w in WAIT_LIBRARY) for f, _, _ in deeper):
+            waiting = all(any(w in _path(f) for w in WAIT_LIBRARY) for f, _, _ in deeper)
+            if func in DATALOADER_WAITS and waiting:
                 return "dataloader", None
             return None, None
     return None, None
