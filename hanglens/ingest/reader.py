@@ -10,6 +10,7 @@ and torchtitan step lines skip the per-line machinery. A physical line is cut at
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -32,6 +33,8 @@ from hanglens.parsers.base import Parser
 BLOCK = 1 << 22            # bytes searched per regex call
 MAX_LINE = 1 << 20         # a longer physical line is cut here (the rest of it is skipped, and said)
 SAMPLE_LINES = 200         # lines sampled to decide the file's prefix dialect and hard-wrap width
+GREP_MIN_BYTES = 4 << 20   # smaller plain files are scanned in Python (a grep process costs more)
+MAX_SEEN = 1 << 14         # distinct repeated-line keys remembered per file
 PREPARE_BYTES = 1 << 16    # head bytes the dialect, CR-only and hard-wrap decisions are made from
 
 # `[rankN]:` on lines no parser wants still says whose file this is; scanned per block, not per line.
@@ -41,6 +44,16 @@ _WRAP_START_RE = re.compile(
     r"\d{4}-\d\d-\d\d|Traceback|\s+File \"|\w*(?:Error|Exception)\b|\[\d{4}-|\S+:\d+:\d+ \[\d+\] NCCL|"
     r"frame #\d+:|Exception raised from |#\d+ )"
 )
+
+
+# The clock time near the start of a line (the envelope's stamp): two lines equal apart from it are one
+# message printed again (a periodic info line, a retried warning). Bounded look-ahead: linear.
+_STAMP_RE = re.compile(r"^(.{0,48}?)\d\d:\d\d:\d\d(?:[.,]\d{1,9})?")
+
+
+def repeat_key(raw: str) -> str:
+    """`raw` without its first clock time (within its first 48 characters): the key of a repeated line."""
+    return _STAMP_RE.sub(r"\1", raw, count=1)
 
 
 def _trie_pattern(words: list[bytes]) -> bytes:
@@ -158,6 +171,12 @@ class Reader:
         self.dialect = Dialect()
         self.active: set[int] = set()
         self.envelope_ranks = self.result.envelope_ranks
+        # Lines already fed that gave no event and left every parser idle (and that no parser declaring
+        # `repeats_matter` read): a line equal to one of them apart from its clock time is the same
+        # message again, which gives no event either, so it is not parsed again.
+        self.seen: set[str] = set()
+        self.repeats = 0
+        self.repeat_matters = [cls.repeats_matter for cls in parser_classes]
 
     # -- line level --------------------------------------------------------------------------
     def _handle(self, bline: bytes, num: int) -> None:
@@ -197,14 +216,21 @@ class Reader:
         )
 
     def _segment(self, raw: str, num: int) -> None:
+        key = None
+        if not self.active:
+            key = repeat_key(raw)
+            if key in self.seen:
+                self.repeats += 1
+                return
         if self.fast is not None and self.fast.state:
             self.fast.sync()
         line = self._line(raw, num)
-        produced = False
+        produced = fed_repeat = False
         active = self.active
         for i, parser in enumerate(self.parsers):
             if i not in active and not _has_any(raw, self.trig_text[i]):
                 continue
+            fed_repeat = fed_repeat or self.repeat_matters[i]
             try:
                 out = list(parser.feed(line))
             except Exception as exc:  # a parser bug must not lose the rest of the file
@@ -220,6 +246,8 @@ class Reader:
                 active.discard(i)
         if produced:
             self.result.lines_with_events += 1
+        if key is not None and not produced and not active and not fed_repeat and len(self.seen) < MAX_SEEN:
+            self.seen.add(key)
 
     # -- block level -------------------------------------------------------------------------
     def _block(self, block: bytes, lineno: int) -> int:
@@ -300,7 +328,11 @@ class Reader:
         The result is the same either way.
         """
         exe = grep_path() if use_grep else None
-        if exe is None:
+        try:
+            small = os.path.getsize(fs_path) < GREP_MIN_BYTES
+        except OSError:
+            small = True
+        if exe is None or small:
             return self.read(stream)
         head = stream.read(PREPARE_BYTES)
         cr_only, wrap = self._prepare(head)
@@ -401,6 +433,9 @@ class Reader:
         return num
 
     def _close(self) -> None:
+        if self.repeats:
+            self.result.notes.append(f"{self.repeats} repeated lines (equal to an earlier line apart from the "
+                                     "clock time) were read once")
         for parser in self.parsers:
             try:
                 self.result.events.extend(parser.close())
