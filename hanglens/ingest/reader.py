@@ -14,9 +14,12 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import IO
 
 from hanglens.ingest.prefilter import (
+    FAST_BODY,
+    PRINTABLE_RE,
     FastPathMismatch,
     FastProgress,
     Grep,
@@ -29,11 +32,12 @@ from hanglens.ingest.prefix import ANSI_RE, Dialect, detect_dialect, strip_prefi
 from hanglens.ingest.sources import ReadableStream
 from hanglens.model import AGENT_EVENT_KINDS, Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
+from hanglens.parsers.progress import ProgressParser
 
 BLOCK = 1 << 22            # bytes searched per regex call
 MAX_LINE = 1 << 20         # a longer physical line is cut here (the rest of it is skipped, and said)
 SAMPLE_LINES = 200         # lines sampled to decide the file's prefix dialect and hard-wrap width
-GREP_MIN_BYTES = 4 << 20   # smaller plain files are scanned in Python (a grep process costs more)
+GREP_MIN_BYTES = 256 << 10  # smaller plain files are scanned in Python (a grep process costs more)
 MAX_SEEN = 1 << 14         # distinct repeated-line keys remembered per file
 PREPARE_BYTES = 1 << 16    # head bytes the dialect, CR-only and hard-wrap decisions are made from
 
@@ -84,6 +88,15 @@ def compile_triggers(parsers: Sequence[type[Parser]]) -> re.Pattern[bytes]:
     if not lits:
         return re.compile(b"(?!)")
     return re.compile(_trie_pattern(lits))
+
+
+_FAST_LINE_RE = re.compile(FAST_BODY)
+
+
+@lru_cache(maxsize=8)
+def _other_triggers(parsers: tuple[type[Parser], ...]) -> re.Pattern[bytes]:
+    """Every trigger of a parser other than the progress parser (a step line holding one is not fast)."""
+    return compile_triggers(tuple(p for p in parsers if p is not ProgressParser))
 
 
 @dataclass
@@ -167,6 +180,7 @@ class Reader:
         self.fast: FastProgress | None = None
         self.trig_text = [tuple(cls.triggers) for cls in parser_classes]
         self.triggers = triggers if triggers is not None else compile_triggers(parser_classes)
+        self.others = self.triggers
         self.result = FileResult()
         self.dialect = Dialect()
         self.active: set[int] = set()
@@ -279,10 +293,26 @@ class Reader:
             lineno += block.count(b"\n", pos, start)
             end = block.find(b"\n", m.end())
             end = n if end < 0 else end
-            self._handle(block[start:end], lineno + 1)
+            line = block[start:end]
+            if self.fast is None or not self._take_fast(line, lineno + 1):
+                self._handle(line, lineno + 1)
             lineno += 1
             pos = end + 1
         return lineno
+
+    def _take_fast(self, line: bytes, num: int) -> bool:
+        """Give a torchtitan step line to the progress fast path (as the grep path does); False if not one."""
+        m = _FAST_LINE_RE.match(line)
+        if m is None or len(line) > MAX_LINE or b"poch" in line or b"iteration" in line:
+            return False
+        if not PRINTABLE_RE.fullmatch(line) or self.others.search(line) is not None:
+            return False
+        assert self.fast is not None
+        rank = self.fast.take((b"", b"", line, *m.groups()), num)
+        if rank is None:
+            return False
+        self.envelope_ranks.add(rank)
+        return True
 
     def _note_long_lines(self, block: bytes, lineno: int) -> None:
         """Note every line of `block` longer than MAX_LINE (`_handle` cuts them), in line order.
@@ -316,7 +346,13 @@ class Reader:
         if wrap:
             self._read_unwrapped(head, stream, wrap)
         else:
+            fast_at = FastProgress.usable(self.parser_classes)
+            if fast_at is not None:
+                self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line)
+                self.others = _other_triggers(self.parser_classes)
             self._read_blocks(head, stream, cr_only)
+            if self.fast is not None:
+                self.fast.finish()
         self._close()
         return self.result
 
@@ -434,8 +470,8 @@ class Reader:
 
     def _close(self) -> None:
         if self.repeats:
-            self.result.notes.append(f"{self.repeats} repeated lines (equal to an earlier line apart from the "
-                                     "clock time) were read once")
+            self.result.notes.append(f"{self.repeats} lines repeat an earlier line that gave no event (apart "
+                                     "from the clock time); parsed once")
         for parser in self.parsers:
             try:
                 self.result.events.extend(parser.close())
