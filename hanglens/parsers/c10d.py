@@ -1,6 +1,6 @@
 """Read ProcessGroupNCCL's watchdog, heartbeat monitor, dump-signal, flight-recorder and desync-report lines.
 
-Example (torch 2.4+): `[rank3]:[E709 17:05:38.162555850 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught
+Example (torch 2.4+): `[rank3]:[E709 17:05:38.162904317 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught
 collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000)
 ran for 600410 milliseconds before timing out.` → `hang_detected` (detector=watchdog, seq=12, op=ALLREDUCE).
 
@@ -1017,7 +1017,7 @@ class C10dParser(Parser):
             "torch 2.3 (constructed)",
         ),
         Example(
-            "[rank2]:[E0921 11:00:01.000000001 ProcessGroupNCCL.cpp:1339] [PG 0 (default_pg) Rank 2] "
+            "[rank2]:[E921 11:00:01.000000001 ProcessGroupNCCL.cpp:1339] [PG 0 (default_pg) Rank 2] "
             "Received a "
             "global dump signal from rank 5, and will start to dump the debug info.",
             "dump_signal",
@@ -1025,7 +1025,7 @@ class C10dParser(Parser):
             "torch 2.4 (constructed)",
         ),
         Example(
-            "[rank1]:[E0703 21:51:54.112142364 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank1]:[E703 21:51:54.112730895 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 1] "
             "Received a dump signal due to a collective timeout from  rank 3 and we will try our best to "
             "dump "
@@ -1044,7 +1044,7 @@ class C10dParser(Parser):
             "torch 2.5-2.9 (constructed)",
         ),
         Example(
-            "[rank3]:[E0703 21:51:54.112142364 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank3]:[E703 21:51:54.112730895 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 3] "
             "Received a dump signal due to a collective timeout from this local rank and we will try our "
             "best to "
@@ -1054,7 +1054,7 @@ class C10dParser(Parser):
             "torch 2.5-2.9 (constructed)",
         ),
         Example(
-            "[rank3]:[E0703 21:51:54.112142364 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank3]:[E703 21:51:54.112730895 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 3] "
             "Received a dump signal due to a collective timeout from this local rank and we will try our "
             "best to "
@@ -1064,7 +1064,7 @@ class C10dParser(Parser):
             "torch 2.5-2.9 (constructed)",
         ),
         Example(
-            "[rank4]:[E0703 21:51:54.112142364 ProcessGroupNCCL.cpp:1801] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank4]:[E703 21:51:54.112730895 ProcessGroupNCCL.cpp:1801] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 4] "
             "Observed flight recorder dump signal from another rank via TCPStore.",
             "dump_signal",
@@ -1072,7 +1072,7 @@ class C10dParser(Parser):
             "torch 2.5-2.9 (constructed)",
         ),
         Example(
-            "[rank2]:[E0109 10:46:25.933639732 ProcessGroupNCCL.cpp:2103] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank2]:[E214 03:12:47.508812406 ProcessGroupNCCL.cpp:2103] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 2] "
             "First PG on this rank to signal dumping.",
             "dump_signal",
@@ -1080,7 +1080,7 @@ class C10dParser(Parser):
             "torch 2.7-2.9 (constructed)",
         ),
         Example(
-            "[rank0]:[I0109 10:46:25.933639732 ProcessGroupNCCL.cpp:1650] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank0]:[I214 03:12:47.508812406 ProcessGroupNCCL.cpp:1650] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 0] "
             "Dump signal received through pipe, triggering FR dump.",
             "dump_signal",
@@ -1096,7 +1096,7 @@ class C10dParser(Parser):
             "torch 2.2-2.5 (constructed)",
         ),
         Example(
-            "[rank0]:[E0709 17:05:38.162555850 ProcessGroupNCCL.cpp:1399] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank0]:[E709 17:05:38.162904317 ProcessGroupNCCL.cpp:1399] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 0] "
             "ProcessGroupNCCL preparing to dump debug info. Include stack trace: 1, only active "
             "collectives: 0",
@@ -1105,14 +1105,14 @@ class C10dParser(Parser):
             "torch 2.6-2.9 (constructed)",
         ),
         Example(
-            "[rank1]:[I0709 17:05:38.162555850 ProcessGroupNCCL.cpp:1202] [PG 0 (default_pg) Rank 1] "
+            "[rank1]:[I709 17:05:38.162904317 ProcessGroupNCCL.cpp:1202] [PG 0 (default_pg) Rank 1] "
             "ProcessGroupNCCL dumping nccl trace to /tmp/fr/nccl_trace_rank_1",
             "flight_recorder",
             {"action": "dumping", "path": "/tmp/fr/nccl_trace_rank_1"},
             "torch 2.4-2.9 (constructed)",
         ),
         Example(
-            "[rank1]:[I0709 17:05:39.000000000 ProcessGroupNCCL.cpp:1210] Finished writing NCCLPG debug "
+            "[rank1]:[I709 17:05:39.000417206 ProcessGroupNCCL.cpp:1210] Finished writing NCCLPG debug "
             "info to "
             "/tmp/fr/nccl_trace_rank_1",
             "flight_recorder",
@@ -1120,7 +1120,7 @@ class C10dParser(Parser):
             "torch 2.2-2.6 (constructed)",
         ),
         Example(
-            "[rank1]:[I0709 17:05:39.000000000 FlightRecorder.cpp:88] Finished writing Flight Recorder "
+            "[rank1]:[I709 17:05:39.000417206 FlightRecorder.cpp:88] Finished writing Flight Recorder "
             "debug info "
             "to /home/u/.cache/torch/nccl_trace_rank_1",
             "flight_recorder",
@@ -1128,7 +1128,7 @@ class C10dParser(Parser):
             "torch 2.7-2.9 (constructed)",
         ),
         Example(
-            "[rank1]:[I0709 17:05:39.000000000 ProcessGroupNCCL.cpp:1420] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank1]:[I709 17:05:39.000417206 ProcessGroupNCCL.cpp:1420] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 1] "
             "Flight Recorder trace successfully dumped.",
             "flight_recorder",
@@ -1136,7 +1136,7 @@ class C10dParser(Parser):
             "torch 2.8-2.9 (constructed)",
         ),
         Example(
-            "[rank2]:[E0109 10:46:25.933603922 ProcessGroupNCCL.cpp:670] Stack trace of the failed "
+            "[rank2]:[E214 03:12:47.508790113 ProcessGroupNCCL.cpp:670] Stack trace of the failed "
             "collective not "
             "found, potentially because FlightRecorder is disabled. You can enable it by setting "
             "TORCH_NCCL_TRACE_BUFFER_SIZE to a non-zero value.",
@@ -1145,7 +1145,7 @@ class C10dParser(Parser):
             "torch 2.6-2.9 (constructed)",
         ),
         Example(
-            "[rank1]:[E0709 17:05:39.000000000 ProcessGroupNCCL.cpp:1212] Error opening file for writing "
+            "[rank1]:[E709 17:05:39.000417206 ProcessGroupNCCL.cpp:1212] Error opening file for writing "
             "NCCLPG "
             "debug info: /readonly/nccl_trace_rank_1",
             "flight_recorder",
@@ -1214,7 +1214,7 @@ class C10dParser(Parser):
             "torch 2.4 (constructed)",
         ),
         Example(
-            "[rank6]:[F0429 04:03:49.385461578 ProcessGroupNCCL.cpp:1554] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank6]:[F612 01:26:36.903826604 ProcessGroupNCCL.cpp:1554] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 6] "
             "Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL "
             "watchdog hang.",
@@ -1229,7 +1229,7 @@ class C10dParser(Parser):
             "torch 2.5-2.9 (constructed)",
         ),
         Example(
-            "[rank1]:[F0429 04:03:49.385461578 ProcessGroupNCCL.cpp:1554] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank1]:[F612 01:26:36.903826604 ProcessGroupNCCL.cpp:1554] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 1] "
             "Terminating the process after attempting to dump debug info, due to collective timeout or "
             "exception.",
@@ -1246,7 +1246,7 @@ class C10dParser(Parser):
             "torch 2.3-2.4 (constructed)",
         ),
         Example(
-            "[rank1]:[E0429 04:03:49.385461578 ProcessGroupNCCL.cpp:1560] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank1]:[E612 01:26:36.903826604 ProcessGroupNCCL.cpp:1560] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 1] "
             "ProcessGroupNCCL monitor thread is disabled, but would have terminated the processafter "
             "attempting "
@@ -1311,7 +1311,7 @@ class C10dParser(Parser):
             "torch 2.3 (constructed)",
         ),
         Example(
-            "[rank12]:[E0817 07:40:34.227531918 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 4] "
+            "[rank12]:[E823 16:05:52.640195337 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 4] "
             "Process "
             "group watchdog thread terminated with exception: CUDA error: an illegal memory access was "
             "encountered",
@@ -1320,7 +1320,7 @@ class C10dParser(Parser):
             "torch 2.4 (constructed)",
         ),
         Example(
-            "[rank0]:[E0128 13:23:00.788972321 ProcessGroupNCCL.cpp:1897] [PG ID 1 PG GUID 1 Rank 0] "
+            "[rank0]:[E305 22:41:17.064318275 ProcessGroupNCCL.cpp:1897] [PG ID 1 PG GUID 1 Rank 0] "
             "Process "
             "group watchdog thread terminated with exception: CUDA error: an illegal memory access was "
             "encountered",
@@ -1376,24 +1376,24 @@ class C10dParser(Parser):
             "torch 2.2-2.5 (constructed)",
         ),
         Example(
-            "[rank0]:[E0515 08:16:47.343377708 ProcessGroupNCCL.cpp:1937] Rank 0\n"
-            "\t - [0] Timeout at collective: ALLREDUCE, #90\n"
+            "[rank0]:[E1017 09:58:03.519034471 ProcessGroupNCCL.cpp:1937] Rank 0\n"
+            "\t - [0] Timeout at collective: ALLREDUCE, #146\n"
             "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:\n"
-            "\t   - [1, 3] finished collective #88, but didn't join collective #89 (count from 1)\n"
+            "\t   - [1, 3] finished collective #144, but didn't join collective #145 (count from 1)\n"
             "\t - Snapshot of ranks' latest states:\n"
-            "\t   #88 finished ranks:\n"
+            "\t   #144 finished ranks:\n"
             "\t     [1, 3] finished ALLREDUCE\n"
-            "\t   #90 started ranks:\n"
+            "\t   #146 started ranks:\n"
             "\t     [0, 2] started ALLREDUCE\n",
             "desync_report",
             {
                 "reporter_rank": 0,
-                "seq": 90,
+                "seq": 146,
                 "op": "ALLREDUCE",
                 "lagging_ranks": [1, 3],
                 "not_joined_ranks": [1, 3],
-                "joined_seq": 88,
-                "snapshot": ["#88 finished ALLREDUCE: 1,3", "#90 started ALLREDUCE: 0,2"],
+                "joined_seq": 144,
+                "snapshot": ["#144 finished ALLREDUCE: 1,3", "#146 started ALLREDUCE: 0,2"],
             },
             "torch 2.6-2.9 (constructed)",
         ),
@@ -1402,9 +1402,9 @@ class C10dParser(Parser):
         "[rank0]:[I ProcessGroupNCCL.cpp:669] [Rank 0] ProcessGroupNCCL initialization options: size: 8, "
         "global "
         "rank: 0, TIMEOUT(ms): 600000, USE_HIGH_PRIORITY_STREAM: 0",
-        "[rank0]:[I0709 17:05:38.162555850 ProcessGroupNCCL.cpp:1012] HeartbeatMonitor environments: "
+        "[rank0]:[I709 17:05:38.162904317 ProcessGroupNCCL.cpp:1012] HeartbeatMonitor environments: "
         "TORCH_NCCL_ENABLE_MONITORING (Whether to kill program when no watchdog heartbeat detected): 1",
-        "[rank0]:[I0709 17:05:38.162555850 ProcessGroupNCCL.cpp:1013] PGNCCL Watchdog environments: "
+        "[rank0]:[I709 17:05:38.162904317 ProcessGroupNCCL.cpp:1013] PGNCCL Watchdog environments: "
         "TORCH_NCCL_RETHROW_CUDA_ERRORS: 1, TORCH_NCCL_PROPAGATE_ERROR: 0, TORCH_NCCL_DESYNC_DEBUG: 0",
         "Set TORCH_NCCL_ASYNC_ERROR_HANDLING=1 so the watchdog tears the process down on a collective "
         "timeout",

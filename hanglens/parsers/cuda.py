@@ -186,7 +186,7 @@ class CudaParser(Parser):
             "torch 2.8+",
         ),
         Example(
-            "[rank3]:[E1003 18:37:01.832146912 ProcessGroupNCCL.cpp:1664] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank3]:[E1003 18:37:01.832617039 ProcessGroupNCCL.cpp:1664] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 3] Process group watchdog thread terminated with exception: CUDA error: unspecified "
             "launch failure",
             "cuda_error",

@@ -356,8 +356,8 @@ class NcclParser(Parser):
                 "10.1.2.3<43115> failed : Connection refused", "network_error",
                 {"transport": "socket", "error": "connect_failed", "peer": "10.1.2.3"}, "NCCL 2.18"),
         Example("node07:41233:41410 [0] transport/net_socket.cc:561 NCCL WARN NET/Socket : peer "
-                "10.1.2.3<41138> message truncated : receiving 8 bytes instead of 4", "network_error",
-                {"transport": "socket", "error": "message_truncated", "peer": "10.1.2.3"}, "NCCL 2.2x"),
+                "10.1.2.3<52907> message truncated : receiving 2048 bytes instead of 1024", "network_error",
+                {"transport": "socket", "error": "message_truncated", "peer": "10.1.2.3"}, "NCCL 2.10-2.11"),
         Example("node07:41233:41233 [0] bootstrap.cc:720 NCCL WARN Bootstrap : no socket interface found",
                 "network_error", {"transport": "socket", "error": "no_interface"}, "NCCL 2.10+"),
         Example("node07:41233:41233 [0] bootstrap.cc:301 NCCL WARN Bootstrap Root : rank 3 of 8 ranks has "
@@ -366,14 +366,14 @@ class NcclParser(Parser):
                 "progressing operation=Connect, res=3, closing connection", "network_error",
                 {"transport": "socket", "error": "proxy_error", "status": 3}, "NCCL 2.1x+"),
         Example("node07:41233:41410 [1] transport/net_ib.cc:1038 NCCL WARN NET/IB : req 0/1 tag 7 peer "
-                "10.1.2.3<58683> collective mismatch error, local size 4096 remote size "
-                "1024", "network_error",
+                "10.1.2.3<36114> collective mismatch error, local size 16384 remote size "
+                "8192", "network_error",
                 {"transport": "ib", "error": "collective_mismatch", "peer": "10.1.2.3"}, "NCCL 2.1x+"),
         Example("node07:41233:41500 [2] NCCL INFO [Service thread] Connection closed by localRank 2",
                 "peer_closed", {"peer": "localRank 2", "peer_local_rank": 2, "pid": 41233}, "NCCL 2.1x+"),
         Example("node07:41233:41410 [0] enqueue.cc:1021 NCCL WARN Cuda failure 'an illegal memory access was "
                 "encountered'", "cuda_error", {"error": "illegal_memory_access", "pid": 41233}, "NCCL 2.10+"),
-        Example("[2025-04-08 08:39:46] node07:41233:41410 [0] transport/nvls.cc:254 NCCL WARN Cuda failure 1 "
+        Example("[2026-03-17 14:22:05] node07:41233:41410 [0] transport/nvls.cc:254 NCCL WARN Cuda failure 1 "
                 "'invalid argument'", "cuda_error", {"error": "invalid_argument", "status": 1}, "NCCL 2.26+"),
         Example("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, "
                 "unhandled system error, NCCL version 2.10.3\nncclSystemError: System call (e.g. socket, "
@@ -434,7 +434,7 @@ class NcclParser(Parser):
                 {"error_type": "ncclInvalidUsage", "nccl_version": "2.26.2",
                  "reason": "invalid usage (run with NCCL_DEBUG=WARN for details)",
                  "last_error": "Error: network not found."}, "torch 2.6+ / NCCL 2.26"),
-        Example("[rank3]:[E0312 10:01:02.123456789 ProcessGroupNCCL.cpp:2000] [PG ID 0 PG GUID 0(default_pg) "
+        Example("[rank3]:[E312 10:01:02.418093275 ProcessGroupNCCL.cpp:2000] [PG ID 0 PG GUID 0(default_pg) "
                 "Rank 3]  remote error detected from rank: 5", "nccl_error",
                 {"error_type": "remote_error", "pg": "0", "pg_rank": 3, "stated_rank": 3, "from_pg_rank": 5},
                 "torch 2.7+ (TORCH_NCCL_PROPAGATE_ERROR=1)"),
