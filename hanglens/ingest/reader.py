@@ -10,6 +10,7 @@ and torchtitan step lines skip the per-line machinery. A physical line is cut at
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -133,7 +134,25 @@ def _wrap_width(sample: list[str]) -> int | None:
     return width if continued >= 0.5 * len(at_width) else None
 
 
-class _Replay:
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+class Utf16ToUtf8:
+    """A UTF-16 stream with a byte-order mark (as Windows tools write logs), read as UTF-8 bytes."""
+
+    def __init__(self, stream: ReadableStream) -> None:
+        self.stream = stream
+        self.decoder = codecs.getincrementaldecoder("utf-16")("replace")
+
+    def read(self, size: int = -1, /) -> bytes:
+        while True:
+            data = self.stream.read(size)
+            text = self.decoder.decode(data, final=not data)
+            if text or not data:
+                return text.encode("utf-8", "replace")
+
+
+class Replay:
     """`head` (already read) followed by the rest of `stream`."""
 
     def __init__(self, head: bytes, stream: ReadableStream) -> None:
@@ -172,8 +191,9 @@ class Reader:
     """Reads one binary stream. A fresh Reader (and fresh parser instances) per input file."""
 
     def __init__(self, path: str, origin: Origin, parser_classes: Sequence[type[Parser]],
-                 triggers: re.Pattern[bytes] | None = None) -> None:
+                 triggers: re.Pattern[bytes] | None = None, reference: bool = False) -> None:
         self.path = path
+        self.reference = reference  # the plain reader: every line parsed, no repeat memo, no fast path
         self.origin = origin
         self.parser_classes = tuple(parser_classes)
         self.parsers = [cls() for cls in parser_classes]
@@ -231,7 +251,7 @@ class Reader:
 
     def _segment(self, raw: str, num: int) -> None:
         key = None
-        if not self.active:
+        if not self.active and not self.reference:
             key = repeat_key(raw)
             if key in self.seen:
                 self.repeats += 1
@@ -248,7 +268,8 @@ class Reader:
             try:
                 out = list(parser.feed(line))
             except Exception as exc:  # a parser bug must not lose the rest of the file
-                self.result.notes.append(f"{parser.name} failed on line {num}: {type(exc).__name__}")
+                why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                self.result.notes.append(f"{parser.name} failed on line {num}: {why[:200]}")
                 out = []
                 self.parsers[i] = type(parser)()
             if out:
@@ -342,11 +363,15 @@ class Reader:
 
     def read(self, stream: ReadableStream) -> FileResult:
         head = stream.read(BLOCK)
+        if head.startswith(UTF16_BOMS):
+            self.result.notes.append("UTF-16 text (byte-order mark); decoded")
+            stream = Utf16ToUtf8(Replay(head, stream))
+            head = stream.read(BLOCK)
         cr_only, wrap = self._prepare(head[: 1 << 16])
         if wrap:
             self._read_unwrapped(head, stream, wrap)
         else:
-            fast_at = FastProgress.usable(self.parser_classes)
+            fast_at = None if self.reference else FastProgress.usable(self.parser_classes)
             if fast_at is not None:
                 self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line)
                 self.others = _other_triggers(self.parser_classes)
@@ -372,8 +397,8 @@ class Reader:
             return self.read(stream)
         head = stream.read(PREPARE_BYTES)
         cr_only, wrap = self._prepare(head)
-        if cr_only or wrap:
-            return self.read(_Replay(head, stream))
+        if cr_only or wrap or head.startswith(UTF16_BOMS):
+            return self.read(Replay(head, stream))
         try:
             done = self._read_grep(exe, fs_path)
         except (OSError, FastPathMismatch) as exc:

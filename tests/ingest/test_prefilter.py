@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from hanglens.ingest import Ingested, prefilter, read_inputs
-from hanglens.ingest.prefilter import FastProgress, scan_file
 from hanglens.ingest import reader as reader_module
+from hanglens.ingest.prefilter import FastProgress, scan_file
 from hanglens.ingest.reader import MAX_LINE, Reader
 from hanglens.model import Origin
 from hanglens.parsers import PARSERS
