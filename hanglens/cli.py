@@ -8,12 +8,25 @@ import json
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from hanglens import api
 from hanglens.errors import HanglensError
+
+if TYPE_CHECKING:
+    from hanglens import api
+else:
+
+    class _LazyApi:
+        """`hanglens.api` imported on first use: `--version` and `--help` do not pay for the reader."""
+
+        def __getattr__(self, name: str) -> Any:
+            from hanglens import api as module
+
+            return getattr(module, name)
+
+    api = _LazyApi()
 
 EXIT_OK = 0  # verdict reached / command succeeded
 EXIT_INCONCLUSIVE = 1  # analysed, but no rule explained the failure (category unknown)

@@ -256,15 +256,18 @@ class Reader:
             if key in self.seen:
                 self.repeats += 1
                 return
-        if self.fast is not None and self.fast.state:
-            self.fast.sync()
         line = self._line(raw, num)
         produced = fed_repeat = False
         active = self.active
+        fast = self.fast
         for i, parser in enumerate(self.parsers):
             if i not in active and not _has_any(raw, self.trig_text[i]):
                 continue
             fed_repeat = fed_repeat or self.repeat_matters[i]
+            if fast is not None and fast.state and i == fast.index:
+                # The progress parser gets the step reports the fast path held back before this line
+                # (the other parsers never see them, so they need not wait for it).
+                fast.sync()
             try:
                 out = list(parser.feed(line))
             except Exception as exc:  # a parser bug must not lose the rest of the file
