@@ -25,6 +25,7 @@ from hanglens.ingest.reader import (
     compile_triggers,
 )
 from hanglens.ingest.sources import Head, Locator, Opened, ReadableStream, Unit, codec_of, discover, open_unit
+from hanglens.limits import DEFAULT_LIMITS, Limits
 from hanglens.model import Event, InputFile, Origin, Skipped, SourceRef
 from hanglens.parsers import PARSERS
 from hanglens.parsers.base import Parser
@@ -153,7 +154,8 @@ def _workers(jobs: int | None, units: list[Unit]) -> int:
 
 
 def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = None,
-                parsers: Sequence[type[Parser]] | None = None, grep: bool = True) -> Ingested:
+                parsers: Sequence[type[Parser]] | None = None, grep: bool = True,
+                limits: Limits = DEFAULT_LIMITS) -> Ingested:
     """Read every log under `paths` (files, folders, globs, compressed files, archives) into events.
 
     Raises InputError when a path does not exist or nothing readable was found; every other problem
@@ -163,6 +165,12 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
     neither `jobs` nor `grep`.
     """
     units, skipped = discover([os.fspath(p) for p in paths])
+    if len(units) > limits.max_files:
+        # A folder of a hundred thousand files: read the first ones (display order), say what was left.
+        rest = units[limits.max_files:]
+        units = units[: limits.max_files]
+        skipped.append(Skipped(rest[0].display, f"this and {len(rest) - 1} more files not read: over the "
+                                                f"limit of {limits.max_files} files per job (max_files)"))
     chosen = tuple(PARSERS if parsers is None else parsers)
     workers = _workers(jobs, units)
     if workers > 1:

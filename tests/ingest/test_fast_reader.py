@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from hanglens.cli import app
 from hanglens.ingest import read_inputs
 from hanglens.ingest.reader import Reader, repeat_key
+from hanglens.limits import Limits
 from hanglens.model import Event, LogLine, Origin
 from hanglens.parsers import PARSERS
 from hanglens.parsers.base import Parser
@@ -103,3 +104,12 @@ def test_inputs_json_shows_reader_notes(tmp_path: Path) -> None:
     doc = json.loads(out.output)
     assert doc["files"][0]["notes"] == ["UTF-16 text (byte-order mark); decoded"]
     assert doc["files"][0]["events"] > 0
+
+
+def test_files_over_max_files_are_one_skip_naming_the_limit(tmp_path: Path) -> None:
+    for i in range(12):
+        (tmp_path / f"r{i:02d}.log").write_text(f"RuntimeError: CUDA error: out of memory {i}\n", "utf-8")
+    ing = read_inputs([tmp_path], jobs=1, limits=Limits(max_files=5))
+    assert [f.path for f in ing.files] == [f"r{i:02d}.log" for i in range(5)]
+    assert [(s.path, s.reason) for s in ing.skipped] == [
+        ("r05.log", "this and 6 more files not read: over the limit of 5 files per job (max_files)")]
