@@ -9,7 +9,7 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperArgument, TyperGroup
@@ -19,9 +19,22 @@ try:  # typer >= 0.20 parses with its own copy of click; its exceptions are the 
 except ImportError:  # pragma: no cover - older typer uses click itself
     import click  # type: ignore[no-redef]
 
-from hanglens import api
 from hanglens.errors import HanglensError, UsageError
 from hanglens.report._common import term_text
+
+if TYPE_CHECKING:
+    from hanglens import api
+else:
+
+    class _LazyApi:
+        """`hanglens.api` imported on first use: `--version` and `--help` do not pay for the reader."""
+
+        def __getattr__(self, name: str) -> Any:
+            from hanglens import api as module
+
+            return getattr(module, name)
+
+    api = _LazyApi()
 
 EXIT_OK = 0  # verdict reached / command succeeded
 EXIT_INCONCLUSIVE = 1  # analysed, but no rule explained the failure; scan: some jobs could not be analysed

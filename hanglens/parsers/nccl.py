@@ -19,6 +19,13 @@ ENVELOPE_RE = re.compile(
     r"(?:(?P<src>[\w./+-]+\.\w+):(?P<line>\d+) (?:\((?P<func>[^()\s]+)\) )?)?"
     r"NCCL (?P<lvl>INFO|WARN|TRACE|CALL)\b ?(?P<msg>.*)"
 )
+_LEVELS = ("NCCL INFO", "NCCL WARN", "NCCL TRACE", "NCCL CALL")
+
+
+def _has_level(text: str) -> bool:
+    return any(lvl in text for lvl in _LEVELS)
+
+
 BANNER_RE = re.compile(r"NCCL version (?P<ver>\d+\.\d+\.\d+)(?P<suffix>[^+\s,]*)\+cuda(?P<cuda>\d+\.\d+)")
 ENV_VERSION_RE = re.compile(r"NCCL version: (?P<ver>\d+\.\d+\.\d+)")
 TORCH_ERROR_RE = re.compile(
@@ -482,7 +489,8 @@ class NcclParser(Parser):
         text = line.text
         out: list[Event] = []
         m = BANNER_RE.search(text)
-        env = ENVELOPE_RE.search(text)
+        # The envelope needs one of these literals; checking them first spares the search on long lines.
+        env = ENVELOPE_RE.search(text) if _has_level(text) else None
         host = env["host"] if env else None
         pid = to_count(env["pid"]) if env else None
         if m:
