@@ -451,6 +451,9 @@ class NcclParser(Parser):
 
     def __init__(self) -> None:
         self._block: _ErrorBlock | None = None
+        # ProcessGroupNCCL prints its environments line for every process group it creates: the version
+        # it states is one fact per rank, so it becomes one event per rank and version in a file.
+        self._env_versions: set[tuple[int | None, int | None, str]] = set()
 
     def wants_more(self) -> bool:
         return self._block is not None
@@ -473,7 +476,9 @@ class NcclParser(Parser):
             out.extend(self._torch_error(line))
         if "NCCL version: " in text:
             m = ENV_VERSION_RE.search(text)
-            if m:
+            key = (line.rank, line.local_rank, m["ver"] if m else "")
+            if m and key not in self._env_versions and len(self._env_versions) < 64:
+                self._env_versions.add(key)
                 out.append(self.event("nccl_version", line, version=normalize_version(m["ver"]), cuda=None,
                                       pid=None, nccl_host=None, source="torch_env"))
         if "remote error detected" in text:
