@@ -47,6 +47,10 @@ class Parser:
     emits: ClassVar[tuple[EventSpec, ...]] = ()
     examples: ClassVar[tuple[Example, ...]] = ()
     near_misses: ClassVar[tuple[str, ...]] = ()
+    # True when the same line printed again later can mean something new to this parser (a progress
+    # report repeated after a restart). Otherwise the reader does not feed again a line equal to an
+    # earlier one apart from its clock time when that one gave no event and left every parser idle.
+    repeats_matter: ClassVar[bool] = False
 
     def feed(self, line: LogLine) -> Iterable[Event]:
         raise NotImplementedError

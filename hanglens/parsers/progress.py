@@ -189,6 +189,7 @@ class ProgressParser(Parser):
     name = "progress"
     triggers: ClassVar[tuple[str, ...]] = ("step", "Step", "iter", "Iter", "poch", "%|", "it/s", "s/it")
     user_triggers: ClassVar[tuple[str, ...]] = ()
+    repeats_matter: ClassVar[bool] = True
     emits = (
         EventSpec("progress", ("step", "total", "epoch", "pattern", "label", "gap_after"),
                   "a training progress report; per series only the first, the last, and any report where "
