@@ -67,6 +67,25 @@ def test_every_parser_reads_hostile_lines_in_linear_time() -> None:
     assert {name: r["failures"] for name, r in report.items() if r["failures"]} == {}
 
 
+REDACT = """
+import sys
+from hanglens.report.redact import redact
+words = ["a_", "token_", "x.", "a@b.", "1:", "f", "A", "/home/", "USER=", "ip-1-"]
+lines = [w * (40_000 // len(w)) + "!" for w in words]
+redact({"events": [{"text": line} for line in lines], "text": " ".join(lines)})
+print("ok")
+"""
+
+
+def test_redaction_is_linear_in_hostile_text() -> None:
+    try:
+        done = subprocess.run([sys.executable, "-c", REDACT], capture_output=True, text=True, timeout=60,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail("redacting 40 KB lines ran past 60 s: a redaction pattern is super-linear")
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
 # -- static shape check: no unbounded repeat of something that holds an unbounded repeat, unless each ----
 # round of the outer repeat needs a character the inner one cannot take (`(?:\.\w+)*`, `\d+(?:, ?\d+)*`)
 UNBOUNDED = sre_constants.MAXREPEAT
@@ -156,7 +175,8 @@ def _nested_unbounded(items: Any) -> list[str]:
 
 def _builtin_patterns() -> list[tuple[str, re.Pattern[str]]]:
     mods = {sys.modules[p.__module__] for p in PARSERS}
-    for name in ("hanglens.ingest.prefix", "hanglens.ingest.origin", "hanglens.ingest.flight"):
+    for name in ("hanglens.ingest.prefix", "hanglens.ingest.origin", "hanglens.ingest.flight",
+                 "hanglens.report.redact"):
         __import__(name)
         mods.add(sys.modules[name])
     out = []
