@@ -9,7 +9,7 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperArgument, TyperGroup
@@ -19,12 +19,25 @@ try:  # typer >= 0.20 parses with its own copy of click; its exceptions are the 
 except ImportError:  # pragma: no cover - older typer uses click itself
     import click  # type: ignore[no-redef]
 
-from hanglens import api
 from hanglens.errors import HanglensError, UsageError
 from hanglens.report._common import term_text
 
+if TYPE_CHECKING:
+    from hanglens import api
+else:
+
+    class _LazyApi:
+        """`hanglens.api` imported on first use: `--version` and `--help` do not pay for the reader."""
+
+        def __getattr__(self, name: str) -> Any:
+            from hanglens import api as module
+
+            return getattr(module, name)
+
+    api = _LazyApi()
+
 EXIT_OK = 0  # verdict reached / command succeeded
-EXIT_INCONCLUSIVE = 1  # analysed, but no rule explained the failure (category unknown)
+EXIT_INCONCLUSIVE = 1  # analysed, but no rule explained the failure; scan: some jobs could not be analysed
 EXIT_ERROR = 2  # usage, input or rule error (one line on stderr)
 EXIT_INTERRUPTED = 130
 
@@ -181,6 +194,28 @@ class AnalyzeFmt(str, Enum):
     json = "json"
 
 
+LimitOpts = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--limit",
+        metavar="NAME=VALUE",
+        help="Change one limit on hostile input (repeatable), e.g. --limit max_member_bytes=16GiB; "
+        "see README, Limits.",
+    ),
+]
+
+
+def _limits(items: list[str] | None, **extra: Any) -> Any:
+    """The Limits the options give; a bad --limit is a usage error (one line, exit 2)."""
+    from hanglens.errors import UsageError
+    from hanglens.limits import parse_limits
+
+    try:
+        return parse_limits(items or []).with_overrides(**extra)
+    except ValueError as exc:
+        _fail(UsageError(str(exc)))
+
+
 RulesDirs = Annotated[
     list[Path] | None,
     typer.Option(
@@ -214,6 +249,7 @@ def analyze(
             "--redact", help="Replace hosts, IPs, users, home paths, e-mails and tokens in every output."
         ),
     ] = False,
+    limit: LimitOpts = None,
 ) -> None:
     """Name the root cause: category, culprit and victim ranks, evidence lines, and what to do.
 
@@ -222,6 +258,7 @@ def analyze(
     """
     from hanglens.report import redact, render_html, render_json, render_markdown, render_text, wants_color
 
+    limits = _limits(limit)
     argv = ["hanglens", "analyze", *(str(p) for p in paths)]
     for d in rules or []:
         argv += ["--rules", str(d)]
@@ -229,7 +266,8 @@ def analyze(
         for path, flag in ((output, "--output"), (html, "--html"), (markdown, "--markdown")):
             _check_output(path, flag)
         analysis = api.analyze(
-            [str(p) for p in paths], rules_dirs=[str(d) for d in rules or []], command=" ".join(argv)
+            [str(p) for p in paths], rules_dirs=[str(d) for d in rules or []], command=" ".join(argv),
+            limits=limits,
         )
         doc = analysis.to_dict()
         if redact_:
@@ -251,10 +289,11 @@ def analyze(
     raise typer.Exit(EXIT_INCONCLUSIVE if category == "unknown" else EXIT_OK)
 
 
-def _read(paths: list[Path]) -> Any:
+def _read(paths: list[Path], limit: list[str] | None = None) -> Any:
     """Read the inputs for `events`/`inputs`; errors become one line and a named exit code."""
+    limits = _limits(limit)
     try:
-        return api.read([str(p) for p in paths])
+        return api.read([str(p) for p in paths], limits=limits)
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except Exception as exc:
@@ -311,6 +350,7 @@ def events(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write here, not stdout.")
     ] = None,
+    limit: LimitOpts = None,
 ) -> None:
     """Every event read from the logs: source path:line, rank, host, time, kind, key fields."""
     known = _known_kinds()
@@ -326,7 +366,7 @@ def events(
         _check_output(output, "--output")
     except HanglensError as exc:
         _fail(exc)
-    ing = _read(paths)
+    ing = _read(paths, limit)
     evs = [e for e in ing.events if not kind or e.kind in kind]
     file_rank = {f.path: f.ranks[0] for f in ing.files if len(f.ranks) == 1}
     rows = [_event_row(e, file_rank) for e in evs]
@@ -373,9 +413,10 @@ def inputs(
     fmt: Annotated[
         Fmt, typer.Option("--format", "-f", metavar="text|json", help="Output format.")
     ] = Fmt.text,
+    limit: LimitOpts = None,
 ) -> None:
     """The files read (ranks, hosts, streams, lines, events) and the inputs skipped, with reasons."""
-    ing = _read(paths)
+    ing = _read(paths, limit)
     files: list[dict[str, Any]] = [
         {
             "path": f.path,
@@ -469,17 +510,35 @@ def scan(
     force: Annotated[
         bool, typer.Option("--force", help="Ignore the cache: analyse every job again.")
     ] = False,
+    job_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--job-timeout",
+            metavar="SECONDS",
+            help="Wall-clock deadline of one job (local engine); a job past it is a row with status "
+            "timeout. Same as --limit job_deadline_s=SECONDS [default: 600].",
+        ),
+    ] = None,
+    limit: LimitOpts = None,
 ) -> None:
     """Analyse every job under ROOT (job folders and archives) and write a fleet table and index page.
 
     A job is an archive (.tar.gz, .tgz, .tar, .zip, .tar.zst, ...) or a folder that directly holds log
     files or torchrun attempt_N trees (restart attempts belong to their job); nested folders of a job
     are part of it. Writes OUT/jobs.parquet, OUT/jobs.csv, OUT/jobs/<job_id>/report.{json,html} and
-    OUT/index.html. Unchanged jobs are taken from OUT/.hanglens-cache. Exit 0 when the scan finished
-    (jobs that could not be analysed are rows with an error), 2 on a usage error or when no job was
-    found, 130 when interrupted (the outputs then hold the jobs that completed).
+    OUT/index.html (rewritten as jobs complete). Unchanged jobs are taken from OUT/.hanglens-cache. Each
+    job runs under a deadline and a memory cap; one that fails, crashes, hangs or runs out of memory is a
+    row with its status and reason. Exit 0 when every job was analysed, 1 when the scan finished but
+    some jobs could not be analysed, 2 on a usage error or when no job was found, 130 when interrupted
+    (the outputs then hold the jobs that completed).
     """
     from hanglens.scan import ScanSummary
+
+    if job_timeout is not None and job_timeout <= 0:
+        from hanglens.errors import UsageError
+
+        _fail(UsageError("--job-timeout must be more than 0 seconds"))
+    limits = _limits(limit, job_deadline_s=job_timeout)
 
     done: list[ScanSummary] = []
     for root in roots:
@@ -498,6 +557,7 @@ def scan(
             force=force,
             progress=True,
             on_summary=done.append,
+            limits=limits,
         )
     except KeyboardInterrupt:
         n = done[0].analysed + done[0].cached if done else 0
@@ -517,6 +577,8 @@ def scan(
     if s.jobs == 0:
         typer.echo(f"hanglens: no jobs found under {', '.join(term_text(r) for r in roots)}", err=True)
         raise typer.Exit(EXIT_ERROR)
+    if s.errors:
+        raise typer.Exit(EXIT_INCONCLUSIVE)
 
 
 def _category_summary(table: Any) -> list[str]:
@@ -587,12 +649,13 @@ def rules_list(rules: RuleDirs = None) -> None:
 
 
 @rules_app.command("check")
-def rules_check(dirs: RuleDirArgs = None) -> None:
+def rules_check(dirs: RuleDirArgs = None, limit: LimitOpts = None) -> None:
     """Validate the built-in rules and the rules in DIRS; print every problem (exit 2) or a count (exit 0)."""
     from hanglens.engine import collect_rules
 
+    limits = _limits(limit)
     try:
-        loaded, problems = collect_rules(dirs or [])
+        loaded, problems = collect_rules(dirs or [], limits=limits)
     except Exception as exc:
         _fail(exc)
     if problems:

@@ -319,7 +319,7 @@ def lines_to_cite(doc: Mapping[str, Any], n: int) -> tuple[str, list[Mapping[str
     if evidence:
         return "Evidence", evidence
     facts = fold_timeline([t for t in doc.get("timeline") or [] if isinstance(t, Mapping)])
-    rows = [{**f.row, "text": f.text} for f in facts]
+    rows: list[Mapping[str, Any]] = [{**f.row, "text": f.text} for f in facts]
     rows = [t for t in rows if t.get("path")]
     timed = sorted(
         (t for t in rows if isinstance(t.get("time"), (int, float))), key=lambda t: float(t["time"])
