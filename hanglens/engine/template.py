@@ -225,7 +225,8 @@ def _bounded_filter(env: BoundedSandbox, fn: Any) -> Any:
     skip = (jinja2.runtime.Context, jinja2.Environment)
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        env._check_args(tuple(a for a in args if not isinstance(a, skip)), kwargs)
+        # the filtered value itself is data (a byte count, a sequence number), not a width or a count
+        env._check_args(tuple(a for a in args if not isinstance(a, skip))[1:], kwargs)
         return fn(*args, **kwargs)
     for attr in ("jinja_pass_arg",):  # keep @pass_context / @pass_environment markers
         if hasattr(fn, attr):
