@@ -16,7 +16,8 @@ from hanglens.ingest.attribute import FileEvents, attribute
 from hanglens.ingest.origin import MAX_ERROR_JSON, error_file_event, origin_of
 from hanglens.ingest.prefix import ANSI_RE, strip_prefixes
 from hanglens.ingest.reader import BLOCK, FileResult, Reader, compile_triggers
-from hanglens.ingest.sources import Head, Locator, Opened, Unit, codec_of, discover, open_unit
+from hanglens.ingest.sources import SNIFF, Head, Locator, Opened, Unit, codec_of, discover, open_unit
+from hanglens.limits import DEFAULT_LIMITS
 from hanglens.model import Event, InputFile, Origin, Skipped, SourceRef
 from hanglens.parsers import PARSERS
 from hanglens.parsers.base import Parser
@@ -97,39 +98,34 @@ def _plain_file(op: Opened) -> bool:
         return False
 
 
-def _read_flight(unit: Unit) -> _FileOut | Skipped | None:
-    """A Flight Recorder dump (a pickle, which the text path skips) read as one; None for other inputs."""
-    try:
-        with open(unit.fs_path, "rb") as fh:
-            head = fh.read(2)
-            rank = flight.dump_rank(unit.rel, head)
-            if rank is None:
-                return None
-            data = head + fh.read(flight.MAX_DUMP)
-    except OSError:
-        return None
-    hints = origin_of(unit.rel)
-    got = flight.read_dump(data, unit.display, rank, hints.origin)
+def _read_flight(op: Opened, head: bytes, fmt: str) -> _FileOut | Skipped:
+    """A Flight Recorder dump (pickle or JSON; plain, compressed or an archive member) read as one."""
+    hints = origin_of(op.rel)
+    rank = flight.dump_rank(op.rel, head)
+    assert rank is not None  # dump_format said this is a dump, so its name ends in the rank
+    data = op.stream.read(DEFAULT_LIMITS.max_pickle_bytes + 1)   # the stream replays `head` first
+    got = flight.read_dump(data, op.display, rank, hints.origin, fmt, DEFAULT_LIMITS)
     if isinstance(got, Skipped):
         return got
     origin = replace(hints.origin, rank=rank)
     res = FileResult(events=got, lines=len(got), ranks={rank})
-    return _FileOut(unit.display, unit.size, origin, hints.pid, res, Locator(unit.fs_path))
+    return _FileOut(op.display, len(data), origin, hints.pid, res, op.locator)
 
 
 def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...],
                use_grep: bool = True) -> list[_FileOut | Skipped]:
-    dump = _read_flight(unit)
-    if dump is not None:
-        return [dump]
     out: list[_FileOut | Skipped] = []
     for item in open_unit(unit):
         if isinstance(item, Skipped):
             out.append(item)
             continue
-        got = _read_opened(item, parsers, use_grep)
+        inner = item.stream
+        head = inner.read(SNIFF)
+        item = replace(item, stream=Head(head, inner))
+        fmt = flight.dump_format(item.rel, head)
+        got = _read_flight(item, head, fmt) if fmt else _read_opened(item, parsers, use_grep)
         out.append(got)
-        err = item.stream.error
+        err = item.stream.error or inner.error
         if err is not None and isinstance(got, _FileOut):
             out.append(Skipped(item.display, f"read stopped after line {got.result.lines}: {err} "
                                              "(the lines before were read)"))
