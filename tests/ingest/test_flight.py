@@ -285,7 +285,8 @@ def test_the_object_limit_counts_opcodes_of_big_pickles_before_loading() -> None
     assert "max_pickle_objects (1000)" in str(flight.load_dump(data, "pickle", limits))
     evil = b"\x80\x02X\xd0\x07\x00\x00" + b"a" * 2000 + b"0cposix\nsystem\n."   # big enough to be scanned
     assert "refused to load posix system" in str(flight.load_dump(evil, "pickle", limits))
-    ok = pickle.dumps({"entries": [{"seq_id": i, "profiling_name": f"gloo:all_reduce {i:040d}"} for i in range(60)]}, protocol=2)
+    entries = [{"seq_id": i, "profiling_name": f"gloo:all_reduce {i:040d}"} for i in range(60)]
+    ok = pickle.dumps({"entries": entries}, protocol=2)
     assert len(ok) > 1000                               # scanned too: about 400 objects pass
     assert flight.load_dump(ok, "pickle", limits) == pickle.loads(ok)
 
