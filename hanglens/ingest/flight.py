@@ -44,9 +44,9 @@ MAX_ENTRIES = 2000        # newest entries read per dump (the default ring-buffe
 MAX_FRAMES = 64
 MAX_TEXT = 2000
 PICKLE_HEADERS = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
-KNOWN_PREFIX_RE = re.compile(r"(?:nccl|comm_lib|fr)_trace_rank_?(?P<rank>\d{1,9})(?:\.(?:pkl|pickle|json))?$")
-TRAILING_DIGITS_RE = re.compile(r"(?P<rank>\d{1,9})$")
-JSON_NAME_RE = re.compile(r"(?P<rank>\d{1,9})\.json$")
+KNOWN_PREFIX_RE = re.compile(r"(?:nccl|comm_lib|fr)_trace_rank_?(?P<rank>\d{1,6})(?:\.(?:pkl|pickle|json))?$")
+TRAILING_DIGITS_RE = re.compile(r"(?<!\d)(?P<rank>\d{1,6})$")
+JSON_NAME_RE = re.compile(r"(?<!\d)(?P<rank>\d{1,6})\.json$")
 _JSON_KEYS = (b'"profiling_name"', b'"pg_config"', b'"pg_status"', b'"comm_lib_version"')
 # `nccl:all_reduce`, `gloo:_allgather_base`, `nccl:send 0->1`: backend prefix, then the op name.
 _PROFILING_RE = re.compile(r"^(?:[\w-]+:)?(?P<op>[A-Za-z_]\w*)")

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-import hanglens.ingest as ingest
 from hanglens.ingest import flight, read_inputs
 from hanglens.limits import Limits
 from hanglens.model import Event, Origin
@@ -169,9 +168,7 @@ def test_unreadable_dumps_become_skipped_with_a_reason(
     path = _write(_job(tmp_path), "comm_lib_trace_rank_2", doc if doc is not None else _dump([_entry(1)]))
     if setup == "truncate":
         path.write_bytes(path.read_bytes()[:40])
-    if setup == "big":
-        monkeypatch.setattr(ingest, "DEFAULT_LIMITS", Limits(max_pickle_bytes=100))
-    got = read_inputs([tmp_path])
+    got = read_inputs([tmp_path], limits=Limits(max_pickle_bytes=100) if setup == "big" else Limits())
     assert [s.path for s in got.skipped] == ["comm_lib_trace_rank_2"]
     assert reason in got.skipped[0].reason
 
