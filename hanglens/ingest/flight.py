@@ -378,8 +378,10 @@ def _entry_event(entry: Mapping[str, Any], index: int, event: Any) -> Event:
         "frame_line": _int(inner.get("line")) if isinstance(inner, Mapping) else None,
         "frame_func": str(inner.get("name"))[:200] if isinstance(inner, Mapping) else None,
     }
+    stack = " <- ".join(frames[::-1][:8])        # innermost first: the stack of the call, as evidence
     text = (f"flight recorder entry {index}: pg={pg} seq={seq} {fields['profiling_name']} "
-            f"input_sizes={sizes_in} state={fields['state']} retired={fields['retired']}")
+            f"input_sizes={sizes_in} dtypes={','.join(fields['input_dtypes'] or [])} state={fields['state']} "
+            f"retired={fields['retired']}" + (f"; stack: {stack}" if stack else ""))
     time = created / 1e9 if created is not None and created > 0 else None
     ev: Event = event("fr_entry", index + 1, text, fields, time)
     return ev
