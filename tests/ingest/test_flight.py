@@ -312,3 +312,40 @@ def test_old_format_versions_load(tmp_path: Path) -> None:
     e = next(e for e in got.events if e.kind == "fr_entry")
     assert (e.get("pg"), e.get("seq"), e.get("op"), e.get("numel_in")) == ("0", 4, "ALLREDUCE", 8)
     assert next(e for e in got.events if e.kind == "fr_dump").get("version") == "1.1"
+
+
+def test_a_pickle_bomb_inside_a_compressed_file_is_skipped_too(tmp_path: Path) -> None:
+    import gzip
+
+    inner: list[Any] = []
+    for _ in range(60):
+        inner = [inner, inner]
+    data = pickle.dumps({"version": "2.10", "entries": [{"frames": inner}]}, protocol=4)
+    (tmp_path / "comm_lib_trace_rank_1.gz").write_bytes(gzip.compress(data))
+    got = read_inputs([_job(tmp_path)])
+    assert [(s.path, "max_pickle_objects" in s.reason) for s in got.skipped] == [
+        ("comm_lib_trace_rank_1.gz", True)]
+
+
+@pytest.mark.parametrize("fmt", ["pickle", "json"])
+def test_mutated_real_dumps_never_raise(fmt: str) -> None:
+    """Fuzz the dump reader with byte flips, truncations and splices of a real dump: events or a skip."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    src = FIXTURES / "fr-skip" / ("fr_trace_rank_2" if fmt == "pickle" else "json/fr_json_rank_2.json")
+    base = src.read_bytes()
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(st.tuples(st.integers(0, len(base) - 1), st.integers(0, 255)), max_size=8),
+           st.integers(1, len(base)))
+    def check(flips: list[tuple[int, int]], cut: int) -> None:
+        data = bytearray(base[:cut])
+        for pos, value in flips:
+            if pos < len(data):
+                data[pos] = value
+        got = flight.read_dump(bytes(data), "fr_trace_rank_2", 2, Origin(), fmt,
+                               Limits(max_pickle_objects=50_000))
+        assert isinstance(got, (list, flight.Skipped))
+
+    check()
