@@ -12,10 +12,12 @@ dicts, lists, tuples, strings, numbers, booleans and None:
 Both normalise to one shape, so the same run gives the same events either way (JSON lacks frames).
 
 Pickle can name any importable callable and call it, so dumps are loaded with an unpickler that refuses
-every global, and bounded three ways (`hanglens.limits`): bytes (`max_pickle_bytes`), objects built
-(`max_pickle_objects`: opcodes are counted before loading when the dump is big enough to exceed it, and
-the loaded document is walked with that budget, so memo references shared a billion times cost the same
-as a billion objects) and therefore work. A dump over a limit is a skip naming the file and the limit.
+every global, and bounded three ways (`hanglens.limits`): bytes (`max_pickle_bytes`); objects built while
+loading (`max_pickle_objects`: at most one per opcode, so only a dump with more bytes than the limit has
+its opcodes counted first); and the objects the document stands for once shared memo references are
+expanded (computed once per distinct container, so a 500-byte bomb standing for 2**60 objects is refused
+in a millisecond instead of hanging whoever walks or prints it). A dump over a limit is a skip naming the
+file and the limit.
 
 Format versions (`version`, FlightRecorder.hpp `version_val`): "1.x" (2.2-2.3: `seq_id`, no
 `process_group`), "2.2"-"2.10" (2.4+: `process_group`, `collective_seq_id`, `p2p_seq_id`; `pg_status`,
@@ -111,21 +113,43 @@ def _scan_pickle(data: bytes, limits: Limits) -> str | None:
     return None
 
 
-def _within_budget(doc: object, budget: int) -> bool:
-    """Whether walking `doc` visits at most `budget` objects (a shared object counts at every visit)."""
-    stack = [doc]
-    seen = 0
+def _expanded_size(doc: object, budget: int) -> int | None:
+    """How many objects `doc` stands for once every shared reference is expanded (a tree walk would
+    visit that many), computed once per distinct container; None for a container that contains itself.
+
+    Stops counting past `budget`: a few hundred bytes of memo references can stand for 2**60 objects,
+    which is what makes a pickle bomb hang whoever walks or prints it.
+    """
+    size: dict[int, int] = {}
+    keep: list[object] = []                      # ids stay valid while the objects live
+    stack: list[tuple[object, bool]] = [(doc, False)]
+    open_ids: set[int] = set()
     while stack:
-        obj = stack.pop()
-        seen += 1
-        if seen > budget:
-            return False
-        if isinstance(obj, dict):
-            stack.extend(obj.keys())
-            stack.extend(obj.values())
-        elif isinstance(obj, (list, tuple)):
-            stack.extend(obj)
-    return True
+        obj, done = stack.pop()
+        if not isinstance(obj, (dict, list, tuple)):
+            continue
+        key = id(obj)
+        if done:
+            children = list(obj.keys()) + list(obj.values()) if isinstance(obj, dict) else list(obj)
+            total = 1
+            for c in children:
+                total += size.get(id(c), 1) if isinstance(c, (dict, list, tuple)) else 1
+                if total > budget:
+                    total = budget + 1
+                    break
+            size[key] = total
+            open_ids.discard(key)
+            continue
+        if key in size:
+            continue
+        if key in open_ids:
+            return None
+        open_ids.add(key)
+        keep.append(obj)
+        stack.append((obj, True))
+        children = list(obj.values()) if isinstance(obj, dict) else list(obj)
+        stack.extend((c, False) for c in children if isinstance(c, (dict, list, tuple)) and id(c) not in size)
+    return size.get(id(doc), 1)
 
 
 def load_dump(data: bytes, fmt: str = "pickle", limits: Limits = DEFAULT_LIMITS) -> dict[str, Any] | str:
@@ -156,8 +180,12 @@ def load_dump(data: bytes, fmt: str = "pickle", limits: Limits = DEFAULT_LIMITS)
             return f"pickle is not a plain flight recorder dump ({exc})"
         except Exception as exc:  # a truncated or corrupt pickle raises almost anything
             return f"unreadable pickle ({type(exc).__name__}: {str(exc)[:200]})"
-    if not _within_budget(doc, limits.max_pickle_objects):
-        return f"more than max_pickle_objects ({limits.max_pickle_objects}) objects (pickle bomb?)"
+    expanded = _expanded_size(doc, limits.max_pickle_objects)
+    if expanded is None:
+        return "a container that contains itself (not a flight recorder dump)"
+    if expanded > limits.max_pickle_objects:
+        return (f"shared references expand to more than max_pickle_objects ({limits.max_pickle_objects}) "
+                "objects (a pickle bomb; not read)")
     if not isinstance(doc, dict) or not isinstance(doc.get("entries", []), list) or not (
         "entries" in doc or "pg_status" in doc or "pg_config" in doc
     ):
