@@ -35,7 +35,7 @@ OPENMPI_RE = re.compile(
     r"^\[(?P<job>[\w.@-]+),(?P<mpi_rank>\d+)\](?:\[(?P<host>[^:\]]+):\d+\])?"
     r"<(?P<stream>stdout|stderr|stddiag)>: ?"
 )
-PDSH_RE = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w-]*(?:\.[\w-]+)*\d[\w.-]*): (?=\S)")
+PDSH_RE = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w-]*(?:\.[\w-]+)*\d[\w.-]*): (?=.)")
 RAY_RE = re.compile(r"^\((?P<actor>[\w.]+) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:]+))?\) ")
 TORCHX_RE = re.compile(r"^(?P<app>[\w.\-]+)/(?P<replica>\d+) (?=\[)")
 TEE_RE = re.compile(r"^\[(?!rank\d)(?P<role>[A-Za-z_][\w-]*?)(?P<local_rank>\d+)\]:")
