@@ -46,7 +46,8 @@ def _unique(pairs: Iterable[tuple[Hashable, int]]) -> dict[Hashable, int]:
 
 
 def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """An integer field's value; ranks, pids and sizes are never negative, so a negative one is None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _node_key(f: FileEvents, e: Event | None) -> tuple[str, ...]:
@@ -114,7 +115,7 @@ def _local_to_global(files: list[FileEvents]) -> None:
         rank = direct.get((key, e.local_rank))
         if rank is None and key in offsets:
             rank = e.local_rank + offsets[key]
-        return e if rank is None else replace(e, rank=rank)
+        return e if rank is None or rank < 0 else replace(e, rank=rank)
 
     _apply(files, fill)
 

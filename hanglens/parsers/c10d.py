@@ -1,6 +1,6 @@
 """Read ProcessGroupNCCL's watchdog, heartbeat monitor, dump-signal, flight-recorder and desync-report lines.
 
-Example (torch 2.4+): `[rank3]:[E709 17:05:38.162555850 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught
+Example (torch 2.4+): `[rank3]:[E709 17:05:38.162904317 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught
 collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000)
 ran for 600410 milliseconds before timing out.` → `hang_detected` (detector=watchdog, seq=12, op=ALLREDUCE).
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_int
+from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count, to_int
 
 _PGP_SRC = (
     r"\[PG ID (?P<pg_id>\d+) PG GUID (?P<pg_guid>[^\s(\]]+)(?:\((?P<pg_desc>[^)]*)\))? "
@@ -133,7 +133,7 @@ TERMINATE_RE = re.compile(
     r"|(?P<other>recursively|without an active exception))"
     r"|Unhandled exception: (?P<mangled>\w+)\.? (?=what\(\):)"
 )
-MANGLED_PART_RE = re.compile(r"(\d+)")
+MANGLED_PART_RE = re.compile(r"(\d{1,6})")
 WHAT_RE = re.compile(r"what\(\):\s*(?P<what>.*)")
 LEAD_WHO_RE = re.compile(r"(?:(?:" + _PGP_SRC.replace("?P<", "?P<l_") + r")\s*|\[Rank \d+\] ?)+")
 
@@ -186,13 +186,13 @@ def _who(text: str, end: int) -> dict[str, Any]:
         last = pm
     if last is not None:
         pg = last["pg_guid"] or last["pg_uid"]
-        pg_rank = to_int(last["pg_rank"] or last["pg_rank4"])
+        pg_rank = to_count(last["pg_rank"] or last["pg_rank4"])
         desc = last["pg_desc"] if last["pg_guid"] else last["pg_desc4"]
         pg_desc = desc if desc and desc != "undefined" else None
     stated: int | None = None
     m = RANK_TAG_RE.search(head)
     if m:
-        stated = int(m["rank"])
+        stated = to_count(m["rank"])
     elif pg_rank is not None and (pg == "0" or pg_desc == "default_pg"):
         stated = pg_rank
     return {"pg": pg, "pg_rank": pg_rank, "pg_desc": pg_desc, "stated_rank": stated}
@@ -240,7 +240,9 @@ def _demangle(name: str | None) -> str | None:
         m = MANGLED_PART_RE.match(body, pos)
         if not m:
             return name
-        n = int(m.group(1))
+        n = to_count(m.group(1))
+        if n is None or n > len(body):
+            return name
         parts.append(body[m.end() : m.end() + n])
         pos = m.end() + n
     return "::".join(parts) if parts else name
@@ -371,7 +373,7 @@ class C10dParser(Parser):
                 self._desync = _Desync(head, _who(head.text, len(head.text)))
                 hm = DESYNC_HEADER_ONLY_RE.search(head.text)
                 if hm and hm["r"]:
-                    self._desync.reporter = int(hm["r"])
+                    self._desync.reporter = to_count(hm["r"])
                 self._probe = 0
                 self._desync_line(self._desync, text)
                 return out
@@ -505,7 +507,7 @@ class C10dParser(Parser):
         m = STUCK_RE.search(text)
         if m:
             who = _who(text, m.start())
-            fields = _hang_fields("heartbeat_monitor", who, stuck_s=int(m["sec"]))
+            fields = _hang_fields("heartbeat_monitor", who, stuck_s=to_count(m["sec"]))
             head = line
             if self._hb is not None and self._hb[0].rank == line.rank and self._hb[1]["pg"] == who["pg"]:
                 head, _ = self._hb
@@ -581,7 +583,7 @@ class C10dParser(Parser):
                 source = "local"
             else:
                 source = "remote"
-            from_rank = to_int(groups.get("src"))
+            from_rank = to_count(groups.get("src"))
             enq = to_int(groups.get("enq"))
             comp = _completed(enq, to_int(groups.get("comp")))
             who = _who(text, m.start())
@@ -707,7 +709,7 @@ class C10dParser(Parser):
             d.texts.append(text.strip())
         m = DESYNC_HDR_RE.search(text)
         if m:
-            d.reporter, d.op, d.seq = int(m["r"]), m["op"], int(m["seq"])
+            d.reporter, d.op, d.seq = to_count(m["r"]), m["op"], to_int(m["seq"])
             return
         for rx, behind in (
             (DESYNC_LAG_RE, d.not_joined),
@@ -725,7 +727,7 @@ class C10dParser(Parser):
                 return
         m = DESYNC_SNAP_HDR_RE.search(text)
         if m:
-            d.snap_seq = int(m["seq"])
+            d.snap_seq = to_int(m["seq"])
             return
         m = DESYNC_SNAP_ITEM_RE.match(text)
         if m:
@@ -1017,7 +1019,7 @@ class C10dParser(Parser):
             "torch 2.3 (constructed)",
         ),
         Example(
-            "[rank2]:[E0921 11:00:01.000000001 ProcessGroupNCCL.cpp:1339] [PG 0 (default_pg) Rank 2] "
+            "[rank2]:[E921 11:00:01.000000001 ProcessGroupNCCL.cpp:1339] [PG 0 (default_pg) Rank 2] "
             "Received a "
             "global dump signal from rank 5, and will start to dump the debug info.",
             "dump_signal",
@@ -1025,7 +1027,7 @@ class C10dParser(Parser):
             "torch 2.4 (constructed)",
         ),
         Example(
-            "[rank1]:[E0703 21:51:54.112142364 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank1]:[E703 21:51:54.112730895 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 1] "
             "Received a dump signal due to a collective timeout from  rank 3 and we will try our best to "
             "dump "
@@ -1044,7 +1046,7 @@ class C10dParser(Parser):
             "torch 2.5-2.9 (constructed)",
         ),
         Example(
-            "[rank3]:[E0703 21:51:54.112142364 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank3]:[E703 21:51:54.112730895 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 3] "
             "Received a dump signal due to a collective timeout from this local rank and we will try our "
             "best to "
@@ -1054,7 +1056,7 @@ class C10dParser(Parser):
             "torch 2.5-2.9 (constructed)",
         ),
         Example(
-            "[rank3]:[E0703 21:51:54.112142364 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank3]:[E703 21:51:54.112730895 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 3] "
             "Received a dump signal due to a collective timeout from this local rank and we will try our "
             "best to "
@@ -1064,7 +1066,7 @@ class C10dParser(Parser):
             "torch 2.5-2.9 (constructed)",
         ),
         Example(
-            "[rank4]:[E0703 21:51:54.112142364 ProcessGroupNCCL.cpp:1801] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank4]:[E703 21:51:54.112730895 ProcessGroupNCCL.cpp:1801] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 4] "
             "Observed flight recorder dump signal from another rank via TCPStore.",
             "dump_signal",
@@ -1072,7 +1074,7 @@ class C10dParser(Parser):
             "torch 2.5-2.9 (constructed)",
         ),
         Example(
-            "[rank2]:[E0109 10:46:25.933639732 ProcessGroupNCCL.cpp:2103] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank2]:[E214 03:12:47.508812406 ProcessGroupNCCL.cpp:2103] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 2] "
             "First PG on this rank to signal dumping.",
             "dump_signal",
@@ -1080,7 +1082,7 @@ class C10dParser(Parser):
             "torch 2.7-2.9 (constructed)",
         ),
         Example(
-            "[rank0]:[I0109 10:46:25.933639732 ProcessGroupNCCL.cpp:1650] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank0]:[I214 03:12:47.508812406 ProcessGroupNCCL.cpp:1650] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 0] "
             "Dump signal received through pipe, triggering FR dump.",
             "dump_signal",
@@ -1096,7 +1098,7 @@ class C10dParser(Parser):
             "torch 2.2-2.5 (constructed)",
         ),
         Example(
-            "[rank0]:[E0709 17:05:38.162555850 ProcessGroupNCCL.cpp:1399] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank0]:[E709 17:05:38.162904317 ProcessGroupNCCL.cpp:1399] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 0] "
             "ProcessGroupNCCL preparing to dump debug info. Include stack trace: 1, only active "
             "collectives: 0",
@@ -1105,14 +1107,14 @@ class C10dParser(Parser):
             "torch 2.6-2.9 (constructed)",
         ),
         Example(
-            "[rank1]:[I0709 17:05:38.162555850 ProcessGroupNCCL.cpp:1202] [PG 0 (default_pg) Rank 1] "
+            "[rank1]:[I709 17:05:38.162904317 ProcessGroupNCCL.cpp:1202] [PG 0 (default_pg) Rank 1] "
             "ProcessGroupNCCL dumping nccl trace to /tmp/fr/nccl_trace_rank_1",
             "flight_recorder",
             {"action": "dumping", "path": "/tmp/fr/nccl_trace_rank_1"},
             "torch 2.4-2.9 (constructed)",
         ),
         Example(
-            "[rank1]:[I0709 17:05:39.000000000 ProcessGroupNCCL.cpp:1210] Finished writing NCCLPG debug "
+            "[rank1]:[I709 17:05:39.000417206 ProcessGroupNCCL.cpp:1210] Finished writing NCCLPG debug "
             "info to "
             "/tmp/fr/nccl_trace_rank_1",
             "flight_recorder",
@@ -1120,7 +1122,7 @@ class C10dParser(Parser):
             "torch 2.2-2.6 (constructed)",
         ),
         Example(
-            "[rank1]:[I0709 17:05:39.000000000 FlightRecorder.cpp:88] Finished writing Flight Recorder "
+            "[rank1]:[I709 17:05:39.000417206 FlightRecorder.cpp:88] Finished writing Flight Recorder "
             "debug info "
             "to /home/u/.cache/torch/nccl_trace_rank_1",
             "flight_recorder",
@@ -1128,7 +1130,7 @@ class C10dParser(Parser):
             "torch 2.7-2.9 (constructed)",
         ),
         Example(
-            "[rank1]:[I0709 17:05:39.000000000 ProcessGroupNCCL.cpp:1420] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank1]:[I709 17:05:39.000417206 ProcessGroupNCCL.cpp:1420] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 1] "
             "Flight Recorder trace successfully dumped.",
             "flight_recorder",
@@ -1136,7 +1138,7 @@ class C10dParser(Parser):
             "torch 2.8-2.9 (constructed)",
         ),
         Example(
-            "[rank2]:[E0109 10:46:25.933603922 ProcessGroupNCCL.cpp:670] Stack trace of the failed "
+            "[rank2]:[E214 03:12:47.508790113 ProcessGroupNCCL.cpp:670] Stack trace of the failed "
             "collective not "
             "found, potentially because FlightRecorder is disabled. You can enable it by setting "
             "TORCH_NCCL_TRACE_BUFFER_SIZE to a non-zero value.",
@@ -1145,7 +1147,7 @@ class C10dParser(Parser):
             "torch 2.6-2.9 (constructed)",
         ),
         Example(
-            "[rank1]:[E0709 17:05:39.000000000 ProcessGroupNCCL.cpp:1212] Error opening file for writing "
+            "[rank1]:[E709 17:05:39.000417206 ProcessGroupNCCL.cpp:1212] Error opening file for writing "
             "NCCLPG "
             "debug info: /readonly/nccl_trace_rank_1",
             "flight_recorder",
@@ -1214,7 +1216,7 @@ class C10dParser(Parser):
             "torch 2.4 (constructed)",
         ),
         Example(
-            "[rank6]:[F0429 04:03:49.385461578 ProcessGroupNCCL.cpp:1554] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank6]:[F612 01:26:36.903826604 ProcessGroupNCCL.cpp:1554] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 6] "
             "Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL "
             "watchdog hang.",
@@ -1229,7 +1231,7 @@ class C10dParser(Parser):
             "torch 2.5-2.9 (constructed)",
         ),
         Example(
-            "[rank1]:[F0429 04:03:49.385461578 ProcessGroupNCCL.cpp:1554] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank1]:[F612 01:26:36.903826604 ProcessGroupNCCL.cpp:1554] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 1] "
             "Terminating the process after attempting to dump debug info, due to collective timeout or "
             "exception.",
@@ -1246,7 +1248,7 @@ class C10dParser(Parser):
             "torch 2.3-2.4 (constructed)",
         ),
         Example(
-            "[rank1]:[E0429 04:03:49.385461578 ProcessGroupNCCL.cpp:1560] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank1]:[E612 01:26:36.903826604 ProcessGroupNCCL.cpp:1560] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 1] "
             "ProcessGroupNCCL monitor thread is disabled, but would have terminated the processafter "
             "attempting "
@@ -1311,7 +1313,7 @@ class C10dParser(Parser):
             "torch 2.3 (constructed)",
         ),
         Example(
-            "[rank12]:[E0817 07:40:34.227531918 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 4] "
+            "[rank12]:[E823 16:05:52.640195337 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 4] "
             "Process "
             "group watchdog thread terminated with exception: CUDA error: an illegal memory access was "
             "encountered",
@@ -1320,7 +1322,7 @@ class C10dParser(Parser):
             "torch 2.4 (constructed)",
         ),
         Example(
-            "[rank0]:[E0128 13:23:00.788972321 ProcessGroupNCCL.cpp:1897] [PG ID 1 PG GUID 1 Rank 0] "
+            "[rank0]:[E305 22:41:17.064318275 ProcessGroupNCCL.cpp:1897] [PG ID 1 PG GUID 1 Rank 0] "
             "Process "
             "group watchdog thread terminated with exception: CUDA error: an illegal memory access was "
             "encountered",
@@ -1376,24 +1378,24 @@ class C10dParser(Parser):
             "torch 2.2-2.5 (constructed)",
         ),
         Example(
-            "[rank0]:[E0515 08:16:47.343377708 ProcessGroupNCCL.cpp:1937] Rank 0\n"
-            "\t - [0] Timeout at collective: ALLREDUCE, #90\n"
+            "[rank0]:[E1017 09:58:03.519034471 ProcessGroupNCCL.cpp:1937] Rank 0\n"
+            "\t - [0] Timeout at collective: ALLREDUCE, #146\n"
             "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:\n"
-            "\t   - [1, 3] finished collective #88, but didn't join collective #89 (count from 1)\n"
+            "\t   - [1, 3] finished collective #144, but didn't join collective #145 (count from 1)\n"
             "\t - Snapshot of ranks' latest states:\n"
-            "\t   #88 finished ranks:\n"
+            "\t   #144 finished ranks:\n"
             "\t     [1, 3] finished ALLREDUCE\n"
-            "\t   #90 started ranks:\n"
+            "\t   #146 started ranks:\n"
             "\t     [0, 2] started ALLREDUCE\n",
             "desync_report",
             {
                 "reporter_rank": 0,
-                "seq": 90,
+                "seq": 146,
                 "op": "ALLREDUCE",
                 "lagging_ranks": [1, 3],
                 "not_joined_ranks": [1, 3],
-                "joined_seq": 88,
-                "snapshot": ["#88 finished ALLREDUCE: 1,3", "#90 started ALLREDUCE: 0,2"],
+                "joined_seq": 144,
+                "snapshot": ["#144 finished ALLREDUCE: 1,3", "#146 started ALLREDUCE: 0,2"],
             },
             "torch 2.6-2.9 (constructed)",
         ),
@@ -1402,9 +1404,9 @@ class C10dParser(Parser):
         "[rank0]:[I ProcessGroupNCCL.cpp:669] [Rank 0] ProcessGroupNCCL initialization options: size: 8, "
         "global "
         "rank: 0, TIMEOUT(ms): 600000, USE_HIGH_PRIORITY_STREAM: 0",
-        "[rank0]:[I0709 17:05:38.162555850 ProcessGroupNCCL.cpp:1012] HeartbeatMonitor environments: "
+        "[rank0]:[I709 17:05:38.162904317 ProcessGroupNCCL.cpp:1012] HeartbeatMonitor environments: "
         "TORCH_NCCL_ENABLE_MONITORING (Whether to kill program when no watchdog heartbeat detected): 1",
-        "[rank0]:[I0709 17:05:38.162555850 ProcessGroupNCCL.cpp:1013] PGNCCL Watchdog environments: "
+        "[rank0]:[I709 17:05:38.162904317 ProcessGroupNCCL.cpp:1013] PGNCCL Watchdog environments: "
         "TORCH_NCCL_RETHROW_CUDA_ERRORS: 1, TORCH_NCCL_PROPAGATE_ERROR: 0, TORCH_NCCL_DESYNC_DEBUG: 0",
         "Set TORCH_NCCL_ASYNC_ERROR_HANDLING=1 so the watchdog tears the process down on a collective "
         "timeout",

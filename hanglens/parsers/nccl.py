@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+from hanglens.parsers.base import EventSpec, Example, Parser, to_count, to_int
 from hanglens.parsers.cuda import classify_cuda, pg_fields
 
 # NCCL_DEBUG envelope (§10.E item 73); searched, because WARNs are often glued after a partial line.
@@ -19,6 +19,13 @@ ENVELOPE_RE = re.compile(
     r"(?:(?P<src>[\w./+-]+\.\w+):(?P<line>\d+) (?:\((?P<func>[^()\s]+)\) )?)?"
     r"NCCL (?P<lvl>INFO|WARN|TRACE|CALL)\b ?(?P<msg>.*)"
 )
+_LEVELS = ("NCCL INFO", "NCCL WARN", "NCCL TRACE", "NCCL CALL")
+
+
+def _has_level(text: str) -> bool:
+    return any(lvl in text for lvl in _LEVELS)
+
+
 BANNER_RE = re.compile(r"NCCL version (?P<ver>\d+\.\d+\.\d+)(?P<suffix>[^+\s,]*)\+cuda(?P<cuda>\d+\.\d+)")
 ENV_VERSION_RE = re.compile(r"NCCL version: (?P<ver>\d+\.\d+\.\d+)")
 TORCH_ERROR_RE = re.compile(
@@ -136,7 +143,7 @@ def _split_addr(addr: str | None) -> tuple[str | None, int | None]:
         return None, None
     m = ADDR_RE.match(addr)
     if m:
-        return m["ip"], to_int(m["port"])
+        return m["ip"], to_count(m["port"])
     return addr.rstrip(".,:"), None
 
 
@@ -164,9 +171,9 @@ def _from(m: re.Match[str], msg: str) -> str:
 
 
 def _ib_completion(m: re.Match[str], msg: str) -> Classified:
-    status = to_int(m["status"])
+    status = to_count(m["status"])
     error = IB_STATUS.get(status or -1, "completion_error")
-    return [_net("ib", error, m["peer"], to_int(m["port"]), status, _from(m, msg))]
+    return [_net("ib", error, m["peer"], to_count(m["port"]), status, _from(m, msg))]
 
 
 def _socket_call(m: re.Match[str], msg: str) -> Classified:
@@ -202,7 +209,7 @@ _IB_RULES: tuple[_Rule, ...] = (
     (IB_COMPLETION_RE, _ib_completion),
     (IB_ASYNC_RE, lambda m, msg: [_net("ib", "async_event", detail=m["event"].strip())]),
     (IB_MISMATCH_RE,
-     lambda m, msg: [_net("ib", "collective_mismatch", m["peer"], to_int(m["port"]), detail=msg.strip())]),
+     lambda m, msg: [_net("ib", "collective_mismatch", m["peer"], to_count(m["port"]), detail=msg.strip())]),
 )
 _RULES: tuple[_Rule, ...] = (
     (VERBS_RE, lambda m, msg: [_net("ib", "verbs_call_failed", detail=_from(m, msg))]),
@@ -214,13 +221,13 @@ _RULES: tuple[_Rule, ...] = (
     (IFACE_RE, _socket_at("no_interface", lambda m, msg: m.group(0))),
     (BOOT_ROOT_RE, lambda m, msg: [_net("socket", "bootstrap_mismatch", detail=_from(m, msg))]),
     (PROXY_OP_RE,
-     lambda m, msg: [_net("socket", "proxy_error", status=to_int(m["res"]), detail=_from(m, msg))]),
+     lambda m, msg: [_net("socket", "proxy_error", status=to_count(m["res"]), detail=_from(m, msg))]),
     (PROXY_POLL_RE, lambda m, msg: [_net("socket", "proxy_poll_failed", detail=m["err"].strip())]),
     (PROXY_CALL_RE, lambda m, msg: [_net("socket", "proxy_call_failed", f"tpRank {m['tp']}",
-                                         status=to_int(m["res"]), detail=_from(m, msg))]),
+                                         status=to_count(m["res"]), detail=_from(m, msg))]),
     (SERVICE_CLOSED_RE, lambda m, msg: [("peer_closed", {"transport": "socket",
                                                          "peer": f"localRank {m['lr']}", "port": None,
-                                                         "peer_local_rank": to_int(m["lr"])})]),
+                                                         "peer_local_rank": to_count(m["lr"])})]),
     (CUDA_FAIL_RE, lambda m, msg: [("cuda_error", {"error": classify_cuda(m["msg"]), "message": m["msg"],
                                                    "status": to_int(m["code"])})]),
 )
@@ -349,8 +356,8 @@ class NcclParser(Parser):
                 "10.1.2.3<43115> failed : Connection refused", "network_error",
                 {"transport": "socket", "error": "connect_failed", "peer": "10.1.2.3"}, "NCCL 2.18"),
         Example("node07:41233:41410 [0] transport/net_socket.cc:561 NCCL WARN NET/Socket : peer "
-                "10.1.2.3<41138> message truncated : receiving 8 bytes instead of 4", "network_error",
-                {"transport": "socket", "error": "message_truncated", "peer": "10.1.2.3"}, "NCCL 2.2x"),
+                "10.1.2.3<52907> message truncated : receiving 2048 bytes instead of 1024", "network_error",
+                {"transport": "socket", "error": "message_truncated", "peer": "10.1.2.3"}, "NCCL 2.10-2.11"),
         Example("node07:41233:41233 [0] bootstrap.cc:720 NCCL WARN Bootstrap : no socket interface found",
                 "network_error", {"transport": "socket", "error": "no_interface"}, "NCCL 2.10+"),
         Example("node07:41233:41233 [0] bootstrap.cc:301 NCCL WARN Bootstrap Root : rank 3 of 8 ranks has "
@@ -359,14 +366,14 @@ class NcclParser(Parser):
                 "progressing operation=Connect, res=3, closing connection", "network_error",
                 {"transport": "socket", "error": "proxy_error", "status": 3}, "NCCL 2.1x+"),
         Example("node07:41233:41410 [1] transport/net_ib.cc:1038 NCCL WARN NET/IB : req 0/1 tag 7 peer "
-                "10.1.2.3<58683> collective mismatch error, local size 4096 remote size "
-                "1024", "network_error",
+                "10.1.2.3<36114> collective mismatch error, local size 16384 remote size "
+                "8192", "network_error",
                 {"transport": "ib", "error": "collective_mismatch", "peer": "10.1.2.3"}, "NCCL 2.1x+"),
         Example("node07:41233:41500 [2] NCCL INFO [Service thread] Connection closed by localRank 2",
                 "peer_closed", {"peer": "localRank 2", "peer_local_rank": 2, "pid": 41233}, "NCCL 2.1x+"),
         Example("node07:41233:41410 [0] enqueue.cc:1021 NCCL WARN Cuda failure 'an illegal memory access was "
                 "encountered'", "cuda_error", {"error": "illegal_memory_access", "pid": 41233}, "NCCL 2.10+"),
-        Example("[2025-04-08 08:39:46] node07:41233:41410 [0] transport/nvls.cc:254 NCCL WARN Cuda failure 1 "
+        Example("[2026-03-17 14:22:05] node07:41233:41410 [0] transport/nvls.cc:254 NCCL WARN Cuda failure 1 "
                 "'invalid argument'", "cuda_error", {"error": "invalid_argument", "status": 1}, "NCCL 2.26+"),
         Example("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, "
                 "unhandled system error, NCCL version 2.10.3\nncclSystemError: System call (e.g. socket, "
@@ -427,7 +434,7 @@ class NcclParser(Parser):
                 {"error_type": "ncclInvalidUsage", "nccl_version": "2.26.2",
                  "reason": "invalid usage (run with NCCL_DEBUG=WARN for details)",
                  "last_error": "Error: network not found."}, "torch 2.6+ / NCCL 2.26"),
-        Example("[rank3]:[E0312 10:01:02.123456789 ProcessGroupNCCL.cpp:2000] [PG ID 0 PG GUID 0(default_pg) "
+        Example("[rank3]:[E312 10:01:02.418093275 ProcessGroupNCCL.cpp:2000] [PG ID 0 PG GUID 0(default_pg) "
                 "Rank 3]  remote error detected from rank: 5", "nccl_error",
                 {"error_type": "remote_error", "pg": "0", "pg_rank": 3, "stated_rank": 3, "from_pg_rank": 5},
                 "torch 2.7+ (TORCH_NCCL_PROPAGATE_ERROR=1)"),
@@ -473,7 +480,7 @@ class NcclParser(Parser):
             m = REMOTE_RE.search(text)
             if m:
                 out.append(self.event("nccl_error", line, error_type="remote_error", reason=m.group(0),
-                                      nccl_version=None, location=None, from_pg_rank=to_int(m["src"]),
+                                      nccl_version=None, location=None, from_pg_rank=to_count(m["src"]),
                                       **pg_fields(text[: m.start()])))
         return out
 
@@ -482,9 +489,10 @@ class NcclParser(Parser):
         text = line.text
         out: list[Event] = []
         m = BANNER_RE.search(text)
-        env = ENVELOPE_RE.search(text)
+        # The envelope needs one of these literals; checking them first spares the search on long lines.
+        env = ENVELOPE_RE.search(text) if _has_level(text) else None
         host = env["host"] if env else None
-        pid = to_int(env["pid"]) if env else None
+        pid = to_count(env["pid"]) if env else None
         if m:
             out.append(self.event("nccl_version", line, version=normalize_version(m["ver"]), cuda=m["cuda"],
                                   pid=pid, nccl_host=host, source="banner"))
@@ -496,7 +504,7 @@ class NcclParser(Parser):
         ctx: Fields = {"pid": pid, "nccl_host": host}
         if env["lvl"] == "WARN":
             src = f"{env['src']}:{env['line']}" if env["src"] else None
-            out.append(self.event("nccl_warn", line, message=msg, src=src, cuda_dev=to_int(env["dev"]),
+            out.append(self.event("nccl_warn", line, message=msg, src=src, cuda_dev=to_count(env["dev"]),
                                   **ctx))
         if " nranks " in msg:
             out.extend(self._lifecycle(line, msg, ctx))
@@ -512,9 +520,9 @@ class NcclParser(Parser):
             color = COMM_COLOR_RE.search(rest)
             comm_id = COMM_ID_RE.search(rest)
             return [self.event(
-                "nccl_comm_init", line, comm=m["comm"], comm_rank=to_int(m["rank"]),
-                nranks=to_int(m["nranks"]),
-                cuda_dev=to_int(m["cuda_dev"]), nvml_dev=to_int(m["nvml_dev"]), bus_id=m["bus_id"],
+                "nccl_comm_init", line, comm=m["comm"], comm_rank=to_count(m["rank"]),
+                nranks=to_count(m["nranks"]),
+                cuda_dev=to_count(m["cuda_dev"]), nvml_dev=to_count(m["nvml_dev"]), bus_id=m["bus_id"],
                 api=m["api"], comm_id=comm_id["comm_id"] if comm_id else None,
                 parent=parent["parent"] if parent else None,
                 color=to_int(color["color"]) if color else None, key=to_int(color["key"]) if color else None,
@@ -527,8 +535,9 @@ class NcclParser(Parser):
                 total = float(t["total"]) if t["total"] else None
             except ValueError:
                 total = None
-            return [self.event("nccl_comm_init", line, comm=None, comm_rank=to_int(t["rank"]),
-                               nranks=to_int(t["nranks"]), api=t["api"], phase="init_timings", total_s=total,
+            return [self.event("nccl_comm_init", line, comm=None, comm_rank=to_count(t["rank"]),
+                               nranks=to_count(t["nranks"]), api=t["api"], phase="init_timings",
+                               total_s=total,
                                **ctx)]
         return []
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+from hanglens.parsers.base import INT64_MAX, EventSpec, Example, Parser, to_count
 from hanglens.parsers.stacks import hang_fields, stack_fields
 
 PROCESS_RE = re.compile(r"^\s*Process (?P<pid>\d+): (?P<cmd>.*?)\s*$")
@@ -147,7 +147,7 @@ class PyspyParser(Parser):
         m = PROCESS_RE.match(text)
         if m:
             out = self._flush(key)
-            self.open[key] = _Dump(pid=to_int(m["pid"]), command=m["cmd"] or None)
+            self.open[key] = _Dump(pid=to_count(m["pid"]), command=m["cmd"] or None)
             return out
         m = THREAD_RE.match(text)
         if m:
@@ -180,7 +180,7 @@ class PyspyParser(Parser):
             if th.indent is None:
                 th.indent = indent
             if len(th.frames) < MAX_FRAMES:
-                th.frames.append((m["file"], to_int(m["line"]), m["func"].strip()))
+                th.frames.append((m["file"], to_count(m["line"]), m["func"].strip()))
             return True
         if m or NATIVE_RE.match(text):
             if th.indent is None:
@@ -204,7 +204,11 @@ class PyspyParser(Parser):
         th = dump.thread
         if th is None:
             return []
-        tid = int(th.tid, 16) if th.tid.startswith("0x") else int(th.tid)
+        if th.tid.startswith("0x"):
+            tid = int(th.tid, 16) if len(th.tid) <= 18 else None  # 16 hex digits at most: 64 bits
+            tid = tid if tid is not None and tid <= INT64_MAX else None
+        else:
+            tid = to_count(th.tid)
         inner = th.frames[0] if th.frames else (None, None, None)
         outer_first = list(reversed(th.frames))
         facts = stack_fields(outer_first, th.name)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+from hanglens.parsers.base import EventSpec, Example, Parser, to_count
 
 TB_START_RE = re.compile(r"^(?P<pre>.*?)(?P<orig>Original )?Traceback \(most recent call last\):")
 # What may precede "Traceback" on its line: indentation, a ^C echo, the end of a progress bar.
@@ -95,8 +95,8 @@ class TracebackParser(Parser):
                 "torch 1.10-2.3 (no rank prefix)"),
         Example("[rank1]: Traceback (most recent call last):\n"
                 "[rank0]: Traceback (most recent call last):\n"
-                "[rank1]:   File \"/work/train.py\", line 12, in <module>\n"
-                "[rank0]:   File \"/work/train.py\", line 12, in <module>\n"
+                "[rank1]:   File \"/home/u/train.py\", line 12, in <module>\n"
+                "[rank0]:   File \"/home/u/train.py\", line 12, in <module>\n"
                 "[rank1]:     dist.all_gather(out, t)\n"
                 "[rank0]:     dist.all_gather(out, t)\n"
                 "[rank1]: torch.distributed.DistBackendError: NCCL error in: "
@@ -107,11 +107,11 @@ class TracebackParser(Parser):
                 "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has "
                 "a total capacity of 39.39 GiB of which 1.02 GiB is free.\n",
                 "exception",
-                {"exc_type": "torch.distributed.DistBackendError", "frame_file": "/work/train.py",
+                {"exc_type": "torch.distributed.DistBackendError", "frame_file": "/home/u/train.py",
                  "frame_line": 12, "frame_func": "<module>"},
                 "torch 2.4-2.9 (excepthook rank prefix, two ranks interleaved)"),
         Example("[rank0]: Traceback (most recent call last):\n"
-                "[rank0]:   File \"/work/train.py\", line 12, in <module>\n"
+                "[rank0]:   File \"/home/u/train.py\", line 12, in <module>\n"
                 "[rank0]:     x = torch.empty(1 << 40, device=\"cuda\")\n"
                 "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 TiB. GPU 0 has "
                 "a total capacity of 39.39 GiB of which 38.00 GiB is free.\n",
@@ -147,12 +147,12 @@ class TracebackParser(Parser):
                 "Original Traceback (most recent call last):\n"
                 "  File \"/opt/lib/torch/utils/data/_utils/worker.py\", line 308, in _worker_loop\n"
                 "    data = fetcher.fetch(index)\n"
-                "  File \"/work/dataset.py\", line 20, in __getitem__\n"
+                "  File \"/home/u/dataset.py\", line 20, in __getitem__\n"
                 "    raise ValueError(\"bad sample\")\n"
                 "ValueError: bad sample\n",
                 "exception",
                 {"exc_type": "ValueError", "message": "Caught ValueError in DataLoader worker process 3.",
-                 "dataloader_worker": 3, "original_message": "bad sample", "frame_file": "/work/dataset.py",
+                 "dataloader_worker": 3, "original_message": "bad sample", "frame_file": "/home/u/dataset.py",
                  "frame_line": 20, "frame_func": "__getitem__"},
                 "torch 1.10-2.9"),
         Example("Traceback (most recent call last):\n"
@@ -285,7 +285,7 @@ class TracebackParser(Parser):
             return True, False
         m = FRAME_RE.match(text)
         if m:
-            tb.frames.append((m["file"], to_int(m["line"]), m["func"]))
+            tb.frames.append((m["file"], to_count(m["line"]), m["func"]))
             if len(tb.frames) > MAX_FRAMES:
                 del tb.frames[0]
             tb.noise = 0
@@ -312,7 +312,7 @@ class TracebackParser(Parser):
             return
         tb.exc_type, tb.message, tb.exc_line = exc_type, message, line
         m = DATALOADER_RE.search(message or "")
-        tb.worker = to_int(m["worker"]) if m else None
+        tb.worker = to_count(m["worker"]) if m else None
         tb.phase, tb.tail = "tail", 0
 
     def _finish(self, tb: _Tb) -> Event | None:
@@ -339,7 +339,7 @@ class TracebackParser(Parser):
         dl = DATALOADER_RE.search(message or "")
         return self.event("exception", line, exc_type=m["type"], message=message, frame_file=None,
                           frame_line=None, frame_func=None, chained=[], frames=[],
-                          dataloader_worker=to_int(dl["worker"]) if dl else None, original_message=None)
+                          dataloader_worker=to_count(dl["worker"]) if dl else None, original_message=None)
 
 
 def _attribute(ev: Event, pre: str) -> Event:
@@ -347,7 +347,7 @@ def _attribute(ev: Event, pre: str) -> Event:
     rank, host = ev.rank, ev.host
     m = PRE_RANK_RE.search(pre)
     if rank is None and m:
-        rank = to_int(m["rank"])
+        rank = to_count(m["rank"])
     elif host is None and not m:
         h = PRE_HOST_RE.match(pre)
         host = h["host"] if h else None

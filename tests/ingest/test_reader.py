@@ -22,7 +22,7 @@ def test_cr_and_progress_bar_glue(mark: tuple[type[Parser], ...]) -> None:
 
 def test_hard_wrapped_paste_is_rejoined(mark: tuple[type[Parser], ...]) -> None:
     width = 80
-    msg = "[rank6]:[E429 13:55:49.384372190 ProcessGroupNCCL.cpp:1743] [Rank 6] " + "word " * 40 + "MARK end"
+    msg = "[rank6]:[E612 01:18:36.902741158 ProcessGroupNCCL.cpp:1743] [Rank 6] " + "word " * 40 + "MARK end"
     rows = [msg[i:i + width] for i in range(0, len(msg), width)]
     text = "\n".join(r.ljust(width) if i == len(rows) - 1 else r for i, r in enumerate(rows))
     text = "\n".join([text] * 3) + "\n"

@@ -7,11 +7,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from shared_dir import REAL_LOGS
+
 from hanglens.ingest.reader import FileResult, Reader
 from hanglens.model import Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
 
-REAL_LOGS = Path("/work/shared/real-logs")
 _ABSENT = "<absent>"  # tells a field that is missing from one that is present and None
 
 

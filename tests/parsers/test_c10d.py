@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from hanglens.parsers.c10d import C10dParser
+from hanglens.parsers.c10d import C10dParser, _demangle
 
 from .harness import events as read_events
 from .harness import has
@@ -102,13 +102,13 @@ def test_watchdog_and_heartbeat_are_different_detectors_of_one_kind() -> None:
 def test_desync_block_ends_and_the_next_line_is_still_read() -> None:
     text = "\n".join(
         [
-            "[rank0]:[E0515 08:16:47.333333333 ProcessGroupNCCL.cpp:1937] Rank 0",
+            "[rank0]:[E1017 09:58:03.333333333 ProcessGroupNCCL.cpp:1937] Rank 0",
             "\t - [0] Timeout at collective: ALLREDUCE, #9",
             "\t - To our best knowledge, ranks [1, 2] are the lagging ranks that caused this timeout. They "
             "never "
             "joined "
             "any collectives",
-            "[rank0]:[E0515 08:16:47.444444444 ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank0]:[E1017 09:58:03.444444444 ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 0] "
             " failure "
             "detected by watchdog at work sequence id: 9 PG status: last enqueued work: 9, last completed "
@@ -154,16 +154,23 @@ def test_interleaved_terminate_keeps_the_type() -> None:
 
 
 def test_mangled_unhandled_exception_form() -> None:
+    # Ray's C++ terminate handler: `[<date> <time>,<ms> <L> <pid> <tid>] logging.cc:<n>: Unhandled exception:
+    # <mangled type>. what(): <message>` (written here; torch 1.13-2.1 text inside what()).
     text = (
-        "[2025-01-01 00:00:00,000 E 1 2] logging.cc:108: Unhandled exception: N3c1016DistBackendErrorE. "
-        "what(): "
-        "[PG ID 2 PG GUID 3 Rank 0] Process group watchdog thread terminated with"
+        "[2026-02-11 07:31:52,418 E 4417 4502] logging.cc:115: Unhandled exception: St13runtime_error. "
+        "what(): [Rank 5] NCCL watchdog thread terminated with exception: CUDA error: unspecified launch "
+        "failure"
     )
     found = events(text)
-    assert has(
-        [e for e in found if e.kind == "process_teardown"], {"exc_type": "c10::DistBackendError", "pg": "3"}
-    )
-    assert has([e for e in found if e.kind == "watchdog_terminated"], {"pg": "3", "pg_rank": 0})
+    teardown = [e for e in found if e.kind == "process_teardown"]
+    assert has(teardown, {"exc_type": "std::runtime_error", "stated_rank": 5})
+    assert has([e for e in found if e.kind == "watchdog_terminated"], {"stated_rank": 5})
+
+
+def test_demangles_itanium_type_names() -> None:
+    assert _demangle("N3c1016DistBackendErrorE") == "c10::DistBackendError"
+    assert _demangle("St13runtime_error") == "std::runtime_error"
+    assert _demangle("N5torch3jit12JITExceptionE") == "torch::jit::JITException"
 
 
 def test_line_glued_after_a_progress_bar() -> None:
@@ -185,17 +192,17 @@ def test_truncated_timeout_line_keeps_what_it_has() -> None:
 def test_remote_dump_signal_then_bookkeeping_is_one_signal() -> None:
     text = "\n".join(
         [
-            "[rank1]:[E0703 10:00:01.111111111 ProcessGroupNCCL.cpp:1801] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank1]:[E703 10:00:01.111111111 ProcessGroupNCCL.cpp:1801] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 1] "
             "Observed flight "
             "recorder dump signal from another rank via TCPStore.",
-            "[rank1]:[E0703 10:00:01.222222222 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank1]:[E703 10:00:01.222222222 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 1] "
             "Received a dump signal "
             "due to a collective timeout from  rank 6 and we will try our best to dump the debug info. Last "
             "enqueued "
             "NCCL work: 5, last completed NCCL work: 5.",
-            "[rank1]:[E0703 10:00:01.333333333 ProcessGroupNCCL.cpp:1801] [PG ID 0 PG GUID 0(default_pg) "
+            "[rank1]:[E703 10:00:01.333333333 ProcessGroupNCCL.cpp:1801] [PG ID 0 PG GUID 0(default_pg) "
             "Rank 1] "
             "Observed flight "
             "recorder dump signal from another rank via TCPStore.",
