@@ -221,11 +221,15 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
 
 def _bounded_filter(env: BoundedSandbox, fn: Any) -> Any:
-    """`fn` refusing numeric arguments past the output bound (e.g. `center(10**9)`, `indent(10**9)`)."""
+    """`fn` refusing numeric arguments past the output bound (e.g. `center(10**9)`, `indent(10**9)`).
+
+    The filtered value itself (the first argument after a context or environment) is data, not a width:
+    `{{ 536870912 | size }}` is fine.
+    """
     skip = (jinja2.runtime.Context, jinja2.Environment)
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        env._check_args(tuple(a for a in args if not isinstance(a, skip)), kwargs)
+        env._check_args(tuple(a for a in args if not isinstance(a, skip))[1:], kwargs)
         return fn(*args, **kwargs)
     for attr in ("jinja_pass_arg",):  # keep @pass_context / @pass_environment markers
         if hasattr(fn, attr):
