@@ -9,6 +9,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import itertools
+import re
 import statistics
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
@@ -18,6 +19,7 @@ from hanglens.model import AGENT_EVENT_KINDS, YEARLESS_YEAR, Event, Origin
 YEAR2000 = float(calendar.timegm((YEARLESS_YEAR, 1, 1, 0, 0, 0)))  # yearless stamps are read into this year
 YEAR2001 = float(calendar.timegm((YEARLESS_YEAR + 1, 1, 1, 0, 0, 0)))
 HALF_YEAR = 183 * 86400.0
+_LAST_NUMBER_RE = re.compile(r"^(?P<pre>.*?)(?P<n>\d{1,6})(?P<post>\D*)$")
 DUMP_PARSERS = frozenset({"pyspy"})  # parsers whose `pid` is the dumped process's own
 
 
@@ -66,10 +68,54 @@ def _apply(files: list[FileEvents], fn: Callable[[FileEvents, Event], Event]) ->
 def attribute(files: list[FileEvents]) -> None:
     """Fill rank and host of every event where the job's inputs allow it (in place)."""
     _local_to_global(files)
+    _numbered_series(files)
     _nccl_pids(files)
     _stated_ranks(files)
     _hosts(files)
     rebase_years(files)
+
+
+def _world_size(files: list[FileEvents]) -> int | None:
+    """The job's world size when the logs state exactly one (torchrun's WORLD_SIZE echo, NCCL's nranks)."""
+    sizes: set[int] = set()
+    nranks: list[int] = []
+    for f in files:
+        for e in f.events:
+            n = _int(e.get("world_size") if e.kind == "world_info" else e.get("nranks"))
+            if n is not None and e.kind == "world_info":
+                sizes.add(n)
+            elif n is not None and e.kind == "nccl_comm_init":
+                nranks.append(n)
+    if nranks:
+        sizes.add(max(nranks))  # sub-communicators are smaller than the world
+    return next(iter(sizes)) if len(sizes) == 1 else None
+
+
+def _numbered_series(files: list[FileEvents]) -> None:
+    """Files a user named after their writer's rank without saying so (`stuck-0.txt` .. `stuck-3.txt`).
+
+    Only a series of names identical but for one number, numbered exactly 0..W-1 where W is the world size
+    the logs state, and with no line inside naming a different rank, is read as one file per rank.
+    """
+    world = _world_size(files)
+    if world is None or world < 2:
+        return
+    groups: dict[tuple[str, str, str], list[tuple[int, FileEvents]]] = {}
+    for f in files:
+        o = f.origin
+        if o.rank is not None or o.local_rank is not None or o.node_dir is not None:
+            continue
+        head, _, name = f.display.replace("!", "/").rpartition("/")
+        m = _LAST_NUMBER_RE.match(name)
+        if m is not None:
+            groups.setdefault((head, m["pre"], m["post"]), []).append((int(m["n"]), f))
+    for series in groups.values():
+        if sorted(n for n, _ in series) != list(range(world)):  # also refuses `01` beside `1`
+            continue
+        if any(e.rank is not None and e.rank != n for n, f in series for e in f.events):
+            continue
+        for n, f in series:
+            f.events = [e if e.rank is not None else replace(e, rank=n) for e in f.events]
 
 
 def _local_to_global(files: list[FileEvents]) -> None:

@@ -37,7 +37,7 @@ OPENMPI_RE = re.compile(
 )
 # A host name has a digit somewhere; the lookahead checks that within the name instead of a backtracking
 # `[\w-]*\d[\w.-]*` (quadratic on a long token).
-PDSH_RE = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|(?=[\w.-]{0,253}\d)[A-Za-z][\w.-]{0,252}): (?=\S)")
+PDSH_RE = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|(?=[\w.-]{0,253}\d)[A-Za-z][\w.-]{0,252}): (?=.)")
 RAY_RE = re.compile(r"^\((?P<actor>[\w.]{1,128}) pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[\w.:]{1,64}))?\) ")
 TORCHX_RE = re.compile(r"^(?P<app>[\w.\-]+)/(?P<replica>\d+) (?=\[)")
 TEE_RE = re.compile(r"^\[(?!rank\d)(?P<role>[A-Za-z_][\w-]{0,63}?)(?P<local_rank>\d{1,6})\]:")

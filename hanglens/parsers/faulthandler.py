@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+from hanglens.parsers.base import INT64_MAX, EventSpec, Example, Parser, to_count
 from hanglens.parsers.stacks import hang_fields, stack_fields
 
 # `Current thread` marks the thread that ran the handler; `Stack` is the one-thread form (all_threads=False).
@@ -161,6 +161,7 @@ class FaulthandlerParser(Parser):
             out = self._finish(dump) if dump is not None else []
             dump = self.open.setdefault(key, _Dump())
             tid = int(m["tid"], 16) if m["tid"] else None
+            tid = tid if tid is not None and tid <= INT64_MAX else None  # JSON consumers read int64
             dump.thread = _Thread(line=line, tid=tid, current=bool(m["current"] and m["current"][0] == "C"),
                                   name=m["name"])
             return out
@@ -170,7 +171,7 @@ class FaulthandlerParser(Parser):
             fm = FRAME_RE.match(text)
             if fm and th.lines <= MAX_THREAD_LINES:
                 if len(th.frames) < MAX_FRAMES:
-                    th.frames.append((fm["file"], to_int(fm["line"]), fm["func"]))
+                    th.frames.append((fm["file"], to_count(fm["line"]), fm["func"]))
                 return ()
             if OTHER_FRAME_RE.match(text) and th.lines <= MAX_THREAD_LINES:
                 return ()

@@ -31,6 +31,12 @@ BARE_EXC_RE = re.compile(
     r"(?:^|(?<=\]))(?P<type>(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):(?: (?P<msg>.*?))?\s*$"
 )
 DATALOADER_RE = re.compile(r"Caught (?P<exc>\w+) in DataLoader worker process (?P<worker>\d+)")
+# A per-line prefix the reader does not know (`gpu-a8: `, `host17 | `, `[node3] `, `worker-2>`): learned from
+# the `Traceback` line, confirmed by the next line of that writer, which must carry it before a `File` frame.
+LEARN_PRE_RE = re.compile(r"^(?!\s)[^\s\"']{1,60}(?: [^\s\"']{1,60}){0,3} ?(?::|\||>|\]|\]:) ?$")
+PRE_RANK_RE = re.compile(r"(?:^|[^A-Za-z0-9])rank[ _-]?(?P<rank>\d{1,6})(?![0-9])", re.IGNORECASE)
+PRE_HOST_RE = re.compile(r"^[\[(]?(?P<host>(?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w-]{0,62}\d[\w-]{0,62}"
+                         r"(?:\.[A-Za-z][\w-]{0,62}){0,6})[\])]?\s*[:|>\]]")
 MAX_FRAMES = 40
 MAX_TB_LINES = 3000
 MAX_NOISE = 20        # unrelated lines tolerated inside one traceback (interleaved writers)
@@ -54,6 +60,8 @@ class _Tb:
     noise: int = 0
     tail: int = 0
     original: bool = False          # inside a DataLoader worker's "Original Traceback"
+    pre: str = ""                   # the writer's learned line prefix, stripped from its lines
+    confirmed: bool = True          # False until a line after `Traceback` carried `pre` before a frame
     outer_type: str | None = None   # the re-raised type while reading the original one
     outer_message: str | None = None
     original_message: str | None = None
@@ -176,7 +184,7 @@ class TracebackParser(Parser):
     )
 
     def __init__(self) -> None:
-        self.open: dict[int | None, _Tb] = {}
+        self.open: dict[tuple[int | None, str | None, str], _Tb] = {}  # (rank, host, learned prefix)
 
     def wants_more(self) -> bool:
         return bool(self.open)
@@ -186,9 +194,32 @@ class TracebackParser(Parser):
         self.open = {}
         return [e for e in out if e is not None]
 
+    def _route(self, line: LogLine) -> tuple[tuple[int | None, str | None, str], LogLine]:
+        """The open traceback a line belongs to (by rank and learned prefix) and the line without the prefix.
+
+        A traceback opened behind a prefix is confirmed by its writer's next frame line: carrying the same
+        prefix (a per-line prefix, stripped from then on), or none (text before `Traceback` on its line only).
+        """
+        for (rank, host, pre), tb in list(self.open.items()):
+            if not pre or rank != line.rank or host != line.host:
+                continue
+            if line.text.startswith(pre) and (tb.confirmed or FRAME_RE.match(line.text[len(pre):])):
+                tb.confirmed = True
+                return (rank, host, pre), replace(line, text=line.text[len(pre):])
+            if tb.confirmed:
+                continue
+            del self.open[(rank, host, pre)]
+            if FRAME_RE.match(line.text) and (rank, host, "") not in self.open:
+                tb.pre, tb.confirmed = "", True
+                self.open[(rank, host, "")] = tb
+            elif tb.noise < MAX_NOISE:
+                tb.noise += 1  # another writer's line between the `Traceback` line and its first frame
+                self.open[(rank, host, pre)] = tb
+        return (line.rank, line.host, ""), line
+
     def feed(self, line: LogLine) -> Iterable[Event]:
         out: list[Event] = []
-        key = line.rank
+        key, line = self._route(line)
         tb = self.open.get(key)
         if tb is not None:
             consumed, done = self._step(tb, line)
@@ -201,6 +232,11 @@ class TracebackParser(Parser):
                 return out
         text = line.text
         m = TB_START_RE.search(text)
+        if m and not m["orig"] and not key[2] and LEARN_PRE_RE.match(m["pre"]):
+            learned = (line.rank, line.host, m["pre"])
+            if learned not in self.open:
+                self.open[learned] = _Tb(first=line, indent=0, pre=m["pre"], confirmed=False)
+                return out
         if m and not m["orig"] and TB_PRE_OK_RE.search(m["pre"]):
             pre = m["pre"]
             indent = len(pre) - len(pre.lstrip(" ")) if not pre.strip() else 0
@@ -294,6 +330,8 @@ class TracebackParser(Parser):
         )
         if tb.exc_line is not None:
             ev = replace(ev, text=tb.exc_line.text)
+        if tb.pre:
+            ev = _attribute(ev, tb.pre)
         return ev
 
     def _bare(self, line: LogLine, m: re.Match[str]) -> Event:
@@ -302,3 +340,15 @@ class TracebackParser(Parser):
         return self.event("exception", line, exc_type=m["type"], message=message, frame_file=None,
                           frame_line=None, frame_func=None, chained=[], frames=[],
                           dataloader_worker=to_count(dl["worker"]) if dl else None, original_message=None)
+
+
+def _attribute(ev: Event, pre: str) -> Event:
+    """Rank and host a learned prefix names (`[rank 3] `, `gpu-a8: `), where the envelope named none."""
+    rank, host = ev.rank, ev.host
+    m = PRE_RANK_RE.search(pre)
+    if rank is None and m:
+        rank = to_count(m["rank"])
+    elif host is None and not m:
+        h = PRE_HOST_RE.match(pre)
+        host = h["host"] if h else None
+    return replace(ev, rank=rank, host=host)

@@ -1,0 +1,92 @@
+"""Ranks of stack dumps saved under names of the user's choosing: from a numbered series of files matching the
+stated world size, or from the dump's `Process <pid>` mapped through the job's other lines; never guessed.
+Dumps and console lines are written here (py-spy 0.3-0.4 format, torchrun 2.x ChildFailedError table).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hanglens.ingest import read_inputs
+
+
+def dump(pid: int, call: str) -> str:
+    return (f"Process {pid}: /home/user/venv/bin/python -u train.py\n"
+            "Python v3.11.7 (/usr/bin/python3.11)\n\n"
+            f"Thread {pid} (idle): \"MainThread\"\n"
+            f"    {call} (torch/distributed/distributed_c10d.py:2610)\n"
+            "    <module> (train.py:50)\n")
+
+
+def console(world: int) -> str:
+    return "".join(f"[rank {r}] RANK={r} LOCAL_RANK={r} WORLD_SIZE={world} MASTER_ADDR=10.0.0.9\n"
+                   for r in range(world))
+
+
+def dump_ranks(root: Path) -> dict[str, int | None]:
+    ing = read_inputs([root], jobs=1)
+    return {e.ref.path: e.rank for e in ing.events if e.kind == "stack_dump"}
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for name, body in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(body)
+    return root
+
+
+def test_numbered_series_matching_the_world_size(tmp_path: Path) -> None:
+    files = {f"hang/snap_{r}.out": dump(9100 + r, "all_reduce") for r in range(3)}
+    files["console.log"] = console(3)
+    assert dump_ranks(write(tmp_path, files)) == {f"hang/snap_{r}.out": r for r in range(3)}
+
+
+def test_series_without_a_stated_world_size_stays_unknown(tmp_path: Path) -> None:
+    files = {f"snap_{r}.out": dump(9100 + r, "all_reduce") for r in range(3)}
+    assert set(dump_ranks(write(tmp_path, files)).values()) == {None}
+
+
+def test_series_shorter_than_the_world_stays_unknown(tmp_path: Path) -> None:
+    files = {f"snap_{r}.out": dump(9100 + r, "all_reduce") for r in (0, 1)}
+    files["console.log"] = console(4)
+    assert set(dump_ranks(write(tmp_path, files)).values()) == {None}
+
+
+def test_series_contradicted_by_a_stated_rank_stays_unknown(tmp_path: Path) -> None:
+    files = {f"snap_{r}.out": dump(9100 + r, "all_reduce") for r in (0, 1)}
+    files["snap_1.out"] = "[rank0]: hello\n" + files["snap_1.out"]
+    files["console.log"] = console(2)
+    assert dump_ranks(write(tmp_path, files))["snap_0.out"] is None
+
+
+CHILD_FAILED = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-01-20_03:11:09
+  host      : box-5
+  rank      : 1 (local_rank: 1)
+  exitcode  : -15 (pid: {pid1})
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID {pid1}
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-01-20_03:11:09
+  host      : box-5
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: {pid0})
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID {pid0}
+============================================================
+"""
+
+
+def test_process_pid_mapped_through_the_failure_table(tmp_path: Path) -> None:
+    files = {"a.txt": dump(30411, "barrier"), "b.txt": dump(30412, "all_reduce"),
+             "c.txt": dump(3099, "barrier"),
+             "torchrun.log": CHILD_FAILED.format(pid0=30411, pid1=30412)}
+    assert dump_ranks(write(tmp_path, files)) == {"a.txt": 0, "b.txt": 1, "c.txt": None}
