@@ -80,12 +80,14 @@ class Finding:
     superseded_by: str | None
     evidence: tuple[Evidence, ...]
     priority: int = 50
+    suspect_ranks: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"rule_id": self.rule_id, "category": self.category.value, "confidence": self.confidence.value,
                 "title": self.title, "explanation": self.explanation,
                 "culprit_ranks": list(self.culprit_ranks),
-                "culprit_hosts": list(self.culprit_hosts), "victim_ranks": list(self.victim_ranks),
+                "culprit_hosts": list(self.culprit_hosts), "suspect_ranks": list(self.suspect_ranks),
+                "victim_ranks": list(self.victim_ranks),
                 "remediation": list(self.remediation), "collect": list(self.collect),
                 "superseded_by": self.superseded_by, "evidence": [e.to_dict() for e in self.evidence]}
 
@@ -128,10 +130,12 @@ class Verdict:
     victim_ranks: tuple[int, ...]
     summary: str
     first_step: str
+    suspect_ranks: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"category": self.category.value, "rule_id": self.rule_id, "confidence": self.confidence.value,
                 "culprit_ranks": list(self.culprit_ranks), "culprit_hosts": list(self.culprit_hosts),
+                "suspect_ranks": list(self.suspect_ranks),
                 "victim_ranks": list(self.victim_ranks), "summary": self.summary,
                 "first_step": self.first_step}
 
@@ -530,12 +534,18 @@ def _finding(rule: Rule, run: _Run, bindings: dict[str, pd.DataFrame]) -> Findin
                 host = min(hosts) if hosts else None
             if host is not None:
                 culprit_hosts.add(host)
+    suspects: set[int] = set()
+    if rule.suspects is not None:
+        suspect_rows = bindings.get(rule.suspects.from_, pd.DataFrame())
+        suspects = _ranks_of(suspect_rows, rule.suspects.column) - culprits
     if rule.victims is not None:
         victims = _ranks_of(bindings.get(rule.victims.from_, pd.DataFrame()), rule.victims.column) - culprits
     else:
         victims = _flagged_ranks(run) - culprits
+    victims -= suspects
     context = {"world_size": run.tables.world_size, "ranks": sorted(run.tables.ranks),
                "culprit_ranks": sorted(culprits), "culprit_hosts": sorted(culprit_hosts),
+               "suspect_ranks": sorted(suspects),
                "victim_ranks": sorted(victims), "hosts_by_rank": dict(run.tables.hosts)}
     explanation, error = template.render(rule.explanation, bindings, context)
     if error is not None:
@@ -544,7 +554,8 @@ def _finding(rule: Rule, run: _Run, bindings: dict[str, pd.DataFrame]) -> Findin
                    explanation=explanation, culprit_ranks=tuple(sorted(culprits)),
                    culprit_hosts=tuple(sorted(culprit_hosts)), victim_ranks=tuple(sorted(victims)),
                    remediation=tuple(rule.remediation), collect=tuple(rule.collect), superseded_by=None,
-                   evidence=tuple(_evidence(rule, run, bindings, culprits)), priority=rule.priority)
+                   evidence=tuple(_evidence(rule, run, bindings, culprits)), priority=rule.priority,
+                   suspect_ranks=tuple(sorted(suspects)))
 
 
 def _strength(f: Finding) -> tuple[int, int, str]:
@@ -582,7 +593,8 @@ def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
         return Verdict(category=top.category, rule_id=top.rule_id, confidence=top.confidence,
                        culprit_ranks=top.culprit_ranks, culprit_hosts=top.culprit_hosts,
                        victim_ranks=top.victim_ranks, summary=_collapse(top.explanation),
-                       first_step=top.remediation[0] if top.remediation else "")
+                       first_step=top.remediation[0] if top.remediation else "",
+                       suspect_ranks=top.suspect_ranks)
     ranks = sorted(run.tables.ranks)
     if _failed(run):
         flagged = sorted(_flagged_ranks(run))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -205,9 +204,9 @@ def test_catastrophic_regex_finishes_promptly_with_a_warning() -> None:
     evs = [event("exception", 0, message="a" * 50_000 + "!", exc_type="X")]
     r = rule(match={"all": [{"event": "exception", "where": {"message": {"regex": "(a+)+$"}}}]},
              culprits=None, explanation="x")
-    start = time.monotonic()
+    # The regex timeout turns the condition false with a warning (no wall-clock assertion: the machine may
+    # be loaded; benchmarks/ measures speed).
     res = run([r, r.model_copy(update={"id": "again"})], events=evs)
-    assert time.monotonic() - start < 5
     assert not res.findings
     assert len(res.warnings) == 2 and all("timed out" in w for w in res.warnings)
     assert all("timed out" in r.reason for r in res.ruled_out)
