@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hanglens.ingest import Ingested, read_inputs
+from hanglens.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
     from hanglens.analysis import Tables
@@ -17,16 +18,17 @@ if TYPE_CHECKING:
 PathLike = str | os.PathLike[str]
 
 
-def read(paths: Sequence[PathLike], *, jobs: int | None = None) -> Ingested:
+def read(paths: Sequence[PathLike], *, jobs: int | None = None, limits: Limits = DEFAULT_LIMITS) -> Ingested:
     """Discover and read every log under `paths` into rank-attributed events."""
-    return read_inputs(paths, jobs=jobs)
+    return read_inputs(paths, jobs=jobs, limits=limits)
 
 
-def load_rules(dirs: Sequence[PathLike] = (), *, builtin: bool = True) -> list[Any]:
+def load_rules(dirs: Sequence[PathLike] = (), *, builtin: bool = True,
+               limits: Limits = DEFAULT_LIMITS) -> list[Any]:
     """The built-in rules plus those in `dirs` (a user rule replaces a built-in one with the same id)."""
     from hanglens.engine import load_rules as _load
 
-    return list(_load([Path(d) for d in dirs], builtin=builtin))
+    return list(_load([Path(d) for d in dirs], builtin=builtin, limits=limits))
 
 
 @dataclass
@@ -68,15 +70,19 @@ def analyze(
     rules: Sequence[Any] | None = None,
     jobs: int | None = None,
     command: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Analysis:
-    """Read the logs under `paths`, build the fact tables and run the rules: the verdict and its evidence."""
+    """Read the logs under `paths`, build the fact tables and run the rules: the verdict and its evidence.
+
+    `limits` bound the work on hostile input (hanglens.limits); what passes one is skipped, with a reason.
+    """
     from hanglens.analysis import build
     from hanglens.engine import evaluate
 
-    ing = read_inputs(paths, jobs=jobs)
+    ing = read_inputs(paths, jobs=jobs, limits=limits)
     tables = build(ing.events, ing.files)
-    active = list(rules) if rules is not None else load_rules(rules_dirs)
-    result = evaluate(active, tables)
+    active = list(rules) if rules is not None else load_rules(rules_dirs, limits=limits)
+    result = evaluate(active, tables, limits=limits)
     cmd = command or "hanglens analyze " + " ".join(shlex.quote(str(p)) for p in paths)
     return Analysis(paths=[str(p) for p in paths], ingested=ing, tables=tables, result=result, command=cmd)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -15,6 +16,7 @@ from hanglens.analysis.facts_spec import FACT_SPECS
 from hanglens.analysis.kinds import FAILURE_KINDS
 from hanglens.engine import template
 from hanglens.engine.schema import BASE_ATTRIBUTES, Condition, Rule
+from hanglens.limits import DEFAULT_LIMITS, Limits
 from hanglens.model import Category, Confidence, Event
 
 __all__ = ["REGEX_TIMEOUT_S", "EngineResult", "Evidence", "Finding", "NotEvaluable", "RuledOut", "TablesLike",
@@ -215,6 +217,17 @@ class _RegexTimeout(Exception):
     pass
 
 
+class _RegexBudget(Exception):
+    """The rule's total regex time over this job (`rule_regex_budget_s`) ran out."""
+
+
+@dataclass
+class _Clock:
+    """Regex seconds one rule may still spend on this job."""
+
+    left: float
+
+
 _PATTERNS: dict[str, Any] = {}
 
 
@@ -233,7 +246,30 @@ _COMPARE: dict[str, Callable[[float, float], bool]] = {
 }
 
 
-def _test(op: str, v: Any, x: Any, bound: Mapping[str, set[int]]) -> bool:
+def _search(source: str, items: Sequence[Any], clock: _Clock | None) -> bool:
+    """Does `source` match any item? Each call gets REGEX_TIMEOUT_S, and all calls share the rule's clock."""
+    pattern = _pattern(source)
+    for i in items:
+        if clock is not None and clock.left <= 0:
+            raise _RegexBudget(source)
+        timeout = REGEX_TIMEOUT_S if clock is None else min(REGEX_TIMEOUT_S, clock.left)
+        start = time.perf_counter()
+        try:
+            found = pattern.search(str(i), timeout=timeout) is not None
+        except TimeoutError as exc:
+            if clock is not None and timeout < REGEX_TIMEOUT_S:
+                clock.left = 0.0
+                raise _RegexBudget(source) from exc
+            raise _RegexTimeout(source) from exc
+        finally:
+            if clock is not None:
+                clock.left -= time.perf_counter() - start
+        if found:
+            return True
+    return False
+
+
+def _test(op: str, v: Any, x: Any, bound: Mapping[str, set[int]], clock: _Clock | None = None) -> bool:
     """Does value `x` satisfy operator `op` with operand `v`? Missing values satisfy only the negations."""
     if _is_null(x):
         if op == "eq":
@@ -257,11 +293,7 @@ def _test(op: str, v: Any, x: Any, bound: Mapping[str, set[int]]) -> bool:
             return any(_same(i, v) for i in x)
         return str(v) in str(x)
     if op == "regex":
-        items = x if isinstance(x, (list, tuple)) else [x]
-        try:
-            return any(_pattern(v).search(str(i), timeout=REGEX_TIMEOUT_S) is not None for i in items)
-        except TimeoutError as exc:
-            raise _RegexTimeout(v) from exc
+        return _search(v, x if isinstance(x, (list, tuple)) else [x], clock)
     if op == "exists":
         return bool(v)
     if op in ("in_binding", "not_in_binding"):
@@ -270,11 +302,12 @@ def _test(op: str, v: Any, x: Any, bound: Mapping[str, set[int]]) -> bool:
     return False
 
 
-def _mask(series: pd.Series, op: str, v: Any, bound: Mapping[str, set[int]]) -> pd.Series:
+def _mask(series: pd.Series, op: str, v: Any, bound: Mapping[str, set[int]],
+          clock: _Clock | None = None) -> pd.Series:
     numeric = pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype)
     if numeric and op in _COMPARE and not isinstance(v, bool):
         return getattr(series, op.replace("gte", "ge").replace("lte", "le"))(v).fillna(False).astype(bool)
-    return pd.Series([_test(op, v, x, bound) for x in series], index=series.index, dtype=bool)
+    return pd.Series([_test(op, v, x, bound, clock) for x in series], index=series.index, dtype=bool)
 
 
 def _fmt(v: Any) -> str:
@@ -332,6 +365,8 @@ class _Run:
     tables: TablesLike
     catalog: Mapping[str, set[str]]
     warnings: list[str] = field(default_factory=list)
+    limits: Limits = DEFAULT_LIMITS
+    clock: _Clock | None = None  # the regex time left to the rule being evaluated
     _events: dict[str, pd.DataFrame] = field(default_factory=dict)
     _texts: dict[tuple[str, int], str] | None = None
 
@@ -383,7 +418,7 @@ def _check(cond: Condition, run: _Run, bindings: Mapping[str, pd.DataFrame],
                   else pd.Series([None] * len(frame), index=frame.index, dtype=object))
         for op, v in ops.given():
             try:
-                mask &= _mask(series[mask], op, v, bound).reindex(frame.index, fill_value=False)
+                mask &= _mask(series[mask], op, v, bound, run.clock).reindex(frame.index, fill_value=False)
             except _RegexTimeout:
                 run.warnings.append(f"rule {rule_id}: regex /{v}/ on {column} timed out after "
                                     f"{REGEX_TIMEOUT_S} s; the condition was treated as false")
@@ -547,7 +582,7 @@ def _finding(rule: Rule, run: _Run, bindings: dict[str, pd.DataFrame]) -> Findin
                "culprit_ranks": sorted(culprits), "culprit_hosts": sorted(culprit_hosts),
                "suspect_ranks": sorted(suspects),
                "victim_ranks": sorted(victims), "hosts_by_rank": dict(run.tables.hosts)}
-    explanation, error = template.render(rule.explanation, bindings, context)
+    explanation, error = template.render(rule.explanation, bindings, context, run.limits)
     if error is not None:
         run.warnings.append(f"rule {rule.id}: explanation could not be rendered: {error}")
     return Finding(rule_id=rule.id, category=rule.category, confidence=rule.confidence, title=rule.title,
@@ -598,7 +633,7 @@ def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
     ranks = sorted(run.tables.ranks)
     if _failed(run):
         flagged = sorted(_flagged_ranks(run))
-        who = f" on ranks {template.rank_list(flagged)}" if flagged else ""
+        who = f" on rank{'s' if len(flagged) > 1 else ''} {template.rank_list(flagged)}" if flagged else ""
         return Verdict(category=Category.UNKNOWN, rule_id=None, confidence=Confidence.LOW, culprit_ranks=(),
                        culprit_hosts=(), victim_ranks=tuple(flagged),
                        summary=f"The logs show a failure{who}, but no rule explains it.",
@@ -610,13 +645,16 @@ def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
 
 
 def evaluate(rules: Sequence[Rule], tables: TablesLike,
-             catalog: Mapping[str, set[str]] | None = None) -> EngineResult:
-    """Run every rule over `tables`; never raises on odd data (a faulty rule becomes a warning)."""
+             catalog: Mapping[str, set[str]] | None = None, limits: Limits = DEFAULT_LIMITS) -> EngineResult:
+    """Run every rule over `tables`; never raises on odd data (a faulty rule becomes a warning).
+
+    A rule whose regexes use up `limits.rule_regex_budget_s` seconds is not evaluable, with that reason.
+    """
     if catalog is None:
         from hanglens.parsers import event_catalog
 
         catalog = event_catalog()
-    run = _Run(tables=tables, catalog=catalog)
+    run = _Run(tables=tables, catalog=catalog, limits=limits)
     present = {e.kind for e in tables.events}
     findings: list[Finding] = []
     ruled_out: list[RuledOut] = []
@@ -626,12 +664,18 @@ def evaluate(rules: Sequence[Rule], tables: TablesLike,
         if missing:
             not_evaluable.append(NotEvaluable(rule.id, rule.title, tuple(missing)))
             continue
+        run.clock = _Clock(limits.rule_regex_budget_s)
         try:
             bindings, reason = _match(rule, run)
             if bindings is None:
                 ruled_out.append(RuledOut(rule.id, rule.category, rule.title, reason))
                 continue
             findings.append(_finding(rule, run, bindings))
+        except _RegexBudget as exc:
+            why = (f"regex /{exc}/ used up the rule's regex time on this job "
+                   f"({limits.rule_regex_budget_s:g} s; limit rule_regex_budget_s)")
+            run.warnings.append(f"rule {rule.id}: not evaluable: {why}")
+            not_evaluable.append(NotEvaluable(rule.id, rule.title, (why,)))
         except Exception as exc:  # a rule tripping over unexpected data must not sink the whole analysis
             run.warnings.append(f"rule {rule.id}: evaluation failed: {type(exc).__name__}: {exc}")
             ruled_out.append(RuledOut(rule.id, rule.category, rule.title,

@@ -19,6 +19,7 @@ from hanglens.analysis.facts_spec import FACT_SPECS
 from hanglens.engine import template
 from hanglens.engine.schema import BASE_ATTRIBUTES, RULE_CATEGORIES, Expect, Rule
 from hanglens.errors import RuleError
+from hanglens.limits import DEFAULT_LIMITS, Limits, human_bytes
 
 __all__ = ["Problem", "builtin_rules_dir", "collect_rules", "load_rules", "repo_root"]
 
@@ -101,7 +102,8 @@ class _FileCheck:
     """Validation of one rule file: the composed YAML tree gives every problem its line and column."""
 
     def __init__(self, path: Path, root: Path, builtin: bool, catalog: Mapping[str, Iterable[str]],
-                 facts: Mapping[str, Sequence[str]]) -> None:
+                 facts: Mapping[str, Sequence[str]], limits: Limits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
         self.path = path
         self.root = root
         self.builtin = builtin
@@ -152,8 +154,15 @@ class _FileCheck:
     # -- reading -----------------------------------------------------------------------------------
 
     def read(self) -> bool:
+        cap = self.limits.max_rule_bytes
         try:
-            self.text = self.path.read_text(encoding="utf-8")
+            with open(self.path, "rb") as fh:
+                data = fh.read(cap + 1)
+            if len(data) > cap:
+                self.problems.append(Problem(self.shown, 1, 1, "", f"rule file over {human_bytes(cap)}",
+                                             "limit max_rule_bytes, --limit max_rule_bytes=BYTES"))
+                return False
+            self.text = data.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             self.problems.append(Problem(self.shown, 1, 1, "", f"cannot read rule file: {exc}"))
             return False
@@ -162,6 +171,8 @@ class _FileCheck:
             self.node = loader.get_single_node()
             if self.node is None:
                 self.problems.append(Problem(self.shown, 1, 1, "", "empty rule file"))
+                return False
+            if not self._no_aliases(self.node):
                 return False
             self._duplicates(self.node, ())
             self.data = loader.construct_document(self.node)
@@ -180,6 +191,37 @@ class _FileCheck:
             self.problems.append(Problem(self.shown, 1, 1, "", "a rule file must be a mapping (key: value)"))
             return False
         return True
+
+    def _no_aliases(self, root: yaml.Node) -> bool:
+        """False (and a problem at the anchor) when aliases reuse a node more than max_yaml_aliases times.
+
+        An alias makes the composed tree a graph; walking or constructing it as a tree is exponential
+        ("billion laughs"), so this walk visits each node once and counts the second visits.
+        """
+        seen: set[int] = set()
+        reused: list[yaml.Node] = []
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                reused.append(node)
+                continue
+            seen.add(id(node))
+            if isinstance(node, yaml.MappingNode):
+                for k, v in node.value:
+                    stack.extend((v, k))
+            elif isinstance(node, yaml.SequenceNode):
+                stack.extend(node.value)
+        if len(reused) <= self.limits.max_yaml_aliases:
+            return True
+        first = min(reused, key=lambda n: (n.start_mark.line, n.start_mark.column))
+        allowed = self.limits.max_yaml_aliases
+        what = ("YAML anchors and aliases are not allowed in rule files" if allowed == 0 else
+                f"{len(reused)} YAML aliases, more than {allowed}")
+        self.problems.append(Problem(self.shown, first.start_mark.line + 1, first.start_mark.column + 1, "",
+                                     what + " (the aliased node starts here)",
+                                     "write the value out in full (limit max_yaml_aliases)"))
+        return False
 
     def _duplicates(self, node: yaml.Node, loc: tuple[str | int, ...]) -> None:
         if isinstance(node, yaml.MappingNode):
@@ -490,16 +532,18 @@ _CACHE: dict[tuple[Any, ...], tuple[Rule | None, _FileCheck]] = {}
 
 
 def _check_file(path: Path, root: Path, builtin: bool, catalog: Mapping[str, Iterable[str]],
-                facts: Mapping[str, Sequence[str]]) -> tuple[Rule | None, _FileCheck]:
+                facts: Mapping[str, Sequence[str]],
+                limits: Limits = DEFAULT_LIMITS) -> tuple[Rule | None, _FileCheck]:
     try:
         st = path.stat()
         key: tuple[Any, ...] | None = (str(path.resolve()), st.st_mtime_ns, st.st_size, str(root), builtin,
-                                       _catalog_key(catalog), _catalog_key(facts), str(Path.cwd()))
+                                       _catalog_key(catalog), _catalog_key(facts), str(Path.cwd()),
+                                       limits.max_rule_bytes, limits.max_yaml_aliases)
     except OSError:
         key = None
     if key is not None and key in _CACHE:
         return _CACHE[key]
-    result = _check_file_uncached(path, root, builtin, catalog, facts)
+    result = _check_file_uncached(path, root, builtin, catalog, facts, limits)
     if key is not None:
         _CACHE[key] = result
     return result
@@ -510,8 +554,9 @@ def _catalog_key(catalog: Mapping[str, Iterable[str]]) -> tuple[tuple[str, tuple
 
 
 def _check_file_uncached(path: Path, root: Path, builtin: bool, catalog: Mapping[str, Iterable[str]],
-                         facts: Mapping[str, Sequence[str]]) -> tuple[Rule | None, _FileCheck]:
-    check = _FileCheck(path, root, builtin, catalog, facts)
+                         facts: Mapping[str, Sequence[str]],
+                         limits: Limits = DEFAULT_LIMITS) -> tuple[Rule | None, _FileCheck]:
+    check = _FileCheck(path, root, builtin, catalog, facts, limits)
     if not check.read():
         return None, check
     rule = check.validate_schema()
@@ -525,8 +570,12 @@ def _check_file_uncached(path: Path, root: Path, builtin: bool, catalog: Mapping
 
 def collect_rules(dirs: Sequence[Path] = (), *, builtin: bool = True,
                   catalog: Mapping[str, Iterable[str]] | None = None,
-                  facts: Mapping[str, Sequence[str]] | None = None) -> tuple[list[Rule], list[Problem]]:
-    """Every valid rule (user rules replacing built-ins by id) and every problem found, sorted."""
+                  facts: Mapping[str, Sequence[str]] | None = None,
+                  limits: Limits = DEFAULT_LIMITS) -> tuple[list[Rule], list[Problem]]:
+    """Every valid rule (user rules replacing built-ins by id) and every problem found, sorted.
+
+    A user folder with more than `limits.max_rule_files` rule files is refused whole (one problem).
+    """
     if catalog is None:
         from hanglens.parsers import event_catalog  # the catalogue grows as parsers register
 
@@ -547,8 +596,14 @@ def collect_rules(dirs: Sequence[Path] = (), *, builtin: bool = True,
             problems.append(Problem(_display(root), 1, 1, "", "no such rule folder or file"))
             continue
         seen_here: dict[str, Path] = {}
-        for path in _rule_files(root):
-            rule, check = _check_file(path, root, is_builtin, catalog, facts)
+        files = _rule_files(root)
+        if not is_builtin and len(files) > limits.max_rule_files:
+            problems.append(Problem(_display(root), 1, 1, "",
+                                    f"{len(files)} rule files, over {limits.max_rule_files}; none loaded",
+                                    "split the folder, or raise --limit max_rule_files=N"))
+            continue
+        for path in files:
+            rule, check = _check_file(path, root, is_builtin, catalog, facts, limits)
             problems.extend(check.problems)
             checks.append(check)
             if rule is None:
@@ -579,9 +634,10 @@ def collect_rules(dirs: Sequence[Path] = (), *, builtin: bool = True,
 
 def load_rules(dirs: Sequence[Path] = (), *, builtin: bool = True,
                catalog: Mapping[str, Iterable[str]] | None = None,
-               facts: Mapping[str, Sequence[str]] | None = None) -> list[Rule]:
+               facts: Mapping[str, Sequence[str]] | None = None,
+               limits: Limits = DEFAULT_LIMITS) -> list[Rule]:
     """Built-in rules plus the rules under `dirs`, sorted by id; raises RuleError listing every problem."""
-    rules, problems = collect_rules(dirs, builtin=builtin, catalog=catalog, facts=facts)
+    rules, problems = collect_rules(dirs, builtin=builtin, catalog=catalog, facts=facts, limits=limits)
     if problems:
         raise RuleError([str(p) for p in problems])
     return rules

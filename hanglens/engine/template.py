@@ -9,7 +9,10 @@ from typing import Any
 import jinja2
 import pandas as pd
 from jinja2 import meta, nodes
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
+
+from hanglens.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["GLOBALS", "BindingView", "environment", "find_variables", "rank_list", "render"]
 
@@ -148,6 +151,17 @@ def _join(value: Any, sep: str = ", ") -> str:
     return sep.join(str(v) for v in _values(value))
 
 
+def _size(value: Any) -> str:
+    """Bytes as PyTorch prints them in an OOM message (`336.00 MiB`, `4.35 GiB`); other values unchanged."""
+    n = _as_int(value)
+    if n is None or n < 0:
+        return "" if value is None else str(value)
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n} bytes"
+
+
 @jinja2.pass_context
 def _hosts(ctx: jinja2.runtime.Context, value: Any) -> list[str]:
     by_rank: Mapping[int, str] = ctx.get("hosts_by_rank") or {}
@@ -155,15 +169,82 @@ def _hosts(ctx: jinja2.runtime.Context, value: Any) -> list[str]:
     return sorted(out)
 
 
-def environment() -> SandboxedEnvironment:
-    """A fresh sandbox with strict undefined names and the rule filters."""
-    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
+MAX_POWER_BITS = 4096  # `a ** b` may build an integer of at most this many bits
+
+
+def _length(value: Any) -> int | None:
+    """Length of a string or sequence a template could multiply or concatenate, else None."""
+    return len(value) if isinstance(value, (str, bytes, list, tuple)) else None
+
+
+class BoundedSandbox(ImmutableSandboxedEnvironment):
+    """The jinja2 sandbox, plus bounds on the work one expression may do.
+
+    `**` may not build an integer past MAX_POWER_BITS bits; `*` and `+` on strings and sequences, and
+    every number a filter or method receives (widths, counts), may not exceed `max_output` characters;
+    `range` is jinja2's (at most 100,000 items). Passing a bound raises SecurityError, which `render`
+    turns into the rule's rendering error. The rendered text itself stops at `max_output` characters.
+    """
+
+    intercepted_binops = frozenset(["**", "*", "+"])
+
+    def __init__(self, max_output: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.max_output = max_output
+
+    def _refuse(self, what: str) -> SecurityError:
+        return SecurityError(f"{what} (limit max_template_output = {self.max_output} characters)")
+
+    def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any) -> Any:
+        if (operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0
+                and abs(left) > 1 and max(1, abs(left).bit_length() - 1) * right > MAX_POWER_BITS):
+            raise SecurityError(f"{left} ** {right} is too large (more than {MAX_POWER_BITS} bits)")
+        if operator == "*":
+            for seq, times in ((left, right), (right, left)):
+                n = _length(seq)
+                if n is not None and isinstance(times, int) and n * times > self.max_output:
+                    raise self._refuse(f"repeating {n} items {times} times")
+        if operator == "+":
+            a, b = _length(left), _length(right)
+            if a is not None and b is not None and a + b > self.max_output:
+                raise self._refuse(f"joining {a} and {b} items")
+        return super().call_binop(context, operator, left, right)
+
+    def call(self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        self._check_args(args, kwargs)
+        return super().call(__context, __obj, *args, **kwargs)
+
+    def _check_args(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+        for v in (*args, *kwargs.values()):
+            if isinstance(v, int) and not isinstance(v, bool) and abs(v) > self.max_output:
+                raise self._refuse(f"a width or count of {v}")
+
+
+def _bounded_filter(env: BoundedSandbox, fn: Any) -> Any:
+    """`fn` refusing numeric arguments past the output bound (e.g. `center(10**9)`, `indent(10**9)`)."""
+    skip = (jinja2.runtime.Context, jinja2.Environment)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        env._check_args(tuple(a for a in args if not isinstance(a, skip)), kwargs)
+        return fn(*args, **kwargs)
+    for attr in ("jinja_pass_arg",):  # keep @pass_context / @pass_environment markers
+        if hasattr(fn, attr):
+            setattr(wrapper, attr, getattr(fn, attr))
+    return wrapper
+
+
+def environment(max_output: int = DEFAULT_LIMITS.max_template_output) -> SandboxedEnvironment:
+    """A fresh sandbox with strict undefined names, the rule filters and bounded operations."""
+    env = BoundedSandbox(max_output, undefined=jinja2.StrictUndefined, autoescape=False)
     env.filters.update({"rank_list": rank_list, "first": _first, "min": _min, "max": _max, "count": _count,
-                        "unique": _unique, "join": _join, "hosts": _hosts})
+                        "unique": _unique, "join": _join, "hosts": _hosts, "size": _size})
+    env.filters = {name: _bounded_filter(env, fn) for name, fn in env.filters.items()}
+    env.globals.pop("namespace", None)  # a namespace lets a loop double a string 60 times
     return env
 
 
 _ENV = environment()
+_ENVS: dict[int, SandboxedEnvironment] = {DEFAULT_LIMITS.max_template_output: _ENV}
 
 
 def find_variables(source: str) -> tuple[set[str], list[tuple[str, str]]]:
@@ -178,13 +259,27 @@ def find_variables(source: str) -> tuple[set[str], list[tuple[str, str]]]:
     return set(meta.find_undeclared_variables(ast)), attrs
 
 
-def render(source: str, bindings: Mapping[str, pd.DataFrame],
-           context: Mapping[str, Any]) -> tuple[str, str | None]:
-    """Render `source`; returns (text, error). On error the text says so instead of raising."""
+def render(source: str, bindings: Mapping[str, pd.DataFrame], context: Mapping[str, Any],
+           limits: Limits = DEFAULT_LIMITS) -> tuple[str, str | None]:
+    """Render `source`; returns (text, error). On error the text says so instead of raising.
+
+    The text is built piece by piece and stops at `limits.max_template_output` characters.
+    """
+    cap = limits.max_template_output
+    env = _ENVS.get(cap)
+    if env is None:
+        env = _ENVS[cap] = environment(cap)
     values: dict[str, Any] = {name: BindingView(frame) for name, frame in bindings.items()}
     values.update(context)
     try:
-        text = _ENV.from_string(source).render(values)
+        parts: list[str] = []
+        size = 0
+        for piece in env.from_string(source).generate(values):
+            size += len(piece)
+            if size > cap:
+                raise SecurityError(f"the explanation passed {cap} characters (limit max_template_output)")
+            parts.append(piece)
+        text = "".join(parts)
     except Exception as exc:  # any template fault must degrade to a message, never abort the analysis
         msg = f"{type(exc).__name__}: {exc}"
         return f"(explanation could not be rendered: {msg})", msg

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -9,14 +10,34 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import PurePosixPath
+from typing import Any
 
 from hanglens.errors import InputError
 from hanglens.ingest import flight
 from hanglens.ingest.attribute import FileEvents, attribute
 from hanglens.ingest.origin import MAX_ERROR_JSON, error_file_event, origin_of
 from hanglens.ingest.prefix import ANSI_RE, strip_prefixes
-from hanglens.ingest.reader import BLOCK, FileResult, Reader, compile_triggers
-from hanglens.ingest.sources import Head, Locator, Opened, Unit, codec_of, discover, open_unit
+from hanglens.ingest.reader import (
+    BLOCK,
+    UTF16_BOMS,
+    FileResult,
+    Reader,
+    Replay,
+    Utf16ToUtf8,
+    compile_triggers,
+)
+from hanglens.ingest.sources import (
+    ByteBudget,
+    Head,
+    Locator,
+    Opened,
+    ReadableStream,
+    Unit,
+    codec_of,
+    discover,
+    open_unit,
+)
+from hanglens.limits import DEFAULT_LIMITS, Limits
 from hanglens.model import Event, InputFile, Origin, Skipped, SourceRef
 from hanglens.parsers import PARSERS
 from hanglens.parsers.base import Parser
@@ -117,13 +138,22 @@ def _read_flight(unit: Unit) -> _FileOut | Skipped | None:
     return _FileOut(unit.display, unit.size, origin, hints.pid, res, Locator(unit.fs_path))
 
 
-def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...],
-               use_grep: bool = True) -> list[_FileOut | Skipped]:
+_WORKER_BUDGET: list[ByteBudget] = []  # the job's byte budget, shared by the pool's workers
+
+
+def _init_worker(total: int, shared: Any) -> None:
+    _WORKER_BUDGET[:] = [ByteBudget(total, shared)]
+
+
+def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...], use_grep: bool = True,
+               limits: Limits = DEFAULT_LIMITS, budget: ByteBudget | None = None) -> list[_FileOut | Skipped]:
     dump = _read_flight(unit)
     if dump is not None:
         return [dump]
+    if budget is None and _WORKER_BUDGET:
+        budget = _WORKER_BUDGET[0]
     out: list[_FileOut | Skipped] = []
-    for item in open_unit(unit):
+    for item in open_unit(unit, limits=limits, budget=budget):
         if isinstance(item, Skipped):
             out.append(item)
             continue
@@ -145,26 +175,30 @@ def _workers(jobs: int | None, units: list[Unit]) -> int:
 
 
 def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = None,
-                parsers: Sequence[type[Parser]] | None = None, grep: bool = True) -> Ingested:
+                parsers: Sequence[type[Parser]] | None = None, grep: bool = True,
+                limits: Limits = DEFAULT_LIMITS) -> Ingested:
     """Read every log under `paths` (files, folders, globs, compressed files, archives) into events.
 
     Raises InputError when a path does not exist or nothing readable was found; every other problem
     with an input is a `Skipped` entry. `jobs` caps the worker processes (default: the cores, and only
     when the input is big enough to pay for them). `grep=False` keeps GNU grep out of it (plain files are
     then scanned in Python, as compressed files and archive members always are). The result depends on
-    neither `jobs` nor `grep`.
+    neither `jobs` nor `grep`. `limits` bound the work (see hanglens.limits): what passes one is skipped.
     """
-    units, skipped = discover([os.fspath(p) for p in paths])
+    units, skipped = discover([os.fspath(p) for p in paths], limits)
     chosen = tuple(PARSERS if parsers is None else parsers)
     workers = _workers(jobs, units)
     if workers > 1:
         # Largest first so one big file does not start last; results are put back in display order.
         order = sorted(range(len(units)), key=lambda i: (-units[i].size, units[i].display))
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {i: pool.submit(_read_unit, units[i], chosen, grep) for i in order}
+        shared = multiprocessing.get_context().Value("q", limits.max_job_bytes)
+        with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker,
+                                 initargs=(limits.max_job_bytes, shared)) as pool:
+            futures = {i: pool.submit(_read_unit, units[i], chosen, grep, limits) for i in order}
             outs = [futures[i].result() for i in range(len(units))]
     else:
-        outs = [_read_unit(u, chosen, grep) for u in units]
+        budget = ByteBudget(limits.max_job_bytes)
+        outs = [_read_unit(u, chosen, grep, limits, budget) for u in units]
     files: list[_FileOut] = []
     for items in outs:
         for item in items:
@@ -229,8 +263,11 @@ def _lines_at(loc: Locator | None, display: str, wanted: set[int]) -> dict[int, 
     for item in open_unit(unit, member=loc.member):
         if isinstance(item, Skipped):
             return found
-        stream = item.stream
+        stream: ReadableStream = item.stream
         data = stream.read(BLOCK)
+        if data.startswith(UTF16_BOMS):
+            stream = Utf16ToUtf8(Replay(data, stream))
+            data = stream.read(BLOCK)
         cr_only = b"\n" not in data[: 1 << 16] and b"\r" in data[: 1 << 16]
         num, carry = 1, b""
         while data and num <= last:

@@ -13,17 +13,19 @@ import gzip
 import lzma
 import os
 import stat
+import struct
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
 import zstandard
 
 from hanglens.errors import InputError
+from hanglens.limits import DEFAULT_LIMITS, Limits, human_bytes
 from hanglens.model import Skipped
 
 SNIFF = 8192                 # bytes looked at to decide compression, archive type and binary-ness
@@ -73,6 +75,96 @@ class Locator:
     member: str | None = None
 
 
+class LimitReached(OSError):
+    """A decompressed stream reached a named limit; `Head` ends the stream with this as its error."""
+
+
+class ByteBudget:
+    """Decompressed bytes one job may still read, all inputs together (`max_job_bytes`).
+
+    `shared` (a `multiprocessing.Value('q')`) makes worker processes draw from one budget.
+    """
+
+    def __init__(self, total: int, shared: Any = None) -> None:
+        self.total = total
+        self._left = total
+        self._shared = shared
+
+    def take(self, n: int) -> bool:
+        """Spend `n` bytes; False once the budget is exhausted."""
+        if self._shared is not None:
+            with self._shared.get_lock():
+                self._shared.value -= n
+                return bool(self._shared.value >= 0)
+        self._left -= n
+        return self._left >= 0
+
+
+RATIO_FLOOR = 64 << 20  # the expansion ratio is judged only past this many decompressed bytes
+
+
+class Counting:
+    """A raw byte stream that counts what it hands out (the compressed bytes a decompressor consumed)."""
+
+    def __init__(self, raw: ReadableStream) -> None:
+        self._raw = raw
+        self.count = 0
+
+    def read(self, size: int = -1, /) -> bytes:
+        out = self._raw.read(size)
+        self.count += len(out)
+        return out
+
+    def readable(self) -> bool:
+        return True
+
+    def __getattr__(self, name: str) -> Any:  # seek/tell/peek of the wrapped file, for the codecs
+        return getattr(self._raw, name)
+
+
+class Capped:
+    """Decompressed bytes of one input, stopped at `max_member_bytes`, `max_ratio` and the job's budget.
+
+    `consumed` says how many compressed bytes produced them so far (for the ratio). Reaching a limit
+    raises LimitReached, whose text names the limit and its flag; `Head` turns it into the input's
+    `error`, so the lines before are kept and the rest of the input becomes a skip.
+    """
+
+    def __init__(self, inner: ReadableStream, consumed: Callable[[], int], limits: Limits,
+                 budget: ByteBudget | None) -> None:
+        self._inner = inner
+        self._consumed = consumed
+        self._limits = limits
+        self._budget = budget
+        self.count = 0
+        self.member_cap = True  # off for a tar stream: its members are capped one by one
+        self._stop: LimitReached | None = None  # raised by the next read, once the data before it is out
+
+    def read(self, size: int = -1, /) -> bytes:
+        if self._stop is not None:
+            raise self._stop
+        lim = self._limits
+        if size < 0 or size > 1 << 20:
+            size = 1 << 20  # never one unbounded read: the caps are checked between chunks
+        out = self._inner.read(size)
+        self.count += len(out)
+        over = 0
+        if self.member_cap and self.count > lim.max_member_bytes:
+            over = self.count - lim.max_member_bytes
+            self._stop = LimitReached(f"decompressed size passed {human_bytes(lim.max_member_bytes)} "
+                                      f"(limit max_member_bytes, --limit max_member_bytes=BYTES)")
+        elif self.count > RATIO_FLOOR:
+            packed = max(1, self._consumed())
+            if self.count > lim.max_ratio * packed:
+                got, src = human_bytes(self.count), human_bytes(packed)
+                self._stop = LimitReached(f"expands more than {lim.max_ratio}:1 ({got} from {src}; "
+                                          "limit max_ratio, --limit max_ratio=N)")
+        if self._budget is not None and not self._budget.take(len(out)) and self._stop is None:
+            self._stop = LimitReached(f"the job's inputs passed {human_bytes(self._budget.total)} "
+                                      "decompressed (limit max_job_bytes, --limit max_job_bytes=BYTES)")
+        return out[: len(out) - over] if over else out
+
+
 class Head:
     """A stream whose first bytes were already read for sniffing; `read` replays them first."""
 
@@ -104,6 +196,9 @@ class Head:
             return b""
         try:
             return self._rest.read(size)
+        except LimitReached as exc:
+            self.error = str(exc)
+            return b""
         except (EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError, tarfile.TarError,
                 zipfile.BadZipFile, ValueError) as exc:
             self.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
@@ -242,11 +337,12 @@ def _rel(path: str, base: str) -> str:
     return Path(rel).as_posix() if not rel.startswith("..") else Path(path).as_posix()
 
 
-def discover(paths: list[str]) -> tuple[list[Unit], list[Skipped]]:
+def discover(paths: list[str], limits: Limits = DEFAULT_LIMITS) -> tuple[list[Unit], list[Skipped]]:
     """Every regular file under `paths` (files, folders, globs), sorted by display path, and what was skipped.
 
     Symbolic links to files and folders are followed once (a folder reached twice is not walked again,
-    which also ends symlink loops); fifos, devices and sockets are skipped without being opened.
+    which also ends symlink loops); fifos, devices and sockets are skipped without being opened. Past
+    `limits.max_files` files, the walk stops and one skip says so.
     """
     roots = _expand([os.fspath(p) for p in paths])
     base = _display_base(roots)
@@ -254,8 +350,11 @@ def discover(paths: list[str]) -> tuple[list[Unit], list[Skipped]]:
     skipped: list[Skipped] = []
     seen_files: dict[tuple[int, int], str] = {}
     seen_dirs: set[tuple[int, int]] = set()
+    over: list[str] = []
 
     def add_file(path: str) -> None:
+        if over:
+            return
         display = _rel(path, base)
         try:
             st = os.stat(path)
@@ -273,6 +372,9 @@ def discover(paths: list[str]) -> tuple[list[Unit], list[Skipped]]:
         key = (st.st_dev, st.st_ino)
         if key in seen_files:
             skipped.append(Skipped(display, f"same file as {seen_files[key]}"))
+            return
+        if len(units) >= limits.max_files:
+            over.append(display)
             return
         seen_files[key] = display
         units[display] = Unit(fs_path=path, display=display, rel=display, size=st.st_size)
@@ -296,6 +398,9 @@ def discover(paths: list[str]) -> tuple[list[Unit], list[Skipped]]:
 
     for root in roots:
         add_file(root)
+    if over:
+        skipped.append(Skipped(over[0], f"this file and the rest were not read: more than {limits.max_files} "
+                                        "files (limit max_files, --limit max_files=N)"))
     skipped.sort(key=lambda s: (s.path, s.reason))
     return [units[k] for k in sorted(units)], skipped
 
@@ -311,10 +416,12 @@ class Opened:
     locator: Locator
 
 
-def open_unit(unit: Unit, member: str | None = None) -> Iterator[Opened | Skipped]:
+def open_unit(unit: Unit, member: str | None = None, *, limits: Limits = DEFAULT_LIMITS,
+              budget: ByteBudget | None = None) -> Iterator[Opened | Skipped]:
     """Yield every log inside `unit` (the file itself, or each member of an archive) as an open stream.
 
-    With `member`, only that archive member is yielded (used to re-read evidence context).
+    With `member`, only that archive member is yielded (used to re-read evidence context). Decompressed
+    streams stop at the `limits` (and draw on the job's `budget`); the reader then records why.
     """
     try:
         raw = open(unit.fs_path, "rb")  # noqa: SIM115 - closed in the finally below, after the caller read it
@@ -322,12 +429,13 @@ def open_unit(unit: Unit, member: str | None = None) -> Iterator[Opened | Skippe
         yield Skipped(unit.display, f"cannot read: {exc.strerror or exc}")
         return
     try:
-        yield from _open_stream(unit, raw, member)
+        yield from _open_stream(unit, raw, member, limits, budget)
     finally:
         raw.close()
 
 
-def _open_stream(unit: Unit, raw: BinaryIO, member: str | None) -> Iterator[Opened | Skipped]:
+def _open_stream(unit: Unit, raw: BinaryIO, member: str | None, limits: Limits,
+                 budget: ByteBudget | None) -> Iterator[Opened | Skipped]:
     try:
         first = raw.read(SNIFF)
     except OSError as exc:
@@ -335,12 +443,15 @@ def _open_stream(unit: Unit, raw: BinaryIO, member: str | None) -> Iterator[Open
         return
     raw.seek(0)
     if is_zip(first):
-        yield from _open_zip(unit, raw, member)
+        yield from _open_zip(unit, raw, member, limits, budget)
         return
     codec = codec_of(first)
     stream: ReadableStream = raw
+    capped: Capped | None = None
     if codec is not None:
-        stream = decompress(codec, raw)
+        packed = Counting(raw)
+        capped = Capped(decompress(codec, packed), lambda: packed.count, limits, budget)  # type: ignore[arg-type]
+        stream = capped
     h = Head(b"", stream)
     head = h.read(SNIFF)
     if h.error is not None and not head:
@@ -349,7 +460,9 @@ def _open_stream(unit: Unit, raw: BinaryIO, member: str | None) -> Iterator[Open
     body = Head(head, stream)
     body.error = h.error
     if is_tar(head):
-        yield from _open_tar(unit, body, member)
+        if capped is not None:
+            capped.member_cap = False
+        yield from _open_tar(unit, body, member, limits, budget)
         return
     if codec is not None and is_zip(head):
         yield Skipped(unit.display, "zip archive inside a compressed file is not read")
@@ -373,13 +486,21 @@ def _strip_codec_ext(name: str) -> str:
     return name
 
 
-def _member_stream(display: str, rel: str, stream: ReadableStream, locator: Locator) -> Opened | Skipped:
-    """Open one archive member: decompress it if it is compressed, refuse nested archives and binaries."""
-    h = Head(b"", stream)
+def _member_stream(display: str, rel: str, stream: ReadableStream, locator: Locator, limits: Limits,
+                   budget: ByteBudget | None, consumed: Callable[[], int] | None = None) -> Opened | Skipped:
+    """Open one archive member: decompress it if it is compressed, refuse nested archives and binaries.
+
+    `consumed` counts the member's bytes as stored in the archive (for the expansion ratio of a
+    zip member); a member that is itself compressed is measured against its own compressed bytes.
+    """
+    capped = Capped(stream, consumed or (lambda: capped.count), limits, budget)
+    h = Head(b"", capped)
     first = h.read(SNIFF)
     codec = codec_of(first)
     if codec is not None:
-        inner = decompress(codec, Head(first, stream))  # type: ignore[arg-type]
+        packed = Counting(Head(first, capped))
+        inner: ReadableStream = Capped(decompress(codec, packed), lambda: packed.count,  # type: ignore[arg-type]
+                                       limits, budget)
         h = Head(b"", inner)
         first = h.read(SNIFF)
         if h.error is not None and not first:
@@ -387,7 +508,7 @@ def _member_stream(display: str, rel: str, stream: ReadableStream, locator: Loca
         body = Head(first, inner)
         rel = _strip_codec_ext(rel)
     else:
-        body = Head(first, stream)
+        body = Head(first, capped)
     body.error = h.error
     if is_tar(first) or is_zip(first):
         return Skipped(display, "archive inside an archive is not read")
@@ -397,7 +518,13 @@ def _member_stream(display: str, rel: str, stream: ReadableStream, locator: Loca
     return Opened(display, rel, body, locator)
 
 
-def _open_tar(unit: Unit, body: Head, member: str | None) -> Iterator[Opened | Skipped]:
+def _too_many(display: str, limits: Limits) -> Skipped:
+    return Skipped(display, f"the archive's members past the first {limits.max_members} were not read "
+                            "(limit max_members, --limit max_members=N)")
+
+
+def _open_tar(unit: Unit, body: Head, member: str | None, limits: Limits,
+              budget: ByteBudget | None) -> Iterator[Opened | Skipped]:
     rel_base = _strip_codec_ext(unit.rel)
     for suffix in (".tar", ".tgz"):
         if rel_base.endswith(suffix):
@@ -407,15 +534,22 @@ def _open_tar(unit: Unit, body: Head, member: str | None) -> Iterator[Opened | S
     except tarfile.TarError as exc:
         yield Skipped(unit.display, f"corrupt tar archive ({exc})")
         return
+    seen = 0
     try:
         while True:
             try:
                 info = tf.next()
             except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
-                yield Skipped(unit.display, f"tar archive truncated or corrupt here ({type(exc).__name__})")
+                cause = body.error if body.error is not None else type(exc).__name__
+                yield Skipped(unit.display, f"tar archive truncated or corrupt here ({cause})")
                 return
             if info is None:
                 break
+            tf.members = []  # streamed: keep no list of members (an archive may hold millions)
+            seen += 1
+            if seen > limits.max_members:
+                yield _too_many(unit.display, limits)
+                return
             if info.isdir():
                 continue
             name = info.name
@@ -430,7 +564,8 @@ def _open_tar(unit: Unit, body: Head, member: str | None) -> Iterator[Opened | S
             if fh is None:
                 yield Skipped(display, "not a regular file in archive")
                 continue
-            yield _member_stream(display, f"{rel_base}/{name}", fh, Locator(unit.fs_path, name))
+            yield _member_stream(display, f"{rel_base}/{name}", fh, Locator(unit.fs_path, name), limits,
+                                 budget)
             if member is not None:
                 return
         if body.error is not None:
@@ -439,8 +574,25 @@ def _open_tar(unit: Unit, body: Head, member: str | None) -> Iterator[Opened | S
         tf.close()
 
 
-def _open_zip(unit: Unit, raw: BinaryIO, member: str | None) -> Iterator[Opened | Skipped]:
+def _zip_entries(raw: BinaryIO) -> int | None:
+    """Members a zip's end record declares (read before zipfile parses the whole central directory)."""
+    try:
+        rec = zipfile._EndRecData(raw)  # type: ignore[attr-defined]
+    except (OSError, ValueError, struct.error):
+        return None
+    finally:
+        raw.seek(0)
+    return int(rec[zipfile._ECD_ENTRIES_TOTAL]) if rec else None  # type: ignore[attr-defined]
+
+
+def _open_zip(unit: Unit, raw: BinaryIO, member: str | None, limits: Limits,
+              budget: ByteBudget | None) -> Iterator[Opened | Skipped]:
     rel_base = unit.rel[:-4] if unit.rel.endswith(".zip") else unit.rel
+    entries = _zip_entries(raw)
+    if entries is not None and entries > limits.max_members:
+        yield Skipped(unit.display, f"zip archive of {entries} members is not read (limit max_members = "
+                                    f"{limits.max_members}, --limit max_members=N)")
+        return
     try:
         zf = zipfile.ZipFile(raw)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
@@ -448,6 +600,9 @@ def _open_zip(unit: Unit, raw: BinaryIO, member: str | None) -> Iterator[Opened 
         return
     with zf:
         infos = sorted((i for i in zf.infolist() if not i.is_dir()), key=lambda i: i.filename)
+        if len(infos) > limits.max_members:  # a zip64 record can hide the count from the end record
+            yield _too_many(unit.display, limits)
+            infos = infos[: limits.max_members]
         if is_checkpoint_zip([i.filename for i in infos]):
             yield Skipped(unit.display, "binary file (PyTorch checkpoint)")
             return
@@ -466,4 +621,13 @@ def _open_zip(unit: Unit, raw: BinaryIO, member: str | None) -> Iterator[Opened 
                 yield Skipped(display, f"cannot read archive member ({exc})")
                 continue
             with fh:
-                yield _member_stream(display, f"{rel_base}/{name}", fh, Locator(unit.fs_path, name))
+                yield _member_stream(display, f"{rel_base}/{name}", fh, Locator(unit.fs_path, name), limits,
+                                     budget, _zip_consumed(fh, info))
+
+
+def _zip_consumed(fh: Any, info: zipfile.ZipInfo) -> Callable[[], int]:
+    """Compressed bytes of `info` read so far (all of them when zipfile does not say)."""
+    def consumed() -> int:
+        left = getattr(fh, "_compress_left", None)
+        return info.compress_size - left if isinstance(left, int) else info.compress_size
+    return consumed

@@ -11,14 +11,14 @@ import hashlib
 import importlib
 import json
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import tempfile
+import time
 from collections.abc import Callable, Generator, Iterable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,8 @@ import pandas as pd
 
 from hanglens import __version__
 from hanglens.errors import UsageError
+from hanglens.limits import DEFAULT_LIMITS, Limits
+from hanglens.model import YEARLESS_YEAR
 from hanglens.scan.discover import Discovery, Job, Skip, discover
 from hanglens.scan.task import (
     COLUMNS,
@@ -67,9 +69,10 @@ def _builtin_rules_dir() -> Path | None:
     return None
 
 
-def rules_fingerprint(rules: Sequence[str], analyzer: str = DEFAULT_ANALYZER) -> str:
-    """Hash of the hanglens version, the analyzer, and every rule file that the analysis may load."""
-    h = hashlib.sha256(f"{__version__}\0{analyzer}\0".encode())
+def rules_fingerprint(rules: Sequence[str], analyzer: str = DEFAULT_ANALYZER,
+                      limits: Limits = DEFAULT_LIMITS) -> str:
+    """Hash of the hanglens version, the analyzer, the limits, and every rule file the analysis may load."""
+    h = hashlib.sha256(f"{__version__}\0{analyzer}\0{limits!r}\0".encode())
     dirs = [d for d in (_builtin_rules_dir(), *map(Path, rules)) if d is not None]
     for d in dirs:
         files = [d] if d.is_file() else sorted(p for p in d.rglob("*") if p.suffix in (".yaml", ".yml"))
@@ -133,12 +136,20 @@ class Cache:
 
 
 # -- output files ------------------------------------------------------------------------------
+def _file_mode() -> int:
+    """The mode a plain `open()` would give a new file: 0666 less the umask (mkstemp's files are 0600)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def _atomic_write(path: Path, data: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _file_mode())
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            fh.write(data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -170,8 +181,21 @@ def jobs_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     return df.sort_values(["path", "job_id"], kind="mergesort").reset_index(drop=True)
 
 
+def _iso_time(t: Any) -> str:
+    """ISO 8601 of a log time (the log's own clock, no zone); "" when unknown or the log gave no year."""
+    if not isinstance(t, (int, float)) or t != t:
+        return ""
+    try:
+        d = datetime.fromtimestamp(float(t), tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return ""
+    return "" if d.year == YEARLESS_YEAR else d.replace(tzinfo=None).isoformat(timespec="milliseconds")
+
+
 def _csv_text(df: pd.DataFrame) -> str:
     flat = df.copy()
+    for c in ("first_ts", "last_ts"):
+        flat[c] = [_iso_time(v) for v in flat[c]]
     for c in LIST_COLUMNS:
         flat[c] = [";".join(str(x) for x in v) for v in flat[c]]
     return str(flat.to_csv(index=False, lineterminator="\n", float_format="%.6f"))
@@ -192,6 +216,7 @@ def _write_parquet(df: pd.DataFrame, path: Path) -> str:
     os.close(fd)
     try:
         pq.write_table(table, tmp)
+        os.chmod(tmp, _file_mode())
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(OSError):
@@ -218,57 +243,140 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _crashed(job: Job, exc: BaseException) -> JobResult:
+def _failed_row(job: Job, status: str, reason: str) -> JobResult:
     row = empty_row(job)
-    row["error"] = one_line(f"worker failed: {type(exc).__name__}: {exc}")
+    row["status"] = status
+    row["error"] = one_line(reason)
     return JobResult(job.job_id, job.key, row, None, None, job.bytes)
 
 
-def _pool_pass(jobs: Sequence[Job], settings: Settings,
-               workers: int) -> Generator[JobResult | Job, None, None]:
-    """Results of one pool; a job whose worker died is yielded back (as a Job) to be retried."""
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["hanglens.scan.task", "hanglens.api"])  # workers fork ready to analyse
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_ignore_sigint)
+def _crashed(job: Job, exc: BaseException) -> JobResult:
+    return _failed_row(job, "crashed", f"worker failed: {type(exc).__name__}: {exc}")
+
+
+def _cap_memory(limit: int) -> None:
+    """Cap this process's address space: a job allocating past it gets MemoryError, the host keeps its RAM."""
     try:
-        futures: dict[Future[JobResult], Job] = {pool.submit(run_job, j, settings): j for j in jobs}
-        for fut in as_completed(futures):
-            try:
-                yield fut.result()
-            except BrokenProcessPool:
-                yield futures[fut]
-            except Exception as exc:
-                yield _crashed(futures[fut], exc)
-    except BaseException:
-        # Interrupted (Ctrl-C, or the consumer closed us): do not wait for jobs in flight.
-        procs: dict[int, Any] = getattr(pool, "_processes", None) or {}
-        for proc in list(procs.values()):
-            proc.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+        import resource
+    except ImportError:  # not on this platform: the deadline still applies
+        return
+    with contextlib.suppress(ValueError, OSError):
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        soft = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _worker(conn: Any, settings: Settings) -> None:
+    """A scan worker: jobs in on `conn`, results out, until it receives None (or is killed)."""
+    _ignore_sigint()
+    if settings.limits.job_memory_bytes > 0:
+        _cap_memory(settings.limits.job_memory_bytes)
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        if job is None:
+            return
+        conn.send(run_job(job, settings))
+
+
+@dataclass
+class _Slot:
+    """One worker process of the local engine and the job it runs."""
+
+    proc: Any
+    conn: Any
+    job: Job | None = None
+    started: float = 0.0
+
+
+def _death(exitcode: int | None) -> tuple[str, str]:
+    """(status, reason) of a worker that died while running a job."""
+    if exitcode is not None and exitcode < 0:
+        sig = -exitcode
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        if sig == signal.SIGKILL:
+            return "oom", f"the worker process was killed ({name}; most likely the system ran out of memory)"
+        return "crashed", f"the worker process died ({name})"
+    return "crashed", f"the worker process died (exit code {exitcode})"
 
 
 def run_local(jobs: Sequence[Job], settings: Settings, workers: int) -> Generator[JobResult, None, None]:
-    """A process pool. When a worker dies (segfault, OOM kill), the unfinished jobs are rerun one at a
-    time, so only the job that kills its worker becomes an error row."""
-    broken: list[Job] = []
-    for r in _pool_pass(jobs, settings, workers):
-        if isinstance(r, Job):
-            broken.append(r)
-        else:
-            yield r
-    todo = sorted(broken, key=lambda j: j.path)
-    while todo:
-        done: set[str] = set()
-        for r in _pool_pass(todo, settings, 1):
-            if isinstance(r, JobResult):
-                done.add(r.job_id)
-                yield r
-        rest = [j for j in todo if j.job_id not in done]
-        if rest:
-            yield _crashed(rest[0], BrokenProcessPool("the worker process died while analysing this job"))
-        todo = rest[1:]
+    """Worker processes that each run one job at a time, under the job's deadline and memory cap.
+
+    A job that passes `job_deadline_s` has its worker killed and becomes a `timeout` row; a worker that
+    dies (segfault, OOM kill, os._exit) costs only the job it was running (`crashed` or `oom`); the
+    others go on, on a new worker.
+    """
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["hanglens.scan.task", "hanglens.api"])  # workers fork ready to analyse
+    deadline = settings.limits.job_deadline_s
+    todo = list(jobs)
+    todo.reverse()  # popped from the end: the given order
+    slots: list[_Slot] = []
+
+    def start() -> _Slot:
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_worker, args=(child, settings), daemon=True)
+        proc.start()
+        child.close()
+        return _Slot(proc, parent)
+
+    def stop(slot: _Slot) -> None:
+        slots.remove(slot)
+        with contextlib.suppress(OSError, ValueError):
+            slot.conn.close()
+        if slot.proc.is_alive():
+            slot.proc.kill()
+        slot.proc.join(5)
+
+    try:
+        while todo or any(s.job is not None for s in slots):
+            while todo and len([s for s in slots if s.job is not None]) < workers:
+                idle = next((s for s in slots if s.job is None), None) or start()
+                if idle not in slots:
+                    slots.append(idle)
+                idle.job, idle.started = todo.pop(), time.monotonic()
+                try:
+                    idle.conn.send(idle.job)
+                except (OSError, ValueError):
+                    todo.append(idle.job)
+                    stop(idle)
+            busy = [s for s in slots if s.job is not None]
+            now = time.monotonic()
+            wait_s = max(0.0, min(s.started + deadline - now for s in busy)) if deadline > 0 else None
+            ready = multiprocessing.connection.wait([s.conn for s in busy], timeout=wait_s)
+            for slot in busy:
+                job = slot.job
+                assert job is not None
+                if slot.conn in ready:
+                    try:
+                        res = slot.conn.recv()
+                    except (EOFError, OSError):
+                        slot.proc.join(5)
+                        status, why = _death(slot.proc.exitcode)
+                        stop(slot)
+                        yield _failed_row(job, status, why)
+                        continue
+                    slot.job = None
+                    yield res
+                    if res.row.get("status") == "oom":
+                        stop(slot)  # a worker that hit MemoryError may be in a bad state: start afresh
+                elif deadline > 0 and time.monotonic() - slot.started > deadline:
+                    stop(slot)
+                    yield _failed_row(job, "timeout", f"analysis passed the deadline of {deadline:g} s "
+                                                      "(limit job_deadline_s, --job-timeout SECONDS)")
+        for slot in list(slots):
+            with contextlib.suppress(OSError, ValueError):
+                slot.conn.send(None)
+    finally:
+        # Done, interrupted (Ctrl-C) or closed by the consumer: no worker outlives the scan.
+        for slot in list(slots):
+            stop(slot)
 
 
 def run_inline(jobs: Sequence[Job], settings: Settings) -> Generator[JobResult, None, None]:
@@ -341,12 +449,14 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str]
          job_glob: str | None = None, since: str | date | datetime | None = None,
          rules: Sequence[str | os.PathLike[str]] = (), force: bool = False, progress: bool = False,
          analyzer: str = DEFAULT_ANALYZER, on_summary: Callable[[ScanSummary], None] | None = None,
-         ) -> pd.DataFrame:
+         limits: Limits = DEFAULT_LIMITS) -> pd.DataFrame:
     """Analyse every job under `paths`; return the jobs table (and write DIR's outputs when `out` is set).
 
     `engine`: "local" (process pool of `jobs` workers, default the number of cores), "dask"
     (`scheduler` address, or a LocalCluster on 127.0.0.1), or "inline" (this process, for debugging).
-    On Ctrl-C the outputs are written for the jobs that completed and KeyboardInterrupt is re-raised.
+    On Ctrl-C (or SIGTERM) the outputs are written for the jobs that completed and KeyboardInterrupt is
+    re-raised; they are also rewritten as rows complete, so even a killed scan leaves its finished rows.
+    With the local engine each job runs under `limits.job_deadline_s` and `limits.job_memory_bytes`.
     """
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}", hint="use local or dask")
@@ -365,8 +475,8 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str]
     if out_dir is not None:
         found.jobs = [j for j in found.jobs if not _is_inside(j.path, out_dir)]
     summary = ScanSummary(jobs=len(found.jobs), skipped=found.skipped)
-    fingerprint = rules_fingerprint(rule_dirs, analyzer)
-    settings = Settings(rules=rule_dirs, analyzer=analyzer)
+    fingerprint = rules_fingerprint(rule_dirs, analyzer, limits)
+    settings = Settings(rules=rule_dirs, analyzer=analyzer, limits=limits)
 
     rows: dict[str, dict[str, Any]] = {}
     cache = Cache(out_dir, fingerprint) if out_dir is not None else None
@@ -391,8 +501,9 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str]
         results = run_local(todo, settings, min(workers, max(1, len(todo))))
     bar, task = _progress(progress, len(todo), summary.cached)
     mb = 0.0
+    writer = _Writer(out_dir, summary)
     try:
-        with bar:
+        with bar, _term_as_interrupt():
             if todo:
                 for res in results:
                     if out_dir is not None and cache is not None:
@@ -403,6 +514,7 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str]
                     summary.analysed += 1
                     mb += res.bytes_read / 1e6
                     bar.update(task, advance=1, mb=mb)
+                    writer.maybe(rows)
     except KeyboardInterrupt:
         summary.interrupted = True
         results.close()
@@ -418,6 +530,43 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str]
     if summary.interrupted:
         raise KeyboardInterrupt
     return df
+
+
+class _Writer:
+    """Rewrites the outputs as rows complete, unless the last write took long (then less often)."""
+
+    def __init__(self, out: Path | None, summary: ScanSummary) -> None:
+        self.out = out
+        self.summary = summary
+        self.next_at = 0.0
+
+    def maybe(self, rows: dict[str, dict[str, Any]]) -> None:
+        if self.out is None or time.monotonic() < self.next_at:
+            return
+        start = time.monotonic()
+        self.summary.errors = sum(1 for r in rows.values() if r.get("error"))
+        write_outputs(self.out, jobs_frame(rows.values()), self.summary)
+        took = time.monotonic() - start
+        self.next_at = time.monotonic() + 4 * took  # at most a fifth of the time goes to rewriting
+
+
+@contextlib.contextmanager
+def _term_as_interrupt() -> Generator[None, None, None]:
+    """SIGTERM (a batch system's kill) ends the scan like Ctrl-C: the completed rows are written."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _is_inside(path: str, folder: Path) -> bool:

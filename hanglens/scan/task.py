@@ -17,13 +17,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from hanglens import __version__
+from hanglens.limits import DEFAULT_LIMITS, Limits, human_bytes
 from hanglens.scan.discover import Job
 
 COLUMNS = (
     "job_id", "path", "first_ts", "last_ts", "world_size", "hosts", "category", "rule_id", "confidence",
     "culprit_ranks", "culprit_hosts", "torch_version", "nccl_version", "hanglens_version", "files",
-    "bytes", "notes", "error",
+    "bytes", "notes", "error", "status",
 )
+# A row's status: the job was analysed ("ok"), or why not: its analysis raised ("error"), its worker
+# died ("crashed"), it passed the deadline ("timeout") or the memory cap ("oom").
+STATUSES = ("ok", "error", "crashed", "timeout", "oom")
 LIST_COLUMNS = ("hosts", "culprit_ranks", "culprit_hosts")
 DEFAULT_ANALYZER = "hanglens.api:analyze"
 
@@ -34,6 +38,7 @@ class Settings:
 
     rules: tuple[str, ...] = ()
     analyzer: str = DEFAULT_ANALYZER
+    limits: Limits = DEFAULT_LIMITS
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +63,7 @@ def one_line(text: str, limit: int = 500) -> str:
 def empty_row(job: Job) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(COLUMNS)
     row.update(job_id=job.job_id, path=job.path, hosts=[], culprit_ranks=[], culprit_hosts=[],
-               hanglens_version=__version__, files=len(job.files), bytes=job.bytes, notes="")
+               hanglens_version=__version__, files=len(job.files), bytes=job.bytes, notes="", status="ok")
     return row
 
 
@@ -136,6 +141,7 @@ def _analyse(job: Job, settings: Settings) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"jobs": 1, "command": f"hanglens analyze {shlex.quote(job.path)}"}
     if settings.analyzer == DEFAULT_ANALYZER:
         kwargs["rules"] = load_rules(settings.rules)
+        kwargs["limits"] = settings.limits
     else:
         kwargs["rules_dirs"] = list(settings.rules)
     result = fn([job.path], **kwargs)
@@ -173,7 +179,14 @@ def run_job(job: Job, settings: Settings) -> JobResult:
         html = _render_html(doc, notes)
         row["notes"] = "; ".join(notes)
         return JobResult(job.job_id, job.key, row, report_json, html, job.bytes)
+    except MemoryError:
+        row["notes"] = "; ".join(notes)
+        row["status"] = "oom"
+        cap = human_bytes(settings.limits.job_memory_bytes)
+        row["error"] = one_line(f"out of memory (the worker's cap is {cap}; limit job_memory_bytes)")
+        return JobResult(job.job_id, job.key, row, None, None, job.bytes)
     except Exception as exc:  # one bad job must not stop the scan: it becomes an error row
         row["notes"] = "; ".join(notes)
+        row["status"] = "error"
         row["error"] = one_line(f"{type(exc).__name__}: {exc}")
         return JobResult(job.job_id, job.key, row, None, None, job.bytes)

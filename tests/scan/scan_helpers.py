@@ -6,6 +6,7 @@ import io
 import os
 import shutil
 import tarfile
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,8 @@ def snapshot(top: Path) -> dict[str, tuple[int, int]]:
 def fake_analyze(paths: list[str], **_: Any) -> dict[str, Any]:
     """A stand-in analyzer driven by the job's name: `<anything>__<category>__r<ranks>[__host]`.
 
-    `boom` in the name raises; `die` kills the worker process; `stop` raises KeyboardInterrupt.
+    `boom` in the name raises; `die` kills the worker process; `stop` raises KeyboardInterrupt;
+    `hang` never returns; `hog` allocates memory until it runs out.
     """
     path = paths[0]
     name = os.path.basename(path).split(".")[0]
@@ -78,6 +80,12 @@ def fake_analyze(paths: list[str], **_: Any) -> dict[str, Any]:
         raise ValueError("analysis blew up\nsecond line of the error")
     if "die" in name:
         os._exit(3)
+    if "hang" in name:
+        time.sleep(3600)
+    if "hog" in name:
+        hoard = []
+        while True:
+            hoard.append(bytearray(64 << 20))
     if "stop" in name:
         raise KeyboardInterrupt
     parts = name.split("__")
