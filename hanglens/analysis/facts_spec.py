@@ -145,8 +145,9 @@ FACT_SPECS: dict[str, FactSpec] = {
             "One row per known rank: did it crash, hang, only suffer, or look fine. `quiet` ranks reported "
             "no hang, no fault and no lost peer of their own (being stopped by the agent's SIGTERM or seeing "
             "the store vanish at teardown does not count): they were busy elsewhere or stuck silently. "
-            "`own_log` marks ranks whose own output is in the input (a file of their own, or lines attributed "
-            "to them): only then is a quiet rank's silence evidence; a rank never seen may just be cut out.",
+            "`own_log` marks ranks whose own output is in the input (a file of their own, or lines "
+            "attributed to them): only then is a quiet rank's silence evidence; a rank never seen may just "
+            "be cut out.",
         ),
     )
 }

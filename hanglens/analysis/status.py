@@ -374,7 +374,7 @@ def rank_status_rows(
                 "hung": hung,
                 "victim": victim,
                 "quiet": not crashed and not hung and rank not in loud_ranks,
-                # Its own output is here: a file of its own, or lines attributed to it ([rankN]:, [defaultN]:).
+                # Its own output is here: a file of its own, or lines attributed to it ([rankN]:).
                 "own_log": rank in (own_logs or set()) or bool(evs),
                 "first_error_kind": fails[0].kind if fails else None,
                 "first_error_time": fails[0].time if fails else None,
