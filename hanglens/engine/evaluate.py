@@ -13,7 +13,7 @@ import pandas as pd
 import regex
 
 from hanglens.analysis.facts_spec import FACT_SPECS
-from hanglens.analysis.kinds import FAILURE_KINDS
+from hanglens.analysis.kinds import FAILURE_KINDS, is_failure_warning
 from hanglens.engine import template
 from hanglens.engine.schema import BASE_ATTRIBUTES, Condition, Rule
 from hanglens.limits import DEFAULT_LIMITS, Limits
@@ -25,9 +25,10 @@ __all__ = ["REGEX_TIMEOUT_S", "EngineResult", "Evidence", "Finding", "NotEvaluab
 REGEX_TIMEOUT_S = 0.5
 _ERROR_LEVELS = frozenset({"E", "F", "C"})
 _SPACE = re.compile(r"\s+")
-_UNKNOWN_FIRST_STEP = ("Rerun with NCCL_DEBUG=INFO, TORCH_DISTRIBUTED_DEBUG=DETAIL and "
-                       "TORCH_NCCL_TRACE_BUFFER_SIZE set, and keep the logs of every rank and of the "
-                       "launcher.")
+_UNKNOWN_FIRST_STEP = ("While it hangs, take `py-spy dump --pid <PID>` of every rank; rerun with "
+                       "NCCL_DEBUG=INFO, TORCH_DISTRIBUTED_DEBUG=DETAIL and "
+                       "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 (flight recorder), "
+                       "and keep the logs of every rank and of the launcher.")
 
 
 class TablesLike(Protocol):
@@ -617,9 +618,26 @@ def _collapse(text: str) -> str:
 
 
 def _failed(run: _Run) -> bool:
+    """Is there failure evidence at all? NCCL WARN lines count (failure-signatures.md section 10), except
+    the few that healthy jobs print too."""
     if _flagged_ranks(run):
         return True
-    return any(e.kind in FAILURE_KINDS or (e.level or "") in _ERROR_LEVELS for e in run.tables.events)
+    return any(e.kind in FAILURE_KINDS or (e.level or "") in _ERROR_LEVELS or is_failure_warning(e)
+               for e in run.tables.events)
+
+
+def _where_ranks_stopped(run: _Run) -> str:
+    """`Rank 0 last reported step 12, rank 1 step 9.` from the progress table (empty when none)."""
+    prog = run.fact_frame("progress")
+    if len(prog) == 0 or "last_step" not in prog.columns:
+        return ""
+    parts = []
+    for r, step in sorted((_as_rank(a), b) for a, b in zip(prog["rank"], prog["last_step"], strict=True)
+                          if _as_rank(a) is not None and not _is_null(b)):
+        parts.append(f"rank {r} step {step}")
+    if not parts:
+        return ""
+    return " Last progress per rank: " + ", ".join(parts[:16]) + ("" if len(parts) <= 16 else ", ...") + "."
 
 
 def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
@@ -636,7 +654,8 @@ def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
         who = f" on rank{'s' if len(flagged) > 1 else ''} {template.rank_list(flagged)}" if flagged else ""
         return Verdict(category=Category.UNKNOWN, rule_id=None, confidence=Confidence.LOW, culprit_ranks=(),
                        culprit_hosts=(), victim_ranks=tuple(flagged),
-                       summary=f"The logs show a failure{who}, but no rule explains it.",
+                       summary=f"The logs show a failure{who}, but no rule explains it."
+                       + _where_ranks_stopped(run),
                        first_step=_UNKNOWN_FIRST_STEP)
     confidence = Confidence.MEDIUM if len(ranks) >= 2 else Confidence.LOW
     seen = f"the logs of {len(ranks)} rank(s)" if ranks else "the logs"

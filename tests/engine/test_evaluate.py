@@ -236,3 +236,10 @@ def test_to_dict_is_plain_and_sorted() -> None:
     assert doc["verdict"]["category"] == "rank_crash"
     assert doc["findings"][0]["culprit_ranks"] == [1]
     assert doc["findings"][0]["explanation"] == "ranks 1"
+
+
+def test_nccl_warn_is_failure_evidence_but_benign_warnings_are_not() -> None:
+    warned = run([], ranks=[0, 1], events=[event("nccl_warn", 0, message="Bootstrap : no socket interface found")])
+    assert warned.verdict.category is Category.UNKNOWN
+    benign = run([], ranks=[0, 1], events=[event("nccl_warn", 0, message="Failed to open libibverbs.so[.1]")])
+    assert benign.verdict.category is Category.NONE
