@@ -70,7 +70,8 @@ def _expectations() -> list[Any]:
                 "known_gap"
             ) else []
             params.append(
-                pytest.param(path.parent, want, id=f"{path.parent.name}[{i}]:{want['kind']}{rank}", marks=marks)
+                pytest.param(path.parent, want, id=f"{path.parent.name}[{i}]:{want['kind']}{rank}",
+                             marks=marks)
             )
     return params
 

@@ -239,7 +239,8 @@ def test_to_dict_is_plain_and_sorted() -> None:
 
 
 def test_nccl_warn_is_failure_evidence_but_benign_warnings_are_not() -> None:
-    warned = run([], ranks=[0, 1], events=[event("nccl_warn", 0, message="Bootstrap : no socket interface found")])
+    warned = run([], ranks=[0, 1],
+                 events=[event("nccl_warn", 0, message="Bootstrap : no socket interface found")])
     assert warned.verdict.category is Category.UNKNOWN
     benign = run([], ranks=[0, 1], events=[event("nccl_warn", 0, message="Failed to open libibverbs.so[.1]")])
     assert benign.verdict.category is Category.NONE
