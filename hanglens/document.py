@@ -16,7 +16,7 @@ from hanglens import __version__
 from hanglens.analysis import Tables
 from hanglens.model import YEARLESS_YEAR, Category, Event, InputFile, Skipped, SourceRef
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CATEGORY_TITLES = {
     Category.CONTROL_FLOW_DIVERGENCE: "Control-flow divergence",
     Category.COLLECTIVE_MISMATCH: "Collective mismatch",

@@ -50,3 +50,13 @@ def test_fixtures_exist(rule: Rule) -> None:
     root = Path(__file__).resolve().parents[1]
     missing = [t.fixture for t in rule.tests if t.fixture is not None and not (root / t.fixture).is_dir()]
     assert missing == []
+
+
+_SOURCES = ("failure-signatures.md", "log-formats.md", ".cpp", ".py", ".cc", ".h")
+
+
+@needs_rules
+@pytest.mark.parametrize("rule", BUILTIN, ids=lambda r: r.id)
+def test_description_cites_its_source(rule: Rule) -> None:
+    """A rule stands on a mechanism: its description names the reference section or upstream file."""
+    assert any(s in rule.description for s in _SOURCES), rule.description

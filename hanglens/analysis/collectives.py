@@ -267,26 +267,6 @@ def _signature(r: Row) -> tuple[object, ...]:
     return (r.get("op"), r.get("numel_in"), r.get("numel_out"), r.get("shape"), r.get("dtype"))
 
 
-def _elements(c: Row) -> int | None:
-    """Elements a rank passed: NumelIn when printed, else the product of a fingerprint's shape."""
-    if isinstance(c.get("numel_in"), int):
-        return int(c["numel_in"])
-    shape = c.get("shape")
-    if isinstance(shape, (list, tuple)) and shape and all(isinstance(d, int) for d in shape):
-        n = 1
-        for d in shape:
-            n *= d
-        return n
-    if isinstance(shape, str):
-        dims = [int(x) for x in re.findall(r"\d+", shape)]
-        if dims:
-            n = 1
-            for d in dims:
-                n *= d
-            return n
-    return None
-
-
 def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, str]) -> list[Row]:
     """Ranks that disagree at the same (pg, seq): op type, numel, shape or dtype.
 
@@ -325,15 +305,15 @@ def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int,
     votes: dict[tuple[str, int], Counter[int]] = defaultdict(Counter)
     mismatches = [e for e in events if e.kind == "collective_mismatch"]
     # A report's own fingerprint (the writer's, listed first) is reliable; the peer's copy can be garbled
-    # when the wrapper's exchange is out of step (seen as SequenceNumber=0), so peers come second and
-    # only when they claim the same sequence number.
+    # when the wrapper's exchange is out of step (seen as SequenceNumber=0). The report still proves that
+    # the peer's fingerprint differs from the writer's (ProcessGroupWrapper.cpp raises only on a
+    # difference), so the peer is placed at the writer's sequence number with what the report says it ran;
+    # writers come first, so a peer that wrote its own report keeps its own fingerprint.
     for side in (0, 1):
         for e in mismatches:
             pg = _pg(e) or "0"
             seqs = e.get("seqs") or []
             own_seq = _num(seqs[0]) if seqs else _num(e.get("seq"))
-            if side == 1 and len(seqs) > 1 and _num(seqs[1]) != own_seq:
-                continue
             key = (pg, own_seq if own_seq is not None else -1)
             ranks = e.get("ranks") or []
             if side >= len(ranks) or not isinstance(ranks[side], int):
@@ -377,9 +357,6 @@ def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int,
             v = votes[(pg, seq)].most_common()
             if len(v) > 1 and v[0][1] > v[1][1]:
                 minority_ranks = {v[0][0]}
-        sizes = {rank: _elements(c) for rank, c in per_rank.items()}
-        known = [n for n in sizes.values() if n is not None]
-        biggest = max(known) if known and min(known) < max(known) else None
         for rank, c in sorted(per_rank.items()):
             out.append(
                 {
@@ -387,7 +364,6 @@ def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int,
                     "seq": seq if seq >= 0 else None,
                     "rank": rank,
                     "host": hosts.get(rank),
-                    "larger": biggest is not None and sizes[rank] == biggest,
                     "op": c["op"],
                     "numel_in": c["numel_in"],
                     "numel_out": c["numel_out"],

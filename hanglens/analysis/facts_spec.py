@@ -45,7 +45,8 @@ FACT_SPECS: dict[str, FactSpec] = {
         FactSpec(
             "missing_ranks",
             ("rank", "world_size", "basis"),
-            "Ranks that never appear in any log although the world size is known.",
+            "Ranks that never appear in any log although the world size is known and every rank that does "
+            "appear has a file of its own (absence in an excerpt is not evidence).",
         ),
         FactSpec(
             "collective_disagreement",
@@ -63,12 +64,10 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "op_differs",
                 "size_differs",
                 "minority",
-                "larger",
                 *_EVIDENCE,
             ),
             "Ranks that disagree at the same (pg, seq): op type, numel, shape or dtype; `minority` marks "
-            "the side that differs from most ranks; `larger` marks the ranks with the most elements when "
-            "sizes differ (that side waits for data its peers never send).",
+            "the side that differs from most ranks (none when no signature has a majority).",
         ),
         FactSpec(
             "collective_call",
@@ -112,10 +111,10 @@ FACT_SPECS: dict[str, FactSpec] = {
         FactSpec(
             "versions",
             ("host", "rank", "component", "version", "distinct", "minority"),
-            "torch / NCCL / CUDA / driver versions per rank and host; `distinct` counts the versions of "
-            "that component across the job; `minority` marks versions held by fewer hosts (or ranks) "
-            "than the most common one.",
-        ),
+            "torch / NCCL / CUDA / driver versions per rank and host, normalised (`2.3`, `2.3.0` and "
+            "`2.3.0+cu121` are one torch release); `distinct` counts the versions of that component that "
+            "ranks or hosts run (0 on statements that name neither, e.g. a collect_env dump: context only); "
+            "`minority` marks versions held by fewer hosts (or ranks) than the most common one."),
         FactSpec(
             "host_failures",
             ("host", "failing_ranks", "total_ranks", "fraction"),
@@ -156,6 +155,7 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "hung",
                 "victim",
                 "quiet",
+                "own_log",
                 "first_error_kind",
                 "first_error_time",
                 "exitcode",
@@ -163,7 +163,10 @@ FACT_SPECS: dict[str, FactSpec] = {
             ),
             "One row per known rank: did it crash, hang, only suffer, or look fine. `quiet` ranks reported "
             "no hang, no fault and no lost peer of their own (being stopped by the agent's SIGTERM or seeing "
-            "the store vanish at teardown does not count): they were busy elsewhere or stuck silently.",
+            "the store vanish at teardown does not count): they were busy elsewhere or stuck silently. "
+            "`own_log` marks ranks whose own output is in the input (a file of their own, or lines "
+            "attributed to them): only then is a quiet rank's silence evidence; a rank never seen may just "
+            "be cut out.",
         ),
     )
 }

@@ -79,6 +79,17 @@ SIGNAL_NAMES = {
 }
 
 
+# NCCL WARN lines that healthy jobs print too (failure-signatures.md section 10.4 and section 17 item 8):
+# sysfs paths NCCL cannot resolve in VMs/containers, a missing libibverbs when NCCL then uses sockets.
+BENIGN_NCCL_WARNINGS = ("Could not find real path", "Failed to open libibverbs")
+
+
+def is_failure_warning(e: Event) -> bool:
+    """An NCCL WARN line that is failure evidence (communicator init or transport trouble), not noise."""
+    text = str(e.get("message") or e.text)
+    return e.kind == "nccl_warn" and not any(b in text for b in BENIGN_NCCL_WARNINGS)
+
+
 def is_victim_exception(e: Event) -> bool:
     """An exception that only reports that a collective/peer failed, not a fault of this rank's own."""
     text = f"{e.get('exc_type') or ''}: {e.get('message') or ''} {e.text}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -249,10 +250,32 @@ def first_failure_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[R
 
 
 _COMPONENTS = {"torch", "cuda", "nccl", "driver", "python"}
+_RELEASE_RE = re.compile(r"^(\d{1,4}(?:\.\d{1,6}){0,3})")
+
+
+def normalise_version(component: str, version: str) -> str:
+    """One spelling per release: `2.3`, `2.3.0` and `2.3.0+cu121` of torch are one version.
+
+    failure-signatures.md section 0.4: the local label (`+cu121`) names a build variant of the same release;
+    missing trailing components are zeros. Driver versions (`535.104.05`) are compared as printed.
+    """
+    m = _RELEASE_RE.match(version.strip())
+    if m is None or component == "driver":
+        return version.strip()
+    parts = m.group(1).split(".")
+    while len(parts) < 3:
+        parts.append("0")
+    return ".".join(str(int(p)) for p in parts)
 
 
 def version_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
-    """Distinct (host, rank, component, version) statements, with how many versions each component has."""
+    """Distinct (host, rank, component, version) statements, with how many versions each component has.
+
+    Versions are normalised (`normalise_version`). A statement that names neither a host nor a rank (an
+    environment dump such as `collect_env` or `pip list`, a README beside the logs) is context: it is
+    listed, but only versions that ranks or hosts actually run are compared, so a mismatch needs two ranks
+    or hosts that state different versions.
+    """
     seen: set[tuple[str | None, int | None, str, str]] = set()
     for e in events:
         if e.kind == "version_info":
@@ -266,13 +289,14 @@ def version_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         if comp not in _COMPONENTS or not ver:
             continue
         host = e.host or e.get("nccl_host") or host_of(e, hosts)
-        seen.add((host, e.rank, str(comp), str(ver)))
+        seen.add((host, e.rank, str(comp), normalise_version(str(comp), str(ver))))
     distinct: dict[str, set[str]] = defaultdict(set)
-    for _, _, comp, ver in seen:
-        distinct[comp].add(ver)
     holders: dict[tuple[str, str], set[object]] = defaultdict(set)
     for h, r, c, v in seen:
-        holders[(c, v)].add(h if h is not None else r)
+        who = h if h is not None else r
+        if who is not None:
+            distinct[c].add(v)
+            holders[(c, v)].add(who)
     top = {c: max(len(holders[(c, v)]) for v in vs) for c, vs in distinct.items()}
     # A tie (two hosts, two versions) has no minority: no side is "the odd one".
     rows = [
@@ -281,16 +305,31 @@ def version_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             "rank": r,
             "component": c,
             "version": v,
-            "distinct": len(distinct[c]),
-            "minority": len(distinct[c]) > 1 and len(holders[(c, v)]) < top[c],
+            "distinct": len(distinct[c]) if (h is not None or r is not None) else 0,
+            "minority": (h is not None or r is not None)
+            and len(distinct[c]) > 1
+            and len(holders[(c, v)]) < top[c],
         }
         for h, r, c, v in seen
     ]
     return sorted(rows, key=lambda r: (r["component"], r["version"], r["host"] or "", r["rank"] or -1))
 
 
+def own_log_ranks(files: Sequence[InputFile]) -> set[int]:
+    """Ranks with a file of their own (per-rank file names, torchrun --log-dir trees).
+
+    Only there does a rank's silence say something: in a shared console or an excerpt, a rank that printed
+    nothing may simply have been cut out.
+    """
+    return {f.origin.rank for f in files if f.origin.rank is not None}
+
+
 def rank_status_rows(
-    events: Sequence[Event], ranks: Sequence[int], hosts: dict[int, str], victims: Sequence[Row]
+    events: Sequence[Event],
+    ranks: Sequence[int],
+    hosts: dict[int, str],
+    victims: Sequence[Row],
+    own_logs: set[int] | None = None,
 ) -> list[Row]:
     """One row per known rank: crashed (own fault), hung, victim (consequence signals), ok or silent."""
     sn = single_node(events)
@@ -335,6 +374,8 @@ def rank_status_rows(
                 "hung": hung,
                 "victim": victim,
                 "quiet": not crashed and not hung and rank not in loud_ranks,
+                # Its own output is here: a file of its own, or lines attributed to it ([rankN]:).
+                "own_log": rank in (own_logs or set()) or bool(evs),
                 "first_error_kind": fails[0].kind if fails else None,
                 "first_error_time": fails[0].time if fails else None,
                 "exitcode": exitcode,
@@ -370,10 +411,12 @@ def missing_rank_rows(events: Sequence[Event], files: Sequence[InputFile], world
     seen = {e.rank for e in events if e.rank is not None}
     for f in files:
         seen.update(f.ranks)
-    if not seen:
+    # Absence is evidence only where ranks write files of their own and the others' files are present.
+    own = own_log_ranks(files)
+    if not seen or not own or not seen <= own:
         return []
     return [
-        {"rank": r, "world_size": world, "basis": "world size stated in logs"}
+        {"rank": r, "world_size": world, "basis": "world size stated; every other rank has its own file"}
         for r in range(world)
         if r not in seen
     ]

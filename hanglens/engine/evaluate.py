@@ -13,7 +13,7 @@ import pandas as pd
 import regex
 
 from hanglens.analysis.facts_spec import FACT_SPECS
-from hanglens.analysis.kinds import FAILURE_KINDS
+from hanglens.analysis.kinds import FAILURE_KINDS, is_failure_warning
 from hanglens.engine import template
 from hanglens.engine.schema import BASE_ATTRIBUTES, Condition, Rule
 from hanglens.limits import DEFAULT_LIMITS, Limits
@@ -25,9 +25,10 @@ __all__ = ["REGEX_TIMEOUT_S", "EngineResult", "Evidence", "Finding", "NotEvaluab
 REGEX_TIMEOUT_S = 0.5
 _ERROR_LEVELS = frozenset({"E", "F", "C"})
 _SPACE = re.compile(r"\s+")
-_UNKNOWN_FIRST_STEP = ("Rerun with NCCL_DEBUG=INFO, TORCH_DISTRIBUTED_DEBUG=DETAIL and "
-                       "TORCH_NCCL_TRACE_BUFFER_SIZE set, and keep the logs of every rank and of the "
-                       "launcher.")
+_UNKNOWN_FIRST_STEP = ("While it hangs, take `py-spy dump --pid <PID>` of every rank; rerun with "
+                       "NCCL_DEBUG=INFO, TORCH_DISTRIBUTED_DEBUG=DETAIL and "
+                       "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 (flight recorder), "
+                       "and keep the logs of every rank and of the launcher.")
 
 
 class TablesLike(Protocol):
@@ -82,12 +83,14 @@ class Finding:
     superseded_by: str | None
     evidence: tuple[Evidence, ...]
     priority: int = 50
+    suspect_ranks: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"rule_id": self.rule_id, "category": self.category.value, "confidence": self.confidence.value,
                 "title": self.title, "explanation": self.explanation,
                 "culprit_ranks": list(self.culprit_ranks),
-                "culprit_hosts": list(self.culprit_hosts), "victim_ranks": list(self.victim_ranks),
+                "culprit_hosts": list(self.culprit_hosts), "suspect_ranks": list(self.suspect_ranks),
+                "victim_ranks": list(self.victim_ranks),
                 "remediation": list(self.remediation), "collect": list(self.collect),
                 "superseded_by": self.superseded_by, "evidence": [e.to_dict() for e in self.evidence]}
 
@@ -130,10 +133,12 @@ class Verdict:
     victim_ranks: tuple[int, ...]
     summary: str
     first_step: str
+    suspect_ranks: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"category": self.category.value, "rule_id": self.rule_id, "confidence": self.confidence.value,
                 "culprit_ranks": list(self.culprit_ranks), "culprit_hosts": list(self.culprit_hosts),
+                "suspect_ranks": list(self.suspect_ranks),
                 "victim_ranks": list(self.victim_ranks), "summary": self.summary,
                 "first_step": self.first_step}
 
@@ -565,12 +570,18 @@ def _finding(rule: Rule, run: _Run, bindings: dict[str, pd.DataFrame]) -> Findin
                 host = min(hosts) if hosts else None
             if host is not None:
                 culprit_hosts.add(host)
+    suspects: set[int] = set()
+    if rule.suspects is not None:
+        suspect_rows = bindings.get(rule.suspects.from_, pd.DataFrame())
+        suspects = _ranks_of(suspect_rows, rule.suspects.column) - culprits
     if rule.victims is not None:
         victims = _ranks_of(bindings.get(rule.victims.from_, pd.DataFrame()), rule.victims.column) - culprits
     else:
         victims = _flagged_ranks(run) - culprits
+    victims -= suspects
     context = {"world_size": run.tables.world_size, "ranks": sorted(run.tables.ranks),
                "culprit_ranks": sorted(culprits), "culprit_hosts": sorted(culprit_hosts),
+               "suspect_ranks": sorted(suspects),
                "victim_ranks": sorted(victims), "hosts_by_rank": dict(run.tables.hosts)}
     explanation, error = template.render(rule.explanation, bindings, context, run.limits)
     if error is not None:
@@ -579,7 +590,8 @@ def _finding(rule: Rule, run: _Run, bindings: dict[str, pd.DataFrame]) -> Findin
                    explanation=explanation, culprit_ranks=tuple(sorted(culprits)),
                    culprit_hosts=tuple(sorted(culprit_hosts)), victim_ranks=tuple(sorted(victims)),
                    remediation=tuple(rule.remediation), collect=tuple(rule.collect), superseded_by=None,
-                   evidence=tuple(_evidence(rule, run, bindings, culprits)), priority=rule.priority)
+                   evidence=tuple(_evidence(rule, run, bindings, culprits)), priority=rule.priority,
+                   suspect_ranks=tuple(sorted(suspects)))
 
 
 def _strength(f: Finding) -> tuple[int, int, str]:
@@ -606,9 +618,26 @@ def _collapse(text: str) -> str:
 
 
 def _failed(run: _Run) -> bool:
+    """Is there failure evidence at all? NCCL WARN lines count (failure-signatures.md section 10), except
+    the few that healthy jobs print too."""
     if _flagged_ranks(run):
         return True
-    return any(e.kind in FAILURE_KINDS or (e.level or "") in _ERROR_LEVELS for e in run.tables.events)
+    return any(e.kind in FAILURE_KINDS or (e.level or "") in _ERROR_LEVELS or is_failure_warning(e)
+               for e in run.tables.events)
+
+
+def _where_ranks_stopped(run: _Run) -> str:
+    """`Rank 0 last reported step 12, rank 1 step 9.` from the progress table (empty when none)."""
+    prog = run.fact_frame("progress")
+    if len(prog) == 0 or "last_step" not in prog.columns:
+        return ""
+    parts = []
+    for r, step in sorted((_as_rank(a), b) for a, b in zip(prog["rank"], prog["last_step"], strict=True)
+                          if _as_rank(a) is not None and not _is_null(b)):
+        parts.append(f"rank {r} step {step}")
+    if not parts:
+        return ""
+    return " Last progress per rank: " + ", ".join(parts[:16]) + ("" if len(parts) <= 16 else ", ...") + "."
 
 
 def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
@@ -617,14 +646,16 @@ def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
         return Verdict(category=top.category, rule_id=top.rule_id, confidence=top.confidence,
                        culprit_ranks=top.culprit_ranks, culprit_hosts=top.culprit_hosts,
                        victim_ranks=top.victim_ranks, summary=_collapse(top.explanation),
-                       first_step=top.remediation[0] if top.remediation else "")
+                       first_step=top.remediation[0] if top.remediation else "",
+                       suspect_ranks=top.suspect_ranks)
     ranks = sorted(run.tables.ranks)
     if _failed(run):
         flagged = sorted(_flagged_ranks(run))
         who = f" on rank{'s' if len(flagged) > 1 else ''} {template.rank_list(flagged)}" if flagged else ""
         return Verdict(category=Category.UNKNOWN, rule_id=None, confidence=Confidence.LOW, culprit_ranks=(),
                        culprit_hosts=(), victim_ranks=tuple(flagged),
-                       summary=f"The logs show a failure{who}, but no rule explains it.",
+                       summary=f"The logs show a failure{who}, but no rule explains it."
+                       + _where_ranks_stopped(run),
                        first_step=_UNKNOWN_FIRST_STEP)
     confidence = Confidence.MEDIUM if len(ranks) >= 2 else Confidence.LOW
     seen = f"the logs of {len(ranks)} rank(s)" if ranks else "the logs"

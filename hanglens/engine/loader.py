@@ -313,7 +313,7 @@ class _FileCheck:
             for i, fact in _items(requires.get("facts")):
                 self._fact_name(("requires", "facts", i), fact)
         bound = self._conditions(d.get("match"))
-        for key in ("culprits", "victims"):
+        for key in ("culprits", "suspects", "victims"):
             spec = d.get(key)
             if isinstance(spec, dict):
                 self._binding_column((key,), spec.get("from"), spec.get("column", "rank"), bound)

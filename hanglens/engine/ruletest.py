@@ -78,6 +78,9 @@ def _judge(rule: Rule, test: RuleTest, analyze_fn: AnalyzeFn, repo_root: Path | 
     culprits = sorted(int(r) for r in mine[0].get("culprit_ranks", []))
     if test.culprits is not None and culprits != sorted(test.culprits):
         return f"culprits {culprits}, expected {sorted(test.culprits)}"
+    suspects = sorted(int(r) for r in mine[0].get("suspect_ranks", []))
+    if test.suspects is not None and suspects != sorted(test.suspects):
+        return f"suspects {suspects}, expected {sorted(test.suspects)}"
     return ""
 
 

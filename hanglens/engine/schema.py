@@ -174,6 +174,7 @@ class RuleTest(_Strict):
     name: str
     expect: Expect
     culprits: list[int] | None = None
+    suspects: list[int] | None = None
     fixture: str | None = None
     logs: dict[str, str] | None = None
     status: TestStatus = TestStatus.OK
@@ -182,8 +183,8 @@ class RuleTest(_Strict):
     def _one_input(self) -> RuleTest:
         if (self.fixture is None) == (self.logs is None):
             raise ValueError("give exactly one of `fixture:` or `logs:`")
-        if self.culprits is not None and self.expect is not Expect.MATCH:
-            raise ValueError("`culprits:` only applies to `expect: match`")
+        if (self.culprits is not None or self.suspects is not None) and self.expect is not Expect.MATCH:
+            raise ValueError("`culprits:` and `suspects:` only apply to `expect: match`")
         return self
 
 
@@ -192,6 +193,8 @@ class Rule(_Strict):
 
     id: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
     title: str = Field(min_length=1)
+    # Why the rule holds: the mechanism and its source (a reference section or an upstream file).
+    description: str = ""
     category: Category
     confidence: Confidence
     priority: int = 50
@@ -199,6 +202,8 @@ class Rule(_Strict):
     requires: Requires = Field(default_factory=Requires)
     match: Match
     culprits: SourceSpec | None = None
+    # Ranks the logs put under suspicion without saying which of them is at fault (two sides, no majority).
+    suspects: SourceSpec | None = None
     victims: SourceSpec | None = None
     evidence: list[EvidenceSpec] = Field(default_factory=list)
     explanation: str = Field(min_length=1)

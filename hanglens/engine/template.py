@@ -17,8 +17,8 @@ from hanglens.limits import DEFAULT_LIMITS, Limits
 __all__ = ["GLOBALS", "BindingView", "environment", "find_variables", "rank_list", "render"]
 
 # Names a template may use besides bindings; `render` always provides them.
-GLOBALS: tuple[str, ...] = ("culprit_hosts", "culprit_ranks", "hosts_by_rank", "ranks", "victim_ranks",
-                            "world_size")
+GLOBALS: tuple[str, ...] = ("culprit_hosts", "culprit_ranks", "hosts_by_rank", "ranks", "suspect_ranks",
+                            "victim_ranks", "world_size")
 
 
 def _is_null(value: Any) -> bool:

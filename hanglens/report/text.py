@@ -44,6 +44,9 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
         if culprits
         else [("", "No culprit named")]
     )
+    suspects = verdict.get("suspect_ranks") or []
+    if suspects:
+        who += [("", "   Suspects "), ("bold", c.rank_list(suspects))]
     hosts = verdict.get("culprit_hosts") or []
     if hosts:
         who += [("", " on "), ("red", c.one_line(c.host_list(hosts, limit=3), 120))]

@@ -96,11 +96,25 @@ def test_size_disagreement_names_the_minority() -> None:
     assert dis[2]["size_differs"] and not dis[2]["op_differs"]
 
 
-def test_two_sided_size_tie_has_no_minority_but_marks_the_larger_buffer() -> None:
-    evs = [watchdog(0, 7, numel=100), watchdog(1, 7, numel=50)]
+def test_two_sided_size_tie_has_no_minority_and_no_tie_breaker() -> None:
+    for big in (0, 1):  # mirrored: neither the larger buffer nor the lower rank is singled out
+        evs = [watchdog(0, 7, numel=100 if big == 0 else 50), watchdog(1, 7, numel=50 if big == 0 else 100)]
+        dis = {r["rank"]: r for r in rows(build(evs), "collective_disagreement")}
+        assert not dis[0]["minority"] and not dis[1]["minority"]
+        assert "larger" not in dis[0]
+
+
+def test_a_garbled_peer_still_counts_as_differing_from_the_writers_who_agree() -> None:
+    """Two writers with the same own fingerprint both report rank 1 as different: rank 1 is the odd one."""
+    evs = [
+        ev("collective_mismatch", r, ranks=[r, 1], seqs=[311, 0], seq=311, ops=["ALLREDUCE", "BROADCAST"],
+           shapes=["[8]", None], dtypes=["Float", None])
+        for r in (2, 3)
+    ]
     dis = {r["rank"]: r for r in rows(build(evs), "collective_disagreement")}
-    assert not dis[0]["minority"] and not dis[1]["minority"]
-    assert dis[0]["larger"] and not dis[1]["larger"]
+    assert set(dis) == {1, 2, 3}
+    assert dis[1]["minority"] and dis[1]["op_differs"]
+    assert not dis[2]["minority"] and not dis[3]["minority"]
 
 
 def test_mismatch_reports_trust_the_writers_own_fingerprint_over_a_garbled_peer() -> None:
@@ -341,3 +355,34 @@ def test_build_is_deterministic() -> None:
     a, b = build(evs), build(list(reversed(evs)))
     for name in FACT_SPECS:
         assert a.fact(name).equals(b.fact(name)), name
+
+
+@pytest.mark.parametrize(
+    ("component", "raw", "norm"),
+    [("torch", "2.3", "2.3.0"), ("torch", "2.3.0+cu121", "2.3.0"), ("torch", "2.3.0", "2.3.0"),
+     ("nccl", "2.20.5", "2.20.5"), ("driver", "550.54.15", "550.54.15"), ("torch", "nightly", "nightly")],
+)
+def test_versions_of_one_release_are_one_version(component: str, raw: str, norm: str) -> None:
+    from hanglens.analysis.status import normalise_version
+
+    assert normalise_version(component, raw) == norm
+
+
+def test_environment_dump_versions_are_context_not_a_mismatch() -> None:
+    """A dump that names no rank or host (collect_env, pip list, a README) never makes a mismatch."""
+    evs = [
+        ev("version_info", 0, component="torch", version="2.3.0+cu121"),
+        ev("version_info", 1, component="torch", version="2.3"),
+        ev("version_info", None, path="collect_env.txt", component="torch", version="2.1.2"),
+    ]
+    vers = rows(build(evs), "versions")
+    assert not any(r["minority"] for r in vers)
+    assert {r["distinct"] for r in vers if r["rank"] is not None} == {1}
+
+
+def test_two_ranks_on_different_releases_are_a_mismatch() -> None:
+    evs = [ev("version_info", r, component="torch", version=v)
+           for r, v in ((0, "2.3.0+cu121"), (1, "2.3.0"), (2, "2.4.1"))]
+    vers = {r["rank"]: r for r in rows(build(evs), "versions")}
+    assert vers[2]["minority"] and vers[2]["distinct"] == 2
+    assert not vers[0]["minority"] and not vers[1]["minority"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -205,9 +204,9 @@ def test_catastrophic_regex_finishes_promptly_with_a_warning() -> None:
     evs = [event("exception", 0, message="a" * 50_000 + "!", exc_type="X")]
     r = rule(match={"all": [{"event": "exception", "where": {"message": {"regex": "(a+)+$"}}}]},
              culprits=None, explanation="x")
-    start = time.monotonic()
+    # The regex timeout turns the condition false with a warning (no wall-clock assertion: the machine may
+    # be loaded; benchmarks/ measures speed).
     res = run([r, r.model_copy(update={"id": "again"})], events=evs)
-    assert time.monotonic() - start < 30  # a hang guard (it ran 70 s before the budget), not a speed goal
     assert not res.findings
     assert len(res.warnings) == 2 and all("timed out" in w for w in res.warnings)
     assert all("timed out" in r.reason for r in res.ruled_out)
@@ -237,3 +236,11 @@ def test_to_dict_is_plain_and_sorted() -> None:
     assert doc["verdict"]["category"] == "rank_crash"
     assert doc["findings"][0]["culprit_ranks"] == [1]
     assert doc["findings"][0]["explanation"] == "ranks 1"
+
+
+def test_nccl_warn_is_failure_evidence_but_benign_warnings_are_not() -> None:
+    warned = run([], ranks=[0, 1],
+                 events=[event("nccl_warn", 0, message="Bootstrap : no socket interface found")])
+    assert warned.verdict.category is Category.UNKNOWN
+    benign = run([], ranks=[0, 1], events=[event("nccl_warn", 0, message="Failed to open libibverbs.so[.1]")])
+    assert benign.verdict.category is Category.NONE

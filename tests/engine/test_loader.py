@@ -92,7 +92,8 @@ def test_missing_keys_and_bad_test_cases(tmp_path: Path) -> None:
     text = "\n".join(map(str, problems))
     for words in ("missing required key 'title'", "missing required key 'explanation'",
                   "missing required key 'remediation'", "'maybe' is not one of match, no-match",
-                  "`culprits:` only applies to `expect: match`", "no test with `expect: match`"):
+                  "`culprits:` and `suspects:` only apply to `expect: match`",
+                  "no test with `expect: match`"):
         assert words in text
 
 

@@ -146,7 +146,7 @@ def small_doc() -> dict[str, Any]:
             }
         )
     return {
-        "schema_version": 1,
+        "schema_version": 2,
         "hanglens_version": "0.1.0",
         "command": f"hanglens analyze {home}/logs/",
         "verdict": {
@@ -156,6 +156,7 @@ def small_doc() -> dict[str, Any]:
             "confidence": "high",
             "culprit_ranks": [2],
             "culprit_hosts": [HOSTS[0]],
+            "suspect_ranks": [],
             "victim_ranks": [0, 1, 3, 4, 5, 6],
             "summary": finding["explanation"],
             "first_step": finding["remediation"][0],
