@@ -255,7 +255,9 @@ def decompress(codec: str, raw: BinaryIO) -> ReadableStream:
         return bz2.BZ2File(raw, mode="rb")
     if codec == "xz":
         return lzma.LZMAFile(raw, mode="rb")
-    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=False)
+    # Small reads keep the compressed bytes consumed close to the output, for the expansion ratio.
+    return zstandard.ZstdDecompressor().stream_reader(raw, read_size=16384, read_across_frames=True,
+                                                      closefd=False)
 
 
 def unsafe_member(name: str) -> str | None:
