@@ -66,7 +66,8 @@ def mutate(rng: random.Random, line: bytes, pool: list[bytes]) -> bytes:
         elif op == 1:  # a number beyond 64 bits, or a sign, where digits are
             digits = [i for i, c in enumerate(b) if 48 <= c <= 57]
             at = rng.choice(digits) if digits else pos
-            b[at:at] = rng.choice([b"-", b"9" * rng.randint(19, 400), b"1" + b"0" * rng.randint(1, 60), b"-1"])
+            b[at:at] = rng.choice([b"-", b"9" * rng.randint(19, 400), b"1" + b"0" * rng.randint(1, 60),
+                                   b"-1"])
         elif op == 2 and b:  # repeat a slice (long lines, runs of the same token)
             i = rng.randrange(len(b))
             j = min(len(b), i + rng.randint(1, 40))
@@ -208,11 +209,11 @@ def fuzz_folders(folders: list[Path], work: Path, slow: float) -> dict[str, int]
 
 
 # -- helpers -----------------------------------------------------------------------------------------
-class _Hang(BaseException):  # noqa: N818 - not an Exception: hanglens's own `except Exception` must not eat it
+class _Hang(BaseException):  # not an Exception: hanglens's own `except Exception` must not eat it
     pass
 
 
-class _alarm:  # noqa: N801 - used as a context manager, named like one
+class _alarm:  # a context manager, named like one
     def __init__(self, seconds: int) -> None:
         self.seconds = seconds
 
