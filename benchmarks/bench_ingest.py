@@ -1,120 +1,170 @@
-"""Time hanglens's ingest against `grep -rE` with the same trigger literals over the same files.
+"""Time `hanglens analyze` against `grep -rE` over the same files, check its verdict, measure summed memory.
 
-    python benchmarks/bench_ingest.py --ranks 64 --mb 8 --corpus /tmp/hanglens-bench
+    python benchmarks/bench_ingest.py --corpus /tmp/hl-a            # a corpus from make_corpus.py
+    python benchmarks/bench_ingest.py --corpus /tmp/hl-a --src /tmp/hanglens-main   # another checkout
 
-Each side runs in its own child process under `/usr/bin/time -f '%e %M'` (wall seconds, peak RSS of
-the largest process in KiB), so the figures are comparable. Triggers are the union of every
-registered parser's `triggers`; while the parsers declare none, a fixed list of literals typical of
-the log families (reference §10) stands in, and the output says so. Then the whole pipeline
-(`hanglens analyze`) is timed on the same corpus and on a small fixture job. `--no-grep` times the
-pure-Python reader instead of the grep prefilter.
+Per corpus, in the same run: `grep -rE` with the union of every parser's trigger literals (output to a
+real file: GNU grep stops at the first match when its output is /dev/null), then `hanglens analyze
+--format json` (`python -m hanglens`, from this checkout or from `--src`), whose verdict is checked
+against `<corpus>.expected.json` (written by make_corpus.py).
+
+Memory is the **peak of the summed RSS of hanglens's whole process tree**: every 20 ms the sampler reads
+`/proc/<pid>/status` (VmRSS) of the hanglens process and of every descendant (worker processes, grep
+subprocesses), adds them up, and keeps the largest sum. That is what the machine had to hold at once;
+`getrusage(RUSAGE_CHILDREN).ru_maxrss` would give only the largest single child. RSS counts pages that a
+forked worker still shares with its parent twice, so the figure errs high. Spikes shorter than 20 ms
+can be missed. Linux only (/proc).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+import threading
+import time
 from pathlib import Path
 
-from hanglens.model import Event, LogLine
-from hanglens.parsers import PARSERS
-from hanglens.parsers.base import Parser
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_corpus import make_corpus
-
-STAND_IN_TRIGGERS = (
-    "Watchdog caught", "watchdog thread terminated", "Timeout at NCCL work", "detected by watchdog",
-    "PG status", "NCCL WARN", "NCCL error", "ncclSystemError", "ncclInternalError", "ncclRemoteError",
-    "ncclUnhandledCudaError", "ncclInvalidUsage", "CUDA error", "out of memory", "OutOfMemoryError",
-    "Traceback (most recent call last)", "Error:", "Exception", "exitcode", "ChildFailedError",
-    "closing signal", "SIGTERM", "SIGABRT", "Init COMPLETE", "NCCL version", "heartbeat", "step:",
-    "Rendezvous", "TCPStore", "socket", "DataLoader worker", "Xid", "CollectiveFingerPrint",
-    "did not receive grad", "Expected to have finished reduction", "desync", "Flight Recorder",
-)
+ROOT = Path(__file__).resolve().parents[1]
 
 
-class StandInParser(Parser):
-    """Consumes trigger lines like a parser would and emits nothing (stand-in while parsers declare none)."""
-
-    name = "stand_in"
-    triggers = STAND_IN_TRIGGERS
-
-    def feed(self, line: LogLine) -> Iterable[Event]:
-        return ()
-
-
-def trigger_set() -> tuple[tuple[str, ...], bool]:
-    lits = tuple(sorted({t for p in PARSERS for t in p.triggers}))
-    return (lits, False) if lits else (tuple(sorted(STAND_IN_TRIGGERS)), True)
-
-
-SMALL_JOB = Path(__file__).resolve().parents[1] / "fixtures" / "divergence-skip-allreduce"
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rfind(b")") + 2:].split()[1])
+        kids.setdefault(ppid, []).append(int(name))
+    return kids
 
 
-def _child(corpus: str, jobs: int | None, grep: bool) -> None:
-    from hanglens.ingest import read_inputs
+def _rss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
-    _, stand_in = trigger_set()
-    parsers = (*PARSERS, StandInParser) if stand_in else PARSERS
-    ing = read_inputs([corpus], jobs=jobs, parsers=parsers, grep=grep)
-    print(f"files={len(ing.files)} events={len(ing.events)} lines={sum(f.lines for f in ing.files)}",
-          file=sys.stderr)
+
+def tree_rss_kib(root: int) -> tuple[int, int]:
+    """(summed RSS in KiB, number of processes) of `root` and all its descendants right now."""
+    kids = _children()
+    todo, total, count = [root], 0, 0
+    while todo:
+        pid = todo.pop()
+        total += _rss_kib(pid)
+        count += 1
+        todo.extend(kids.get(pid, ()))
+    return total, count
 
 
-def _timed(cmd: list[str]) -> tuple[float, int, str]:
-    # stdout goes to a real file: GNU grep stops at the first match when its output is /dev/null.
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as tf, tempfile.TemporaryFile() as sink:
-        proc = subprocess.run(["/usr/bin/time", "-o", tf.name, "-f", "%e %M", *cmd],
-                              stdout=sink, stderr=subprocess.PIPE, text=True, check=False)
-        wall, rss = tf.read().split()[-2:]
-    return float(wall), int(rss), proc.stderr.strip()
+def run_sampled(cmd: list[str], env: dict[str, str] | None = None, stdout: int | None = None,
+                interval: float = 0.02) -> tuple[float, int, int, bytes, int]:
+    """Run `cmd`; (wall s, peak summed RSS KiB, most processes at once, stdout, exit code)."""
+    with tempfile.TemporaryFile() as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out if stdout is None else stdout, stderr=subprocess.PIPE, env=env)
+        peak = [0, 0]
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.is_set():
+                rss, n = tree_rss_kib(proc.pid)
+                peak[0], peak[1] = max(peak[0], rss), max(peak[1], n)
+                done.wait(interval)
+
+        th = threading.Thread(target=sample, daemon=True)
+        th.start()
+        err = proc.stderr.read() if proc.stderr else b""
+        code = proc.wait()
+        wall = time.perf_counter() - t0
+        done.set()
+        th.join()
+        out.seek(0)
+        data = out.read()
+    if code not in (0, 1):
+        sys.stderr.write(err.decode("utf-8", "replace")[-2000:])
+    return wall, peak[0], peak[1], data, code
+
+
+def triggers(src: Path | None) -> list[str]:
+    code = "from hanglens.parsers import PARSERS; print('\\n'.join(sorted({t for p in PARSERS for t in p.triggers})))"
+    env = dict(os.environ, PYTHONPATH=str(src or ROOT))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    return [t for t in out.stdout.split("\n") if t]
+
+
+def grep_time(corpus: Path, lits: list[str]) -> float:
+    pattern = "|".join(re.escape(t) for t in lits)
+    env = dict(os.environ, LC_ALL="C")
+    with tempfile.TemporaryFile() as sink:  # a real file, not /dev/null
+        t0 = time.perf_counter()
+        subprocess.run(["grep", "-rE", "-e", pattern, str(corpus)], stdout=sink, env=env, check=False)
+        return time.perf_counter() - t0
+
+
+def verdict_ok(doc: dict[str, object], expected: dict[str, object]) -> tuple[bool, str]:
+    verdict = doc.get("verdict", {})
+    assert isinstance(verdict, dict)
+    cat = verdict.get("category")
+    culprits = sorted(verdict.get("culprit_ranks") or [])
+    ok = cat in expected["categories"] and culprits == sorted(expected["culprits"])  # type: ignore[operator]
+    return ok, f"{cat} culprits={culprits}"
+
+
+def bench(corpus: Path, src: Path | None, repeat: int, extra: list[str]) -> dict[str, object]:
+    exp_path = corpus.parent / (corpus.name + ".expected.json")
+    expected = json.loads(exp_path.read_text()) if exp_path.exists() else None
+    size = sum(p.stat().st_size for p in corpus.rglob("*") if p.is_file()) if corpus.is_dir() \
+        else corpus.stat().st_size
+    files = sum(1 for p in corpus.rglob("*") if p.is_file()) if corpus.is_dir() else 1
+    lits = triggers(src)
+    env = dict(os.environ, PYTHONPATH=str(src or ROOT))
+    rows = []
+    for _ in range(repeat):
+        g = grep_time(corpus, lits)
+        wall, rss, nproc, out, code = run_sampled(
+            [sys.executable, "-m", "hanglens", "analyze", "--format", "json", *extra, str(corpus)], env=env)
+        try:
+            doc = json.loads(out)
+            ok, said = verdict_ok(doc, expected) if expected else (True, "(no expected verdict)")
+        except (ValueError, KeyError, TypeError) as exc:
+            ok, said = False, f"no verdict (exit {code}: {exc})"
+        rows.append(dict(grep_s=round(g, 3), analyze_s=round(wall, 2), ratio=round(wall / max(g, 1e-3), 1),
+                         peak_mib=round(rss / 1024, 1), procs=nproc, verdict_ok=ok, verdict=said))
+    return dict(corpus=str(corpus), mib=round(size / (1 << 20), 1), files=files, runs=rows)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ranks", type=int, default=64)
-    ap.add_argument("--mb", type=float, default=8.0)
-    ap.add_argument("--corpus", type=Path, default=Path("/tmp/hanglens-bench"))
-    ap.add_argument("--jobs", type=int, default=None, help="hanglens worker processes (default: automatic)")
-    ap.add_argument("--no-grep", action="store_true", help="time the pure-Python reader (no grep prefilter)")
-    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--corpus", type=Path, action="append", required=True, help="repeatable")
+    ap.add_argument("--src", type=Path, default=None, help="run hanglens from this source tree (PYTHONPATH)")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--json", action="store_true", help="print one JSON document")
+    ap.add_argument("extra", nargs="*", help="extra `hanglens analyze` arguments (after --)")
     args = ap.parse_args()
-    if args.child:
-        _child(str(args.corpus), args.jobs, not args.no_grep)
+    results = [bench(c, args.src, args.repeat, args.extra) for c in args.corpus]
+    if args.json:
+        print(json.dumps(results, indent=1))
         return
-    if not args.corpus.exists():
-        make_corpus(args.corpus, args.ranks, args.mb)
-    lits, stand_in = trigger_set()
-    size = sum(p.stat().st_size for p in args.corpus.rglob("*") if p.is_file())
-    pattern = "|".join(re.escape(t) for t in lits)
-    os.environ["LC_ALL"] = "C"
-    g_wall, g_rss, _ = _timed(["grep", "-rE", "-e", pattern, str(args.corpus)])
-    cmd = [sys.executable, __file__, "--child", "--corpus", str(args.corpus)]
-    if args.jobs is not None:
-        cmd += ["--jobs", str(args.jobs)]
-    if args.no_grep:
-        cmd += ["--no-grep"]
-    h_wall, h_rss, h_err = _timed(cmd)
-    i_wall, _, _ = _timed([sys.executable, "-c", "import hanglens.ingest, hanglens.parsers"])
-    cli = str(Path(sys.executable).with_name("hanglens"))
-    a_wall, a_rss, _ = _timed([cli, "analyze", "--format", "json", str(args.corpus)])
-    s_wall, s_rss, _ = _timed([cli, "analyze", "--format", "json", str(SMALL_JOB)])
-    print(f"corpus   {args.corpus}  {size / (1 << 20):.0f} MiB  cores {os.cpu_count()}")
-    note = " (stand-in list: the registered parsers declare none)" if stand_in else ""
-    print(f"triggers {len(lits)} literals{note}")
-    print(f"grep -rE   wall {g_wall:7.2f} s   peak RSS {g_rss / 1024:7.1f} MiB")
-    said = h_err.splitlines()[-1] if h_err else ""
-    print(f"hanglens   wall {h_wall:7.2f} s   peak RSS {h_rss / 1024:7.1f} MiB   ({said})")
-    print(f"  of which `import hanglens.ingest` {i_wall:.2f} s")
-    print(f"ratio      wall {h_wall / max(g_wall, 1e-3):7.2f} x   (target <= 2.0 x, peak RSS <= 200 MiB)")
-    print(f"analyze    wall {a_wall:7.2f} s   peak RSS {a_rss / 1024:7.1f} MiB  (whole pipeline)")
-    print(f"analyze    wall {s_wall:7.2f} s   peak RSS {s_rss / 1024:7.1f} MiB  (small job {SMALL_JOB.name})")
+    for res in results:
+        print(f"{res['corpus']}: {res['mib']} MiB in {res['files']} files")
+        for r in res["runs"]:  # type: ignore[attr-defined]
+            print(f"  grep -rE {r['grep_s']:7.2f} s | analyze {r['analyze_s']:7.2f} s = {r['ratio']:6.1f}x grep"
+                  f" | peak summed RSS {r['peak_mib']:7.1f} MiB ({r['procs']} processes at most)"
+                  f" | verdict {'OK' if r['verdict_ok'] else 'WRONG'}: {r['verdict']}")
 
 
 if __name__ == "__main__":

@@ -5,22 +5,104 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperArgument, TyperGroup
 
-from hanglens import api
-from hanglens.errors import HanglensError
+try:  # typer >= 0.20 parses with its own copy of click; its exceptions are the ones raised
+    from typer import _click as click
+except ImportError:  # pragma: no cover - older typer uses click itself
+    import click  # type: ignore[no-redef]
+
+from hanglens.errors import HanglensError, UsageError
+from hanglens.report._common import term_text
+
+if TYPE_CHECKING:
+    from hanglens import api
+else:
+
+    class _LazyApi:
+        """`hanglens.api` imported on first use: `--version` and `--help` do not pay for the reader."""
+
+        def __getattr__(self, name: str) -> Any:
+            from hanglens import api as module
+
+            return getattr(module, name)
+
+    api = _LazyApi()
 
 EXIT_OK = 0  # verdict reached / command succeeded
 EXIT_INCONCLUSIVE = 1  # analysed, but no rule explained the failure; scan: some jobs could not be analysed
 EXIT_ERROR = 2  # usage, input or rule error (one line on stderr)
 EXIT_INTERRUPTED = 130
 
+
+class _PlainArgument(TyperArgument):
+    """A positional argument shown as `PATH...` in usage and help, without a `<list[Path]>` type."""
+
+    def _usage_display_name(self) -> str:
+        name = self.metavar or (self.name or "").upper()
+        if self.nargs != 1 and not name.endswith("..."):
+            name += "..."
+        return name if self.required else f"[{name}]"
+
+    def display_type_rich(self, ctx: click.Context) -> str | None:
+        return None
+
+
+def _plain(cmd: click.Command | None) -> click.Command | None:
+    for p in getattr(cmd, "params", []):
+        if isinstance(p, TyperArgument) and not isinstance(p, _PlainArgument):
+            p.__class__ = _PlainArgument
+    return cmd
+
+
+class _Group(TyperGroup):
+    """Plain help (flags shown as flags) and one-line usage errors: `hanglens: problem (see ... --help)`."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return _plain(super().get_command(ctx, cmd_name))
+
+    def main(  # type: ignore[override]
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            rv = super().main(
+                args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra
+            )
+        except click.ClickException as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # `hanglens` alone: the help, as click shows it
+                exc.show()
+                return _exit(exc.exit_code, standalone_mode)
+            ctx = getattr(exc, "ctx", None)
+            where = ctx.command_path if ctx is not None else "hanglens"
+            click.echo(f"hanglens: {term_text(exc.format_message())} (see `{where} --help`)", err=True)
+            rv = exc.exit_code
+        except typer.Abort:
+            click.echo("hanglens: interrupted", err=True)
+            rv = EXIT_INTERRUPTED
+        return _exit(rv, standalone_mode)
+
+
+def _exit(rv: Any, standalone_mode: bool) -> Any:
+    if not standalone_mode:
+        return rv
+    sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
 app = typer.Typer(
+    cls=_Group,
+    rich_markup_mode=None,
     name="hanglens",
     help="Find the root cause of a hung or failed distributed PyTorch job from the logs it left behind.",
     no_args_is_help=True,
@@ -41,17 +123,44 @@ def _fail(exc: BaseException) -> NoReturn:
     if _state["debug"]:
         raise exc
     if isinstance(exc, HanglensError):
-        typer.echo(f"hanglens: {exc}", err=True)
+        for line in str(exc).splitlines() or [""]:
+            typer.echo(f"hanglens: {term_text(line)}", err=True)
         raise typer.Exit(exc.exit_code)
-    typer.echo(f"hanglens: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", err=True)
+    if isinstance(exc, OSError) and exc.filename is not None:
+        # an input or output the system refused: the path and the reason, not a crash
+        typer.echo(f"hanglens: {term_text(exc.filename)}: {term_text(exc.strerror or exc)}", err=True)
+        raise typer.Exit(EXIT_ERROR)
+    typer.echo(
+        f"hanglens: internal error: {type(exc).__name__}: {term_text(exc)} (rerun with --debug)", err=True
+    )
     raise typer.Exit(EXIT_ERROR)
+
+
+def _check_output(path: Path | None, flag: str) -> None:
+    """Refuse an output path that cannot be written before any work is done (exit 2, one line)."""
+    if path is None:
+        return
+    shown = term_text(path)
+    if path.is_dir():
+        raise UsageError(f"cannot write {shown}: it is a folder", hint=f"give {flag} a file name")
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(f"cannot write {shown}: no such folder {term_text(parent)}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write {shown}: permission denied on {term_text(parent)}")
+
+
+def _save(path: Path, text: str) -> None:
+    """Write a report; the text is already UTF-8-safe, a stray surrogate is escaped rather than fatal."""
+    with open(path, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as fh:
+        fh.write(text)
 
 
 def _write(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
     else:
-        output.write_text(text, encoding="utf-8")
+        _save(output, text)
 
 
 def _version(value: bool) -> None:
@@ -75,7 +184,8 @@ def main(
 
 
 Paths = Annotated[
-    list[Path], typer.Argument(help="Log files, folders, globs or archives.", show_default=False)
+    list[Path],
+    typer.Argument(metavar="PATH...", help="Log files, folders, globs or archives.", show_default=False),
 ]
 
 
@@ -109,7 +219,9 @@ def _limits(items: list[str] | None, **extra: Any) -> Any:
 RulesDirs = Annotated[
     list[Path] | None,
     typer.Option(
-        "--rules", help="Folder of extra rules (repeatable); a rule with a built-in id replaces it."
+        "--rules",
+        metavar="DIR",
+        help="Folder of extra rules (repeatable); a rule with a built-in id replaces it.",
     ),
 ]
 
@@ -119,16 +231,17 @@ def analyze(
     paths: Paths,
     rules: RulesDirs = None,
     fmt: Annotated[
-        AnalyzeFmt, typer.Option("--format", "-f", help="Output on stdout (or --output).")
+        AnalyzeFmt,
+        typer.Option("--format", "-f", metavar="text|json", help="Output on stdout (or --output)."),
     ] = AnalyzeFmt.text,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the --format output here.")
+        Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the --format output here.")
     ] = None,
     html: Annotated[
-        Path | None, typer.Option("--html", help="Also write a self-contained HTML report.")
+        Path | None, typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML report.")
     ] = None,
     markdown: Annotated[
-        Path | None, typer.Option("--markdown", help="Also write a Markdown summary.")
+        Path | None, typer.Option("--markdown", metavar="FILE", help="Also write a Markdown summary.")
     ] = None,
     redact_: Annotated[
         bool,
@@ -150,6 +263,8 @@ def analyze(
     for d in rules or []:
         argv += ["--rules", str(d)]
     try:
+        for path, flag in ((output, "--output"), (html, "--html"), (markdown, "--markdown")):
+            _check_output(path, flag)
         analysis = api.analyze(
             [str(p) for p in paths], rules_dirs=[str(d) for d in rules or []], command=" ".join(argv),
             limits=limits,
@@ -158,9 +273,9 @@ def analyze(
         if redact_:
             doc = redact(doc)
         if html is not None:
-            html.write_text(render_html(doc), encoding="utf-8")
+            _save(html, render_html(doc))
         if markdown is not None:
-            markdown.write_text(render_markdown(doc), encoding="utf-8")
+            _save(markdown, render_markdown(doc))
         if fmt is AnalyzeFmt.json:
             _write(render_json(doc), output)
         else:
@@ -185,9 +300,10 @@ def _read(paths: list[Path], limit: list[str] | None = None) -> Any:
         _fail(exc)
 
 
-def _event_row(e: Any) -> dict[str, Any]:
+def _event_row(e: Any, file_rank: dict[str, int]) -> dict[str, Any]:
     return {
-        "rank": e.rank,
+        # a line without a rank of its own belongs to its file's rank, as in `inputs` and `analyze`
+        "rank": e.rank if e.rank is not None else file_rank.get(e.ref.path),
         "host": e.host,
         "time": e.time,
         "kind": e.kind,
@@ -199,21 +315,64 @@ def _event_row(e: Any) -> dict[str, Any]:
     }
 
 
+def _json(doc: Any) -> str:
+    """Readable JSON; a file name that is not UTF-8 (a lone surrogate) falls back to `\\u` escapes."""
+    text = json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(doc, indent=1, sort_keys=True)
+    return text + "\n"
+
+
+def _known_kinds() -> list[str]:
+    from hanglens.parsers import event_catalog
+
+    return sorted(set(event_catalog()))
+
+
+def _time_text(t: Any) -> str:
+    from hanglens.document import time_text
+
+    return (time_text(t) or "-") if isinstance(t, (int, float)) else "-"
+
+
 @app.command()
 def events(
     paths: Paths,
-    fmt: Annotated[Fmt, typer.Option("--format", "-f", help="Output format.")] = Fmt.text,
-    kind: Annotated[list[str] | None, typer.Option("--kind", "-k", help="Only these event kinds.")] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here, not stdout.")] = None,
+    fmt: Annotated[
+        Fmt, typer.Option("--format", "-f", metavar="text|json|csv", help="Output format.")
+    ] = Fmt.text,
+    kind: Annotated[
+        list[str] | None,
+        typer.Option("--kind", "-k", metavar="KIND", help="Only these event kinds (repeatable)."),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write here, not stdout.")
+    ] = None,
     limit: LimitOpts = None,
 ) -> None:
-    """Every event read from the logs: rank, host, time, kind, key fields, source path:line."""
+    """Every event read from the logs: source path:line, rank, host, time, kind, key fields."""
+    known = _known_kinds()
+    unknown = sorted(set(kind or []) - set(known))
+    if unknown:
+        _fail(
+            UsageError(
+                f"unknown event kind {', '.join(term_text(k) for k in unknown)}",
+                hint="known kinds: " + ", ".join(known),
+            )
+        )
+    try:
+        _check_output(output, "--output")
+    except HanglensError as exc:
+        _fail(exc)
     ing = _read(paths, limit)
     evs = [e for e in ing.events if not kind or e.kind in kind]
-    rows = [_event_row(e) for e in evs]
+    file_rank = {f.path: f.ranks[0] for f in ing.files if len(f.ranks) == 1}
+    rows = [_event_row(e, file_rank) for e in evs]
     if fmt is Fmt.json:
         doc = {"events": rows, "skipped": [{"path": s.path, "reason": s.reason} for s in ing.skipped]}
-        _write(json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n", output)
+        _write(_json(doc), output)
     elif fmt is Fmt.csv:
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
@@ -222,31 +381,38 @@ def events(
             w.writerow(
                 [
                     r["rank"],
-                    r["host"],
+                    term_text(r["host"] or ""),
                     r["time"],
                     r["kind"],
-                    r["path"],
+                    term_text(r["path"]),
                     r["line"],
-                    json.dumps(r["fields"], sort_keys=True, ensure_ascii=False),
-                    r["text"],
+                    term_text(json.dumps(r["fields"], sort_keys=True, ensure_ascii=False)),
+                    term_text(r["text"]),
                 ]
             )
         _write(buf.getvalue(), output)
     else:
         out = []
         for r in rows:
-            fields = " ".join(f"{k}={v}" for k, v in sorted(r["fields"].items()) if v not in (None, "", []))
+            fields = " ".join(
+                f"{k}={term_text(v)}" for k, v in sorted(r["fields"].items()) if v not in (None, "", [])
+            )
             rank = "-" if r["rank"] is None else str(r["rank"])
-            out.append(f"{r['path']}:{r['line']}\trank {rank}\t{r['kind']}\t{fields}")
+            out.append(
+                f"{term_text(r['path'])}:{r['line']}\trank {rank}\t{term_text(r['host'] or '-')}\t"
+                f"{_time_text(r['time'])}\t{r['kind']}\t{fields}"
+            )
         for s in ing.skipped:
-            out.append(f"skipped {s.path}: {s.reason}")
+            out.append(f"skipped {term_text(s.path)}: {term_text(s.reason)}")
         _write("\n".join(out) + ("\n" if out else ""), output)
 
 
 @app.command()
 def inputs(
     paths: Paths,
-    fmt: Annotated[Fmt, typer.Option("--format", "-f", help="Output format (text or json).")] = Fmt.text,
+    fmt: Annotated[
+        Fmt, typer.Option("--format", "-f", metavar="text|json", help="Output format.")
+    ] = Fmt.text,
     limit: LimitOpts = None,
 ) -> None:
     """The files read (ranks, hosts, streams, lines, events) and the inputs skipped, with reasons."""
@@ -269,22 +435,22 @@ def inputs(
     ]
     skipped = [{"path": s.path, "reason": s.reason} for s in ing.skipped]
     if fmt is Fmt.json:
-        _write(json.dumps({"files": files, "skipped": skipped}, indent=1, sort_keys=True) + "\n", None)
+        _write(_json({"files": files, "skipped": skipped}), None)
         return
     lines = []
     for f in files:
         ranks = ",".join(map(str, f["ranks"])) or "-"
-        hosts = ",".join(f["hosts"]) or "-"
+        hosts = term_text(",".join(f["hosts"])) or "-"
         lr = "-" if f["local_rank"] is None else f["local_rank"]
         attempt = "-" if f["attempt"] is None else f["attempt"]
         lines.append(
-            f"{f['path']}\t{f['size']} B\t{f['lines']} lines\t{f['events']} events\t"
+            f"{term_text(f['path'])}\t{f['size']} B\t{f['lines']} lines\t{f['events']} events\t"
             f"ranks {ranks}\thosts {hosts}\tlocal_rank {lr}\tattempt {attempt}\t"
             f"stream {f['stream'] or '-'}"
         )
-        lines.extend(f"\tnote: {n}" for n in f["notes"])
+        lines.extend(f"\tnote: {term_text(n)}" for n in f["notes"])
     for s in skipped:
-        lines.append(f"skipped\t{s['path']}\t{s['reason']}")
+        lines.append(f"skipped\t{term_text(s['path'])}\t{term_text(s['reason'])}")
     _write("\n".join(lines) + ("\n" if lines else ""), None)
 
 
@@ -296,21 +462,27 @@ class Engine(str, Enum):
 @app.command()
 def scan(
     roots: Annotated[
-        list[Path], typer.Argument(help="Folders (or archives) holding job logs.", show_default=False)
+        list[Path],
+        typer.Argument(metavar="ROOT...", help="Folders (or archives) holding job logs.", show_default=False),
     ],
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Output folder (tables, reports, index.html, cache).")
+        Path,
+        typer.Option(
+            "--out", "-o", metavar="DIR", help="Output folder (tables, reports, index.html, cache)."
+        ),
     ],
     jobs: Annotated[
-        int | None, typer.Option("--jobs", "-j", help="Worker processes [default: cores].")
+        int | None, typer.Option("--jobs", "-j", metavar="N", help="Worker processes [default: cores].")
     ] = None,
     engine: Annotated[
-        Engine, typer.Option("--engine", help="local process pool, or dask.distributed.")
+        Engine,
+        typer.Option("--engine", metavar="local|dask", help="local process pool, or dask.distributed."),
     ] = Engine.local,
     scheduler: Annotated[
         str | None,
         typer.Option(
             "--scheduler",
+            metavar="ADDR",
             help="dask scheduler address (tcp://host:port); without it a LocalCluster on "
             "127.0.0.1. Workers must see the job paths under the same names (a shared filesystem).",
         ),
@@ -319,6 +491,7 @@ def scan(
         str | None,
         typer.Option(
             "--job-glob",
+            metavar="PATTERN",
             help="Glob relative to each ROOT naming the job folders/archives "
             "(e.g. '*/job_*' or '**/*.tar.gz'), instead of the default rule.",
         ),
@@ -326,11 +499,13 @@ def scan(
     since: Annotated[
         str | None,
         typer.Option(
-            "--since", help="Only jobs with a file modified since DATE (YYYY-MM-DD[THH:MM], local time)."
+            "--since",
+            metavar="DATE",
+            help="Only jobs with a file modified since DATE (YYYY-MM-DD[THH:MM], local time).",
         ),
     ] = None,
     rules: Annotated[
-        list[Path] | None, typer.Option("--rules", help="Extra rules folder (repeatable).")
+        list[Path] | None, typer.Option("--rules", metavar="DIR", help="Extra rules folder (repeatable).")
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Ignore the cache: analyse every job again.")
@@ -366,8 +541,11 @@ def scan(
     limits = _limits(limit, job_deadline_s=job_timeout)
 
     done: list[ScanSummary] = []
+    for root in roots:
+        if not root.exists():
+            _fail(UsageError(f"{term_text(root)}: no such file or folder", hint="nothing was written"))
     try:
-        api.scan(
+        table = api.scan(
             [str(r) for r in roots],
             out=str(out),
             jobs=jobs,
@@ -383,7 +561,7 @@ def scan(
         )
     except KeyboardInterrupt:
         n = done[0].analysed + done[0].cached if done else 0
-        typer.echo(f"hanglens: interrupted; {out} holds the {n} jobs that completed", err=True)
+        typer.echo(f"hanglens: interrupted; {term_text(out)} holds the {n} jobs that completed", err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except Exception as exc:
         _fail(exc)
@@ -391,14 +569,31 @@ def scan(
     parquet = f" (jobs.parquet skipped: {s.parquet})" if s.parquet else ""
     typer.echo(
         f"scanned {s.jobs} jobs: {s.analysed} analysed, {s.cached} from cache, {s.errors} could not "
-        f"be analysed, {len(s.skipped)} paths skipped -> {out / 'index.html'}{parquet}",
+        f"be analysed, {len(s.skipped)} paths skipped -> {term_text(out / 'index.html')}{parquet}",
         err=True,
     )
+    for line in _category_summary(table):
+        typer.echo(line, err=True)
     if s.jobs == 0:
-        typer.echo(f"hanglens: no jobs found under {', '.join(map(str, roots))}", err=True)
+        typer.echo(f"hanglens: no jobs found under {', '.join(term_text(r) for r in roots)}", err=True)
         raise typer.Exit(EXIT_ERROR)
     if s.errors:
         raise typer.Exit(EXIT_INCONCLUSIVE)
+
+
+def _category_summary(table: Any) -> list[str]:
+    """Jobs per category, most first, e.g. `  12  control_flow_divergence  Control-flow divergence`."""
+    from hanglens.report._common import CATEGORY_TITLES
+
+    if table is None or not len(table) or "category" not in table:
+        return []
+    counts = table["category"].fillna("(not analysed)").value_counts()
+    rows = sorted(counts.items(), key=lambda kv: (-int(kv[1]), str(kv[0])))
+    width = max(len(str(int(n))) for _, n in rows)
+    return ["jobs per category:"] + [
+        f"  {int(n):>{width}}  {term_text(cat)}  {CATEGORY_TITLES.get(str(cat), '')}".rstrip()
+        for cat, n in rows
+    ]
 
 
 # -- hanglens rules: list, check, test, explain --------------------------------------------------------
@@ -431,7 +626,7 @@ def _rules_or_fail(dirs: list[Path] | None) -> list[Any]:
 
 def _rule_problems(problems: list[str]) -> NoReturn:
     for problem in problems:
-        typer.echo(problem, err=True)
+        typer.echo(term_text(problem), err=True)
     typer.echo(f"hanglens: {len(problems)} rule problem(s)", err=True)
     raise typer.Exit(EXIT_ERROR)
 
@@ -447,10 +642,10 @@ def rules_list(rules: RuleDirs = None) -> None:
 
         table = Table("id", "category", "confidence", "title")
         for row in rows:
-            table.add_row(*row)
-        Console().print(table)
+            table.add_row(*(term_text(x) for x in row))
+        Console(markup=False, emoji=False, highlight=False).print(table)
     else:
-        _write("".join("\t".join(row) + "\n" for row in rows), None)
+        _write("".join("\t".join(term_text(x) for x in row) + "\n" for row in rows), None)
 
 
 @rules_app.command("check")
@@ -491,7 +686,7 @@ def rules_test(
     for res in results:
         if res.outcome is not Outcome.PASSED or verbose:
             note = f": {res.message}" if res.message else ""
-            typer.echo(f"{res.outcome.value.upper():6} {res.test_id}{note}")
+            typer.echo(term_text(f"{res.outcome.value.upper():6} {res.test_id}{note}"))
     typer.echo(summary(results))
     if any(r.outcome is Outcome.FAILED for r in results):
         raise typer.Exit(EXIT_INCONCLUSIVE)
@@ -514,7 +709,7 @@ def rules_explain(
         close = difflib.get_close_matches(rule_id, sorted(loaded), n=1)
         _fail(
             UsageError(
-                f"no rule '{rule_id}'",
+                f"no rule '{term_text(rule_id)}'",
                 hint=f"did you mean '{close[0]}'?" if close else "see `hanglens rules list`",
             )
         )
@@ -548,7 +743,7 @@ def rules_explain(
         culprits = f" culprits {t.culprits}" if t.culprits is not None else ""
         todo = " [todo]" if t.status.value == "todo" else ""
         out.append(f"  - {t.name}: expect {t.expect.value}{culprits}{todo} ({t.fixture or 'inline logs'})")
-    _write("\n".join(out) + "\n", None)
+    _write("\n".join(term_text(line) for line in out) + "\n", None)
 
 
 DEMO_REPORT = "hanglens-demo-report.html"
@@ -556,9 +751,9 @@ DEMO_REPORT = "hanglens-demo-report.html"
 
 @app.command()
 def demo(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the report into.")] = Path(
-        "."
-    ),
+    output: Annotated[
+        Path, typer.Option("--output", "-o", metavar="DIR", help="Folder to write the report into.")
+    ] = Path("."),
 ) -> None:
     """Analyse a bundled real job (rank 2 skips an all_reduce) and write hanglens-demo-report.html."""
     from importlib import resources
@@ -570,7 +765,7 @@ def demo(
             doc = api.analyze([job], command="hanglens demo").to_dict()
         output.mkdir(parents=True, exist_ok=True)
         target = output / DEMO_REPORT
-        target.write_text(render_html(doc), encoding="utf-8")
+        _save(target, render_html(doc))
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except Exception as exc:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -54,9 +56,23 @@ def clean(value: Any) -> Any:
         if math.isnan(value) or math.isinf(value):
             return None
         return round(value, 6)
-    if isinstance(value, (bool, int, str)):
+    if isinstance(value, str):
+        return _utf8(value)
+    if isinstance(value, (bool, int)):
         return value
-    return str(value)
+    return _utf8(str(value))
+
+
+def _utf8(s: str) -> str:
+    """A file name that is not valid UTF-8 arrives surrogate-escaped: show its bytes as `\\xNN`."""
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        try:
+            return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:
+            return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def time_text(t: float | None) -> str | None:
@@ -97,8 +113,8 @@ def _ranks_section(tables: Tables, culprits: set[int], victims: set[int]) -> lis
             st = "victim"
         elif st in ("crashed", "hung"):
             st = "failed"
-        elif st == "victim":
-            st = "victim"
+        elif st == "ok" and r.get("exitcode") not in (None, 0):
+            st = "failed"  # the launcher saw it die (exit code or signal), whatever its own log says
         out.append(
             {
                 "rank": rank,
@@ -108,6 +124,8 @@ def _ranks_section(tables: Tables, culprits: set[int], victims: set[int]) -> lis
                 "last_seq": dict(sorted(last_seq.get(rank, {}).items())),
                 "first_error_time": r["first_error_time"],
                 "first_error": first_err.get(rank),
+                "exitcode": r.get("exitcode"),
+                "signal": r.get("signal"),
             }
         )
     return out
@@ -179,11 +197,18 @@ def _versions(tables: Tables) -> dict[str, Any]:
     }
 
 
+# torchrun's own summary of a failure (the ChildFailedError traceback and its "FAILED" banner) repeats
+# what the workers' events already say; it is not an error line that no rule explained.
+_LAUNCHER_LINE = re.compile(
+    r"ChildFailedError|elastic\.multiprocessing\.errors|^\s*\S+ FAILED\s*$|^\s*(?:Root Cause|Failures):"
+)
+
+
 def _unexplained(events: Sequence[Event], cited: set[SourceRef]) -> list[dict[str, Any]]:
     explained = {e.ref for e in events if e.kind != "error_line"} | cited
     groups: dict[str, list[Event]] = defaultdict(list)
     for e in events:
-        if e.kind == "error_line" and e.ref not in explained:
+        if e.kind == "error_line" and e.ref not in explained and not _LAUNCHER_LINE.search(e.text):
             groups[str(e.get("template") or e.text[:120])].append(e)
     out: list[dict[str, Any]] = []
     for template, evs in groups.items():
@@ -202,13 +227,38 @@ def _unexplained(events: Sequence[Event], cited: set[SourceRef]) -> list[dict[st
     return out[:UNEXPLAINED_LIMIT]
 
 
+# Verdicts that name a cause which is not a hang: after them, advice about catching a hang (stacks while
+# it hangs, the flight recorder, collective fingerprints) would send the user after the wrong problem.
+_NOT_A_HANG = frozenset(
+    {
+        Category.OOM,
+        Category.CUDA_ERROR,
+        Category.ILLEGAL_MEMORY_ACCESS,
+        Category.RANK_CRASH,
+        Category.DATALOADER_CRASH,
+        Category.NCCL_INIT_FAILURE,
+        Category.VERSION_MISMATCH,
+        Category.RENDEZVOUS_FAILURE,
+        Category.NETWORK_TRANSPORT,
+        Category.DDP_UNUSED_PARAMETERS,
+    }
+)
+
+
 def _collect_next(
-    tables: Tables, files: Sequence[InputFile], verdict_conf: str, engine_collect: Sequence[str]
+    tables: Tables,
+    files: Sequence[InputFile],
+    verdict_conf: str,
+    engine_collect: Sequence[str],
+    category: str = "unknown",
 ) -> list[str]:
     """What to turn on for the rerun, tailored to what this job's logs lacked."""
     out: list[str] = list(engine_collect)
     evs = tables.events
     kinds = {e.kind for e in evs}
+    explained = verdict_conf == "high" and category in {c.value for c in _NOT_A_HANG}
+    if explained:
+        kinds = kinds - {"hang_detected"}
     ranks_with_logs = {e.rank for e in evs if e.rank is not None}
     if tables.world_size and len(ranks_with_logs) < tables.world_size:
         out.append(
@@ -233,7 +283,8 @@ def _collect_next(
             "TORCH_NCCL_DUMP_ON_TIMEOUT=1` (dumps every rank's last collectives on a timeout; analyse with "
             "`torchfrtrace`)."
         )
-    if "hang_detected" in kinds or verdict_conf == "low":
+    crashed = bool(kinds & {"exception", "cuda_error", "oom", "worker_failed", "child_failed"})
+    if "hang_detected" in kinds or (verdict_conf == "low" and not explained and not crashed):
         out.append(
             "While it hangs, take stacks of every rank: `py-spy dump --pid <PID> > pyspy-rank<N>.txt` (add "
             "`--native` for C++ frames) and give the files to hanglens with the logs: a rank stuck in a "
@@ -264,6 +315,130 @@ def _collect_next(
     return uniq
 
 
+def _duration(ms: Any) -> str:
+    if not isinstance(ms, (int, float)) or ms <= 0:
+        return ""
+    sec = ms / 1000
+    if sec >= 3600 and sec % 3600 == 0:
+        return f"{sec / 3600:.0f} h"
+    if sec >= 60:
+        return f"{sec / 60:.0f} min" if sec % 60 == 0 else f"{sec / 60:.1f} min"
+    return f"{sec:g} s"
+
+
+def _ranks_text(ranks: Sequence[int]) -> str:
+    from hanglens.report._common import rank_list
+
+    return ("rank " if len(ranks) == 1 else "ranks ") + rank_list(ranks)
+
+
+_STACKS = (
+    "take stacks of every rank while it hangs (`py-spy dump --pid <PID> > pyspy-rank<N>.txt`) and rerun "
+    "with `TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1` so each rank records its last "
+    "collectives"
+)
+
+
+def _observed(tables: Tables, file_rank: dict[str, int]) -> dict[str, str] | None:
+    """What kind of failure the facts show when no rule explains it: a headline and the advice that follows.
+
+    Built from the events the analysis already has (timeouts with their collective, sequence number and
+    timeout; the first own error; the launcher's exit codes), never from a rule.
+    """
+    # an event without a rank of its own belongs to its file's rank, as everywhere else in the report
+    evs = [
+        e if e.rank is not None or e.ref.path not in file_rank else replace(e, rank=file_rank[e.ref.path])
+        for e in tables.events
+    ]
+    hangs = [e for e in evs if e.kind == "hang_detected" and e.rank is not None]
+    all_ranks = sorted(tables.ranks)
+    if hangs:
+        coll = [e for e in hangs if e.get("op") and e.get("seq") is not None]
+        if coll:
+            key = Counter((str(e.get("pg") or "0"), e.get("seq"), str(e.get("op"))) for e in coll)
+            (pg, seq, op), _ = key.most_common(1)[0]
+            same = [
+                e for e in coll if (str(e.get("pg") or "0"), e.get("seq"), str(e.get("op"))) == (pg, seq, op)
+            ]
+            ranks = sorted({e.rank for e in same if e.rank is not None})
+            after = _duration(next((e.get("timeout_ms") for e in same if e.get("timeout_ms")), None))
+            quiet = [r for r in all_ranks if r not in {e.rank for e in hangs}]
+            headline = (
+                f"{op} #{seq} (process group {pg}) timed out{' after ' + after if after else ''} on "
+                f"{_ranks_text(ranks)}; culprit not determined"
+            )
+            step = f"Find the rank that never reached {op} #{seq}: " + (
+                f"{_ranks_text(quiet)} reported no timeout, so read their last lines first."
+                if quiet
+                else f"{_STACKS}."
+            )
+            return {"headline": headline, "first_step": step}
+        detector = Counter(str(e.get("detector") or "") for e in hangs).most_common(1)[0][0]
+        ranks = sorted({e.rank for e in hangs if e.rank is not None})
+        what = {
+            "dataloader": "The DataLoader timed out waiting for a batch",
+            "store": "A wait on the rendezvous store timed out",
+            "heartbeat_monitor": "The NCCL watchdog stopped responding",
+            "monitored_barrier": "A monitored barrier timed out",
+        }.get(detector, "A collective timed out")
+        return {
+            "headline": f"{what} on {_ranks_text(ranks)}; culprit not determined",
+            "first_step": f"Find what the other ranks did while {_ranks_text(ranks)} waited: {_STACKS}.",
+        }
+    status = tables.fact("rank_status")
+    dead = (
+        [r for r in records(status) if r.get("signal") or r.get("exitcode") not in (None, 0)]
+        if len(status)
+        else []
+    )
+    own = [
+        e
+        for e in evs
+        if e.kind in ("exception", "cuda_error", "oom", "nccl_error", "nccl_warn") and e.rank is not None
+    ]
+    if own:
+        first = min(own, key=lambda e: (e.time is None, e.time or 0.0, e.ref.path, e.ref.line))
+        what = str(
+            first.get("exc_type")
+            or {
+                "exception": "A Python exception",
+                "cuda_error": "A CUDA error",
+                "oom": "Out of memory",
+                "nccl_error": "An NCCL error",
+                "nccl_warn": "An NCCL warning",
+            }.get(first.kind, first.kind)
+        )
+        ranks = sorted({e.rank for e in own if e.rank is not None and e.kind == first.kind})
+        return {
+            "headline": f"{what} on {_ranks_text(ranks)}; culprit not determined",
+            "first_step": (
+                f"Read the first error of rank {first.rank} ({first.ref.path}:{first.ref.line}) and the "
+                "lines before it: it is the earliest error in the logs; the other ranks' errors may only "
+                "follow from it."
+            ),
+        }
+    if dead:
+        sig = [r for r in dead if r.get("signal")]
+        rows = sig or dead
+        how = (
+            f"killed by {rows[0]['signal']}"
+            if sig and all(r.get("signal") == rows[0]["signal"] for r in sig)
+            else "exited with an error"
+        )
+        ranks = sorted(int(r["rank"]) for r in rows if r.get("rank") is not None)
+        step = (
+            "Check the host's kernel log (`dmesg -T`) for the out-of-memory killer or an operator's kill."
+            if "SIGKILL" in how
+            else "Read the last lines each of these ranks wrote before it died; enable "
+            "`PYTHONFAULTHANDLER=1` for the rerun so a crash prints its stack."
+        )
+        return {
+            "headline": f"{_ranks_text(ranks).capitalize()} {how}; culprit not determined",
+            "first_step": step,
+        }
+    return None
+
+
 def build_document(
     *,
     tables: Tables,
@@ -282,8 +457,15 @@ def build_document(
     findings = [clean(f.to_dict()) for f in result.findings]
     refs = sorted({SourceRef(ev["path"], ev["line"]) for f in findings for ev in f.get("evidence", [])})
     ctx = context(refs) if context and refs else {}
+    file_rank = {f.path: f.ranks[0] for f in files if len(f.ranks) == 1}
+    file_host = {f.path: f.hosts[0] for f in files if len(f.hosts) == 1}
     for f in findings:
         for ev in f.get("evidence", []):
+            # one attribution everywhere: a line of a file that belongs to one rank is that rank's line
+            if ev.get("rank") is None and ev.get("path") in file_rank:
+                ev["rank"] = file_rank[ev["path"]]
+            if not ev.get("host") and ev.get("path") in file_host:
+                ev["host"] = file_host[ev["path"]]
             ev["time_text"] = time_text(ev.get("time"))
             around = ctx.get(SourceRef(ev["path"], ev["line"]), [])
             ev["context"] = {
@@ -294,6 +476,10 @@ def build_document(
     victims = set(verdict.get("victim_ranks") or [])
     timeline = []
     for r in records(tables.fact("first_failure"))[:TIMELINE_LIMIT]:
+        if r["rank"] is None and r["path"] in file_rank:
+            r["rank"] = file_rank[r["path"]]
+        if not r["host"] and r["path"] in file_host:
+            r["host"] = file_host[r["path"]]
         timeline.append(
             {
                 "time": r["time"],
@@ -328,7 +514,10 @@ def build_document(
         # Nothing failed: there is nothing to debug, so nothing to collect for a rerun.
         "collect_next": []
         if verdict.get("category") == "none"
-        else _collect_next(tables, files, verdict.get("confidence", "low"), engine_collect),
+        else _collect_next(
+            tables, files, verdict.get("confidence", "low"), engine_collect, str(verdict.get("category"))
+        ),
+        "observed": _observed(tables, file_rank) if verdict.get("category") == "unknown" else None,
         "inputs": {
             "files": len(files),
             "bytes": sum(f.size for f in files),

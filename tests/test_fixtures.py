@@ -22,7 +22,7 @@ MAX_TOTAL_BYTES = 2 * 1024 * 1024
 REQUIRED_KEYS = {"scenario", "description", "origin", "torch", "world_size", "injected", "expect"}
 SYNTHETIC_KEYS = {"written_from", "versions"}
 REAL_KEYS = {"generated_by", "launcher", "env", "rewrites"}
-EVENT_KEYS = {"kind", "rank", "fields"}
+EVENT_KEYS = {"kind", "rank", "fields", "known_gap"}  # known_gap: what the reader misses today
 _KIND_ROW = re.compile(r"^\| `(?P<kind>[a-z0-9_]+)` \|[^|]*\|(?P<fields>[^|]*)\|")
 _FIELD = re.compile(r"`([a-z0-9_]+)`")
 
@@ -64,7 +64,14 @@ def _expectations() -> list[Any]:
     for path in TRUTH_FILES:
         for i, want in enumerate(_truth(path)["expect"].get("events") or []):
             rank = f"@{want['rank']}" if "rank" in want else ""
-            params.append(pytest.param(path.parent, want, id=f"{path.parent.name}[{i}]:{want['kind']}{rank}"))
+            # An event the reader is known to miss is a strict xfail: finding it fails loudly until the
+            # truth drops its `known_gap`.
+            marks = [pytest.mark.xfail(strict=True, reason=f"known gap: {want['known_gap']}")] if want.get(
+                "known_gap"
+            ) else []
+            params.append(
+                pytest.param(path.parent, want, id=f"{path.parent.name}[{i}]:{want['kind']}{rank}", marks=marks)
+            )
     return params
 
 

@@ -448,7 +448,8 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             if e.kind != source or e.rank is None or e.rank in first:
                 continue
             if source == "stack_dump":
-                if e.get("thread") != "MainThread" or e.rank in dumped:
+                # `main` is set by the dump parsers (py-spy's "MainThread", faulthandler's module-body stack).
+                if not (e.get("main") or e.get("thread") == "MainThread") or e.rank in dumped:
                     continue
                 dumped.add(e.rank)
             call, user = _blocking_call(e.get("frames") or [])

@@ -621,7 +621,7 @@ def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
     ranks = sorted(run.tables.ranks)
     if _failed(run):
         flagged = sorted(_flagged_ranks(run))
-        who = f" on ranks {template.rank_list(flagged)}" if flagged else ""
+        who = f" on rank{'s' if len(flagged) > 1 else ''} {template.rank_list(flagged)}" if flagged else ""
         return Verdict(category=Category.UNKNOWN, rule_id=None, confidence=Confidence.LOW, culprit_ranks=(),
                        culprit_hosts=(), victim_ranks=tuple(flagged),
                        summary=f"The logs show a failure{who}, but no rule explains it.",

@@ -151,6 +151,17 @@ def _join(value: Any, sep: str = ", ") -> str:
     return sep.join(str(v) for v in _values(value))
 
 
+def _size(value: Any) -> str:
+    """Bytes as PyTorch prints them in an OOM message (`336.00 MiB`, `4.35 GiB`); other values unchanged."""
+    n = _as_int(value)
+    if n is None or n < 0:
+        return "" if value is None else str(value)
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n} bytes"
+
+
 @jinja2.pass_context
 def _hosts(ctx: jinja2.runtime.Context, value: Any) -> list[str]:
     by_rank: Mapping[int, str] = ctx.get("hosts_by_rank") or {}
@@ -161,7 +172,7 @@ def _hosts(ctx: jinja2.runtime.Context, value: Any) -> list[str]:
 MAX_POWER_BITS = 4096  # `a ** b` may build an integer of at most this many bits
 
 
-def _size(value: Any) -> int | None:
+def _length(value: Any) -> int | None:
     """Length of a string or sequence a template could multiply or concatenate, else None."""
     return len(value) if isinstance(value, (str, bytes, list, tuple)) else None
 
@@ -190,11 +201,11 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             raise SecurityError(f"{left} ** {right} is too large (more than {MAX_POWER_BITS} bits)")
         if operator == "*":
             for seq, times in ((left, right), (right, left)):
-                n = _size(seq)
+                n = _length(seq)
                 if n is not None and isinstance(times, int) and n * times > self.max_output:
                     raise self._refuse(f"repeating {n} items {times} times")
         if operator == "+":
-            a, b = _size(left), _size(right)
+            a, b = _length(left), _length(right)
             if a is not None and b is not None and a + b > self.max_output:
                 raise self._refuse(f"joining {a} and {b} items")
         return super().call_binop(context, operator, left, right)
@@ -226,7 +237,7 @@ def environment(max_output: int = DEFAULT_LIMITS.max_template_output) -> Sandbox
     """A fresh sandbox with strict undefined names, the rule filters and bounded operations."""
     env = BoundedSandbox(max_output, undefined=jinja2.StrictUndefined, autoescape=False)
     env.filters.update({"rank_list": rank_list, "first": _first, "min": _min, "max": _max, "count": _count,
-                        "unique": _unique, "join": _join, "hosts": _hosts})
+                        "unique": _unique, "join": _join, "hosts": _hosts, "size": _size})
     env.filters = {name: _bounded_filter(env, fn) for name, fn in env.filters.items()}
     env.globals.pop("namespace", None)  # a namespace lets a loop double a string 60 times
     return env

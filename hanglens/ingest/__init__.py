@@ -17,8 +17,26 @@ from hanglens.ingest import flight
 from hanglens.ingest.attribute import FileEvents, attribute
 from hanglens.ingest.origin import MAX_ERROR_JSON, error_file_event, origin_of
 from hanglens.ingest.prefix import ANSI_RE, strip_prefixes
-from hanglens.ingest.reader import BLOCK, FileResult, Reader, compile_triggers
-from hanglens.ingest.sources import ByteBudget, Head, Locator, Opened, Unit, codec_of, discover, open_unit
+from hanglens.ingest.reader import (
+    BLOCK,
+    UTF16_BOMS,
+    FileResult,
+    Reader,
+    Replay,
+    Utf16ToUtf8,
+    compile_triggers,
+)
+from hanglens.ingest.sources import (
+    ByteBudget,
+    Head,
+    Locator,
+    Opened,
+    ReadableStream,
+    Unit,
+    codec_of,
+    discover,
+    open_unit,
+)
 from hanglens.limits import DEFAULT_LIMITS, Limits
 from hanglens.model import Event, InputFile, Origin, Skipped, SourceRef
 from hanglens.parsers import PARSERS
@@ -245,8 +263,11 @@ def _lines_at(loc: Locator | None, display: str, wanted: set[int]) -> dict[int, 
     for item in open_unit(unit, member=loc.member):
         if isinstance(item, Skipped):
             return found
-        stream = item.stream
+        stream: ReadableStream = item.stream
         data = stream.read(BLOCK)
+        if data.startswith(UTF16_BOMS):
+            stream = Utf16ToUtf8(Replay(data, stream))
+            data = stream.read(BLOCK)
         cr_only = b"\n" not in data[: 1 << 16] and b"\r" in data[: 1 << 16]
         num, carry = 1, b""
         while data and num <= last:

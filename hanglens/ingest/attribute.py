@@ -18,6 +18,7 @@ from hanglens.model import AGENT_EVENT_KINDS, YEARLESS_YEAR, Event, Origin
 YEAR2000 = float(calendar.timegm((YEARLESS_YEAR, 1, 1, 0, 0, 0)))  # yearless stamps are read into this year
 YEAR2001 = float(calendar.timegm((YEARLESS_YEAR + 1, 1, 1, 0, 0, 0)))
 HALF_YEAR = 183 * 86400.0
+DUMP_PARSERS = frozenset({"pyspy"})  # parsers whose `pid` is the dumped process's own
 
 
 @dataclass
@@ -45,7 +46,8 @@ def _unique(pairs: Iterable[tuple[Hashable, int]]) -> dict[Hashable, int]:
 
 
 def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """An integer field's value; ranks, pids and sizes are never negative, so a negative one is None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _node_key(f: FileEvents, e: Event | None) -> tuple[str, ...]:
@@ -113,7 +115,7 @@ def _local_to_global(files: list[FileEvents]) -> None:
         rank = direct.get((key, e.local_rank))
         if rank is None and key in offsets:
             rank = e.local_rank + offsets[key]
-        return e if rank is None else replace(e, rank=rank)
+        return e if rank is None or rank < 0 else replace(e, rank=rank)
 
     _apply(files, fill)
 
@@ -140,11 +142,20 @@ def _nccl_pids(files: list[FileEvents]) -> None:
             if g is not None and pid is not None and isinstance(h, str) and h:
                 pairs.append(((_short(h), pid), g))
     by_pid = _unique(pairs)
+    # A stack dump names its process (`Process <pid>: ...`) but rarely its host: a pid that maps to one
+    # rank across every host of the job is enough, one that two hosts' ranks share is not.
+    by_bare_pid = _unique((k[1], r) for k, r in pairs if isinstance(k, tuple))
 
     def fill(f: FileEvents, e: Event) -> Event:
         if e.rank is not None:
             return e
         host, pid = e.get("nccl_host"), _int(e.get("pid"))
+        if pid is not None and e.parser in DUMP_PARSERS:
+            host = host if isinstance(host, str) else e.host
+            rank = by_pid.get((_short(host), pid)) if host else None
+            if rank is None:
+                rank = by_bare_pid.get(pid)
+            return e if rank is None else replace(e, rank=rank)
         if not isinstance(host, str) or pid is None:
             return e
         rank = by_pid.get((_short(host), pid))

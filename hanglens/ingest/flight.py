@@ -24,8 +24,8 @@ MAX_DUMP = 64 << 20       # bytes; real dumps of a 2000-entry buffer with stacks
 MAX_ENTRIES = 2000        # newest entries read per dump (the default ring-buffer size)
 MAX_FRAMES = 64
 PICKLE_HEADERS = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
-DUMP_NAME_RE = re.compile(r"(?:nccl|comm_lib|fr)_trace_rank_?(?P<rank>\d+)$")
-TRAILING_DIGITS_RE = re.compile(r"(?P<rank>\d+)$")
+DUMP_NAME_RE = re.compile(r"(?:nccl|comm_lib|fr)_trace_rank_?(?P<rank>\d{1,6})$")
+TRAILING_DIGITS_RE = re.compile(r"(?<!\d)(?P<rank>\d{1,6})$")
 # `nccl:all_reduce`, `gloo:_allgather_base`, `nccl:send 0->1`: backend prefix, then the op name.
 _PROFILING_RE = re.compile(r"^(?:[\w-]+:)?(?P<op>[A-Za-z_]\w*)")
 _OP_WORDS = (("all_reduce", "allreduce"), ("all_gather", "allgather"), ("all_to_all", "alltoall"))

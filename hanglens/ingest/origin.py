@@ -10,7 +10,7 @@ from typing import Any
 
 from hanglens.model import Event, Origin, SourceRef
 
-ATTEMPT_RE = re.compile(r"^attempt_(?P<n>\d+)$")
+ATTEMPT_RE = re.compile(r"^attempt_(?P<n>\d{1,6})$")
 LOCAL_DIR_RE = re.compile(r"^\d{1,4}$")
 TORCHRUN_FILE_RE = re.compile(r"^(?:stdout|stderr)\.log$|^error\.json$")
 # `rank3`, `rank_3`, `rank-3`, `worker-3`, `x-rank3.log`, `node0_rank3`; not `rank3x` or `ranking`.

@@ -39,13 +39,13 @@ _STEP = PATTERNS[1][1].pattern.encode() if _PATTERN_NAMES[:2] == ["megatron", "t
 # 2.4-2.9), the optional group captures what `strip_prefixes` and the progress parser would read from
 # it: rank, date and time, milliseconds, and the first step report (`Grep.hits` drops these groups
 # again unless the line is printable ASCII without `poch` or `iteration`).
-_FAST_BODY = (
+FAST_BODY = (
     rb"\[rank(\d{1,6})\]:(?:\[[\w.-]+\] )?((\d{4}-\d\d-\d\d) (?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d)(?:,(\d{3}))?"
     rb" - [\w.<>-]+ - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - [ -~]*?" + _STEP
 ) if _STEP is not None else rb"(?!)()()()()(?P<step>)"
-ROW_RE = re.compile(rb"(\d+):(\d+):((?:" + _FAST_BODY + rb")?[^\n]*)\n")
+ROW_RE = re.compile(rb"(\d+):(\d+):((?:" + FAST_BODY + rb")?[^\n]*)\n")
 ROW_TEXT, ROW_RANK = 3, 4
-_PRINTABLE_RE = re.compile(rb"[ -~]*")
+PRINTABLE_RE = re.compile(rb"[ -~]*")
 assert ROW_RE.groups == 8
 
 
@@ -130,7 +130,7 @@ def _checked(row: Row, max_line: int) -> Row:
     text = row[ROW_TEXT - 1]
     if len(text) > max_line:
         return (*row[:2], text[:max_line], *_NOT_FAST)
-    if row[ROW_RANK - 1] and (b"poch" in text or b"iteration" in text or not _PRINTABLE_RE.fullmatch(text)):
+    if row[ROW_RANK - 1] and (b"poch" in text or b"iteration" in text or not PRINTABLE_RE.fullmatch(text)):
         return (*row[:3], *_NOT_FAST)
     return row
 

@@ -32,18 +32,20 @@ JOURNAL_RE = re.compile(
 )
 SLURM_RE = re.compile(r"^(?:P\d+ )?\s*(?P<task>\d{1,5}): ")
 OPENMPI_RE = re.compile(
-    r"^\[(?P<job>[\w.@-]+),(?P<mpi_rank>\d+)\](?:\[(?P<host>[^:\]]+):\d+\])?"
+    r"^\[(?P<job>[\w.@-]+),(?P<mpi_rank>\d{1,6})\](?:\[(?P<host>[^:\]]+):\d+\])?"
     r"<(?P<stream>stdout|stderr|stddiag)>: ?"
 )
-PDSH_RE = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w-]*(?:\.[\w-]+)*\d[\w.-]*): (?=\S)")
-RAY_RE = re.compile(r"^\((?P<actor>[\w.]+) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:]+))?\) ")
+# A host name has a digit somewhere; the lookahead checks that within the name instead of a backtracking
+# `[\w-]*\d[\w.-]*` (quadratic on a long token).
+PDSH_RE = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|(?=[\w.-]{0,253}\d)[A-Za-z][\w.-]{0,252}): (?=\S)")
+RAY_RE = re.compile(r"^\((?P<actor>[\w.]{1,128}) pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[\w.:]{1,64}))?\) ")
 TORCHX_RE = re.compile(r"^(?P<app>[\w.\-]+)/(?P<replica>\d+) (?=\[)")
-TEE_RE = re.compile(r"^\[(?!rank\d)(?P<role>[A-Za-z_][\w-]*?)(?P<local_rank>\d+)\]:")
-RANK_RE = re.compile(r"\[rank(?P<rank>\d+)\]: ?")
+TEE_RE = re.compile(r"^\[(?!rank\d)(?P<role>[A-Za-z_][\w-]{0,63}?)(?P<local_rank>\d{1,6})\]:")
+RANK_RE = re.compile(r"\[rank(?P<rank>\d{1,6})\]: ?")
 # Training scripts' own rank tags at the start of a message: `[rank 3] step 1`, `[rank3] train: ...`.
 # Only the lower-case user form: `[Rank 3]` is ProcessGroupNCCL's work prefix, which can name a
 # sub-group rank, so the c10d parser reports it as `stated_rank` instead.
-USER_RANK_RE = re.compile(r"^\[rank ?(?P<rank>\d+)\][ :]")
+USER_RANK_RE = re.compile(r"^\[rank ?(?P<rank>\d{1,6})\][ :]")
 LEVEL_WORD_RE = re.compile(r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?=\[)")
 MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
 

@@ -10,12 +10,17 @@ and torchtitan step lines skip the per-line machinery. A physical line is cut at
 
 from __future__ import annotations
 
+import codecs
+import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import IO
 
 from hanglens.ingest.prefilter import (
+    FAST_BODY,
+    PRINTABLE_RE,
     FastPathMismatch,
     FastProgress,
     Grep,
@@ -28,10 +33,13 @@ from hanglens.ingest.prefix import ANSI_RE, Dialect, detect_dialect, strip_prefi
 from hanglens.ingest.sources import ReadableStream
 from hanglens.model import AGENT_EVENT_KINDS, Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
+from hanglens.parsers.progress import ProgressParser
 
 BLOCK = 1 << 22            # bytes searched per regex call
 MAX_LINE = 1 << 20         # a longer physical line is cut here (the rest of it is skipped, and said)
 SAMPLE_LINES = 200         # lines sampled to decide the file's prefix dialect and hard-wrap width
+GREP_MIN_BYTES = 256 << 10  # smaller plain files are scanned in Python (a grep process costs more)
+MAX_SEEN = 1 << 14         # distinct repeated-line keys remembered per file
 PREPARE_BYTES = 1 << 16    # head bytes the dialect, CR-only and hard-wrap decisions are made from
 
 # `[rankN]:` on lines no parser wants still says whose file this is; scanned per block, not per line.
@@ -41,6 +49,16 @@ _WRAP_START_RE = re.compile(
     r"\d{4}-\d\d-\d\d|Traceback|\s+File \"|\w*(?:Error|Exception)\b|\[\d{4}-|\S+:\d+:\d+ \[\d+\] NCCL|"
     r"frame #\d+:|Exception raised from |#\d+ )"
 )
+
+
+# The clock time near the start of a line (the envelope's stamp): two lines equal apart from it are one
+# message printed again (a periodic info line, a retried warning). Bounded look-ahead: linear.
+_STAMP_RE = re.compile(r"^(.{0,48}?)\d\d:\d\d:\d\d(?:[.,]\d{1,9})?")
+
+
+def repeat_key(raw: str) -> str:
+    """`raw` without its first clock time (within its first 48 characters): the key of a repeated line."""
+    return _STAMP_RE.sub(r"\1", raw, count=1)
 
 
 def _trie_pattern(words: list[bytes]) -> bytes:
@@ -71,6 +89,15 @@ def compile_triggers(parsers: Sequence[type[Parser]]) -> re.Pattern[bytes]:
     if not lits:
         return re.compile(b"(?!)")
     return re.compile(_trie_pattern(lits))
+
+
+_FAST_LINE_RE = re.compile(FAST_BODY)
+
+
+@lru_cache(maxsize=8)
+def _other_triggers(parsers: tuple[type[Parser], ...]) -> re.Pattern[bytes]:
+    """Every trigger of a parser other than the progress parser (a step line holding one is not fast)."""
+    return compile_triggers(tuple(p for p in parsers if p is not ProgressParser))
 
 
 @dataclass
@@ -107,7 +134,25 @@ def _wrap_width(sample: list[str]) -> int | None:
     return width if continued >= 0.5 * len(at_width) else None
 
 
-class _Replay:
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+class Utf16ToUtf8:
+    """A UTF-16 stream with a byte-order mark (as Windows tools write logs), read as UTF-8 bytes."""
+
+    def __init__(self, stream: ReadableStream) -> None:
+        self.stream = stream
+        self.decoder = codecs.getincrementaldecoder("utf-16")("replace")
+
+    def read(self, size: int = -1, /) -> bytes:
+        while True:
+            data = self.stream.read(size)
+            text = self.decoder.decode(data, final=not data)
+            if text or not data:
+                return text.encode("utf-8", "replace")
+
+
+class Replay:
     """`head` (already read) followed by the rest of `stream`."""
 
     def __init__(self, head: bytes, stream: ReadableStream) -> None:
@@ -146,18 +191,26 @@ class Reader:
     """Reads one binary stream. A fresh Reader (and fresh parser instances) per input file."""
 
     def __init__(self, path: str, origin: Origin, parser_classes: Sequence[type[Parser]],
-                 triggers: re.Pattern[bytes] | None = None) -> None:
+                 triggers: re.Pattern[bytes] | None = None, reference: bool = False) -> None:
         self.path = path
+        self.reference = reference  # the plain reader: every line parsed, no repeat memo, no fast path
         self.origin = origin
         self.parser_classes = tuple(parser_classes)
         self.parsers = [cls() for cls in parser_classes]
         self.fast: FastProgress | None = None
         self.trig_text = [tuple(cls.triggers) for cls in parser_classes]
         self.triggers = triggers if triggers is not None else compile_triggers(parser_classes)
+        self.others = self.triggers
         self.result = FileResult()
         self.dialect = Dialect()
         self.active: set[int] = set()
         self.envelope_ranks = self.result.envelope_ranks
+        # Lines already fed that gave no event and left every parser idle (and that no parser declaring
+        # `repeats_matter` read): a line equal to one of them apart from its clock time is the same
+        # message again, which gives no event either, so it is not parsed again.
+        self.seen: set[str] = set()
+        self.repeats = 0
+        self.repeat_matters = [cls.repeats_matter for cls in parser_classes]
 
     # -- line level --------------------------------------------------------------------------
     def _handle(self, bline: bytes, num: int) -> None:
@@ -197,18 +250,29 @@ class Reader:
         )
 
     def _segment(self, raw: str, num: int) -> None:
-        if self.fast is not None and self.fast.state:
-            self.fast.sync()
+        key = None
+        if not self.active and not self.reference:
+            key = repeat_key(raw)
+            if key in self.seen:
+                self.repeats += 1
+                return
         line = self._line(raw, num)
-        produced = False
+        produced = fed_repeat = False
         active = self.active
+        fast = self.fast
         for i, parser in enumerate(self.parsers):
             if i not in active and not _has_any(raw, self.trig_text[i]):
                 continue
+            fed_repeat = fed_repeat or self.repeat_matters[i]
+            if fast is not None and fast.state and i == fast.index:
+                # The progress parser gets the step reports the fast path held back before this line
+                # (the other parsers never see them, so they need not wait for it).
+                fast.sync()
             try:
                 out = list(parser.feed(line))
             except Exception as exc:  # a parser bug must not lose the rest of the file
-                self.result.notes.append(f"{parser.name} failed on line {num}: {type(exc).__name__}")
+                why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                self.result.notes.append(f"{parser.name} failed on line {num}: {why[:200]}")
                 out = []
                 self.parsers[i] = type(parser)()
             if out:
@@ -220,6 +284,8 @@ class Reader:
                 active.discard(i)
         if produced:
             self.result.lines_with_events += 1
+        if key is not None and not produced and not active and not fed_repeat and len(self.seen) < MAX_SEEN:
+            self.seen.add(key)
 
     # -- block level -------------------------------------------------------------------------
     def _block(self, block: bytes, lineno: int) -> int:
@@ -251,10 +317,26 @@ class Reader:
             lineno += block.count(b"\n", pos, start)
             end = block.find(b"\n", m.end())
             end = n if end < 0 else end
-            self._handle(block[start:end], lineno + 1)
+            line = block[start:end]
+            if self.fast is None or not self._take_fast(line, lineno + 1):
+                self._handle(line, lineno + 1)
             lineno += 1
             pos = end + 1
         return lineno
+
+    def _take_fast(self, line: bytes, num: int) -> bool:
+        """Give a torchtitan step line to the progress fast path (as the grep path does); False if not one."""
+        m = _FAST_LINE_RE.match(line)
+        if m is None or len(line) > MAX_LINE or b"poch" in line or b"iteration" in line:
+            return False
+        if not PRINTABLE_RE.fullmatch(line) or self.others.search(line) is not None:
+            return False
+        assert self.fast is not None
+        rank = self.fast.take((b"", b"", line, *m.groups()), num)
+        if rank is None:
+            return False
+        self.envelope_ranks.add(rank)
+        return True
 
     def _note_long_lines(self, block: bytes, lineno: int) -> None:
         """Note every line of `block` longer than MAX_LINE (`_handle` cuts them), in line order.
@@ -284,11 +366,21 @@ class Reader:
 
     def read(self, stream: ReadableStream) -> FileResult:
         head = stream.read(BLOCK)
+        if head.startswith(UTF16_BOMS):
+            self.result.notes.append("UTF-16 text (byte-order mark); decoded")
+            stream = Utf16ToUtf8(Replay(head, stream))
+            head = stream.read(BLOCK)
         cr_only, wrap = self._prepare(head[: 1 << 16])
         if wrap:
             self._read_unwrapped(head, stream, wrap)
         else:
+            fast_at = None if self.reference else FastProgress.usable(self.parser_classes)
+            if fast_at is not None:
+                self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line)
+                self.others = _other_triggers(self.parser_classes)
             self._read_blocks(head, stream, cr_only)
+            if self.fast is not None:
+                self.fast.finish()
         self._close()
         return self.result
 
@@ -300,12 +392,16 @@ class Reader:
         The result is the same either way.
         """
         exe = grep_path() if use_grep else None
-        if exe is None:
+        try:
+            small = os.path.getsize(fs_path) < GREP_MIN_BYTES
+        except OSError:
+            small = True
+        if exe is None or small:
             return self.read(stream)
         head = stream.read(PREPARE_BYTES)
         cr_only, wrap = self._prepare(head)
-        if cr_only or wrap:
-            return self.read(_Replay(head, stream))
+        if cr_only or wrap or head.startswith(UTF16_BOMS):
+            return self.read(Replay(head, stream))
         try:
             done = self._read_grep(exe, fs_path)
         except (OSError, FastPathMismatch) as exc:
@@ -401,6 +497,9 @@ class Reader:
         return num
 
     def _close(self) -> None:
+        if self.repeats:
+            self.result.notes.append(f"{self.repeats} lines repeat an earlier line that gave no event (apart "
+                                     "from the clock time); parsed once")
         for parser in self.parsers:
             try:
                 self.result.events.extend(parser.close())

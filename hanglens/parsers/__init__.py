@@ -10,6 +10,7 @@ from hanglens.parsers.dataloader import DataloaderParser
 from hanglens.parsers.ddp import DdpParser
 from hanglens.parsers.elastic import ElasticParser
 from hanglens.parsers.environment import EnvironmentParser
+from hanglens.parsers.faulthandler import FaulthandlerParser
 from hanglens.parsers.gloo import GlooParser
 from hanglens.parsers.nccl import NcclParser
 from hanglens.parsers.progress import ProgressParser
@@ -30,6 +31,7 @@ PARSERS: tuple[type[Parser], ...] = (
     StoreParser,
     TracebackParser,
     PyspyParser,
+    FaulthandlerParser,
     ProgressParser,
     EnvironmentParser,
     CatchallParser,

@@ -46,6 +46,10 @@ class Parser:
     emits: ClassVar[tuple[EventSpec, ...]] = ()
     examples: ClassVar[tuple[Example, ...]] = ()
     near_misses: ClassVar[tuple[str, ...]] = ()
+    # True when the same line printed again later can mean something new to this parser (a progress
+    # report repeated after a restart). Otherwise the reader does not feed again a line equal to an
+    # earlier one apart from its clock time when that one gave no event and left every parser idle.
+    repeats_matter: ClassVar[bool] = False
 
     def feed(self, line: LogLine) -> Iterable[Event]:
         raise NotImplementedError
@@ -73,29 +77,47 @@ class Parser:
         )
 
 
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+MAX_INT_DIGITS = 19  # int64 holds every 18-digit number and some 19-digit ones; 20 digits never fit
+
+
 def to_int(value: str | None) -> int | None:
-    """Parse an int from a regex group, tolerating None and junk (logs never raise)."""
+    """An integer field from a regex group: None for junk and for a number that does not fit int64.
+
+    A number beyond 64 bits is not that field (a pid, sequence number or size no program prints), so
+    it becomes None instead of an int that would overflow a table column later (issue 12, item 9).
+    """
     if value is None:
         return None
-    try:
-        return int(value)
-    except ValueError:
+    text = value.strip()
+    digits = text[1:] if text[:1] in "+-" else text
+    if not 0 < len(digits) <= MAX_INT_DIGITS or not (digits.isascii() and digits.isdigit()):
         return None
+    number = int(text)
+    return number if INT64_MIN <= number <= INT64_MAX else None
+
+
+def to_count(value: str | None) -> int | None:
+    """A field that is never negative (rank, world size, pid, count, size): `to_int`, and None below 0."""
+    number = to_int(value)
+    return number if number is not None and number >= 0 else None
 
 
 def int_list(value: str | None) -> list[int]:
-    """All integers in a text such as `[0, 1, 2]`, `0 1 2` or `1,3`."""
+    """All integers in a text such as `[0, 1, 2]`, `0 1 2` or `1,3`; those beyond int64 are left out."""
     if not value:
         return []
     out: list[int] = []
     num = ""
     for ch in value:
         if "0" <= ch <= "9":  # str.isdigit() also accepts '²' and other digits int() rejects
-            num += ch
+            if len(num) <= MAX_INT_DIGITS:
+                num += ch
         else:
-            if num:
+            if num and to_int(num) is not None:
                 out.append(int(num))
             num = ""
-    if num:
+    if num and to_int(num) is not None:
         out.append(int(num))
     return out

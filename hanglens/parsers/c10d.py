@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_int
+from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count, to_int
 
 _PGP_SRC = (
     r"\[PG ID (?P<pg_id>\d+) PG GUID (?P<pg_guid>[^\s(\]]+)(?:\((?P<pg_desc>[^)]*)\))? "
@@ -133,7 +133,7 @@ TERMINATE_RE = re.compile(
     r"|(?P<other>recursively|without an active exception))"
     r"|Unhandled exception: (?P<mangled>\w+)\.? (?=what\(\):)"
 )
-MANGLED_PART_RE = re.compile(r"(\d+)")
+MANGLED_PART_RE = re.compile(r"(\d{1,6})")
 WHAT_RE = re.compile(r"what\(\):\s*(?P<what>.*)")
 LEAD_WHO_RE = re.compile(r"(?:(?:" + _PGP_SRC.replace("?P<", "?P<l_") + r")\s*|\[Rank \d+\] ?)+")
 
@@ -186,13 +186,13 @@ def _who(text: str, end: int) -> dict[str, Any]:
         last = pm
     if last is not None:
         pg = last["pg_guid"] or last["pg_uid"]
-        pg_rank = to_int(last["pg_rank"] or last["pg_rank4"])
+        pg_rank = to_count(last["pg_rank"] or last["pg_rank4"])
         desc = last["pg_desc"] if last["pg_guid"] else last["pg_desc4"]
         pg_desc = desc if desc and desc != "undefined" else None
     stated: int | None = None
     m = RANK_TAG_RE.search(head)
     if m:
-        stated = int(m["rank"])
+        stated = to_count(m["rank"])
     elif pg_rank is not None and (pg == "0" or pg_desc == "default_pg"):
         stated = pg_rank
     return {"pg": pg, "pg_rank": pg_rank, "pg_desc": pg_desc, "stated_rank": stated}
@@ -240,7 +240,9 @@ def _demangle(name: str | None) -> str | None:
         m = MANGLED_PART_RE.match(body, pos)
         if not m:
             return name
-        n = int(m.group(1))
+        n = to_count(m.group(1))
+        if n is None or n > len(body):
+            return name
         parts.append(body[m.end() : m.end() + n])
         pos = m.end() + n
     return "::".join(parts) if parts else name
@@ -371,7 +373,7 @@ class C10dParser(Parser):
                 self._desync = _Desync(head, _who(head.text, len(head.text)))
                 hm = DESYNC_HEADER_ONLY_RE.search(head.text)
                 if hm and hm["r"]:
-                    self._desync.reporter = int(hm["r"])
+                    self._desync.reporter = to_count(hm["r"])
                 self._probe = 0
                 self._desync_line(self._desync, text)
                 return out
@@ -505,7 +507,7 @@ class C10dParser(Parser):
         m = STUCK_RE.search(text)
         if m:
             who = _who(text, m.start())
-            fields = _hang_fields("heartbeat_monitor", who, stuck_s=int(m["sec"]))
+            fields = _hang_fields("heartbeat_monitor", who, stuck_s=to_count(m["sec"]))
             head = line
             if self._hb is not None and self._hb[0].rank == line.rank and self._hb[1]["pg"] == who["pg"]:
                 head, _ = self._hb
@@ -581,7 +583,7 @@ class C10dParser(Parser):
                 source = "local"
             else:
                 source = "remote"
-            from_rank = to_int(groups.get("src"))
+            from_rank = to_count(groups.get("src"))
             enq = to_int(groups.get("enq"))
             comp = _completed(enq, to_int(groups.get("comp")))
             who = _who(text, m.start())
@@ -707,7 +709,7 @@ class C10dParser(Parser):
             d.texts.append(text.strip())
         m = DESYNC_HDR_RE.search(text)
         if m:
-            d.reporter, d.op, d.seq = int(m["r"]), m["op"], int(m["seq"])
+            d.reporter, d.op, d.seq = to_count(m["r"]), m["op"], to_int(m["seq"])
             return
         for rx, behind in (
             (DESYNC_LAG_RE, d.not_joined),
@@ -725,7 +727,7 @@ class C10dParser(Parser):
                 return
         m = DESYNC_SNAP_HDR_RE.search(text)
         if m:
-            d.snap_seq = int(m["seq"])
+            d.snap_seq = to_int(m["seq"])
             return
         m = DESYNC_SNAP_ITEM_RE.match(text)
         if m:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+from hanglens.parsers.base import INT64_MAX, EventSpec, Example, Parser, to_count
 
 Fields = dict[str, Any]
 
@@ -96,10 +96,10 @@ def pg_fields(text: str) -> Fields:
     if not m:
         return {}
     if m["rank"] is not None:
-        return {"stated_rank": int(m["rank"])}
+        return {"stated_rank": to_count(m["rank"])}
     pg = m["pg_guid"] or m["pg_uid"]
     desc = m["pg_desc"] if m["pg_guid"] else m["pg_desc2"]
-    pg_rank = to_int(m["pg_rank"] or m["pg_rank2"])
+    pg_rank = to_count(m["pg_rank"] or m["pg_rank2"])
     out: Fields = {"pg": pg, "pg_rank": pg_rank}
     if pg == "0" or desc == "default_pg":
         out["stated_rank"] = pg_rank  # a rank in the default PG is the global rank
@@ -112,9 +112,11 @@ def size_bytes(text: str | None) -> int | None:
     if not m:
         return None
     try:
-        return int(float(m["num"]) * UNITS[m["unit"]])
+        value = float(m["num"]) * UNITS[m["unit"]]
     except (ValueError, KeyError):
         return None
+    # A size beyond int64 (e.g. a capacity printed with hundreds of digits) is not a size: None.
+    return int(value) if 0 <= value <= INT64_MAX else None
 
 
 def _group(m: re.Match[str] | None, *names: str) -> str | None:
@@ -360,7 +362,7 @@ class CudaParser(Parser):
             if m:
                 fields = {
                     "file": m["file"],
-                    "line": to_int(m["line"]),
+                    "line": to_count(m["line"]),
                     "condition": m["cond"],
                     "block": m["block"].replace(" ", ""),
                     "thread": m["thread"].replace(" ", ""),
@@ -372,18 +374,18 @@ class CudaParser(Parser):
         if "of memory" in text:
             m = HOST_OOM_RE.search(text)
             if m:
-                out.append(self.event("oom", line, device="host", pid=to_int(m["pid"]), process=m["comm"]))
+                out.append(self.event("oom", line, device="host", pid=to_count(m["pid"]), process=m["comm"]))
         if "oom-kill:" in text:
             m = OOM_KILL_RE.search(text)
             if m:
-                out.append(self.event("oom", line, device="host", pid=to_int(m["pid"]), process=m["comm"]))
+                out.append(self.event("oom", line, device="host", pid=to_count(m["pid"]), process=m["comm"]))
         if "Xid (" in text:
             # GPU Xid first; an NVSwitch SXid line has the same fields but no pid.
             for rx, nvswitch in ((XID_RE, False), (SXID_RE, True)):
                 m = rx.search(text)
                 if m:
-                    pid = None if nvswitch else to_int(m["pid"])
-                    out.append(self.event("xid", line, xid=to_int(m["xid"]), pci=m["pci"],
+                    pid = None if nvswitch else to_count(m["pid"])
+                    out.append(self.event("xid", line, xid=to_count(m["xid"]), pci=m["pci"],
                                           detail=m["detail"].strip(), pid=pid, nvswitch=nvswitch))
                     break
         return out
@@ -433,7 +435,7 @@ class CudaParser(Parser):
                 line,
                 device="cuda",
                 requested=size_bytes(_group(OOM_REQ_RE.search(rest), "v")),
-                gpu=to_int(gpu_txt) if gpu_txt else None,
+                gpu=to_count(gpu_txt) if gpu_txt else None,
                 total=size_bytes(_group(OOM_TOTAL_RE.search(rest), "v", "v2")),
                 free=size_bytes(_group(OOM_FREE_RE.search(rest), "v", "v2")),
             )

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_int
+from hanglens.parsers.base import INT64_MAX, EventSpec, Example, Parser, int_list, to_count, to_int
 
 KILLED_RE = re.compile(r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<sig>[^.\n]+?)\.")
 EXIT_CODE_RE = re.compile(
@@ -36,6 +36,11 @@ SIGNAL_NAMES = {"Killed": "SIGKILL", "Bus error": "SIGBUS", "Segmentation fault"
                 "Interrupt": "SIGINT", "Hangup": "SIGHUP", "Illegal instruction": "SIGILL"}
 HANDLER_CAUSES = {"bus error": ("bus_error", "SIGBUS"), "segmentation fault": ("segfault", "SIGSEGV"),
                   "floating-point exception": ("fpe", "SIGFPE")}
+
+
+
+def _one(value: int | None) -> list[int]:
+    return [] if value is None else [value]
 
 
 class DataloaderParser(Parser):
@@ -149,7 +154,7 @@ class DataloaderParser(Parser):
             if m:
                 error = "worker_exception" if m["worker"] is not None else "pin_memory"
                 out.append(self.event("dataloader_error", line, error=error, message=text[m.start():].strip(),
-                                      exc_type=m["exc"], worker_id=to_int(m["worker"])))
+                                      exc_type=m["exc"], worker_id=to_count(m["worker"])))
         if "Too many open files" in text and FD_RE.search(text):
             out.append(self.event("dataloader_error", line, error="too_many_files",
                                   message=_tail(text, "Too many")))
@@ -157,7 +162,7 @@ class DataloaderParser(Parser):
             m = SHM_RE.search(text)
             if m:
                 out.append(self.event("dataloader_error", line, error="shm", message=text[m.start():].strip(),
-                                      errno=to_int(m["errno"])))
+                                      errno=to_count(m["errno"])))
         return out
 
     def _dataloader_line(self, line: LogLine) -> list[Event]:
@@ -165,12 +170,14 @@ class DataloaderParser(Parser):
         m = KILLED_RE.search(text)
         if m:
             sig = m["sig"].strip()
-            return [self.event("dataloader_worker_died", line, pid=to_int(m["pid"]), pids=[int(m["pid"])],
+            pid = to_count(m["pid"])
+            return [self.event("dataloader_worker_died", line, pid=pid, pids=_one(pid),
                                signal=SIGNAL_NAMES.get(sig, sig), exit_code=None,
                                cause=SIGNAL_CAUSES.get(sig, "killed"))]
         m = EXIT_CODE_RE.search(text)
         if m:
-            return [self.event("dataloader_worker_died", line, pid=to_int(m["pid"]), pids=[int(m["pid"])],
+            pid = to_count(m["pid"])
+            return [self.event("dataloader_worker_died", line, pid=pid, pids=_one(pid),
                                signal=None, exit_code=to_int(m["code"]), cause="exited")]
         m = EXITED_RE.search(text)
         if m:
@@ -180,9 +187,10 @@ class DataloaderParser(Parser):
         m = TIMEOUT_RE.search(text)
         if m:
             try:
-                ms = int(float(m["sec"]) * 1000)
+                sec = float(m["sec"])
             except ValueError:
-                ms = None
+                sec = -1.0
+            ms = int(sec * 1000) if 0 <= sec * 1000 <= INT64_MAX else None
             return [self.event("hang_detected", line, detector="dataloader", timeout_ms=ms)]
         return []
 

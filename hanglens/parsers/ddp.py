@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_int
+from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count
 
 UNFINISHED_RE = re.compile(r"Expected to have finished reduction in the prior iteration")
 FIND_UNUSED_ON_RE = re.compile(r"Since `?find_unused_parameters=True`? is enabled")
@@ -122,7 +122,9 @@ class DdpParser(Parser):
         for m, key in ((mi, "param_indices"), (mn, "param_names")):
             if m is None:
                 continue
-            rank = int(m["rank"])
+            rank = to_count(m["rank"])
+            if rank is None:  # a rank beyond int64 is not a rank
+                continue
             value: list[Any]
             if key == "param_indices":
                 value = int_list(m["rest"])
@@ -182,10 +184,10 @@ class DdpParser(Parser):
                 self.event(
                     "ddp_model_mismatch",
                     line,
-                    for_rank=int(m["r"]),
-                    params=int(m["n"]),
-                    other_rank=int(m["k"]),
-                    other_params=int(m["m"]),
+                    for_rank=to_count(m["r"]),
+                    params=to_count(m["n"]),
+                    other_rank=to_count(m["k"]),
+                    other_params=to_count(m["m"]),
                     aspect="count",
                     param_index=None,
                 )
@@ -198,10 +200,10 @@ class DdpParser(Parser):
                     line,
                     for_rank=None,
                     params=None,
-                    other_rank=int(m["k"]),
+                    other_rank=to_count(m["k"]),
                     other_params=None,
                     aspect=m["what"],
-                    param_index=to_int(m["i"]),
+                    param_index=to_count(m["i"]),
                 )
             ]
         return []

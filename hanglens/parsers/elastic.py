@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_int
+from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count, to_int
 
 # Linux numbering: torchrun reports a worker killed by signal N as exitcode -N.
 SIGNAL_NAMES = {
@@ -312,28 +312,28 @@ class ElasticParser(Parser):
         m = WORKER_FAILED_RE.search(text)
         if m:
             code = to_int(m["code"])
-            out.append(self.event("worker_failed", line, exitcode=code, local_rank=to_int(m["local_rank"]),
-                                  pid=to_int(m["pid"]), signal=signal_name(code),
+            out.append(self.event("worker_failed", line, exitcode=code, local_rank=to_count(m["local_rank"]),
+                                  pid=to_count(m["pid"]), signal=signal_name(code),
                                   entrypoint=m["binary"] or m["fn"]))
             return out
         m = CHILD_EXIT_RE.search(text)
         if m:
             code = to_int(m["code"])
-            out.append(self.event("launcher_exit", line, exitcode=code, pid=to_int(m["pid"]),
+            out.append(self.event("launcher_exit", line, exitcode=code, pid=to_count(m["pid"]),
                                   launcher="other", signal=shell_signal_name(code), local_rank=None))
             return out
         m = CLOSING_RE.search(text) or CLOSING_FN_RE.search(text)
         if m:
-            out.append(self.event("closing_signal", line, pid=to_int(m["pid"]), signal=m["sig"]))
+            out.append(self.event("closing_signal", line, pid=to_count(m["pid"]), signal=m["sig"]))
             return out
         m = FORCE_KILL_RE.search(text)
         if m:
-            out.append(self.event("closing_signal", line, pid=to_int(m["pid"]), signal=_signame(m["sig2"])))
+            out.append(self.event("closing_signal", line, pid=to_count(m["pid"]), signal=_signame(m["sig2"])))
             return out
         m = RESTART_RE.search(text)
         if m:
-            out.append(self.event("worker_group_restart", line, restarts_left=to_int(m["left"]),
-                                  max_restarts=to_int(m["max"]), state=m["state"], role=m["role"]))
+            out.append(self.event("worker_group_restart", line, restarts_left=to_count(m["left"]),
+                                  max_restarts=to_count(m["max"]), state=m["state"], role=m["role"]))
             return out
         m = MEMBERSHIP_RE.search(text)
         if m:
@@ -346,7 +346,7 @@ class ElasticParser(Parser):
             lr = LOCAL_RANK_ARG_RE.search(text)
             out.append(self.event("launcher_exit", line, exitcode=code, pid=None, launcher="deepspeed",
                                   signal=shell_signal_name(code),
-                                      local_rank=to_int(lr["lr"]) if lr else None))
+                                      local_rank=to_count(lr["lr"]) if lr else None))
             return out
         if RDZV_DONE_RE.search(text):
             self.rdzv = (line, {})
@@ -363,8 +363,8 @@ class ElasticParser(Parser):
             return []
         sizes = int_list(kv.get("global_world_sizes") or kv.get("role_world_sizes"))
         return [self.event(
-            "world_info", line, node_rank=to_int(kv.get("group_rank")),
-                nnodes=to_int(kv.get("group_world_size")),
+            "world_info", line, node_rank=to_count(kv.get("group_rank")),
+                nnodes=to_count(kv.get("group_world_size")),
             world_size=sizes[0] if sizes else None, master_addr=kv.get("master_addr") or None,
             local_ranks=int_list(kv.get("local_ranks")), global_ranks=int_list(kv.get("global_ranks")),
         )]
@@ -410,10 +410,10 @@ class ElasticParser(Parser):
         for rx, handler in (
             (CFE_TIME_RE, lambda m: f.setdefault("failure_time", m["time"])),
             (CFE_HOST_RE, lambda m: f.setdefault("failed_host", m["host"])),
-            (CFE_RANK_RE, lambda m: (f.setdefault("failed_rank", to_int(m["rank"])),
-                                     f.setdefault("local_rank", to_int(m["local_rank"])))),
+            (CFE_RANK_RE, lambda m: (f.setdefault("failed_rank", to_count(m["rank"])),
+                                     f.setdefault("local_rank", to_count(m["local_rank"])))),
             (CFE_EXIT_RE, lambda m: (f.setdefault("exitcode", to_int(m["code"])),
-                                     f.setdefault("pid", to_int(m["pid"])))),
+                                     f.setdefault("pid", to_count(m["pid"])))),
             (CFE_ERRFILE_RE, lambda m: f.setdefault("error_file",
                                                     None if m["path"] == "<N/A>" else m["path"])),
             (CFE_SIGNAL_RE, lambda m: f.setdefault("signal", m["signame"])),

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+from hanglens.parsers.base import EventSpec, Example, Parser, to_count
 
 VERSION = r"v?(?P<v>\d+\.\d+(?:\.\d+)*(?:[a-z]+\d*)?(?:\+[\w.]+)?)"
 
@@ -121,7 +121,7 @@ class EnvironmentParser(Parser):
                 if not m["val"].startswith("$"):
                     fields.setdefault(name, m["val"])
                 continue
-            n = to_int(m["val"])
+            n = to_count(m["val"])
             if n is not None:
                 fields.setdefault(name, n)
         m2 = HOST_RE.search(text)

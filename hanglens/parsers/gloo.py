@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+from hanglens.parsers.base import EventSpec, Example, Parser, to_count
 
 LOC = r"(?:\[(?P<file>[^\]\s]+):(?P<line>\d+)\] )?"
 PEER = r"\[(?P<ip>[^\]]+)\]:(?P<port>\d+)"
@@ -109,20 +109,20 @@ class GlooParser(Parser):
         if "Timed out waiting" in text:
             m = TIMEOUT_RE.search(text)
             if m:
-                out.append(self.event("hang_detected", line, detector="gloo", timeout_ms=to_int(m["ms"]),
+                out.append(self.event("hang_detected", line, detector="gloo", timeout_ms=to_count(m["ms"]),
                                       io=m["io"], src=_src(m)))
         if "closed by peer" in text:
             m = CLOSED_RE.search(text)
             if m:
                 out.append(self.event("peer_closed", line, transport="gloo", peer=m["ip"],
-                                      port=to_int(m["port"]),
+                                      port=to_count(m["port"]),
                                       src=_src(m)))
         if "error [" in text or "timeout [" in text:
             m = SOCKET_RE.search(text)
             if m:
                 err = (m["err"] or "").strip() or None
                 out.append(self.event("network_error", line, transport="gloo", peer=m["ip"],
-                                      port=to_int(m["port"]), error=SOCKET_ERRORS[m["kind"]], detail=err,
+                                      port=to_count(m["port"]), error=SOCKET_ERRORS[m["kind"]], detail=err,
                                       src=_src(m)))
         if "pair closure" in text and PAIR_CLOSURE_RE.search(text):
             out.append(self.event("gloo_error", line, error="pair_closure_after_timeout", peer=None,
@@ -134,7 +134,7 @@ class GlooParser(Parser):
                 inner = m["inner"].strip()
                 p = INNER_PEER_RE.search(inner)
                 out.append(self.event("gloo_error", line, error="connect_full_mesh_failed",
-                                      peer=p["ip"] if p else None, port=to_int(p["port"]) if p else None,
+                                      peer=p["ip"] if p else None, port=to_count(p["port"]) if p else None,
                                       detail=inner or None))
         if "Unable to resolve hostname" in text and LOOPBACK_RE.search(text):
             out.append(self.event("gloo_error", line, error="loopback_fallback", peer=None, port=None,

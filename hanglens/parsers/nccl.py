@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+from hanglens.parsers.base import EventSpec, Example, Parser, to_count, to_int
 from hanglens.parsers.cuda import classify_cuda, pg_fields
 
 # NCCL_DEBUG envelope (§10.E item 73); searched, because WARNs are often glued after a partial line.
@@ -19,6 +19,13 @@ ENVELOPE_RE = re.compile(
     r"(?:(?P<src>[\w./+-]+\.\w+):(?P<line>\d+) (?:\((?P<func>[^()\s]+)\) )?)?"
     r"NCCL (?P<lvl>INFO|WARN|TRACE|CALL)\b ?(?P<msg>.*)"
 )
+_LEVELS = ("NCCL INFO", "NCCL WARN", "NCCL TRACE", "NCCL CALL")
+
+
+def _has_level(text: str) -> bool:
+    return any(lvl in text for lvl in _LEVELS)
+
+
 BANNER_RE = re.compile(r"NCCL version (?P<ver>\d+\.\d+\.\d+)(?P<suffix>[^+\s,]*)\+cuda(?P<cuda>\d+\.\d+)")
 ENV_VERSION_RE = re.compile(r"NCCL version: (?P<ver>\d+\.\d+\.\d+)")
 TORCH_ERROR_RE = re.compile(
@@ -136,7 +143,7 @@ def _split_addr(addr: str | None) -> tuple[str | None, int | None]:
         return None, None
     m = ADDR_RE.match(addr)
     if m:
-        return m["ip"], to_int(m["port"])
+        return m["ip"], to_count(m["port"])
     return addr.rstrip(".,:"), None
 
 
@@ -164,9 +171,9 @@ def _from(m: re.Match[str], msg: str) -> str:
 
 
 def _ib_completion(m: re.Match[str], msg: str) -> Classified:
-    status = to_int(m["status"])
+    status = to_count(m["status"])
     error = IB_STATUS.get(status or -1, "completion_error")
-    return [_net("ib", error, m["peer"], to_int(m["port"]), status, _from(m, msg))]
+    return [_net("ib", error, m["peer"], to_count(m["port"]), status, _from(m, msg))]
 
 
 def _socket_call(m: re.Match[str], msg: str) -> Classified:
@@ -202,7 +209,7 @@ _IB_RULES: tuple[_Rule, ...] = (
     (IB_COMPLETION_RE, _ib_completion),
     (IB_ASYNC_RE, lambda m, msg: [_net("ib", "async_event", detail=m["event"].strip())]),
     (IB_MISMATCH_RE,
-     lambda m, msg: [_net("ib", "collective_mismatch", m["peer"], to_int(m["port"]), detail=msg.strip())]),
+     lambda m, msg: [_net("ib", "collective_mismatch", m["peer"], to_count(m["port"]), detail=msg.strip())]),
 )
 _RULES: tuple[_Rule, ...] = (
     (VERBS_RE, lambda m, msg: [_net("ib", "verbs_call_failed", detail=_from(m, msg))]),
@@ -214,13 +221,13 @@ _RULES: tuple[_Rule, ...] = (
     (IFACE_RE, _socket_at("no_interface", lambda m, msg: m.group(0))),
     (BOOT_ROOT_RE, lambda m, msg: [_net("socket", "bootstrap_mismatch", detail=_from(m, msg))]),
     (PROXY_OP_RE,
-     lambda m, msg: [_net("socket", "proxy_error", status=to_int(m["res"]), detail=_from(m, msg))]),
+     lambda m, msg: [_net("socket", "proxy_error", status=to_count(m["res"]), detail=_from(m, msg))]),
     (PROXY_POLL_RE, lambda m, msg: [_net("socket", "proxy_poll_failed", detail=m["err"].strip())]),
     (PROXY_CALL_RE, lambda m, msg: [_net("socket", "proxy_call_failed", f"tpRank {m['tp']}",
-                                         status=to_int(m["res"]), detail=_from(m, msg))]),
+                                         status=to_count(m["res"]), detail=_from(m, msg))]),
     (SERVICE_CLOSED_RE, lambda m, msg: [("peer_closed", {"transport": "socket",
                                                          "peer": f"localRank {m['lr']}", "port": None,
-                                                         "peer_local_rank": to_int(m["lr"])})]),
+                                                         "peer_local_rank": to_count(m["lr"])})]),
     (CUDA_FAIL_RE, lambda m, msg: [("cuda_error", {"error": classify_cuda(m["msg"]), "message": m["msg"],
                                                    "status": to_int(m["code"])})]),
 )
@@ -473,7 +480,7 @@ class NcclParser(Parser):
             m = REMOTE_RE.search(text)
             if m:
                 out.append(self.event("nccl_error", line, error_type="remote_error", reason=m.group(0),
-                                      nccl_version=None, location=None, from_pg_rank=to_int(m["src"]),
+                                      nccl_version=None, location=None, from_pg_rank=to_count(m["src"]),
                                       **pg_fields(text[: m.start()])))
         return out
 
@@ -482,9 +489,10 @@ class NcclParser(Parser):
         text = line.text
         out: list[Event] = []
         m = BANNER_RE.search(text)
-        env = ENVELOPE_RE.search(text)
+        # The envelope needs one of these literals; checking them first spares the search on long lines.
+        env = ENVELOPE_RE.search(text) if _has_level(text) else None
         host = env["host"] if env else None
-        pid = to_int(env["pid"]) if env else None
+        pid = to_count(env["pid"]) if env else None
         if m:
             out.append(self.event("nccl_version", line, version=normalize_version(m["ver"]), cuda=m["cuda"],
                                   pid=pid, nccl_host=host, source="banner"))
@@ -496,7 +504,7 @@ class NcclParser(Parser):
         ctx: Fields = {"pid": pid, "nccl_host": host}
         if env["lvl"] == "WARN":
             src = f"{env['src']}:{env['line']}" if env["src"] else None
-            out.append(self.event("nccl_warn", line, message=msg, src=src, cuda_dev=to_int(env["dev"]),
+            out.append(self.event("nccl_warn", line, message=msg, src=src, cuda_dev=to_count(env["dev"]),
                                   **ctx))
         if " nranks " in msg:
             out.extend(self._lifecycle(line, msg, ctx))
@@ -512,9 +520,9 @@ class NcclParser(Parser):
             color = COMM_COLOR_RE.search(rest)
             comm_id = COMM_ID_RE.search(rest)
             return [self.event(
-                "nccl_comm_init", line, comm=m["comm"], comm_rank=to_int(m["rank"]),
-                nranks=to_int(m["nranks"]),
-                cuda_dev=to_int(m["cuda_dev"]), nvml_dev=to_int(m["nvml_dev"]), bus_id=m["bus_id"],
+                "nccl_comm_init", line, comm=m["comm"], comm_rank=to_count(m["rank"]),
+                nranks=to_count(m["nranks"]),
+                cuda_dev=to_count(m["cuda_dev"]), nvml_dev=to_count(m["nvml_dev"]), bus_id=m["bus_id"],
                 api=m["api"], comm_id=comm_id["comm_id"] if comm_id else None,
                 parent=parent["parent"] if parent else None,
                 color=to_int(color["color"]) if color else None, key=to_int(color["key"]) if color else None,
@@ -527,8 +535,9 @@ class NcclParser(Parser):
                 total = float(t["total"]) if t["total"] else None
             except ValueError:
                 total = None
-            return [self.event("nccl_comm_init", line, comm=None, comm_rank=to_int(t["rank"]),
-                               nranks=to_int(t["nranks"]), api=t["api"], phase="init_timings", total_s=total,
+            return [self.event("nccl_comm_init", line, comm=None, comm_rank=to_count(t["rank"]),
+                               nranks=to_count(t["nranks"]), api=t["api"], phase="init_timings",
+                               total_s=total,
                                **ctx)]
         return []
 

@@ -21,30 +21,44 @@ USER_TIMEOUT_S = 0.05
 MAX_LABEL = 80
 MAX_KEYS = 256
 
-# Named shapes, most specific first; each has a `step` group and may have `total`, `epoch`, `label`.
+# Every pattern is linear in the line: numbers and runs of spaces are bounded (a number longer than
+# NUM digits is not a step), nothing unbounded is followed by something that can fail, and the tqdm
+# label is cut from the text before the match instead of being searched for (issue 12, item 7).
+NUM = r"\d{1,20}(?!\d)"
+SP = r"[ \t]{0,64}"
+SP1 = r"[ \t]{1,64}"
+BAR = r"\|[^|\r\n]{0,512}\|"
+
+# Named shapes, most specific first; each has a `step` group and may have `total`, `epoch`.
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("megatron", re.compile(r"\biteration\s+(?P<step>\d+)\s*/\s*(?P<total>\d+)\s*\|")),
-    ("torchtitan", re.compile(r"(?<![\w])step:\s*(?P<step>\d+)\s+loss:")),
+    ("megatron", re.compile(rf"\biteration{SP1}(?P<step>{NUM}){SP}/{SP}(?P<total>{NUM}){SP}\|")),
+    ("torchtitan", re.compile(rf"(?<![\w])step:{SP}(?P<step>{NUM}){SP1}loss:")),
     ("lightning", re.compile(
-        r"(?<![\w])Epoch (?P<epoch>\d+):\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<step>\d+)/(?P<total>\d+)")),
+        rf"(?<![\w])Epoch (?P<epoch>{NUM}):{SP}(?P<pct>\d{{1,3}})%{BAR}{SP}"
+        rf"(?P<step>{NUM})/(?P<total>{NUM})")),
+    ("tqdm", re.compile(rf"(?<!\d)(?P<pct>\d{{1,3}})%{BAR}{SP}(?P<step>{NUM})/(?P<total>{NUM})(?={SP}\[)")),
     ("tqdm", re.compile(
-        r"(?:(?P<label>[^|\r\n]*?):?\s*)?(?P<pct>\d+)%\|[^|]*\|\s*(?P<step>\d+)/(?P<total>\d+)(?=\s*\[)")),
-    ("tqdm", re.compile(
-        r"(?<![\w/.])(?P<step>\d+)/(?P<total>\d+) \[\d+:\d\d(?::\d\d)?<(?:\d+:\d\d(?::\d\d)?|\?)")),
-    ("tqdm", re.compile(r"(?<![\w/.])(?P<step>\d+)it \[\d+:\d\d(?::\d\d)?[,\]]")),
-    ("hf_trainer", re.compile(r"\{'loss': [^{}]*?'epoch': (?P<epoch>\d+(?:\.\d+)?)")),
+        rf"(?<![\w/.])(?P<step>{NUM})/(?P<total>{NUM}) \[\d{{1,9}}:\d\d(?::\d\d)?<"
+        rf"(?:\d{{1,9}}:\d\d(?::\d\d)?|\?)")),
+    ("tqdm", re.compile(rf"(?<![\w/.])(?P<step>{NUM})it \[\d{{1,9}}:\d\d(?::\d\d)?[,\]]")),
+    ("hf_trainer", re.compile(r"\{'loss': [^{}]{0,2048}?'epoch': (?P<epoch>\d{1,20}(?:\.\d{1,20})?)")),
     ("epoch_samples", re.compile(
-        r"(?<![\w])Epoch:? (?P<epoch>\d+) \[(?P<step>\d+)/(?P<total>\d+) \(\d+%\)\]")),
+        rf"(?<![\w])Epoch:? (?P<epoch>{NUM}) \[(?P<step>{NUM})/(?P<total>{NUM}) \(\d{{1,3}}%\)\]")),
     ("epoch_bracket", re.compile(
-        r"(?<![\w])Epoch \[(?P<epoch>\d+)/(?P<epoch_total>\d+)\](?:.*?(?<![\w])Step \[(?P<step>\d+)/"
-        r"(?P<total>\d+)\])?")),
+        rf"(?<![\w])Epoch \[(?P<epoch>{NUM})/(?P<epoch_total>{NUM})\](?:[^\r\n]{{0,256}}?(?<![\w])Step "
+        rf"\[(?P<step>{NUM})/(?P<total>{NUM})\])?")),
     ("step", re.compile(
-        r"(?<![\w])(?:global_)?[Ss]tep(?! size)"
-        r"\s*[:=#]?\s*(?P<step>\d+)(?!\.\d)(?:\s*(?:/|of)\s*(?P<total>\d+))?")),
+        rf"(?<![\w])(?:global_)?[Ss]tep(?! size){SP}(?:[:=#]{SP})?(?P<step>{NUM})(?!\.\d)"
+        rf"(?:{SP}(?:/|of){SP}(?P<total>{NUM}))?")),
     ("iteration", re.compile(
-        r"(?<![\w])(?:[Ii]ter(?:ation)?|it)\s*[:=#]?\s*(?P<step>\d+)(?!\.\d)(?:\s*/\s*(?P<total>\d+))?")),
+        rf"(?<![\w])(?:[Ii]ter(?:ation)?|it){SP}(?:[:=#]{SP})?(?P<step>{NUM})(?!\.\d)"
+        rf"(?:{SP}/{SP}(?P<total>{NUM}))?")),
 )
-EPOCH_RE = re.compile(r"(?<![\w])[Ee]poch\s*[:=]?\s*\[?(?P<epoch>\d+(?:\.\d+)?)(?:\s*/\s*(?P<total>\d+))?")
+EPOCH_RE = re.compile(
+    rf"(?<![\w])[Ee]poch{SP}(?:[:=]{SP})?\[?(?P<epoch>\d{{1,20}}(?:\.\d{{1,20}})?)(?!\d)(?:{SP}/{SP}(?P<total>{NUM}))?"
+)
+# The tqdm label is the text before the bar's percentage, after the last `|` or line break.
+LABEL_CUT = ("|", "\r", "\n")
 
 _user: dict[str, Any] = {"pattern": None}
 
@@ -124,6 +138,14 @@ def set_user_pattern(regex_text: str | None, trigger: str | None = None) -> None
     ProgressParser.triggers = (*base, lit)
 
 
+def _label(text: str, end: int) -> str | None:
+    """The tqdm `desc` before a bar: the text before `end` back to the last `|` or line break."""
+    head = text[max(0, end - 4 * MAX_LABEL):end]
+    cut = max(head.rfind(c) for c in LABEL_CUT)
+    label = head[cut + 1:].strip().rstrip(":").strip()[:MAX_LABEL]
+    return label or None
+
+
 def _num(value: str | None) -> int | float | None:
     if value is None:
         return None
@@ -163,6 +185,7 @@ class ProgressParser(Parser):
     name = "progress"
     triggers: ClassVar[tuple[str, ...]] = ("step", "Step", "iter", "Iter", "poch", "%|", "it/s", "s/it")
     user_triggers: ClassVar[tuple[str, ...]] = ()
+    repeats_matter: ClassVar[bool] = True
     emits = (
         EventSpec("progress", ("step", "total", "epoch", "pattern", "label", "gap_after"),
                   "a training progress report; per series only the first, the last, and any report where "
@@ -300,7 +323,7 @@ class ProgressParser(Parser):
             if epoch is None:
                 e = EPOCH_RE.search(text)
                 epoch = _num(e["epoch"]) if e else None
-            label = (gd.get("label") or "").strip().rstrip(":").strip()[:MAX_LABEL] or None
+            label = _label(text, m2.start()) if name == "tqdm" and gd.get("pct") else None
             if label is not None and EPOCH_RE.fullmatch(label):
                 label = None
             return {"step": to_int(gd.get("step")), "total": to_int(gd.get("total")), "epoch": epoch,

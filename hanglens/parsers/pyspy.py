@@ -11,7 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+from hanglens.parsers.base import INT64_MAX, EventSpec, Example, Parser, to_count
+from hanglens.parsers.stacks import hang_fields, stack_fields
 
 PROCESS_RE = re.compile(r"^\s*Process (?P<pid>\d+): (?P<cmd>.*?)\s*$")
 PYTHON_RE = re.compile(r"^\s*Python v\d+\.\d+\S* \(.*\)\s*$")
@@ -58,9 +59,12 @@ class PyspyParser(Parser):
     triggers = ("Process ", "Thread ")
     emits = (
         EventSpec("stack_dump", ("pid", "thread", "thread_id", "state", "frames", "command", "frame_file",
-                                 "frame_line", "frame_func"),
+                                 "frame_line", "frame_func", "dumper", "main", "waits_on", "collective"),
                   "one thread of a `py-spy dump`: frames as \"file:line in func\", outermost first (like "
-                  "`exception`), frame_* the innermost Python frame, state active/idle(+gil)"),
+                  "`exception`), frame_* the innermost Python frame, state active/idle(+gil); dumper, main, "
+                  "waits_on, collective as for faulthandler dumps"),
+        EventSpec("hang_detected", ("detector", "op", "collective", "pid"),
+                  "detector=stack_dump: a py-spy dump's main thread sits inside a c10d collective"),
     )
     examples = (
         Example("Process 15714: /usr/bin/python3 -u train.py --pg-timeout 60\n"
@@ -108,6 +112,14 @@ class PyspyParser(Parser):
                 {"thread": "MainThread", "frames": ["train.py:9 in <module>", "train.py:7 in wait"],
                  "frame_line": 7},
                 "py-spy 0.3-0.4 (--native --locals)"),
+        Example("Process 7310: /usr/bin/python3 train.py\n"
+                "Python v3.11.7 (/usr/bin/python3.11)\n"
+                "\n"
+                "Thread 7310 (idle): \"MainThread\"\n"
+                "    broadcast (torch/distributed/distributed_c10d.py:2712)\n"
+                "    <module> (train.py:40)\n",
+                "hang_detected", {"detector": "stack_dump", "op": "BROADCAST", "pid": 7310},
+                "py-spy 0.3-0.4 (main thread inside a collective)"),
     )
     near_misses = (
         "Sending process 15714 closing signal SIGTERM",
@@ -124,7 +136,7 @@ class PyspyParser(Parser):
         return bool(self.open)
 
     def close(self) -> Iterable[Event]:
-        out = [ev for d in self.open.values() if (ev := self._finish(d)) is not None]
+        out = [ev for d in self.open.values() for ev in self._finish(d)]
         self.open = {}
         return out
 
@@ -135,7 +147,7 @@ class PyspyParser(Parser):
         m = PROCESS_RE.match(text)
         if m:
             out = self._flush(key)
-            self.open[key] = _Dump(pid=to_int(m["pid"]), command=m["cmd"] or None)
+            self.open[key] = _Dump(pid=to_count(m["pid"]), command=m["cmd"] or None)
             return out
         m = THREAD_RE.match(text)
         if m:
@@ -168,7 +180,7 @@ class PyspyParser(Parser):
             if th.indent is None:
                 th.indent = indent
             if len(th.frames) < MAX_FRAMES:
-                th.frames.append((m["file"], to_int(m["line"]), m["func"].strip()))
+                th.frames.append((m["file"], to_count(m["line"]), m["func"].strip()))
             return True
         if m or NATIVE_RE.match(text):
             if th.indent is None:
@@ -181,21 +193,31 @@ class PyspyParser(Parser):
         dump = self.open.get(key)
         if dump is None:
             return []
-        ev = self._finish(dump)
+        out = self._finish(dump)
         if keep:
             dump.thread, dump.header = None, 0
         else:
             del self.open[key]
-        return [ev] if ev is not None else []
+        return out
 
-    def _finish(self, dump: _Dump) -> Event | None:
+    def _finish(self, dump: _Dump) -> list[Event]:
         th = dump.thread
         if th is None:
-            return None
-        tid = int(th.tid, 16) if th.tid.startswith("0x") else int(th.tid)
+            return []
+        if th.tid.startswith("0x"):
+            tid = int(th.tid, 16) if len(th.tid) <= 18 else None  # 16 hex digits at most: 64 bits
+            tid = tid if tid is not None and tid <= INT64_MAX else None
+        else:
+            tid = to_count(th.tid)
         inner = th.frames[0] if th.frames else (None, None, None)
-        return self.event(
+        outer_first = list(reversed(th.frames))
+        facts = stack_fields(outer_first, th.name)
+        ev = self.event(
             "stack_dump", th.line, pid=dump.pid, thread=th.name, thread_id=tid, state=th.state,
-            frames=[f"{f}:{n} in {fn}" for f, n, fn in reversed(th.frames)], command=dump.command,
-            frame_file=inner[0], frame_line=inner[1], frame_func=inner[2],
+            frames=[f"{f}:{n} in {fn}" for f, n, fn in outer_first], command=dump.command,
+            frame_file=inner[0], frame_line=inner[1], frame_func=inner[2], dumper="py-spy", **facts,
         )
+        hang = hang_fields(facts)
+        if hang is not None:
+            hang["pid"] = dump.pid
+        return [ev] if hang is None else [ev, self.event("hang_detected", th.line, **hang)]

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+from hanglens.parsers.base import EventSpec, Example, Parser, to_count, to_int
 
 # Linux errno of the strerror texts the socket layer prints without a number.
 ERRNO_BY_TEXT = {
@@ -135,8 +135,8 @@ def pg_fields(text: str) -> dict[str, Any]:
     if not m:
         return {}
     if m["r1"] is not None:
-        return {"pg": m["pg_id"], "pg_rank": int(m["r1"])}
-    return {"pg": m["uid"], "pg_rank": to_int(m["r2"])}
+        return {"pg": m["pg_id"], "pg_rank": to_count(m["r1"])}
+    return {"pg": m["uid"], "pg_rank": to_count(m["r2"])}
 
 
 class StoreParser(Parser):
@@ -295,7 +295,7 @@ class StoreParser(Parser):
         if "socket" in text:
             m = SERVER_BIND_RE.search(text)
             if m:
-                return [self._err(line, "bind", addr=m["addr"], errno=to_int(m["errno"]),
+                return [self._err(line, "bind", addr=m["addr"], errno=to_count(m["errno"]),
                                   error=m["err"].strip())]
             m = SERVER_ANY_RE.search(text)
             if m:
@@ -310,7 +310,8 @@ class StoreParser(Parser):
                                   timeout_ms=_ms(m["dur"], m["unit"]))]
             m = CLIENT_ERRNO_RE.search(text)
             if m:
-                return [self._err(line, "connect", addr=f"{m['host']}:{m['port']}", errno=to_int(m["errno"]),
+                return [self._err(line, "connect", addr=f"{m['host']}:{m['port']}",
+                                  errno=to_count(m["errno"]),
                                   error=m["err"].strip())]
             m = CLIENT_ANY_RE.search(text)
             if m:
@@ -319,7 +320,7 @@ class StoreParser(Parser):
             m = WAIT_FOR_INPUT_RE.search(text)
             if m:
                 if m["ms"]:
-                    ms = to_int(m["ms"])
+                    ms = to_count(m["ms"])
                     return [self._err(line, "wait", addr=m["remote"], error="timed out", timeout_ms=ms),
                             self._hang(line, ms)]
                 return [self._err(line, "wait", addr=m["remote"],
@@ -328,10 +329,10 @@ class StoreParser(Parser):
         if m:
             return [self._err(line, "connect", addr=f"{m['host']}:{m['port']}",
                               error=m["what"] + (f": {m['inner'].strip()}" if m["inner"] else ""),
-                              timeout_ms=to_int(m["to"]))]
+                              timeout_ms=to_count(m["to"]))]
         m = CONNECT_110_RE.search(text)
         if m:
-            return [self._err(line, "connect", error="connect() timed out", timeout_ms=to_int(m["ms"]))]
+            return [self._err(line, "connect", error="connect() timed out", timeout_ms=to_count(m["ms"]))]
         m = SOCKET_IO_RE.search(text)
         if m:
             op = "recv" if m["op"].startswith("recv") else "send"
@@ -347,20 +348,20 @@ class StoreParser(Parser):
         if m:
             to = timedelta_ms(m["to"])
             return [self.event("rendezvous_error", line, error_class="store_barrier_timeout",
-                               message=text[m.start():].strip(), world_size=to_int(m["ws"]),
-                               joined=to_int(m["joined"]), key=m["key"], timeout_ms=to,
-                               stated_rank=to_int(m["rank"])),
+                               message=text[m.start():].strip(), world_size=to_count(m["ws"]),
+                               joined=to_count(m["joined"]), key=m["key"], timeout_ms=to,
+                               stated_rank=to_count(m["rank"])),
                     self._hang(line, to)]
         m = WAIT_CLIENTS_RE.search(text)
         if m:
             to = _ms(m["s"], "s")
             return [self.event("rendezvous_error", line, error_class="wait_for_workers_timeout",
-                               message=text[m.start():].strip(), world_size=to_int(m["world"]),
-                               joined=to_int(m["joined"]), key=None, timeout_ms=to, stated_rank=None),
+                               message=text[m.start():].strip(), world_size=to_count(m["world"]),
+                               joined=to_count(m["joined"]), key=None, timeout_ms=to, stated_rank=None),
                     self._hang(line, to)]
         m = WAIT_TIMEOUT_RE.search(text)
         if m:
-            ms = to_int(m["ms"])
+            ms = to_count(m["ms"])
             return [self._err(line, "wait", error="wait timeout", timeout_ms=ms,
                               keys=m["keys"].strip() if m["keys"] else None),
                     self._hang(line, ms)]

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+from hanglens.parsers.base import EventSpec, Example, Parser, to_count
 
 TB_START_RE = re.compile(r"^(?P<pre>.*?)(?P<orig>Original )?Traceback \(most recent call last\):")
 # What may precede "Traceback" on its line: indentation, a ^C echo, the end of a progress bar.
@@ -249,7 +249,7 @@ class TracebackParser(Parser):
             return True, False
         m = FRAME_RE.match(text)
         if m:
-            tb.frames.append((m["file"], to_int(m["line"]), m["func"]))
+            tb.frames.append((m["file"], to_count(m["line"]), m["func"]))
             if len(tb.frames) > MAX_FRAMES:
                 del tb.frames[0]
             tb.noise = 0
@@ -276,7 +276,7 @@ class TracebackParser(Parser):
             return
         tb.exc_type, tb.message, tb.exc_line = exc_type, message, line
         m = DATALOADER_RE.search(message or "")
-        tb.worker = to_int(m["worker"]) if m else None
+        tb.worker = to_count(m["worker"]) if m else None
         tb.phase, tb.tail = "tail", 0
 
     def _finish(self, tb: _Tb) -> Event | None:
@@ -301,4 +301,4 @@ class TracebackParser(Parser):
         dl = DATALOADER_RE.search(message or "")
         return self.event("exception", line, exc_type=m["type"], message=message, frame_file=None,
                           frame_line=None, frame_func=None, chained=[], frames=[],
-                          dataloader_worker=to_int(dl["worker"]) if dl else None, original_message=None)
+                          dataloader_worker=to_count(dl["worker"]) if dl else None, original_message=None)

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_int
+from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count, to_int
 
 FP_OPEN = "CollectiveFingerPrint("
 MISMATCH_RE = re.compile(
@@ -170,7 +170,7 @@ class WrapperParser(Parser):
                         op=fp["op"],
                         shape=fp["shape"],
                         dtype=fp["dtype"],
-                        pg_rank=to_int(m["r"]),
+                        pg_rank=to_count(m["r"]),
                     )
                 )
         m = WRAPPER_MB_RE.search(text)
@@ -185,13 +185,13 @@ class WrapperParser(Parser):
     def _mismatch(self, line: LogLine, m: re.Match[str]) -> list[Event]:
         text = line.text
         fps: list[dict[str, Any] | None] = [None, None]
-        ranks: list[int | None] = [to_int(m["r"]), None]
+        ranks: list[int | None] = [to_count(m["r"]), None]
         pos = m.end()
         if text.startswith(FP_OPEN, pos):
             fps[0], pos = _fingerprint(text, pos)
             m2 = SECOND_RE.match(text, pos) or SECOND_RE.search(text, pos, pos + 4)
             if m2:
-                ranks[1] = int(m2["k"])
+                ranks[1] = to_count(m2["k"])
                 fps[1], pos = _fingerprint(text, m2.end())
         dm = DIFF_RE.search(text, pos)
         aspects = set(_diff_aspects(dm["diff"])) if dm else set()
@@ -234,18 +234,18 @@ class WrapperParser(Parser):
         if m:
             fields = {
                 "missing_ranks": int_list(m["ks"]),
-                "timeout_ms": int(m["ms"]),
+                "timeout_ms": to_count(m["ms"]),
                 "points_to_rank0": False,
-                "stated_rank": to_int(m["me"]),
+                "stated_rank": to_count(m["me"]),
             }
         else:
             m = MB_RANK0_TIMEOUT_RE.search(text)
             if m:
                 fields = {
                     "missing_ranks": None,
-                    "timeout_ms": int(m["ms"]),
+                    "timeout_ms": to_count(m["ms"]),
                     "points_to_rank0": False,
-                    "stated_rank": int(m["me"]),
+                    "stated_rank": to_count(m["me"]),
                 }
             else:
                 m = MB_POINTS_RE.search(text)
@@ -254,7 +254,7 @@ class WrapperParser(Parser):
                         "missing_ranks": None,
                         "timeout_ms": None,
                         "points_to_rank0": True,
-                        "stated_rank": int(m["me"]),
+                        "stated_rank": to_count(m["me"]),
                     }
         if fields is None:
             return []

@@ -37,7 +37,6 @@ STATUS_WORDS: dict[str, str] = {
 }
 
 _BACKTICK = re.compile(r"`([^`]+)`")
-_CALL = re.compile(r"[A-Za-z_][\w.]*\(.*\)")
 _ENV_ASSIGN = re.compile(r"(?<![\w.-])([A-Z][A-Z0-9_]{2,}=[^\s`,;)]+)")
 
 
@@ -133,11 +132,63 @@ def code_snippets(text: str) -> list[str]:
     return unique
 
 
-def is_command(snippet: str) -> bool:
-    """A snippet worth a copy button: an env assignment, a call or a shell command, not a bare expression."""
-    return bool(
-        _ENV_ASSIGN.fullmatch(snippet) or _CALL.search(snippet) or snippet.startswith(("export ", "$ "))
-    )
+# Programs a remediation step may tell the user to run; a backtick span starting with one of them (after
+# optional `VAR=value` prefixes) is a whole shell command. Anything else in backticks is code or a name,
+# shown inline as code, never as something to paste into a shell.
+SHELL_PROGRAMS = frozenset(
+    {
+        "compute-sanitizer",
+        "dmesg",
+        "docker",
+        "env",
+        "export",
+        "gdb",
+        "hanglens",
+        "ibstat",
+        "ibv_devinfo",
+        "journalctl",
+        "lsof",
+        "nc",
+        "nvidia-smi",
+        "pip",
+        "py-spy",
+        "python",
+        "python3",
+        "srun",
+        "ss",
+        "torchrun",
+        "ulimit",
+    }
+)
+_ENV_ONLY = re.compile(r"[A-Z][A-Z0-9_]{2,}=\S+(?: +[A-Z][A-Z0-9_]{2,}=\S+)*")
+
+
+def shell_commands(text: str) -> list[str]:
+    """The whole, runnable shell commands a step names: `export VAR=value ...` lines and program calls.
+
+    Environment assignments (in backticks or not) become one `export` line, because `NCCL_DEBUG=INFO`
+    on a line of its own sets a shell variable torchrun never sees. Fragments (`if rank == 0:`, `barrier`),
+    Python calls and options without their program are not commands.
+    """
+    exports: list[str] = []
+    commands: list[str] = []
+    for span in (m.group(1).strip() for m in _BACKTICK.finditer(text)):
+        words = span.split()
+        if not words:
+            continue
+        if _ENV_ONLY.fullmatch(span):
+            exports += [w for w in words if w not in exports]
+            continue
+        program = next((w for w in words if not _ENV_ASSIGN.fullmatch(w)), "")
+        if program not in SHELL_PROGRAMS or (program == "py-spy" and "--pid" not in words):
+            continue
+        if span not in commands:
+            commands.append(span)
+    for m in _ENV_ASSIGN.finditer(_BACKTICK.sub(" ", text)):
+        assign = m.group(1).rstrip(".:")  # the end of a sentence is not part of the value
+        if assign not in exports:
+            exports.append(assign)
+    return ([f"export {' '.join(exports)}"] if exports else []) + commands
 
 
 def split_code(text: str) -> list[tuple[bool, str]]:
@@ -247,11 +298,17 @@ def top_evidence(doc: Mapping[str, Any], n: int) -> list[Mapping[str, Any]]:
     finding = primary_finding(doc)
     findings = [finding] if finding else []
     findings += [f for f in doc.get("findings") or [] if f is not finding]
+    texts: set[tuple[Any, str]] = set()
     for f in findings:
         for ev in f.get("evidence") or []:
-            key = (str(ev.get("path")), ev.get("line")) if isinstance(ev, Mapping) else ("", None)
-            if isinstance(ev, Mapping) and len(out) < n and key not in seen:
+            if not isinstance(ev, Mapping) or len(out) >= n:
+                continue
+            key = (str(ev.get("path")), ev.get("line"))
+            # the same rank's same words on another line (a traceback printed twice) say nothing new
+            said = (as_rank(ev.get("rank")), one_line(ev.get("text"), 400))
+            if key not in seen and said not in texts:
                 seen.add(key)
+                texts.add(said)
                 out.append(ev)
     return out
 
@@ -261,7 +318,9 @@ def lines_to_cite(doc: Mapping[str, Any], n: int) -> tuple[str, list[Mapping[str
     evidence = top_evidence(doc, n)
     if evidence:
         return "Evidence", evidence
-    rows = [t for t in doc.get("timeline") or [] if isinstance(t, Mapping) and t.get("path")]
+    facts = fold_timeline([t for t in doc.get("timeline") or [] if isinstance(t, Mapping)])
+    rows: list[Mapping[str, Any]] = [{**f.row, "text": f.text} for f in facts]
+    rows = [t for t in rows if t.get("path")]
     timed = sorted(
         (t for t in rows if isinstance(t.get("time"), (int, float))), key=lambda t: float(t["time"])
     )
@@ -274,3 +333,158 @@ def one_line(text: Any, width: int = 200) -> str:
     s = "".join(ch if ch.isprintable() else " " for ch in str(text if text is not None else ""))
     s = s.strip()
     return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def safe_text(value: Any) -> str:
+    """Text that encodes as UTF-8: bytes of a file name that were not UTF-8 are shown as `\\xNN`."""
+    s = str(value if value is not None else "")
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        try:
+            return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:
+            return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+_CTRL_NAMES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def term_text(value: Any) -> str:
+    """Text from a log, a file name or a rule, safe for a terminal: every control character escaped.
+
+    An escape sequence in a log (title change, cursor movement, clipboard write) is shown as `\\x1b...`,
+    never sent to the terminal.
+    """
+    s = safe_text(value)
+    if s.isprintable():
+        return s
+    return "".join(ch if ch.isprintable() else _escape_char(ch) for ch in s)
+
+
+def _escape_char(ch: str) -> str:
+    named = _CTRL_NAMES.get(ch)
+    if named:
+        return named
+    n = ord(ch)
+    return f"\\x{n:02x}" if n < 0x100 else (f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}")
+
+
+# -- the timeline of first failures, one row per distinct fact --------------------------------------------
+
+LAUNCHER_KINDS = frozenset({"worker_failed", "child_failed"})
+_RANK_TAG = re.compile(r"^\s*\[\d{1,9}\]:\s*")
+_LAUNCHER_TEXT = ("ChildFailedError", "elastic.multiprocessing.errors")
+
+
+@dataclass(slots=True)
+class Fact:
+    """One row of the timeline: the first line that showed a fact, and the rows that only repeated it."""
+
+    row: Mapping[str, Any]
+    also: list[Mapping[str, Any]] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return fact_text(self.row)
+
+
+def fact_text(row: Mapping[str, Any]) -> str:
+    """A timeline row's text without the launcher's `[N]:` tag; the launcher's words when nothing is left."""
+    text = _RANK_TAG.sub("", one_line(row.get("text"), 400))
+    if text:
+        return text
+    if row.get("kind") in LAUNCHER_KINDS:
+        return "the launcher reported this rank as failed"
+    return str(row.get("kind") or "")
+
+
+def _is_launcher(row: Mapping[str, Any]) -> bool:
+    text = str(row.get("text") or "")
+    return row.get("kind") in LAUNCHER_KINDS or any(t in text for t in _LAUNCHER_TEXT)
+
+
+def _same(a: str, b: str) -> bool:
+    a, b = a.strip().lower(), b.strip().lower()
+    return bool(a and b) and (a == b or (len(a) > 20 and a in b) or (len(b) > 20 and b in a))
+
+
+def fold_timeline(rows: Sequence[Mapping[str, Any]]) -> list[Fact]:
+    """Fold the first-failure rows into facts: a rank's repeat of a line (an exception and the mismatch or
+    timeout event it also is), the launcher's copy of a rank's traceback and the launcher's failure entries
+    go under the rank's first row. A rank known only from the launcher keeps the launcher's row."""
+    facts: list[Fact] = []
+    by_rank: dict[int, Fact] = {}
+    launcher: list[Mapping[str, Any]] = []
+    for row in rows:
+        if _is_launcher(row):
+            launcher.append(row)
+            continue
+        rank = as_rank(row.get("rank"))
+        text = fact_text(row)
+        home = next(
+            (
+                f
+                for f in facts
+                if (rank is None or as_rank(f.row.get("rank")) in (rank, None)) and _same(f.text, text)
+            ),
+            None,
+        )
+        if home is not None:
+            home.also.append(row)
+            continue
+        fact = Fact(row)
+        facts.append(fact)
+        if rank is not None:
+            by_rank.setdefault(rank, fact)
+    orphans: list[Fact] = []
+    for row in launcher:
+        rank = as_rank(row.get("rank"))
+        home = by_rank.get(rank) if rank is not None else None
+        if home is None and rank is not None:
+            home = Fact(row)
+            by_rank[rank] = home
+            orphans.append(home)
+            continue
+        if home is None:
+            home = orphans[0] if orphans else (facts[0] if facts else None)
+        if home is None:
+            home = Fact(row)
+            orphans.append(home)
+        else:
+            home.also.append(row)
+    return facts + orphans
+
+
+# -- hypotheses ruled out, in words -------------------------------------------------------------------
+
+_REASON = re.compile(r"^match\.(all|any|none)\[\d+\]: (.*)$", re.S)
+_REF = re.compile(r"\(([^()\s]+:\d+)\)\s*$")
+
+
+def why_not(reason: str, winner: Any) -> str:
+    """A ruled-out rule's reason in words: `superseded by X` when the rule stepped aside for a more
+    specific finding; otherwise what the logs lacked, with the condition shown as code."""
+    m = _REASON.match(reason)
+    if not m:
+        return reason
+    group, rest = m.groups()
+    if group == "none" and rest.startswith("found "):
+        ref = _REF.search(rest)
+        at = f" (see {ref.group(1)})" if ref else ""
+        if winner:
+            return f"Superseded by `{winner}`, which explains the same lines more specifically{at}."
+        return f"Stepped aside: the logs show what a more specific rule looks for{at}."
+    rest = rest.replace("`", "'")
+    if rest.startswith("no "):
+        return f"Not in these logs: `{rest[3:]}`."
+    return f"Did not hold: `{rest}`."
+
+
+def how_it_ended(rank: Mapping[str, Any]) -> str:
+    """How the launcher saw a rank end: `killed by SIGABRT`, `exit code 1`, or "" when it did not say."""
+    if rank.get("signal"):
+        return f"killed by {rank['signal']}"
+    code = rank.get("exitcode")
+    return f"exit code {code}" if isinstance(code, int) and not isinstance(code, bool) and code != 0 else ""

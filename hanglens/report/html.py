@@ -13,7 +13,7 @@ import jinja2
 from markupsafe import Markup
 
 from hanglens.report import _common as c
-from hanglens.report.rankmap import build_overview, render_svg
+from hanglens.report.rankmap import build_overview, render_table
 
 MAX_TABLE_ROWS = 300  # a report must stay small enough to attach to a ticket
 TIMELINE_LANES = 40
@@ -24,7 +24,7 @@ _SCRIPT = """
   "use strict";
   document.documentElement.classList.add("js");
   function filterable(table) {
-    var rows = table.tBodies.length ? table.tBodies[0].rows : [];
+    var rows = table.tBodies.length > 1 ? table.tBodies : (table.tBodies.length ? table.tBodies[0].rows : []);
     if (rows.length < 12) { return; }
     var box = document.createElement("input");
     box.type = "search";
@@ -100,6 +100,7 @@ def _environment(strict: bool) -> jinja2.Environment:
         env.filters["where"] = c.where
         env.filters["bytes"] = c.human_bytes
         env.filters["rk"] = _rank_text
+        env.filters["capfirst"] = lambda s: str(s)[:1].upper() + str(s)[1:]
         _envs[strict] = env
     return _envs[strict]
 
@@ -134,6 +135,16 @@ def _context(doc: Mapping[str, Any]) -> dict[str, Any]:
     primary = c.primary_finding(doc)
     steps = _steps(primary, verdict)
     category = str(verdict.get("category") or "unknown")
+    observed = doc.get("observed") if category == "unknown" else None
+    observed = observed if isinstance(observed, Mapping) and observed.get("headline") else None
+    first_step = str(
+        (observed or {}).get("first_step") or verdict.get("first_step") or (steps[0]["text"] if steps else "")
+    )
+    facts = c.fold_timeline(timeline)
+    rows = [_fact_row(f, t0) for f in facts[:MAX_TABLE_ROWS]]
+    inputs = _inputs(doc.get("inputs") or {})
+    if inputs["world_size"] is None and ranks:
+        inputs["world_size_note"] = f"not stated in the logs; {c.plural(len(ranks), 'rank')} seen"
     return {
         "csp": Markup(CSP),
         "script": Markup(_SCRIPT),
@@ -147,27 +158,31 @@ def _context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "victims": c.rank_list(verdict.get("victim_ranks") or []),
         "n_culprits": len(verdict.get("culprit_ranks") or []),
         "n_victims": len(verdict.get("victim_ranks") or []),
-        "first_step": verdict.get("first_step") or (steps[0]["text"] if steps else ""),
-        "first_snippets": [
-            x for x in c.code_snippets(str(verdict.get("first_step") or "")) if c.is_command(x)
-        ],
+        "observed": observed,
+        "first_step": first_step,
+        "first_snippets": c.shell_commands(first_step),
         "findings": [_finding(f, f is primary) for f in findings],
         "overview": overview,
-        "overview_svg": Markup(render_svg(overview)) if overview.rows else None,
-        "timeline": [{**t, "rel": c.rel_time(t.get("time"), t0)} for t in timeline[:MAX_TABLE_ROWS]],
-        "timeline_more": max(0, len(timeline) - MAX_TABLE_ROWS),
+        "overview_table": Markup(render_table(overview)) if overview.rows else None,
+        "timeline": rows,
+        "timeline_timed": any(r["time_text"] for r in rows),
+        "timeline_more": max(0, len(facts) - MAX_TABLE_ROWS),
         "timeline_svg": Markup(_timeline_svg(timeline, t0)) if len(times) > 1 else None,
         "clock": doc.get("clock") or {},
         "disagreement": _disagreement(doc.get("disagreement")),
         "collectives": _collectives(doc.get("collectives") or []),
         "versions": _versions(doc.get("versions") or {}),
-        "ruled_out": [r for r in doc.get("ruled_out") or [] if isinstance(r, Mapping)],
+        "ruled_out": [
+            {**r, "why": c.why_not(str(r.get("reason") or ""), verdict.get("rule_id"))}
+            for r in doc.get("ruled_out") or []
+            if isinstance(r, Mapping)
+        ],
         "not_evaluable": [r for r in doc.get("not_evaluable") or [] if isinstance(r, Mapping)],
         "unexplained": sorted(
             (u for u in doc.get("unexplained") or [] if isinstance(u, Mapping)),
             key=lambda u: (-(c.as_rank(u.get("count")) or 0), str(u.get("template"))),
         )[:MAX_TABLE_ROWS],
-        "inputs": _inputs(doc.get("inputs") or {}),
+        "inputs": inputs,
         "steps": steps,
         "collect": c.collect_items(doc),
         "command": str(doc.get("command") or "hanglens analyze <logs>"),
@@ -184,7 +199,25 @@ def _steps(primary: Mapping[str, Any] | None, verdict: Mapping[str, Any]) -> lis
     for s in (primary or {}).get("remediation") or []:
         if isinstance(s, str) and s not in texts:
             texts.append(s)
-    return [{"text": t, "snippets": c.code_snippets(t)} for t in texts]
+    return [{"text": t, "snippets": c.shell_commands(t)} for t in texts]
+
+
+def _fact_row(fact: c.Fact, t0: float | None) -> dict[str, Any]:
+    row = fact.row
+    also = [
+        {"kind": a.get("kind"), "rank": c.as_rank(a.get("rank")), "where": c.where(a), "text": c.fact_text(a)}
+        for a in fact.also
+    ]
+    return {
+        "rel": c.rel_time(row.get("time"), t0),
+        "time_text": row.get("time_text") or "",
+        "host": row.get("host") or "",
+        "rank": c.as_rank(row.get("rank")),
+        "kind": row.get("kind"),
+        "text": fact.text,
+        "where": c.where(row),
+        "also": also,
+    }
 
 
 def _finding(f: Mapping[str, Any], primary: bool) -> dict[str, Any]:

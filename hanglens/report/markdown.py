@@ -52,11 +52,11 @@ def md_prose(s: Any) -> str:
     return "".join(out)
 
 
-def _fence(lines: list[str]) -> list[str]:
+def _fence(lines: list[str], lang: str = "text") -> list[str]:
     body = [c.one_line(x, 300) for x in lines]
     longest = max((len(m.group(0)) for x in body for m in _BACKTICKS.finditer(x)), default=0)
     fence = "`" * max(3, longest + 1)
-    return [f"{fence}text", *body, fence]
+    return [f"{fence}{lang}", *body, fence]
 
 
 def render_markdown(doc: Mapping[str, Any]) -> str:
@@ -81,7 +81,11 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     if verdict.get("rule_id"):
         who.append(f"**Rule:** {md_code(verdict['rule_id'], 80)}")
     out += [" · ".join(who), ""]
-    if verdict.get("summary"):
+    observed = doc.get("observed") if verdict.get("category") == "unknown" else None
+    observed = observed if isinstance(observed, Mapping) and observed.get("headline") else None
+    if observed:
+        out += [f"**Seen:** {md_text(observed['headline'])}. No rule explains it.", ""]
+    elif verdict.get("summary"):
         out += [md_para(verdict["summary"]), ""]
 
     heading, evidence = c.lines_to_cite(doc, MAX_EVIDENCE)
@@ -110,13 +114,18 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
             ]
 
     steps = c.first_steps(doc, MAX_STEPS)
+    if observed and observed.get("first_step"):
+        steps = [str(observed["first_step"]), *steps][:MAX_STEPS]
     if steps:
         out += ["**First steps**", ""]
         out += [f"{i}. {md_prose(s)}" for i, s in enumerate(steps, 1)]
+        commands = [x for s in steps for x in c.shell_commands(s)]
+        if commands:
+            out += ["", *_fence(list(dict.fromkeys(commands)), "sh")]
         out.append("")
     collect = c.collect_items(doc)[:3]
     if collect:
-        out += ["**Collect on the rerun:** " + "; ".join(md_prose(x) for x in collect), ""]
+        out += ["**Collect on the rerun:**", "", *(f"- {md_prose(x)}" for x in collect), ""]
 
     out += _details(doc)
     command = str(doc.get("command") or "hanglens analyze <logs>")
@@ -129,14 +138,14 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
 
 def _details(doc: Mapping[str, Any]) -> list[str]:
     ranks = [r for r in doc.get("ranks") or [] if isinstance(r, Mapping)]
-    runs = c.fold_runs(ranks, lambda r: (r.get("status"), r.get("last_step")))
+    runs = c.fold_runs(ranks, lambda r: (r.get("status"), r.get("last_step"), c.how_it_ended(r)))
     ruled_out = [r for r in doc.get("ruled_out") or [] if isinstance(r, Mapping)]
     distinct = (doc.get("versions") or {}).get("distinct") or {}
     if not runs and not ruled_out and not distinct:
         return []
     out = ["<details><summary>Ranks, versions, hypotheses ruled out</summary>", ""]
     if runs:
-        out += ["| ranks | status | last step |", "|---|---|---|"]
+        out += ["| ranks | status | how it ended | last step |", "|---|---|---|---|"]
         def status(run: c.Run) -> str:
             return str(run.items[0].get("status") or "?")
 
@@ -146,19 +155,23 @@ def _details(doc: Mapping[str, Any]) -> list[str]:
         )[:MAX_RANK_ROWS]
         for run in sorted(shown, key=lambda r: r.first):
             step = run.items[0].get("last_step")
+            ended = c.how_it_ended(run.items[0])
             out.append(
-                f"| {md_text(run.label)} | {md_text(status(run))} | {md_text('' if step is None else step)} |"
+                f"| {md_text(run.label)} | {md_text(status(run))} | {md_text(ended)} "
+                f"| {md_text('' if step is None else step)} |"
             )
         if len(runs) > MAX_RANK_ROWS:
-            out.append(f"| … | {len(runs) - MAX_RANK_ROWS} more runs | |")
+            out.append(f"| … | {len(runs) - MAX_RANK_ROWS} more runs | | |")
         out.append("")
     if distinct:
         parts = [
             f"{md_text(k)} {md_text(', '.join(map(str, v)) or '?')}" for k, v in sorted(distinct.items()) if v
         ]
         out += ["Versions: " + "; ".join(parts), ""]
+    winner = (doc.get("verdict") or {}).get("rule_id")
     for r in ruled_out[:4]:
-        out.append(f"- Ruled out {md_code(r.get('rule_id'), 80)}: {md_prose(r.get('reason'))}")
+        why = c.why_not(str(r.get("reason") or ""), winner)
+        out.append(f"- Ruled out {md_code(r.get('rule_id'), 80)}: {md_prose(why)}")
     if ruled_out:
         out.append("")
     out += ["</details>", ""]

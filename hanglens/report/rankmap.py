@@ -1,4 +1,4 @@
-"""The rank overview as an inline SVG: one bar per run of consecutive ranks in the same state."""
+"""The rank overview as an HTML table: one bar per run of consecutive ranks in the same state."""
 
 from __future__ import annotations
 
@@ -8,15 +8,17 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from hanglens.report._common import STATUS_WORDS, STATUSES, Run, as_rank, fold_runs, last_seq_text, plural
+from hanglens.report._common import (
+    STATUSES,
+    Run,
+    as_rank,
+    fold_runs,
+    how_it_ended,
+    last_seq_text,
+    plural,
+)
 
 MAX_ROWS = 240  # beyond this a page stops being an overview; coarser folding takes over
-ROW_H = 18
-LABEL_W = 120
-HOST_W = 230
-BAR_W = 300
-NOTE_W = 330
-WIDTH = LABEL_W + HOST_W + BAR_W + NOTE_W
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +88,7 @@ def _value(row: Mapping[str, Any], measure: str, pg: str | None) -> float | None
 
 def _exact_key(row: Mapping[str, Any]) -> Hashable:
     seq = tuple(sorted((str(k), v) for k, v in (row.get("last_seq") or {}).items()))
-    return (_status(row), row.get("last_step"), seq)
+    return (_status(row), row.get("last_step"), seq, how_it_ended(row))
 
 
 def _scale(v: float, low: float, high: float) -> float:
@@ -124,7 +126,12 @@ def _row_from_run(
         seq = last_seq_text(first.get("last_seq"))
         if seq:
             parts.append(seq)
-        detail = " · ".join(parts) or "no progress reported"
+        how = how_it_ended(first)
+        if how:
+            parts.insert(0, how)
+        if not isinstance(first.get("last_step"), int) and not seq:
+            parts.append("no progress reported")
+        detail = " · ".join(parts)
     else:
         steps = sorted({int(r["last_step"]) for r in run.items if isinstance(r.get("last_step"), int)})
         detail = (f"steps {steps[0]}–{steps[-1]}" if len(steps) > 1 else f"step {steps[0]}") if steps else ""
@@ -164,56 +171,33 @@ def build_overview(ranks: Sequence[Mapping[str, Any]], max_rows: int = MAX_ROWS)
     return Overview(out, mode, measure_text, len(rows), _ordered(total))
 
 
-def render_svg(ov: Overview) -> str:
-    """The overview as a standalone `<svg>` element; every text is escaped, colours come from CSS classes."""
-    height = ROW_H * (len(ov.rows) + 1) + 6
+def render_table(ov: Overview) -> str:
+    """The overview as an HTML table with CSS bars: text keeps its size at any page width and in print.
+
+    A bar is drawn only from a known step or sequence number; a row without one shows an empty track.
+    Every text is escaped; colours come from CSS classes.
+    """
     out = [
-        f'<svg class="rankmap" role="img" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" '
-        f'height="{height}" viewBox="0 0 {WIDTH} {height}" aria-label="Rank overview: '
+        '<table class="rankmap" aria-label="Rank overview: '
         f'{escape(plural(ov.total_ranks, "rank"))} in {escape(plural(len(ov.rows), "row"))}">',
-        '<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
-        'patternTransform="rotate(45)"><rect width="6" height="6" class="st-silent-bg"/>'
-        '<line x1="0" y1="0" x2="0" y2="6" class="hatch-line"/></pattern></defs>',
-        f'<text class="hd" x="4" y="{ROW_H - 5}">ranks</text>',
-        f'<text class="hd" x="{LABEL_W}" y="{ROW_H - 5}">hosts</text>',
-        f'<text class="hd" x="{LABEL_W + HOST_W}" y="{ROW_H - 5}">progress ({escape(ov.measure)})</text>',
+        '<thead><tr><th>ranks</th><th>hosts</th><th class="barcol">progress</th><th>state</th></tr></thead>'
+        "<tbody>",
     ]
-    for i, row in enumerate(ov.rows):
-        y = ROW_H * (i + 1) + 2
+    for row in ov.rows:
         worst = row.counts[0][0] if row.counts else "ok"
-        title = (
-            f"ranks {row.label} ({plural(row.last - row.first + 1, 'rank')}): "
-            + ", ".join(f"{n} {STATUS_WORDS[s]}" for s, n in row.counts)
-            + (f" — {row.detail}" if row.detail else "")
-            + f" — hosts {row.hosts}"
-        )
-        out.append(f'<g class="row st-{worst}"><title>{escape(title)}</title>')
-        out.append(f'<text class="lbl" x="4" y="{y + ROW_H - 6}">{escape(row.label)}</text>')
+        bars = []
+        if row.progress is not None:
+            total = sum(n for _, n in row.counts) or 1
+            for status, n in row.counts:
+                pct = 100.0 * row.progress * n / total
+                bars.append(f'<span class="bar st-{status}" style="width:{max(pct, 1.0):.1f}%"></span>')
         out.append(
-            f'<text class="host" x="{LABEL_W}" y="{y + ROW_H - 6}">{escape(_cut(row.hosts, 32))}</text>'
+            f'<tr class="st-{worst}"><td class="lbl mono">{escape(row.label)}</td>'
+            f'<td class="host small">{escape(row.hosts)}</td>'
+            f'<td class="barcol"><span class="track">{"".join(bars)}</span></td>'
+            f'<td class="note st-{worst}">{escape(_note(row))}</td></tr>'
         )
-        bx = LABEL_W + HOST_W
-        out.append(
-            f'<rect class="track" x="{bx}" y="{y + 2}" width="{BAR_W - 10}" height="{ROW_H - 5}" rx="2"/>'
-        )
-        full = BAR_W - 10
-        length = full * row.progress if row.progress is not None else full
-        total = sum(n for _, n in row.counts) or 1
-        x = float(bx)
-        for status, n in row.counts:
-            w = length * n / total
-            fill = ' fill="url(#hatch)"' if status == "silent" else ""
-            out.append(
-                f'<rect class="bar st-{status}" x="{x:.1f}" y="{y + 2}" width="{max(w, 1.5):.1f}" '
-                f'height="{ROW_H - 5}" rx="2"{fill}/>'
-            )
-            x += w
-        note = _note(row)
-        out.append(
-            f'<text class="note st-{worst}" x="{LABEL_W + HOST_W + BAR_W}" y="{y + ROW_H - 6}">'
-            f"{escape(_cut(note, 46))}</text></g>"
-        )
-    out.append("</svg>")
+    out.append("</tbody></table>")
     return "".join(out)
 
 
@@ -229,7 +213,3 @@ def _note(row: OverviewRow) -> str:
         }[status]
         return f"{mark} · {row.detail}" if row.detail and status != "silent" else mark
     return row.detail
-
-
-def _cut(s: str, n: int) -> str:
-    return s if len(s) <= n else s[: n - 1] + "…"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 import textwrap
 from collections.abc import Mapping
 from typing import Any, TextIO
@@ -46,7 +47,8 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
     hosts = verdict.get("culprit_hosts") or []
     if hosts:
         who += [("", " on "), ("red", c.one_line(c.host_list(hosts, limit=3), 120))]
-    who += [("", "   Victims "), ("yellow", c.rank_list(victims)), ("dim", f" ({len(victims)})")]
+    if victims:
+        who += [("", "   Victims "), ("yellow", c.rank_list(victims)), ("dim", f" ({len(victims)})")]
     silent = [
         r.get("rank")
         for r in doc.get("ranks") or []
@@ -56,7 +58,11 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
         who += [("", "   Silent "), ("dim", c.rank_list(silent))]
     out.append(who)
 
+    observed = doc.get("observed") if category == "unknown" else None
+    observed = observed if isinstance(observed, Mapping) else {}
     summary = c.one_line(verdict.get("summary") or "", 2000)
+    if observed.get("headline"):
+        summary = c.one_line(observed["headline"], 400) + ". No rule explains it."
     if summary:
         out.append([])
         out += [[("", line)] for line in textwrap.wrap(summary, width)]
@@ -66,29 +72,30 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
         out += [[], [("bold", heading)]]
         for ev in evidence:
             r = c.as_rank(ev.get("rank"))
-            rank = "?" if r is None else str(r)
-            out.append(
-                [
-                    ("", "  "),
-                    ("cyan", c.one_line(c.where(ev), 160)),
-                    ("dim", f"  rank {rank}"),
-                    ("dim", f"  {c.one_line(ev.get('time_text') or '', 40)}"),
-                ]
-            )
-            out.append([("", "    " + c.one_line(ev.get("text"), max(40, width - 4)))])
+            meta: list[Segment] = [("", "  "), ("cyan", c.one_line(c.where(ev), max(40, width - 30)))]
+            if r is not None:
+                meta.append(("dim", f"  rank {r}"))
+            if ev.get("host"):
+                meta.append(("dim", f"  {c.one_line(ev['host'], 60)}"))
+            if ev.get("time_text"):
+                meta.append(("dim", f"  {c.one_line(ev['time_text'], 40)}"))
+            out.append(meta)
+            out += [[("", "    " + line)] for line in _wrap_log(ev.get("text"), max(30, width - 4))]
 
-    steps = c.first_steps(doc, 1)
-    if steps:
+    first = str(observed.get("first_step") or "") or (c.first_steps(doc, 1) or [""])[0]
+    if first:
         out += [[]]
-        wrapped = textwrap.wrap(c.one_line(steps[0], 2000), max(40, width - 11))
+        wrapped = textwrap.wrap(c.one_line(first, 2000), max(40, width - 11))
         out.append([("bold green", "First fix: "), ("", wrapped[0] if wrapped else "")])
         out += [[("", " " * 11 + line)] for line in wrapped[1:]]
-        for snippet in [x for x in c.code_snippets(steps[0]) if c.is_command(x)][:3]:
-            out.append([("", " " * 11), ("green", "$ " + c.one_line(snippet, width))])
+        for command in c.shell_commands(first)[:3]:
+            out.append([("", " " * 11), ("green", "$ " + c.one_line(command, 400))])
     collect = c.collect_items(doc)[:3]
-    if collect:
-        out.append([("bold", "Collect:   "), ("", c.one_line(collect[0], 300))])
-        out += [[("", " " * 11 + c.one_line(x, 300))] for x in collect[1:]]
+    for i, item in enumerate(collect):
+        wrapped = textwrap.wrap(c.one_line(item, 600), max(40, width - 11))
+        lead: Segment = ("bold", "Collect:   ") if i == 0 else ("", " " * 11)
+        out.append([lead, ("", wrapped[0] if wrapped else "")])
+        out += [[("", " " * 11 + line)] for line in wrapped[1:]]
     skipped = (doc.get("inputs") or {}).get("skipped") or []
     if skipped:
         out.append(
@@ -97,9 +104,44 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
     return out
 
 
-def render_text(doc: Mapping[str, Any], *, color: bool, width: int = 100) -> str:
-    """The terminal summary; `color=False` gives plain text for pipes, files and NO_COLOR."""
-    lines = _lines(doc, width)
+def _fit(segs: list[Segment], width: int) -> list[list[Segment]]:
+    """Break a line of segments that is wider than the terminal before the segment that overflows."""
+    out: list[list[Segment]] = [[]]
+    used = 0
+    for style, text in segs:
+        if used and used + len(text) > width and text.startswith(" "):
+            text = "  " + text.lstrip()
+            out.append([])
+            used = 0
+        out[-1].append((style, text))
+        used += len(text)
+    return out
+
+
+MAX_LOG_LINES = 6
+
+
+def _wrap_log(text: Any, width: int) -> list[str]:
+    """A cited log line wrapped to the terminal; a very long one keeps its start and its end."""
+    s = c.one_line(text, 8000)
+    lines = textwrap.wrap(s, width, break_on_hyphens=False) or [""]
+    if len(lines) <= MAX_LOG_LINES:
+        return lines
+    tail = s[-(width - 2) :]
+    if " " in tail[: width // 2]:
+        tail = tail[tail.index(" ") + 1 :]  # start the kept end at a word
+    return [*lines[: MAX_LOG_LINES - 1], "… " + tail.lstrip()]
+
+
+def render_text(doc: Mapping[str, Any], *, color: bool, width: int | None = None) -> str:
+    """The terminal summary; `color=False` gives plain text for pipes, files and NO_COLOR.
+
+    `width` is the terminal's width in columns (default: the terminal's, 100 when not a terminal).
+    """
+    if width is None:
+        width = terminal_width()
+    width = max(40, min(width, 400))
+    lines = [fitted for segs in _lines(doc, width) for fitted in _fit(segs, width)]
     if not color:
         return "\n".join("".join(t for _, t in segs).rstrip() for segs in lines) + "\n"
     buf = io.StringIO()
@@ -119,6 +161,20 @@ def render_text(doc: Mapping[str, Any], *, color: bool, width: int = 100) -> str
             text.append(t, style=style if style.strip() else None)
         console.print(text)
     return buf.getvalue()
+
+
+def terminal_width(stream: TextIO | None = None) -> int:
+    """Columns to use: $COLUMNS, else the terminal's size, else 100 (a pipe or a file)."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    stream = stream if stream is not None else sys.stdout
+    try:
+        if stream.isatty():
+            return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        pass
+    return 100
 
 
 def wants_color(stream: TextIO) -> bool:

@@ -18,7 +18,7 @@ import tempfile
 import time
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ import pandas as pd
 from hanglens import __version__
 from hanglens.errors import UsageError
 from hanglens.limits import DEFAULT_LIMITS, Limits
+from hanglens.model import YEARLESS_YEAR
 from hanglens.scan.discover import Discovery, Job, Skip, discover
 from hanglens.scan.task import (
     COLUMNS,
@@ -135,12 +136,20 @@ class Cache:
 
 
 # -- output files ------------------------------------------------------------------------------
+def _file_mode() -> int:
+    """The mode a plain `open()` would give a new file: 0666 less the umask (mkstemp's files are 0600)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def _atomic_write(path: Path, data: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _file_mode())
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            fh.write(data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -172,8 +181,21 @@ def jobs_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     return df.sort_values(["path", "job_id"], kind="mergesort").reset_index(drop=True)
 
 
+def _iso_time(t: Any) -> str:
+    """ISO 8601 of a log time (the log's own clock, no zone); "" when unknown or the log gave no year."""
+    if not isinstance(t, (int, float)) or t != t:
+        return ""
+    try:
+        d = datetime.fromtimestamp(float(t), tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return ""
+    return "" if d.year == YEARLESS_YEAR else d.replace(tzinfo=None).isoformat(timespec="milliseconds")
+
+
 def _csv_text(df: pd.DataFrame) -> str:
     flat = df.copy()
+    for c in ("first_ts", "last_ts"):
+        flat[c] = [_iso_time(v) for v in flat[c]]
     for c in LIST_COLUMNS:
         flat[c] = [";".join(str(x) for x in v) for v in flat[c]]
     return str(flat.to_csv(index=False, lineterminator="\n", float_format="%.6f"))
@@ -194,6 +216,7 @@ def _write_parquet(df: pd.DataFrame, path: Path) -> str:
     os.close(fd)
     try:
         pq.write_table(table, tmp)
+        os.chmod(tmp, _file_mode())
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(OSError):

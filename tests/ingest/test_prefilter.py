@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from hanglens.ingest import Ingested, prefilter, read_inputs
+from hanglens.ingest import reader as reader_module
 from hanglens.ingest.prefilter import FastProgress, scan_file
 from hanglens.ingest.reader import MAX_LINE, Reader
 from hanglens.model import Origin
@@ -18,6 +19,12 @@ from hanglens.parsers import PARSERS
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 needs_grep = pytest.mark.skipif(prefilter.grep_path() is None, reason="GNU grep is not installed")
+
+
+@pytest.fixture(autouse=True)
+def _grep_small_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These files are small; make the reader take the grep path for them anyway."""
+    monkeypatch.setattr(reader_module, "GREP_MIN_BYTES", 0)
 
 # torchtitan 0.x step line (torch 2.4-2.9 `[rankN]:` prefix), as benchmarks/make_corpus.py writes it.
 STEP = ("[rank{r}]:[titan] 2025-03-01 12:{mm:02d}:{ss:02d},{ms:03d} - root - INFO - "

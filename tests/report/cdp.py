@@ -164,8 +164,19 @@ class _Session:
                 continue
 
 
-def visit(page: Path, evaluate: dict[str, str], *, settle: float = 1.0, timeout: float = 30.0) -> Visit:
-    """Load `page` (a local file) in a fresh headless Chromium and report what happened."""
+def visit(
+    page: Path,
+    evaluate: dict[str, str],
+    *,
+    settle: float = 1.0,
+    timeout: float = 60.0,
+    width: int | None = None,
+    media: str | None = None,
+) -> Visit:
+    """Load `page` (a local file) in a fresh headless Chromium and report what happened.
+
+    `width` sets the viewport width in CSS px (height 1000); `media` emulates a CSS media type ("print").
+    """
     assert CHROMIUM is not None
     with tempfile.TemporaryDirectory(prefix="hanglens-cdp-", ignore_cleanup_errors=True) as profile:
         proc = subprocess.Popen(
@@ -178,7 +189,7 @@ def visit(page: Path, evaluate: dict[str, str], *, settle: float = 1.0, timeout:
             url = _browser_url(proc, timeout)
             ws = _WebSocket(url, timeout)
             try:
-                return _drive(_Session(ws), page, evaluate, settle, timeout)
+                return _drive(_Session(ws), page, evaluate, settle, timeout, width, media)
             finally:
                 ws.close()
         finally:
@@ -203,11 +214,30 @@ def _browser_url(proc: subprocess.Popen[str], timeout: float) -> str:
     raise RuntimeError("chromium did not start its DevTools endpoint")
 
 
-def _drive(s: _Session, page: Path, evaluate: dict[str, str], settle: float, timeout: float) -> Visit:
+def _drive(
+    s: _Session,
+    page: Path,
+    evaluate: dict[str, str],
+    settle: float,
+    timeout: float,
+    width: int | None,
+    media: str | None,
+) -> Visit:
     target = s.call("Target.createTarget", url="about:blank")["targetId"]
     sid = s.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
     for domain in ("Network", "Runtime", "Log", "Page"):
         s.call(f"{domain}.enable", sid)
+    if width is not None:
+        s.call(
+            "Emulation.setDeviceMetricsOverride",
+            sid,
+            width=width,
+            height=1000,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
+    if media is not None:
+        s.call("Emulation.setEmulatedMedia", sid, media=media)
     s.events.clear()
     s.call("Page.navigate", sid, url=page.resolve().as_uri())
     s.wait_for("Page.loadEventFired", timeout)

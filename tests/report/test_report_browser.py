@@ -72,3 +72,41 @@ def test_the_harness_can_see_a_violation(tmp_path: Path) -> None:
     v = visit(page, _PROBE)
     assert any(u.startswith("http://127.0.0.1:9/") for u in v.requests)
     assert v.values["title"] == "PWNED" and v.errors
+
+
+_LAYOUT = {
+    "overflow": "document.documentElement.scrollWidth - window.innerWidth",
+    "rank_cells": "document.querySelectorAll('table.rankmap td').length",
+    "rank_font": "Math.min(...Array.from(document.querySelectorAll('table.rankmap td'))"
+    ".map(e => parseFloat(getComputedStyle(e).fontSize)))",
+    "line_width": "Math.min(...Array.from(document.querySelectorAll('.timeline-table tr.line td'))"
+    ".map(e => e.getBoundingClientRect().width))",
+    "main_width": "document.querySelector('main').getBoundingClientRect().width",
+    "not_evaluable_open": "document.querySelector('details.not-evaluable').open",
+    "verdict_font": "parseFloat(getComputedStyle(document.querySelector('#verdict .summary')).fontSize)",
+}
+
+
+@pytest.mark.parametrize("width", [800, 1400])
+def test_report_is_readable_from_800_px(tmp_path: Path, doc: dict[str, Any], width: int) -> None:
+    page = tmp_path / "report.html"
+    page.write_text(render_html(doc), encoding="utf-8")
+    v = visit(page, _LAYOUT, width=width)
+    assert v.errors == []
+    assert v.values["overflow"] <= 0  # nothing wider than the window
+    assert v.values["rank_cells"] > 0 and v.values["rank_font"] >= 12  # the overview's text keeps its size
+    assert v.values["line_width"] >= 0.6 * v.values["main_width"]  # a log line gets the row's width
+    assert v.values["not_evaluable_open"] is False and v.values["verdict_font"] >= 15
+
+
+def test_report_prints_with_every_section_open(tmp_path: Path, doc: dict[str, Any]) -> None:
+    page = tmp_path / "report.html"
+    page.write_text(render_html(doc), encoding="utf-8")
+    probe = {
+        "hidden_bodies": "Array.from(document.querySelectorAll('details > .body'))"
+        ".filter(e => e.getBoundingClientRect().height === 0).length",
+        "buttons": "Array.from(document.querySelectorAll('button'))"
+        ".filter(e => getComputedStyle(e).display !== 'none').length",
+    }
+    v = visit(page, probe, width=800, media="print")
+    assert v.values["hidden_bodies"] == 0 and v.values["buttons"] == 0

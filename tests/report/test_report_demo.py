@@ -25,3 +25,16 @@ def test_demo_writes_the_report(tmp_path: Path) -> None:
     assert "Culprit rank 2" in result.output
     assert str(report.resolve()) in result.output
     assert "\x1b[" not in result.output
+
+
+def test_readme_shows_the_current_demo_output(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- demo-output -->\n```\n", 1)[1].split("```", 1)[0]
+    assert block.startswith("$ hanglens demo\n")
+    shown = [line for line in block.splitlines()[1:] if not line.startswith("Report: ")]
+    result = CliRunner().invoke(
+        app, ["demo", "--output", str(tmp_path)], env={"NO_COLOR": "1", "COLUMNS": "100"}
+    )
+    assert result.exit_code == 0, result.output
+    printed = [line for line in result.output.splitlines() if not line.startswith("Report: ")]
+    assert shown == printed, "README's demo output is stale: paste the output of `COLUMNS=100 hanglens demo`"

@@ -76,7 +76,10 @@ def test_sections_are_all_there(doc: dict[str, Any]) -> None:
     assert "driver" in html and "550.54.15" in html  # the version that differs is listed
     assert "no cuda_error event on any rank" in html  # ruled out, and why
     assert "core.1234" in html and "binary file" in html  # skipped input
-    assert '<pre class="snippet"><code>init_process_group(timeout=timedelta(minutes=5))' in html
+    # a Python call is code in the prose, not a shell command to paste; the env assignment is exported
+    assert "<code>init_process_group(timeout=timedelta(minutes=5))</code>" in html
+    assert "<code>export TORCH_DISTRIBUTED_DEBUG=DETAIL</code>" in html
+    assert "<code>init_process_group(timeout" not in html.split("snippet")[-1]
 
 
 def test_every_log_string_is_escaped(evil_doc: dict[str, Any]) -> None:

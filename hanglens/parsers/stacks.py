@@ -1,0 +1,90 @@
+"""Read what one thread's stack (py-spy or faulthandler, outermost frame first) says the thread waits on.
+
+Per ../shared/reference/failure-signatures.md §7 and §16 item 4: a main thread whose innermost meaningful
+frames are the DataLoader's `_try_get_data`/`_get_data` (`torch/utils/data/dataloader.py`, waiting on the
+worker result queue) is stalled on data; one inside a public `torch/distributed/distributed_c10d.py`
+function (`all_reduce`, `barrier`, ...) waits in that collective. Not a parser: the stack-dump parsers
+share it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+Frame = tuple[str, int | None, str]  # (file, line, function) as the dump printed them
+
+DATALOADER_FILE = "torch/utils/data/dataloader.py"
+C10D_FILE = "torch/distributed/distributed_c10d.py"
+# `_MultiProcessingDataLoaderIter._get_data` / `_try_get_data`: the main process waits for a worker's batch.
+DATALOADER_WAITS = frozenset({"_get_data", "_try_get_data"})
+# Frames a thread waiting on a queue, lock or pipe passes through below the DataLoader (stdlib only).
+WAIT_LIBRARY = ("multiprocessing/", "queue.py", "threading.py", "selectors.py", "synchronize.py")
+# Decorators torch wraps the c10d functions in (`_exception_logger.<locals>.wrapper`, ...).
+C10D_WRAPPERS = frozenset({"wrapper", "inner", "_fn", "decorate_context"})
+# c10d function name -> the OpType spelling watchdog lines use (`OpType=ALLREDUCE`), for `hang_detected.op`.
+OP_TYPES = {
+    "all_reduce": "ALLREDUCE", "all_reduce_coalesced": "ALLREDUCE_COALESCED", "barrier": "BARRIER",
+    "monitored_barrier": "BARRIER", "broadcast": "BROADCAST", "broadcast_object_list": "BROADCAST",
+    "reduce": "REDUCE", "all_gather": "ALLGATHER", "all_gather_object": "ALLGATHER",
+    "all_gather_into_tensor": "_ALLGATHER_BASE", "reduce_scatter": "REDUCE_SCATTER",
+    "reduce_scatter_tensor": "_REDUCE_SCATTER_BASE", "all_to_all": "ALLTOALL",
+    "all_to_all_single": "ALLTOALL_BASE", "gather": "GATHER", "gather_object": "GATHER",
+    "scatter": "SCATTER", "scatter_object_list": "SCATTER", "send": "SEND", "recv": "RECV",
+    "isend": "SEND", "irecv": "RECV",
+}
+
+
+def _path(file: str) -> str:
+    return file.replace("\\", "/")
+
+
+def _func(name: str) -> str:
+    """Last component of a qualified name: py-spy prints `_MultiProcessingDataLoaderIter._get_data`."""
+    return name.strip().rsplit(".", 1)[-1]
+
+
+def is_main(frames: Sequence[Frame], thread_name: str | None) -> bool:
+    """Whether the stack is the main thread's: so named (py-spy), or its outermost frame is a module's body.
+
+    faulthandler prints no names, but every other thread starts in `threading.py`'s `_bootstrap`.
+    """
+    if thread_name is not None:
+        return thread_name == "MainThread"
+    return bool(frames) and frames[0][2].strip() == "<module>" and not _path(frames[0][0]).endswith(
+        "threading.py")
+
+
+def waits_on(frames: Sequence[Frame]) -> tuple[str | None, str | None]:
+    """("dataloader", None), ("collective", <c10d function>) or (None, None), read from the innermost side."""
+    for i in range(len(frames) - 1, -1, -1):
+        file, _, name = frames[i]
+        path, func = _path(file), _func(name)
+        if path.endswith(C10D_FILE) and func not in C10D_WRAPPERS and not func.startswith("_"):
+            return "collective", func
+        if path.endswith(DATALOADER_FILE):
+            deeper = frames[i + 1:]
+            waiting = all(any(w in _path(f) for w in WAIT_LIBRARY) for f, _, _ in deeper)
+            if func in DATALOADER_WAITS and waiting:
+                return "dataloader", None
+            return None, None
+    return None, None
+
+
+def stack_fields(frames: Sequence[Frame], thread_name: str | None) -> dict[str, object]:
+    """The fields every `stack_dump` event carries about what its thread is doing."""
+    main = is_main(frames, thread_name)
+    what, call = waits_on(frames)
+    return {"main": main, "waits_on": what, "collective": call}
+
+
+def hang_fields(fields: dict[str, object]) -> dict[str, object] | None:
+    """`hang_detected` fields when a dump shows the main thread inside a collective, else None.
+
+    A stack is a snapshot taken because the job stopped moving: a main thread found inside a collective is
+    a rank blocked in it, as a watchdog timeout would say (failure-signatures.md §16 item 4).
+    """
+    if not fields.get("main") or fields.get("waits_on") != "collective":
+        return None
+    call = fields.get("collective")
+    return {"detector": "stack_dump", "op": OP_TYPES.get(call) if isinstance(call, str) else None,
+            "collective": call}

@@ -1,0 +1,115 @@
+"""The reader's shortcuts (repeated inert lines parsed once, the step-line fast path) change no event."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from hanglens.cli import app
+from hanglens.ingest import read_inputs
+from hanglens.ingest.reader import Reader, repeat_key
+from hanglens.limits import Limits
+from hanglens.model import Event, LogLine, Origin
+from hanglens.parsers import PARSERS
+from hanglens.parsers.base import Parser
+
+# Real-format lines: every parser's declared examples (one physical line each, or the whole block).
+EXAMPLES = sorted({ex.text for p in PARSERS for ex in p.examples})
+# Chatter written here from the format reference (NCCL 2.21 INFO envelope, torch 2.4-2.9 c10 envelope,
+# torchtitan-style step lines): the lines the shortcuts are for.
+STEP = "[rank3]:[titan] 2025-06-02 08:04:{s:02d},417 - root - INFO - step: {n:5d}  loss: 3.1{n:03d}"
+CHATTER = (
+    "[rank3]:[I1130 08:04:{s:02d}.123456789 ProcessGroupNCCL.cpp:925] [PG ID 1 PG GUID 1(tp) Rank 3] "
+    "ProcessGroupNCCL created ncclComm_ 0x7f00a0 on CUDA device: 3",
+    "node-5:51234:51234 [3] NCCL INFO Channel 02/0 : 3[3] -> 4[4] via P2P/CUMEM/read",
+    STEP,
+    STEP,
+    "[rank3]:[I1130 08:04:{s:02d}.123456789 ProcessGroupNCCL.cpp:1021] [PG ID 0 PG GUID 0(default_pg) "
+    "Rank 3] ProcessGroupNCCL environments: NCCL version: 2.21.5, TORCH_NCCL_DUMP_ON_TIMEOUT: 1",
+    "node-5:51234:51240 [3] NCCL INFO comm 0x55d1 rank 3 nranks 8 cudaDev 3 nvmlDev 3 busId 4e000 commId "
+    "0x1a2b3c4d5e6f7081 - Init COMPLETE",
+    "[rank3]:  warnings.warn(",
+)
+
+
+def _events(data: bytes, reference: bool) -> list[tuple[Any, ...]]:
+    reader = Reader("x.log", Origin(), PARSERS, reference=reference)
+    res = reader.read(io.BytesIO(data))
+    return [(e.kind, e.ref.line, e.text, e.parser, e.rank, e.time, e.local_rank, e.level, dict(e.fields))
+            for e in res.events]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(EXAMPLES + list(CHATTER)), st.integers(0, 59),
+                          st.integers(0, 40)), min_size=1, max_size=60))
+def test_fast_reader_gives_the_reference_readers_events(picks: list[tuple[str, int, int]]) -> None:
+    text = "\n".join(line.format(s=s, n=n) if line in CHATTER else line for line, s, n in picks) + "\n"
+    data = text.encode("utf-8")
+    assert _events(data, reference=False) == _events(data, reference=True)
+
+
+def test_repeated_inert_lines_are_parsed_once_and_counted() -> None:
+    line = CHATTER[0]
+    data = "".join(line.format(s=s) + "\n" for s in range(30)).encode()
+    reader = Reader("x.log", Origin(), PARSERS)
+    res = reader.read(io.BytesIO(data))
+    assert reader.repeats == 29
+    assert any("29 lines repeat" in n for n in res.notes)
+    assert repeat_key(line.format(s=1)) == repeat_key(line.format(s=2))
+    assert repeat_key("Watchdog at 12:00:01 then") != repeat_key("Watchdog at 12:00:01 then more")
+
+
+def test_utf16_logs_with_a_bom_read_like_utf8(tmp_path: Path) -> None:
+    text = ("[rank1]:[E1130 08:04:26.123456789 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, "
+            "Timeout(ms)=600000) ran for 600410 milliseconds before timing out.\r\n"
+            "RuntimeError: CUDA error: an illegal memory access was encountered\r\n")
+    for name, data in (("le.log", text.encode("utf-16")), ("be.log", b"\xfe\xff" + text.encode("utf-16-be")),
+                       ("u8.log", text.encode("utf-8"))):
+        (tmp_path / name).write_bytes(data)
+    ing = read_inputs([tmp_path], jobs=1)
+    kinds = {p: sorted(e.kind for e in ing.events if e.ref.path == p) for p in ("le.log", "be.log", "u8.log")}
+    assert "hang_detected" in kinds["u8.log"]
+    assert kinds["le.log"] == kinds["be.log"] == kinds["u8.log"]
+    assert "UTF-16 text (byte-order mark); decoded" in ing.notes["le.log"]
+    ctx = ing.context([e.ref for e in ing.events if e.ref.path == "le.log"][:1], before=0, after=0)
+    assert any("Watchdog caught" in t for lines in ctx.values() for _, t in lines)
+
+
+class _Broken(Parser):
+    name = "broken"
+    triggers: ClassVar[tuple[str, ...]] = ("boom",)
+
+    def feed(self, line: LogLine) -> Iterable[Event]:
+        raise ValueError("no")
+
+
+def test_a_parser_exception_is_a_note_with_path_and_line(tmp_path: Path) -> None:
+    (tmp_path / "r.log").write_text("fine\nboom here\n", encoding="utf-8")
+    ing = read_inputs([tmp_path], jobs=1, parsers=(*PARSERS, _Broken))
+    assert ing.notes["r.log"] == ["broken failed on line 2: ValueError: no"]
+
+
+def test_inputs_json_shows_reader_notes(tmp_path: Path) -> None:
+    (tmp_path / "w.log").write_bytes("RuntimeError: CUDA error: out of memory\n".encode("utf-16"))
+    out = CliRunner().invoke(app, ["inputs", "--format", "json", str(tmp_path)])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output)
+    assert doc["files"][0]["notes"] == ["UTF-16 text (byte-order mark); decoded"]
+    assert doc["files"][0]["events"] > 0
+
+
+def test_files_over_max_files_are_one_skip_naming_the_limit(tmp_path: Path) -> None:
+    for i in range(12):
+        (tmp_path / f"r{i:02d}.log").write_text(f"RuntimeError: CUDA error: out of memory {i}\n", "utf-8")
+    ing = read_inputs([tmp_path], jobs=1, limits=Limits(max_files=5))
+    assert [f.path for f in ing.files] == [f"r{i:02d}.log" for i in range(5)]
+    assert [(s.path, s.reason) for s in ing.skipped] == [
+        ("r05.log", "this and 6 more files not read: over the limit of 5 files per job (max_files)")]

@@ -1,0 +1,258 @@
+"""A report an engineer trusts at first read: what the renderers show for real analyses (issue 10)."""
+
+from __future__ import annotations
+
+import copy
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hanglens import api
+from hanglens.report import _common as c
+from hanglens.report import render_html, render_markdown, render_text
+from hanglens.report.rankmap import build_overview, render_table
+
+from .joblogs import ABORTED, screenshot_tool, write_job
+
+
+@pytest.fixture(scope="module")
+def demo_doc() -> dict[str, Any]:
+    with resources.as_file(resources.files("hanglens") / "_demo" / "job") as job:
+        return api.analyze([job]).to_dict()
+
+
+@pytest.fixture(scope="module")
+def aborted_doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    job = write_job(tmp_path_factory.mktemp("aborted"), {"console.log": ABORTED})
+    return api.analyze([job]).to_dict()
+
+
+@pytest.fixture(scope="module")
+def unexplained_doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    log = screenshot_tool().UNEXPLAINED_LOG
+    job = write_job(tmp_path_factory.mktemp("unexplained"), {"console.log": log})
+    return api.analyze([job]).to_dict()
+
+
+# 1. dead ranks are not drawn as healthy ------------------------------------------------------------
+
+
+def test_ranks_the_launcher_saw_die_are_failed_not_ok(aborted_doc: dict[str, Any]) -> None:
+    ranks = {r["rank"]: r for r in aborted_doc["ranks"]}
+    assert {ranks[0]["status"], ranks[1]["status"]} == {"failed"}
+    assert ranks[0]["signal"] == "SIGABRT" and ranks[1]["exitcode"] == -6
+    table = render_table(build_overview(aborted_doc["ranks"]))
+    assert "killed by SIGABRT" in table and "no progress reported" in table
+    assert "ok ·" not in table and "st-ok" not in table
+    assert '<span class="bar' not in table  # no step or sequence number known: no bar at all
+    md = render_markdown(aborted_doc)
+    assert "| 0-1 | failed | killed by SIGABRT |" in md
+
+
+def test_a_bar_is_drawn_only_from_known_progress() -> None:
+    ranks = [
+        {"rank": 0, "status": "ok", "last_step": 10, "last_seq": {}},
+        {"rank": 1, "status": "ok", "last_step": None, "last_seq": {}},
+    ]
+    rows = render_table(build_overview(ranks)).split("<tr")
+    assert '<span class="bar' in rows[2] and '<span class="bar' not in rows[3]
+
+
+# 2. evidence is not cut where it gets interesting ----------------------------------------------------
+
+_MISMATCH = (
+    "RuntimeError: Detected mismatch between collectives on ranks. Rank 2 is running collective: "
+    "CollectiveFingerPrint(SequenceNumber=7, OpType=BARRIER), but Rank 0 is running collective: "
+    "CollectiveFingerPrint(SequenceNumber=7OpType=GATHER)."
+)
+_WARN = (
+    "node-3:51017:51102 [1] transport/net_ib.cc:1431 NCCL WARN NET/IB : Got completion from peer "
+    "10.9.0.12<48812> with status=12 opcode=0 len=0 vendor err 129 (Recv) receiving 8 bytes instead of 4"
+)
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_evidence_keeps_the_field_that_matters_at_the_terminal_width(doc: dict[str, Any], width: int) -> None:
+    doc = copy.deepcopy(doc)
+    doc["findings"][0]["evidence"][0]["text"] = _MISMATCH
+    doc["findings"][0]["evidence"][1]["text"] = _WARN
+    out = render_text(doc, color=False, width=width)
+    flat = " ".join(line.strip() for line in out.splitlines())
+    assert "OpType=BARRIER" in flat and "receiving 8 bytes instead of 4" in flat
+    assert max(len(line) for line in out.splitlines()) <= width
+    if width == 200:  # a wide terminal uses its width: the mismatch takes two rows, not three or more
+        assert [line.strip() for line in out.splitlines()].count(_MISMATCH[:100].strip()) == 0
+        assert any(line.strip().startswith("RuntimeError") and len(line) > 150 for line in out.splitlines())
+
+
+def test_the_width_comes_from_the_terminal(doc: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = copy.deepcopy(doc)
+    doc["findings"][0]["evidence"][0]["text"] = _MISMATCH
+    monkeypatch.setenv("COLUMNS", "200")
+    wide = render_text(doc, color=False).splitlines()
+    assert any(line.strip().startswith("RuntimeError") and len(line) > 150 for line in wide)
+    monkeypatch.setenv("COLUMNS", "80")
+    assert max(len(line) for line in render_text(doc, color=False).splitlines()) <= 80
+
+
+# 3. copy blocks hold whole commands -------------------------------------------------------------------
+
+
+def test_shell_commands_are_whole_and_runnable() -> None:
+    step = (
+        "Rerun with NCCL_DEBUG=INFO, TORCH_DISTRIBUTED_DEBUG=DETAIL and keep the logs; look for "
+        "`broadcast`/`barrier` behind data-dependent `if`s and `if rank == 0:` blocks, check "
+        "`torch.cuda.nccl.version()`, run `py-spy dump --pid <PID>` and `nvidia-smi -q -d ECC`."
+    )
+    assert c.shell_commands(step) == [
+        "export NCCL_DEBUG=INFO TORCH_DISTRIBUTED_DEBUG=DETAIL",
+        "py-spy dump --pid <PID>",
+        "nvidia-smi -q -d ECC",
+    ]
+    assert c.shell_commands("Set `TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1`.") == [
+        "export TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1"
+    ]
+    assert c.shell_commands("Use `--rdzv-endpoint HOST:0` and `DataLoader(timeout=...)`.") == []
+
+
+def test_no_fragment_or_python_is_shown_as_a_shell_command(doc: dict[str, Any]) -> None:
+    doc = copy.deepcopy(doc)
+    doc["verdict"]["first_step"] = (
+        "Find the branch with `broadcast barrier if` or `if rank == 0:`, print `torch.cuda.nccl.version()` "
+        "and rerun with NCCL_DEBUG=INFO."
+    )
+    out = render_text(doc, color=False, width=100)
+    dollars = [line.strip() for line in out.splitlines() if line.strip().startswith("$ ")]
+    assert dollars == ["$ export NCCL_DEBUG=INFO"]
+    html = render_html(doc)
+    blocks = re.findall(r'<pre class="snippet"[^>]*><code>(.*?)</code></pre>', html, re.S)
+    assert blocks and all(
+        line.startswith(("export ", "hanglens ", "torchrun ", "py-spy ", "nvidia-smi", "dmesg"))
+        for b in blocks
+        for line in b.splitlines()
+    )
+    assert "<code>torch.cuda.nccl.version()</code>" in html
+
+
+# 4. an unexplained failure still says what was seen -----------------------------------------------------
+
+
+def test_unexplained_timeout_headline_comes_from_the_facts(unexplained_doc: dict[str, Any]) -> None:
+    assert unexplained_doc["verdict"]["category"] == "unknown"
+    head = unexplained_doc["observed"]["headline"]
+    assert head == (
+        "ALLREDUCE #3318 (process group 0) timed out after 15 min on rank 5; culprit not determined"
+    )
+    for out in (
+        render_text(unexplained_doc, color=False, width=100),
+        render_html(unexplained_doc),
+        render_markdown(unexplained_doc),
+    ):
+        assert "ALLREDUCE #3318" in out and "culprit not determined" in out
+        assert "Find the rank that never reached ALLREDUCE #3318" in out
+
+
+def test_unexplained_crash_headline_and_advice(aborted_doc: dict[str, Any]) -> None:
+    observed = aborted_doc["observed"]
+    assert observed["headline"] == "Ranks 0-1 killed by SIGABRT; culprit not determined"
+    assert "PYTHONFAULTHANDLER=1" in observed["first_step"]
+    assert "Ranks 0-1 killed by SIGABRT" in render_text(aborted_doc, color=False)
+
+
+def test_no_hang_advice_after_a_confident_oom(tmp_path: Path) -> None:
+    rank = (
+        "[rank1]:[E0611 14:02:29.118204511 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE, NumelIn=512, NumelOut=512, "
+        "Timeout(ms)=600000) ran for 600091 milliseconds before timing out.\n"
+    )
+    oom = (
+        "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a "
+        "total capacity of 79.19 GiB of which 301.62 MiB is free. Including non-PyTorch memory, this "
+        "process has 78.88 GiB memory in use.\n"
+    )
+    doc = api.analyze([write_job(tmp_path, {"rank0.log": oom, "rank1.log": rank})]).to_dict()
+    assert doc["verdict"]["category"] == "oom" and doc["verdict"]["confidence"] == "high"
+    assert "512.00 MiB" in doc["verdict"]["summary"] and "536870912" not in doc["verdict"]["summary"]
+    collect = " ".join(doc["collect_next"])
+    assert "While it hangs" not in collect and "py-spy" not in collect
+
+
+# 5. the timeline is one row per fact ----------------------------------------------------------------
+
+
+def test_timeline_folds_repeats_and_launcher_rows(demo_doc: dict[str, Any]) -> None:
+    facts = c.fold_timeline(demo_doc["timeline"])
+    texts = [f.text for f in facts]
+    assert all(t and not re.fullmatch(r"\[\d+\]:", t) for t in texts)
+    assert facts[0].row["kind"] not in c.LAUNCHER_KINDS
+    keys = [(c.as_rank(f.row.get("rank")), f.text) for f in facts]
+    assert len(keys) == len(set(keys))
+    assert len(facts) < len(demo_doc["timeline"])  # repeats went under their fact
+    html = render_html(demo_doc)
+    section = html[html.index('id="timeline"') : html.index('id="collective"')]
+    assert "<td>?</td>" not in section and ">[1]:<" not in section
+    assert "more line" in section  # folded rows are still there, one click away
+    assert ". one clock" not in section
+
+
+# 6. sections say what they mean ---------------------------------------------------------------------
+
+
+def test_superseded_rule_is_said_in_prose(demo_doc: dict[str, Any]) -> None:
+    reason = "match.none[0]: found fact collective_disagreement where minority = true (console.log:67)"
+    why = c.why_not(reason, "ranks-run-different-collectives")
+    assert why.startswith("Superseded by `ranks-run-different-collectives`") and "console.log:67" in why
+    html = render_html(demo_doc)
+    ruled = html[html.index('id="ruled-out"') : html.index('id="unexplained"')]
+    assert "found fact" not in ruled and "match.none" not in ruled and "Superseded by" in ruled
+    assert re.search(r"<details class=\"not-evaluable\">\s*<summary>Not evaluable", ruled)
+
+
+def test_launcher_summary_lines_are_not_unexplained(demo_doc: dict[str, Any]) -> None:
+    texts = " ".join(str(u["example"]) for u in demo_doc["unexplained"])
+    assert "ChildFailedError" not in texts and " FAILED" not in texts
+
+
+# 7. one attribution everywhere ------------------------------------------------------------------------
+
+
+def test_a_files_rank_is_its_lines_rank(tmp_path: Path) -> None:
+    log = (
+        "RANK=3 -- LOCAL_RANK=1\n"
+        "Traceback (most recent call last):\n"
+        '  File "/home/user/train.py", line 12, in <module>\n'
+        "    main()\n"
+        "ValueError: shard 9 is empty\n"
+    )
+    doc = api.analyze([write_job(tmp_path, {"worker.log": log})]).to_dict()
+    seen = {f["path"]: f["ranks"] for f in doc["inputs"]["detail"]}
+    assert seen["worker.log"] == [3]
+    rows = [t for t in doc["timeline"] if t["path"] == "worker.log"]
+    assert rows and all(t["rank"] == 3 for t in rows)
+    out = render_text(doc, color=False)
+    assert "rank ?" not in out and "worker.log:2  rank 3" in out
+
+
+def test_world_size_is_not_unknown_above_a_drawing_of_ranks(doc: dict[str, Any]) -> None:
+    doc = copy.deepcopy(doc)
+    doc["inputs"]["world_size"] = None
+    html = render_html(doc)
+    inputs = html[html.index('id="inputs"') :]
+    assert "<dd>unknown</dd>" not in inputs and "not stated in the logs; 8 ranks seen" in inputs
+
+
+# 12. smaller ------------------------------------------------------------------------------------------
+
+
+def test_markdown_lists_what_to_collect(doc: dict[str, Any]) -> None:
+    md = render_markdown(doc)
+    block = md[md.index("**Collect on the rerun:**") :].splitlines()
+    assert block[1] == "" and block[2].startswith("- ") and block[3].startswith("- ")
+
+
+def test_one_rank_is_rank_not_ranks(unexplained_doc: dict[str, Any]) -> None:
+    summary = unexplained_doc["verdict"]["summary"]
+    assert summary == "The logs show a failure on rank 5, but no rule explains it."
