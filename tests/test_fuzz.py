@@ -115,8 +115,8 @@ plain = st.recursive(
     max_leaves=30,
 )
 ENTRY_KEYS = ["record_id", "pg_id", "process_group", "collective_seq_id", "p2p_seq_id", "op_id",
-              "profiling_name", "time_created_ns", "input_sizes", "output_sizes", "state", "time_discovered_started_ns",
-              "time_discovered_completed_ns", "frames", "timeout_ms", "is_p2p"]
+              "profiling_name", "time_created_ns", "input_sizes", "output_sizes", "state",
+              "time_discovered_started_ns", "time_discovered_completed_ns", "frames", "timeout_ms", "is_p2p"]
 entry = st.dictionaries(st.sampled_from(ENTRY_KEYS), plain, max_size=10)
 dump = st.fixed_dictionaries({"entries": st.lists(entry, max_size=5)},
                              optional={"version": plain, "pg_config": plain, "pg_status": plain})

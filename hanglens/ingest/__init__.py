@@ -185,7 +185,13 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
     then scanned in Python, as compressed files and archive members always are). The result depends on
     neither `jobs` nor `grep`. `limits` bound the work (see hanglens.limits): what passes one is skipped.
     """
-    units, skipped = discover([os.fspath(p) for p in paths], limits)
+    units, skipped = discover([os.fspath(p) for p in paths])
+    if len(units) > limits.max_files:
+        # A folder of a hundred thousand files: read the first ones (display order), say what was left.
+        rest = units[limits.max_files:]
+        units = units[: limits.max_files]
+        skipped.append(Skipped(rest[0].display, f"this and {len(rest) - 1} more files not read: over the "
+                                                f"limit of {limits.max_files} files per job (max_files)"))
     chosen = tuple(PARSERS if parsers is None else parsers)
     workers = _workers(jobs, units)
     if workers > 1:

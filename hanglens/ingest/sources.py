@@ -339,12 +339,11 @@ def _rel(path: str, base: str) -> str:
     return Path(rel).as_posix() if not rel.startswith("..") else Path(path).as_posix()
 
 
-def discover(paths: list[str], limits: Limits = DEFAULT_LIMITS) -> tuple[list[Unit], list[Skipped]]:
+def discover(paths: list[str]) -> tuple[list[Unit], list[Skipped]]:
     """Every regular file under `paths` (files, folders, globs), sorted by display path, and what was skipped.
 
     Symbolic links to files and folders are followed once (a folder reached twice is not walked again,
-    which also ends symlink loops); fifos, devices and sockets are skipped without being opened. Past
-    `limits.max_files` files, the walk stops and one skip says so.
+    which also ends symlink loops); fifos, devices and sockets are skipped without being opened.
     """
     roots = _expand([os.fspath(p) for p in paths])
     base = _display_base(roots)
@@ -352,11 +351,8 @@ def discover(paths: list[str], limits: Limits = DEFAULT_LIMITS) -> tuple[list[Un
     skipped: list[Skipped] = []
     seen_files: dict[tuple[int, int], str] = {}
     seen_dirs: set[tuple[int, int]] = set()
-    over: list[str] = []
 
     def add_file(path: str) -> None:
-        if over:
-            return
         display = _rel(path, base)
         try:
             st = os.stat(path)
@@ -374,9 +370,6 @@ def discover(paths: list[str], limits: Limits = DEFAULT_LIMITS) -> tuple[list[Un
         key = (st.st_dev, st.st_ino)
         if key in seen_files:
             skipped.append(Skipped(display, f"same file as {seen_files[key]}"))
-            return
-        if len(units) >= limits.max_files:
-            over.append(display)
             return
         seen_files[key] = display
         units[display] = Unit(fs_path=path, display=display, rel=display, size=st.st_size)
@@ -400,9 +393,6 @@ def discover(paths: list[str], limits: Limits = DEFAULT_LIMITS) -> tuple[list[Un
 
     for root in roots:
         add_file(root)
-    if over:
-        skipped.append(Skipped(over[0], f"this file and the rest were not read: more than {limits.max_files} "
-                                        "files (limit max_files, --limit max_files=N)"))
     skipped.sort(key=lambda s: (s.path, s.reason))
     return [units[k] for k in sorted(units)], skipped
 
