@@ -152,7 +152,8 @@ def test_class1_cli_limit_flag_and_bad_limit(tmp_path: Path, low_floor: None) ->
 def test_limits_parse_values() -> None:
     lim = parse_limits(["max_member_bytes=8GiB", "max-files=10_000", "rule_regex_budget_s=0.25"])
     assert (lim.max_member_bytes, lim.max_files, lim.rule_regex_budget_s) == (8 << 30, 10_000, 0.25)
-    for bad in ("max_files", "max_files=ten", "max_files=-1", "job_deadline_s=nan", "nope=1", "max_line_bytes=2M"):
+    for bad in ("max_files", "max_files=ten", "max_files=-1", "job_deadline_s=nan", "nope=1",
+                "max_line_bytes=2M"):
         with pytest.raises(ValueError):
             parse_limits([bad])
 
