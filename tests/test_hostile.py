@@ -195,6 +195,12 @@ def test_class3_rule_folder_and_rule_file_size_caps(tmp_path: Path) -> None:
     "{{ 99 ** 99 ** 99 }}",
     "{{ [1] * 10 ** 9 }}",
     "{{ 'x' | center(10 ** 9) }}",
+    "{{ 'x'.ljust(10 ** 9) }}",
+    "{{ '%999999999d' % 1 }}",
+    "{{ '%*d' % (999999999, 1) }}",
+    "{{ '{} {:999999999}'.format(1, 2) }}",
+    "{{ '{} {:>{w}}'.format(1, 2, w=999999999) }}",
+    "{{ '%999999999s' | format(1) }}",
     "{% for i in range(100000) %}{{ 'y' * 60000 }}{% endfor %}",
     "{{ 'ab' + 'c' * 60000 + 'd' * 60000 }}",
 ])
@@ -205,8 +211,10 @@ def test_class4_template_work_is_bounded(source: str) -> None:
 
 
 def test_class4_templates_still_render_ordinary_work() -> None:
-    text, error = template.render("{{ 2 ** 10 }} {{ '-' * 3 }} {{ range(3) | list | join }}", {}, {})
-    assert (text, error) == ("1024 --- 0, 1, 2", None)
+    source = ("{{ 2 ** 10 }} {{ '-' * 3 }} {{ range(3) | list | join }} {{ 600000 | round }}"
+              " {{ '%d ms' % 600000 }} {{ '{} s'.format(600000) }} {{ 'ab' | center(6) }}")
+    text, error = template.render(source, {}, {})
+    assert (text, error) == ("1024 --- 0, 1, 2 600000 600000 ms 600000 s   ab", None)
 
 
 RULE = """\
