@@ -108,6 +108,18 @@ def test_class1_member_and_job_byte_caps(tmp_path: Path) -> None:
     lim = DEFAULT_LIMITS.with_overrides(max_job_bytes=4 * MiB)
     skips = _skips(read_inputs([job], jobs=1, limits=lim))
     assert "limit max_job_bytes" in skips["rank1.log.zst"] and "rank0.log.gz" not in skips
+    # A tar.gz's members are counted once (as the decompressed tar stream), not again per member.
+    tgz = tmp_path / "tgz"
+    tgz.mkdir()
+    data = _counted_lines(30_000)  # ~1.5 MiB
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        info = tarfile.TarInfo("rank0.log")
+        info.size = len(data)
+        tf.addfile(info, io.BytesIO(data))
+    (tgz / "job.tar.gz").write_bytes(buf.getvalue())
+    ing = read_inputs([tgz], jobs=1, limits=DEFAULT_LIMITS.with_overrides(max_job_bytes=2 * MiB))
+    assert ing.skipped == [] and _lines(ing) == {"job.tar.gz!rank0.log": 30_000}
 
 
 def test_class1_archive_members_and_files_per_job(tmp_path: Path) -> None:

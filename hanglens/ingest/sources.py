@@ -485,7 +485,9 @@ def _member_stream(display: str, rel: str, stream: ReadableStream, locator: Loca
     `consumed` counts the member's bytes as stored in the archive (for the expansion ratio of a
     zip member); a member that is itself compressed is measured against its own compressed bytes.
     """
-    capped = Capped(stream, consumed or (lambda: capped.count), limits, budget)
+    # A zip member is decompressed here (it draws on the job's budget); a tar member's bytes are the
+    # tar stream's, already counted when that stream was decompressed.
+    capped = Capped(stream, consumed or (lambda: capped.count), limits, budget if consumed else None)
     h = Head(b"", capped)
     first = h.read(SNIFF)
     codec = codec_of(first)
