@@ -207,7 +207,6 @@ LimitOpts = Annotated[
 
 def _limits(items: list[str] | None, **extra: Any) -> Any:
     """The Limits the options give; a bad --limit is a usage error (one line, exit 2)."""
-    from hanglens.errors import UsageError
     from hanglens.limits import parse_limits
 
     try:
@@ -535,8 +534,6 @@ def scan(
     from hanglens.scan import ScanSummary
 
     if job_timeout is not None and job_timeout <= 0:
-        from hanglens.errors import UsageError
-
         _fail(UsageError("--job-timeout must be more than 0 seconds"))
     limits = _limits(limit, job_deadline_s=job_timeout)
 

@@ -69,9 +69,8 @@ def _expectations() -> list[Any]:
             marks = [pytest.mark.xfail(strict=True, reason=f"known gap: {want['known_gap']}")] if want.get(
                 "known_gap"
             ) else []
-            params.append(
-                pytest.param(path.parent, want, id=f"{path.parent.name}[{i}]:{want['kind']}{rank}", marks=marks)
-            )
+            pid = f"{path.parent.name}[{i}]:{want['kind']}{rank}"
+            params.append(pytest.param(path.parent, want, id=pid, marks=marks))
     return params
 
 

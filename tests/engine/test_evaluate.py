@@ -207,7 +207,7 @@ def test_catastrophic_regex_finishes_promptly_with_a_warning() -> None:
              culprits=None, explanation="x")
     start = time.monotonic()
     res = run([r, r.model_copy(update={"id": "again"})], events=evs)
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 30  # a hang guard (it ran 70 s before the budget), not a speed goal
     assert not res.findings
     assert len(res.warnings) == 2 and all("timed out" in w for w in res.warnings)
     assert all("timed out" in r.reason for r in res.ruled_out)

@@ -111,5 +111,5 @@ def test_files_over_max_files_are_one_skip_naming_the_limit(tmp_path: Path) -> N
         (tmp_path / f"r{i:02d}.log").write_text(f"RuntimeError: CUDA error: out of memory {i}\n", "utf-8")
     ing = read_inputs([tmp_path], jobs=1, limits=Limits(max_files=5))
     assert [f.path for f in ing.files] == [f"r{i:02d}.log" for i in range(5)]
-    assert [(s.path, s.reason) for s in ing.skipped] == [
-        ("r05.log", "this and 6 more files not read: over the limit of 5 files per job (max_files)")]
+    assert [s.path for s in ing.skipped] == ["r05.log"]
+    assert "more than 5 files" in ing.skipped[0].reason and "max_files" in ing.skipped[0].reason
