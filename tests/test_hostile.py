@@ -338,7 +338,7 @@ UNCAPPED = ["--limit", "max_ratio=1000000000", "--limit", "max_member_bytes=1T",
 
 def test_class10_cli_scan_times_out_a_bomb_job_and_exits_1(tmp_path: Path) -> None:
     root, out = _bomb_root(tmp_path), tmp_path / "out"
-    res = CliRunner().invoke(app, ["scan", str(root), "-o", str(out), "-j", "2", "--job-timeout", "5",
+    res = CliRunner().invoke(app, ["scan", str(root), "-o", str(out), "-j", "2", "--job-timeout", "20",
                                    *UNCAPPED])
     assert res.exit_code == 1, res.output
     df = pd.read_csv(out / "jobs.csv")
