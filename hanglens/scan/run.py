@@ -478,7 +478,7 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str]
             raise UsageError("no such rules folder", hint=r)
     since_ns = parse_since(since)
     if analyzer == DEFAULT_ANALYZER:
-        load_rules(rule_dirs)  # a broken rule fails the scan once, loudly, not every job
+        load_rules(rule_dirs, limits)  # a broken rule fails the scan once, loudly, not every job
     found: Discovery = discover(paths, job_glob=job_glob, since_ns=since_ns)
     if out_dir is not None:
         found.jobs = [j for j in found.jobs if not _is_inside(j.path, out_dir)]
