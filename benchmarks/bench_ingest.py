@@ -12,8 +12,10 @@ Memory is the **peak of the summed RSS of hanglens's whole process tree**: every
 `/proc/<pid>/status` (VmRSS) of the hanglens process and of every descendant (worker processes, grep
 subprocesses), adds them up, and keeps the largest sum. That is what the machine had to hold at once;
 `getrusage(RUSAGE_CHILDREN).ru_maxrss` would give only the largest single child. RSS counts pages that a
-forked worker still shares with its parent twice, so the figure errs high. Spikes shorter than 20 ms
-can be missed. Linux only (/proc).
+forked worker still shares with its parent twice, so the figure errs high. A process counts from its
+second sample on: a child caught between fork and exec (grep started by the reader) shows its parent's
+RSS for a moment and would otherwise count the parent twice. Spikes shorter than 20 ms can be missed.
+Linux only (/proc).
 """
 
 from __future__ import annotations
@@ -58,16 +60,15 @@ def _rss_kib(pid: int) -> int:
     return 0
 
 
-def tree_rss_kib(root: int) -> tuple[int, int]:
-    """(summed RSS in KiB, number of processes) of `root` and all its descendants right now."""
+def tree_pids(root: int) -> list[int]:
+    """`root` and all its descendants right now."""
     kids = _children()
-    todo, total, count = [root], 0, 0
+    todo, out = [root], []
     while todo:
         pid = todo.pop()
-        total += _rss_kib(pid)
-        count += 1
+        out.append(pid)
         todo.extend(kids.get(pid, ()))
-    return total, count
+    return out
 
 
 def run_sampled(cmd: list[str], env: dict[str, str] | None = None, stdout: int | None = None,
@@ -80,9 +81,15 @@ def run_sampled(cmd: list[str], env: dict[str, str] | None = None, stdout: int |
         done = threading.Event()
 
         def sample() -> None:
+            before: set[int] = set()
             while not done.is_set():
-                rss, n = tree_rss_kib(proc.pid)
-                peak[0], peak[1] = max(peak[0], rss), max(peak[1], n)
+                now = tree_pids(proc.pid)
+                # A child caught between fork and exec shows its parent's RSS for a moment; a process
+                # counts from its second sample on (the root always).
+                counted = [p for p in now if p == proc.pid or p in before]
+                rss = sum(_rss_kib(p) for p in counted)
+                peak[0], peak[1] = max(peak[0], rss), max(peak[1], len(counted))
+                before = set(now)
                 done.wait(interval)
 
         th = threading.Thread(target=sample, daemon=True)

@@ -20,7 +20,14 @@ except ImportError:  # pragma: no cover - older typer uses click itself
     import click  # type: ignore[no-redef]
 
 from hanglens.errors import HanglensError, UsageError
-from hanglens.report._common import term_text
+
+
+def term_text(value: Any) -> str:
+    """Text for the terminal with control characters escaped (imported on use: `--version` stays fast)."""
+    from hanglens.report._common import term_text as escape
+
+    return escape(value)
+
 
 if TYPE_CHECKING:
     from hanglens import api
@@ -265,7 +272,9 @@ def analyze(
         for path, flag in ((output, "--output"), (html, "--html"), (markdown, "--markdown")):
             _check_output(path, flag)
         analysis = api.analyze(
-            [str(p) for p in paths], rules_dirs=[str(d) for d in rules or []], command=" ".join(argv),
+            [str(p) for p in paths],
+            rules_dirs=[str(d) for d in rules or []],
+            command=" ".join(argv),
             limits=limits,
         )
         doc = analysis.to_dict()

@@ -339,6 +339,9 @@ _STACKS = (
 )
 
 
+_NCCL_SAYS = re.compile(r"^.*?NCCL (?:WARN|INFO)\s*(?:NET/\w+\s*:\s*)?")
+
+
 def _observed(tables: Tables, file_rank: dict[str, int]) -> dict[str, str] | None:
     """What kind of failure the facts show when no rule explains it: a headline and the advice that follows.
 
@@ -394,8 +397,10 @@ def _observed(tables: Tables, file_rank: dict[str, int]) -> dict[str, str] | Non
     own = [
         e
         for e in evs
-        if e.kind in ("exception", "cuda_error", "oom", "nccl_error", "nccl_warn") and e.rank is not None
+        if e.kind in ("exception", "cuda_error", "oom", "nccl_error", "nccl_warn")
+        and not _LAUNCHER_LINE.search(e.text)
     ]
+    own = [e for e in own if e.rank is not None] or own  # a rank's own error before an unattributed one
     if own:
         first = min(own, key=lambda e: (e.time is None, e.time or 0.0, e.ref.path, e.ref.line))
         what = str(
@@ -408,13 +413,18 @@ def _observed(tables: Tables, file_rank: dict[str, int]) -> dict[str, str] | Non
                 "nccl_warn": "An NCCL warning",
             }.get(first.kind, first.kind)
         )
+        if first.kind in ("nccl_warn", "nccl_error"):
+            said = _NCCL_SAYS.sub("", first.text).strip().split(". ")[0]
+            what += f' ("{said[:90]}…")' if len(said) > 90 else f' ("{said}")' if said else ""
         ranks = sorted({e.rank for e in own if e.rank is not None and e.kind == first.kind})
+        host = first.host or ""
+        where = _ranks_text(ranks) if ranks else (f"host {host}" if host else first.ref.path)
+        whose = f"rank {first.rank}" if first.rank is not None else where
         return {
-            "headline": f"{what} on {_ranks_text(ranks)}; culprit not determined",
+            "headline": f"{what} on {where}; culprit not determined",
             "first_step": (
-                f"Read the first error of rank {first.rank} ({first.ref.path}:{first.ref.line}) and the "
-                "lines before it: it is the earliest error in the logs; the other ranks' errors may only "
-                "follow from it."
+                f"Read the first error of {whose} ({first.ref.path}:{first.ref.line}) and the lines before "
+                "it: it is the earliest error in the logs; the other errors may only follow from it."
             ),
         }
     if dead:

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 from hanglens.parsers.base import Parser
 
-LONG = 40_000  # characters of one adversarial line (the issue's 40 KB)
+LONG = 40_000  # characters of the main adversarial lines (the issue's 40 KB)
+SHORT = 10_000  # the other shapes: a quadratic pattern already needs seconds here
 HUGE = 200_000  # one line per parser this long, built from all its trigger words
 
 
@@ -24,12 +25,13 @@ def _first_line(text: str) -> str:
     return text.split("\n", 1)[0]
 
 
-def trigger_lines(word: str, size: int = LONG) -> Iterator[str]:
+def trigger_lines(word: str, size: int = LONG, short: int = SHORT) -> Iterator[str]:
     """Lines that start with `word` and continue with a long run of one shape."""
     yield word + " " + _fill("7", size)  # digits after the keyword (cubic in the old step pattern)
+    yield _fill(word + " ", size)  # the keyword again and again
+    size = short
     yield word + _fill("1", size) + "x"  # digits glued to the keyword, then a failing character
     yield word + _fill(" ", size) + "x"  # spaces where a pattern allows `\s*...\s*`
-    yield _fill(word + " ", size)  # the keyword again and again
     yield _fill(word + " 1 ", size)  # keyword and a number, repeated
     yield word + " [" + _fill("12, ", size)  # a printed list that never closes
     yield word + _fill("[", size)  # brackets that never close
@@ -40,7 +42,7 @@ def trigger_lines(word: str, size: int = LONG) -> Iterator[str]:
     yield word + " " + _fill("a/", size)  # path-like runs
 
 
-def example_lines(parser: type[Parser], size: int = LONG) -> Iterator[str]:
+def example_lines(parser: type[Parser], size: int = SHORT) -> Iterator[str]:
     """The parser's own examples cut at their first digit and continued by digits, or repeated."""
     for ex in parser.examples:
         text = _first_line(ex.text)

@@ -66,11 +66,10 @@ def _expectations() -> list[Any]:
             rank = f"@{want['rank']}" if "rank" in want else ""
             # An event the reader is known to miss is a strict xfail: finding it fails loudly until the
             # truth drops its `known_gap`.
-            marks = [pytest.mark.xfail(strict=True, reason=f"known gap: {want['known_gap']}")] if want.get(
-                "known_gap"
-            ) else []
-            pid = f"{path.parent.name}[{i}]:{want['kind']}{rank}"
-            params.append(pytest.param(path.parent, want, id=pid, marks=marks))
+            gap = want.get("known_gap")
+            marks = [pytest.mark.xfail(strict=True, reason=f"known gap: {gap}")] if gap else []
+            param_id = f"{path.parent.name}[{i}]:{want['kind']}{rank}"
+            params.append(pytest.param(path.parent, want, id=param_id, marks=marks))
     return params
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from hanglens.analysis import clock, collectives, progress, status
+from hanglens.analysis import clock, collectives, flight, progress, status
 from hanglens.analysis.facts_spec import FACT_SPECS
 from hanglens.model import Event, InputFile
 
@@ -124,6 +124,9 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
     tables["host_failures"] = frame("host_failures", status.host_failure_rows(rank_rows))
     tables["missing_ranks"] = frame("missing_ranks", status.missing_rank_rows(evs, files, world))
+    fr_dumps, fr_match = flight.flight_rows(evs, hosts, world)
+    tables["fr_dumps"] = frame("fr_dumps", fr_dumps)
+    tables["fr_match"] = frame("fr_match", fr_match)
     return Tables(
         events=evs,
         tables=tables,

@@ -128,6 +128,25 @@ FACT_SPECS: dict[str, FactSpec] = {
             "the ranks whose fault came first (within a second of the earliest, or all when untimed).",
         ),
         FactSpec(
+            "fr_dumps",
+            ("rank", "host", "has_dump", "dumps", "entries", "version", "format", *_EVIDENCE),
+            "Flight Recorder dumps per rank of the job (world size from the logs or the dumps' pg_config): "
+            "ranks with `has_dump` false wrote none (crashed, killed, or not collected).",
+        ),
+        FactSpec(
+            "fr_match",
+            ("pg", "pg_desc", "kind", "seq", "rank", "host", "mismatch", "culprit", "minority", "absent",
+             "blocked_in", "has_dump", "op", "profiling_name", "input_sizes", "dtypes", "expected", "peer",
+             "state", "retired", "call_site", "time_created_ns", *_EVIDENCE),
+            "Flight Recorder entries matched across ranks (hanglens/analysis/flight.py): per process group "
+            "the first collective (`kind` collective, `seq` = collective_seq_id) or point-to-point op "
+            "(`kind` p2p, `seq` = p2p_seq_id) that does not match, one row per member rank. `mismatch` is "
+            "op / size / dtype (a minority disagrees), missing (a rank never recorded it; `absent`), "
+            "unmatched_send / unmatched_recv (no peer op), no_dump (a member without a dump; every dump "
+            "agrees) or unfinished (all agree, still running). `blocked_in` names the op an absent rank is "
+            "stuck in; `culprit` marks who broke the match; `call_site` is the user's frame.",
+        ),
+        FactSpec(
             "rank_status",
             (
                 "rank",

@@ -27,6 +27,7 @@ from hanglens.ingest.reader import (
     compile_triggers,
 )
 from hanglens.ingest.sources import (
+    SNIFF,
     ByteBudget,
     Head,
     Locator,
@@ -118,24 +119,18 @@ def _plain_file(op: Opened) -> bool:
         return False
 
 
-def _read_flight(unit: Unit) -> _FileOut | Skipped | None:
-    """A Flight Recorder dump (a pickle, which the text path skips) read as one; None for other inputs."""
-    try:
-        with open(unit.fs_path, "rb") as fh:
-            head = fh.read(2)
-            rank = flight.dump_rank(unit.rel, head)
-            if rank is None:
-                return None
-            data = head + fh.read(flight.MAX_DUMP)
-    except OSError:
-        return None
-    hints = origin_of(unit.rel)
-    got = flight.read_dump(data, unit.display, rank, hints.origin)
+def _read_flight(op: Opened, head: bytes, fmt: str, limits: Limits = DEFAULT_LIMITS) -> _FileOut | Skipped:
+    """A Flight Recorder dump (pickle or JSON; plain, compressed or an archive member) read as one."""
+    hints = origin_of(op.rel)
+    rank = flight.dump_rank(op.rel, head)
+    assert rank is not None  # dump_format said this is a dump, so its name ends in the rank
+    data = op.stream.read(limits.max_pickle_bytes + 1)   # the stream replays `head` first
+    got = flight.read_dump(data, op.display, rank, hints.origin, fmt, limits)
     if isinstance(got, Skipped):
         return got
     origin = replace(hints.origin, rank=rank)
     res = FileResult(events=got, lines=len(got), ranks={rank})
-    return _FileOut(unit.display, unit.size, origin, hints.pid, res, Locator(unit.fs_path))
+    return _FileOut(op.display, len(data), origin, hints.pid, res, op.locator)
 
 
 _WORKER_BUDGET: list[ByteBudget] = []  # the job's byte budget, shared by the pool's workers
@@ -147,9 +142,6 @@ def _init_worker(total: int, shared: Any) -> None:
 
 def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...], use_grep: bool = True,
                limits: Limits = DEFAULT_LIMITS, budget: ByteBudget | None = None) -> list[_FileOut | Skipped]:
-    dump = _read_flight(unit)
-    if dump is not None:
-        return [dump]
     if budget is None and _WORKER_BUDGET:
         budget = _WORKER_BUDGET[0]
     out: list[_FileOut | Skipped] = []
@@ -157,9 +149,13 @@ def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...], use_grep: bool = T
         if isinstance(item, Skipped):
             out.append(item)
             continue
-        got = _read_opened(item, parsers, use_grep)
+        inner = item.stream
+        head = inner.read(SNIFF)
+        item = replace(item, stream=Head(head, inner))
+        fmt = flight.dump_format(item.rel, head)
+        got = _read_flight(item, head, fmt, limits) if fmt else _read_opened(item, parsers, use_grep)
         out.append(got)
-        err = item.stream.error
+        err = item.stream.error or inner.error
         if err is not None and isinstance(got, _FileOut):
             out.append(Skipped(item.display, f"read stopped after line {got.result.lines}: {err} "
                                              "(the lines before were read)"))

@@ -318,16 +318,30 @@ class FastProgress:
 
     def sync(self) -> None:
         """Put the remembered reports into the parser as real lines (before it sees anything else)."""
-        parser = self._parser()
-        for key, step, _, num, text in self.state.values():
-            if not num:
-                continue
-            line = self.make_line(text.decode("ascii"), num)
-            if (line.rank, line.local_rank) != key[:2]:
-                raise FastPathMismatch(f"line {num}")
-            fields = {"step": step, "total": None, "epoch": None, "pattern": "torchtitan", "label": None}
-            parser.remember(key, line, fields)
+        for st in self.state.values():
+            self._put(st)
         self.state = {}
+
+    def sync_rank(self, rank: int | None) -> None:
+        """Put only `rank`'s remembered report into the parser: before a line of that rank reaches it.
+
+        The progress parser keys its series by the line's rank, so a line of rank R reads and changes
+        only R's series; the other ranks' held-back reports can wait.
+        """
+        if rank is not None:
+            st = self.state.pop(str(rank).encode(), None)
+            if st is not None:
+                self._put(st)
+
+    def _put(self, st: list[Any]) -> None:
+        key, step, _, num, text = st
+        if not num:
+            return
+        line = self.make_line(text.decode("ascii"), num)
+        if (line.rank, line.local_rank) != key[:2]:
+            raise FastPathMismatch(f"line {num}")
+        fields = {"step": step, "total": None, "epoch": None, "pattern": "torchtitan", "label": None}
+        self._parser().remember(key, line, fields)
 
     def finish(self) -> None:
         self.sync()

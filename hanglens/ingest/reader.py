@@ -209,6 +209,7 @@ class Reader:
         # `repeats_matter` read): a line equal to one of them apart from its clock time is the same
         # message again, which gives no event either, so it is not parsed again.
         self.seen: set[str] = set()
+        self.rank_tags: set[bytes] = set()
         self.repeats = 0
         self.repeat_matters = [cls.repeats_matter for cls in parser_classes]
 
@@ -265,9 +266,9 @@ class Reader:
                 continue
             fed_repeat = fed_repeat or self.repeat_matters[i]
             if fast is not None and fast.state and i == fast.index:
-                # The progress parser gets the step reports the fast path held back before this line
-                # (the other parsers never see them, so they need not wait for it).
-                fast.sync()
+                # The progress parser gets the step report the fast path held back for this line's rank
+                # (the other parsers and the other ranks' series never see it, so they need not wait).
+                fast.sync_rank(line.rank)
             try:
                 out = list(parser.feed(line))
             except Exception as exc:  # a parser bug must not lose the rest of the file
@@ -469,6 +470,13 @@ class Reader:
                 consumed = self._continue(fh, num, int(row[1]))
 
     def _scan_ranks(self, text: bytes) -> None:
+        if text.startswith(b"[rank") and text.find(b"[rank", 1) < 0:
+            # One `[rankN]:` envelope at the start, as on every line of a tee'd console: seen once is enough.
+            end = text.find(b"]:", 5) + 2   # what the scan can find is decided by the text up to here
+            if end > 1 and text[:end] in self.rank_tags:
+                return
+            if end > 1 and len(self.rank_tags) < MAX_SEEN:
+                self.rank_tags.add(text[:end])
         for local, rank in _RANK_SCAN_RE.findall(text):
             self.envelope_ranks.add(int(rank))
             if local:

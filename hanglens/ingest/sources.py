@@ -25,6 +25,7 @@ from typing import Any, BinaryIO, Protocol
 import zstandard
 
 from hanglens.errors import InputError
+from hanglens.ingest.flight import dump_format
 from hanglens.limits import DEFAULT_LIMITS, Limits, human_bytes
 from hanglens.model import Skipped
 
@@ -461,11 +462,12 @@ def _open_stream(unit: Unit, raw: BinaryIO, member: str | None, limits: Limits,
         return
     if member is not None:
         return
+    rel = _strip_codec_ext(unit.rel) if codec else unit.rel
     reason = binary_reason(head)
-    if reason is not None:
+    if reason is not None and dump_format(rel, head) is None:   # a Flight Recorder pickle is read as one
         yield Skipped(unit.display, reason)
         return
-    yield Opened(unit.display, _strip_codec_ext(unit.rel) if codec else unit.rel, body, Locator(unit.fs_path))
+    yield Opened(unit.display, rel, body, Locator(unit.fs_path))
 
 
 _CODEC_EXT = (".gz", ".bz2", ".xz", ".zst", ".zstd")
@@ -507,7 +509,7 @@ def _member_stream(display: str, rel: str, stream: ReadableStream, locator: Loca
     if is_tar(first) or is_zip(first):
         return Skipped(display, "archive inside an archive is not read")
     reason = binary_reason(first)
-    if reason is not None:
+    if reason is not None and dump_format(rel, first) is None:   # a Flight Recorder pickle is read as one
         return Skipped(display, reason)
     return Opened(display, rel, body, locator)
 

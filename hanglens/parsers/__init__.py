@@ -41,15 +41,24 @@ PARSERS: tuple[type[Parser], ...] = (
 FR_PG_STATUS_FIELDS = ("pg", "pg_desc", "last_enqueued", "last_started", "last_completed")
 FR_PG_STATUS_DOC = "a Flight Recorder dump's `pg_status` of one PG (at `<dump>:1`)"
 FR_ENTRY_FIELDS = (
-    "pg", "pg_desc", "seq", "p2p_seq", "is_p2p", "op", "numel_in", "numel_out", "input_dtypes", "state",
-    "retired", "timeout_ms", "frames", "frame_file", "frame_line", "frame_func",
+    "pg", "pg_desc", "seq", "p2p_seq", "is_p2p", "op", "profiling_name", "record_id", "numel_in", "numel_out",
+    "input_sizes", "output_sizes", "input_dtypes", "output_dtypes", "p2p_src", "p2p_dst", "state", "retired",
+    "timeout_ms", "time_created_ns", "time_started_ns", "time_completed_ns", "duration_ms", "frames",
+    "frame_file", "frame_line", "frame_func",
+)
+FR_DUMP_FIELDS = ("version", "format", "entries", "pg_config", "comm_lib_version")
+FR_DUMP_DOC = (
+    "one Flight Recorder dump (at `<dump>:1`): format pickle/json, the dump's format version, entry count, "
+    "pg_config as [name, desc, [global ranks]] per group (gloo records an empty name)"
 )
 FR_ENTRY_DOC = (
     "one entry of a Flight Recorder dump (at `<dump>:<entry index + 1>`, newest 2000 per dump): "
     "pg = PG GUID, seq = collective_seq_id, op in OpType spelling (`nccl:all_reduce` → ALLREDUCE), "
     "numel_* summed over the tensors, state scheduled/started/completed, retired without completed = "
     "timed out or failed, "
-    "frames as \"file:line in func\" outermost first, frame_* the innermost"
+    "frames as \"file:line in func\" outermost first, frame_* the innermost; time_* the recorder's "
+    "time_created_ns / time_discovered_started_ns / time_discovered_completed_ns (the event's time is "
+    "time_created_ns), p2p_src/p2p_dst the PG-local ranks of a send/recv"
 )
 
 
@@ -57,6 +66,7 @@ def event_catalog() -> dict[str, set[str]]:
     """Every event kind any parser declares, with the union of its declared fields."""
     out: dict[str, set[str]] = {"error_file": {"exc_type", "message", "timestamp", "error_code"},
                                 "fr_entry": set(FR_ENTRY_FIELDS),
+                                "fr_dump": set(FR_DUMP_FIELDS),
                                 "pg_status": set(FR_PG_STATUS_FIELDS)}
     for parser in PARSERS:
         for spec in parser.emits:
@@ -85,7 +95,8 @@ def catalog_markdown() -> str:
                                                                       "error_code"],
                                     "docs": ["torchrun's error.json of a worker, read by the ingest layer"]})
     for kind, fields_, doc in (("pg_status", FR_PG_STATUS_FIELDS, FR_PG_STATUS_DOC),
-                               ("fr_entry", FR_ENTRY_FIELDS, FR_ENTRY_DOC)):
+                               ("fr_entry", FR_ENTRY_FIELDS, FR_ENTRY_DOC),
+                               ("fr_dump", FR_DUMP_FIELDS, FR_DUMP_DOC)):
         entry = kinds.setdefault(kind, {"parsers": [], "fields": [], "docs": []})
         for key, value in (("parsers", "flight"), ("docs", doc)):
             bucket = entry[key]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -121,3 +122,23 @@ def int_list(value: str | None) -> list[int]:
     if num and to_int(num) is not None:
         out.append(int(num))
     return out
+
+
+MATCH_TRIES = 4
+
+
+def match_at_keyword(pattern: re.Pattern[str], text: str, keyword: str) -> re.Match[str] | None:
+    """`pattern` (which starts with `keyword`) matched where `keyword` occurs, at its first few places.
+
+    A search would retry a bounded-but-long pattern at every repetition of the keyword, which is
+    quadratic on a line made of the keyword; a real line holds it once or twice.
+    """
+    pos = text.find(keyword)
+    for _ in range(MATCH_TRIES):
+        if pos < 0:
+            return None
+        m = pattern.match(text, pos)
+        if m:
+            return m
+        pos = text.find(keyword, pos + 1)
+    return None

@@ -26,9 +26,9 @@ from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count, to_int
 
 _PGP_SRC = (
-    r"\[PG ID (?P<pg_id>\d+) PG GUID (?P<pg_guid>[^\s(\]]+)(?:\((?P<pg_desc>[^)]*)\))? "
-    r"Rank (?P<pg_rank>\d+)\]"
-    r"|\[PG (?P<pg_uid>[^\s(\]]+)(?: \((?P<pg_desc4>[^)]*)\))? Rank (?P<pg_rank4>\d+)\]"
+    r"\[PG ID (?P<pg_id>\d{1,10}) PG GUID (?P<pg_guid>[^\s()\[\]]{1,128})(?:\((?P<pg_desc>[^()]{0,256})\))? "
+    r"Rank (?P<pg_rank>\d{1,10})\]"
+    r"|\[PG (?P<pg_uid>[^\s()\[\]]{1,128})(?: \((?P<pg_desc4>[^()]{0,256})\))? Rank (?P<pg_rank4>\d{1,10})\]"
 )
 PGP_RE = re.compile(_PGP_SRC)
 RANK_TAG_RE = re.compile(r"\[Rank (?P<rank>\d+)\]:? ?$")
@@ -80,7 +80,7 @@ FAILURE_AT_RE = re.compile(
 DUMP_25_RE = re.compile(
     r"Received a dump signal due to a collective timeout from "
     r"(?:(?P<local>this local rank)|\s*rank (?P<src>\d+))"
-    r"(?:.*?Last enqueued NCCL work: (?P<enq>-?\d+), last completed NCCL work: (?P<comp>-?\d+))?"
+    r"(?:[^\r\n]{0,1024}?Last enqueued NCCL work: (?P<enq>-?\d+), last completed NCCL work: (?P<comp>-?\d+))?"
 )
 DUMP_24_RE = re.compile(
     r"Received a (?:(?P<local>dump signal from this local rank)|global dump signal from rank (?P<src>\d+),?) "
@@ -139,10 +139,10 @@ LEAD_WHO_RE = re.compile(r"(?:(?:" + _PGP_SRC.replace("?P<", "?P<l_") + r")\s*|\
 
 # -- desync report (TORCH_NCCL_DESYNC_DEBUG) ------------------------------------------------------
 DESYNC_HDR_RE = re.compile(r"\[(?P<r>\d+)\] Timeout at collective: (?P<op>\w+), #(?P<seq>\d+)")
-DESYNC_LAG_RE = re.compile(r"ranks \[(?P<ranks>[^\]]*)\] are the lagging ranks")
-DESYNC_NOTFIN_RE = re.compile(r"\[(?P<ranks>[^\]]*)\] joined but didn't finish collective #(?P<seq>\d+)")
+DESYNC_LAG_RE = re.compile(r"ranks \[(?P<ranks>[^\[\]]*)\] are the lagging ranks")
+DESYNC_NOTFIN_RE = re.compile(r"\[(?P<ranks>[^\[\]]*)\] joined but didn't finish collective #(?P<seq>\d+)")
 DESYNC_NOTJOIN_RE = re.compile(
-    r"\[(?P<ranks>[^\]]*)\] finished collective #(?P<seq>\d+), but didn't join collective #(?P<next>\d+)"
+    r"\[(?P<ranks>[^\[\]]*)\] finished collective #(?P<seq>\d+), but didn't join collective #(?P<next>\d+)"
 )
 DESYNC_SNAP_HDR_RE = re.compile(r"#(?P<seq>\d+) (?P<phase>started|finished) ranks:")
 DESYNC_SNAP_ITEM_RE = re.compile(r"^\s*\[(?P<ranks>[\d, ]*)\] (?P<phase>started|finished) (?P<op>\w+)\s*$")

@@ -8,44 +8,72 @@ from dataclasses import replace
 from typing import Any
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import INT64_MAX, EventSpec, Example, Parser, to_count
+from hanglens.parsers.base import INT64_MAX, EventSpec, Example, Parser, match_at_keyword, to_count
 
 Fields = dict[str, Any]
 
 # The message ends where the boilerplate would start when several lines were joined into one.
-CUDA_ERROR_RE = re.compile(
-    r"(?:CUDA error|Triton Error \[CUDA\]): (?P<msg>[^{}\n]+?)"
-    r"(?=\s*(?:\\n|CUDA kernel errors might|For debugging consider|"
-    r"Compile with `TORCH_USE_CUDA_DSA`|Exception raised from|$))"
+# `CUDA error: <msg>` up to the first of these ends (or the end of the line). The end is searched for
+# once, forwards, instead of re-checked after every character of a lazy group (quadratic on a line
+# that repeats the keyword without an end; issue 12, item 7).
+CUDA_ERROR_HEAD_RE = re.compile(r"(?:CUDA error|Triton Error \[CUDA\]): ")
+CUDA_ERROR_END_RE = re.compile(
+    r"\s{0,64}(?:\\n|CUDA kernel errors might|For debugging consider|"
+    r"Compile with `TORCH_USE_CUDA_DSA`|Exception raised from|$)"
 )
+MSG_STOP_RE = re.compile(r"[{}\n]")
+
+
+def cuda_error_message(text: str) -> tuple[int, str] | None:
+    """(start of the match, message) of the first `CUDA error: <msg>` whose message holds no brace."""
+    end: re.Match[str] | None = None
+    stop: re.Match[str] | None = None
+    for head in CUDA_ERROR_HEAD_RE.finditer(text):
+        begin = head.end()
+        if end is None or end.start() < begin + 1:
+            end = CUDA_ERROR_END_RE.search(text, begin + 1)
+        if stop is None or stop.start() < begin:
+            stop = MSG_STOP_RE.search(text, begin)
+        if end is None or begin >= len(text):
+            return None
+        if stop is None or stop.start() >= end.start():
+            return head.start(), text[begin:end.start()]
+    return None
+
+
 LIB_STATUS_RE = re.compile(r"(?P<status>(?P<lib>CUBLAS|CUSOLVER|CUSPARSE|CUFFT|CURAND)_STATUS_\w+)")
 CUDNN_RE = re.compile(r"cuDNN error: (?P<status>CUDNN_STATUS_\w+)")
 ASSERT_RE = re.compile(
-    r"(?P<file>[^\s:]+):(?P<line>\d+): (?P<func>.*?): ?block: \[(?P<block>\d+, ?\d+, ?\d+)\], "
-    r"thread: \[(?P<thread>\d+, ?\d+, ?\d+)\] Assertion [`'](?P<cond>.*)[`'] failed\."
+    r"(?<![^\s:])(?P<file>[^\s:]{1,255}):(?P<line>\d{1,8}): (?P<func>[^\r\n]{0,512}?): ?block: "
+    r"\[(?P<block>\d{1,10}, ?\d{1,10}, ?\d{1,10})\], "
+    r"thread: \[(?P<thread>\d{1,10}, ?\d{1,10}, ?\d{1,10})\] Assertion [`'](?P<cond>.{0,2048})[`'] failed\."
 )
 OOM_HEAD_RE = re.compile(r"CUDA out of memory\.(?= Tried to allocate|\s*$|\s*\\n)")
-SIZE = r"[\d.]+ ?(?:[KMGTP]i?B|bytes|B)"
-SIZE_RE = re.compile(r"(?P<num>\d+(?:\.\d+)?) ?(?P<unit>[KMGTP]i?B|bytes|B)")
+# Bounded and started only where a number starts: a longer "number" is not a size (issue 12, items 7, 9).
+SIZE = r"(?<![\d.])[\d.]{1,32} ?(?:[KMGTP]i?B|bytes|B)"
+SIZE_RE = re.compile(r"(?P<num>\d{1,20}(?:\.\d{1,20})?) ?(?P<unit>[KMGTP]i?B|bytes|B)")
 CUDNN_STATUS_RE = re.compile(r"CUDNN_STATUS_\w+")
 OOM_REQ_RE = re.compile(rf"Tried to allocate (?P<v>{SIZE})")
-OOM_GPU_RE = re.compile(r"\(GPU (?P<gpu>\d*);|GPU (?P<gpu2>\d*) ?has a total capac")
+OOM_GPU_RE = re.compile(r"\(GPU (?P<gpu>\d{0,6});|GPU (?P<gpu2>\d{0,6}) ?has a total capac")
 OOM_TOTAL_RE = re.compile(rf"(?P<v>{SIZE}) total capacity|total capac(?:i)?ty of (?P<v2>{SIZE})")
 OOM_FREE_RE = re.compile(rf"(?P<v>{SIZE}) free;|of which (?P<v2>{SIZE}) is free")
 HOST_OOM_RE = re.compile(
-    r"(?:Out of memory|out of memory)(?: \([^)]*\))?: Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)"
+    r"(?:Out of memory|out of memory)(?: \([^()]{0,256}\))?: Kill(?:ed)? process (?P<pid>\d{1,10}) "
+    r"\((?P<comm>[^()]{0,256})\)"
 )
-OOM_KILL_RE = re.compile(r"oom-kill:.*?\btask=(?P<comm>[^,\s]*),pid=(?P<pid>\d+)")
+OOM_KILL_RE = re.compile(r"oom-kill:[^\r\n]{0,1024}?\btask=(?P<comm>[^,\s]{0,255}),pid=(?P<pid>\d{1,10})")
 XID_RE = re.compile(
     r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.\d)?)\): (?P<xid>\d+),"
-    r"(?: pid=(?P<pid>\d+|'?<unknown>'?),)?(?: name=(?P<proc>[^,]*),)? ?(?P<detail>.*)"
+    r"(?: pid=(?P<pid>\d+|'?<unknown>'?),)?(?: name=(?P<proc>[^,]{0,255}),)? ?(?P<detail>.*)"
 )
-SXID_RE = re.compile(r"nvidia-nvswitch\d+: SXid \((?:PCI:)?(?P<pci>[^)]+)\): (?P<xid>\d+),? ?(?P<detail>.*)")
+SXID_RE = re.compile(
+    r"nvidia-nvswitch\d{1,4}: SXid \((?:PCI:)?(?P<pci>[^()]{1,64})\): (?P<xid>\d{1,10}),? ?(?P<detail>.*)"
+)
 
 PGP_RE = re.compile(
-    r"\[PG ID (?P<pg_id>\d+) PG GUID (?P<pg_guid>[^\s(\]]+)(?:\((?P<pg_desc>[^)]*)\))?"
-    r" Rank (?P<pg_rank>\d+)\]"
-    r"|\[PG (?P<pg_uid>[^\s(\]]+)(?: \((?P<pg_desc2>[^)]*)\))? Rank (?P<pg_rank2>\d+)\]"
+    r"\[PG ID (?P<pg_id>\d{1,10}) PG GUID (?P<pg_guid>[^\s()\[\]]{1,128})(?:\((?P<pg_desc>[^()]{0,256})\))?"
+    r" Rank (?P<pg_rank>\d{1,10})\]"
+    r"|\[PG (?P<pg_uid>[^\s()\[\]]{1,128})(?: \((?P<pg_desc2>[^()]{0,256})\))? Rank (?P<pg_rank2>\d{1,10})\]"
     r"|\[Rank (?P<rank>\d+)\]"
 )
 
@@ -376,7 +404,7 @@ class CudaParser(Parser):
             if m:
                 out.append(self.event("oom", line, device="host", pid=to_count(m["pid"]), process=m["comm"]))
         if "oom-kill:" in text:
-            m = OOM_KILL_RE.search(text)
+            m = match_at_keyword(OOM_KILL_RE, text, "oom-kill:")
             if m:
                 out.append(self.event("oom", line, device="host", pid=to_count(m["pid"]), process=m["comm"]))
         if "Xid (" in text:
@@ -395,10 +423,11 @@ class CudaParser(Parser):
         m = CUDNN_RE.search(text)
         if m:
             return [self.event("cuda_error", line, error="cudnn", message=m["status"], status=m["status"])]
-        m = CUDA_ERROR_RE.search(text)
-        if not m:
+        found_msg = cuda_error_message(text)
+        if found_msg is None:
             return []
-        msg = m["msg"].strip()
+        at, msg = found_msg
+        msg = msg.strip()
         if not msg or msg.startswith(("%", "<", "'", '"', "+")):
             return []
         out = []
@@ -412,7 +441,7 @@ class CudaParser(Parser):
             status = found.group(0) if found else None
         out.append(
             self.event(
-                "cuda_error", line, error=error, message=msg, status=status, **pg_fields(text[: m.start()])
+                "cuda_error", line, error=error, message=msg, status=status, **pg_fields(text[:at])
             )
         )
         if msg.startswith("out of memory"):

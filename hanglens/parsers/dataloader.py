@@ -6,9 +6,20 @@ import re
 from collections.abc import Iterable
 
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import INT64_MAX, EventSpec, Example, Parser, int_list, to_count, to_int
+from hanglens.parsers.base import (
+    INT64_MAX,
+    EventSpec,
+    Example,
+    Parser,
+    int_list,
+    match_at_keyword,
+    to_count,
+    to_int,
+)
 
-KILLED_RE = re.compile(r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<sig>[^.\n]+?)\.")
+KILLED_RE = re.compile(
+    r"DataLoader worker \(pid (?P<pid>\d{1,10})\) is killed by signal: (?P<sig>[^.\n]{1,128}?)\."
+)
 EXIT_CODE_RE = re.compile(
     r"DataLoader worker \(pid (?P<pid>\d+)\) exited unexpectedly with exit code (?P<code>-?\d+)"
 )
@@ -25,7 +36,8 @@ CAUGHT_RE = re.compile(
 FD_RE = re.compile(r"Too many open files\. Communication with the workers is no longer possible")
 SHM_RE = re.compile(
     r"unable to (?:write to file|open shared memory object|mmap \d+ bytes from file|allocate shared memory)"
-    r" ?<?(?P<path>/torch_[^>\s]*|[^>\s]*)>?.*?: (?P<err>[^(:]+?) \((?P<errno>\d+)\)"
+    r" ?<?(?P<path>/torch_[^>\s]{0,255}|[^>\s]{0,255})>?[^\r\n]{0,512}?: (?P<err>[^(:]{1,256}?) "
+    r"\((?P<errno>\d{1,6})\)"
 )
 
 # strsignal() text -> the `cause` of the death. SIGBUS in a worker is nearly always /dev/shm exhaustion.
@@ -159,7 +171,7 @@ class DataloaderParser(Parser):
             out.append(self.event("dataloader_error", line, error="too_many_files",
                                   message=_tail(text, "Too many")))
         if "unable to " in text:
-            m = SHM_RE.search(text)
+            m = match_at_keyword(SHM_RE, text, "unable to ")
             if m:
                 out.append(self.event("dataloader_error", line, error="shm", message=text[m.start():].strip(),
                                       errno=to_count(m["errno"])))

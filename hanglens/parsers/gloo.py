@@ -8,15 +8,15 @@ from collections.abc import Iterable
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, to_count
 
-LOC = r"(?:\[(?P<file>[^\]\s]+):(?P<line>\d+)\] )?"
-PEER = r"\[(?P<ip>[^\]]+)\]:(?P<port>\d+)"
+LOC = r"(?:\[(?P<file>[^\[\]\s]{1,255}):(?P<line>\d{1,8})\] )?"
+PEER = r"\[(?P<ip>[^\[\]]{1,255})\]:(?P<port>\d{1,10})"
 TIMEOUT_RE = re.compile(
     LOC + r"Timed out waiting (?P<ms>\d+) ?ms for (?P<io>recv|send) operation to complete"
 )
 CLOSED_RE = re.compile(LOC + r"Connection closed by peer " + PEER)
 SOCKET_RE = re.compile(
     LOC + r"(?P<kind>Read error|Write error|Read timeout|Write timeout|Connect timeout) " + PEER
-    + r"(?:: ?(?P<err>[^.\n]*))?"
+    + r"(?:: ?(?P<err>[^.\n]{0,1024}))?"
 )
 PAIR_CLOSURE_RE = re.compile(r"Application timeout caused pair closure")
 MESH_RE = re.compile(r"Gloo connectFullMesh failed with (?P<inner>.*)")

@@ -13,26 +13,45 @@ from hanglens.parsers.cuda import classify_cuda, pg_fields
 
 # NCCL_DEBUG envelope (§10.E item 73); searched, because WARNs are often glued after a partial line.
 # The host:pid:tid part is optional: pasted excerpts often keep only `file:line NCCL WARN msg`.
-ENVELOPE_RE = re.compile(
-    r"(?:(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+) (?:\[(?P<dev>\d+)\] )?)?"
-    r"(?:\d+\.\d+ \w+:\d+ )?"
-    r"(?:(?P<src>[\w./+-]+\.\w+):(?P<line>\d+) (?:\((?P<func>[^()\s]+)\) )?)?"
-    r"NCCL (?P<lvl>INFO|WARN|TRACE|CALL)\b ?(?P<msg>.*)"
+# NCCL_DEBUG envelope: `host:pid:tid [dev] [src:line (func)] NCCL LEVEL message`. The level marker is
+# found first (a literal), then the prefix is read backwards from it over a bounded tail, so no optional
+# group is retried at every position of a long line (issue 12, item 7: every pattern linear in the line).
+LEVEL_RE = re.compile(r"NCCL (?P<lvl>INFO|WARN|TRACE|CALL)\b ?")
+PREFIX_RE = re.compile(
+    r"(?:(?P<host>[^\s:\[\]]{1,255}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) (?:\[(?P<dev>\d{1,4})\] )?)?"
+    r"(?:\d{1,12}\.\d{1,9} \w{1,64}:\d{1,8} )?"
+    r"(?:(?P<src>[\w/+-][\w./+-]{0,127}):(?P<line>\d{1,8}) (?:\((?P<func>[^()\s]{1,128})\) )?)?\Z"
 )
-_LEVELS = ("NCCL INFO", "NCCL WARN", "NCCL TRACE", "NCCL CALL")
+MAX_PREFIX = 512  # characters before `NCCL <LEVEL>` that can hold the envelope
 
 
-def _has_level(text: str) -> bool:
-    return any(lvl in text for lvl in _LEVELS)
+def envelope(text: str) -> dict[str, str | None] | None:
+    """The NCCL_DEBUG envelope's fields (host, pid, tid, dev, src, line, func, lvl, msg), or None."""
+    m = LEVEL_RE.search(text)
+    if m is None:
+        return None
+    tail = text[max(0, m.start() - MAX_PREFIX):m.start()]
+    pre = PREFIX_RE.search(tail)
+    fields: dict[str, str | None] = dict.fromkeys(("host", "pid", "tid", "dev", "src", "line", "func"))
+    if pre is not None:
+        fields.update(pre.groupdict())
+    fields["lvl"] = m["lvl"]
+    fields["msg"] = text[m.end():]
+    return fields
 
 
-BANNER_RE = re.compile(r"NCCL version (?P<ver>\d+\.\d+\.\d+)(?P<suffix>[^+\s,]*)\+cuda(?P<cuda>\d+\.\d+)")
-ENV_VERSION_RE = re.compile(r"NCCL version: (?P<ver>\d+\.\d+\.\d+)")
+BANNER_RE = re.compile(
+    r"NCCL version (?P<ver>\d{1,4}\.\d{1,4}\.\d{1,4})(?P<suffix>[^+\s,]{0,32})"
+    r"\+cuda(?P<cuda>\d{1,4}\.\d{1,4})"
+)
+ENV_VERSION_RE = re.compile(r"NCCL version: (?P<ver>\d{1,4}\.\d{1,4}\.\d{1,4})")
 TORCH_ERROR_RE = re.compile(
-    r"NCCL (?P<kind>error|timeout) in: (?P<loc>[^,\s]+:\d+), (?P<errstr>.+?), NCCL version "
-    r"(?P<ver>\d+\.\d+\.\d+)"
+    r"NCCL (?P<kind>error|timeout) in: (?P<loc>[^,\s]{1,256}:\d{1,8}), (?P<errstr>.{1,2048}?), NCCL version "
+    r"(?P<ver>\d{1,4}\.\d{1,4}\.\d{1,4})"
 )
-TORCH_ASYNC_RE = re.compile(r"NCCL (?P<kind>error): (?P<errstr>.+?), NCCL version (?P<ver>\d+\.\d+\.\d+)")
+TORCH_ASYNC_RE = re.compile(
+    r"NCCL (?P<kind>error): (?P<errstr>.{1,2048}?), NCCL version (?P<ver>\d{1,4}\.\d{1,4}\.\d{1,4})"
+)
 CODE_RE = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception): )?(?P<code>nccl[A-Z]\w*): ?(?P<detail>.*)$")
 INLINE_CODE_RE = re.compile(r"(?:\\n|\n)(?P<code>nccl[A-Z]\w*): ?(?P<detail>.*?)(?=\\n|\n|$)")
 INLINE_LAST_RE = re.compile(r"Last error:(?:\\n|\n| )*(?P<last>.+?)(?=\\n|\n|$)")
@@ -44,7 +63,7 @@ ABORT_REASON_RE = re.compile(
 REMOTE_RE = re.compile(r"remote error detected from rank:? ?(?P<src>\d+)")
 
 COMM_RE = re.compile(
-    r"(?:\[Rank (?P<r0>\d+)\] )?(?:(?P<api>nccl\w+) )?comm (?P<comm>0x[0-9a-fA-F]+|\(nil\)) "
+    r"(?:\[Rank (?P<r0>\d{1,10})\] )?(?:(?P<api>nccl\w{1,64}) )?comm (?P<comm>0x[0-9a-fA-F]+|\(nil\)) "
     r"rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda_dev>\d+)(?: nvmlDev (?P<nvml_dev>\d+))? "
     r"busId (?P<bus_id>[0-9a-fA-F]+)"
 )
@@ -53,39 +72,46 @@ COMM_PARENT_RE = re.compile(r"parent (?P<parent>0x[0-9a-fA-F]+|\(nil\))")
 COMM_COLOR_RE = re.compile(r"color (?P<color>-?\d+) key (?P<key>-?\d+)")
 COMM_ID_RE = re.compile(r"commId 0x(?P<comm_id>[0-9a-fA-F]+)")
 TIMINGS_RE = re.compile(
-    r"Init timings(?: - (?P<api>\w+))?: rank (?P<rank>\d+) nranks (?P<nranks>\d+)"
+    r"Init timings(?: - (?P<api>\w{1,64}))?: rank (?P<rank>\d+) nranks (?P<nranks>\d+)"
     r"(?: total (?P<total>[\d.]+))?"
 )
 
 IB_COMPLETION_RE = re.compile(
-    r"NET/IB ?: Got completion from peer (?P<peer>[^<\s]+)<(?P<port>\d+)> "
+    r"NET/IB ?: Got completion from peer (?P<peer>[^<\s]{1,255})<(?P<port>\d+)> "
     r"with (?:error |status=)(?P<status>\d+)"
     r"(?:,? opcode[ =](?P<opcode>\d+))?"
 )
 IB_ASYNC_RE = re.compile(r"NET/IB ?: Got async event ?: (?P<event>.*)")
 IB_MISMATCH_RE = re.compile(
-    r"NET/IB ?[:-] req \S+ tag \S+ peer (?P<peer>[^<\s]+)<(?P<port>\d+)> collective mismatch error"
+    r"NET/IB ?[:-] req \S{1,64} tag \S{1,64} peer (?P<peer>[^<\s]{1,255})<(?P<port>\d+)> "
+    r"collective mismatch error"
     r"(?:, local size (?P<local>\d+) remote size (?P<remote>\d+))?"
 )
-VERBS_RE = re.compile(r"Call to (?P<fn>(?:ibv|mlx5dv|wrap_ibv)\w*)(?:\(\))? (?:failed|returned)(?P<rest>.*)")
-SOCK_CALL_RE = re.compile(
-    r"(?P<fn>socket\w+): Call to (?P<dir>recv from|send to) (?P<addr>\S+?) failed ?: (?P<err>.*)"
+VERBS_RE = re.compile(
+    r"Call to (?P<fn>(?:ibv|mlx5dv|wrap_ibv)\w{0,64})(?:\(\))? (?:failed|returned)(?P<rest>.*)"
 )
-CLOSED_RE = re.compile(r"(?:socket\w+|NET/Socket|Net) ?: Connection closed by remote peer(?: (?P<addr>\S+))?")
+SOCK_CALL_RE = re.compile(
+    r"(?P<fn>socket\w{1,64}): Call to (?P<dir>recv from|send to) (?P<addr>\S{1,255}?) failed ?: (?P<err>.*)"
+)
+CLOSED_RE = re.compile(
+    r"(?:socket\w{1,64}|NET/Socket|Net) ?: Connection closed by remote peer(?: (?P<addr>\S+))?"
+)
 CONNECT_RE = re.compile(
-    r"socketStartConnect: Connect to (?P<addr>\S+) failed ?: (?P<err>.*)"
-    r"|(?P<fn>\w+): connect to (?P<addr2>\S+) (?:returned (?P<ret>.*?), exceeded error retry count|failed ?: "
+    r"socketStartConnect: Connect to (?P<addr>\S{1,255}) failed ?: (?P<err>.*)"
+    r"|(?<!\w)(?P<fn>\w{1,64}): connect to (?P<addr2>\S{1,255}) "
+    r"(?:returned (?P<ret>.{0,256}?), exceeded error retry count|failed ?: "
     r"(?P<err2>.*))"
     r"|socketPollConnect: exceeded (?P<what>retries|timeouts)"
 )
 ACCEPT_RE = re.compile(r"socketTryAccept: Accept failed: ?(?P<err>.*)")
 TRUNC_RE = re.compile(
-    r"(?:peer (?P<addr>\S+) )?[Mm]essage truncated ?: receiv(?:ed|ing) (?P<got>\d+) bytes "
+    r"(?:peer (?P<addr>\S{1,255}) )?[Mm]essage truncated ?: receiv(?:ed|ing) (?P<got>\d+) bytes "
     r"instead of (?P<want>\d+)"
 )
 IFACE_RE = re.compile(
     r"Bootstrap ?: no socket interface found|No usable listening interface found|no device found matching "
-    r".*?, verify NCCL_\w*IFNAME|No interface found in the same subnet as remote address (?P<addr>\S+)"
+    r".{0,256}?, verify NCCL_\w{0,32}IFNAME"
+    r"|No interface found in the same subnet as remote address (?P<addr>\S+)"
 )
 BOOT_ROOT_RE = re.compile(
     r"Bootstrap Root ?: (?:rank \d+ of \d+ ranks has already checked in"
@@ -96,11 +122,11 @@ PROXY_OP_RE = re.compile(
 )
 PROXY_POLL_RE = re.compile(r"\[Proxy Service\] Poll failed: ?(?P<err>.*)")
 PROXY_CALL_RE = re.compile(
-    r"ncclProxyCallBlockingUDS call to tpRank (?P<tp>\d+)\([^)]*\) failed ?: ?(?P<res>\d+)"
+    r"ncclProxyCallBlockingUDS call to tpRank (?P<tp>\d{1,10})\([^)]{0,128}\) failed ?: ?(?P<res>\d+)"
 )
 SERVICE_CLOSED_RE = re.compile(r"\[Service thread\] Connection closed by localRank (?P<lr>\d+)")
 CUDA_FAIL_RE = re.compile(r"Cuda failure (?:(?P<code>\d+) )?'+(?P<msg>[^']*)'+")
-ADDR_RE = re.compile(r"^\[?(?P<ip>.*?)\]?<(?P<port>\d+)>")
+ADDR_RE = re.compile(r"^\[?(?P<ip>[^<]{0,255}?)\]?<(?P<port>\d{1,10})>")
 
 ERRSTR_TYPES: tuple[tuple[str, str], ...] = (
     ("unhandled cuda error", "ncclUnhandledCudaError"),
@@ -128,7 +154,7 @@ Fields = dict[str, Any]
 
 def normalize_version(text: str) -> str:
     """`21.0.3` (torch <= 1.12 divided NCCL_VERSION_CODE 21003 the pre-2.9 way) -> `2.10.3`."""
-    parts = [int(p) for p in text.split(".")[:3]]
+    parts = [int(p) for p in text.split(".")[:3] if p.isdigit() and len(p) <= 4]
     if len(parts) < 3:
         return text
     major, minor, patch = parts
@@ -451,6 +477,9 @@ class NcclParser(Parser):
 
     def __init__(self) -> None:
         self._block: _ErrorBlock | None = None
+        # ProcessGroupNCCL prints its environments line for every process group it creates: the version
+        # it states is one fact per rank, so it becomes one event per rank and version in a file.
+        self._env_versions: set[tuple[int | None, int | None, str]] = set()
 
     def wants_more(self) -> bool:
         return self._block is not None
@@ -473,7 +502,9 @@ class NcclParser(Parser):
             out.extend(self._torch_error(line))
         if "NCCL version: " in text:
             m = ENV_VERSION_RE.search(text)
-            if m:
+            key = (line.rank, line.local_rank, m["ver"] if m else "")
+            if m and key not in self._env_versions and len(self._env_versions) < 64:
+                self._env_versions.add(key)
                 out.append(self.event("nccl_version", line, version=normalize_version(m["ver"]), cuda=None,
                                       pid=None, nccl_host=None, source="torch_env"))
         if "remote error detected" in text:
@@ -489,8 +520,7 @@ class NcclParser(Parser):
         text = line.text
         out: list[Event] = []
         m = BANNER_RE.search(text)
-        # The envelope needs one of these literals; checking them first spares the search on long lines.
-        env = ENVELOPE_RE.search(text) if _has_level(text) else None
+        env = envelope(text)
         host = env["host"] if env else None
         pid = to_count(env["pid"]) if env else None
         if m:
@@ -500,7 +530,7 @@ class NcclParser(Parser):
             if "Cuda failure" in text:
                 out.extend(self._specific(line, text, pid, host))
             return out
-        msg = env["msg"].strip()
+        msg = (env["msg"] or "").strip()
         ctx: Fields = {"pid": pid, "nccl_host": host}
         if env["lvl"] == "WARN":
             src = f"{env['src']}:{env['line']}" if env["src"] else None
@@ -610,8 +640,8 @@ class NcclParser(Parser):
         block.done = True
         if not text or text.startswith("Unknown NCCL Error"):
             return
-        env = ENVELOPE_RE.search(text)
-        msg = env["msg"].strip() if env else text
+        env = envelope(text)
+        msg = (env["msg"] or "").strip() if env else text
         block.fields["last_error"] = msg
         block.extra.extend(classify_message(msg))
 

@@ -54,6 +54,10 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         rf"(?<![\w])(?:[Ii]ter(?:ation)?|it){SP}(?:[:=#]{SP})?(?P<step>{NUM})(?!\.\d)"
         rf"(?:{SP}/{SP}(?P<total>{NUM}))?")),
 )
+# A substring every match of PATTERNS[i] contains: a line without it skips that pattern.
+PATTERN_LITERALS: tuple[str, ...] = (
+    "iteration", "step:", "%|", "%|", " [", "it [", "{'loss': ", "poch", "Epoch [", "tep", "t",
+)
 EPOCH_RE = re.compile(
     rf"(?<![\w])[Ee]poch{SP}(?:[:=]{SP})?\[?(?P<epoch>\d{{1,20}}(?:\.\d{{1,20}})?)(?!\d)(?:{SP}/{SP}(?P<total>{NUM}))?"
 )
@@ -314,7 +318,9 @@ class ProgressParser(Parser):
                 if step is not None:
                     return {"step": step, "total": to_int(gd.get("total")), "epoch": _num(gd.get("epoch")),
                             "pattern": "user", "label": None}
-        for name, rx in PATTERNS:
+        for (name, rx), literal in zip(PATTERNS, PATTERN_LITERALS, strict=True):
+            if literal not in text:
+                continue
             m2 = rx.search(text)
             if not m2:
                 continue

@@ -26,9 +26,10 @@ _TOKENS = re.compile(
     r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
     r")(?![A-Za-z0-9])"
 )
+# Name parts are bounded: `(?:[A-Za-z0-9]+_)*` was quadratic on a long `a_a_a_...` run (issue 12, item 7).
 _SECRET_ASSIGN = re.compile(
-    r"(?i)(?<![A-Za-z0-9])((?:[A-Za-z0-9]+_)*(?:token|secret|password|passwd|pwd|api_?key|access_?key|"
-    r"auth|credentials?)(?:_[A-Za-z0-9]+)*)(\s*[=:]\s*)([\"']?)([^\s\"',;]{4,})"
+    r"(?i)(?<![A-Za-z0-9])((?:[A-Za-z0-9]{1,64}_){0,8}(?:token|secret|password|passwd|pwd|api_?key|access_?key|"
+    r"auth|credentials?)(?:_[A-Za-z0-9]{1,64}){0,8})(\s{0,16}[=:]\s{0,16})([\"']?)([^\s\"',;]{4,})"
 )
 _LONG_HEX = re.compile(r"(?<![0-9A-Za-z])(?:0x)?[0-9a-fA-F]{32,}(?![0-9A-Za-z])")
 _LONG_B64 = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{32,}={0,2}(?![A-Za-z0-9+/=])")

@@ -24,18 +24,19 @@ from hanglens.parsers.base import Parser
 EXAMPLES = sorted({ex.text for p in PARSERS for ex in p.examples})
 # Chatter written here from the format reference (NCCL 2.21 INFO envelope, torch 2.4-2.9 c10 envelope,
 # torchtitan-style step lines): the lines the shortcuts are for.
-STEP = "[rank3]:[titan] 2025-06-02 08:04:{s:02d},417 - root - INFO - step: {n:5d}  loss: 3.1{n:03d}"
+STEP = "[rank{r}]:[titan] 2025-06-02 08:04:{s:02d},417 - root - INFO - step: {n:5d}  loss: 3.1{n:03d}"
 CHATTER = (
-    "[rank3]:[I1130 08:04:{s:02d}.123456789 ProcessGroupNCCL.cpp:925] [PG ID 1 PG GUID 1(tp) Rank 3] "
+    "[rank{r}]:[I1130 08:04:{s:02d}.123456789 ProcessGroupNCCL.cpp:925] [PG ID 1 PG GUID 1(tp) Rank 3] "
     "ProcessGroupNCCL created ncclComm_ 0x7f00a0 on CUDA device: 3",
     "node-5:51234:51234 [3] NCCL INFO Channel 02/0 : 3[3] -> 4[4] via P2P/CUMEM/read",
     STEP,
     STEP,
-    "[rank3]:[I1130 08:04:{s:02d}.123456789 ProcessGroupNCCL.cpp:1021] [PG ID 0 PG GUID 0(default_pg) "
+    "[rank{r}]:[I1130 08:04:{s:02d}.123456789 ProcessGroupNCCL.cpp:1021] [PG ID 0 PG GUID 0(default_pg) "
     "Rank 3] ProcessGroupNCCL environments: NCCL version: 2.21.5, TORCH_NCCL_DUMP_ON_TIMEOUT: 1",
     "node-5:51234:51240 [3] NCCL INFO comm 0x55d1 rank 3 nranks 8 cudaDev 3 nvmlDev 3 busId 4e000 commId "
     "0x1a2b3c4d5e6f7081 - Init COMPLETE",
-    "[rank3]:  warnings.warn(",
+    "[rank{r}]:  warnings.warn(",
+    "[rank{r}]: eval:  40%|####      | {n}/50 [00:{s:02d}<00:03, 4.51it/s]",
 )
 
 
@@ -48,21 +49,21 @@ def _events(data: bytes, reference: bool) -> list[tuple[Any, ...]]:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(EXAMPLES + list(CHATTER)), st.integers(0, 59),
-                          st.integers(0, 40)), min_size=1, max_size=60))
-def test_fast_reader_gives_the_reference_readers_events(picks: list[tuple[str, int, int]]) -> None:
-    text = "\n".join(line.format(s=s, n=n) if line in CHATTER else line for line, s, n in picks) + "\n"
+                          st.integers(0, 40), st.integers(0, 3)), min_size=1, max_size=80))
+def test_fast_reader_gives_the_reference_readers_events(picks: list[tuple[str, int, int, int]]) -> None:
+    text = "".join((ln.format(s=s, n=n, r=r) if ln in CHATTER else ln) + "\n" for ln, s, n, r in picks)
     data = text.encode("utf-8")
     assert _events(data, reference=False) == _events(data, reference=True)
 
 
 def test_repeated_inert_lines_are_parsed_once_and_counted() -> None:
     line = CHATTER[0]
-    data = "".join(line.format(s=s) + "\n" for s in range(30)).encode()
+    data = "".join(line.format(s=s, r=3) + "\n" for s in range(30)).encode()
     reader = Reader("x.log", Origin(), PARSERS)
     res = reader.read(io.BytesIO(data))
     assert reader.repeats == 29
     assert any("29 lines repeat" in n for n in res.notes)
-    assert repeat_key(line.format(s=1)) == repeat_key(line.format(s=2))
+    assert repeat_key(line.format(s=1, r=3)) == repeat_key(line.format(s=2, r=3))
     assert repeat_key("Watchdog at 12:00:01 then") != repeat_key("Watchdog at 12:00:01 then more")
 
 
@@ -113,3 +114,14 @@ def test_files_over_max_files_are_one_skip_naming_the_limit(tmp_path: Path) -> N
     assert [f.path for f in ing.files] == [f"r{i:02d}.log" for i in range(5)]
     assert [s.path for s in ing.skipped] == ["r05.log"]
     assert "more than 5 files" in ing.skipped[0].reason and "max_files" in ing.skipped[0].reason
+
+
+def test_a_restart_after_fast_step_lines_sees_the_latest_report() -> None:
+    # Ranks 0 and 1 step forward (fast path), then rank 1 restarts at step 2 (slow path): the progress
+    # parser must compare the restart with rank 1's latest report, held back by the fast path.
+    lines = [STEP.format(r=r, s=n, n=n) for n in range(1, 8) for r in (0, 1)]
+    lines += [CHATTER[0].format(s=9, r=0), STEP.format(r=1, s=10, n=2), STEP.format(r=0, s=11, n=8)]
+    data = ("\n".join(lines) + "\n").encode()
+    fast = _events(data, reference=False)
+    assert fast == _events(data, reference=True)
+    assert [e[8]["step"] for e in fast if e[0] == "progress" and e[4] == 1] == [1, 7, 2]

@@ -31,9 +31,9 @@ STEP = ("[rank{r}]:[titan] 2025-03-01 12:{mm:02d}:{ss:02d},{ms:03d} - root - INF
         "step: {step:5d}  loss: 2.{ms:04d}")
 TRACEBACK = (
     "[rank1]:Traceback (most recent call last):\n"
-    "[rank1]:  File \"/work/train.py\", line 88, in <module>\n"
+    "[rank1]:  File \"/home/user/train.py\", line 88, in <module>\n"
     "[rank1]:    main()\n"
-    "[rank1]:  File \"/work/train.py\", line 80, in main\n"
+    "[rank1]:  File \"/home/user/train.py\", line 80, in main\n"
     "[rank1]:    loss.backward()\n"
     "[rank1]:RuntimeError: CUDA error: an illegal memory access was encountered\n"
 )

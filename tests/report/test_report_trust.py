@@ -162,6 +162,20 @@ def test_unexplained_crash_headline_and_advice(aborted_doc: dict[str, Any]) -> N
     assert "Ranks 0-1 killed by SIGABRT" in render_text(aborted_doc, color=False)
 
 
+def test_unattributed_nccl_warning_names_what_it_said_and_where(tmp_path: Path) -> None:
+    log = (
+        "2025-03-04 10:11:12 node-9:4121:4380 [0] transport/net_socket.cc:561 NCCL WARN NET/Socket : peer "
+        "10.1.2.3<40022> message truncated : receiving 16 bytes instead of 8. If you believe your socket "
+        "network is in a healthy state, there may be a mismatch in collective sizes\n"
+    )
+    doc = api.analyze([write_job(tmp_path, {"combined.log": log})]).to_dict()
+    assert doc["verdict"]["category"] == "unknown"
+    assert doc["observed"]["headline"] == (
+        'An NCCL warning ("peer 10.1.2.3<40022> message truncated : receiving 16 bytes instead of 8") '
+        "on host node-9; culprit not determined"
+    )
+
+
 def test_no_hang_advice_after_a_confident_oom(tmp_path: Path) -> None:
     rank = (
         "[rank1]:[E0611 14:02:29.118204511 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective "
