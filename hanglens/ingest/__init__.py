@@ -186,8 +186,9 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
         # A folder of a hundred thousand files: read the first ones (display order), say what was left.
         rest = units[limits.max_files:]
         units = units[: limits.max_files]
-        skipped.append(Skipped(rest[0].display, f"this and {len(rest) - 1} more files not read: more than "
-                                                f"{limits.max_files} files (limit max_files, --limit max_files=N)"))
+        why = (f"this and {len(rest) - 1} more files not read: more than {limits.max_files} files "
+               "(limit max_files, --limit max_files=N)")
+        skipped.append(Skipped(rest[0].display, why))
     chosen = tuple(PARSERS if parsers is None else parsers)
     workers = _workers(jobs, units)
     if workers > 1:
