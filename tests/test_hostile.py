@@ -368,3 +368,19 @@ def test_class10_a_killed_scan_keeps_its_completed_rows(tmp_path: Path) -> None:
     assert done == ["job-a", "job-b"]
     assert sorted(pd.read_csv(out / "jobs.csv")["status"]) == ["ok", "ok"]
     assert (out / "index.html").is_file()
+
+
+# -- regressions found by benchmarks/fuzz.py ----------------------------------------------------------
+def test_fuzz_found_gloo_line_with_thousands_of_unclosed_brackets_reads(tmp_path: Path) -> None:
+    """benchmarks/fuzz.py --seed 7, line 55003: a gloo timeout line behind thousands of repeats of an
+    unclosed `[path`, its words broken by a mutation so that it does not match, made the gloo parser
+    backtrack quadratically (2,500 repeats: 7 s; this line's 10,000: minutes). Read in linear time now."""
+    job = tmp_path / "job"
+    job.mkdir()
+    junk = "[/src/torch/third_part" * 10_000
+    (job / "rank0.log").write_text(
+        f"[rank0]: RuntimeError: {junk}[/src/torch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] "
+        "Timed out waiting 20000ms fo-r recv operation to complete\n")
+    ing = read_inputs([job], jobs=1)
+    assert ing.files[0].lines == 1 and ing.skipped == []
+    assert "traceback" in {e.parser for e in ing.events}
