@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -177,16 +178,25 @@ def _length(value: Any) -> int | None:
     return len(value) if isinstance(value, (str, bytes, list, tuple)) else None
 
 
+_NUMBER = re.compile(r"\d+")
+_NESTED = re.compile(r"\{[^{}]*\{")  # a replacement field inside another: `{:>{width}}`
+# Filters and str methods whose numeric arguments are widths or counts of the text they build.
+_WIDTH_FILTERS = frozenset({"center", "indent", "wordwrap", "truncate", "batch", "slice"})
+_WIDTH_METHODS = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs"})
+_FORMAT_METHODS = frozenset({"format", "format_map"})
+
+
 class BoundedSandbox(ImmutableSandboxedEnvironment):
     """The jinja2 sandbox, plus bounds on the work one expression may do.
 
-    `**` may not build an integer past MAX_POWER_BITS bits; `*` and `+` on strings and sequences, and
-    every number a filter or method receives (widths, counts), may not exceed `max_output` characters;
-    `range` is jinja2's (at most 100,000 items). Passing a bound raises SecurityError, which `render`
-    turns into the rule's rendering error. The rendered text itself stops at `max_output` characters.
+    `**` may not build an integer past MAX_POWER_BITS bits; `*` and `+` on strings and sequences, the
+    widths given to padding filters and str methods, and the widths inside a format string (`%`,
+    `format`) may not exceed `max_output` characters; `range` is jinja2's (at most 100,000 items).
+    Passing a bound raises SecurityError, which `render` turns into the rule's rendering error. The
+    rendered text itself stops at `max_output` characters.
     """
 
-    intercepted_binops = frozenset(["**", "*", "+"])
+    intercepted_binops = frozenset(["**", "*", "+", "%"])
 
     def __init__(self, max_output: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -208,32 +218,62 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             a, b = _length(left), _length(right)
             if a is not None and b is not None and a + b > self.max_output:
                 raise self._refuse(f"joining {a} and {b} items")
+        if operator == "%" and isinstance(left, str):
+            self.check_format(left)
+            if "*" in left:  # `%*d`: the width is an argument
+                self.check_widths(right if isinstance(right, tuple) else (right,), {})
         return super().call_binop(context, operator, left, right)
 
     def call(self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
-        self._check_args(args, kwargs)
+        owner = getattr(__obj, "__self__", None)
+        if isinstance(owner, (str, bytes)) and getattr(__obj, "__name__", "") in _WIDTH_METHODS:
+            self.check_widths(args, kwargs)
         return super().call(__context, __obj, *args, **kwargs)
 
-    def _check_args(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+    def wrap_str_format(self, value: Any) -> Any:
+        """jinja2 wraps `str.format` at attribute access; its format string is checked there."""
+        owner = getattr(value, "__self__", None)
+        wrapped = super().wrap_str_format(value)
+        if not (isinstance(owner, str) and wrapped is not None):
+            return wrapped
+        self.check_format(owner)
+        if not _NESTED.search(owner.replace("{{", "")):  # no width given as an argument
+            return wrapped
+
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            self.check_widths(args, kwargs)
+            for v in (*args, *kwargs.values()):  # format_map's mapping
+                if isinstance(v, Mapping):
+                    self.check_widths((), v)
+            return wrapped(*args, **kwargs)
+        return checked
+
+    def check_widths(self, args: Iterable[Any], kwargs: Mapping[str, Any]) -> None:
         for v in (*args, *kwargs.values()):
             if isinstance(v, int) and not isinstance(v, bool) and abs(v) > self.max_output:
                 raise self._refuse(f"a width or count of {v}")
 
+    def check_format(self, fmt: str) -> None:
+        """Refuse a format string whose widths or precisions would build more than max_output."""
+        for m in _NUMBER.finditer(fmt):
+            if len(m.group()) > 9 or int(m.group()) > self.max_output:
+                raise self._refuse(f"a format width of {m.group()[:12]}")
 
-def _bounded_filter(env: BoundedSandbox, fn: Any) -> Any:
-    """`fn` refusing numeric arguments past the output bound (e.g. `center(10**9)`, `indent(10**9)`).
 
-    The filtered value itself (the first argument after a context or environment) is data, not a width:
-    `{{ 536870912 | size }}` is fine.
-    """
-    skip = (jinja2.runtime.Context, jinja2.Environment)
+def _bounded_filter(env: BoundedSandbox, name: str, fn: Any) -> Any:
+    """`fn` refusing widths past the output bound (`center(10**9)`, `format` with `%999999999s`)."""
+    skip = (jinja2.runtime.Context, jinja2.nodes.EvalContext, jinja2.Environment)
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        env._check_args(tuple(a for a in args if not isinstance(a, skip))[1:], kwargs)
+        given = [a for a in args if not isinstance(a, skip)]
+        if name == "format" and given and isinstance(given[0], str):
+            env.check_format(given[0])
+        else:
+            env.check_widths(given[1:], kwargs)  # the first is the value filtered, not a width
         return fn(*args, **kwargs)
-    for attr in ("jinja_pass_arg",):  # keep @pass_context / @pass_environment markers
-        if hasattr(fn, attr):
-            setattr(wrapper, attr, getattr(fn, attr))
+    wrapper.jinja_pass_arg = getattr(fn, "jinja_pass_arg", None)  # type: ignore[attr-defined]
+    if wrapper.jinja_pass_arg is None:  # type: ignore[attr-defined]
+        del wrapper.jinja_pass_arg  # type: ignore[attr-defined]
     return wrapper
 
 
@@ -242,7 +282,8 @@ def environment(max_output: int = DEFAULT_LIMITS.max_template_output) -> Sandbox
     env = BoundedSandbox(max_output, undefined=jinja2.StrictUndefined, autoescape=False)
     env.filters.update({"rank_list": rank_list, "first": _first, "min": _min, "max": _max, "count": _count,
                         "unique": _unique, "join": _join, "hosts": _hosts, "size": _size})
-    env.filters = {name: _bounded_filter(env, fn) for name, fn in env.filters.items()}
+    env.filters.update({name: _bounded_filter(env, name, env.filters[name])
+                        for name in (*_WIDTH_FILTERS, "format") if name in env.filters})
     env.globals.pop("namespace", None)  # a namespace lets a loop double a string 60 times
     return env
 

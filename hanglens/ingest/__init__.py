@@ -181,7 +181,14 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
     then scanned in Python, as compressed files and archive members always are). The result depends on
     neither `jobs` nor `grep`. `limits` bound the work (see hanglens.limits): what passes one is skipped.
     """
-    units, skipped = discover([os.fspath(p) for p in paths], limits)
+    units, skipped = discover([os.fspath(p) for p in paths])
+    if len(units) > limits.max_files:
+        # A folder of a hundred thousand files: read the first ones (display order), say what was left.
+        rest = units[limits.max_files:]
+        units = units[: limits.max_files]
+        why = (f"this and {len(rest) - 1} more files not read: more than {limits.max_files} files "
+               "(limit max_files, --limit max_files=N)")
+        skipped.append(Skipped(rest[0].display, why))
     chosen = tuple(PARSERS if parsers is None else parsers)
     workers = _workers(jobs, units)
     if workers > 1:

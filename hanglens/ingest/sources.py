@@ -256,7 +256,9 @@ def decompress(codec: str, raw: BinaryIO) -> ReadableStream:
         return bz2.BZ2File(raw, mode="rb")
     if codec == "xz":
         return lzma.LZMAFile(raw, mode="rb")
-    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=False)
+    # Small reads keep the compressed bytes consumed close to the output, for the expansion ratio.
+    return zstandard.ZstdDecompressor().stream_reader(raw, read_size=16384, read_across_frames=True,
+                                                      closefd=False)
 
 
 def unsafe_member(name: str) -> str | None:
@@ -338,12 +340,11 @@ def _rel(path: str, base: str) -> str:
     return Path(rel).as_posix() if not rel.startswith("..") else Path(path).as_posix()
 
 
-def discover(paths: list[str], limits: Limits = DEFAULT_LIMITS) -> tuple[list[Unit], list[Skipped]]:
+def discover(paths: list[str]) -> tuple[list[Unit], list[Skipped]]:
     """Every regular file under `paths` (files, folders, globs), sorted by display path, and what was skipped.
 
     Symbolic links to files and folders are followed once (a folder reached twice is not walked again,
-    which also ends symlink loops); fifos, devices and sockets are skipped without being opened. Past
-    `limits.max_files` files, the walk stops and one skip says so.
+    which also ends symlink loops); fifos, devices and sockets are skipped without being opened.
     """
     roots = _expand([os.fspath(p) for p in paths])
     base = _display_base(roots)
@@ -351,11 +352,8 @@ def discover(paths: list[str], limits: Limits = DEFAULT_LIMITS) -> tuple[list[Un
     skipped: list[Skipped] = []
     seen_files: dict[tuple[int, int], str] = {}
     seen_dirs: set[tuple[int, int]] = set()
-    over: list[str] = []
 
     def add_file(path: str) -> None:
-        if over:
-            return
         display = _rel(path, base)
         try:
             st = os.stat(path)
@@ -373,9 +371,6 @@ def discover(paths: list[str], limits: Limits = DEFAULT_LIMITS) -> tuple[list[Un
         key = (st.st_dev, st.st_ino)
         if key in seen_files:
             skipped.append(Skipped(display, f"same file as {seen_files[key]}"))
-            return
-        if len(units) >= limits.max_files:
-            over.append(display)
             return
         seen_files[key] = display
         units[display] = Unit(fs_path=path, display=display, rel=display, size=st.st_size)
@@ -399,9 +394,6 @@ def discover(paths: list[str], limits: Limits = DEFAULT_LIMITS) -> tuple[list[Un
 
     for root in roots:
         add_file(root)
-    if over:
-        skipped.append(Skipped(over[0], f"this file and the rest were not read: more than {limits.max_files} "
-                                        "files (limit max_files, --limit max_files=N)"))
     skipped.sort(key=lambda s: (s.path, s.reason))
     return [units[k] for k in sorted(units)], skipped
 
@@ -495,7 +487,9 @@ def _member_stream(display: str, rel: str, stream: ReadableStream, locator: Loca
     `consumed` counts the member's bytes as stored in the archive (for the expansion ratio of a
     zip member); a member that is itself compressed is measured against its own compressed bytes.
     """
-    capped = Capped(stream, consumed or (lambda: capped.count), limits, budget)
+    # A zip member is decompressed here (it draws on the job's budget); a tar member's bytes are the
+    # tar stream's, already counted when that stream was decompressed.
+    capped = Capped(stream, consumed or (lambda: capped.count), limits, budget if consumed else None)
     h = Head(b"", capped)
     first = h.read(SNIFF)
     codec = codec_of(first)

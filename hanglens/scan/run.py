@@ -305,12 +305,16 @@ def _death(exitcode: int | None) -> tuple[str, str]:
     return "crashed", f"the worker process died (exit code {exitcode})"
 
 
-def run_local(jobs: Sequence[Job], settings: Settings, workers: int) -> Generator[JobResult, None, None]:
+HEARTBEAT_S = 1.0  # the local engine yields None this often while it waits, so the driver can write
+
+
+def run_local(jobs: Sequence[Job], settings: Settings,
+              workers: int) -> Generator[JobResult | None, None, None]:
     """Worker processes that each run one job at a time, under the job's deadline and memory cap.
 
     A job that passes `job_deadline_s` has its worker killed and becomes a `timeout` row; a worker that
     dies (segfault, OOM kill, os._exit) costs only the job it was running (`crashed` or `oom`); the
-    others go on, on a new worker.
+    others go on, on a new worker. While no job ends, None is yielded every HEARTBEAT_S.
     """
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["hanglens.scan.task", "hanglens.api"])  # workers fork ready to analyse
@@ -348,8 +352,12 @@ def run_local(jobs: Sequence[Job], settings: Settings, workers: int) -> Generato
                     stop(idle)
             busy = [s for s in slots if s.job is not None]
             now = time.monotonic()
-            wait_s = max(0.0, min(s.started + deadline - now for s in busy)) if deadline > 0 else None
+            wait_s = HEARTBEAT_S
+            if deadline > 0:
+                wait_s = max(0.0, min(wait_s, *(s.started + deadline - now for s in busy)))
             ready = multiprocessing.connection.wait([s.conn for s in busy], timeout=wait_s)
+            if not ready:
+                yield None
             for slot in busy:
                 job = slot.job
                 assert job is not None
@@ -470,7 +478,7 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str]
             raise UsageError("no such rules folder", hint=r)
     since_ns = parse_since(since)
     if analyzer == DEFAULT_ANALYZER:
-        load_rules(rule_dirs)  # a broken rule fails the scan once, loudly, not every job
+        load_rules(rule_dirs, limits)  # a broken rule fails the scan once, loudly, not every job
     found: Discovery = discover(paths, job_glob=job_glob, since_ns=since_ns)
     if out_dir is not None:
         found.jobs = [j for j in found.jobs if not _is_inside(j.path, out_dir)]
@@ -493,6 +501,7 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str]
         todo = list(found.jobs)
     summary.cached = len(rows)
 
+    results: Generator[JobResult | None, None, None]
     if engine == "dask":
         results = run_dask(todo, settings, workers, scheduler)
     elif engine == "inline":
@@ -506,6 +515,9 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str]
         with bar, _term_as_interrupt():
             if todo:
                 for res in results:
+                    if res is None:  # a heartbeat: write what a throttled write left out
+                        writer.maybe(rows)
+                        continue
                     if out_dir is not None and cache is not None:
                         _write_reports(out_dir, res)
                         if res.row.get("error") is None:
@@ -539,10 +551,12 @@ class _Writer:
         self.out = out
         self.summary = summary
         self.next_at = 0.0
+        self.written = -1  # rows in the outputs on disk
 
     def maybe(self, rows: dict[str, dict[str, Any]]) -> None:
-        if self.out is None or time.monotonic() < self.next_at:
+        if self.out is None or time.monotonic() < self.next_at or len(rows) == self.written:
             return
+        self.written = len(rows)
         start = time.monotonic()
         self.summary.errors = sum(1 for r in rows.values() if r.get("error"))
         write_outputs(self.out, jobs_frame(rows.values()), self.summary)

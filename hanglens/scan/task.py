@@ -128,11 +128,11 @@ def _render_html(doc: dict[str, Any], notes: list[str]) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def load_rules(rules: tuple[str, ...]) -> list[Any]:
+def load_rules(rules: tuple[str, ...], limits: Limits = DEFAULT_LIMITS) -> list[Any]:
     """The rules, loaded once per process (a worker analyses many jobs with the same rules)."""
     from hanglens.api import load_rules as _load_rules
 
-    return _load_rules(list(rules))
+    return _load_rules(list(rules), limits=limits)
 
 
 def _analyse(job: Job, settings: Settings) -> dict[str, Any]:
@@ -140,7 +140,7 @@ def _analyse(job: Job, settings: Settings) -> dict[str, Any]:
     # One job per worker: the analysis must not start a pool of its own inside the scan's pool.
     kwargs: dict[str, Any] = {"jobs": 1, "command": f"hanglens analyze {shlex.quote(job.path)}"}
     if settings.analyzer == DEFAULT_ANALYZER:
-        kwargs["rules"] = load_rules(settings.rules)
+        kwargs["rules"] = load_rules(settings.rules, settings.limits)
         kwargs["limits"] = settings.limits
     else:
         kwargs["rules_dirs"] = list(settings.rules)

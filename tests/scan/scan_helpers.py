@@ -72,7 +72,8 @@ def fake_analyze(paths: list[str], **_: Any) -> dict[str, Any]:
     """A stand-in analyzer driven by the job's name: `<anything>__<category>__r<ranks>[__host]`.
 
     `boom` in the name raises; `die` kills the worker process; `stop` raises KeyboardInterrupt;
-    `hang` never returns; `hog` allocates memory until it runs out.
+    `hang` never returns; `hog` reserves 8 GiB of address space (never touched, so harmless when no cap
+    stops it) and then answers as usual.
     """
     path = paths[0]
     name = os.path.basename(path).split(".")[0]
@@ -83,9 +84,10 @@ def fake_analyze(paths: list[str], **_: Any) -> dict[str, Any]:
     if "hang" in name:
         time.sleep(3600)
     if "hog" in name:
-        hoard = []
-        while True:
-            hoard.append(bytearray(64 << 20))
+        import numpy as np
+
+        hoard = [np.empty(1 << 30, dtype=np.uint8) for _ in range(8)]
+        del hoard
     if "stop" in name:
         raise KeyboardInterrupt
     parts = name.split("__")
