@@ -163,15 +163,16 @@ def test_unexplained_crash_headline_and_advice(aborted_doc: dict[str, Any]) -> N
 
 
 def test_unattributed_nccl_warning_names_what_it_said_and_where(tmp_path: Path) -> None:
+    # NCCL's shared-memory segment error (misc/shmutils.cc; a too-small /dev/shm in a container): no rule
+    # explains it, so the headline says what was seen and where.
     log = (
-        "2025-03-04 10:11:12 node-9:4121:4380 [0] transport/net_socket.cc:561 NCCL WARN NET/Socket : peer "
-        "10.1.2.3<40022> message truncated : receiving 16 bytes instead of 8. If you believe your socket "
-        "network is in a healthy state, there may be a mismatch in collective sizes\n"
+        "2025-03-04 10:11:12 node-9:4121:4380 [0] misc/shmutils.cc:87 NCCL WARN Error: failed to extend "
+        "/dev/shm/nccl-Ab12Cd to 9637892 bytes\n"
     )
     doc = api.analyze([write_job(tmp_path, {"combined.log": log})]).to_dict()
     assert doc["verdict"]["category"] == "unknown"
     assert doc["observed"]["headline"] == (
-        'An NCCL warning ("peer 10.1.2.3<40022> message truncated : receiving 16 bytes instead of 8") '
+        'An NCCL warning ("Error: failed to extend /dev/shm/nccl-Ab12Cd to 9637892 bytes") '
         "on host node-9; culprit not determined"
     )
 
