@@ -14,7 +14,7 @@ import pandas as pd
 
 from hanglens import __version__
 from hanglens.analysis import Tables
-from hanglens.model import YEARLESS_YEAR, Category, Event, InputFile, Skipped, SourceRef
+from hanglens.model import YEARLESS_YEAR, Category, Event, InputFile, Skipped, SourceRef, utf8_text
 
 SCHEMA_VERSION = 2
 CATEGORY_TITLES = {
@@ -57,22 +57,10 @@ def clean(value: Any) -> Any:
             return None
         return round(value, 6)
     if isinstance(value, str):
-        return _utf8(value)
+        return utf8_text(value)
     if isinstance(value, (bool, int)):
         return value
-    return _utf8(str(value))
-
-
-def _utf8(s: str) -> str:
-    """A file name that is not valid UTF-8 arrives surrogate-escaped: show its bytes as `\\xNN`."""
-    try:
-        s.encode("utf-8")
-        return s
-    except UnicodeEncodeError:
-        try:
-            return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        except UnicodeEncodeError:
-            return s.encode("utf-8", "backslashreplace").decode("utf-8")
+    return utf8_text(str(value))
 
 
 def time_text(t: float | None) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 # Timestamps whose logs state no year (c10/glog envelopes) are placed in this year, a leap year so that
@@ -157,3 +158,28 @@ class InputFile:
     hosts: tuple[str, ...] = ()
     events: int = 0
     unknown_lines: int = 0
+
+
+def utf8_text(s: str) -> str:
+    """Text that encodes as UTF-8: undecodable file-name bytes (surrogate-escaped) show as `\\xNN`."""
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        try:
+            return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:
+            return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def log_datetime(t: Any) -> datetime | None:
+    """A normalised log time (POSIX seconds of the writer's naive clock) as a naive datetime; None if unknown.
+
+    A year of YEARLESS_YEAR means the log stated none: callers print such times without a year.
+    """
+    if not isinstance(t, (int, float)) or isinstance(t, bool) or t != t:
+        return None
+    try:
+        return datetime.fromtimestamp(float(t), tz=timezone.utc).replace(tzinfo=None)
+    except (OverflowError, OSError, ValueError):
+        return None

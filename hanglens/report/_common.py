@@ -7,6 +7,8 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hanglens.model import utf8_text
+
 CATEGORY_TITLES: dict[str, str] = {
     "control_flow_divergence": "Control-flow divergence",
     "collective_mismatch": "Collective mismatch",
@@ -337,15 +339,7 @@ def one_line(text: Any, width: int = 200) -> str:
 
 def safe_text(value: Any) -> str:
     """Text that encodes as UTF-8: bytes of a file name that were not UTF-8 are shown as `\\xNN`."""
-    s = str(value if value is not None else "")
-    try:
-        s.encode("utf-8")
-        return s
-    except UnicodeEncodeError:
-        try:
-            return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        except UnicodeEncodeError:
-            return s.encode("utf-8", "backslashreplace").decode("utf-8")
+    return utf8_text(str(value if value is not None else ""))
 
 
 _CTRL_NAMES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}

@@ -11,14 +11,13 @@ import html
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import jinja2
 
-from hanglens.model import YEARLESS_YEAR
+from hanglens.model import YEARLESS_YEAR, log_datetime
 
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
 _ENV = jinja2.Environment(
@@ -32,11 +31,8 @@ BAR_WIDTH = 360
 
 def ts_text(t: Any) -> str:
     """The writer's wall clock of a normalised timeline time (POSIX seconds of a naive clock)."""
-    if not isinstance(t, (int, float)) or t != t:
-        return ""
-    try:
-        d = datetime.fromtimestamp(float(t), tz=timezone.utc)
-    except (OverflowError, OSError, ValueError):
+    d = log_datetime(t)
+    if d is None:
         return ""
     # Logs that state no year (c10/glog stamps) are read into a placeholder year: print without it.
     return d.strftime("%m-%d %H:%M:%S" if d.year == YEARLESS_YEAR else "%Y-%m-%d %H:%M:%S")

@@ -18,7 +18,7 @@ import tempfile
 import time
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ import pandas as pd
 from hanglens import __version__
 from hanglens.errors import UsageError
 from hanglens.limits import DEFAULT_LIMITS, Limits
-from hanglens.model import YEARLESS_YEAR
+from hanglens.model import YEARLESS_YEAR, log_datetime
 from hanglens.scan.discover import Discovery, Job, Skip, discover
 from hanglens.scan.task import (
     COLUMNS,
@@ -183,13 +183,8 @@ def jobs_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
 
 def _iso_time(t: Any) -> str:
     """ISO 8601 of a log time (the log's own clock, no zone); "" when unknown or the log gave no year."""
-    if not isinstance(t, (int, float)) or t != t:
-        return ""
-    try:
-        d = datetime.fromtimestamp(float(t), tz=timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return ""
-    return "" if d.year == YEARLESS_YEAR else d.replace(tzinfo=None).isoformat(timespec="milliseconds")
+    d = log_datetime(t)
+    return "" if d is None or d.year == YEARLESS_YEAR else d.isoformat(timespec="milliseconds")
 
 
 def _csv_text(df: pd.DataFrame) -> str:
