@@ -13,7 +13,11 @@ from collections.abc import Iterable
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser
 
-ERROR_WORD_RE = re.compile(r"Error|ERROR|Exception|FAILED|Fatal|fatal|FATAL")
+# Upper-case words count only as words: `TORCH_NCCL_ASYNC_ERROR_HANDLING: 3` in ProcessGroupNCCL's
+# environments line is a setting, not an error (log-formats.md, ProcessGroupNCCL INFO lines).
+ERROR_WORD_RE = re.compile(
+    r"Error|Exception|Fatal|fatal|(?<![A-Z0-9_])(?:ERROR|FAILED|FATAL)(?![A-Z0-9_])"
+)
 ERROR_LEVELS = frozenset("EFC")
 # Parts of a traceback listing that merely mention an error type; the traceback parser reads them.
 CODE_LINE_RE = re.compile(
@@ -73,6 +77,9 @@ class CatchallParser(Parser):
         "wrapper",
         "    raise ChildFailedError(",
         "[EXPERIMENT] starting run 4",
+        "[PG ID 0 PG GUID 0(default_pg) Rank 3] ProcessGroupNCCL environments: NCCL version: 2.21.5, "
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING: 3, TORCH_NCCL_DUMP_ON_TIMEOUT: 1, "
+        "TORCH_NCCL_RETHROW_CUDA_ERRORS: 1",
     )
 
     def __init__(self) -> None:
