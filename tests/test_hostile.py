@@ -164,10 +164,33 @@ def test_class1_cli_limit_flag_and_bad_limit(tmp_path: Path, low_floor: None) ->
 def test_limits_parse_values() -> None:
     lim = parse_limits(["max_member_bytes=8GiB", "max-files=10_000", "rule_regex_budget_s=0.25"])
     assert (lim.max_member_bytes, lim.max_files, lim.rule_regex_budget_s) == (8 << 30, 10_000, 0.25)
+    assert parse_limits(["max_line_bytes=2M"]).max_line_bytes == 2 << 20
     for bad in ("max_files", "max_files=ten", "max_files=-1", "job_deadline_s=nan", "nope=1",
-                "max_line_bytes=2M"):
+                "max_line_bytes=100"):
         with pytest.raises(ValueError):
             parse_limits([bad])
+
+
+def test_max_line_bytes_flag_cuts_lines_on_both_read_paths(tmp_path: Path) -> None:
+    """`--limit max_line_bytes` is read by the line reader: the Python scanner and the grep path."""
+    job = tmp_path / "job"
+    job.mkdir()
+    late = "I1201 03:14:15.000000 1 x.py:1] " + "x" * 3000 + " NCCL WARN late trigger\n"
+    (job / "rank0.log").write_text("[rank0]:I1201 03:14:14.000000 1 x.py:1] start\n" + late)
+    long_line = "y" * (600 << 10) + "\n"  # 1.2 MB: read by grep
+    (job / "rank1.log").write_text("I1201 03:14:15.000000 1 x.py:1] a\n" + long_line * 2 + "end\n")
+    runner = CliRunner()
+    res = runner.invoke(app, ["inputs", str(job), "--limit", "max_line_bytes=1K"])
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert "line 2 is longer than 1 KiB; read its start only (limit max_line_bytes" in out
+    assert out.count("longer than 1 KiB") == 3  # rank0 line 2, rank1 lines 2 and 3
+    assert "rank0.log\t3" in out and "0 events" in out.split("rank1.log")[0]  # the cut hid the warning
+    res = runner.invoke(app, ["inputs", str(job), "--limit", "max_line_bytes=512K"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.count("longer than 512 KiB") == 2 and "1 events" in res.stdout.split("rank1.log")[0]
+    default = runner.invoke(app, ["inputs", str(job)])
+    assert "longer than" not in default.stdout
 
 
 # -- class 3: YAML alias bombs and rule-folder size -------------------------------------------------

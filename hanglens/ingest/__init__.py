@@ -82,7 +82,8 @@ def _triggers(parsers: tuple[type[Parser], ...]) -> re.Pattern[bytes]:
     return compile_triggers(parsers)
 
 
-def _read_opened(op: Opened, parsers: tuple[type[Parser], ...], use_grep: bool = True) -> _FileOut | Skipped:
+def _read_opened(op: Opened, parsers: tuple[type[Parser], ...], use_grep: bool = True,
+                 limits: Limits = DEFAULT_LIMITS) -> _FileOut | Skipped:
     hints = origin_of(op.rel)
     origin = hints.origin
     stream: Head = op.stream
@@ -96,7 +97,7 @@ def _read_opened(op: Opened, parsers: tuple[type[Parser], ...], use_grep: bool =
             stream = Head(data, stream)
     if res is None:
         try:
-            reader = Reader(op.display, origin, parsers, _triggers(parsers))
+            reader = Reader(op.display, origin, parsers, _triggers(parsers), max_line=limits.max_line_bytes)
             if stream is op.stream and _plain_file(op):
                 res = reader.read_file(op.locator.fs_path, stream, use_grep)
             else:
@@ -153,7 +154,7 @@ def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...], use_grep: bool = T
         head = inner.read(SNIFF)
         item = replace(item, stream=Head(head, inner))
         fmt = flight.dump_format(item.rel, head)
-        got = _read_flight(item, head, fmt, limits) if fmt else _read_opened(item, parsers, use_grep)
+        got = _read_flight(item, head, fmt, limits) if fmt else _read_opened(item, parsers, use_grep, limits)
         out.append(got)
         err = item.stream.error or inner.error
         if err is not None and isinstance(got, _FileOut):
