@@ -318,6 +318,31 @@ def test_class4_runaway_template_in_a_matching_rule_is_a_rule_error(tmp_path: Pa
     assert "could not be rendered" in finding.explanation and "max_template_output" in finding.explanation
 
 
+# -- class 6: file names that are not UTF-8 -----------------------------------------------------------
+def test_class6_a_job_folder_named_in_bytes_that_are_not_utf8_is_one_row(tmp_path: Path) -> None:
+    """The job's own path (not only a file in it) not UTF-8: the scan used to end in an internal error
+    (UnicodeEncodeError in the job's cache key, the cache line and the table) and lose every row."""
+    root, out = tmp_path / "root", tmp_path / "out"
+    root.mkdir()
+    odd = os.fsencode(root) + b"/job-caf\xe9\xff"
+    try:
+        os.mkdir(odd)
+    except OSError:
+        pytest.skip("this filesystem refuses a name that is not UTF-8")
+    (Path(os.fsdecode(odd)) / "rank0.log").write_text("[rank0]:RuntimeError: CUDA error: an illegal memory "
+                                                       "access was encountered\n")
+    (root / "plain").mkdir()
+    (root / "plain" / "rank0.log").write_text("I1201 03:14:15.000000 1 x.py:1] hello\n")
+    got: list[Any] = []
+    table = api.scan([root], out=out, engine="inline", on_summary=got.append)  # the CLI's path, in-process
+    assert sorted(table["status"]) == ["ok", "ok"] and got[0].errors == 0
+    csv = (out / "jobs.csv").read_text(encoding="utf-8")
+    assert "job-caf\\xe9\\xff," in csv and "/plain," in csv and "illegal_memory_access" in csv
+    assert sorted(pd.read_parquet(out / "jobs.parquet")["status"]) == ["ok", "ok"]
+    api.scan([root], out=out, engine="inline", on_summary=got.append)
+    assert got[1].cached == 2  # the cache file took the row
+
+
 # -- class 10: one bad job must not take down a scan -------------------------------------------------
 def _fake_job(root: Path, name: str) -> None:
     (root / name).mkdir(parents=True)
@@ -344,6 +369,29 @@ def test_class10_hanging_crashing_and_memory_hungry_jobs_become_rows(
     assert got[0].errors == 3
     csv = (out / "jobs.csv").read_text()
     assert csv.count("\n") == 7 and "timeout" in csv and "oom" in csv
+
+
+def test_class10_a_job_whose_outputs_cannot_be_written_is_one_error_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hanglens.scan import run
+
+    monkeypatch.syspath_prepend(str(REPO / "tests" / "scan"))
+    root, out = tmp_path / "root", tmp_path / "out"
+    for name in ("a__oom__r1", "b__none__r", "c__oom__r2"):
+        _fake_job(root, name)
+    real = run._write_reports
+
+    def refuse_b(out_dir: Path, res: Any) -> None:
+        if "b__none" in res.job_id:
+            raise OSError(28, "No space left on device")
+        real(out_dir, res)
+
+    monkeypatch.setattr(run, "_write_reports", refuse_b)
+    df = run.scan([root], out=out, engine="inline", analyzer="scan_helpers:fake_analyze")
+    status = dict(zip(df["path"].map(os.path.basename), df["status"], strict=True))
+    assert status == {"a__oom__r1": "ok", "b__none__r": "error", "c__oom__r2": "ok"}
+    assert "could not write the job's outputs" in df.loc[df["status"] == "error", "error"].item()
+    assert (out / "jobs.csv").read_text().count("\n") == 4
 
 
 def _bomb_root(tmp_path: Path) -> Path:

@@ -30,7 +30,7 @@ import pandas as pd
 from hanglens import __version__
 from hanglens.errors import UsageError
 from hanglens.limits import DEFAULT_LIMITS, Limits
-from hanglens.model import YEARLESS_YEAR, log_datetime
+from hanglens.model import YEARLESS_YEAR, log_datetime, utf8_text
 from hanglens.scan.discover import Discovery, Job, Skip, discover
 from hanglens.scan.task import (
     COLUMNS,
@@ -128,12 +128,12 @@ class Cache:
         self.entries[res.job_id] = entry
         self.dir.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+            fh.write(json.dumps(entry, sort_keys=True) + "\n")  # ASCII: a path may not be UTF-8
             fh.flush()
 
     def compact(self, keep: Iterable[str]) -> None:
         """Rewrite the cache with one line per job still present (drops superseded lines)."""
-        lines = [json.dumps(self.entries[j], sort_keys=True, ensure_ascii=False)
+        lines = [json.dumps(self.entries[j], sort_keys=True)
                  for j in sorted(set(keep)) if j in self.entries]
         self.dir.mkdir(parents=True, exist_ok=True)
         _atomic_write(self.path, "".join(x + "\n" for x in lines))
@@ -170,9 +170,20 @@ def _write_reports(out: Path, res: JobResult) -> None:
     _atomic_write(d / "report.json", res.report_json)
 
 
+def _utf8(value: Any) -> Any:
+    if isinstance(value, str):
+        return utf8_text(value)
+    if isinstance(value, (list, tuple)):
+        return [utf8_text(v) if isinstance(v, str) else v for v in value]
+    return value
+
+
 def jobs_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """The jobs table: COLUMNS, declared dtypes, sorted by path then job_id, index 0..n-1."""
-    df = pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], columns=list(COLUMNS))
+    """The jobs table: COLUMNS, declared dtypes, sorted by path then job_id, index 0..n-1.
+
+    Text is UTF-8-safe: a path whose bytes are not UTF-8 shows them as `\\xNN` (as the reports do).
+    """
+    df = pd.DataFrame([{c: _utf8(r.get(c)) for c in COLUMNS} for r in rows], columns=list(COLUMNS))
     for c in ("first_ts", "last_ts"):
         df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
     for c in ("world_size", "files", "bytes"):
@@ -631,9 +642,7 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str]
                         writer.maybe(rows)
                         continue
                     if out_dir is not None and cache is not None:
-                        _write_reports(out_dir, res)
-                        if res.row.get("error") is None:
-                            cache.append(res)
+                        res = _stored(out_dir, cache, res)
                     rows[res.job_id] = res.row
                     summary.analysed += 1
                     mb += res.bytes_read / 1e6
@@ -654,6 +663,19 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str]
     if summary.interrupted:
         raise KeyboardInterrupt
     return df
+
+
+def _stored(out: Path, cache: Cache, res: JobResult) -> JobResult:
+    """Write one job's reports and cache line; if that fails, the job is an error row, not the scan's end."""
+    try:
+        _write_reports(out, res)
+        if res.row.get("error") is None:
+            cache.append(res)
+        return res
+    except Exception as exc:  # a disk or encoding problem with one job's files costs that job only
+        row = {**res.row, "status": "error",
+               "error": one_line(f"could not write the job's outputs: {type(exc).__name__}: {exc}")}
+        return JobResult(res.job_id, res.key, row, None, None, res.bytes_read)
 
 
 class _Writer:
