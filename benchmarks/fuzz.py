@@ -42,6 +42,7 @@ import subprocess
 import sys
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -256,19 +257,21 @@ def run_pass(folders: list[Path], out: Path, seed: str, hang_s: float) -> None:
                 fh.write(json.dumps({"folder": folder.name, **got}) + "\n")
                 fh.flush()
                 if (k + 1) % 200 == 0:
-                    print(f"  {k + 1}/{len(folders)}", file=sys.stderr, flush=True)
+                    print(f"  {out.stem}: {k + 1}/{len(folders)}", file=sys.stderr, flush=True)
     finally:
         worker.stop()
 
 
-def fuzz_folders(folders: list[Path], work: Path, slow: float, hang_s: float) -> dict[str, Any]:
-    passes = []
-    for name, seed in (("a", "1"), ("b", "1"), ("c", "2")):
-        out = work / f"pass-{name}.jsonl"
+def fuzz_folders(folders: list[Path], work: Path, slow: float, hang_s: float,
+                 at_once: int = 1) -> dict[str, Any]:
+    plan = (("a", "1"), ("b", "1"), ("c", "2"))
+    for name, seed in plan:
         print(f"folders: pass {name} (PYTHONHASHSEED={seed}) over {len(folders)} folders", file=sys.stderr,
               flush=True)
-        run_pass(folders, out, seed, hang_s)
-        passes.append({r["folder"]: r for r in map(json.loads, out.read_text().splitlines())})
+    with ThreadPoolExecutor(max_workers=at_once) as pool:  # each thread drives its own worker process
+        list(pool.map(lambda p: run_pass(folders, work / f"pass-{p[0]}.jsonl", p[1], hang_s), plan))
+    passes = [{r["folder"]: r for r in map(json.loads, (work / f"pass-{n}.jsonl").read_text().splitlines())}
+              for n, _ in plan]
     a, b, c = passes
     crashed = sorted({k for p in passes for k, r in p.items() if r["error"] and not r["hang"]})
     for k in crashed:
@@ -323,6 +326,8 @@ def main() -> int:
     ap.add_argument("--slow", type=float, default=10.0, help="seconds over which a run counts as slow")
     ap.add_argument("--hang", type=float, default=HANG_S,
                     help="seconds after which a run is stopped (its worker restarted) and counted as a hang")
+    ap.add_argument("--passes-at-once", type=int, default=1, choices=(1, 2, 3),
+                    help="folder passes run side by side (each in its own worker process)")
     ap.add_argument("--work", type=Path, default=Path("hanglens-fuzz"))
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -341,7 +346,7 @@ def main() -> int:
         # The folders depend on --seed only (not on --lines): the two phases can run apart.
         frng = random.Random(f"folders-{args.seed}")
         folders = make_folders(args.folders, frng, pool, args.work, args.per_folder)
-        figures.update(fuzz_folders(folders, args.work, args.slow, args.hang))
+        figures.update(fuzz_folders(folders, args.work, args.slow, args.hang, args.passes_at_once))
     figures["wall_s"] = round(time.monotonic() - start, 1)
     print(json.dumps(figures, sort_keys=True))
     bad = ("line_crashes", "line_slow", "folder_crashes", "folder_slow", "rerun_differs", "hashseed_differs")

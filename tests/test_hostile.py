@@ -457,3 +457,24 @@ def test_fuzz_found_gloo_line_with_thousands_of_unclosed_brackets_reads(tmp_path
     ing = read_inputs([job], jobs=1)
     assert ing.files[0].lines == 1 and ing.skipped == []
     assert "traceback" in {e.parser for e in ing.events}
+
+
+def test_fuzz_found_pickle_naming_a_huge_memo_slot_is_skipped_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """benchmarks/fuzz.py --seed 12, folder f00201: a flipped byte made a Flight Recorder pickle store into
+    memo slot 812,346,977; the C unpickler grew its memo table to that (13 GB, cleared slot by slot)
+    before any opcode count could stop it: the folder hung past the fuzz's 90 s and ate memory."""
+    from hanglens.ingest import flight
+
+    evil = b"\x80\x04}r" + (812_346_977).to_bytes(4, "little") + b"."  # {} stored at slot 812,346,977
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "fr_trace_rank_0").write_bytes(evil)
+    (job / "rank0.log").write_text("I1201 03:14:15.000000 1 x.py:1] hello\n")
+    # One thread: the unpickler runs under an address-space cap, the table's allocation fails at once.
+    reason = _skips(read_inputs([job], jobs=1))["fr_trace_rank_0"]
+    assert "memo index" in reason or "needs more memory than a dump of this size" in reason, reason
+    # Other threads (they would share the cap): the opcodes are scanned first, the index refused.
+    monkeypatch.setattr(flight.threading, "active_count", lambda: 2)
+    reason = _skips(read_inputs([job], jobs=1))["fr_trace_rank_0"]
+    assert "memo index 812346977 past the 3 opcodes read" in reason, reason
