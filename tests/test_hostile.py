@@ -17,6 +17,7 @@ import sys
 import tarfile
 import time
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,39 @@ def test_class1_decompression_bombs_stop_at_the_ratio_with_a_skip_naming_input_a
         # Stopped once max_ratio times the compressed bytes read so far was passed: MiBs, not GiBs.
         assert lines[path] < 48 * MiB // len(LINE), (path, lines[path])
     assert "limit max_ratio" in skips["more.tar.gz"]
+
+
+def _zip_bomb(path: Path, name: str, mib: int) -> Path:
+    """A zip whose one deflated member inflates to `mib` MiB (~430:1) with several MiB to read: blocks of
+    one compressed chunk, repeated (a full flush makes each block independent of what came before)."""
+    co = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = co.compress(CHUNK) + co.flush(zlib.Z_FULL_FLUSH)
+    body = block * (mib // 16) + co.flush()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr(name, body)
+    data = bytearray(path.read_bytes())
+    for sig, method_at, size_at in ((b"PK\x03\x04", 8, 22), (b"PK\x01\x02", 10, 24)):
+        at = data.index(sig)
+        data[at + method_at:at + method_at + 2] = zipfile.ZIP_DEFLATED.to_bytes(2, "little")
+        data[at + size_at:at + size_at + 4] = (mib << 20).to_bytes(4, "little")  # the CRC is never reached
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_class1_zip_bomb_with_megabytes_to_read_stops_at_the_ratio(tmp_path: Path, low_floor: None) -> None:
+    """zipfile reads ahead as many compressed bytes as output was asked for; counted as used, they kept
+    the ratio under the cap until ~600 MiB of a 430:1 member had been inflated."""
+    job = tmp_path / "job"
+    job.mkdir()
+    bomb = _zip_bomb(job / "logs.zip", "rank0.log", 2048)
+    assert bomb.stat().st_size > 2 * MiB
+    with zipfile.ZipFile(job / "other.zip", "w", zipfile.ZIP_BZIP2) as zf:
+        zf.writestr("rank1.log", b"x" * 100)
+    ing = read_inputs([job], jobs=1)
+    skips, lines = _skips(ing), _lines(ing)
+    assert "limit max_ratio" in skips["logs.zip!rank0.log"]
+    assert lines["logs.zip!rank0.log"] < 48 * MiB // len(LINE), lines
+    assert "compressed with bzip2 (only stored and deflated members are read)" in skips["other.zip!rank1.log"]
 
 
 def test_class1_member_and_job_byte_caps(tmp_path: Path) -> None:
