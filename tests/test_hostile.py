@@ -243,6 +243,24 @@ def test_class3_yaml_alias_bomb_is_refused_with_a_position(tmp_path: Path) -> No
     assert res.exit_code == 2 and "anchors and aliases are not allowed" in res.stderr
 
 
+def test_class3_raising_max_yaml_aliases_allows_aliases_but_never_their_bomb(tmp_path: Path) -> None:
+    """`--limit max_yaml_aliases=N` used to count alias uses only: 81 aliases passed N=100 and the
+    "billion laughs" (9**9 nodes once expanded) hung the loader. N now bounds the nodes aliases add."""
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "lol.yaml").write_text(LAUGHS)
+    (rules / "cycle.yaml").write_text("id: &a [*a]\n")
+    (rules / "reuse.yaml").write_text("id: reuse\ntitle: &t Title said twice\ndescription: *t\n")
+    _, problems = collect_rules([rules], limits=Limits(max_yaml_aliases=1000))
+    by_file: dict[str, str] = {}
+    for p in problems:
+        by_file[Path(p.path).name] = by_file.get(Path(p.path).name, "") + str(p) + "\n"
+    assert "lol.yaml:2:8: YAML aliases add more than 1000 nodes" in by_file["lol.yaml"]
+    assert "cycle.yaml:1:5: a YAML alias makes a node contain itself" in by_file["cycle.yaml"]
+    assert "missing required key" in by_file["reuse.yaml"]  # read, validated: it lacks the other keys
+    assert "alias" not in by_file["reuse.yaml"]  # one alias, one node added: allowed
+
+
 def test_class3_rule_folder_and_rule_file_size_caps(tmp_path: Path) -> None:
     rules = tmp_path / "rules"
     rules.mkdir()
