@@ -47,7 +47,7 @@ def run_once(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[float, floa
 
 def commands(src: Path, script: bool, out: str) -> dict[str, list[str]]:
     py = [sys.executable]
-    tool = py + ["-m", "hanglens"]
+    tool = [*py, "-m", "hanglens"]
     if script:
         found = shutil.which("hanglens", path=str(Path(sys.executable).parent))
         if found is None:
@@ -55,10 +55,10 @@ def commands(src: Path, script: bool, out: str) -> dict[str, list[str]]:
         tool = [found]
     job = str(src / "hanglens" / "_demo" / "job")
     return {
-        "python -c pass": py + ["-c", "pass"],
-        "hanglens --version": tool + ["--version"],
-        "hanglens analyze <demo job>": tool + ["analyze", job],
-        "hanglens demo": tool + ["demo", "--output", out],
+        "python -c pass": [*py, "-c", "pass"],
+        "hanglens --version": [*tool, "--version"],
+        "hanglens analyze <demo job>": [*tool, "analyze", job],
+        "hanglens demo": [*tool, "demo", "--output", out],
     }
 
 
