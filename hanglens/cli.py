@@ -334,7 +334,7 @@ def analyze(
     Exit codes: 0 a verdict was reached (including "none": no failure found), 1 analysed but no rule
     explained the failure (category "unknown"), 2 usage, input or rule error.
     """
-    from hanglens.report import redact, render_html, render_json, render_markdown, render_text, wants_color
+    from hanglens import report  # each renderer is imported when used (report.html costs jinja2)
 
     limits = _limits(limit)
     argv = ["hanglens", "analyze", *(str(p) for p in paths)]
@@ -353,16 +353,16 @@ def analyze(
             )
         doc = analysis.to_dict()
         if redact_:
-            doc = redact(doc)
+            doc = report.redact(doc)
         if html is not None:
-            _save(html, render_html(doc))
+            _save(html, report.render_html(doc))
         if markdown is not None:
-            _save(markdown, render_markdown(doc))
+            _save(markdown, report.render_markdown(doc))
         if fmt is AnalyzeFmt.json:
-            _write(render_json(doc), output)
+            _write(report.render_json(doc), output)
         else:
-            color = output is None and wants_color(sys.stdout)
-            _write(render_text(doc, color=color), output)
+            color = output is None and report.wants_color(sys.stdout)
+            _write(report.render_text(doc, color=color), output)
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except Exception as exc:
