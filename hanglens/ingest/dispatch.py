@@ -46,7 +46,12 @@ class Dispatch:
                 if t:
                     own[t] |= 1 << i
         self.closure = {a: _or(own[b] for b in lits if b in a) for a in lits}
-        self.overlaps = {a: tuple(b for b in lits if b not in a and _overlap(a, b)) for a in lits}
+        starting: dict[str, set[str]] = {}  # proper prefix -> the literals that start with it
+        for b in lits:
+            for k in range(1, len(b)):
+                starting.setdefault(b[:k], set()).add(b)
+        self.overlaps = {a: tuple(sorted({b for k in range(1, len(a)) for b in starting.get(a[-k:], ())
+                                          if b not in a})) for a in lits}
         self.pattern = re.compile(_trie(lits)) if lits else None
 
     def mask(self, text: str) -> int:
@@ -60,11 +65,6 @@ class Dispatch:
                 if other in text:
                     bits |= closure[other]
         return bits
-
-
-def _overlap(a: str, b: str) -> bool:
-    """True when a proper suffix of `a` is a proper prefix of `b` (`b` can start inside `a` and run on)."""
-    return any(a[-k:] == b[:k] for k in range(1, min(len(a), len(b))))
 
 
 def _or(values: Iterable[int]) -> int:

@@ -298,8 +298,8 @@ class Reader:
                 if key.isascii():
                     self.seen_b.add(key.encode())
             return
-        if wanted == self.progress_only and scanned and self._inert(raw) and \
-                (_empty_text(raw) or not ProgressParser.reads(raw)):
+        if wanted == self.progress_only and scanned and \
+                (_empty_text(raw) or not ProgressParser.reads(raw)) and self._inert(raw):
             return  # the progress parser would read nothing here, and the line says nothing else
         line = self._line(raw, num)
         produced = fed_repeat = False
@@ -387,22 +387,23 @@ class Reader:
         vetoed: set[int] = set()
         if self.fast is not None and len(hits):
             vetoed = set(rows.hits(self.other_literals, hits).tolist())
-        starts, ends, count = rows.starts, rows.ends, rows.count
+        count = rows.count
         upto = 0  # lines before this one were fed already (a multi-line block)
         while self.active and upto < count:  # a block open at the end of the previous one goes on here
-            self._handle(block[starts[upto]:ends[upto]], lineno + upto + 1)
+            self._handle(rows.line(upto), lineno + upto + 1)
             upto += 1
-        for i in hits.tolist():
+        picked = zip(hits.tolist(), rows.starts[hits].tolist(), rows.ends[hits].tolist(), strict=True)
+        for i, start, end in picked:
             if i < upto:
                 continue
-            line = block[starts[i]:ends[i]]
+            line = block[start:end]
             num = lineno + i + 1
             if (self.fast is None or i in vetoed or not self._take_fast(line, num, vetted=True)) \
                     and not self._repeat(line):
                 self._handle(line, num)
             i += 1
             while self.active and i < count:
-                self._handle(block[starts[i]:ends[i]], lineno + i + 1)
+                self._handle(rows.line(i), lineno + i + 1)
                 i += 1
             upto = i
         return lineno + count

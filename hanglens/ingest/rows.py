@@ -30,7 +30,7 @@ def _options(literals: tuple[str, ...]) -> Any:
 
 
 class Rows:
-    """The lines of one block: `starts[i]`/`ends[i]` (end without the newline) and the Arrow array."""
+    """The lines of one block: numpy `starts`/`ends` (end without the newline) and the Arrow array."""
 
     def __init__(self, block: bytes) -> None:
         import pyarrow as pa
@@ -45,14 +45,18 @@ class Rows:
         if tail:
             offsets[-1] = n
         self.count = count
-        self.starts: list[int] = offsets[:-1].tolist()
-        ends = nl.tolist()
+        self.block = block
+        self.starts = offsets[:-1]
+        self.ends = offsets[1:] - 1  # the newline's offset
         if tail:
-            ends.append(n)
-        self.ends: list[int] = ends
+            self.ends[-1] = n
         # Each value keeps its newline: no trigger holds one, so the match is the same.
         self.array = pa.LargeBinaryArray.from_buffers(pa.large_binary(), count,
                                                       [None, pa.py_buffer(offsets), pa.py_buffer(block)])
+
+    def line(self, i: int) -> bytes:
+        """Line `i` without its newline."""
+        return self.block[int(self.starts[i]):int(self.ends[i])]
 
     def hits(self, literals: Sequence[str], among: numpy.ndarray | None = None) -> numpy.ndarray:
         """Indices of the lines (of `among`, when given) holding any of `literals`, ascending."""
