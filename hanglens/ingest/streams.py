@@ -33,8 +33,8 @@ def _int(value: object) -> int | None:
 
 def is_agent_event(e: Event) -> bool:
     """Lines the torchrun agent (not a worker) writes: they must not inherit a worker's rank."""
-    if e.kind in AGENT_EVENT_KINDS:
-        return True
+    if e.kind in AGENT_EVENT_KINDS or e.parser == "elastic":
+        return True   # every line the elastic parser reads is the agent's or a launcher's
     return e.kind in ("exception", "error_line") and "ChildFailedError" in e.text
 
 
