@@ -351,8 +351,9 @@ class ElasticParser(Parser):
                 "--node_rank=1 train.py",
                 "launch_config", {"nnodes": 2, "node_rank": None, "nproc_per_node": 8},
                 "torchrun with a dynamic rendezvous, which assigns node ranks itself"),
-        Example("W1201 10:11:12.345000 4411 torch/distributed/run.py:792] Setting OMP_NUM_THREADS environment "
-                "variable for each process to be 1 in default, to avoid your system being overloaded, please "
+        Example("W1201 10:11:12.345000 4411 torch/distributed/run.py:792] Setting OMP_NUM_THREADS "
+                "environment variable for each process to be 1 in default, to avoid your system being "
+                "overloaded, please "
                 "further tune the variable for optimal performance in your application as needed.",
                 "launch_config", {"nproc_per_node": None, "several_workers": True},
                 "torchrun (torch 2.5-2.9 logging envelope), printed when nproc_per_node > 1"),

@@ -27,19 +27,22 @@ def ranks_of(evs: list[Event], kind: str) -> list[int | None]:
 
 
 # torch 1.10-1.12: a device assert, its traceback, then the NCCL abort naming the process group's rank.
-ASSERT_THEN_ABORT = """\
-/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [3,0,0], thread: [64,0,0] Assertion `index >= -sizes[i] && index < sizes[i] && "index out of bounds"` failed.
-Traceback (most recent call last):
-  File "fit.py", line 402, in <module>
-    main()
-  File "fit.py", line 377, in train_step
-    logits = head(feats)[labels]
-RuntimeError: CUDA error: device-side assert triggered
-terminate called after throwing an instance of 'c10::Error'
-  what():  NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:181, unhandled cuda error, NCCL version 21.0.3
-Process Group destroyed on rank 3
-Exception raised from ncclCommAbort at ../torch/csrc/distributed/c10d/NCCLUtils.hpp:181 (most recent call first):
-"""
+ASSERT_THEN_ABORT = "".join(line + "\n" for line in (
+    "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [3,0,0], thread: [64,0,0] "
+    "Assertion `index >= -sizes[i] && index < sizes[i] && \"index out of bounds\"` failed.",
+    "Traceback (most recent call last):",
+    "  File \"fit.py\", line 402, in <module>",
+    "    main()",
+    "  File \"fit.py\", line 377, in train_step",
+    "    logits = head(feats)[labels]",
+    "RuntimeError: CUDA error: device-side assert triggered",
+    "terminate called after throwing an instance of 'c10::Error'",
+    "  what():  NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:181, unhandled cuda error, "
+    "NCCL version 21.0.3",
+    "Process Group destroyed on rank 3",
+    "Exception raised from ncclCommAbort at ../torch/csrc/distributed/c10d/NCCLUtils.hpp:181 "
+    "(most recent call first):",
+))
 
 
 @pytest.mark.parametrize("grep", [False, True])
@@ -79,10 +82,12 @@ def test_the_same_exception_twice_is_two_writers(tmp_path: Path) -> None:
 
 def test_a_sub_group_rank_is_not_the_writers_global_rank(tmp_path: Path) -> None:
     # torch 2.5+: the PG prefix names a process group other than the default one; its rank is a group rank.
-    text = ("Traceback (most recent call last):\n  File \"serve.py\", line 51, in forward\n    out = kern(x)\n"
+    text = ("Traceback (most recent call last):\n  File \"serve.py\", line 51, in forward\n"
+            "    out = kern(x)\n"
             "RuntimeError: CUDA error: an illegal memory access was encountered\n"
             "[E1104 07:12:40.118223047 ProcessGroupNCCL.cpp:1911] [PG ID 3 PG GUID 7 Rank 0] Process group "
-            "watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered\n")
+            "watchdog thread terminated with exception: CUDA error: an illegal memory access was "
+            "encountered\n")
     evs = events(tmp_path, {"worker.log": text})
     assert set(ranks_of(evs, "exception")) == {None}
     default = text.replace("[PG ID 3 PG GUID 7 Rank 0]", "[PG ID 0 PG GUID 0(default_pg) Rank 2]")
@@ -99,10 +104,10 @@ def test_rank_echo_names_the_writer(tmp_path: Path) -> None:
 
 def test_two_nccl_processes_in_one_file_give_nothing(tmp_path: Path) -> None:
     text = ("RANK=5 LOCAL_RANK=1 WORLD_SIZE=8\n"
-            "\ngpu-c11:40112:40190 [1] misc/socket.cc:484 NCCL WARN socketProgress: Connection closed by remote "
-            "peer gpu-c12<46011>\n"
-            "\ngpu-c11:40113:40191 [2] misc/socket.cc:484 NCCL WARN socketProgress: Connection closed by remote "
-            "peer gpu-c12<46017>\n"
+            "\ngpu-c11:40112:40190 [1] misc/socket.cc:484 NCCL WARN socketProgress: Connection closed by "
+            "remote peer gpu-c12<46011>\n"
+            "\ngpu-c11:40113:40191 [2] misc/socket.cc:484 NCCL WARN socketProgress: Connection closed by "
+            "remote peer gpu-c12<46017>\n"
             "RuntimeError: CUDA error: an illegal memory access was encountered\n")
     evs = events(tmp_path, {"worker.log": text})
     assert ranks_of(evs, "cuda_error") == [None]
@@ -149,7 +154,8 @@ def test_torchrun_one_worker_per_node_names_the_node_rank(tmp_path: Path) -> Non
     several = text.replace("--nproc-per-node=1", "--nproc-per-node=4")
     evs = events(tmp_path, {"node2.log": several})
     assert ranks_of(evs, "exception") == [None]
-    dynamic = text.replace("--node-rank=2", "--node-rank=2 --rdzv-backend=c10d --rdzv-endpoint=10.8.0.2:29400")
+    dynamic = text.replace("--node-rank=2",
+                           "--node-rank=2 --rdzv-backend=c10d --rdzv-endpoint=10.8.0.2:29400")
     evs = events(tmp_path, {"node2.log": dynamic})
     assert ranks_of(evs, "exception") == [None]   # a dynamic rendezvous assigns the node rank itself
 
@@ -164,30 +170,30 @@ def test_torchrun_command_line_maps_tee_local_ranks(tmp_path: Path) -> None:
     assert ranks_of(evs, "exception") == [6]
 
 
-CFE_ROOT = """\
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
-============================================================
-fit.py FAILED
-------------------------------------------------------------
-Failures:
-  <NO_OTHER_FAILURES>
-------------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2025-11-04_07:41:19
-  host      : gpu-b07
-  rank      : 5 (local_rank: 1)
-  exitcode  : 1 (pid: 88213)
-  error_file: /tmp/torchelastic_k3j9x0aa/none_p0q7w2ee/attempt_0/1/error.json
-  traceback : Traceback (most recent call last):
-    File "/srv/job/fit.py", line 140, in <module>
-      main()
-    File "/srv/job/fit.py", line 97, in main
-      batch = next(it)
-  KeyError: 'pixel_values'
-  
-============================================================
-"""
+CFE_ROOT = "".join(line + "\n" for line in (
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+    "=" * 60,
+    "fit.py FAILED",
+    "-" * 60,
+    "Failures:",
+    "  <NO_OTHER_FAILURES>",
+    "-" * 60,
+    "Root Cause (first observed failure):",
+    "[0]:",
+    "  time      : 2025-11-04_07:41:19",
+    "  host      : gpu-b07",
+    "  rank      : 5 (local_rank: 1)",
+    "  exitcode  : 1 (pid: 88213)",
+    "  error_file: /tmp/torchelastic_k3j9x0aa/none_p0q7w2ee/attempt_0/1/error.json",
+    "  traceback : Traceback (most recent call last):",
+    "    File \"/srv/job/fit.py\", line 140, in <module>",
+    "      main()",
+    "    File \"/srv/job/fit.py\", line 97, in main",
+    "      batch = next(it)",
+    "  KeyError: 'pixel_values'",
+    "  ",
+    "=" * 60,
+))
 
 
 def test_root_cause_callstack_is_its_ranks_error_file(tmp_path: Path) -> None:
@@ -204,7 +210,8 @@ def test_callstack_after_the_named_error_file_is_that_local_ranks(tmp_path: Path
     text = ("torchrun --nnodes=1 --nproc-per-node=4 fit.py\n"
             "[2025-03-02 11:05:09,401] torch.distributed.elastic.multiprocessing.api: [ERROR] failed "
             "(exitcode: 1) local_rank: 3 (pid: 51220) of binary: /opt/venv/bin/python\n"
-            "[2025-03-02 11:05:09,412] torch.distributed.elastic.multiprocessing.errors.error_handler: [ERROR] "
+            "[2025-03-02 11:05:09,412] torch.distributed.elastic.multiprocessing.errors.error_handler: "
+            "[ERROR] "
             "no error file defined for parent, to copy child error file "
             "(/tmp/torchelastic_q1w2e3r4/none_zx81k2lm/attempt_0/3/error.json)\n"
             "    File \"/srv/job/fit.py\", line 212, in save\n"
@@ -219,7 +226,8 @@ def test_callstack_after_the_named_error_file_is_that_local_ranks(tmp_path: Path
 
 
 def test_frames_long_after_the_named_error_file_are_not_taken(tmp_path: Path) -> None:
-    text = ("[2025-03-02 11:05:09,412] torch.distributed.elastic.multiprocessing.errors.error_handler: [ERROR] "
+    text = ("[2025-03-02 11:05:09,412] torch.distributed.elastic.multiprocessing.errors.error_handler: "
+            "[ERROR] "
             "no error file defined for parent, to copy child error file "
             "(/tmp/torchelastic_q1w2e3r4/none_zx81k2lm/attempt_0/3/error.json)\n"
             + "step 4 loss 0.5\n" * 450
