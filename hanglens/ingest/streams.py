@@ -10,9 +10,10 @@ A stream is a whole file, or the lines one launcher prefix marks in it (`writer`
 - or every line of the stream that states its writer's global rank states R (`[rankN]:`, `[rank N]`, the
   default process group's `[PG ... Rank R]` / work prefix `[Rank R]`, `Process Group destroyed on rank R`,
   a `RANK=R` echo, a torchrun command line with `--nproc-per-node 1` and `--node-rank R`), and nothing in it
-  shows a second process: no other rank stated, no two local ranks, no two NCCL `host:pid`s, the same
-  exception twice, or a launcher that ran several workers into one console (`--nproc-per-node` > 1, or
-  torchrun's OMP_NUM_THREADS banner, which it prints only then: torch/distributed/run.py).
+  shows a second process: no other rank stated, no two local ranks, no two NCCL `host:pid`s, no two
+  tracebacks or the same exception twice, no launcher that ran several workers into one console
+  (`--nproc-per-node` > 1, or torchrun's OMP_NUM_THREADS banner, which it prints only then:
+  torch/distributed/run.py).
 
 A stream with no rank statement, or with two, gives nothing: absence is never evidence.
 """
@@ -62,6 +63,7 @@ def _several_processes(events: list[Event]) -> bool:
     local_ranks: set[int] = set()
     pids: set[tuple[str, int]] = set()
     exceptions: set[tuple[str, str]] = set()
+    tracebacks = 0
     for e in events:
         if e.kind == "launch_config":
             if e.get("several_workers"):
@@ -84,7 +86,9 @@ def _several_processes(events: list[Event]) -> bool:
             if key in exceptions:
                 return True
             exceptions.add(key)
-    return len(local_ranks) > 1 or len(pids) > 1
+        if e.kind == "exception" and e.get("frames"):
+            tracebacks += 1   # an uncaught exception ends its process: a second traceback is likely another's
+    return len(local_ranks) > 1 or len(pids) > 1 or tracebacks > 1
 
 
 def _mpi_is_rank(mpi: int, events: list[Event], launcher_in_file: bool) -> bool:

@@ -80,6 +80,14 @@ def test_the_same_exception_twice_is_two_writers(tmp_path: Path) -> None:
     assert set(ranks_of(evs, "device_assert")) == {None}
 
 
+def test_two_tracebacks_are_two_writers(tmp_path: Path) -> None:
+    # Two ranks sharing a console, only one of which states its rank (torch < 2.2: no `[rankN]:` prefix).
+    other = ("Traceback (most recent call last):\n  File \"fit.py\", line 390, in <module>\n    main()\n"
+             "OSError: [Errno 5] Input/output error: '/data/shard-3.bin'\n")
+    evs = events(tmp_path, {"console.log": other + ASSERT_THEN_ABORT})
+    assert set(ranks_of(evs, "exception")) == {None}
+
+
 def test_a_sub_group_rank_is_not_the_writers_global_rank(tmp_path: Path) -> None:
     # torch 2.5+: the PG prefix names a process group other than the default one; its rank is a group rank.
     text = ("Traceback (most recent call last):\n  File \"serve.py\", line 51, in forward\n"
