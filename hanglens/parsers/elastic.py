@@ -70,15 +70,17 @@ CFE_FIELD_RE = re.compile(r"^\s+(?:time|host|rank|exitcode|error_file|traceback)
 CFE_FLAT_RE = re.compile(r"^\s*\[\d+\]:\s+time\s*:.*\brank\s*: -?\d+")
 CFE_TB_RE = re.compile(r"(?:^|\s)traceback\s*: Traceback \(most recent call last\):")
 # Inside the table the worker's py_callstack is indented two more spaces (errors/__init__.py _format_failure):
-# frames at four spaces, the exception line at two.
+# frames at four spaces, the exception line at two. One space less is accepted: a launcher tag stripped with
+# its optional separator space (Open MPI 5 `[1,0]<stderr>: `; Open MPI 4 writes none) takes one from them.
 CFE_TB_FRAME_RE = re.compile(
-    r"^ {4}File \"(?P<file>[^\"]{1,4096})\", line (?P<line>\d{1,9})(?:, in (?P<func>[^\r\n]{1,512}))?$"
+    r"^ {3,4}File \"(?P<file>[^\"]{1,4096})\", line (?P<line>\d{1,9})(?:, in (?P<func>[^\r\n]{1,512}))?$"
 )
+CFE_TB_SOURCE_RE = re.compile(r"^ {5}")
 CFE_TB_EXC_RE = re.compile(
-    r"^ {2}(?P<type>[A-Za-z_]\w{0,127}(?:\.[A-Za-z_]\w{0,127}){0,15})(?:: (?P<msg>.*))?$"
+    r"^ {1,2}(?P<type>[A-Za-z_]\w{0,127}(?:\.[A-Za-z_]\w{0,127}){0,15})(?:: (?P<msg>.*))?$"
 )
 CFE_TB_CHAIN_RE = re.compile(
-    r"^ {2}(?:Traceback \(most recent call last\):|During handling of the above exception|"
+    r"^ {1,2}(?:Traceback \(most recent call last\):|During handling of the above exception|"
     r"The above exception was the direct cause)"
 )
 # error_handler.py dump_error_file: the agent names the root-cause worker's error.json before raising
@@ -158,7 +160,7 @@ class _Callstack:
             if len(self.frames) > MAX_FRAMES:
                 del self.frames[0]   # keep the innermost frames, where the worker failed
             return True
-        if text.startswith("      ") or not text.strip() or CFE_TB_CHAIN_RE.match(text):
+        if CFE_TB_SOURCE_RE.match(text) or not text.strip() or CFE_TB_CHAIN_RE.match(text):
             return True   # a frame's source or caret line, a blank line, the chain's joining lines
         if CFE_FIELD_RE.match(text):
             return False

@@ -242,3 +242,12 @@ def test_frames_long_after_the_named_error_file_are_not_taken(tmp_path: Path) ->
             + "    File \"/srv/job/fit.py\", line 212, in save\n      dist.barrier()\n")
     evs = events(tmp_path, {"console.log": text})
     assert [e for e in evs if e.kind == "error_file"] == []
+
+
+def test_root_cause_callstack_behind_a_launcher_tag(tmp_path: Path) -> None:
+    # Open MPI 4 writes no space after its tag; the prefix is stripped with an optional one, which takes
+    # one space of the table's indentation.
+    tagged = "".join(f"[1,1]<stderr>:{line}\n" for line in CFE_ROOT.splitlines())
+    evs = events(tmp_path, {"mpirun.log": tagged})
+    files = [e for e in evs if e.kind == "error_file"]
+    assert [(e.rank, e.get("exc_type"), e.get("frame_line")) for e in files] == [(5, "KeyError", 97)]
