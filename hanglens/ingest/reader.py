@@ -5,7 +5,8 @@ trigger with one compiled alternation, and only the physical lines around hits (
 while a parser is inside a multi-line block) are decoded, split on `\\r`, stripped of prefixes and fed.
 Plain files on disk take a faster road to the same result (`Reader.read_file`): GNU grep finds the
 trigger lines (`prefilter.py`), the lines a multi-line block needs are read from the file after them,
-and torchtitan step lines skip the per-line machinery. A physical line is cut at MAX_LINE bytes.
+and torchtitan step lines skip the per-line machinery. A physical line is cut at the line limit
+(`max_line_bytes`, MAX_LINE by default).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import IO
 from hanglens.ingest.prefilter import (
     FAST_BODY,
     PRINTABLE_RE,
+    SCAN_CHUNK,
     FastPathMismatch,
     FastProgress,
     Grep,
@@ -32,12 +34,14 @@ from hanglens.ingest.prefilter import (
 from hanglens.ingest.prefix import ANSI_RE, Dialect, detect_dialect, strip_prefixes
 from hanglens.ingest.sources import ReadableStream
 from hanglens.ingest.streams import is_agent_event, stream_ranks
+from hanglens.limits import MINIMUMS, human_bytes
 from hanglens.model import Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
 from hanglens.parsers.progress import ProgressParser
 
 BLOCK = 1 << 22            # bytes searched per regex call
 MAX_LINE = 1 << 20         # a longer physical line is cut here (the rest of it is skipped, and said)
+MIN_LINE = MINIMUMS["max_line_bytes"]  # a smaller line limit (as `Limits(...)`) is raised to this
 SAMPLE_LINES = 200         # lines sampled to decide the file's prefix dialect and hard-wrap width
 GREP_MIN_BYTES = 256 << 10  # smaller plain files are scanned in Python (a grep process costs more)
 MAX_SEEN = 1 << 14         # distinct repeated-line keys remembered per file
@@ -166,8 +170,9 @@ class Replay:
         return self.stream.read(size)
 
 
-def _long_line_note(num: int) -> str:
-    return f"line {num} is longer than {MAX_LINE} bytes; read its start only"
+def _long_line_note(num: int, max_line: int) -> str:
+    return (f"line {num} is longer than {human_bytes(max_line)}; read its start only "
+            "(limit max_line_bytes, --limit max_line_bytes=SIZE)")
 
 
 def _has_any(text: str, literals: tuple[str, ...]) -> bool:
@@ -185,8 +190,10 @@ class Reader:
     """Reads one binary stream. A fresh Reader (and fresh parser instances) per input file."""
 
     def __init__(self, path: str, origin: Origin, parser_classes: Sequence[type[Parser]],
-                 triggers: re.Pattern[bytes] | None = None, reference: bool = False) -> None:
+                 triggers: re.Pattern[bytes] | None = None, reference: bool = False,
+                 max_line: int = MAX_LINE) -> None:
         self.path = path
+        self.max_line = max(MIN_LINE, max_line)
         self.reference = reference  # the plain reader: every line parsed, no repeat memo, no fast path
         self.origin = origin
         self.parser_classes = tuple(parser_classes)
@@ -210,8 +217,8 @@ class Reader:
 
     # -- line level --------------------------------------------------------------------------
     def _handle(self, bline: bytes, num: int) -> None:
-        if len(bline) > MAX_LINE:
-            bline = bline[:MAX_LINE]
+        if len(bline) > self.max_line:
+            bline = bline[:self.max_line]
         if b"\x00" in bline:
             bline = bline.replace(b"\x00", b"")
         text = bline.decode("utf-8", "replace")
@@ -326,7 +333,7 @@ class Reader:
     def _take_fast(self, line: bytes, num: int) -> bool:
         """Give a torchtitan step line to the progress fast path (as the grep path does); False if not one."""
         m = _FAST_LINE_RE.match(line)
-        if m is None or len(line) > MAX_LINE or b"poch" in line or b"iteration" in line:
+        if m is None or len(line) > self.max_line or b"poch" in line or b"iteration" in line:
             return False
         if not PRINTABLE_RE.fullmatch(line) or self.others.search(line) is not None:
             return False
@@ -338,18 +345,18 @@ class Reader:
         return True
 
     def _note_long_lines(self, block: bytes, lineno: int) -> None:
-        """Note every line of `block` longer than MAX_LINE (`_handle` cuts them), in line order.
+        """Note every line of `block` longer than the line limit (`_handle` cuts them), in line order.
 
-        A window of MAX_LINE + 1 bytes without a newline starts a long line; otherwise every line that
+        A window of max_line + 1 bytes without a newline starts a long line; otherwise every line that
         starts before the window's last newline is short, so the search jumps there (memrchr speed).
         """
         pos, n = 0, len(block)
-        while pos + MAX_LINE < n:
-            nl = block.rfind(b"\n", pos, pos + MAX_LINE + 1)
+        while pos + self.max_line < n:
+            nl = block.rfind(b"\n", pos, pos + self.max_line + 1)
             if nl >= 0:
                 pos = nl + 1
                 continue
-            self.result.notes.append(_long_line_note(lineno + block.count(b"\n", 0, pos) + 1))
+            self.result.notes.append(_long_line_note(lineno + block.count(b"\n", 0, pos) + 1, self.max_line))
             end = block.find(b"\n", pos)
             pos = n if end < 0 else end + 1
 
@@ -395,7 +402,7 @@ class Reader:
             small = os.path.getsize(fs_path) < GREP_MIN_BYTES
         except OSError:
             small = True
-        if exe is None or small:
+        if exe is None or small or self.max_line < SCAN_CHUNK:
             return self.read(stream)
         head = stream.read(PREPARE_BYTES)
         cr_only, wrap = self._prepare(head)
@@ -407,7 +414,7 @@ class Reader:
             done = f"{type(exc).__name__}: {exc}"
         if done is None:
             return self.result
-        fresh = Reader(self.path, self.origin, self.parser_classes, self.triggers)
+        fresh = Reader(self.path, self.origin, self.parser_classes, self.triggers, max_line=self.max_line)
         try:
             with open(fs_path, "rb") as fh:
                 res = fresh.read(fh)
@@ -424,12 +431,12 @@ class Reader:
         fast_at = FastProgress.usable(self.parser_classes)
         if fast_at is not None:
             self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line)
-        grep = Grep(exe, every, fs_path, MAX_LINE, other if fast_at is not None else ())
+        grep = Grep(exe, every, fs_path, self.max_line, other if fast_at is not None else ())
         try:
             with open(fs_path, "rb") as fh:
-                scan = scan_file(fh, MAX_LINE)
+                scan = scan_file(fh, self.max_line)
                 self.result.size, self.result.lines = scan.size, scan.lines
-                self.result.notes.extend(_long_line_note(n) for n in scan.long_lines)
+                self.result.notes.extend(_long_line_note(n, self.max_line) for n in scan.long_lines)
                 self._rows(grep.hits(), fh)
         except BaseException:
             grep.kill()
@@ -483,11 +490,11 @@ class Reader:
     def _continue(self, fh: IO[bytes], num: int, offset: int) -> int:
         """Feed the lines after line `num` (at `offset`) while a parser wants them; the last line read."""
         fh.seek(offset)
-        row = fh.readline(MAX_LINE + 1)
+        row = fh.readline(self.max_line + 1)
         while row and row[-1:] != b"\n":
-            row = fh.readline(MAX_LINE + 1)
+            row = fh.readline(self.max_line + 1)
         while self.active:
-            row = fh.readline(MAX_LINE + 1)
+            row = fh.readline(self.max_line + 1)
             if not row:
                 break
             num += 1
@@ -496,7 +503,7 @@ class Reader:
             else:
                 rest = row
                 while rest and rest[-1:] != b"\n":
-                    rest = fh.readline(MAX_LINE + 1)
+                    rest = fh.readline(self.max_line + 1)
             if b"[rank" in row:
                 self._scan_ranks(row)
             self._handle(row, num)
@@ -539,9 +546,9 @@ class Reader:
                 break
             cut = buf.rfind(b"\n") + 1
             if cut == 0:
-                if len(buf) > MAX_LINE:
-                    self.result.notes.append(_long_line_note(lineno + 1))
-                    self._handle(buf[:MAX_LINE], lineno + 1)
+                if len(buf) > self.max_line:
+                    self.result.notes.append(_long_line_note(lineno + 1, self.max_line))
+                    self._handle(buf[:self.max_line], lineno + 1)
                     carry, skipping = b"", True
                 else:
                     carry = buf
@@ -549,9 +556,9 @@ class Reader:
                 continue
             carry = buf[cut:]
             lineno = self._block(buf[:cut], lineno)
-            if len(carry) > MAX_LINE:
-                self.result.notes.append(_long_line_note(lineno + 1))
-                self._handle(carry[:MAX_LINE], lineno + 1)
+            if len(carry) > self.max_line:
+                self.result.notes.append(_long_line_note(lineno + 1, self.max_line))
+                self._handle(carry[:self.max_line], lineno + 1)
                 carry, skipping = b"", True
             data = stream.read(BLOCK)
         self.result.lines = lineno
@@ -578,13 +585,13 @@ class Reader:
             else:
                 cut = buf.rfind(b"\n") + 1
                 pieces, carry = buf[:cut].split(b"\n")[:-1], buf[cut:]
-            if len(carry) > MAX_LINE:
-                self.result.notes.append(f"a line is longer than {MAX_LINE} bytes; read its start only")
-                pieces.append(carry[:MAX_LINE])
+            if len(carry) > self.max_line:
+                self.result.notes.append(_long_line_note(lineno + len(pieces) + 1, self.max_line))
+                pieces.append(carry[:self.max_line])
                 carry, skipping = b"", True
             for piece in pieces:
                 lineno += 1
-                text = ANSI_RE.sub("", piece[:MAX_LINE].replace(b"\x00", b"").decode("utf-8", "replace"))
+                text = ANSI_RE.sub("", piece[:self.max_line].replace(b"\x00", b"").decode("utf-8", "replace"))
                 if pending and (_WRAP_START_RE.match(text) or not text.strip()):
                     self._segment("".join(pending).rstrip(), pending_num)
                     pending = []
@@ -592,7 +599,7 @@ class Reader:
                     pending_num = lineno
                 pending.append(text)
                 padded = (len(text) - len(text.rstrip(" ")) >= 2 or len(text) < width
-                          or len(pending) * width > MAX_LINE)
+                          or len(pending) * width > self.max_line)
                 if padded:
                     self._segment("".join(pending).rstrip(), pending_num)
                     pending = []
