@@ -414,12 +414,13 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     """The collective each failing or hung rank was blocked in; the odd ones marked.
 
     Ranks that hang in different collectives (most in all_reduce, one in barrier) took different code
-    paths. Per rank, the first traceback that names a collective counts; a rank without one is read from
-    its first stack dump (py-spy) of the main thread, if that names a collective.
+    paths. Per rank, the first traceback that names a collective counts (its own, else the callstack of its
+    error file that torchrun's agent printed); a rank without one is read from its first stack dump
+    (py-spy) of the main thread, if that names a collective.
     """
     first: dict[int, Row] = {}
     dumped: set[int] = set()
-    for source in ("exception", "stack_dump"):
+    for source in ("exception", "error_file", "stack_dump"):
         for e in events:
             if e.kind != source or e.rank is None or e.rank in first:
                 continue

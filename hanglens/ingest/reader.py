@@ -22,8 +22,9 @@ from hanglens.ingest.prefilter import FAST_BODY, PRINTABLE_RE, FastProgress
 from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, detect_dialect, strip_prefixes
 from hanglens.ingest.rows import Rows
 from hanglens.ingest.sources import ReadableStream
+from hanglens.ingest.streams import is_agent_event, stream_ranks
 from hanglens.limits import MINIMUMS, human_bytes
-from hanglens.model import AGENT_EVENT_KINDS, Event, LogLine, Origin, SourceRef
+from hanglens.model import Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
 from hanglens.parsers.progress import ProgressParser
 
@@ -189,13 +190,6 @@ def _empty_text(raw: str) -> bool:
     return m is not None and m.end() == len(raw)
 
 
-def _is_agent_event(e: Event) -> bool:
-    """Lines the torchrun agent (not a worker) writes: they must not inherit a worker's rank."""
-    if e.kind in AGENT_EVENT_KINDS:
-        return True
-    return e.kind in ("exception", "error_line") and "ChildFailedError" in e.text
-
-
 class Reader:
     """Reads one binary stream. A fresh Reader (and fresh parser instances) per input file."""
 
@@ -228,6 +222,7 @@ class Reader:
         # message again, which gives no event either, so it is not parsed again.
         self.seen: set[str] = set()
         self.seen_b: set[bytes] = set()  # the ASCII keys of `seen`, as bytes (checked before decoding)
+        self.mpi_ranks: dict[str, int] = {}   # Open MPI writer -> its tag's rank
         self.repeats = 0
         self.repeat_matters = [cls.repeats_matter for cls in parser_classes]
         self.scanned = False  # True while reading blocks whose `[rankN]:` envelopes `_block` records
@@ -269,11 +264,14 @@ class Reader:
             self.envelope_ranks.add(env.rank)
             if env.local_rank is not None:
                 self.result.rank_pairs.add((env.local_rank, env.rank))
+        if env.mpi_rank is not None and env.writer is not None and len(self.mpi_ranks) < MAX_SEEN:
+            self.mpi_ranks.setdefault(env.writer, env.mpi_rank)
         return LogLine(
             text=env.text, raw=raw.rstrip("\n"), ref=SourceRef(self.path, num), rank=rank,
             host=env.host or o.host,
             local_rank=env.local_rank if env.local_rank is not None else o.local_rank,
             attempt=o.attempt, stream=env.stream or o.stream, time=env.time, clock=env.clock, level=env.level,
+            writer=env.writer,
         )
 
     def _segment(self, raw: str, num: int, scanned: bool = False) -> None:
@@ -630,11 +628,17 @@ class Reader:
             if e.local_rank is not None and e.local_rank != own_local:
                 ranks = by_local.get(e.local_rank, set())
                 return next(iter(ranks)) if len(ranks) == 1 else None
-            if self.origin.rank is None and (teed or _is_agent_event(e)):
+            if self.origin.rank is None and (teed or is_agent_event(e)):
                 return None
             return file_rank
 
         res.events = [e if e.rank is not None or rank_for(e) is None else replace(e, rank=rank_for(e))
                       for e in res.events]
+        if self.origin.rank is None:
+            # A stream whose own lines name one rank (or one Open MPI process's tag) owns its unranked lines.
+            owners = stream_ranks(res.events, self.mpi_ranks, self.envelope_ranks)
+            res.events = [replace(e, rank=owners[e.writer])
+                          if e.rank is None and e.writer in owners and not is_agent_event(e) else e
+                          for e in res.events]
         res.ranks = {e.rank for e in res.events if e.rank is not None} | self.envelope_ranks
         res.hosts = {e.host for e in res.events if e.host}

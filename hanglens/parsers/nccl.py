@@ -58,7 +58,8 @@ INLINE_LAST_RE = re.compile(r"Last error:(?:\\n|\n| )*(?P<last>.+?)(?=\\n|\n|$)"
 UNKNOWN_RE = re.compile(r"^\s*Unknown NCCL error!?\s*$")
 LAST_ERROR_RE = re.compile(r"^\s*Last error:\s*(?P<inline>.*)$")
 ABORT_REASON_RE = re.compile(
-    r"^\s*(?P<reason>Process Group (?:destroyed|shutdown) on rank \d+|No abort reason provided\.?)\s*$"
+    r"^\s*(?P<reason>Process Group (?:destroyed|shutdown) on rank (?P<rank>\d{1,10})"
+    r"|No abort reason provided\.?)\s*$"
 )
 REMOTE_RE = re.compile(r"remote error detected from rank:? ?(?P<src>\d+)")
 
@@ -424,7 +425,8 @@ class NcclParser(Parser):
                 "21.0.3\nProcess Group destroyed on rank 2\nException raised from ncclCommAbort at "
                 "../torch/csrc/distributed/c10d/NCCLUtils.hpp:181 (most recent call first):", "nccl_error",
                 {"error_type": "ncclUnhandledCudaError", "detail": "Process Group destroyed on rank 2",
-                 "location": "../torch/csrc/distributed/c10d/NCCLUtils.hpp:181"}, "torch 1.10-1.12"),
+                 "location": "../torch/csrc/distributed/c10d/NCCLUtils.hpp:181", "stated_rank": 2},
+                "torch 1.10-1.12"),
         Example("torch.distributed.DistBackendError: NCCL error in: "
                 "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1251, internal error - please report "
                 "this issue to the NCCL developers, NCCL version 2.18.6\nncclInternalError: Internal check "
@@ -630,6 +632,11 @@ class NcclParser(Parser):
         m = ABORT_REASON_RE.match(text)
         if m and block.fields["detail"] is None:
             block.fields["detail"] = m["reason"]
+            # The abort reason names the aborting process group's own rank (ProcessGroupNCCL's `rank_`), as
+            # the work prefix `[Rank N]` does; a prefix naming a process group other than the default wins.
+            f = block.fields
+            if m["rank"] is not None and f.get("stated_rank") is None and f.get("pg") is None:
+                f["stated_rank"] = to_count(m["rank"])
             return True
         return False
 

@@ -253,7 +253,10 @@ class ProgressParser(Parser):
         fields = self._match(line.text)
         if fields is None:
             return ()
-        key = (line.rank, line.local_rank, fields["pattern"], fields["label"])
+        # Lines without a rank are still one series per launcher-prefixed stream (`[1,2]<stdout>:`): two
+        # processes' step counters must not be read as one going back and forth.
+        who = line.rank if line.rank is not None or line.writer is None else line.writer
+        key = (who, line.local_rank, fields["pattern"], fields["label"])
         prev = self.last.get(key)
         self.last[key] = _Pending(line, fields)
         if prev is None:
