@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
+from hanglens.analysis import callsite
+from hanglens.analysis.kinds import is_victim_exception
 from hanglens.model import Event
 
 Row = dict[str, Any]
@@ -380,44 +381,30 @@ def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int,
     return out
 
 
-_FRAME_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d+) in (?P<func>.+)$")
-_C10D_FILES = ("distributed_c10d.py",)
-_WRAPPERS = {"wrapper", "inner", "_fn", "decorate_context"}
-# Library frames: tracebacks print absolute paths, py-spy prints them relative to their sys.path entry
-# (`torch/distributed/distributed_c10d.py`).
-_LIBRARY_RE = re.compile(r"(?:^|/)torch/|site-packages|dist-packages")
+_DISTRIBUTED_ERROR = ("Detected mismatch between collectives", "DistBackendError", "DistError")
 
 
-def _blocking_call(frames: Sequence[str]) -> tuple[str | None, str | None]:
-    """The deepest torch.distributed collective in a stack (outermost first) and the user frame calling it.
-
-    Works on traceback frames and on py-spy's, whose function names are qualified
-    (`_exception_logger.<locals>.wrapper`); the collective is named by its last component.
-    """
-    call = user = None
-    for i, fr in enumerate(frames):
-        m = _FRAME_RE.match(str(fr))
-        if not m:
-            continue
-        path, func = m["file"].replace("\\", "/"), m["func"].strip().rsplit(".", 1)[-1]
-        if path.endswith(_C10D_FILES) and func not in _WRAPPERS and not func.startswith("_"):
-            call = func
-            for prev in reversed(frames[:i]):
-                pm = _FRAME_RE.match(str(prev))
-                if pm and not _LIBRARY_RE.search(pm["file"].replace("\\", "/")):
-                    user = f"{pm['file'].rsplit('/', 1)[-1]}:{pm['line']} in {pm['func'].strip()}"
-                    break
-    return call, user
+def _waits_in_collective(e: Event, site: callsite.CallSite) -> bool:
+    """A stack in a c10d function always counts; one in autograd's backward only when what it raised is a
+    distributed error (DDP's reducer waits there; an OOM in backward is the rank's own fault)."""
+    if site.call != "backward" or e.kind == "stack_dump":
+        return True
+    text = f"{e.get('exc_type') or ''}: {e.get('message') or ''}"
+    return is_victim_exception(e) or any(m in text for m in _DISTRIBUTED_ERROR)
 
 
 def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     """The collective each failing or hung rank was blocked in; the odd ones marked.
 
     Ranks that hang in different collectives (most in all_reduce, one in barrier) took different code
-    paths. Per rank, the first traceback that names a collective counts; a rank without one is read from
-    its first stack dump (py-spy) of the main thread, if that names a collective.
+    paths. Per rank, the first traceback that names a collective (or ends in autograd's backward with a
+    distributed error: DDP's gradient all_reduce) counts; a rank without one is read from its first stack
+    dump (py-spy) of the main thread. `minority` marks the ranks whose call differs from most ranks';
+    without a majority, `odd_site` marks the side whose call site is further from the training step than
+    every other side's (hanglens/analysis/callsite.py).
     """
     first: dict[int, Row] = {}
+    stacks: dict[int, tuple[list[str], list[str]]] = {}
     dumped: set[int] = set()
     for source in ("exception", "stack_dump"):
         for e in events:
@@ -428,14 +415,18 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 if not (e.get("main") or e.get("thread") == "MainThread") or e.rank in dumped:
                     continue
                 dumped.add(e.rank)
-            call, user = _blocking_call(e.get("frames") or [])
-            if call is None:
+            frames = [str(f) for f in e.get("frames") or []]
+            sources = [str(s) for s in e.get("sources") or []]
+            site = callsite.call_site(frames, sources)
+            if site is None or not _waits_in_collective(e, site):
                 continue
+            stacks[e.rank] = (frames, sources)
             first[e.rank] = {
                 "rank": e.rank,
                 "host": hosts.get(e.rank),
-                "call": call,
-                "user_frame": user,
+                "call": site.call,
+                "entry": site.entry,
+                "user_frame": site.user_frame,
                 "path": e.ref.path,
                 "line": e.ref.line,
             }
@@ -447,4 +438,14 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     for r in first.values():
         r["calls"] = len(counts)
         r["minority"] = majority is not None and r["call"] != majority
+    shared = callsite.common_prefix([f for f, _ in stacks.values()])
+    sites = {rank: callsite.call_site(f, s, shared) for rank, (f, s) in stacks.items()}
+    known = {rank: s for rank, s in sites.items() if s is not None}
+    # Without a minority by call, the call sites decide (two sides, or the same op from different places).
+    odd = callsite.odd_sites(known) if not any(r["minority"] for r in first.values()) else set()
+    for rank, r in first.items():
+        s = known.get(rank)
+        r["site"] = s.site if s else None
+        r["site_reason"] = s.reason if s else None
+        r["odd_site"] = rank in odd
     return [first[k] for k in sorted(first)]
