@@ -268,6 +268,59 @@ def _signature(r: Row) -> tuple[object, ...]:
     return (r.get("op"), r.get("numel_in"), r.get("numel_out"), r.get("shape"), r.get("dtype"))
 
 
+def _conversation(e: Event) -> tuple[object, ...] | None:
+    """What identifies one fingerprint comparison across its two reports: the sequence number and the two
+    (group rank, op, shape, dtype) sides, unordered (each writer lists itself first)."""
+    ranks = e.get("ranks") or []
+    if len(ranks) != 2 or not all(isinstance(r, int) for r in ranks):
+        return None
+    seqs = e.get("seqs") or []
+    seq = _num(seqs[0]) if seqs else _num(e.get("seq"))
+
+    def side(j: int) -> tuple[object, ...]:
+        return (ranks[j], *((e.get(n) or [None, None])[j] if len(e.get(n) or []) > j else None
+                           for n in ("ops", "shapes", "dtypes")))
+
+    return (seq, frozenset((side(0), side(1))))
+
+
+def mismatch_global_ranks(mismatches: Sequence[Event]) -> dict[int, list[int]]:
+    """Per DETAIL mismatch report (by `id`), its [writer, peer] as global ranks, where they differ from print.
+
+    ProcessGroupWrapper numbers the ranks of a `new_group` subgroup by their group rank (log-formats.md
+    section 2.1; failure-signatures.md section 0.5), while `[rankN]:` carries the writer's global rank. A
+    report whose writer's printed rank differs from its line's global rank says which global rank that
+    group rank is; the peer's report of the same comparison (same sequence number and fingerprints) says it
+    for the peer. When a group rank maps to more than one global rank (several subgroups compared the same
+    fingerprints), that comparison is left as printed.
+    """
+    learned: dict[tuple[object, ...], dict[int, set[int]]] = defaultdict(lambda: defaultdict(set))
+    for e in mismatches:
+        conv, ranks = _conversation(e), e.get("ranks") or []
+        if conv is not None and e.rank is not None and e.rank != ranks[0]:
+            learned[conv][ranks[0]].add(e.rank)
+    out: dict[int, list[int]] = {}
+    for e in mismatches:
+        conv = _conversation(e)
+        if conv is None or conv not in learned:
+            continue
+        known = learned[conv]
+        if any(len(seen) > 1 for seen in known.values()):
+            continue  # several subgroups compared the same fingerprints: who is whose peer is unknown
+        w, p = e.get("ranks")
+
+        def resolve(g: int, known: dict[int, set[int]] = known) -> int:
+            seen = known.get(g)
+            return next(iter(seen)) if seen else g
+
+        # A line that carried no global rank of its own got the printed one: read it as a group rank too.
+        writer = resolve(w) if e.rank is None or e.rank == w else e.rank
+        peer = resolve(p)
+        if writer != peer and [writer, peer] != [w, p]:
+            out[id(e)] = [writer, peer]
+    return out
+
+
 def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, str]) -> list[Row]:
     """Ranks that disagree at the same (pg, seq): op type, numel, shape or dtype.
 
@@ -305,6 +358,7 @@ def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int,
             )
     votes: dict[tuple[str, int], Counter[int]] = defaultdict(Counter)
     mismatches = [e for e in events if e.kind == "collective_mismatch"]
+    global_ranks = mismatch_global_ranks(mismatches)
     # A report's own fingerprint (the writer's, listed first) is reliable; the peer's copy can be garbled
     # when the wrapper's exchange is out of step (seen as SequenceNumber=0). The report still proves that
     # the peer's fingerprint differs from the writer's (ProcessGroupWrapper.cpp raises only on a
@@ -316,7 +370,7 @@ def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int,
             seqs = e.get("seqs") or []
             own_seq = _num(seqs[0]) if seqs else _num(e.get("seq"))
             key = (pg, own_seq if own_seq is not None else -1)
-            ranks = e.get("ranks") or []
+            ranks = global_ranks.get(id(e)) or e.get("ranks") or []
             if side >= len(ranks) or not isinstance(ranks[side], int):
                 continue
 
