@@ -125,11 +125,14 @@ def common_prefix(stacks: Sequence[Sequence[str]]) -> int:
     return n
 
 
-def call_site(frames: Sequence[str], sources: Sequence[str] = (), shared: int = 0) -> CallSite | None:
+def call_site(frames: Sequence[str], sources: Sequence[str] = (), shared: int = 0,
+              nearest: bool = False) -> CallSite | None:
     """Where the stack's blocking collective was called from, reading only frames below `shared`.
 
     Section evidence anywhere in the diverging callers wins over step evidence (a rank-0-only evaluation
-    runs DDP's forward too); a barrier with neither is a phase boundary.
+    runs DDP's forward too); a barrier with neither is a phase boundary. With `nearest` (a stack with no
+    other side's to compare, so the frames every rank runs cannot be set aside) the evidence nearest to
+    the collective decides: a driver function's name far up the stack does not.
     """
     found = blocking_call(frames)
     if found is None:
@@ -137,7 +140,12 @@ def call_site(frames: Sequence[str], sources: Sequence[str] = (), shared: int = 
     outer, _, entry, call = found
     user = None
     section = step = None
+    if nearest and entry in OBJECT_COLLECTIVES:
+        section = f"{entry} (moves Python objects, not the step's tensors)"
     for i in range(outer - 1, -1, -1):
+        decided = nearest and (section is not None or step is not None)
+        if decided and user is not None:
+            break
         parts = _split(frames[i])
         if parts is None:
             continue
@@ -146,7 +154,7 @@ def call_site(frames: Sequence[str], sources: Sequence[str] = (), shared: int = 
         where = f"{base}:{line} in {func}"
         if user is None and not LIBRARY_RE.search(path):
             user = where
-        if i < shared or TORCH_DISTRIBUTED_RE.search(path):
+        if decided or i < shared or TORCH_DISTRIBUTED_RE.search(path):
             continue
         src = sources[i] if i < len(sources) else ""
         text = f"{func} {base.removesuffix('.py')} {src}"
@@ -173,12 +181,20 @@ def call_site(frames: Sequence[str], sources: Sequence[str] = (), shared: int = 
     return CallSite(call, entry, user, None, None)
 
 
-def odd_sites(sites: dict[int, CallSite]) -> set[int]:
+def odd_sites(sites: dict[int, CallSite], unseen: int = 0) -> set[int]:
     """Ranks whose call site is further from the training step than every other side's.
 
     Named only when every side's site is known, the sides were called from different places, and one
-    level (section over boundary over step) is held by some ranks and exceeds everyone else's.
+    level (section over boundary over step) is held by some ranks and exceeds everyone else's. `unseen`
+    counts the other sides known only by their timeout or fingerprint (no stack): a single stack in a
+    side section (a rank-conditional checkpoint, evaluation or logging call, issue 8's "its own stack in a
+    rank-conditional call") still names its rank; a barrier or a step alone never does.
     """
+    if unseen:
+        if len(sites) != 1:
+            return set()
+        (rank, only), = sites.items()
+        return {rank} if only.site == SECTION else set()
     if len(sites) < 2 or any(s.site is None for s in sites.values()):
         return set()
     if len({(s.entry, s.user_frame) for s in sites.values()}) < 2:

@@ -435,6 +435,37 @@ def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int,
     return out
 
 
+def _one_stack(events: Sequence[Event], hosts: dict[int, str], first: dict[int, Row],
+               stacks: dict[int, tuple[list[str], list[str]]]) -> list[Row]:
+    """One rank's stack against peers known only by their timeouts or fingerprints (an excerpt, or ranks
+    that printed no traceback): rows only when that stack sits in a side section, which names it by
+    itself (callsite.odd_sites); the peers' rows carry the op their own line names and no site."""
+    (rank, row), = first.items()
+    frames, sources = stacks[rank]
+    site = callsite.call_site(frames, sources, nearest=True)
+    peers: dict[int, Row] = {}
+    named = mismatch_global_ranks([e for e in events if e.kind == "collective_mismatch"])
+    for e in events:
+        if e.rank is None:
+            continue
+        if e.kind == "hang_detected" and e.get("detector") in ("watchdog", "blocking_wait", "gloo"):
+            found = [(e.rank, e.get("op"))]
+        elif e.kind == "collective_mismatch":
+            ranks, ops = named.get(id(e)) or e.get("ranks") or [], e.get("ops") or []
+            found = [(r, ops[j] if j < len(ops) else None) for j, r in enumerate(ranks) if isinstance(r, int)]
+        else:
+            continue
+        for r, op in found:
+            if r != rank and r not in peers:
+                peers[r] = {"rank": r, "host": hosts.get(r), "call": op, "entry": op, "user_frame": None,
+                            "calls": 1, "minority": False, "site": None, "site_reason": None,
+                            "odd_site": False, "path": e.ref.path, "line": e.ref.line}
+    if site is None or not peers or callsite.odd_sites({rank: site}, unseen=len(peers)) != {rank}:
+        return []
+    row.update(calls=1, minority=False, site=site.site, site_reason=site.reason, odd_site=True)
+    return [row, *(peers[r] for r in sorted(peers))]
+
+
 _DISTRIBUTED_ERROR = ("Detected mismatch between collectives", "DistBackendError", "DistError")
 
 
@@ -484,6 +515,8 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 "path": e.ref.path,
                 "line": e.ref.line,
             }
+    if len(first) == 1:
+        return _one_stack(events, hosts, first, stacks)
     if len(first) < 2:
         return []
     counts = Counter(r["call"] for r in first.values())

@@ -158,3 +158,32 @@ def test_an_oom_in_backward_is_not_a_wait_in_ddp() -> None:
     t = build([exc(0, *back, "CUDA out of memory. Tried to allocate 2.00 GiB"),
                exc(1, *end, "Connection closed by peer [10.1.1.2]:3301")])
     assert t.fact("collective_call").empty
+
+
+def test_nearest_evidence_decides_a_stack_with_nothing_to_compare() -> None:
+    driver = ("/srv/app/loop.py", 12, "train_and_evaluate", "fit()")
+    step = stack(MAIN, driver, ("/srv/app/loop.py", 40, "fit", "dist.all_reduce(grads)"),
+                 tail=c10d("all_reduce"))
+    assert site(*step).site == "section"  # whole stack: the driver's name would decide
+    got = callsite.call_site(*step, nearest=True)
+    assert got is not None and got.site == "step"
+
+
+def hang(rank: int, op: str) -> Event:
+    fields = {"detector": "watchdog", "seq": 51, "op": op, "timeout_ms": 600000}
+    return Event(kind="hang_detected", ref=SourceRef("job.log", next(_n)), text="timeout", parser="test",
+                 rank=rank, fields=fields)
+
+
+def test_one_stack_in_a_section_names_its_rank_against_peers_known_by_timeouts() -> None:
+    save = stack(MAIN, ("/srv/app/loop.py", 81, "run", "store.save_checkpoint(step)"),
+                 ("/srv/app/store.py", 30, "save_checkpoint", "dist.barrier()"), tail=c10d("barrier"))
+    got = {r["rank"]: r for r in build([exc(0, *save, "Timed out"), hang(1, "ALLREDUCE")])
+           .fact("collective_call").to_dict(orient="records")}
+    assert got[0]["odd_site"] and got[0]["site"] == "section"
+    assert got[1]["call"] == "ALLREDUCE" and got[1]["site"] is None and not got[1]["odd_site"]
+
+
+def test_one_stack_at_a_barrier_or_in_the_step_names_nobody() -> None:
+    end = stack(MAIN, ("/srv/app/loop.py", 75, "run", "dist.barrier()"), tail=c10d("barrier"))
+    assert build([exc(0, *end, "Timed out"), hang(1, "ALLREDUCE")]).fact("collective_call").empty
