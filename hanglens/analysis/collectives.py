@@ -458,11 +458,13 @@ def _one_stack(events: Sequence[Event], hosts: dict[int, str], first: dict[int, 
         for r, op in found:
             if r != rank and r not in peers:
                 peers[r] = {"rank": r, "host": hosts.get(r), "call": op, "entry": op, "user_frame": None,
-                            "calls": 1, "minority": False, "site": None, "site_reason": None,
+                            "calls": 1, "minority": False, "site_minority": False, "site": None,
+                            "site_reason": None,
                             "odd_site": False, "path": e.ref.path, "line": e.ref.line}
     if site is None or not peers or callsite.odd_sites({rank: site}, unseen=len(peers)) != {rank}:
         return []
-    row.update(calls=1, minority=False, site=site.site, site_reason=site.reason, odd_site=True)
+    row.update(calls=1, minority=False, site_minority=False, site=site.site, site_reason=site.reason,
+               odd_site=True)
     return [row, *(peers[r] for r in sorted(peers))]
 
 
@@ -522,9 +524,13 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     counts = Counter(r["call"] for r in first.values())
     ranked = counts.most_common()
     majority = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else None
+    frames = Counter(r["user_frame"] for r in first.values()).most_common()
+    usual = frames[0][0] if len(frames) == 1 or frames[0][1] > frames[1][1] else None
     for r in first.values():
         r["calls"] = len(counts)
         r["minority"] = majority is not None and r["call"] != majority
+        # Called from another place than most ranks: blocked elsewhere, not still working (a straggler).
+        r["site_minority"] = usual is not None and r["user_frame"] != usual
     shared = callsite.common_prefix([f for f, _ in stacks.values()])
     sites = {rank: callsite.call_site(f, s, shared) for rank, (f, s) in stacks.items()}
     known = {rank: s for rank, s in sites.items() if s is not None}
