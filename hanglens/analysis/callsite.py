@@ -21,7 +21,7 @@ from itertools import pairwise
 STEP, BOUNDARY, SECTION = "step", "boundary", "section"
 LEVEL = {STEP: 0, BOUNDARY: 1, SECTION: 2}
 
-FRAME_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d+) in (?P<func>.+)$")
+FRAME_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d{1,9}) in (?P<func>.+)$")
 C10D_FILE = "distributed_c10d.py"
 C10D_WRAPPERS = frozenset({"wrapper", "inner", "_fn", "decorate_context"})
 # torch.distributed's own helpers between the caller and the collective (c10d_logger's wrapper, ...).

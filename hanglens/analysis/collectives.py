@@ -278,8 +278,8 @@ def _conversation(e: Event) -> tuple[object, ...] | None:
     seq = _num(seqs[0]) if seqs else _num(e.get("seq"))
 
     def side(j: int) -> tuple[object, ...]:
-        return (ranks[j], *((e.get(n) or [None, None])[j] if len(e.get(n) or []) > j else None
-                           for n in ("ops", "shapes", "dtypes")))
+        vals = [e.get(n) if isinstance(e.get(n), list) else [] for n in ("ops", "shapes", "dtypes")]
+        return (ranks[j], *(str(v[j]) if len(v) > j and v[j] is not None else None for v in vals))
 
     return (seq, frozenset((side(0), side(1))))
 
@@ -524,8 +524,8 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     counts = Counter(r["call"] for r in first.values())
     ranked = counts.most_common()
     majority = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else None
-    frames = Counter(r["user_frame"] for r in first.values()).most_common()
-    usual = frames[0][0] if len(frames) == 1 or frames[0][1] > frames[1][1] else None
+    places = Counter(r["user_frame"] for r in first.values()).most_common()
+    usual = places[0][0] if len(places) == 1 or places[0][1] > places[1][1] else None
     for r in first.values():
         r["calls"] = len(counts)
         r["minority"] = majority is not None and r["call"] != majority
