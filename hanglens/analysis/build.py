@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from hanglens.analysis import clock, collectives, flight, progress, status
+from hanglens.analysis import clock, collectives, flight, progress, status, transfers
 from hanglens.analysis.facts_spec import FACT_SPECS
 from hanglens.model import Event, InputFile
 
@@ -113,7 +113,9 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
         "collective_disagreement", collectives.disagreement(evs, state_rows, hosts)
     )
     tables["progress"] = frame("progress", progress.progress_rows(evs, hosts))
-    tables["collective_call"] = frame("collective_call", collectives.call_rows(evs, hosts))
+    calls = collectives.call_rows(evs, hosts)
+    tables["collective_call"] = frame("collective_call", calls)
+    tables["transfer_size_error"] = frame("transfer_size_error", transfers.size_error_rows(evs, hosts, calls))
     tables["hang"] = frame("hang", status.hang_rows(evs, hosts))
     victims = status.victim_rows(evs, hosts)
     tables["victim_signals"] = frame("victim_signals", victims)

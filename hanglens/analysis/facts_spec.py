@@ -71,10 +71,30 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "collective_call",
-            ("rank", "host", "call", "user_frame", "calls", "minority", *_EVIDENCE),
+            ("rank", "host", "call", "entry", "user_frame", "calls", "minority", "site_minority", "site",
+             "site_reason", "odd_site", *_EVIDENCE),
             "The torch.distributed function each rank was inside when it failed (from its traceback or "
-            "its main thread's py-spy stack dump), e.g. all_reduce vs barrier; `minority` marks ranks "
-            "whose call differs from most ranks'; `calls` counts the distinct calls across ranks.",
+            "its main thread's py-spy stack dump), e.g. all_reduce vs barrier, or `backward` (DDP's "
+            "gradient all_reduce runs under autograd); `entry` is the function the program called "
+            "(broadcast_object_list around a broadcast); `minority` marks ranks whose call differs from "
+            "most ranks'; `calls` counts the distinct calls across ranks; `site_minority` marks ranks "
+            "called from another place (user frame) than most ranks (blocked elsewhere, not still "
+            "working). `site` says where the call came from, read from the frames the sides do not "
+            "share: step (the training step: gradients, "
+            "backward, loss), boundary (a barrier outside the step), section (checkpoint, evaluation, "
+            "logging, a main-process-only block, an object collective) or empty; `site_reason` names "
+            "the frame; `odd_site` marks, when no call has a majority, the side whose site is further "
+            "from the step than every other side's.",
+        ),
+        FactSpec(
+            "transfer_size_error",
+            ("rank", "host", "role", "peer", "p2p", "remote_bytes", "local_bytes", "basis", *_EVIDENCE),
+            "Both ends of a transfer whose sizes disagree (NCCL `message truncated`, gloo's "
+            "`op.preamble.length <= op.nbytes`): the receiver that detected it (role receiver) and, when "
+            "the logs single it out, the rank that sent (role sender: the only rank behind the peer address "
+            "with a point-to-point op, or the only rank blocked in a send); `p2p` says an end was in "
+            "send/recv; remote_bytes is what was sent, local_bytes what the receiver posted "
+            "(hanglens/analysis/transfers.py).",
         ),
         FactSpec(
             "progress",
