@@ -16,7 +16,8 @@ YEARLESS_YEAR = 2000
 # Events the torchrun agent (not a worker) writes, also into a worker's console: they never take a
 # worker's rank from the file they are in.
 AGENT_EVENT_KINDS = frozenset(
-    {"child_failed", "worker_failed", "closing_signal", "launcher_exit", "worker_group_restart", "job_stopped"}
+    {"child_failed", "worker_failed", "closing_signal", "launcher_exit", "worker_group_restart",
+     "job_stopped"}
 )
 
 

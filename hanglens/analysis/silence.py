@@ -20,6 +20,13 @@ DIST_PARSERS = frozenset({"c10d", "wrapper", "nccl", "gloo", "store", "elastic",
 STOP_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 _GOT_SIGNAL = re.compile(r"got signal: (?P<num>\d{1,3})")
 _SIGNALS = {1: "SIGHUP", 2: "SIGINT", 15: "SIGTERM", 9: "SIGKILL"}
+# How each kind of stop reads in a report.
+STOP_WORDS = {
+    "agent_signal": "torchrun's agent was signalled",
+    "agent_closing": "torchrun's agent closed its workers while none had failed",
+    "keyboard_interrupt": "Ctrl-C (KeyboardInterrupt)",
+    "scheduler_cancel": "the scheduler cancelled the job",
+}
 # A rank whose silence outlasts this many of its own step intervals while others still printed stopped
 # first (section 16 item 3).
 CADENCE_FACTOR = 3.0
@@ -73,8 +80,14 @@ def stop_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             continue
         how, sig = found
         rank = None if e.kind in AGENT_EVENT_KINDS or e.kind == "job_stopped" else e.rank
-        rows.append({"rank": rank, "host": host_of(e, hosts, rank), "how": how, "signal": sig, "time": e.time,
-                     "text": e.text[:300], "path": e.ref.path, "line": e.ref.line})
+        said = STOP_WORDS.get(how, how)
+        if sig and how != "keyboard_interrupt":
+            said += f" ({sig})"
+        reason = e.get("reason") if e.kind == "job_stopped" else None
+        if reason:
+            said += f", due to {str(reason).lower()}"
+        rows.append({"rank": rank, "host": host_of(e, hosts, rank), "how": how, "signal": sig, "said": said,
+                     "time": e.time, "text": e.text[:300], "path": e.ref.path, "line": e.ref.line})
     return sorted(rows, key=lambda r: (r["path"], r["line"]))
 
 
@@ -181,9 +194,10 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row
     for e in events:
         if e.kind in ("progress", "phase") or e.parser in DIST_PARSERS:
             by_rank[e.rank].append(e)
-    ranked = {r for r, evs in by_rank.items() if r is not None and any(e.kind in ("progress", "phase")
-                                                                        for e in evs)}
-    keys: list[int | None] = sorted(ranked) if ranked else ([None] if by_rank.get(None) else [])
+    ranked = sorted(
+        r for r, evs in by_rank.items() if r is not None and any(e.kind in ("progress", "phase") for e in evs)
+    )
+    keys: list[int | None] = [*ranked] if ranked else ([None] if by_rank.get(None) else [])
     no_error = not any(is_error(e) for e in events)
     base: list[Row] = []
     for rank in keys:
@@ -196,14 +210,18 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row
         stepped = [e for e in progress if _step(e) is not None]
         last = (stepped or progress or phases)[-1]
         stalled, boundary = _boundary(progress, phases)
-        gap = next((e.get("gap_after") for e in reversed(stepped) if isinstance(e.get("gap_after"), int)), None)
+        gap = next(
+            (e.get("gap_after") for e in reversed(stepped) if isinstance(e.get("gap_after"), int)), None
+        )
         steps = [s for s in (_step(e) for e in stepped) if s is not None]
         base.append({
             "rank": rank,
             "host": hosts.get(rank) if rank is not None else None,
             "last_step": _step(stepped[-1]) if stepped else None,
             "first_step": min(steps) if steps else None,
-            "last_epoch": next((e.get("epoch") for e in reversed(progress) if e.get("epoch") is not None), None),
+            "last_epoch": next(
+                (e.get("epoch") for e in reversed(progress) if e.get("epoch") is not None), None
+            ),
             "total": _total(stepped[-1]) if stepped else None,
             "last_time": stepped[-1].time if stepped else (progress[-1].time if progress else None),
             "last_phase": str(phases[-1].get("phase")) if phases else None,
@@ -241,7 +259,9 @@ def _compare(rows: list[Row]) -> list[Row]:
         peers = [p for p in rows if p is not r and p["last_step"] is not None and p["first_step"] is not None]
         sequence, skipped_after = None, None
         g = r["gap_after"]
-        if g is not None and any(p["gap_after"] is None and p["first_step"] <= g < p["last_step"] for p in peers):
+        if g is not None and any(
+            p["gap_after"] is None and p["first_step"] <= g < p["last_step"] for p in peers
+        ):
             sequence, skipped_after = "skipped", g
         elif g is None and step is not None and r["first_step"] is not None:
             common_gap = [x for x, n in gaps.items() if n * 2 > len(rows) and r["first_step"] <= x < step]
