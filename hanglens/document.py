@@ -455,7 +455,7 @@ def _rank_note(r: dict[str, Any]) -> str:
     """What sets a rank apart in a silent hang, in words (empty when nothing does)."""
     notes = []
     if r.get("sequence") == "skipped":
-        notes.append(f"no report after step {r['skipped_after']} that its peers printed")
+        notes.append(f"no report for the step after {r['skipped_after']}, which its peers printed")
     elif r.get("sequence") == "extra":
         notes.append(f"printed a step after {r['skipped_after']} that most peers skipped")
     if r.get("position") in ("ahead", "behind"):

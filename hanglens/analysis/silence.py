@@ -259,7 +259,8 @@ def _compare(rows: list[Row]) -> list[Row]:
         peers = [p for p in rows if p is not r and p["last_step"] is not None and p["first_step"] is not None]
         sequence, skipped_after = None, None
         g = r["gap_after"]
-        if g is not None and any(
+        # A hole most ranks share is the job's cadence, not this rank's skip (the others printed extra).
+        if g is not None and gaps[g] * 2 <= len(rows) and any(
             p["gap_after"] is None and p["first_step"] <= g < p["last_step"] for p in peers
         ):
             sequence, skipped_after = "skipped", g
