@@ -441,7 +441,9 @@ def _observed(tables: Tables, file_rank: dict[str, int]) -> dict[str, str] | Non
     return None
 
 
-SILENT_RULES = frozenset({"silent-hang-rank-skipped-step", "silent-hang-at-phase-boundary"})
+SILENT_RULES = frozenset(
+    {"silent-hang-rank-skipped-step", "silent-hang-at-phase-boundary", "silent-hang-rank-in-main-only-phase"}
+)
 SILENT_ROWS = 64
 def _first_of_each(stops: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The first job_stopped row of each (how, signal), in file order."""
@@ -459,7 +461,7 @@ def _rank_note(r: dict[str, Any]) -> str:
     elif r.get("sequence") == "extra":
         notes.append(f"printed a step after {r['skipped_after']} that most peers skipped")
     if r.get("position") in ("ahead", "behind"):
-        notes.append(f"{r['position']} of the others")
+        notes.append("ahead of the others" if r["position"] == "ahead" else "behind the others")
     if r.get("first_silent"):
         notes.append(f"went quiet first ({r['silent_for_s']:.3g} s before the last report of any rank)")
     return "; ".join(notes)
@@ -480,6 +482,7 @@ def _silent_hang(tables: Tables, verdict: dict[str, Any]) -> dict[str, Any] | No
     ):
         return None
     common = next((r["common_step"] for r in rows if r.get("common_step") is not None), None)
+    common_epoch = next((r["common_epoch"] for r in rows if r.get("common_epoch") is not None), None)
     return {
         "stopped": [
             {"how": s["how"], "signal": s["signal"], "text": s["said"], "path": s["path"], "line": s["line"],
@@ -487,6 +490,7 @@ def _silent_hang(tables: Tables, verdict: dict[str, Any]) -> dict[str, Any] | No
             for s in _first_of_each(stops)[:3]
         ],
         "common_step": common,
+        "common_epoch": common_epoch,
         "ranks": [
             {
                 "rank": r["rank"],
@@ -498,6 +502,7 @@ def _silent_hang(tables: Tables, verdict: dict[str, Any]) -> dict[str, Any] | No
                 "last_phase": r["last_phase"],
                 "last_dist": r["last_dist"],
                 "boundary": r["boundary"],
+                "stalled_start": bool(r["stalled_start"]),
                 "differs": bool(r["differs"]),
                 "note": _rank_note(r),
                 "path": r["path"],

@@ -115,6 +115,7 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "gap_after",
                 "cadence_s",
                 "common_step",
+                "common_epoch",
                 "position",
                 "differs",
                 "sequence",
@@ -128,14 +129,15 @@ FACT_SPECS: dict[str, FactSpec] = {
             ),
             "Where each rank stopped when a job goes quiet (failure-signatures.md section 16): last "
             "progress (step, epoch, total, time), last phase line (checkpoint_save/load, validation, "
-            "data_prep) and last distributed line kind; `common_step` the last step every rank reached; "
-            "`position` ahead / behind / same against the step most ranks stopped at, `differs` when not the "
-            "same or its step sequence differs; `sequence` skipped (no report for a step its peers printed; "
-            "`skipped_after` the step before the hole) or extra; `first_silent` when quiet for more than "
-            "three of its own step intervals while others printed; `stalled_start` when its last report is "
-            "0 of N right after a completed unit, `boundary` the phase it stopped at (epoch_start, "
-            "validation, checkpoint_save, ...); `no_error` when the logs hold no failure line but the stop "
-            "itself. One row with rank null stands for unattributed output when no rank has its own.",
+            "data_prep) and last distributed line kind; `common_step` (`common_epoch`) the last step every "
+            "rank reached; `position` ahead / behind / same against the (epoch, step) most ranks stopped "
+            "at, `differs` when not the same or its step sequence differs; `sequence` skipped (no report "
+            "for a step its peers printed; `skipped_after` the step before the hole) or extra; "
+            "`first_silent` when quiet for more than three of its own step intervals while others printed; "
+            "`stalled_start` when its last report is 0 of N right after a completed unit, `boundary` the "
+            "phase it stopped at (epoch_start, validation, checkpoint_save, ...); `no_error` when the logs "
+            "hold no failure line but the stop itself. One row with rank null stands for unattributed "
+            "output when no rank has its own.",
         ),
         FactSpec(
             "first_failure",

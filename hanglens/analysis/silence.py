@@ -124,8 +124,8 @@ def _complete(e: Event) -> bool:
     return total is not None and _step(e) == total
 
 
-def _boundary(progress: list[Event], phases: list[Event]) -> tuple[bool, str | None]:
-    """(stalled_start, boundary) of one rank's stream.
+def _boundary(progress: list[Event], phases: list[Event]) -> tuple[bool, str | None, Event | None]:
+    """(stalled_start, boundary, the phase line it comes from) of one rank's stream.
 
     `stalled_start`: its last progress report is a unit (epoch, bar) at 0 of N that never advanced, right
     after a unit that completed (N of N): the log stops at the first step of a new epoch (section 16 item 2).
@@ -135,7 +135,7 @@ def _boundary(progress: list[Event], phases: list[Event]) -> tuple[bool, str | N
     """
     if not progress:
         last_phase = phases[-1] if phases else None
-        return False, (str(last_phase.get("phase")) if last_phase is not None else None)
+        return False, (str(last_phase.get("phase")) if last_phase is not None else None), last_phase
     last = progress[-1]
     earlier = progress[:-1]
     done = [e for e in earlier if _complete(e)]
@@ -148,16 +148,16 @@ def _boundary(progress: list[Event], phases: list[Event]) -> tuple[bool, str | N
         or (key is not None and (p.ref.path, p.ref.line) > key)
     ]
     if after:
-        return stalled, str(after[-1].get("phase"))
+        return stalled, str(after[-1].get("phase")), after[-1]
     if stalled:
         train_total = _total(last)
         same = [i for i, e in enumerate(done) if _total(e) == train_total]
         since = done[same[-1] + 1:] if same else done
         label = str(last.get("label") or "").lower()
         if since or "val" in label or "eval" in label:
-            return True, "validation"  # a loop with a total of its own completed after the training unit
-        return True, "epoch_start"
-    return False, None
+            return True, "validation", None  # a loop with its own total completed after the training unit
+        return True, "epoch_start", None
+    return False, None, None
 
 
 def _cadence(progress: list[Event]) -> float | None:
@@ -207,9 +207,13 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row
         dist = [e for e in evs if e.parser in DIST_PARSERS and e.kind not in ("progress", "phase")]
         if rank is None and not progress:
             continue
-        stepped = [e for e in progress if _step(e) is not None]
+        # The rank's main loop is the series it reported first (validation bars come later).
+        first = next((e for e in progress if _step(e) is not None), None)
+        stepped = [e for e in progress if first is not None and _series(e) == _series(first)]
         last = (stepped or progress or phases)[-1]
-        stalled, boundary = _boundary(progress, phases)
+        stalled, boundary, phase_line = _boundary(progress, phases)
+        if phase_line is not None:
+            last = phase_line  # the row cites the line the rank stopped at
         gap = next(
             (e.get("gap_after") for e in reversed(stepped) if isinstance(e.get("gap_after"), int)), None
         )
@@ -220,7 +224,7 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row
             "last_step": _step(stepped[-1]) if stepped else None,
             "first_step": min(steps) if steps else None,
             "last_epoch": next(
-                (e.get("epoch") for e in reversed(progress) if e.get("epoch") is not None), None
+                (e.get("epoch") for e in reversed(stepped or progress) if e.get("epoch") is not None), None
             ),
             "total": _total(stepped[-1]) if stepped else None,
             "last_time": stepped[-1].time if stepped else (progress[-1].time if progress else None),
@@ -237,11 +241,21 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row
     return _compare(base)
 
 
+def _point(r: Row) -> tuple[float, int]:
+    epoch = r["last_epoch"]
+    return (float(epoch) if isinstance(epoch, (int, float)) and not isinstance(epoch, bool) else -1.0,
+            int(r["last_step"]))
+
+
 def _compare(rows: list[Row]) -> list[Row]:
     """Fill the cross-rank columns: common step, position, sequence, first silent."""
-    lasts = [r["last_step"] for r in rows if r["last_step"] is not None]
-    common = min(lasts) if lasts else None
-    counts = Counter(lasts)
+    # A point is (epoch, step): step 0 of epoch 1 is past step 4 of epoch 0.
+    points = [_point(r) for r in rows if r["last_step"] is not None]
+    lasts = points
+    common_point = min(points) if points else None
+    common = common_point[1] if common_point is not None else None
+    common_epoch = common_point[0] if common_point is not None and common_point[0] >= 0 else None
+    counts = Counter(points)
     top = counts.most_common(1)[0] if counts else None
     majority = top[0] if top is not None and top[1] * 2 > len(lasts) else None
     gaps = Counter(r["gap_after"] for r in rows if r["gap_after"] is not None)
@@ -249,13 +263,13 @@ def _compare(rows: list[Row]) -> list[Row]:
     newest = max(times) if len(times) >= 2 else None
     out: list[Row] = []
     for r in rows:
-        step = r["last_step"]
+        step = _point(r) if r["last_step"] is not None else None
         if step is None or len(lasts) < 2:
             position = None
         elif majority is not None:
             position = "same" if step == majority else ("ahead" if step > majority else "behind")
         else:
-            position = "same" if step == common else "ahead"
+            position = "same" if step == common_point else "ahead"
         peers = [p for p in rows if p is not r and p["last_step"] is not None and p["first_step"] is not None]
         sequence, skipped_after = None, None
         g = r["gap_after"]
@@ -264,8 +278,10 @@ def _compare(rows: list[Row]) -> list[Row]:
             p["gap_after"] is None and p["first_step"] <= g < p["last_step"] for p in peers
         ):
             sequence, skipped_after = "skipped", g
-        elif g is None and step is not None and r["first_step"] is not None:
-            common_gap = [x for x, n in gaps.items() if n * 2 > len(rows) and r["first_step"] <= x < step]
+        elif g is None and r["last_step"] is not None and r["first_step"] is not None:
+            common_gap = [
+                x for x, n in gaps.items() if n * 2 > len(rows) and r["first_step"] <= x < r["last_step"]
+            ]
             if common_gap:
                 sequence, skipped_after = "extra", min(common_gap)
         silent_for = newest - r["last_time"] if newest is not None and r["last_time"] is not None else None
@@ -274,6 +290,7 @@ def _compare(rows: list[Row]) -> list[Row]:
         out.append({
             **r,
             "common_step": common,
+            "common_epoch": common_epoch,
             "position": position,
             "differs": position in ("ahead", "behind") or sequence is not None,
             "sequence": sequence,

@@ -503,6 +503,8 @@ def silent_table(doc: Mapping[str, Any]) -> tuple[str, list[tuple[str, ...]], st
         shown = "" if step is None else (f"{step}/{total}" if total is not None else str(step))
         epoch = "" if r.get("last_epoch") is None else str(r.get("last_epoch"))
         phase = str(r.get("boundary") or r.get("last_phase") or "").replace("_", " ")
+        if r.get("stalled_start"):
+            phase = "new epoch, never advanced" + (f" (after {phase})" if phase != "epoch start" else "")
         return (shown, epoch, phase, one_line(r.get("note") or "", 200))
 
     rows: list[tuple[str, ...]] = []
@@ -516,7 +518,8 @@ def silent_table(doc: Mapping[str, Any]) -> tuple[str, list[tuple[str, ...]], st
     )
     footer = []
     if sh.get("common_step") is not None and len(ranks) > 1:
-        footer.append(f"Last step every rank reached: {sh['common_step']}.")
+        epoch = f"epoch {sh['common_epoch']:g}, " if isinstance(sh.get("common_epoch"), (int, float)) else ""
+        footer.append(f"Last step every rank reached: {epoch}{'step ' if epoch else ''}{sh['common_step']}.")
     if sh.get("more_ranks"):
         footer.append(f"{sh['more_ranks']} more ranks not shown.")
     return heading, rows, " ".join(footer)

@@ -81,12 +81,14 @@ def test_behind_and_no_majority() -> None:
     rows = by_rank([step(0, 8), step(1, 8), step(2, 5)])
     assert (rows[0]["position"], rows[2]["position"]) == ("same", "behind")
     two = by_rank([step(0, 8), step(1, 5)])
-    assert (two[0]["position"], two[1]["position"]) == ("ahead", "same")  # no majority: against the common step
+    # no majority: against the common step
+    assert (two[0]["position"], two[1]["position"]) == ("ahead", "same")
     assert two[0]["common_step"] == 5
 
 
 def test_first_silent_by_cadence() -> None:
-    events = [step(0, 0, time=100.0), step(0, 20, time=120.0), step(1, 0, time=100.0), step(1, 12, time=112.0)]
+    events = [step(0, 0, time=100.0), step(0, 20, time=120.0), step(1, 0, time=100.0),
+              step(1, 12, time=112.0)]
     rows = by_rank(events)
     assert rows[1]["cadence_s"] == 1.0 and rows[1]["silent_for_s"] == 8.0
     assert rows[1]["first_silent"] and not rows[0]["first_silent"]
@@ -132,3 +134,20 @@ def test_tables_are_built() -> None:
     t = build([step(0, 1), ev("job_stopped", how="agent_signal", signal="SIGTERM")])
     assert list(t.fact("silent_hang")["rank"]) == [0]
     assert list(t.fact("job_stopped")["how"]) == ["agent_signal"]
+
+
+def test_points_compare_epoch_first_and_the_main_loop_only() -> None:
+    def bar(rank: int, n: int, total: int, epoch: int | None, label: str | None = None) -> Event:
+        return ev("progress", rank, parser="progress", step=n, total=total, epoch=epoch,
+                  pattern="lightning" if label is None else "tqdm", label=label, gap_after=None)
+
+    events = [bar(0, 8, 8, 3), bar(0, 5, 5, None, "Validation"),
+              ev("phase", 0, parser="lifecycle", phase="checkpoint_save")]
+    for r in (1, 2):
+        events += [bar(r, 8, 8, 3), bar(r, 5, 5, None, "Validation"), bar(r, 0, 8, 4)]
+    rows = by_rank(events)
+    assert (rows[0]["last_step"], rows[0]["last_epoch"], rows[0]["position"]) == (8, 3, "behind")
+    assert rows[0]["boundary"] == "checkpoint_save" and not rows[0]["stalled_start"]
+    assert rows[1]["position"] == "same"
+    assert rows[1]["boundary"] == "validation" and rows[1]["stalled_start"]
+    assert (rows[1]["common_epoch"], rows[1]["common_step"]) == (3, 8)
