@@ -98,6 +98,28 @@ def is_error(e: Event) -> bool:
     return not (e.kind == "exception" and stop_kind(e) is not None)
 
 
+def _stop_marks(events: Sequence[Event]) -> tuple[float | None, dict[str, int]]:
+    """When the job was stopped from outside: the earliest stop time, and per file the first stop line."""
+    first_time: float | None = None
+    lines: dict[str, int] = {}
+    for s in events:
+        if stop_kind(s) is None:
+            continue
+        if s.time is not None:
+            first_time = s.time if first_time is None else min(first_time, s.time)
+        lines[s.ref.path] = min(lines.get(s.ref.path, s.ref.line), s.ref.line)
+    return first_time, lines
+
+
+def _after_stop(e: Event, marks: tuple[float | None, dict[str, int]]) -> bool:
+    """Did `e` come after the job was stopped from outside? Then it is the stop's consequence (section 17.4:
+    workers torn down by the launcher print store, peer and teardown errors), not a failure of its own."""
+    first_time, lines = marks
+    if e.time is not None and first_time is not None:
+        return e.time >= first_time
+    return e.ref.path in lines and lines[e.ref.path] < e.ref.line
+
+
 def _order(evs: Sequence[Event]) -> list[Event]:
     """A rank's events in the order it wrote them: by time when every one has a time, else by position."""
     if evs and all(e.time is not None for e in evs):
@@ -198,7 +220,8 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row
         r for r, evs in by_rank.items() if r is not None and any(e.kind in ("progress", "phase") for e in evs)
     )
     keys: list[int | None] = [*ranked] if ranked else ([None] if by_rank.get(None) else [])
-    no_error = not any(is_error(e) for e in events)
+    marks = _stop_marks(events)
+    no_error = not any(is_error(e) and not _after_stop(e, marks) for e in events)
     base: list[Row] = []
     for rank in keys:
         evs = _order(by_rank[rank])

@@ -20,8 +20,8 @@ def ev(kind: str, rank: int | None = None, *, time: float | None = None, parser:
 
 
 def step(rank: int | None, n: int, *, total: int | None = None, gap_after: int | None = None,
-         time: float | None = None, label: str | None = None) -> Event:
-    return ev("progress", rank, time=time, parser="progress", step=n, total=total, epoch=None,
+         time: float | None = None, label: str | None = None, path: str = "job.log") -> Event:
+    return ev("progress", rank, time=time, parser="progress", path=path, step=n, total=total, epoch=None,
               pattern="tqdm" if total else "step", label=label, gap_after=gap_after)
 
 
@@ -151,3 +151,15 @@ def test_points_compare_epoch_first_and_the_main_loop_only() -> None:
     assert rows[1]["position"] == "same"
     assert rows[1]["boundary"] == "validation" and rows[1]["stalled_start"]
     assert (rows[1]["common_epoch"], rows[1]["common_step"]) == (3, 8)
+
+
+def test_errors_after_the_stop_are_its_consequences() -> None:
+    stop = ev("job_stopped", time=200.0, how="agent_signal", signal="SIGTERM")
+    late = ev("store_error", 1, time=200.5, op="get")
+    assert by_rank([step(1, 4, time=150.0), stop, late])[1]["no_error"]
+    early = ev("store_error", 1, time=190.0, op="get")
+    assert not by_rank([step(1, 4, time=150.0), early, stop])[1]["no_error"]
+    # untimed: order within the same file
+    untimed_stop = ev("exception", path="console.log", exc_type="KeyboardInterrupt", message="")
+    after = ev("peer_closed", 0, path="console.log")
+    assert by_rank([step(0, 2, path="console.log"), untimed_stop, after])[0]["no_error"]
