@@ -54,7 +54,9 @@ def single_node(events: Sequence[Event]) -> bool:
         for h in (e.host, e.get("nccl_host"), e.get("failed_host")):
             if h:
                 hosts.add(str(h))
-    return len(hosts) <= 1
+        if len(hosts) > 1:  # a second host settles it (the rest of a big job need not be read)
+            return False
+    return True
 
 
 def is_own_crash(e: Event) -> bool:

@@ -298,10 +298,12 @@ def find_variables(source: str) -> tuple[set[str], list[tuple[str, str]]]:
     Raises jinja2.TemplateSyntaxError (with `lineno`) or TemplateAssertionError (unknown filter).
     """
     ast = _ENV.parse(source)
-    _ENV.compile(ast)
+    # find_undeclared_variables runs jinja's code generator over the tree, which raises on an unknown
+    # filter or test as compiling would; compiling as well would double the cost of loading rules.
+    undeclared = meta.find_undeclared_variables(ast)
     attrs = sorted({(n.node.name, n.attr) for n in ast.find_all(nodes.Getattr)
                     if isinstance(n.node, nodes.Name)})
-    return set(meta.find_undeclared_variables(ast)), attrs
+    return set(undeclared), attrs
 
 
 def render(source: str, bindings: Mapping[str, pd.DataFrame], context: Mapping[str, Any],

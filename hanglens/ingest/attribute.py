@@ -147,8 +147,14 @@ def _local_to_global(files: list[FileEvents]) -> None:
             # The agent's own lines name other processes' local ranks; they say nothing about their writer.
             if e.rank is not None and e.local_rank is not None and e.kind not in AGENT_EVENT_KINDS:
                 triples.append((key, e.local_rank, e.rank))
+    # host -> torchrun trees seen on it, so a failure table of N rows costs N lookups, not N x trees
+    trees_on: dict[str, list[tuple[str, ...]]] = {}
+    for k, hs in key_hosts.items():
+        if k[0] == "tree":
+            for h in hs:
+                trees_on.setdefault(h, []).append(k)
     for host, lr, g in failures:
-        keys = [k for k, hs in key_hosts.items() if host in hs and k[0] == "tree"]
+        keys = trees_on.get(host, [])
         if len(keys) == 1:
             triples.append((keys[0], lr, g))
     direct = _unique(((k, lr), g) for k, lr, g in triples)

@@ -305,6 +305,17 @@ class ProgressParser(Parser):
         return out
 
     @staticmethod
+    def reads(raw: str) -> bool:
+        """False when no built-in shape matches anywhere in `raw`, a whole line before its prefixes are
+        stripped: then `feed` reads nothing in it either (without a user pattern, see `set_user_pattern`).
+
+        A line's text is a suffix of it behind a prefix that ends in `]`, `:`, `)`, `>` or a space, and
+        every shape's look-behind treats those like the start of the text, so a shape matching the text
+        matches the whole line too.
+        """
+        return ProgressParser._builtin(raw) is not None
+
+    @staticmethod
     def _match(text: str) -> dict[str, Any] | None:
         user = _user["pattern"]
         if user is not None:
@@ -318,6 +329,10 @@ class ProgressParser(Parser):
                 if step is not None:
                     return {"step": step, "total": to_int(gd.get("total")), "epoch": _num(gd.get("epoch")),
                             "pattern": "user", "label": None}
+        return ProgressParser._builtin(text)
+
+    @staticmethod
+    def _builtin(text: str) -> dict[str, Any] | None:
         for (name, rx), literal in zip(PATTERNS, PATTERN_LITERALS, strict=True):
             if literal not in text:
                 continue
