@@ -17,7 +17,7 @@ YEARLESS_YEAR = 2000
 # worker's rank from the file they are in.
 AGENT_EVENT_KINDS = frozenset(
     {"child_failed", "worker_failed", "closing_signal", "launcher_exit", "worker_group_restart",
-     "launch_config"}
+     "launch_config", "job_stopped"}
 )
 
 

@@ -112,6 +112,54 @@ FACT_SPECS: dict[str, FactSpec] = {
             "Last training step each rank reported, gaps in its steps, and ranks that stopped early.",
         ),
         FactSpec(
+            "job_stopped",
+            ("rank", "host", "how", "signal", "said", "time", "text", *_EVIDENCE),
+            "Lines saying the job was stopped from outside (failure-signatures.md sections 16 and 17.4): "
+            "`how` agent_signal (torchrun's agent received SIGTERM/SIGINT: `Received 15 death signal`, "
+            "`SignalException`), agent_closing (the agent closed its workers while none had failed), "
+            "keyboard_interrupt (Ctrl-C) or scheduler_cancel (Slurm `CANCELLED AT`); `said` the same in "
+            "words.",
+        ),
+        FactSpec(
+            "silent_hang",
+            (
+                "rank",
+                "host",
+                "last_step",
+                "first_step",
+                "last_epoch",
+                "total",
+                "last_time",
+                "last_phase",
+                "last_dist",
+                "gap_after",
+                "cadence_s",
+                "common_step",
+                "common_epoch",
+                "position",
+                "differs",
+                "sequence",
+                "skipped_after",
+                "silent_for_s",
+                "first_silent",
+                "stalled_start",
+                "boundary",
+                "no_error",
+                *_EVIDENCE,
+            ),
+            "Where each rank stopped when a job goes quiet (failure-signatures.md section 16): last "
+            "progress (step, epoch, total, time), last phase line (checkpoint_save/load, validation, "
+            "data_prep) and last distributed line kind; `common_step` (`common_epoch`) the last step every "
+            "rank reached; `position` ahead / behind / same against the (epoch, step) most ranks stopped "
+            "at, `differs` when not the same or its step sequence differs; `sequence` skipped (no report "
+            "for a step its peers printed; `skipped_after` the step before the hole) or extra; "
+            "`first_silent` when quiet for more than three of its own step intervals while others printed; "
+            "`stalled_start` when its last report is 0 of N right after a completed unit, `boundary` the "
+            "phase it stopped at (epoch_start, validation, checkpoint_save, ...); `no_error` when the logs "
+            "hold no failure line but the stop itself. One row with rank null stands for unattributed "
+            "output when no rank has its own.",
+        ),
+        FactSpec(
             "first_failure",
             ("order", "rank", "host", "time", "kind", "text", *_EVIDENCE),
             "Failure events on one normalised timeline, earliest first (order 1 = first).",
