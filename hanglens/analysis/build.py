@@ -113,6 +113,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
         "collective_disagreement", collectives.disagreement(evs, state_rows, hosts)
     )
     tables["progress"] = frame("progress", progress.progress_rows(evs, hosts))
+    tables["slow_phase"] = frame("slow_phase", progress.slow_phase_rows(evs, hosts, world))
     tables["collective_call"] = frame("collective_call", collectives.call_rows(evs, hosts))
     tables["hang"] = frame("hang", status.hang_rows(evs, hosts))
     victims = status.victim_rows(evs, hosts)
