@@ -118,6 +118,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
     calls = collectives.call_rows(evs, hosts)
     tables["collective_call"] = frame("collective_call", calls)
     tables["transfer_size_error"] = frame("transfer_size_error", transfers.size_error_rows(evs, hosts, calls))
+    tables["slow_phase"] = frame("slow_phase", progress.slow_phase_rows(evs, hosts, world))
     tables["hang"] = frame("hang", status.hang_rows(evs, hosts))
     victims = status.victim_rows(evs, hosts)
     tables["victim_signals"] = frame("victim_signals", victims)

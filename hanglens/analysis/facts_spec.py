@@ -160,6 +160,39 @@ FACT_SPECS: dict[str, FactSpec] = {
             "output when no rank has its own.",
         ),
         FactSpec(
+            "slow_phase",
+            (
+                "rank",
+                "host",
+                "label",
+                "step",
+                "total",
+                "elapsed_s",
+                "remaining_s",
+                "projected_s",
+                "running",
+                "timeout_s",
+                "timeout_basis",
+                "outlasts_timeout",
+                "waiting_ranks",
+                "wait",
+                "owner_basis",
+                "glued",
+                "fault_seen",
+                "text",
+                *_EVIDENCE,
+            ),
+            "One row per progress bar with times (the last report of each tqdm series), compared with the "
+            "timeout its peers waited for (failure-signatures.md section 15): `running` (unfinished), "
+            "`elapsed_s`, `remaining_s`, `projected_s` (elapsed + remaining), `timeout_s` and "
+            "`timeout_basis` (printed by the waiting processes, or the section 0.3 default assumed), "
+            "`outlasts_timeout` (still running, elapsed close to or past the timeout, projected length "
+            "not below it), `waiting_ranks` and `wait` (`timeout`, or only a `traceback`), `rank` with "
+            "`owner_basis` (the bar's own rank, or the only rank of a known world not seen waiting, else "
+            "None), `glued` (another writer's line glued to the bar: printed at that moment) and "
+            "`fault_seen` (another process had a fault of its own).",
+        ),
+        FactSpec(
             "first_failure",
             ("order", "rank", "host", "time", "kind", "text", *_EVIDENCE),
             "Failure events on one normalised timeline, earliest first (order 1 = first).",

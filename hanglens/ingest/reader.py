@@ -117,6 +117,7 @@ class FileResult:
     envelope_ranks: set[int] = field(default_factory=set)
     rank_pairs: set[tuple[int, int]] = field(default_factory=set)   # (local_rank, rank) stated on one line
     dated: tuple[float, float] | None = None     # earliest, latest stamp that stated its year
+    glued_bar_lines: set[int] = field(default_factory=set)  # lines where text was glued to a tqdm bar
 
 
 def _wrap_width(sample: list[str]) -> int | None:
@@ -181,6 +182,27 @@ _RANK_ENVELOPE_RE = re.compile(r"\[rank\d{1,6}\]:")
 
 # A user-style rank tag (`[rank 3] `, not the `[rank3]:` envelope) glued to the end of another line.
 _RANK_TAG_SPLIT_RE = re.compile(r"(?<=[^\s\]:])(?=\[rank ?\d+\](?!:))")
+# The end of a tqdm bar (`[<elapsed><<remaining>, <rate>]`, or `<n>it [<elapsed>, <rate>]` without a
+# total) with more text right after it: tqdm redraws with `\r` and writes no newline, so whatever another
+# process (or the same one) prints next is glued to the bar. tqdm ends its line with that bracket, so the
+# rest is another line (log-formats.md, failure-signatures.md section 15). Bounded pieces: linear.
+_BAR_END_RE = re.compile(
+    r"(?:\[\d{1,9}:\d\d(?::\d\d)?<(?:\d{1,9}:\d\d(?::\d\d)?|\?)|(?<=\dit )\[\d{1,9}:\d\d(?::\d\d)?)"
+    r"(?:,[^\[\]\r\n]{0,256})?\](?=\S)"
+)
+
+
+def split_glued(seg: str) -> list[str]:
+    """`seg` cut after every tqdm bar that has text glued to it (the bar, then what followed it)."""
+    if "<" not in seg and "it [" not in seg:
+        return [seg]
+    out: list[str] = []
+    start = 0
+    for m in _BAR_END_RE.finditer(seg):
+        out.append(seg[start:m.end()])
+        start = m.end()
+    out.append(seg[start:])
+    return out
 
 
 def _empty_text(raw: str) -> bool:
@@ -243,12 +265,18 @@ class Reader:
             text = ANSI_RE.sub("", text)
             clean = False
         scanned = self.scanned and clean
-        for seg in text.split("\r") if "\r" in text else (text,):
-            # Two ranks printing at once can glue their lines: `...loss 0.29[rank 0] step 2 ...`.
-            parts = _RANK_TAG_SPLIT_RE.split(seg) if seg.find("[rank", 1) > 0 else (seg,)
-            for part in parts:
-                if part.strip():
-                    self._segment(part, num, scanned)
+        for cr_seg in text.split("\r") if "\r" in text else (text,):
+            glued = split_glued(cr_seg)
+            for k, seg in enumerate(glued):
+                if k + 1 < len(glued) and len(self.result.glued_bar_lines) < MAX_SEEN:
+                    # The bar's writer is not the writer of what follows: the bar keeps no rank
+                    # from the file's envelope (see `_attribute`).
+                    self.result.glued_bar_lines.add(num)
+                # Two ranks printing at once can glue their lines: `...loss 0.29[rank 0] step 2 ...`.
+                parts = _RANK_TAG_SPLIT_RE.split(seg) if seg.find("[rank", 1) > 0 else (seg,)
+                for part in parts:
+                    if part.strip():
+                        self._segment(part, num, scanned)
 
     def _line(self, raw: str, num: int) -> LogLine:
         """The LogLine of one segment; records its rank, rank pairing and dated stamp on the way."""
@@ -480,6 +508,10 @@ class Reader:
         if len(sample) > 1 and not text.endswith(b"\n"):
             sample = sample[:-1]
         self.dialect = detect_dialect(sample)
+        if cr_only:
+            # `\r` alone ends a progress bar's redraws (a worker's stderr.log holding only a tqdm bar):
+            # the redraws have one width, but they are not a terminal's hard wrap of longer lines.
+            return cr_only, None
         return cr_only, _wrap_width([ANSI_RE.sub("", s) for s in sample])
 
     def read(self, stream: ReadableStream) -> FileResult:
@@ -624,7 +656,14 @@ class Reader:
         # agent's own (worker failures, SIGTERMs, ChildFailedError): they belong to no worker rank.
         teed = own_local is None and any(e.local_rank is not None for e in res.events)
 
+        glued = res.glued_bar_lines
+
         def rank_for(e: Event) -> int | None:
+            if (self.origin.rank is None and e.kind == "progress" and e.local_rank is None
+                    and e.ref.line in glued):
+                # A bar with another process's line glued to it: in a console holding one `[rankN]:`
+                # envelope, that envelope's rank printed the glued line, so the bar may be anyone's.
+                return None
             if e.local_rank is not None and e.local_rank != own_local:
                 ranks = by_local.get(e.local_rank, set())
                 return next(iter(ranks)) if len(ranks) == 1 else None
