@@ -97,7 +97,8 @@ def _read_opened(op: Opened, parsers: tuple[type[Parser], ...],
             stream = Head(data, stream)
     if res is None:
         try:
-            res = Reader(op.display, origin, parsers, _triggers(parsers), max_line=limits.max_line_bytes).read(stream)
+            reader = Reader(op.display, origin, parsers, _triggers(parsers), max_line=limits.max_line_bytes)
+            res = reader.read(stream)
         except Exception as exc:  # logs never raise: a reader bug costs this file, not the run
             return Skipped(op.display, f"internal error while reading ({type(exc).__name__}: {exc})")
     res.ranks |= {origin.rank} if origin.rank is not None else set()
