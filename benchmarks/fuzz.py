@@ -3,20 +3,27 @@
     python benchmarks/fuzz.py --lines 100000 --folders 2000 --work /tmp/hanglens-fuzz [--seed 1]
 
 Seed lines are every line of the committed fixtures (fixtures/*/, written from the reference or
-generated from real runs). Two phases:
+generated from real runs). Two phases (`--lines 0` or `--folders 0` runs one alone; the folders
+depend on --seed only, so the phases may run apart and in parallel):
 
 1. lines: each mutated line is read on its own by the line reader (every parser) and the prefix
-   stripper, in this process;
+   stripper;
 2. folders: each generated folder is a fixture scenario whose files had lines mutated (and sometimes
-   were renamed, gzip-compressed, emptied or duplicated). Every folder goes through `analyze` (the
-   library call behind `hanglens analyze --format json`) three times, each pass in its own process:
-   twice with PYTHONHASHSEED=1 and once with PYTHONHASHSEED=2; the three JSON documents of a
-   folder must be byte-identical.
+   were renamed, gzip-compressed or emptied). Every folder goes through `analyze` (the library call
+   behind `hanglens analyze --format json`) in three passes: twice with PYTHONHASHSEED=1 and once
+   with PYTHONHASHSEED=2; the three JSON documents of a folder must be byte-identical.
+
+Each phase and pass runs its inputs one after another in one worker process (`--worker`, imports
+and rules loaded once), so a pass over thousands of folders costs about one analysis each. The driver
+gives every input --hang seconds (default 60; the worker's own SIGALRM fires then, the driver kills
+and restarts the worker 30 s later if it is stuck in C code).
 
 Failures are counted, never raised: an uncaught exception (saved under WORK/crashes/ with its input),
-a run over --slow seconds (default 10), and a JSON document that differs between passes. The closing
-line gives the figures; the exit code is 1 when any of them is not 0. Reproduce a run with the same
---seed; shrink a crash by hand into a regression test in tests/test_hostile.py.
+a run over --slow seconds of wall clock (default 10; saved under WORK/slow/), a hang, and a JSON
+document that differs between passes. The closing line gives the figures (with the longest wall and
+CPU time, which tells a slow input from a loaded machine); the exit code is 1 when any failure count
+is not 0. Reproduce a run with the same --seed; shrink a crash by hand into a regression test in
+tests/test_hostile.py.
 """
 
 from __future__ import annotations
@@ -28,18 +35,20 @@ import io
 import json
 import os
 import random
+import select
 import shutil
 import signal
 import subprocess
 import sys
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
-HANG_S = 120  # a single run still going after this is stopped and counted as a hang
+HANG_S = 60.0  # a single run still going after this is stopped (its worker restarted), counted as a hang
 
 
 def seed_lines() -> list[bytes]:
@@ -92,34 +101,118 @@ def mutate(rng: random.Random, line: bytes, pool: list[bytes]) -> bytes:
     return bytes(b)
 
 
-# -- phase 1: lines --------------------------------------------------------------------------------
-def fuzz_lines(n: int, rng: random.Random, pool: list[bytes], work: Path, slow: float) -> dict[str, int]:
+# -- the worker: one process that reads tasks on stdin and answers on stdout -------------------------
+class Worker:
+    """A `fuzz.py --worker` process analysing one task at a time, killed and restarted after a hang.
+
+    The driver enforces the deadline from outside (a hang in C code, or one that eats SIGALRM, is still
+    stopped); the worker also arms SIGALRM a little earlier, so a Python-level hang reports where it was.
+    """
+
+    def __init__(self, env: dict[str, str], hang_s: float) -> None:
+        self.env, self.hang_s = env, hang_s
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen([sys.executable, __file__, "--worker", "--hang", str(self.hang_s)],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self.env)
+        return self.proc
+
+    def ask(self, task: dict[str, Any]) -> dict[str, Any]:
+        proc = self._start()
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(task).encode() + b"\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], self.hang_s + 30)  # the worker's import, too
+        line = proc.stdout.readline() if ready else b""
+        if line:
+            return dict(json.loads(line))
+        self.stop()
+        self.restarts += 1
+        why = (f"hang: no answer after {self.hang_s + 30:g} s (worker killed)" if not ready
+               else "the worker process died")
+        return {"digest": "", "error": why, "hang": not ready, "s": self.hang_s + 30 if not ready else 0.0,
+                "cpu_s": 0.0}
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+def serve(hang_s: float) -> None:
+    """The worker's loop: one JSON task per stdin line, one JSON answer per stdout line."""
+    from hanglens import api
     from hanglens.ingest import strip_prefixes
     from hanglens.ingest.reader import Reader, compile_triggers
     from hanglens.model import Origin
     from hanglens.parsers import PARSERS
+    from hanglens.report import render_json
 
     triggers = compile_triggers(PARSERS)
-    crashes = slow_runs = 0
-    for i in range(n):
-        line = mutate(rng, rng.choice(pool), pool)
-        start = time.monotonic()
+    rules = api.load_rules()
+    out = sys.stdout
+    sys.stdout = sys.stderr  # nothing but answers on the pipe
+    for raw in sys.stdin:
+        task = json.loads(raw)
+        start, cpu = time.monotonic(), time.process_time()
+        answer: dict[str, Any] = {"digest": "", "error": "", "hang": False}
         try:
-            with _alarm(max(1, int(3 * slow))):
-                Reader("fuzz.log", Origin(), PARSERS, triggers).read(io.BytesIO(line + b"\n"))
-                strip_prefixes(line.decode("utf-8", "replace"))
+            with _alarm(max(1, int(hang_s))):
+                if "line" in task:
+                    line = bytes.fromhex(task["line"])
+                    Reader("fuzz.log", Origin(), PARSERS, triggers).read(io.BytesIO(line + b"\n"))
+                    strip_prefixes(line.decode("utf-8", "replace"))
+                else:
+                    folder = Path(task["folder"])
+                    try:
+                        doc = api.analyze([folder], rules=rules, jobs=1,
+                                          command=f"hanglens analyze {folder.name}").to_dict()
+                        answer["digest"] = hashlib.sha256(render_json(doc).encode()).hexdigest()
+                    except Exception as exc:
+                        if type(exc).__name__ != "InputError":  # "no log files found": a clean refusal
+                            raise
+                        answer["digest"] = f"refused: {exc}"
         except _Hang:
-            pass  # counted as slow below
+            answer.update(error=f"hang: still running after {hang_s:g} s\n{traceback.format_exc()}",
+                          hang=True)
         except Exception:
-            crashes += 1
-            _save(work / "crashes" / f"line-{i:06d}.bin", line, traceback.format_exc())
-        took = time.monotonic() - start
-        if took > slow:
-            slow_runs += 1
-            _save(work / "slow" / f"line-{i:06d}.bin", line, f"{took:.1f} s")
-        if (i + 1) % 10_000 == 0:
-            print(f"lines: {i + 1}/{n}, {crashes} crashes, {slow_runs} slow", file=sys.stderr, flush=True)
-    return {"lines": n, "line_crashes": crashes, "line_slow": slow_runs}
+            answer["error"] = traceback.format_exc()
+        answer.update(s=round(time.monotonic() - start, 3), cpu_s=round(time.process_time() - cpu, 3))
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
+
+
+# -- phase 1: lines --------------------------------------------------------------------------------
+def fuzz_lines(n: int, rng: random.Random, pool: list[bytes], work: Path, slow: float,
+               hang_s: float) -> dict[str, Any]:
+    worker = Worker({**os.environ, "PYTHONPATH": str(REPO)}, hang_s)
+    crashes = slow_runs = hangs = 0
+    longest = 0.0
+    try:
+        for i in range(n):
+            line = mutate(rng, rng.choice(pool), pool)
+            got = worker.ask({"line": line.hex()})
+            longest = max(longest, got["s"])
+            if got["hang"]:
+                hangs += 1
+            if got["error"]:
+                crashes += 0 if got["hang"] else 1
+                _save(work / "crashes" / f"line-{i:06d}.bin", line, got["error"])
+            if got["s"] > slow or got["hang"]:
+                slow_runs += 1
+                _save(work / "slow" / f"line-{i:06d}.bin", line,
+                      f"{got['s']:.1f} s wall, {got['cpu_s']:.1f} s cpu")
+            if (i + 1) % 10_000 == 0:
+                print(f"lines: {i + 1}/{n}, {crashes} crashes, {slow_runs} slow", file=sys.stderr, flush=True)
+    finally:
+        worker.stop()
+    return {"lines": n, "line_crashes": crashes, "line_slow": slow_runs, "line_hangs": hangs,
+            "line_longest_ms": int(longest * 1000)}
 
 
 # -- phase 2: folders ------------------------------------------------------------------------------
@@ -154,58 +247,49 @@ def make_folders(n: int, rng: random.Random, pool: list[bytes], work: Path, per_
     return made
 
 
-def replay(folders: list[Path], out: Path, slow: float) -> None:
-    """Analyse each folder (this process), writing one JSON line per folder: digest, seconds, error."""
-    from hanglens import api
-    from hanglens.report import render_json
-
-    rules = api.load_rules()
-    with open(out, "w", encoding="utf-8") as fh:
-        for folder in folders:
-            start = time.monotonic()
-            digest, error = "", ""
-            try:
-                with _alarm(HANG_S):
-                    doc = api.analyze([folder], rules=rules, jobs=1,
-                                      command=f"hanglens analyze {folder.name}").to_dict()
-                    digest = hashlib.sha256(render_json(doc).encode()).hexdigest()
-            except _Hang:
-                error = f"hang: still running after {HANG_S} s"
-            except Exception as exc:
-                if type(exc).__name__ == "InputError":  # "no log files found": a clean refusal
-                    digest = f"refused: {exc}"
-                else:
-                    error = traceback.format_exc()
-            took = time.monotonic() - start
-            fh.write(json.dumps({"folder": folder.name, "digest": digest, "s": round(took, 3),
-                                 "error": error}) + "\n")
-            fh.flush()
+def run_pass(folders: list[Path], out: Path, seed: str, hang_s: float) -> None:
+    """One pass: every folder through `analyze` in one worker process (PYTHONHASHSEED=seed)."""
+    worker = Worker({**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}, hang_s)
+    try:
+        with open(out, "w", encoding="utf-8") as fh:
+            for k, folder in enumerate(folders):
+                got = worker.ask({"folder": str(folder)})
+                fh.write(json.dumps({"folder": folder.name, **got}) + "\n")
+                fh.flush()
+                if (k + 1) % 200 == 0:
+                    print(f"  {out.stem}: {k + 1}/{len(folders)}", file=sys.stderr, flush=True)
+    finally:
+        worker.stop()
 
 
-def fuzz_folders(folders: list[Path], work: Path, slow: float) -> dict[str, int]:
-    listing = work / "folders.txt"
-    listing.write_text("".join(f"{f}\n" for f in folders))
-    passes = []
-    for name, seed in (("a", "1"), ("b", "1"), ("c", "2")):
-        out = work / f"pass-{name}.jsonl"
-        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}
+def fuzz_folders(folders: list[Path], work: Path, slow: float, hang_s: float,
+                 at_once: int = 1) -> dict[str, Any]:
+    plan = (("a", "1"), ("b", "1"), ("c", "2"))
+    for name, seed in plan:
         print(f"folders: pass {name} (PYTHONHASHSEED={seed}) over {len(folders)} folders", file=sys.stderr,
               flush=True)
-        subprocess.run([sys.executable, __file__, "--replay", str(listing), "--out", str(out),
-                        "--slow", str(slow)], env=env, check=True)
-        passes.append({r["folder"]: r for r in map(json.loads, out.read_text().splitlines())})
+    with ThreadPoolExecutor(max_workers=at_once) as pool:  # each thread drives its own worker process
+        list(pool.map(lambda p: run_pass(folders, work / f"pass-{p[0]}.jsonl", p[1], hang_s), plan))
+    passes = [{r["folder"]: r for r in map(json.loads, (work / f"pass-{n}.jsonl").read_text().splitlines())}
+              for n, _ in plan]
     a, b, c = passes
-    crashes = sorted(k for k, r in a.items() if r["error"])
-    for k in crashes:
-        _save(work / "crashes" / f"{k}.txt", b"", a[k]["error"])
-    slow_runs = sum(1 for p in passes for r in p.values() if r["s"] > slow)
+    crashed = sorted({k for p in passes for k, r in p.items() if r["error"] and not r["hang"]})
+    for k in crashed:
+        first = next(p[k]["error"] for p in passes if p[k]["error"])
+        _save(work / "crashes" / f"{k}.txt", b"", first)
+    runs = [r for p in passes for r in p.values()]
+    slow_runs = sorted((r["folder"], r["s"]) for r in runs if r["s"] > slow or r["hang"])
+    for k, took in slow_runs:
+        _save(work / "slow" / f"{k}.txt", b"", f"{took:.1f} s")
     rerun_diff = sorted(k for k in a if a[k]["digest"] != b.get(k, {}).get("digest"))
     seed_diff = sorted(k for k in a if a[k]["digest"] != c.get(k, {}).get("digest"))
-    longest = max((r["s"] for p in passes for r in p.values()), default=0.0)
-    refused = sum(1 for r in a.values() if r["digest"].startswith("refused"))
-    return {"folders": len(folders), "folder_crashes": len(crashes), "folder_slow": slow_runs,
-            "rerun_differs": len(rerun_diff), "hashseed_differs": len(seed_diff), "refused": refused,
-            "longest_ms": int(longest * 1000)}
+    return {"folders": len(folders), "folder_crashes": len(crashed), "folder_slow": len(slow_runs),
+            "folder_hangs": sum(1 for r in runs if r["hang"]),
+            "rerun_differs": len(rerun_diff), "hashseed_differs": len(seed_diff),
+            "refused": sum(1 for r in a.values() if r["digest"].startswith("refused")),
+            "longest_ms": int(max((r["s"] for r in runs), default=0.0) * 1000),
+            "longest_cpu_ms": int(max((r["cpu_s"] for r in runs), default=0.0) * 1000),
+            "median_ms": int(sorted(r["s"] for r in runs)[len(runs) // 2] * 1000) if runs else 0}
 
 
 # -- helpers -----------------------------------------------------------------------------------------
@@ -240,26 +324,33 @@ def main() -> int:
     ap.add_argument("--per-folder", type=int, default=50, help="mutated lines per folder")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--slow", type=float, default=10.0, help="seconds over which a run counts as slow")
+    ap.add_argument("--hang", type=float, default=HANG_S,
+                    help="seconds after which a run is stopped (its worker restarted) and counted as a hang")
+    ap.add_argument("--passes-at-once", type=int, default=1, choices=(1, 2, 3),
+                    help="folder passes run side by side (each in its own worker process)")
     ap.add_argument("--work", type=Path, default=Path("hanglens-fuzz"))
-    ap.add_argument("--replay", type=Path, help=argparse.SUPPRESS)
-    ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     sys.path.insert(0, str(REPO))
-    if args.replay is not None:
-        replay([Path(x) for x in args.replay.read_text().splitlines() if x], args.out, args.slow)
+    if args.worker:
+        serve(args.hang)
         return 0
     rng = random.Random(args.seed)
     pool = seed_lines()
     args.work.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     figures: dict[str, Any] = {"seed": args.seed, "seed_lines": len(pool)}
-    figures.update(fuzz_lines(args.lines, rng, pool, args.work, args.slow))
-    folders = make_folders(args.folders, rng, pool, args.work, args.per_folder)
-    figures.update(fuzz_folders(folders, args.work, args.slow))
+    if args.lines:
+        figures.update(fuzz_lines(args.lines, rng, pool, args.work, args.slow, args.hang))
+    if args.folders:
+        # The folders depend on --seed only (not on --lines): the two phases can run apart.
+        frng = random.Random(f"folders-{args.seed}")
+        folders = make_folders(args.folders, frng, pool, args.work, args.per_folder)
+        figures.update(fuzz_folders(folders, args.work, args.slow, args.hang, args.passes_at_once))
     figures["wall_s"] = round(time.monotonic() - start, 1)
     print(json.dumps(figures, sort_keys=True))
     bad = ("line_crashes", "line_slow", "folder_crashes", "folder_slow", "rerun_differs", "hashseed_differs")
-    return 1 if any(figures[k] for k in bad) else 0
+    return 1 if any(figures.get(k) for k in bad) else 0
 
 
 if __name__ == "__main__":

@@ -82,10 +82,12 @@ def analyze(
     `limits` bound the work on hostile input (hanglens.limits); what passes one is skipped, with a reason.
     `progress` is called with a `ReadProgress` (bytes and files read of their totals) while reading.
     """
+    # Read before importing the analysis (pandas): reader workers forked from a lean parent do not each
+    # carry its pages, which would count again in the job's summed memory.
+    ing = read_inputs(paths, jobs=jobs, limits=limits, progress=progress)
     from hanglens.analysis import build
     from hanglens.engine import evaluate
 
-    ing = read_inputs(paths, jobs=jobs, limits=limits, progress=progress)
     tables = build(ing.events, ing.files)
     active = list(rules) if rules is not None else load_rules(rules_dirs, limits=limits)
     result = evaluate(active, tables, limits=limits)

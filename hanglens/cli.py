@@ -601,7 +601,7 @@ def scan(
         typer.Option(
             "--job-timeout",
             metavar="SECONDS",
-            help="Wall-clock deadline of one job (local engine); a job past it is a row with status "
+            help="Wall-clock deadline of one job (either engine); a job past it is a row with status "
             "timeout. Same as --limit job_deadline_s=SECONDS [default: 600].",
         ),
     ] = None,

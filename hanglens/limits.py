@@ -54,18 +54,16 @@ _SUFFIXES = {"": 1, "k": KiB, "kib": KiB, "kb": KiB, "m": MiB, "mib": MiB, "mb":
              "gb": GiB, "t": GiB << 10, "tib": GiB << 10, "tb": GiB << 10}
 
 
-# Declared, but not yet read where it applies: a flag that changed nothing would mislead.
-FIXED = {"max_line_bytes": "the line reader cuts lines at 1 MiB and does not read this limit yet"}
+# Below these a limit would stop ordinary input, not hostile input (a line shorter than its log prefix).
+MINIMUMS = {"max_line_bytes": 256}
 
 
 def parse_value(name: str, text: str) -> int | float:
     """The value of limit `name` from `text`: `4GiB`, `512M`, `10_000`, `2.5` (seconds)."""
     kind = {f.name: f.type for f in fields(Limits)}.get(name)
     if kind is None:
-        known = ", ".join(f.name for f in fields(Limits) if f.name not in FIXED)
+        known = ", ".join(f.name for f in fields(Limits))
         raise ValueError(f"unknown limit '{name}' (known: {known})")
-    if name in FIXED:
-        raise ValueError(f"limit {name} cannot be changed in this version: {FIXED[name]}")
     raw = text.strip().replace("_", "").lower()
     if kind in (float, "float"):
         try:
@@ -80,6 +78,8 @@ def parse_value(name: str, text: str) -> int | float:
         value = int(digits) * _SUFFIXES[unit]
     if value < 0 or value != value or value == float("inf"):
         raise ValueError(f"limit {name}: '{text}' must be a finite number, 0 or more")
+    if value < MINIMUMS.get(name, 0):
+        raise ValueError(f"limit {name}: '{text}' is below the smallest allowed value, {MINIMUMS[name]}")
     return value
 
 

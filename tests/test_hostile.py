@@ -17,6 +17,7 @@ import sys
 import tarfile
 import time
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,39 @@ def test_class1_decompression_bombs_stop_at_the_ratio_with_a_skip_naming_input_a
     assert "limit max_ratio" in skips["more.tar.gz"]
 
 
+def _zip_bomb(path: Path, name: str, mib: int) -> Path:
+    """A zip whose one deflated member inflates to `mib` MiB (~430:1) with several MiB to read: blocks of
+    one compressed chunk, repeated (a full flush makes each block independent of what came before)."""
+    co = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = co.compress(CHUNK) + co.flush(zlib.Z_FULL_FLUSH)
+    body = block * (mib // 16) + co.flush()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr(name, body)
+    data = bytearray(path.read_bytes())
+    for sig, method_at, size_at in ((b"PK\x03\x04", 8, 22), (b"PK\x01\x02", 10, 24)):
+        at = data.index(sig)
+        data[at + method_at:at + method_at + 2] = zipfile.ZIP_DEFLATED.to_bytes(2, "little")
+        data[at + size_at:at + size_at + 4] = (mib << 20).to_bytes(4, "little")  # the CRC is never reached
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_class1_zip_bomb_with_megabytes_to_read_stops_at_the_ratio(tmp_path: Path, low_floor: None) -> None:
+    """zipfile reads ahead as many compressed bytes as output was asked for; counted as used, they kept
+    the ratio under the cap until ~600 MiB of a 430:1 member had been inflated."""
+    job = tmp_path / "job"
+    job.mkdir()
+    bomb = _zip_bomb(job / "logs.zip", "rank0.log", 2048)
+    assert bomb.stat().st_size > 2 * MiB
+    with zipfile.ZipFile(job / "other.zip", "w", zipfile.ZIP_BZIP2) as zf:
+        zf.writestr("rank1.log", b"x" * 100)
+    ing = read_inputs([job], jobs=1)
+    skips, lines = _skips(ing), _lines(ing)
+    assert "limit max_ratio" in skips["logs.zip!rank0.log"]
+    assert lines["logs.zip!rank0.log"] < 48 * MiB // len(LINE), lines
+    assert "compressed with bzip2 (only stored and deflated members are read)" in skips["other.zip!rank1.log"]
+
+
 def test_class1_member_and_job_byte_caps(tmp_path: Path) -> None:
     job = tmp_path / "job"
     job.mkdir()
@@ -164,10 +198,33 @@ def test_class1_cli_limit_flag_and_bad_limit(tmp_path: Path, low_floor: None) ->
 def test_limits_parse_values() -> None:
     lim = parse_limits(["max_member_bytes=8GiB", "max-files=10_000", "rule_regex_budget_s=0.25"])
     assert (lim.max_member_bytes, lim.max_files, lim.rule_regex_budget_s) == (8 << 30, 10_000, 0.25)
+    assert parse_limits(["max_line_bytes=2M"]).max_line_bytes == 2 << 20
     for bad in ("max_files", "max_files=ten", "max_files=-1", "job_deadline_s=nan", "nope=1",
-                "max_line_bytes=2M"):
+                "max_line_bytes=100"):
         with pytest.raises(ValueError):
             parse_limits([bad])
+
+
+def test_max_line_bytes_flag_cuts_lines_on_both_read_paths(tmp_path: Path) -> None:
+    """`--limit max_line_bytes` is read by the line reader: the Python scanner and the grep path."""
+    job = tmp_path / "job"
+    job.mkdir()
+    late = "I1201 03:14:15.000000 1 x.py:1] " + "x" * 3000 + " NCCL WARN late trigger\n"
+    (job / "rank0.log").write_text("[rank0]:I1201 03:14:14.000000 1 x.py:1] start\n" + late)
+    long_line = "y" * (600 << 10) + "\n"  # 1.2 MB: read by grep
+    (job / "rank1.log").write_text("I1201 03:14:15.000000 1 x.py:1] a\n" + long_line * 2 + "end\n")
+    runner = CliRunner()
+    res = runner.invoke(app, ["inputs", str(job), "--limit", "max_line_bytes=1K"])
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert "line 2 is longer than 1 KiB; read its start only (limit max_line_bytes" in out
+    assert out.count("longer than 1 KiB") == 3  # rank0 line 2, rank1 lines 2 and 3
+    assert "rank0.log\t3" in out and "0 events" in out.split("rank1.log")[0]  # the cut hid the warning
+    res = runner.invoke(app, ["inputs", str(job), "--limit", "max_line_bytes=512K"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.count("longer than 512 KiB") == 2 and "1 events" in res.stdout.split("rank1.log")[0]
+    default = runner.invoke(app, ["inputs", str(job)])
+    assert "longer than" not in default.stdout
 
 
 # -- class 3: YAML alias bombs and rule-folder size -------------------------------------------------
@@ -184,6 +241,24 @@ def test_class3_yaml_alias_bomb_is_refused_with_a_position(tmp_path: Path) -> No
     assert any("lol.yaml:2:8:" in t and "anchors and aliases are not allowed" in t for t in texts), texts
     res = CliRunner().invoke(app, ["rules", "check", str(rules)])
     assert res.exit_code == 2 and "anchors and aliases are not allowed" in res.stderr
+
+
+def test_class3_raising_max_yaml_aliases_allows_aliases_but_never_their_bomb(tmp_path: Path) -> None:
+    """`--limit max_yaml_aliases=N` used to count alias uses only: 81 aliases passed N=100 and the
+    "billion laughs" (9**9 nodes once expanded) hung the loader. N now bounds the nodes aliases add."""
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "lol.yaml").write_text(LAUGHS)
+    (rules / "cycle.yaml").write_text("id: &a [*a]\n")
+    (rules / "reuse.yaml").write_text("id: reuse\ntitle: &t Title said twice\ndescription: *t\n")
+    _, problems = collect_rules([rules], limits=Limits(max_yaml_aliases=1000))
+    by_file: dict[str, str] = {}
+    for p in problems:
+        by_file[Path(p.path).name] = by_file.get(Path(p.path).name, "") + str(p) + "\n"
+    assert "lol.yaml:2:8: YAML aliases add more than 1000 nodes" in by_file["lol.yaml"]
+    assert "cycle.yaml:1:5: a YAML alias makes a node contain itself" in by_file["cycle.yaml"]
+    assert "missing required key" in by_file["reuse.yaml"]  # read, validated: it lacks the other keys
+    assert "alias" not in by_file["reuse.yaml"]  # one alias, one node added: allowed
 
 
 def test_class3_rule_folder_and_rule_file_size_caps(tmp_path: Path) -> None:
@@ -295,6 +370,31 @@ def test_class4_runaway_template_in_a_matching_rule_is_a_rule_error(tmp_path: Pa
     assert "could not be rendered" in finding.explanation and "max_template_output" in finding.explanation
 
 
+# -- class 6: file names that are not UTF-8 -----------------------------------------------------------
+def test_class6_a_job_folder_named_in_bytes_that_are_not_utf8_is_one_row(tmp_path: Path) -> None:
+    """The job's own path (not only a file in it) not UTF-8: the scan used to end in an internal error
+    (UnicodeEncodeError in the job's cache key, the cache line and the table) and lose every row."""
+    root, out = tmp_path / "root", tmp_path / "out"
+    root.mkdir()
+    odd = os.fsencode(root) + b"/job-caf\xe9\xff"
+    try:
+        os.mkdir(odd)
+    except OSError:
+        pytest.skip("this filesystem refuses a name that is not UTF-8")
+    (Path(os.fsdecode(odd)) / "rank0.log").write_text("[rank0]:RuntimeError: CUDA error: an illegal memory "
+                                                       "access was encountered\n")
+    (root / "plain").mkdir()
+    (root / "plain" / "rank0.log").write_text("I1201 03:14:15.000000 1 x.py:1] hello\n")
+    got: list[Any] = []
+    table = api.scan([root], out=out, engine="inline", on_summary=got.append)  # the CLI's path, in-process
+    assert sorted(table["status"]) == ["ok", "ok"] and got[0].errors == 0
+    csv = (out / "jobs.csv").read_text(encoding="utf-8")
+    assert "job-caf\\xe9\\xff," in csv and "/plain," in csv and "illegal_memory_access" in csv
+    assert sorted(pd.read_parquet(out / "jobs.parquet")["status"]) == ["ok", "ok"]
+    api.scan([root], out=out, engine="inline", on_summary=got.append)
+    assert got[1].cached == 2  # the cache file took the row
+
+
 # -- class 10: one bad job must not take down a scan -------------------------------------------------
 def _fake_job(root: Path, name: str) -> None:
     (root / name).mkdir(parents=True)
@@ -321,6 +421,29 @@ def test_class10_hanging_crashing_and_memory_hungry_jobs_become_rows(
     assert got[0].errors == 3
     csv = (out / "jobs.csv").read_text()
     assert csv.count("\n") == 7 and "timeout" in csv and "oom" in csv
+
+
+def test_class10_a_job_whose_outputs_cannot_be_written_is_one_error_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hanglens.scan import run
+
+    monkeypatch.syspath_prepend(str(REPO / "tests" / "scan"))
+    root, out = tmp_path / "root", tmp_path / "out"
+    for name in ("a__oom__r1", "b__none__r", "c__oom__r2"):
+        _fake_job(root, name)
+    real = run._write_reports
+
+    def refuse_b(out_dir: Path, res: Any) -> None:
+        if "b__none" in res.job_id:
+            raise OSError(28, "No space left on device")
+        real(out_dir, res)
+
+    monkeypatch.setattr(run, "_write_reports", refuse_b)
+    df = run.scan([root], out=out, engine="inline", analyzer="scan_helpers:fake_analyze")
+    status = dict(zip(df["path"].map(os.path.basename), df["status"], strict=True))
+    assert status == {"a__oom__r1": "ok", "b__none__r": "error", "c__oom__r2": "ok"}
+    assert "could not write the job's outputs" in df.loc[df["status"] == "error", "error"].item()
+    assert (out / "jobs.csv").read_text().count("\n") == 4
 
 
 def _bomb_root(tmp_path: Path) -> Path:
@@ -386,3 +509,24 @@ def test_fuzz_found_gloo_line_with_thousands_of_unclosed_brackets_reads(tmp_path
     ing = read_inputs([job], jobs=1)
     assert ing.files[0].lines == 1 and ing.skipped == []
     assert "traceback" in {e.parser for e in ing.events}
+
+
+def test_fuzz_found_pickle_naming_a_huge_memo_slot_is_skipped_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """benchmarks/fuzz.py --seed 12, folder f00201: a flipped byte made a Flight Recorder pickle store into
+    memo slot 812,346,977; the C unpickler grew its memo table to that (13 GB, cleared slot by slot)
+    before any opcode count could stop it: the folder hung past the fuzz's 90 s and ate memory."""
+    from hanglens.ingest import flight
+
+    evil = b"\x80\x04}r" + (812_346_977).to_bytes(4, "little") + b"."  # {} stored at slot 812,346,977
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "fr_trace_rank_0").write_bytes(evil)
+    (job / "rank0.log").write_text("I1201 03:14:15.000000 1 x.py:1] hello\n")
+    # One thread: the unpickler runs under an address-space cap, the table's allocation fails at once.
+    reason = _skips(read_inputs([job], jobs=1))["fr_trace_rank_0"]
+    assert "memo index" in reason or "needs more memory than a dump of this size" in reason, reason
+    # Other threads (they would share the cap): the opcodes are scanned first, the index refused.
+    monkeypatch.setattr(flight.threading, "active_count", lambda: 2)
+    reason = _skips(read_inputs([job], jobs=1))["fr_trace_rank_0"]
+    assert "memo index 812346977 past the 3 opcodes read" in reason, reason

@@ -193,31 +193,49 @@ class _FileCheck:
         return True
 
     def _no_aliases(self, root: yaml.Node) -> bool:
-        """False (and a problem at the anchor) when aliases reuse a node more than max_yaml_aliases times.
+        """False (and a problem at the first aliased node) when aliases add more than max_yaml_aliases
+        nodes to the document once expanded, or make a node contain itself.
 
         An alias makes the composed tree a graph; walking or constructing it as a tree is exponential
-        ("billion laughs"), so this walk visits each node once and counts the second visits.
+        ("billion laughs": 81 aliases standing for 9**9 nodes), so the expanded size is computed once per
+        node and the count stops at the limit. The default 0 refuses every alias.
         """
-        seen: set[int] = set()
+        allowed = self.limits.max_yaml_aliases
+        cap = allowed + 1 + 10**7  # past any file's own node count: counting stops there
         reused: list[yaml.Node] = []
-        stack = [root]
+        size: dict[int, int] = {}      # expanded node count of each node finished
+        open_ids: set[int] = set()
+        cyclic: yaml.Node | None = None
+        stack: list[tuple[yaml.Node, bool]] = [(root, False)]
         while stack:
-            node = stack.pop()
-            if id(node) in seen:
+            node, done = stack.pop()
+            key = id(node)
+            kids = ([x for kv in node.value for x in kv] if isinstance(node, yaml.MappingNode) else
+                    list(node.value) if isinstance(node, yaml.SequenceNode) else [])
+            if done:
+                size[key] = min(1 + sum(size.get(id(k), 1) for k in kids), cap)
+                open_ids.discard(key)
+                continue
+            if key in size:
                 reused.append(node)
                 continue
-            seen.add(id(node))
-            if isinstance(node, yaml.MappingNode):
-                for k, v in node.value:
-                    stack.extend((v, k))
-            elif isinstance(node, yaml.SequenceNode):
-                stack.extend(node.value)
-        if len(reused) <= self.limits.max_yaml_aliases:
+            if key in open_ids:
+                cyclic = cyclic or node
+                reused.append(node)
+                continue
+            open_ids.add(key)
+            stack.append((node, True))
+            stack.extend((k, False) for k in reversed(kids))
+        extra = size.get(id(root), 1) - len(size)
+        if not reused or (cyclic is None and extra <= allowed):
             return True
-        first = min(reused, key=lambda n: (n.start_mark.line, n.start_mark.column))
-        allowed = self.limits.max_yaml_aliases
-        what = ("YAML anchors and aliases are not allowed in rule files" if allowed == 0 else
-                f"{len(reused)} YAML aliases, more than {allowed}")
+        first = cyclic or min(reused, key=lambda n: (n.start_mark.line, n.start_mark.column))
+        if cyclic is not None:
+            what = "a YAML alias makes a node contain itself"
+        elif allowed == 0:
+            what = "YAML anchors and aliases are not allowed in rule files"
+        else:
+            what = f"YAML aliases add more than {allowed} nodes to the file once expanded"
         self.problems.append(Problem(self.shown, first.start_mark.line + 1, first.start_mark.column + 1, "",
                                      what + " (the aliased node starts here)",
                                      "write the value out in full (limit max_yaml_aliases)"))

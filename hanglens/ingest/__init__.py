@@ -35,7 +35,6 @@ from hanglens.ingest.sources import (
     Opened,
     ReadableStream,
     Unit,
-    codec_of,
     discover,
     open_unit,
 )
@@ -83,7 +82,8 @@ def _triggers(parsers: tuple[type[Parser], ...]) -> re.Pattern[bytes]:
     return compile_triggers(parsers)
 
 
-def _read_opened(op: Opened, parsers: tuple[type[Parser], ...], use_grep: bool = True) -> _FileOut | Skipped:
+def _read_opened(op: Opened, parsers: tuple[type[Parser], ...],
+                 limits: Limits = DEFAULT_LIMITS) -> _FileOut | Skipped:
     hints = origin_of(op.rel)
     origin = hints.origin
     stream: Head = op.stream
@@ -97,27 +97,13 @@ def _read_opened(op: Opened, parsers: tuple[type[Parser], ...], use_grep: bool =
             stream = Head(data, stream)
     if res is None:
         try:
-            reader = Reader(op.display, origin, parsers, _triggers(parsers))
-            if stream is op.stream and _plain_file(op):
-                res = reader.read_file(op.locator.fs_path, stream, use_grep)
-            else:
-                res = reader.read(stream)
+            reader = Reader(op.display, origin, parsers, _triggers(parsers), max_line=limits.max_line_bytes)
+            res = reader.read(stream)
         except Exception as exc:  # logs never raise: a reader bug costs this file, not the run
             return Skipped(op.display, f"internal error while reading ({type(exc).__name__}: {exc})")
     res.ranks |= {origin.rank} if origin.rank is not None else set()
     size = res.size if res.size is not None else stream.count
     return _FileOut(op.display, size, origin, hints.pid, res, op.locator)
-
-
-def _plain_file(op: Opened) -> bool:
-    """True when `op` is a whole uncompressed file on disk (grep can read it in place)."""
-    if op.locator.member is not None:
-        return False
-    try:
-        with open(op.locator.fs_path, "rb") as fh:
-            return codec_of(fh.read(8)) is None
-    except OSError:
-        return False
 
 
 def _read_flight(op: Opened, head: bytes, fmt: str, limits: Limits = DEFAULT_LIMITS) -> _FileOut | Skipped:
@@ -141,8 +127,8 @@ def _init_worker(total: int, shared: Any) -> None:
     _WORKER_BUDGET[:] = [ByteBudget(total, shared)]
 
 
-def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...], use_grep: bool = True,
-               limits: Limits = DEFAULT_LIMITS, budget: ByteBudget | None = None) -> list[_FileOut | Skipped]:
+def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...], limits: Limits = DEFAULT_LIMITS,
+               budget: ByteBudget | None = None) -> list[_FileOut | Skipped]:
     if budget is None and _WORKER_BUDGET:
         budget = _WORKER_BUDGET[0]
     out: list[_FileOut | Skipped] = []
@@ -154,7 +140,7 @@ def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...], use_grep: bool = T
         head = inner.read(SNIFF)
         item = replace(item, stream=Head(head, inner))
         fmt = flight.dump_format(item.rel, head)
-        got = _read_flight(item, head, fmt, limits) if fmt else _read_opened(item, parsers, use_grep)
+        got = _read_flight(item, head, fmt, limits) if fmt else _read_opened(item, parsers, limits)
         out.append(got)
         err = item.stream.error or inner.error
         if err is not None and isinstance(got, _FileOut):
@@ -172,16 +158,16 @@ def _workers(jobs: int | None, units: list[Unit]) -> int:
 
 
 def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = None,
-                parsers: Sequence[type[Parser]] | None = None, grep: bool = True,
+                parsers: Sequence[type[Parser]] | None = None,
                 limits: Limits = DEFAULT_LIMITS, progress: OnProgress | None = None) -> Ingested:
     """Read every log under `paths` (files, folders, globs, compressed files, archives) into events.
 
     Raises InputError when a path does not exist or nothing readable was found; every other problem
     with an input is a `Skipped` entry. `jobs` caps the worker processes (default: the cores, and only
-    when the input is big enough to pay for them). `grep=False` keeps GNU grep out of it (plain files are
-    then scanned in Python, as compressed files and archive members always are). The result depends on
-    neither `jobs` nor `grep`. `limits` bound the work (see hanglens.limits): what passes one is skipped.
-    `progress` is told the bytes (on disk) and input files read so far as each input finishes.
+    when the input is big enough to pay for them); the result does not depend on it. Plain, compressed
+    and archived logs are read by the same code. `limits` bound the work (see hanglens.limits): what
+    passes one is skipped. `progress` is told the bytes (on disk) and input files read so far as each
+    input finishes.
     """
     units, skipped = discover([os.fspath(p) for p in paths])
     if len(units) > limits.max_files:
@@ -200,7 +186,7 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
         shared = multiprocessing.get_context().Value("q", limits.max_job_bytes)
         with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker,
                                  initargs=(limits.max_job_bytes, shared)) as pool:
-            futures = {pool.submit(_read_unit, units[i], chosen, grep, limits): i for i in order}
+            futures = {pool.submit(_read_unit, units[i], chosen, limits): i for i in order}
             done: dict[int, list[_FileOut | Skipped]] = {}
             for fut in as_completed(futures):
                 i = futures[fut]
@@ -211,7 +197,7 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
         budget = ByteBudget(limits.max_job_bytes)
         outs = []
         for u in units:
-            outs.append(_read_unit(u, chosen, grep, limits, budget))
+            outs.append(_read_unit(u, chosen, limits, budget=budget))
             meter.file_done(u.size)
     files: list[_FileOut] = []
     for items in outs:

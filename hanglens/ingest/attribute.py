@@ -122,7 +122,8 @@ def _local_to_global(files: list[FileEvents]) -> None:
     """local rank -> global rank per agent: direct (L, R) pairs, else one consistent offset R - L.
 
     Pairs come from events carrying both, `world_info` echoes, the single `[rankN]:` rank of a local
-    rank's own files, and the ChildFailedError table of the agent's host.
+    rank's own files, the ChildFailedError table of the agent's host, and a torchrun command line stating
+    the node's rank and worker count (local rank 0 is node_rank * nproc_per_node).
     """
     triples: list[tuple[tuple[str, ...], int, int]] = []
     key_hosts: dict[tuple[str, ...], set[str]] = {}
@@ -140,6 +141,11 @@ def _local_to_global(files: list[FileEvents]) -> None:
                 lr = lr if lr is not None else f.origin.local_rank
                 if g is not None and lr is not None:
                     triples.append((key, lr, g))
+            elif e.kind == "launch_config":
+                # torchrun's static rendezvous: global rank = node_rank * nproc_per_node + local_rank.
+                node, nproc = _int(e.get("node_rank")), _int(e.get("nproc_per_node"))
+                if node is not None and nproc:
+                    triples.append((key, 0, node * nproc))
             elif e.kind == "child_failed":
                 g, lr, h = _int(e.get("failed_rank")), _int(e.get("local_rank")), e.get("failed_host")
                 if g is not None and lr is not None and isinstance(h, str) and h:

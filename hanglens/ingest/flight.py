@@ -12,12 +12,14 @@ dicts, lists, tuples, strings, numbers, booleans and None:
 Both normalise to one shape, so the same run gives the same events either way (JSON lacks frames).
 
 Pickle can name any importable callable and call it, so dumps are loaded with an unpickler that refuses
-every global, and bounded three ways (`hanglens.limits`): bytes (`max_pickle_bytes`); objects built while
-loading (`max_pickle_objects`: at most one per opcode, so only a dump with more bytes than the limit has
-its opcodes counted first); and the objects the document stands for once shared memo references are
-expanded (computed once per distinct container, so a 500-byte bomb standing for 2**60 objects is refused
-in a millisecond instead of hanging whoever walks or prints it). A dump over a limit is a skip naming the
-file and the limit.
+every global, and bounded four ways: bytes (`max_pickle_bytes`); objects built while loading
+(`max_pickle_objects`: at most one per opcode, so only a dump with more bytes than the limit has its
+opcodes counted first); the objects the document stands for once shared memo references are expanded
+(computed once per distinct container, so a 500-byte bomb standing for 2**60 objects is refused in a
+millisecond instead of hanging whoever walks or prints it); and the memory of the load itself (an
+address-space cap while it runs, or where none can be set an opcode scan that refuses a memo index past
+the opcodes read: the C unpickler would otherwise allocate and clear a memo table as large as any index a
+pickle names). A dump over a limit is a skip naming the file and the limit.
 
 Format versions (`version`, FlightRecorder.hpp `version_val`): "1.x" (2.2-2.3: `seq_id`, no
 `process_group`), "2.2"-"2.10" (2.4+: `process_group`, `collective_seq_id`, `p2p_seq_id`; `pg_status`,
@@ -30,12 +32,15 @@ process group at line 1, and one `fr_entry` per entry at line `<entry index> + 1
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
 import pickle
 import pickletools
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -59,8 +64,54 @@ _CODE_OPS = frozenset({"GLOBAL", "STACK_GLOBAL", "INST", "OBJ", "REDUCE", "BUILD
                        "EXT1", "EXT2", "EXT4", "PERSID", "BINPERSID"})
 
 
+# Opcodes that store into the unpickler's memo at an index the pickle names. A dump written by pickle
+# numbers its memo from 0, one slot per stored object, so an index is always below the opcode count.
+_MEMO_OPS = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
+UNPICKLE_BYTES = 256 << 20  # address space a load may take beyond MEMORY_PER_BYTE per pickle byte
+MEMORY_PER_BYTE = 64        # objects built from one pickle byte take far less than this
+
+
 class _Refused(pickle.UnpicklingError):
     pass
+
+
+@contextlib.contextmanager
+def _memory_cap(size: int) -> Iterator[bool]:
+    """While loading a pickle of `size` bytes, cap this process's address space near what it uses now.
+
+    The C unpickler grows its memo table to any index a pickle names and clears every new slot: a
+    5 KB pickle naming index 800,000,000 takes 13 GB and minutes before any opcode count could stop it.
+    Under the cap that is a MemoryError at once. Yields False (no cap; the caller scans the opcodes
+    first instead) where the limit cannot be set safely: other threads (they would share the cap), no
+    `resource` module, or no /proc/self/statm to tell the current size.
+    """
+    try:
+        import resource
+
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            used = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError, IndexError):
+        yield False
+        return
+    if threading.active_count() > 1:
+        yield False
+        return
+    want = used + UNPICKLE_BYTES + MEMORY_PER_BYTE * size
+    if hard != resource.RLIM_INFINITY:
+        want = min(want, hard)
+    if soft != resource.RLIM_INFINITY and soft <= want:
+        yield True  # already capped as tightly (a scan worker near its job_memory_bytes)
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+    except (ValueError, OSError):
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 class _NoGlobalsUnpickler(pickle.Unpickler):
@@ -108,6 +159,8 @@ def _scan_pickle(data: bytes, limits: Limits) -> str | None:
                 return f"refused to load{what} ({op.name}: a dump holds plain data only)"
             if count > limits.max_pickle_objects:
                 return f"more than max_pickle_objects ({limits.max_pickle_objects}) objects"
+            if op.name in _MEMO_OPS and isinstance(arg, int) and arg >= count:
+                return f"memo index {arg} past the {count} opcodes read (a corrupt or hostile pickle)"
     except Exception as exc:  # genops raises ValueError on garbage; the loader reports it below
         return f"unreadable pickle ({type(exc).__name__}: {exc})"
     return None
@@ -168,18 +221,22 @@ def load_dump(data: bytes, fmt: str = "pickle", limits: Limits = DEFAULT_LIMITS)
     else:
         # Every opcode builds at most one object, so a dump with fewer bytes than the object limit
         # cannot exceed it while loading; a bigger one is scanned first (slower, but never run).
-        if len(data) > limits.max_pickle_objects:
-            why = _scan_pickle(data, limits)
-            if why is not None and why.startswith("refused"):
-                return f"pickle is not a plain flight recorder dump ({why})"
-            if why is not None:
-                return why
-        try:
-            doc = _NoGlobalsUnpickler(io.BytesIO(data)).load()
-        except _Refused as exc:
-            return f"pickle is not a plain flight recorder dump ({exc})"
-        except Exception as exc:  # a truncated or corrupt pickle raises almost anything
-            return f"unreadable pickle ({type(exc).__name__}: {str(exc)[:200]})"
+        with _memory_cap(len(data)) as capped:
+            if len(data) > limits.max_pickle_objects or not capped:
+                why = _scan_pickle(data, limits)
+                if why is not None and why.startswith("refused"):
+                    return f"pickle is not a plain flight recorder dump ({why})"
+                if why is not None:
+                    return why
+            try:
+                doc = _NoGlobalsUnpickler(io.BytesIO(data)).load()
+            except _Refused as exc:
+                return f"pickle is not a plain flight recorder dump ({exc})"
+            except MemoryError:
+                return ("unpickling needs more memory than a dump of this size can (a memo index far past "
+                        "the pickle's objects: corrupt or hostile); not read")
+            except Exception as exc:  # a truncated or corrupt pickle raises almost anything
+                return f"unreadable pickle ({type(exc).__name__}: {str(exc)[:200]})"
     expanded = _expanded_size(doc, limits.max_pickle_objects)
     if expanded is None:
         return "a container that contains itself (not a flight recorder dump)"

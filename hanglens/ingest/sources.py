@@ -289,7 +289,15 @@ def zip_member_kind(info: zipfile.ZipInfo) -> str | None:
         return "link in archive (not followed)"
     if info.flag_bits & 0x1:
         return "encrypted archive member"
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        # zipfile inflates a bzip2 or lzma member a whole compressed read at a time, with no bound on the
+        # output: one read of a bzip2 bomb is gigabytes before any limit can be checked.
+        method = _ZIP_METHODS.get(info.compress_type, f"method {info.compress_type}")
+        return f"zip member compressed with {method} (only stored and deflated members are read)"
     return None
+
+
+_ZIP_METHODS = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "lzma", 9: "deflate64", 93: "zstd"}
 
 
 def is_checkpoint_zip(names: list[str]) -> bool:
@@ -622,8 +630,16 @@ def _open_zip(unit: Unit, raw: BinaryIO, member: str | None, limits: Limits,
 
 
 def _zip_consumed(fh: Any, info: zipfile.ZipInfo) -> Callable[[], int]:
-    """Compressed bytes of `info` read so far (all of them when zipfile does not say)."""
+    """Compressed bytes of `info` inflated so far (all of them when zipfile does not say).
+
+    zipfile reads as many compressed bytes as output was asked for and keeps what it did not inflate
+    yet as the decompressor's unconsumed tail: counting the tail as used would let a bomb pass the
+    ratio for hundreds of MiB (judged against up to 1 MiB read ahead).
+    """
     def consumed() -> int:
         left = getattr(fh, "_compress_left", None)
-        return info.compress_size - left if isinstance(left, int) else info.compress_size
+        if not isinstance(left, int):
+            return info.compress_size
+        tail = getattr(getattr(fh, "_decompressor", None), "unconsumed_tail", b"")
+        return max(0, info.compress_size - left - (len(tail) if isinstance(tail, bytes) else 0))
     return consumed

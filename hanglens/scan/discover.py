@@ -63,7 +63,7 @@ class Job:
 
     @property
     def key(self) -> str:
-        h = hashlib.sha256(f"{self.kind}\0{self.path}\0".encode())
+        h = hashlib.sha256(f"{self.kind}\0{self.path}\0".encode("utf-8", "surrogateescape"))
         for rel, size, mtime in self.files:
             h.update(f"{rel}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
         return h.hexdigest()

@@ -14,7 +14,10 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +30,7 @@ import pandas as pd
 from hanglens import __version__
 from hanglens.errors import UsageError
 from hanglens.limits import DEFAULT_LIMITS, Limits
-from hanglens.model import YEARLESS_YEAR, log_datetime
+from hanglens.model import YEARLESS_YEAR, log_datetime, utf8_text
 from hanglens.scan.discover import Discovery, Job, Skip, discover
 from hanglens.scan.task import (
     COLUMNS,
@@ -36,6 +39,7 @@ from hanglens.scan.task import (
     JobResult,
     Settings,
     empty_row,
+    load_analyzer,
     load_rules,
     one_line,
     run_job,
@@ -124,12 +128,12 @@ class Cache:
         self.entries[res.job_id] = entry
         self.dir.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+            fh.write(json.dumps(entry, sort_keys=True) + "\n")  # ASCII: a path may not be UTF-8
             fh.flush()
 
     def compact(self, keep: Iterable[str]) -> None:
         """Rewrite the cache with one line per job still present (drops superseded lines)."""
-        lines = [json.dumps(self.entries[j], sort_keys=True, ensure_ascii=False)
+        lines = [json.dumps(self.entries[j], sort_keys=True)
                  for j in sorted(set(keep)) if j in self.entries]
         self.dir.mkdir(parents=True, exist_ok=True)
         _atomic_write(self.path, "".join(x + "\n" for x in lines))
@@ -166,9 +170,20 @@ def _write_reports(out: Path, res: JobResult) -> None:
     _atomic_write(d / "report.json", res.report_json)
 
 
+def _utf8(value: Any) -> Any:
+    if isinstance(value, str):
+        return utf8_text(value)
+    if isinstance(value, (list, tuple)):
+        return [utf8_text(v) if isinstance(v, str) else v for v in value]
+    return value
+
+
 def jobs_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """The jobs table: COLUMNS, declared dtypes, sorted by path then job_id, index 0..n-1."""
-    df = pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], columns=list(COLUMNS))
+    """The jobs table: COLUMNS, declared dtypes, sorted by path then job_id, index 0..n-1.
+
+    Text is UTF-8-safe: a path whose bytes are not UTF-8 shows them as `\\xNN` (as the reports do).
+    """
+    df = pd.DataFrame([{c: _utf8(r.get(c)) for c in COLUMNS} for r in rows], columns=list(COLUMNS))
     for c in ("first_ts", "last_ts"):
         df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
     for c in ("world_size", "files", "bytes"):
@@ -243,6 +258,11 @@ def _failed_row(job: Job, status: str, reason: str) -> JobResult:
     row["status"] = status
     row["error"] = one_line(reason)
     return JobResult(job.job_id, job.key, row, None, None, job.bytes)
+
+
+def _timed_out(job: Job, deadline: float) -> JobResult:
+    return _failed_row(job, "timeout", f"analysis passed the deadline of {deadline:g} s "
+                                       "(limit job_deadline_s, --job-timeout SECONDS)")
 
 
 def _crashed(job: Job, exc: BaseException) -> JobResult:
@@ -371,8 +391,7 @@ def run_local(jobs: Sequence[Job], settings: Settings,
                         stop(slot)  # a worker that hit MemoryError may be in a bad state: start afresh
                 elif deadline > 0 and time.monotonic() - slot.started > deadline:
                     stop(slot)
-                    yield _failed_row(job, "timeout", f"analysis passed the deadline of {deadline:g} s "
-                                                      "(limit job_deadline_s, --job-timeout SECONDS)")
+                    yield _timed_out(job, deadline)
         for slot in list(slots):
             with contextlib.suppress(OSError, ValueError):
                 slot.conn.send(None)
@@ -388,9 +407,115 @@ def run_inline(jobs: Sequence[Job], settings: Settings) -> Generator[JobResult, 
         yield run_job(j, settings)
 
 
+# -- one job at a time in a child process, for engines whose workers run tasks (dask) -------------------
+@dataclass
+class _Child:
+    """The process `run_guarded` runs jobs in, for one worker thread and one scan's settings."""
+
+    settings: Settings
+    proc: subprocess.Popen[bytes]
+    conn: Any
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.conn.close()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(5)
+
+
+_CHILDREN: dict[int, _Child] = {}  # by worker thread
+_CHILDREN_LOCK = threading.Lock()
+
+
+CHILD_START_S = 300.0  # a `run_guarded` child imports hanglens and the analyzer before its first deadline
+
+
+def _child_main() -> None:
+    """Entry point of a `run_guarded` child: the settings, then jobs, on the inherited socket."""
+    conn = multiprocessing.connection.Connection(int(os.environ["HANGLENS_SCAN_FD"]))
+    settings: Settings = conn.recv()
+    with contextlib.suppress(Exception):  # imported now, so a job's deadline is not spent importing
+        load_analyzer(settings.analyzer)
+    conn.send("ready")
+    _worker(conn, settings)
+
+
+def _start_child(settings: Settings) -> _Child:
+    # subprocess, not multiprocessing: dask runs tasks in daemon processes, which may not fork children
+    # through multiprocessing. The child sees the modules this process sees (a test's analyzer, too).
+    parent, child = multiprocessing.Pipe()
+    env = {**os.environ, "HANGLENS_SCAN_FD": str(child.fileno()),
+           "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    code = "from hanglens.scan.run import _child_main; _child_main()"
+    proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(child.fileno(),), env=env,
+                            stdin=subprocess.DEVNULL)
+    child.close()
+    started = _Child(settings, proc, parent)
+    try:
+        parent.send(settings)
+        if parent.poll(CHILD_START_S) and parent.recv() == "ready":
+            return started
+    except (EOFError, OSError):
+        pass
+    started.stop()
+    raise RuntimeError(f"the job's worker process did not start ({_death(proc.returncode)[1]})")
+
+
+def run_guarded(job: Job, settings: Settings) -> JobResult:
+    """`run_job` in a child process under the job's deadline and memory cap, as the local engine does.
+
+    The child is kept for the next job of the same thread and settings; a job past `job_deadline_s` has
+    it killed (status `timeout`), one that kills it costs only that job (`crashed` or `oom`).
+    """
+    me = threading.get_ident()
+    with _CHILDREN_LOCK:
+        child = _CHILDREN.pop(me, None)
+    if child is not None and (child.settings != settings or child.proc.poll() is not None):
+        child.stop()
+        child = None
+    if child is None:
+        try:
+            child = _start_child(settings)
+        except RuntimeError as exc:
+            return _failed_row(job, "crashed", str(exc))
+    deadline = settings.limits.job_deadline_s
+    try:
+        child.conn.send(job)
+        if not child.conn.poll(deadline if deadline > 0 else None):
+            child.stop()
+            return _timed_out(job, deadline)
+        res: JobResult = child.conn.recv()
+    except (EOFError, OSError):
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.proc.wait(5)
+        child.stop()
+        return _failed_row(job, *_death(child.proc.returncode))
+    if res.row.get("status") == "oom":
+        child.stop()  # a process that hit MemoryError may be in a bad state: the next job gets a new one
+    else:
+        with _CHILDREN_LOCK:
+            _CHILDREN[me] = child
+    return res
+
+
+def stop_children() -> int:
+    """End this process's `run_guarded` children (run on every dask worker when a scan ends)."""
+    with _CHILDREN_LOCK:
+        children = list(_CHILDREN.values())
+        _CHILDREN.clear()
+    for c in children:
+        c.stop()
+    return len(children)
+
+
 def run_dask(jobs: Sequence[Job], settings: Settings, workers: int,
              scheduler: str | None) -> Generator[JobResult, None, None]:
-    """The same tasks on dask.distributed; workers must see the job paths under the same names."""
+    """The same jobs on dask.distributed, each under the deadline and memory cap (`run_guarded`).
+
+    Workers must see the job paths under the same names.
+    """
     try:
         # dask is an optional extra, and untyped: imported here, held as Any.
         dd: Any = importlib.import_module("distributed")
@@ -405,7 +530,7 @@ def run_dask(jobs: Sequence[Job], settings: Settings, workers: int,
                                   dashboard_address=None)
         client = dd.Client(cluster)
     try:
-        futures = client.map(run_job, list(jobs), settings=settings, pure=False)
+        futures = client.map(run_guarded, list(jobs), settings=settings, pure=False)
         by_key = {f.key: j for f, j in zip(futures, jobs, strict=True)}
         for fut in dd.as_completed(futures):
             try:
@@ -414,6 +539,8 @@ def run_dask(jobs: Sequence[Job], settings: Settings, workers: int,
                 yield _crashed(by_key[fut.key], exc)
             fut.release()
     finally:
+        with contextlib.suppress(Exception):  # a worker already gone has no children left
+            client.run(stop_children)
         client.close()
         if cluster is not None:
             cluster.close()
@@ -459,7 +586,8 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str]
     (`scheduler` address, or a LocalCluster on 127.0.0.1), or "inline" (this process, for debugging).
     On Ctrl-C (or SIGTERM) the outputs are written for the jobs that completed and KeyboardInterrupt is
     re-raised; they are also rewritten as rows complete, so even a killed scan leaves its finished rows.
-    With the local engine each job runs under `limits.job_deadline_s` and `limits.job_memory_bytes`.
+    Each job runs under `limits.job_deadline_s` and `limits.job_memory_bytes` (on dask, in a child process
+    of the worker), except with the inline engine.
     """
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}", hint="use local or dask")
@@ -514,9 +642,7 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str]
                         writer.maybe(rows)
                         continue
                     if out_dir is not None and cache is not None:
-                        _write_reports(out_dir, res)
-                        if res.row.get("error") is None:
-                            cache.append(res)
+                        res = _stored(out_dir, cache, res)
                     rows[res.job_id] = res.row
                     summary.analysed += 1
                     mb += res.bytes_read / 1e6
@@ -537,6 +663,19 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, out: str | os.PathLike[str]
     if summary.interrupted:
         raise KeyboardInterrupt
     return df
+
+
+def _stored(out: Path, cache: Cache, res: JobResult) -> JobResult:
+    """Write one job's reports and cache line; if that fails, the job is an error row, not the scan's end."""
+    try:
+        _write_reports(out, res)
+        if res.row.get("error") is None:
+            cache.append(res)
+        return res
+    except Exception as exc:  # a disk or encoding problem with one job's files costs that job only
+        row = {**res.row, "status": "error",
+               "error": one_line(f"could not write the job's outputs: {type(exc).__name__}: {exc}")}
+        return JobResult(res.job_id, res.key, row, None, None, res.bytes_read)
 
 
 class _Writer:
@@ -562,8 +701,6 @@ class _Writer:
 @contextlib.contextmanager
 def _term_as_interrupt() -> Generator[None, None, None]:
     """SIGTERM (a batch system's kill) ends the scan like Ctrl-C: the completed rows are written."""
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         yield
         return

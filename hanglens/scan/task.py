@@ -104,7 +104,7 @@ def row_from_doc(job: Job, doc: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _load(spec: str) -> Callable[..., Any]:
+def load_analyzer(spec: str) -> Callable[..., Any]:
     mod, _, name = spec.partition(":")
     fn = getattr(importlib.import_module(mod), name, None)
     if not callable(fn):
@@ -136,7 +136,7 @@ def load_rules(rules: tuple[str, ...], limits: Limits = DEFAULT_LIMITS) -> list[
 
 
 def _analyse(job: Job, settings: Settings) -> dict[str, Any]:
-    fn = _load(settings.analyzer)
+    fn = load_analyzer(settings.analyzer)
     # One job per worker: the analysis must not start a pool of its own inside the scan's pool.
     kwargs: dict[str, Any] = {"jobs": 1, "command": f"hanglens analyze {shlex.quote(job.path)}"}
     if settings.analyzer == DEFAULT_ANALYZER:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from scan_helpers import copy_logs, fixture_dirs, pack
+from scan_helpers import FAKE, copy_logs, fixture_dirs, pack
 
 from hanglens.scan import scan
 
@@ -30,3 +30,27 @@ def test_dask_and_local_engines_give_equal_tables(tmp_path: Path) -> None:
     pd.testing.assert_frame_equal(local.sort_values("job_id").reset_index(drop=True),
                                   remote.sort_values("job_id").reset_index(drop=True))
     assert (tmp_path / "out" / "index.html").is_file()
+
+
+def test_dask_engine_gives_each_job_the_deadline_and_memory_cap(tmp_path: Path) -> None:
+    """As with the local engine, a hanging, dying or memory-hungry job is one row; the others complete."""
+    from hanglens.limits import DEFAULT_LIMITS
+    from hanglens.scan.run import stop_children
+
+    root = tmp_path / "root"
+    for name in ("a__oom__r1", "b__hang", "c__die", "d__hog", "e__none__r"):
+        (root / name).mkdir(parents=True)
+        (root / name / "rank0.log").write_text("line\n")
+    lim = DEFAULT_LIMITS.with_overrides(job_deadline_s=3.0, job_memory_bytes=3 << 30)
+    # Worker threads in this process (no worker processes to start): run_guarded's children do the work.
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster:
+        df = scan([root], out=tmp_path / "out", engine="dask", scheduler=cluster.scheduler_address,
+                  analyzer=FAKE, limits=lim)
+    status = dict(zip(df["path"].map(lambda p: Path(p).name), df["status"], strict=True))
+    assert status == {"a__oom__r1": "ok", "b__hang": "timeout", "c__die": "crashed", "d__hog": "oom",
+                      "e__none__r": "ok"}
+    errors = dict(zip(df["path"].map(lambda p: Path(p).name), df["error"], strict=True))
+    assert "limit job_deadline_s" in errors["b__hang"] and "limit job_memory_bytes" in errors["d__hog"]
+    assert "exit code 3" in errors["c__die"]
+    assert stop_children() == 0  # the scan ended its children on every worker
