@@ -44,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # `python -m`/`-c` put the working folder first on sys.path: run from a checkout, they would import that
 # checkout's hanglens whatever PYTHONPATH (`--src`) says. Children run in a folder without one.
-NEUTRAL_CWD = tempfile.gettempdir()
+NEUTRAL_CWD = tempfile.mkdtemp(prefix="hanglens-bench-cwd-")
 
 
 def _children() -> dict[int, list[int]]:
