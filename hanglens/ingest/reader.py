@@ -676,8 +676,10 @@ class Reader:
         if self.origin.rank is None:
             # A stream whose own lines name one rank (or one Open MPI process's tag) owns its unranked lines.
             owners = stream_ranks(res.events, self.mpi_ranks, self.envelope_ranks)
+            # A tqdm bar with another writer's line glued to it is not that writer's (see `rank_for`).
             res.events = [replace(e, rank=owners[e.writer])
-                          if e.rank is None and e.writer in owners and not is_agent_event(e) else e
+                          if e.rank is None and e.writer in owners and not is_agent_event(e)
+                          and not (e.kind == "progress" and e.ref.line in glued) else e
                           for e in res.events]
         res.ranks = {e.rank for e in res.events if e.rank is not None} | self.envelope_ranks
         res.hosts = {e.host for e in res.events if e.host}
