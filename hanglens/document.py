@@ -233,6 +233,14 @@ _NOT_A_HANG = frozenset(
 )
 
 
+# A debugging knob named in a rule's `collect` advice, and the event kinds that only appear when it is on.
+_ALREADY_ON: tuple[tuple[str, frozenset[str]], ...] = (
+    ("TORCH_DISTRIBUTED_DEBUG=DETAIL", frozenset({"collective_fingerprint", "collective_mismatch"})),
+    ("NCCL_DEBUG=INFO", frozenset({"nccl_comm_init"})),
+    ("TORCH_NCCL_TRACE_BUFFER_SIZE", frozenset({"flight_recorder", "fr_dump"})),
+)
+
+
 def _collect_next(
     tables: Tables,
     files: Sequence[InputFile],
@@ -241,9 +249,11 @@ def _collect_next(
     category: str = "unknown",
 ) -> list[str]:
     """What to turn on for the rerun, tailored to what this job's logs lacked."""
-    out: list[str] = list(engine_collect)
     evs = tables.events
     kinds = {e.kind for e in evs}
+    # A rule's advice to turn on what this job's logs show was on already is dropped.
+    out: list[str] = [s for s in engine_collect
+                      if not any(knob in s and kinds & on for knob, on in _ALREADY_ON)]
     explained = verdict_conf == "high" and category in {c.value for c in _NOT_A_HANG}
     if explained:
         kinds = kinds - {"hang_detected"}
@@ -297,8 +307,11 @@ def _collect_next(
     seen: set[str] = set()
     uniq = []
     for s in out:
-        if s not in seen:
+        # One piece of advice per knob: a rule's own wording first, the generic one only without it.
+        knobs = {knob for knob, _ in _ALREADY_ON if knob in s}
+        if s not in seen and not knobs & seen:
             seen.add(s)
+            seen.update(knobs)
             uniq.append(s)
     return uniq
 

@@ -271,3 +271,21 @@ def test_markdown_lists_what_to_collect(doc: dict[str, Any]) -> None:
 def test_one_rank_is_rank_not_ranks(unexplained_doc: dict[str, Any]) -> None:
     summary = unexplained_doc["verdict"]["summary"]
     assert summary == "The logs show a failure on rank 5, but no rule explains it."
+
+
+def test_rerun_advice_skips_knobs_the_logs_show_were_on(tmp_path: Path) -> None:
+    """A DETAIL run is not told to turn DETAIL on; a run without it is told once, not twice."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    rule = yaml.safe_load((root / "rules/control_flow_divergence/rank-blocked-outside-training-step.yaml")
+                          .read_text())
+    test = next(t for t in rule["tests"] if t["name"] == "main-process-checkpoint-against-ddp-backward")
+    for name, text in test["logs"].items():  # a DETAIL report, whose rule advises DETAIL for the rerun
+        (tmp_path / name).write_text(text)
+    detail = api.analyze([tmp_path]).to_dict()
+    assert detail["verdict"]["rule_id"] == "rank-blocked-outside-training-step"
+    assert not any("TORCH_DISTRIBUTED_DEBUG=DETAIL" in s for s in detail["collect_next"])
+    root = root / "fixtures"
+    plain = api.analyze([root / "main-only-ckpt-rank0"]).to_dict()
+    assert sum("TORCH_DISTRIBUTED_DEBUG=DETAIL" in s for s in plain["collect_next"]) == 1
