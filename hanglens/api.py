@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hanglens.ingest import Ingested, read_inputs
+from hanglens.ingest import Ingested, OnProgress, read_inputs
 from hanglens.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
@@ -18,9 +18,13 @@ if TYPE_CHECKING:
 PathLike = str | os.PathLike[str]
 
 
-def read(paths: Sequence[PathLike], *, jobs: int | None = None, limits: Limits = DEFAULT_LIMITS) -> Ingested:
-    """Discover and read every log under `paths` into rank-attributed events."""
-    return read_inputs(paths, jobs=jobs, limits=limits)
+def read(paths: Sequence[PathLike], *, jobs: int | None = None, limits: Limits = DEFAULT_LIMITS,
+         progress: OnProgress | None = None) -> Ingested:
+    """Discover and read every log under `paths` into rank-attributed events.
+
+    `progress` is called with a `ReadProgress` (bytes and files read of their totals) as inputs finish.
+    """
+    return read_inputs(paths, jobs=jobs, limits=limits, progress=progress)
 
 
 def load_rules(dirs: Sequence[PathLike] = (), *, builtin: bool = True,
@@ -71,15 +75,19 @@ def analyze(
     jobs: int | None = None,
     command: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    progress: OnProgress | None = None,
 ) -> Analysis:
     """Read the logs under `paths`, build the fact tables and run the rules: the verdict and its evidence.
 
     `limits` bound the work on hostile input (hanglens.limits); what passes one is skipped, with a reason.
+    `progress` is called with a `ReadProgress` (bytes and files read of their totals) while reading.
     """
+    # Read before importing the analysis (pandas): reader workers forked from a lean parent do not each
+    # carry its pages, which would count again in the job's summed memory.
+    ing = read_inputs(paths, jobs=jobs, limits=limits, progress=progress)
     from hanglens.analysis import build
     from hanglens.engine import evaluate
 
-    ing = read_inputs(paths, jobs=jobs, limits=limits)
     tables = build(ing.events, ing.files)
     active = list(rules) if rules is not None else load_rules(rules_dirs, limits=limits)
     result = evaluate(active, tables, limits=limits)

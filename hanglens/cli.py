@@ -7,6 +7,9 @@ import io
 import json
 import os
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -31,6 +34,7 @@ def term_text(value: Any) -> str:
 
 if TYPE_CHECKING:
     from hanglens import api
+    from hanglens.ingest.progress import OnProgress, ReadProgress
 else:
 
     class _LazyApi:
@@ -222,6 +226,73 @@ def _limits(items: list[str] | None, **extra: Any) -> Any:
         _fail(UsageError(str(exc)))
 
 
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar on stderr.")]
+
+PROGRESS_DELAY_S = 2.0  # reading that ends sooner never shows the bar
+
+
+@contextmanager
+def _progress_bar(show: bool) -> Iterator[OnProgress | None]:
+    """A progress bar on stderr (bytes read of total, files done) while the inputs are read.
+
+    Only when `show` and stderr is a terminal, and only once reading has taken PROGRESS_DELAY_S; it is
+    erased when the command finishes. Yields the callback to hand to `api`, or None.
+    """
+    if not show or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    bar = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TextColumn("{task.fields[files]}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True, highlight=False),
+        transient=True,
+    )
+    task = bar.add_task("reading", total=None, files="")
+    lock = threading.Lock()
+    state = {"started": False, "over": False}
+
+    def start() -> None:
+        with lock:
+            if not state["over"]:
+                bar.start()
+                state["started"] = True
+
+    def update(p: ReadProgress) -> None:
+        done = p.files_done >= p.files_total
+        bar.update(task, completed=p.bytes_done, total=p.bytes_total or None,
+                   description="analysing" if done else "reading",
+                   files=f"{p.files_done:,}/{p.files_total:,} files")
+
+    timer = threading.Timer(PROGRESS_DELAY_S, start)
+    timer.daemon = True
+    if PROGRESS_DELAY_S > 0:
+        timer.start()
+    else:
+        start()
+    try:
+        yield update
+    finally:
+        timer.cancel()
+        with lock:
+            state["over"] = True
+            if state["started"]:
+                bar.stop()
+
+
 RulesDirs = Annotated[
     list[Path] | None,
     typer.Option(
@@ -256,13 +327,14 @@ def analyze(
         ),
     ] = False,
     limit: LimitOpts = None,
+    quiet: Quiet = False,
 ) -> None:
     """Name the root cause: category, culprit and victim ranks, evidence lines, and what to do.
 
     Exit codes: 0 a verdict was reached (including "none": no failure found), 1 analysed but no rule
     explained the failure (category "unknown"), 2 usage, input or rule error.
     """
-    from hanglens.report import redact, render_html, render_json, render_markdown, render_text, wants_color
+    from hanglens import report  # each renderer is imported when used (report.html costs jinja2)
 
     limits = _limits(limit)
     argv = ["hanglens", "analyze", *(str(p) for p in paths)]
@@ -271,24 +343,26 @@ def analyze(
     try:
         for path, flag in ((output, "--output"), (html, "--html"), (markdown, "--markdown")):
             _check_output(path, flag)
-        analysis = api.analyze(
-            [str(p) for p in paths],
-            rules_dirs=[str(d) for d in rules or []],
-            command=" ".join(argv),
-            limits=limits,
-        )
+        with _progress_bar(not quiet and not (fmt is AnalyzeFmt.json and output is None)) as progress:
+            analysis = api.analyze(
+                [str(p) for p in paths],
+                rules_dirs=[str(d) for d in rules or []],
+                command=" ".join(argv),
+                limits=limits,
+                progress=progress,
+            )
         doc = analysis.to_dict()
         if redact_:
-            doc = redact(doc)
+            doc = report.redact(doc)
         if html is not None:
-            _save(html, render_html(doc))
+            _save(html, report.render_html(doc))
         if markdown is not None:
-            _save(markdown, render_markdown(doc))
+            _save(markdown, report.render_markdown(doc))
         if fmt is AnalyzeFmt.json:
-            _write(render_json(doc), output)
+            _write(report.render_json(doc), output)
         else:
-            color = output is None and wants_color(sys.stdout)
-            _write(render_text(doc, color=color), output)
+            color = output is None and report.wants_color(sys.stdout)
+            _write(report.render_text(doc, color=color), output)
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except Exception as exc:
@@ -297,11 +371,13 @@ def analyze(
     raise typer.Exit(EXIT_INCONCLUSIVE if category == "unknown" else EXIT_OK)
 
 
-def _read(paths: list[Path], limit: list[str] | None = None) -> Any:
-    """Read the inputs for `events`/`inputs`; errors become one line and a named exit code."""
+def _read(paths: list[Path], limit: list[str] | None = None, bar: bool = False) -> Any:
+    """Read the inputs for `events`/`inputs` (`bar`: a progress bar on a terminal); errors become one
+    line and a named exit code."""
     limits = _limits(limit)
     try:
-        return api.read([str(p) for p in paths], limits=limits)
+        with _progress_bar(bar) as progress:
+            return api.read([str(p) for p in paths], limits=limits, progress=progress)
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except Exception as exc:
@@ -359,6 +435,7 @@ def events(
         Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write here, not stdout.")
     ] = None,
     limit: LimitOpts = None,
+    quiet: Quiet = False,
 ) -> None:
     """Every event read from the logs: source path:line, rank, host, time, kind, key fields."""
     known = _known_kinds()
@@ -374,7 +451,7 @@ def events(
         _check_output(output, "--output")
     except HanglensError as exc:
         _fail(exc)
-    ing = _read(paths, limit)
+    ing = _read(paths, limit, bar=not quiet and (fmt is Fmt.text or output is not None))
     evs = [e for e in ing.events if not kind or e.kind in kind]
     file_rank = {f.path: f.ranks[0] for f in ing.files if len(f.ranks) == 1}
     rows = [_event_row(e, file_rank) for e in evs]
@@ -422,9 +499,10 @@ def inputs(
         Fmt, typer.Option("--format", "-f", metavar="text|json", help="Output format.")
     ] = Fmt.text,
     limit: LimitOpts = None,
+    quiet: Quiet = False,
 ) -> None:
     """The files read (ranks, hosts, streams, lines, events) and the inputs skipped, with reasons."""
-    ing = _read(paths, limit)
+    ing = _read(paths, limit, bar=not quiet and fmt is Fmt.text)
     files: list[dict[str, Any]] = [
         {
             "path": f.path,

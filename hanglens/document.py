@@ -382,6 +382,10 @@ def _observed(tables: Tables, file_rank: dict[str, int]) -> dict[str, str] | Non
         if len(status)
         else []
     )
+    stops = records(tables.fact("job_stopped"))
+    quiet_rows = records(tables.fact("silent_hang"))
+    if stops and all(r.get("no_error") for r in quiet_rows):
+        return _observed_silent(stops, quiet_rows)
     own = [
         e
         for e in evs
@@ -435,6 +439,98 @@ def _observed(tables: Tables, file_rank: dict[str, int]) -> dict[str, str] | Non
             "first_step": step,
         }
     return None
+
+
+SILENT_RULES = frozenset(
+    {"silent-hang-rank-skipped-step", "silent-hang-at-phase-boundary", "silent-hang-rank-in-main-only-phase"}
+)
+SILENT_ROWS = 64
+def _first_of_each(stops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first job_stopped row of each (how, signal), in file order."""
+    seen: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for s in stops:
+        seen.setdefault((s["how"], s["signal"]), s)
+    return list(seen.values())
+
+
+def _rank_note(r: dict[str, Any]) -> str:
+    """What sets a rank apart in a silent hang, in words (empty when nothing does)."""
+    notes = []
+    if r.get("sequence") == "skipped":
+        notes.append(f"no report for the step after {r['skipped_after']}, which its peers printed")
+    elif r.get("sequence") == "extra":
+        notes.append(f"printed a step after {r['skipped_after']} that most peers skipped")
+    if r.get("position") in ("ahead", "behind"):
+        notes.append("ahead of the others" if r["position"] == "ahead" else "behind the others")
+    if r.get("first_silent"):
+        notes.append(f"went quiet first ({r['silent_for_s']:.3g} s before the last report of any rank)")
+    return "; ".join(notes)
+
+
+def _silent_hang(tables: Tables, verdict: dict[str, Any]) -> dict[str, Any] | None:
+    """Where each rank stopped in a hang with no error line (failure-signatures.md section 16).
+
+    Present when a silent-hang rule gave the verdict, or when nothing explained a job that was stopped from
+    outside without any failure line of its own.
+    """
+    rows = records(tables.fact("silent_hang"))
+    stops = records(tables.fact("job_stopped"))
+    quiet = bool(rows) and all(r.get("no_error") for r in rows)
+    if verdict.get("rule_id") not in SILENT_RULES and not (
+        verdict.get("category") == "unknown" and stops and (quiet or not rows)
+        and not any(e.kind == "hang_detected" for e in tables.events)
+    ):
+        return None
+    common = next((r["common_step"] for r in rows if r.get("common_step") is not None), None)
+    common_epoch = next((r["common_epoch"] for r in rows if r.get("common_epoch") is not None), None)
+    return {
+        "stopped": [
+            {"how": s["how"], "signal": s["signal"], "text": s["said"], "path": s["path"], "line": s["line"],
+             "time_text": time_text(s["time"])}
+            for s in _first_of_each(stops)[:3]
+        ],
+        "common_step": common,
+        "common_epoch": common_epoch,
+        "ranks": [
+            {
+                "rank": r["rank"],
+                "host": r["host"],
+                "last_step": r["last_step"],
+                "last_epoch": r["last_epoch"],
+                "total": r["total"],
+                "last_time_text": time_text(r["last_time"]),
+                "last_phase": r["last_phase"],
+                "last_dist": r["last_dist"],
+                "boundary": r["boundary"],
+                "stalled_start": bool(r["stalled_start"]),
+                "differs": bool(r["differs"]),
+                "note": _rank_note(r),
+                "path": r["path"],
+                "line": r["line"],
+            }
+            for r in rows[:SILENT_ROWS]
+        ],
+        "more_ranks": max(0, len(rows) - SILENT_ROWS),
+    }
+
+
+def _observed_silent(stops: list[dict[str, Any]], rows: list[dict[str, Any]]) -> dict[str, str]:
+    """The headline of a job stopped from outside with no failure line of its own (section 16)."""
+    how = str(stops[0]["said"])
+    common = next((r["common_step"] for r in rows if r.get("common_step") is not None), None)
+    differ = sorted(int(r["rank"]) for r in rows if r.get("differs") and r.get("rank") is not None)
+    where = f"; the last step every rank reached is {common}" if common is not None else ""
+    who = f"; {_ranks_text(differ)} stopped at a different point" if differ else ""
+    return {
+        "headline": f"The job hung without an error line and was stopped from outside: {how}{where}{who}",
+        "first_step": (
+            "Next time it hangs, before stopping it, dump every rank's stack "
+            "(`py-spy dump --pid <PID> > pyspy-rank<N>.txt`) and give the files to hanglens with the logs; "
+            "rerun with `TORCH_DISTRIBUTED_DEBUG=DETAIL`, the flight recorder (`TORCH_FR_BUFFER_SIZE=2000`, "
+            "`TORCH_NCCL_TRACE_BUFFER_SIZE` before torch 2.6, with `TORCH_NCCL_DUMP_ON_TIMEOUT=1`) and a "
+            "shorter process-group timeout so the hang ends in a timeout that names the collective."
+        ),
+    }
 
 
 def build_document(
@@ -516,6 +612,7 @@ def build_document(
             tables, files, verdict.get("confidence", "low"), engine_collect, str(verdict.get("category"))
         ),
         "observed": _observed(tables, file_rank) if verdict.get("category") == "unknown" else None,
+        "silent_hang": _silent_hang(tables, verdict),
         "inputs": {
             "files": len(files),
             "bytes": sum(f.size for f in files),

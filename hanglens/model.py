@@ -16,7 +16,8 @@ YEARLESS_YEAR = 2000
 # Events the torchrun agent (not a worker) writes, also into a worker's console: they never take a
 # worker's rank from the file they are in.
 AGENT_EVENT_KINDS = frozenset(
-    {"child_failed", "worker_failed", "closing_signal", "launcher_exit", "worker_group_restart"}
+    {"child_failed", "worker_failed", "closing_signal", "launcher_exit", "worker_group_restart",
+     "launch_config", "job_stopped"}
 )
 
 
@@ -98,7 +99,9 @@ class LogLine:
     evidence. `time` is POSIX seconds (naive local clock of the writer) or None; `clock` names the
     envelope the time came from ("c10", "glog", "pylog", "iso", "nccl", ...), because different
     envelopes on the same host may carry different clocks. `level` is the one-letter severity
-    (I, W, E, F, C, D) when an envelope states one.
+    (I, W, E, F, C, D) when an envelope states one. `writer` names the output stream a launcher prefix says
+    the line came from (`mpi 1,3` for Open MPI's `[1,3]<stderr>:`, `tee default1`, `task 3`, `host gpu-07`),
+    None when no prefix says.
     """
 
     text: str
@@ -112,6 +115,7 @@ class LogLine:
     time: float | None = None
     clock: str | None = None
     level: str | None = None
+    writer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +123,8 @@ class Event:
     """A typed fact read from one line (or one multi-line block starting at `ref`).
 
     `fields` holds JSON-compatible values only (str, int, float, bool, None, lists of those).
-    `rank` is the global rank when known. `parser` names the module that produced it.
+    `rank` is the global rank when known. `parser` names the module that produced it. `writer` is the
+    launcher-prefixed stream of its line (see LogLine), used to attribute a stream to one rank.
     """
 
     kind: str
@@ -133,6 +138,7 @@ class Event:
     attempt: int | None = None
     level: str | None = None
     fields: Mapping[str, Any] = field(default_factory=dict)
+    writer: str | None = None
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.fields.get(name, default)

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from hanglens import api
 from hanglens.cli import app
+from hanglens.ingest.reader import split_glued
 
 LABELS = {"case.yaml", "truth.yaml"}
 CASES = (
@@ -43,7 +44,11 @@ def test_events_read_cleanly(case: Path | None) -> None:
 
 @pytest.mark.parametrize("case", CASE_PARAMS)
 def test_stated_ranks_are_kept(case: Path | None) -> None:
-    """Where a line states its rank with a `[rankN]:` prefix, the events read from it carry that rank."""
+    """Where a line states its rank with a `[rankN]:` prefix, the events read from it carry that rank.
+
+    A tqdm bar with another process's `[rankN]:` line glued after it is not that rank's (the prefix
+    starts the glued line), so the prefix is looked for in the piece of the line the event came from.
+    """
     case = present(case, REAL_LOGS)
     ing = api.read(inputs_of(case))
     assert ing.events, "no event read"
@@ -52,6 +57,8 @@ def test_stated_ranks_are_kept(case: Path | None) -> None:
         if e.kind in AGENT_KINDS or e.ref.path not in lines:
             continue
         raw = lines[e.ref.path][e.ref.line - 1] if e.ref.line <= len(lines[e.ref.path]) else ""
+        pieces = [p for seg in raw.split("\r") for p in split_glued(seg)]
+        raw = next((p for p in pieces if e.text and e.text in p), raw)
         stated = set(RANK_PREFIX.findall(raw))
         if len(stated) == 1:
             assert e.rank == int(next(iter(stated))), (e.ref, e.kind, raw[:120])

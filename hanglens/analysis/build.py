@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from hanglens.analysis import clock, collectives, flight, progress, status
+from hanglens.analysis import clock, collectives, flight, progress, silence, status, transfers
 from hanglens.analysis.facts_spec import FACT_SPECS
 from hanglens.model import Event, InputFile
 
@@ -113,7 +113,12 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
         "collective_disagreement", collectives.disagreement(evs, state_rows, hosts)
     )
     tables["progress"] = frame("progress", progress.progress_rows(evs, hosts))
-    tables["collective_call"] = frame("collective_call", collectives.call_rows(evs, hosts))
+    tables["job_stopped"] = frame("job_stopped", silence.stop_rows(evs, hosts))
+    tables["silent_hang"] = frame("silent_hang", silence.silent_hang_rows(evs, hosts))
+    calls = collectives.call_rows(evs, hosts)
+    tables["collective_call"] = frame("collective_call", calls)
+    tables["transfer_size_error"] = frame("transfer_size_error", transfers.size_error_rows(evs, hosts, calls))
+    tables["slow_phase"] = frame("slow_phase", progress.slow_phase_rows(evs, hosts, world))
     tables["hang"] = frame("hang", status.hang_rows(evs, hosts))
     victims = status.victim_rows(evs, hosts)
     tables["victim_signals"] = frame("victim_signals", victims)

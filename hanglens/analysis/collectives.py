@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
+from hanglens.analysis import callsite
+from hanglens.analysis.kinds import is_victim_exception
 from hanglens.model import Event
 
 Row = dict[str, Any]
@@ -267,6 +268,59 @@ def _signature(r: Row) -> tuple[object, ...]:
     return (r.get("op"), r.get("numel_in"), r.get("numel_out"), r.get("shape"), r.get("dtype"))
 
 
+def _conversation(e: Event) -> tuple[object, ...] | None:
+    """What identifies one fingerprint comparison across its two reports: the sequence number and the two
+    (group rank, op, shape, dtype) sides, unordered (each writer lists itself first)."""
+    ranks = e.get("ranks") or []
+    if len(ranks) != 2 or not all(isinstance(r, int) for r in ranks):
+        return None
+    seqs = e.get("seqs") or []
+    seq = _num(seqs[0]) if seqs else _num(e.get("seq"))
+
+    def side(j: int) -> tuple[object, ...]:
+        vals = [e.get(n) if isinstance(e.get(n), list) else [] for n in ("ops", "shapes", "dtypes")]
+        return (ranks[j], *(str(v[j]) if len(v) > j and v[j] is not None else None for v in vals))
+
+    return (seq, frozenset((side(0), side(1))))
+
+
+def mismatch_global_ranks(mismatches: Sequence[Event]) -> dict[int, list[int]]:
+    """Per DETAIL mismatch report (by `id`), its [writer, peer] as global ranks, where they differ from print.
+
+    ProcessGroupWrapper numbers the ranks of a `new_group` subgroup by their group rank (log-formats.md
+    section 2.1; failure-signatures.md section 0.5), while `[rankN]:` carries the writer's global rank. A
+    report whose writer's printed rank differs from its line's global rank says which global rank that
+    group rank is; the peer's report of the same comparison (same sequence number and fingerprints) says it
+    for the peer. When a group rank maps to more than one global rank (several subgroups compared the same
+    fingerprints), that comparison is left as printed.
+    """
+    learned: dict[tuple[object, ...], dict[int, set[int]]] = defaultdict(lambda: defaultdict(set))
+    for e in mismatches:
+        conv, ranks = _conversation(e), e.get("ranks") or []
+        if conv is not None and e.rank is not None and e.rank != ranks[0]:
+            learned[conv][ranks[0]].add(e.rank)
+    out: dict[int, list[int]] = {}
+    for e in mismatches:
+        conv = _conversation(e)
+        if conv is None or conv not in learned:
+            continue
+        known = learned[conv]
+        if any(len(seen) > 1 for seen in known.values()):
+            continue  # several subgroups compared the same fingerprints: who is whose peer is unknown
+        w, p = e.get("ranks")
+
+        def resolve(g: int, known: dict[int, set[int]] = known) -> int:
+            seen = known.get(g)
+            return next(iter(seen)) if seen else g
+
+        # A line that carried no global rank of its own got the printed one: read it as a group rank too.
+        writer = resolve(w) if e.rank is None or e.rank == w else e.rank
+        peer = resolve(p)
+        if writer != peer and [writer, peer] != [w, p]:
+            out[id(e)] = [writer, peer]
+    return out
+
+
 def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, str]) -> list[Row]:
     """Ranks that disagree at the same (pg, seq): op type, numel, shape or dtype.
 
@@ -304,6 +358,7 @@ def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int,
             )
     votes: dict[tuple[str, int], Counter[int]] = defaultdict(Counter)
     mismatches = [e for e in events if e.kind == "collective_mismatch"]
+    global_ranks = mismatch_global_ranks(mismatches)
     # A report's own fingerprint (the writer's, listed first) is reliable; the peer's copy can be garbled
     # when the wrapper's exchange is out of step (seen as SequenceNumber=0). The report still proves that
     # the peer's fingerprint differs from the writer's (ProcessGroupWrapper.cpp raises only on a
@@ -315,7 +370,7 @@ def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int,
             seqs = e.get("seqs") or []
             own_seq = _num(seqs[0]) if seqs else _num(e.get("seq"))
             key = (pg, own_seq if own_seq is not None else -1)
-            ranks = e.get("ranks") or []
+            ranks = global_ranks.get(id(e)) or e.get("ranks") or []
             if side >= len(ranks) or not isinstance(ranks[side], int):
                 continue
 
@@ -380,46 +435,66 @@ def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int,
     return out
 
 
-_FRAME_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d+) in (?P<func>.+)$")
-_C10D_FILES = ("distributed_c10d.py",)
-_WRAPPERS = {"wrapper", "inner", "_fn", "decorate_context"}
-# Library frames: tracebacks print absolute paths, py-spy prints them relative to their sys.path entry
-# (`torch/distributed/distributed_c10d.py`).
-_LIBRARY_RE = re.compile(r"(?:^|/)torch/|site-packages|dist-packages")
-
-
-def _blocking_call(frames: Sequence[str]) -> tuple[str | None, str | None]:
-    """The deepest torch.distributed collective in a stack (outermost first) and the user frame calling it.
-
-    Works on traceback frames and on py-spy's, whose function names are qualified
-    (`_exception_logger.<locals>.wrapper`); the collective is named by its last component.
-    """
-    call = user = None
-    for i, fr in enumerate(frames):
-        m = _FRAME_RE.match(str(fr))
-        if not m:
+def _one_stack(events: Sequence[Event], hosts: dict[int, str], first: dict[int, Row],
+               stacks: dict[int, tuple[list[str], list[str]]]) -> list[Row]:
+    """One rank's stack against peers known only by their timeouts or fingerprints (an excerpt, or ranks
+    that printed no traceback): rows only when that stack sits in a side section, which names it by
+    itself (callsite.odd_sites); the peers' rows carry the op their own line names and no site."""
+    (rank, row), = first.items()
+    frames, sources = stacks[rank]
+    site = callsite.call_site(frames, sources, nearest=True)
+    peers: dict[int, Row] = {}
+    named = mismatch_global_ranks([e for e in events if e.kind == "collective_mismatch"])
+    for e in events:
+        if e.rank is None:
             continue
-        path, func = m["file"].replace("\\", "/"), m["func"].strip().rsplit(".", 1)[-1]
-        if path.endswith(_C10D_FILES) and func not in _WRAPPERS and not func.startswith("_"):
-            call = func
-            for prev in reversed(frames[:i]):
-                pm = _FRAME_RE.match(str(prev))
-                if pm and not _LIBRARY_RE.search(pm["file"].replace("\\", "/")):
-                    user = f"{pm['file'].rsplit('/', 1)[-1]}:{pm['line']} in {pm['func'].strip()}"
-                    break
-    return call, user
+        if e.kind == "hang_detected" and e.get("detector") in ("watchdog", "blocking_wait", "gloo"):
+            found = [(e.rank, e.get("op"))]
+        elif e.kind == "collective_mismatch":
+            ranks, ops = named.get(id(e)) or e.get("ranks") or [], e.get("ops") or []
+            found = [(r, ops[j] if j < len(ops) else None) for j, r in enumerate(ranks) if isinstance(r, int)]
+        else:
+            continue
+        for r, op in found:
+            if r != rank and r not in peers:
+                peers[r] = {"rank": r, "host": hosts.get(r), "call": op, "entry": op, "user_frame": None,
+                            "calls": 1, "minority": False, "site_minority": False, "site": None,
+                            "site_reason": None,
+                            "odd_site": False, "path": e.ref.path, "line": e.ref.line}
+    if site is None or not peers or callsite.odd_sites({rank: site}, unseen=len(peers)) != {rank}:
+        return []
+    row.update(calls=1, minority=False, site_minority=False, site=site.site, site_reason=site.reason,
+               odd_site=True)
+    return [row, *(peers[r] for r in sorted(peers))]
+
+
+_DISTRIBUTED_ERROR = ("Detected mismatch between collectives", "DistBackendError", "DistError")
+
+
+def _waits_in_collective(e: Event, site: callsite.CallSite) -> bool:
+    """A stack in a c10d function always counts; one in autograd's backward only when what it raised is a
+    distributed error (DDP's reducer waits there; an OOM in backward is the rank's own fault)."""
+    if site.call != "backward" or e.kind == "stack_dump":
+        return True
+    text = f"{e.get('exc_type') or ''}: {e.get('message') or ''}"
+    return is_victim_exception(e) or any(m in text for m in _DISTRIBUTED_ERROR)
 
 
 def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     """The collective each failing or hung rank was blocked in; the odd ones marked.
 
     Ranks that hang in different collectives (most in all_reduce, one in barrier) took different code
-    paths. Per rank, the first traceback that names a collective counts; a rank without one is read from
-    its first stack dump (py-spy) of the main thread, if that names a collective.
+    paths. Per rank, the first traceback that names a collective (or ends in autograd's backward with a
+    distributed error: DDP's gradient all_reduce) counts (its own, else the callstack of its error file
+    that torchrun's agent printed); a rank without one is read from its first stack dump (py-spy) of the
+    main thread. `minority` marks the ranks whose call differs from most ranks'; without a majority,
+    `odd_site` marks the side whose call site is further from the training step than every other side's
+    (hanglens/analysis/callsite.py).
     """
     first: dict[int, Row] = {}
+    stacks: dict[int, tuple[list[str], list[str]]] = {}
     dumped: set[int] = set()
-    for source in ("exception", "stack_dump"):
+    for source in ("exception", "error_file", "stack_dump"):
         for e in events:
             if e.kind != source or e.rank is None or e.rank in first:
                 continue
@@ -428,23 +503,43 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 if not (e.get("main") or e.get("thread") == "MainThread") or e.rank in dumped:
                     continue
                 dumped.add(e.rank)
-            call, user = _blocking_call(e.get("frames") or [])
-            if call is None:
+            frames = [str(f) for f in e.get("frames") or []]
+            sources = [str(s) for s in e.get("sources") or []]
+            site = callsite.call_site(frames, sources)
+            if site is None or not _waits_in_collective(e, site):
                 continue
+            stacks[e.rank] = (frames, sources)
             first[e.rank] = {
                 "rank": e.rank,
                 "host": hosts.get(e.rank),
-                "call": call,
-                "user_frame": user,
+                "call": site.call,
+                "entry": site.entry,
+                "user_frame": site.user_frame,
                 "path": e.ref.path,
                 "line": e.ref.line,
             }
+    if len(first) == 1:
+        return _one_stack(events, hosts, first, stacks)
     if len(first) < 2:
         return []
     counts = Counter(r["call"] for r in first.values())
     ranked = counts.most_common()
     majority = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else None
+    places = Counter(r["user_frame"] for r in first.values()).most_common()
+    usual = places[0][0] if len(places) == 1 or places[0][1] > places[1][1] else None
     for r in first.values():
         r["calls"] = len(counts)
         r["minority"] = majority is not None and r["call"] != majority
+        # Called from another place than most ranks: blocked elsewhere, not still working (a straggler).
+        r["site_minority"] = usual is not None and r["user_frame"] != usual
+    shared = callsite.common_prefix([f for f, _ in stacks.values()])
+    sites = {rank: callsite.call_site(f, s, shared) for rank, (f, s) in stacks.items()}
+    known = {rank: s for rank, s in sites.items() if s is not None}
+    # Without a minority by call, the call sites decide (two sides, or the same op from different places).
+    odd = callsite.odd_sites(known) if not any(r["minority"] for r in first.values()) else set()
+    for rank, r in first.items():
+        s = known.get(rank)
+        r["site"] = s.site if s else None
+        r["site_reason"] = s.reason if s else None
+        r["odd_site"] = rank in odd
     return [first[k] for k in sorted(first)]

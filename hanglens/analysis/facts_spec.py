@@ -71,10 +71,30 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "collective_call",
-            ("rank", "host", "call", "user_frame", "calls", "minority", *_EVIDENCE),
+            ("rank", "host", "call", "entry", "user_frame", "calls", "minority", "site_minority", "site",
+             "site_reason", "odd_site", *_EVIDENCE),
             "The torch.distributed function each rank was inside when it failed (from its traceback or "
-            "its main thread's py-spy stack dump), e.g. all_reduce vs barrier; `minority` marks ranks "
-            "whose call differs from most ranks'; `calls` counts the distinct calls across ranks.",
+            "its main thread's py-spy stack dump), e.g. all_reduce vs barrier, or `backward` (DDP's "
+            "gradient all_reduce runs under autograd); `entry` is the function the program called "
+            "(broadcast_object_list around a broadcast); `minority` marks ranks whose call differs from "
+            "most ranks'; `calls` counts the distinct calls across ranks; `site_minority` marks ranks "
+            "called from another place (user frame) than most ranks (blocked elsewhere, not still "
+            "working). `site` says where the call came from, read from the frames the sides do not "
+            "share: step (the training step: gradients, "
+            "backward, loss), boundary (a barrier outside the step), section (checkpoint, evaluation, "
+            "logging, a main-process-only block, an object collective) or empty; `site_reason` names "
+            "the frame; `odd_site` marks, when no call has a majority, the side whose site is further "
+            "from the step than every other side's.",
+        ),
+        FactSpec(
+            "transfer_size_error",
+            ("rank", "host", "role", "peer", "p2p", "remote_bytes", "local_bytes", "basis", *_EVIDENCE),
+            "Both ends of a transfer whose sizes disagree (NCCL `message truncated`, gloo's "
+            "`op.preamble.length <= op.nbytes`): the receiver that detected it (role receiver) and, when "
+            "the logs single it out, the rank that sent (role sender: the only rank behind the peer address "
+            "with a point-to-point op, or the only rank blocked in a send); `p2p` says an end was in "
+            "send/recv; remote_bytes is what was sent, local_bytes what the receiver posted "
+            "(hanglens/analysis/transfers.py).",
         ),
         FactSpec(
             "progress",
@@ -90,6 +110,87 @@ FACT_SPECS: dict[str, FactSpec] = {
                 *_EVIDENCE,
             ),
             "Last training step each rank reported, gaps in its steps, and ranks that stopped early.",
+        ),
+        FactSpec(
+            "job_stopped",
+            ("rank", "host", "how", "signal", "said", "time", "text", *_EVIDENCE),
+            "Lines saying the job was stopped from outside (failure-signatures.md sections 16 and 17.4): "
+            "`how` agent_signal (torchrun's agent received SIGTERM/SIGINT: `Received 15 death signal`, "
+            "`SignalException`), agent_closing (the agent closed its workers while none had failed), "
+            "keyboard_interrupt (Ctrl-C) or scheduler_cancel (Slurm `CANCELLED AT`); `said` the same in "
+            "words.",
+        ),
+        FactSpec(
+            "silent_hang",
+            (
+                "rank",
+                "host",
+                "last_step",
+                "first_step",
+                "last_epoch",
+                "total",
+                "last_time",
+                "last_phase",
+                "last_dist",
+                "gap_after",
+                "cadence_s",
+                "common_step",
+                "common_epoch",
+                "position",
+                "differs",
+                "sequence",
+                "skipped_after",
+                "silent_for_s",
+                "first_silent",
+                "stalled_start",
+                "boundary",
+                "no_error",
+                *_EVIDENCE,
+            ),
+            "Where each rank stopped when a job goes quiet (failure-signatures.md section 16): last "
+            "progress (step, epoch, total, time), last phase line (checkpoint_save/load, validation, "
+            "data_prep) and last distributed line kind; `common_step` (`common_epoch`) the last step every "
+            "rank reached; `position` ahead / behind / same against the (epoch, step) most ranks stopped "
+            "at, `differs` when not the same or its step sequence differs; `sequence` skipped (no report "
+            "for a step its peers printed; `skipped_after` the step before the hole) or extra; "
+            "`first_silent` when quiet for more than three of its own step intervals while others printed; "
+            "`stalled_start` when its last report is 0 of N right after a completed unit, `boundary` the "
+            "phase it stopped at (epoch_start, validation, checkpoint_save, ...); `no_error` when the logs "
+            "hold no failure line but the stop itself. One row with rank null stands for unattributed "
+            "output when no rank has its own.",
+        ),
+        FactSpec(
+            "slow_phase",
+            (
+                "rank",
+                "host",
+                "label",
+                "step",
+                "total",
+                "elapsed_s",
+                "remaining_s",
+                "projected_s",
+                "running",
+                "timeout_s",
+                "timeout_basis",
+                "outlasts_timeout",
+                "waiting_ranks",
+                "wait",
+                "owner_basis",
+                "glued",
+                "fault_seen",
+                "text",
+                *_EVIDENCE,
+            ),
+            "One row per progress bar with times (the last report of each tqdm series), compared with the "
+            "timeout its peers waited for (failure-signatures.md section 15): `running` (unfinished), "
+            "`elapsed_s`, `remaining_s`, `projected_s` (elapsed + remaining), `timeout_s` and "
+            "`timeout_basis` (printed by the waiting processes, or the section 0.3 default assumed), "
+            "`outlasts_timeout` (still running, elapsed close to or past the timeout, projected length "
+            "not below it), `waiting_ranks` and `wait` (`timeout`, or only a `traceback`), `rank` with "
+            "`owner_basis` (the bar's own rank, or the only rank of a known world not seen waiting, else "
+            "None), `glued` (another writer's line glued to the bar: printed at that moment) and "
+            "`fault_seen` (another process had a fault of its own).",
         ),
         FactSpec(
             "first_failure",

@@ -42,6 +42,7 @@ FAILURE_KINDS = (
             "monitored_barrier_failure",
             "desync_report",
             "dump_signal",
+            "job_stopped",
         }
     )
 )

@@ -54,7 +54,9 @@ def single_node(events: Sequence[Event]) -> bool:
         for h in (e.host, e.get("nccl_host"), e.get("failed_host")):
             if h:
                 hosts.add(str(h))
-    return len(hosts) <= 1
+        if len(hosts) > 1:  # a second host settles it (the rest of a big job need not be read)
+            return False
+    return True
 
 
 def is_own_crash(e: Event) -> bool:
@@ -66,7 +68,7 @@ def is_own_crash(e: Event) -> bool:
     if e.kind in ("exception", "error_file"):
         if "ChildFailedError" in str(e.get("exc_type") or "") or "ChildFailedError" in e.text:
             return False
-        if e.kind == "exception" and not e.get("exc_type") and not e.get("message"):
+        if not e.get("exc_type") and not e.get("message"):
             return False  # a traceback cut before its last line says nothing about what was raised
         if str(e.get("exc_type") or "").endswith("KeyboardInterrupt"):
             return False  # someone stopped the job, usually because it hung

@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel
 
 from hanglens.analysis.facts_spec import FACT_SPECS
-from hanglens.engine import template
+from hanglens.engine import rulecache, template
 from hanglens.engine.schema import BASE_ATTRIBUTES, RULE_CATEGORIES, Expect, Rule
 from hanglens.errors import RuleError
 from hanglens.limits import DEFAULT_LIMITS, Limits, human_bytes
@@ -609,6 +609,7 @@ def collect_rules(dirs: Sequence[Path] = (), *, builtin: bool = True,
     problems: list[Problem] = []
     checks: list[_FileCheck] = []
     by_id: dict[str, Rule] = {}
+    to_store: tuple[str, list[Path], list[_FileCheck]] | None = None
     for root, is_builtin in sources:
         if not root.exists():
             problems.append(Problem(_display(root), 1, 1, "", "no such rule folder or file"))
@@ -620,6 +621,10 @@ def collect_rules(dirs: Sequence[Path] = (), *, builtin: bool = True,
                                     f"{len(files)} rule files, over {limits.max_rule_files}; none loaded",
                                     "split the folder, or raise --limit max_rule_files=N"))
             continue
+        key = rulecache.cache_key(root, files, catalog, facts, limits) if is_builtin else None
+        if key is not None and _from_cache(key, root, files, by_id):
+            continue
+        first_check = len(checks)
         for path in files:
             rule, check = _check_file(path, root, is_builtin, catalog, facts, limits)
             problems.extend(check.problems)
@@ -634,6 +639,8 @@ def collect_rules(dirs: Sequence[Path] = (), *, builtin: bool = True,
                 continue
             seen_here[rule.id] = path
             by_id[rule.id] = rule
+        if key is not None:
+            to_store = (key, files, checks[first_check:])
     # Ids of files that failed validation still count, so one broken rule does not cascade.
     known = set(by_id) | {c.data["id"] for c in checks
                           if isinstance(c.data, dict) and isinstance(c.data.get("id"), str)}
@@ -647,7 +654,27 @@ def collect_rules(dirs: Sequence[Path] = (), *, builtin: bool = True,
             elif other not in known:
                 problems.append(check.problem(("supersedes", i), f"unknown rule id '{other}'",
                                               _suggest(other, known)))
+    if to_store is not None and not problems:
+        key, files, done = to_store
+        rulecache.store(key, files, [c.data for c in done])
     return [by_id[k] for k in sorted(by_id)], sorted(set(problems))
+
+
+def _from_cache(key: str, root: Path, files: list[Path], by_id: dict[str, Rule]) -> bool:
+    """Built-in rules from the disk cache (they validated clean with the same inputs); False on a miss."""
+    datas = rulecache.load(key, files)
+    if datas is None:
+        return False
+    rules: list[Rule] = []
+    try:
+        for path, data in zip(files, datas, strict=True):
+            rule = Rule.model_validate(data)
+            rule._path, rule._root, rule._builtin = path, root, True
+            rules.append(rule)
+    except pydantic.ValidationError:
+        return False
+    by_id.update((r.id, r) for r in rules)
+    return True
 
 
 def load_rules(dirs: Sequence[Path] = (), *, builtin: bool = True,

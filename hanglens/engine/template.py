@@ -163,6 +163,17 @@ def _size(value: Any) -> str:
     return f"{n} bytes"
 
 
+def _duration(value: Any) -> str:
+    """Seconds as a reader says them (`30 min`, `29 min 58 s`, `1 h 2 min 7 s`); other values unchanged."""
+    n = _as_int(value)
+    if n is None or n < 0:
+        return "" if value is None else str(value)
+    h, rest = divmod(n, 3600)
+    m, s = divmod(rest, 60)
+    parts = [f"{h} h" if h else "", f"{m} min" if m else "", f"{s} s" if s or not (h or m) else ""]
+    return " ".join(p for p in parts if p)
+
+
 @jinja2.pass_context
 def _hosts(ctx: jinja2.runtime.Context, value: Any) -> list[str]:
     by_rank: Mapping[int, str] = ctx.get("hosts_by_rank") or {}
@@ -281,7 +292,8 @@ def environment(max_output: int = DEFAULT_LIMITS.max_template_output) -> Sandbox
     """A fresh sandbox with strict undefined names, the rule filters and bounded operations."""
     env = BoundedSandbox(max_output, undefined=jinja2.StrictUndefined, autoescape=False)
     env.filters.update({"rank_list": rank_list, "first": _first, "min": _min, "max": _max, "count": _count,
-                        "unique": _unique, "join": _join, "hosts": _hosts, "size": _size})
+                        "unique": _unique, "join": _join, "hosts": _hosts, "size": _size,
+                        "duration": _duration})
     env.filters.update({name: _bounded_filter(env, name, env.filters[name])
                         for name in (*_WIDTH_FILTERS, "format") if name in env.filters})
     env.globals.pop("namespace", None)  # a namespace lets a loop double a string 60 times
@@ -298,10 +310,12 @@ def find_variables(source: str) -> tuple[set[str], list[tuple[str, str]]]:
     Raises jinja2.TemplateSyntaxError (with `lineno`) or TemplateAssertionError (unknown filter).
     """
     ast = _ENV.parse(source)
-    _ENV.compile(ast)
+    # find_undeclared_variables runs jinja's code generator over the tree, which raises on an unknown
+    # filter or test as compiling would; compiling as well would double the cost of loading rules.
+    undeclared = meta.find_undeclared_variables(ast)
     attrs = sorted({(n.node.name, n.attr) for n in ast.find_all(nodes.Getattr)
                     if isinstance(n.node, nodes.Name)})
-    return set(meta.find_undeclared_variables(ast)), attrs
+    return set(undeclared), attrs
 
 
 def render(source: str, bindings: Mapping[str, pd.DataFrame], context: Mapping[str, Any],

@@ -6,7 +6,7 @@ import multiprocessing
 import os
 import re
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import PurePosixPath
@@ -17,6 +17,7 @@ from hanglens.ingest import flight
 from hanglens.ingest.attribute import FileEvents, attribute
 from hanglens.ingest.origin import MAX_ERROR_JSON, error_file_event, origin_of
 from hanglens.ingest.prefix import ANSI_RE, strip_prefixes
+from hanglens.ingest.progress import Meter, OnProgress, ReadProgress
 from hanglens.ingest.reader import (
     BLOCK,
     UTF16_BOMS,
@@ -34,7 +35,6 @@ from hanglens.ingest.sources import (
     Opened,
     ReadableStream,
     Unit,
-    codec_of,
     discover,
     open_unit,
 )
@@ -82,7 +82,7 @@ def _triggers(parsers: tuple[type[Parser], ...]) -> re.Pattern[bytes]:
     return compile_triggers(parsers)
 
 
-def _read_opened(op: Opened, parsers: tuple[type[Parser], ...], use_grep: bool = True,
+def _read_opened(op: Opened, parsers: tuple[type[Parser], ...],
                  limits: Limits = DEFAULT_LIMITS) -> _FileOut | Skipped:
     hints = origin_of(op.rel)
     origin = hints.origin
@@ -98,26 +98,12 @@ def _read_opened(op: Opened, parsers: tuple[type[Parser], ...], use_grep: bool =
     if res is None:
         try:
             reader = Reader(op.display, origin, parsers, _triggers(parsers), max_line=limits.max_line_bytes)
-            if stream is op.stream and _plain_file(op):
-                res = reader.read_file(op.locator.fs_path, stream, use_grep)
-            else:
-                res = reader.read(stream)
+            res = reader.read(stream)
         except Exception as exc:  # logs never raise: a reader bug costs this file, not the run
             return Skipped(op.display, f"internal error while reading ({type(exc).__name__}: {exc})")
     res.ranks |= {origin.rank} if origin.rank is not None else set()
     size = res.size if res.size is not None else stream.count
     return _FileOut(op.display, size, origin, hints.pid, res, op.locator)
-
-
-def _plain_file(op: Opened) -> bool:
-    """True when `op` is a whole uncompressed file on disk (grep can read it in place)."""
-    if op.locator.member is not None:
-        return False
-    try:
-        with open(op.locator.fs_path, "rb") as fh:
-            return codec_of(fh.read(8)) is None
-    except OSError:
-        return False
 
 
 def _read_flight(op: Opened, head: bytes, fmt: str, limits: Limits = DEFAULT_LIMITS) -> _FileOut | Skipped:
@@ -141,8 +127,8 @@ def _init_worker(total: int, shared: Any) -> None:
     _WORKER_BUDGET[:] = [ByteBudget(total, shared)]
 
 
-def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...], use_grep: bool = True,
-               limits: Limits = DEFAULT_LIMITS, budget: ByteBudget | None = None) -> list[_FileOut | Skipped]:
+def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...], limits: Limits = DEFAULT_LIMITS,
+               budget: ByteBudget | None = None) -> list[_FileOut | Skipped]:
     if budget is None and _WORKER_BUDGET:
         budget = _WORKER_BUDGET[0]
     out: list[_FileOut | Skipped] = []
@@ -154,7 +140,7 @@ def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...], use_grep: bool = T
         head = inner.read(SNIFF)
         item = replace(item, stream=Head(head, inner))
         fmt = flight.dump_format(item.rel, head)
-        got = _read_flight(item, head, fmt, limits) if fmt else _read_opened(item, parsers, use_grep, limits)
+        got = _read_flight(item, head, fmt, limits) if fmt else _read_opened(item, parsers, limits)
         out.append(got)
         err = item.stream.error or inner.error
         if err is not None and isinstance(got, _FileOut):
@@ -172,15 +158,16 @@ def _workers(jobs: int | None, units: list[Unit]) -> int:
 
 
 def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = None,
-                parsers: Sequence[type[Parser]] | None = None, grep: bool = True,
-                limits: Limits = DEFAULT_LIMITS) -> Ingested:
+                parsers: Sequence[type[Parser]] | None = None,
+                limits: Limits = DEFAULT_LIMITS, progress: OnProgress | None = None) -> Ingested:
     """Read every log under `paths` (files, folders, globs, compressed files, archives) into events.
 
     Raises InputError when a path does not exist or nothing readable was found; every other problem
     with an input is a `Skipped` entry. `jobs` caps the worker processes (default: the cores, and only
-    when the input is big enough to pay for them). `grep=False` keeps GNU grep out of it (plain files are
-    then scanned in Python, as compressed files and archive members always are). The result depends on
-    neither `jobs` nor `grep`. `limits` bound the work (see hanglens.limits): what passes one is skipped.
+    when the input is big enough to pay for them); the result does not depend on it. Plain, compressed
+    and archived logs are read by the same code. `limits` bound the work (see hanglens.limits): what
+    passes one is skipped. `progress` is told the bytes (on disk) and input files read so far as each
+    input finishes.
     """
     units, skipped = discover([os.fspath(p) for p in paths])
     if len(units) > limits.max_files:
@@ -192,17 +179,26 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
         skipped.append(Skipped(rest[0].display, why))
     chosen = tuple(PARSERS if parsers is None else parsers)
     workers = _workers(jobs, units)
+    meter = Meter(sum(u.size for u in units), len(units), progress)
     if workers > 1:
         # Largest first so one big file does not start last; results are put back in display order.
         order = sorted(range(len(units)), key=lambda i: (-units[i].size, units[i].display))
         shared = multiprocessing.get_context().Value("q", limits.max_job_bytes)
         with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker,
                                  initargs=(limits.max_job_bytes, shared)) as pool:
-            futures = {i: pool.submit(_read_unit, units[i], chosen, grep, limits) for i in order}
-            outs = [futures[i].result() for i in range(len(units))]
+            futures = {pool.submit(_read_unit, units[i], chosen, limits): i for i in order}
+            done: dict[int, list[_FileOut | Skipped]] = {}
+            for fut in as_completed(futures):
+                i = futures[fut]
+                done[i] = fut.result()
+                meter.file_done(units[i].size)
+            outs = [done[i] for i in range(len(units))]
     else:
         budget = ByteBudget(limits.max_job_bytes)
-        outs = [_read_unit(u, chosen, grep, limits, budget) for u in units]
+        outs = []
+        for u in units:
+            outs.append(_read_unit(u, chosen, limits, budget=budget))
+            meter.file_done(u.size)
     files: list[_FileOut] = []
     for items in outs:
         for item in items:
@@ -298,4 +294,4 @@ def _clean(line: bytes) -> str:
     return text.rstrip("\r\n")[:CONTEXT_LINE_CHARS]
 
 
-__all__ = ["Ingested", "read_context", "read_inputs", "strip_prefixes"]
+__all__ = ["Ingested", "Meter", "OnProgress", "ReadProgress", "read_context", "read_inputs", "strip_prefixes"]

@@ -122,7 +122,8 @@ def _local_to_global(files: list[FileEvents]) -> None:
     """local rank -> global rank per agent: direct (L, R) pairs, else one consistent offset R - L.
 
     Pairs come from events carrying both, `world_info` echoes, the single `[rankN]:` rank of a local
-    rank's own files, and the ChildFailedError table of the agent's host.
+    rank's own files, the ChildFailedError table of the agent's host, and a torchrun command line stating
+    the node's rank and worker count (local rank 0 is node_rank * nproc_per_node).
     """
     triples: list[tuple[tuple[str, ...], int, int]] = []
     key_hosts: dict[tuple[str, ...], set[str]] = {}
@@ -140,6 +141,11 @@ def _local_to_global(files: list[FileEvents]) -> None:
                 lr = lr if lr is not None else f.origin.local_rank
                 if g is not None and lr is not None:
                     triples.append((key, lr, g))
+            elif e.kind == "launch_config":
+                # torchrun's static rendezvous: global rank = node_rank * nproc_per_node + local_rank.
+                node, nproc = _int(e.get("node_rank")), _int(e.get("nproc_per_node"))
+                if node is not None and nproc:
+                    triples.append((key, 0, node * nproc))
             elif e.kind == "child_failed":
                 g, lr, h = _int(e.get("failed_rank")), _int(e.get("local_rank")), e.get("failed_host")
                 if g is not None and lr is not None and isinstance(h, str) and h:
@@ -147,8 +153,14 @@ def _local_to_global(files: list[FileEvents]) -> None:
             # The agent's own lines name other processes' local ranks; they say nothing about their writer.
             if e.rank is not None and e.local_rank is not None and e.kind not in AGENT_EVENT_KINDS:
                 triples.append((key, e.local_rank, e.rank))
+    # host -> torchrun trees seen on it, so a failure table of N rows costs N lookups, not N x trees
+    trees_on: dict[str, list[tuple[str, ...]]] = {}
+    for k, hs in key_hosts.items():
+        if k[0] == "tree":
+            for h in hs:
+                trees_on.setdefault(h, []).append(k)
     for host, lr, g in failures:
-        keys = [k for k, hs in key_hosts.items() if host in hs and k[0] == "tree"]
+        keys = trees_on.get(host, [])
         if len(keys) == 1:
             triples.append((keys[0], lr, g))
     direct = _unique(((k, lr), g) for k, lr, g in triples)

@@ -95,6 +95,8 @@ class Envelope:
     year_known: bool = False
     clock: str | None = None
     level: str | None = None
+    writer: str | None = None       # the launcher-prefixed stream (LogLine.writer)
+    mpi_rank: int | None = None     # the rank of an Open MPI / PRRTE output tag
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +154,8 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
     year_known = False
     clock: str | None = None
     level: str | None = None
+    writers: list[str] = []
+    mpi_rank: int | None = None
     year_default = year_hint if year_hint is not None else YEARLESS_YEAR
 
     for _ in range(8):  # outer prefixes, in any order they were stacked
@@ -173,17 +177,22 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
             stream = "stderr" if m["stream"] == "stderr" else "stdout"
             host = m["host"] or host
             s = s[m.end():]
+            if mpi_rank is None:  # a doubled tag (`[1,0]<stderr>:[1,0]<stderr>:`) names the same process
+                mpi_rank = task
+                writers.append(f"mpi {m['job']},{task}")
             continue
         if dialect.slurm:
             m = SLURM_RE.match(s)
             if m and task is None:
                 task = int(m["task"])
+                writers.append(f"task {task}")
                 s = s[m.end():]
                 continue
         if dialect.pdsh and host is None:
             m = PDSH_RE.match(s)
             if m:
                 host = m["host"]
+                writers.append(f"host {host}")
                 s = s[m.end():]
                 continue
         m = JOURNAL_RE.match(s)
@@ -221,6 +230,7 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
         m = TEE_RE.match(s)
         if m:
             local_rank = int(m["local_rank"])
+            writers.append(f"tee {m['role']}{local_rank}")
             s = s[m.end():]
             continue
         break
@@ -293,4 +303,5 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
     return Envelope(
         text=s, rank=rank, host=host, local_rank=local_rank, stream=stream, task=task, time=time,
         year=year, year_known=year_known, clock=clock, level=level,
+        writer="/".join(writers) if writers else None, mpi_rank=mpi_rank,
     )

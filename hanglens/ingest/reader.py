@@ -1,40 +1,30 @@
 """Stream one input's bytes into parsers: literal prefilter over big blocks, lines only where it hits.
 
-Memory stays bounded by the block size whatever the input size: a block is searched for any parser
-trigger with one compiled alternation, and only the physical lines around hits (plus every line
-while a parser is inside a multi-line block) are decoded, split on `\\r`, stripped of prefixes and fed.
-Plain files on disk take a faster road to the same result (`Reader.read_file`): GNU grep finds the
-trigger lines (`prefilter.py`), the lines a multi-line block needs are read from the file after them,
-and torchtitan step lines skip the per-line machinery. A physical line is cut at the line limit
-(`max_line_bytes`, MAX_LINE by default).
+Memory stays bounded by the block size whatever the input size. In each block RE2 (Arrow, `rows.py`)
+picks the lines holding any parser trigger (a small block: one `re` alternation), the `[rankN]:`
+envelopes are collected with one scan, and only the picked lines (plus every line while a parser is
+inside a multi-line block) reach Python. There a line repeating an inert earlier one is dropped on its
+bytes, a torchtitan step line goes to the progress fast path, and any other line is decoded, split on
+`\\r`, and each segment goes, after one dispatch (`dispatch.py`), to the parsers whose triggers it
+holds. A physical line is cut at the line limit (`max_line_bytes`, MAX_LINE by default).
 """
 
 from __future__ import annotations
 
 import codecs
-import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import IO
 
-from hanglens.ingest.prefilter import (
-    FAST_BODY,
-    PRINTABLE_RE,
-    SCAN_CHUNK,
-    FastPathMismatch,
-    FastProgress,
-    Grep,
-    Row,
-    grep_path,
-    scan_file,
-    trigger_sets,
-)
-from hanglens.ingest.prefix import ANSI_RE, Dialect, detect_dialect, strip_prefixes
+from hanglens.ingest.dispatch import dispatch_for
+from hanglens.ingest.prefilter import FAST_BODY, PRINTABLE_RE, FastProgress
+from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, detect_dialect, strip_prefixes
+from hanglens.ingest.rows import Rows
 from hanglens.ingest.sources import ReadableStream
+from hanglens.ingest.streams import is_agent_event, stream_ranks
 from hanglens.limits import MINIMUMS, human_bytes
-from hanglens.model import AGENT_EVENT_KINDS, Event, LogLine, Origin, SourceRef
+from hanglens.model import Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
 from hanglens.parsers.progress import ProgressParser
 
@@ -42,12 +32,16 @@ BLOCK = 1 << 22            # bytes searched per regex call
 MAX_LINE = 1 << 20         # a longer physical line is cut here (the rest of it is skipped, and said)
 MIN_LINE = MINIMUMS["max_line_bytes"]  # a smaller line limit (as `Limits(...)`) is raised to this
 SAMPLE_LINES = 200         # lines sampled to decide the file's prefix dialect and hard-wrap width
-GREP_MIN_BYTES = 256 << 10  # smaller plain files are scanned in Python (a grep process costs more)
+ROWS_MIN_BYTES = 1 << 18   # a smaller block is searched with `re` (Arrow's per-call cost is higher there)
 MAX_SEEN = 1 << 14         # distinct repeated-line keys remembered per file
-PREPARE_BYTES = 1 << 16    # head bytes the dialect, CR-only and hard-wrap decisions are made from
 
 # `[rankN]:` on lines no parser wants still says whose file this is; scanned per block, not per line.
 _RANK_SCAN_RE = re.compile(rb"(?:\[(?!rank)[A-Za-z_][\w-]*?(\d{1,4})\]:)?\[rank(\d{1,6})\]:")
+# The same without the optional `[defaultN]:` tag in front: it starts with a literal, so `re` skips to each
+# `[rank` at memchr speed instead of trying the tag at every byte. A block without `]:[rank` holds no tag
+# that ends right before a `[rank`, so there both patterns find the same ranks.
+_RANK_ONLY_RE = re.compile(rb"\[rank(\d{1,6})\]:")
+_TAGGED_RANK = b"]:[rank"
 _WRAP_START_RE = re.compile(
     r"^(?:\[rank\d+\]|\[default\d+\]|\[[VIWEF]\d{0,4}[ \d:.]*[\w.+-]*\.(?:cpp|cc|h|hpp)|[VIWEC]\d{4} |"
     r"\d{4}-\d\d-\d\d|Traceback|\s+File \"|\w*(?:Error|Exception)\b|\[\d{4}-|\S+:\d+:\d+ \[\d+\] NCCL|"
@@ -58,11 +52,16 @@ _WRAP_START_RE = re.compile(
 # The clock time near the start of a line (the envelope's stamp): two lines equal apart from it are one
 # message printed again (a periodic info line, a retried warning). Bounded look-ahead: linear.
 _STAMP_RE = re.compile(r"^(.{0,48}?)\d\d:\d\d:\d\d(?:[.,]\d{1,9})?")
+_STAMP_B_RE = re.compile(_STAMP_RE.pattern.encode())
+# A physical line whose bytes are its one segment (`_handle` would feed it unchanged): the repeat check can
+# run on the bytes, before any decoding.
+_PLAIN_LINE_RE = re.compile(rb"[\t\x20-\x7e]*")
 
 
 def repeat_key(raw: str) -> str:
     """`raw` without its first clock time (within its first 48 characters): the key of a repeated line."""
-    return _STAMP_RE.sub(r"\1", raw, count=1)
+    m = _STAMP_RE.match(raw)
+    return raw if m is None else raw[:m.end(1)] + raw[m.end():]
 
 
 def _trie_pattern(words: list[bytes]) -> bytes:
@@ -118,6 +117,7 @@ class FileResult:
     envelope_ranks: set[int] = field(default_factory=set)
     rank_pairs: set[tuple[int, int]] = field(default_factory=set)   # (local_rank, rank) stated on one line
     dated: tuple[float, float] | None = None     # earliest, latest stamp that stated its year
+    glued_bar_lines: set[int] = field(default_factory=set)  # lines where text was glued to a tqdm bar
 
 
 def _wrap_width(sample: list[str]) -> int | None:
@@ -174,22 +174,42 @@ def _long_line_note(num: int, max_line: int) -> str:
             "(limit max_line_bytes, --limit max_line_bytes=SIZE)")
 
 
-def _has_any(text: str, literals: tuple[str, ...]) -> bool:
-    for lit in literals:  # noqa: SIM110 - runs per hit line; a plain loop beats any() with a generator
-        if lit in text:
-            return True
-    return False
-
+# What `_inert` looks for: a date with its year (every stamp `_line` dates has one), a launcher tag such as
+# `[default3]:` (a local rank), and the `[rankN]:` envelope the block scan records.
+_YEAR_DATE_RE = re.compile(r"\d{4}-\d\d-\d\d")
+_TAG_RE = re.compile(r"\[(?!rank\d)[A-Za-z_][\w-]{0,63}?\d{1,6}\]:")
+_RANK_ENVELOPE_RE = re.compile(r"\[rank\d{1,6}\]:")
 
 # A user-style rank tag (`[rank 3] `, not the `[rank3]:` envelope) glued to the end of another line.
 _RANK_TAG_SPLIT_RE = re.compile(r"(?<=[^\s\]:])(?=\[rank ?\d+\](?!:))")
+# The end of a tqdm bar (`[<elapsed><<remaining>, <rate>]`, or `<n>it [<elapsed>, <rate>]` without a
+# total) with more text right after it: tqdm redraws with `\r` and writes no newline, so whatever another
+# process (or the same one) prints next is glued to the bar. tqdm ends its line with that bracket, so the
+# rest is another line (log-formats.md, failure-signatures.md section 15). Bounded pieces: linear.
+_BAR_END_RE = re.compile(
+    r"(?:\[\d{1,9}:\d\d(?::\d\d)?<(?:\d{1,9}:\d\d(?::\d\d)?|\?)|(?<=\dit )\[\d{1,9}:\d\d(?::\d\d)?)"
+    r"(?:,[^\[\]\r\n]{0,256})?\](?=\S)"
+)
 
 
-def _is_agent_event(e: Event) -> bool:
-    """Lines the torchrun agent (not a worker) writes: they must not inherit a worker's rank."""
-    if e.kind in AGENT_EVENT_KINDS:
-        return True
-    return e.kind in ("exception", "error_line") and "ChildFailedError" in e.text
+def split_glued(seg: str) -> list[str]:
+    """`seg` cut after every tqdm bar that has text glued to it (the bar, then what followed it)."""
+    if "<" not in seg and "it [" not in seg:
+        return [seg]
+    out: list[str] = []
+    start = 0
+    for m in _BAR_END_RE.finditer(seg):
+        out.append(seg[start:m.end()])
+        start = m.end()
+    out.append(seg[start:])
+    return out
+
+
+def _empty_text(raw: str) -> bool:
+    """True when `raw`'s first `[rankN]:` envelope ends it (a tqdm redraw glued to the next line's tag):
+    no prefix before it can reach into it, so the line's text after `strip_prefixes` is empty."""
+    m = RANK_RE.search(raw)
+    return m is not None and m.end() == len(raw)
 
 
 class Reader:
@@ -200,12 +220,19 @@ class Reader:
                  max_line: int = MAX_LINE) -> None:
         self.path = path
         self.max_line = max(MIN_LINE, max_line)
-        self.reference = reference  # the plain reader: every line parsed, no repeat memo, no fast path
+        # The plain reader (for tests): every trigger line parsed with an `in` test per parser's trigger,
+        # no repeat memo, no fast paths, blocks searched with `re`.
+        self.reference = reference
         self.origin = origin
         self.parser_classes = tuple(parser_classes)
         self.parsers = [cls() for cls in parser_classes]
         self.fast: FastProgress | None = None
         self.trig_text = [tuple(cls.triggers) for cls in parser_classes]
+        self.dispatch = dispatch_for(tuple(self.trig_text))
+        self.wanted: dict[int, list[int]] = {}  # parser mask -> the parsers' indices, in feeding order
+        self.literals = tuple(t for cls in parser_classes for t in cls.triggers if t)
+        self.other_literals = tuple(t for cls in parser_classes if cls is not ProgressParser
+                                    for t in cls.triggers if t)
         self.triggers = triggers if triggers is not None else compile_triggers(parser_classes)
         self.others = self.triggers
         self.result = FileResult()
@@ -216,25 +243,40 @@ class Reader:
         # `repeats_matter` read): a line equal to one of them apart from its clock time is the same
         # message again, which gives no event either, so it is not parsed again.
         self.seen: set[str] = set()
-        self.rank_tags: set[bytes] = set()
+        self.seen_b: set[bytes] = set()  # the ASCII keys of `seen`, as bytes (checked before decoding)
+        self.mpi_ranks: dict[str, int] = {}   # Open MPI writer -> its tag's rank
         self.repeats = 0
         self.repeat_matters = [cls.repeats_matter for cls in parser_classes]
+        self.scanned = False  # True while reading blocks whose `[rankN]:` envelopes `_block` records
+        # [index of the progress parser] when its `reads` applies (no user pattern), else never equal.
+        at = [i for i, cls in enumerate(parser_classes) if cls is ProgressParser]
+        self.progress_only = at if at and not ProgressParser.user_triggers and not reference else [-1]
 
     # -- line level --------------------------------------------------------------------------
     def _handle(self, bline: bytes, num: int) -> None:
         if len(bline) > self.max_line:
             bline = bline[:self.max_line]
+        clean = True
         if b"\x00" in bline:
             bline = bline.replace(b"\x00", b"")
+            clean = False
         text = bline.decode("utf-8", "replace")
         if "\x1b" in text:
             text = ANSI_RE.sub("", text)
-        for seg in text.split("\r") if "\r" in text else (text,):
-            # Two ranks printing at once can glue their lines: `...loss 0.29[rank 0] step 2 ...`.
-            parts = _RANK_TAG_SPLIT_RE.split(seg) if seg.find("[rank", 1) > 0 else (seg,)
-            for part in parts:
-                if part.strip():
-                    self._segment(part, num)
+            clean = False
+        scanned = self.scanned and clean
+        for cr_seg in text.split("\r") if "\r" in text else (text,):
+            glued = split_glued(cr_seg)
+            for k, seg in enumerate(glued):
+                if k + 1 < len(glued) and len(self.result.glued_bar_lines) < MAX_SEEN:
+                    # The bar's writer is not the writer of what follows: the bar keeps no rank
+                    # from the file's envelope (see `_attribute`).
+                    self.result.glued_bar_lines.add(num)
+                # Two ranks printing at once can glue their lines: `...loss 0.29[rank 0] step 2 ...`.
+                parts = _RANK_TAG_SPLIT_RE.split(seg) if seg.find("[rank", 1) > 0 else (seg,)
+                for part in parts:
+                    if part.strip():
+                        self._segment(part, num, scanned)
 
     def _line(self, raw: str, num: int) -> LogLine:
         """The LogLine of one segment; records its rank, rank pairing and dated stamp on the way."""
@@ -250,27 +292,51 @@ class Reader:
             self.envelope_ranks.add(env.rank)
             if env.local_rank is not None:
                 self.result.rank_pairs.add((env.local_rank, env.rank))
+        if env.mpi_rank is not None and env.writer is not None and len(self.mpi_ranks) < MAX_SEEN:
+            self.mpi_ranks.setdefault(env.writer, env.mpi_rank)
         return LogLine(
             text=env.text, raw=raw.rstrip("\n"), ref=SourceRef(self.path, num), rank=rank,
             host=env.host or o.host,
             local_rank=env.local_rank if env.local_rank is not None else o.local_rank,
             attempt=o.attempt, stream=env.stream or o.stream, time=env.time, clock=env.clock, level=env.level,
+            writer=env.writer,
         )
 
-    def _segment(self, raw: str, num: int) -> None:
+    def _segment(self, raw: str, num: int, scanned: bool = False) -> None:
+        """Feed one segment to the parsers whose triggers it holds (and to those inside a block).
+
+        `scanned`: the block scan saw this segment's bytes as they are (no NUL or ANSI code removed),
+        so its `[rankN]:` envelopes are recorded already.
+        """
         key = None
-        if not self.active and not self.reference:
+        active = self.active
+        if not active and not self.reference:
             key = repeat_key(raw)
             if key in self.seen:
                 self.repeats += 1
                 return
+        bits = self.dispatch.mask(raw) if not self.reference else self._plain_mask(raw)
+        for i in active:
+            bits |= 1 << i
+        wanted = self.wanted.get(bits)
+        if wanted is None:
+            wanted = self.wanted[bits] = [i for i in range(len(self.parsers)) if bits >> i & 1]
+        if not wanted:
+            if not scanned or not self._inert(raw):
+                self._line(raw, num)  # its rank and dated stamp still count
+            if key is not None and len(self.seen) < MAX_SEEN:
+                self.seen.add(key)
+                if key.isascii():
+                    self.seen_b.add(key.encode())
+            return
+        if wanted == self.progress_only and scanned and \
+                (_empty_text(raw) or not ProgressParser.reads(raw)) and self._inert(raw):
+            return  # the progress parser would read nothing here, and the line says nothing else
         line = self._line(raw, num)
         produced = fed_repeat = False
-        active = self.active
         fast = self.fast
-        for i, parser in enumerate(self.parsers):
-            if i not in active and not _has_any(raw, self.trig_text[i]):
-                continue
+        for i in wanted:
+            parser = self.parsers[i]
             fed_repeat = fed_repeat or self.repeat_matters[i]
             if fast is not None and fast.state and i == fast.index:
                 # The progress parser gets the step report the fast path held back for this line's rank
@@ -294,6 +360,19 @@ class Reader:
             self.result.lines_with_events += 1
         if key is not None and not produced and not active and not fed_repeat and len(self.seen) < MAX_SEEN:
             self.seen.add(key)
+            if key.isascii():
+                self.seen_b.add(key.encode())
+
+    def _plain_mask(self, raw: str) -> int:
+        """The reference reader's dispatch: an `in` test per trigger of every parser."""
+        return sum(1 << i for i, lits in enumerate(self.trig_text) if any(lit in raw for lit in lits))
+
+    def _inert(self, raw: str) -> bool:
+        """True when building `raw`'s LogLine would record nothing: no year-dated stamp, no rank or
+        local-rank pairing beyond the `[rankN]:` envelopes the block scan already recorded."""
+        if _YEAR_DATE_RE.search(raw) is not None or _TAG_RE.search(raw) is not None or "<std" in raw:
+            return False  # (an Open MPI `[job,rank]<stdout>:` tag names its writer)
+        return raw.count("[rank") == len(_RANK_ENVELOPE_RE.findall(raw))
 
     # -- block level -------------------------------------------------------------------------
     def _block(self, block: bytes, lineno: int) -> int:
@@ -302,10 +381,9 @@ class Reader:
         search = self.triggers.search
         self._note_long_lines(block, lineno)
         if b"[rank" in block:
-            for local, rank in set(_RANK_SCAN_RE.findall(block)):
-                self.envelope_ranks.add(int(rank))
-                if local:
-                    self.result.rank_pairs.add((int(local), int(rank)))
+            self._scan_block_ranks(block)
+        if n >= ROWS_MIN_BYTES and not self.reference:
+            return self._block_rows(block, lineno)
         while pos < n:
             if self.active:
                 end = block.find(b"\n", pos)
@@ -326,18 +404,78 @@ class Reader:
             end = block.find(b"\n", m.end())
             end = n if end < 0 else end
             line = block[start:end]
-            if self.fast is None or not self._take_fast(line, lineno + 1):
+            if (self.fast is None or not self._take_fast(line, lineno + 1)) and not self._repeat(line):
                 self._handle(line, lineno + 1)
             lineno += 1
             pos = end + 1
         return lineno
 
-    def _take_fast(self, line: bytes, num: int) -> bool:
-        """Give a torchtitan step line to the progress fast path (as the grep path does); False if not one."""
+    def _block_rows(self, block: bytes, lineno: int) -> int:
+        """`_block` for a big block: RE2 picks the trigger lines; Python sees only those (and the lines
+        a multi-line block asks for)."""
+        rows = Rows(block)
+        hits = rows.hits(self.literals)
+        vetoed: set[int] = set()
+        if self.fast is not None and len(hits):
+            vetoed = set(rows.hits(self.other_literals, hits).tolist())
+        count = rows.count
+        upto = 0  # lines before this one were fed already (a multi-line block)
+        while self.active and upto < count:  # a block open at the end of the previous one goes on here
+            self._handle(rows.line(upto), lineno + upto + 1)
+            upto += 1
+        picked = zip(hits.tolist(), rows.starts[hits].tolist(), rows.ends[hits].tolist(), strict=True)
+        for i, start, end in picked:
+            if i < upto:
+                continue
+            line = block[start:end]
+            num = lineno + i + 1
+            if (self.fast is None or i in vetoed or not self._take_fast(line, num, vetted=True)) \
+                    and not self._repeat(line):
+                self._handle(line, num)
+            i += 1
+            while self.active and i < count:
+                self._handle(rows.line(i), lineno + i + 1)
+                i += 1
+            upto = i
+        return lineno + count
+
+    def _scan_block_ranks(self, block: bytes) -> None:
+        """Record every `[rankN]:` envelope (and `[tagM]:[rankN]:` local-rank pairing) in `block`."""
+        if _TAGGED_RANK in block:
+            for local, rank in set(_RANK_SCAN_RE.findall(block)):
+                self.envelope_ranks.add(int(rank))
+                if local:
+                    self.result.rank_pairs.add((int(local), int(rank)))
+            return
+        for rank in set(_RANK_ONLY_RE.findall(block)):
+            self.envelope_ranks.add(int(rank))
+
+    def _repeat(self, line: bytes) -> bool:
+        """True (and counted) when `line` is one plain segment repeating an inert earlier one (see `seen`).
+
+        Decided on the bytes: a printable ASCII line with no second `[rank` is exactly the one segment
+        `_handle` would feed, and its key is the bytes of the key `_segment` would compute.
+        """
+        if self.active or not self.seen_b or line.find(b"[rank", 1) >= 0:
+            return False
+        if _PLAIN_LINE_RE.fullmatch(line) is None:
+            return False
+        m = _STAMP_B_RE.match(line)
+        key = line[:m.end(1)] + line[m.end():] if m is not None else line
+        if key in self.seen_b:
+            self.repeats += 1
+            return True
+        return False
+
+    def _take_fast(self, line: bytes, num: int, vetted: bool = False) -> bool:
+        """Give a torchtitan step line to the progress fast path; False if not one.
+
+        `vetted`: the caller knows that no trigger of another parser is in the line.
+        """
         m = _FAST_LINE_RE.match(line)
         if m is None or len(line) > self.max_line or b"poch" in line or b"iteration" in line:
             return False
-        if not PRINTABLE_RE.fullmatch(line) or self.others.search(line) is not None:
+        if not PRINTABLE_RE.fullmatch(line) or (not vetted and self.others.search(line) is not None):
             return False
         assert self.fast is not None
         rank = self.fast.take((b"", b"", line, *m.groups()), num)
@@ -370,6 +508,10 @@ class Reader:
         if len(sample) > 1 and not text.endswith(b"\n"):
             sample = sample[:-1]
         self.dialect = detect_dialect(sample)
+        if cr_only:
+            # `\r` alone ends a progress bar's redraws (a worker's stderr.log holding only a tqdm bar):
+            # the redraws have one width, but they are not a terminal's hard wrap of longer lines.
+            return cr_only, None
         return cr_only, _wrap_width([ANSI_RE.sub("", s) for s in sample])
 
     def read(self, stream: ReadableStream) -> FileResult:
@@ -386,130 +528,13 @@ class Reader:
             if fast_at is not None:
                 self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line)
                 self.others = _other_triggers(self.parser_classes)
+            self.scanned = not self.reference
             self._read_blocks(head, stream, cr_only)
+            self.scanned = False
             if self.fast is not None:
                 self.fast.finish()
         self._close()
         return self.result
-
-    def read_file(self, fs_path: str, stream: ReadableStream, use_grep: bool = True) -> FileResult:
-        """Read a plain (uncompressed) file on disk whose bytes `stream` yields.
-
-        With GNU grep at hand and ordinary `\\n` lines, grep finds the trigger lines and Python reads only
-        those (and the lines a parser asks for after them); otherwise this is `read(stream)`.
-        The result is the same either way.
-        """
-        exe = grep_path() if use_grep else None
-        try:
-            small = os.path.getsize(fs_path) < GREP_MIN_BYTES
-        except OSError:
-            small = True
-        if exe is None or small or self.max_line < SCAN_CHUNK:
-            return self.read(stream)
-        head = stream.read(PREPARE_BYTES)
-        cr_only, wrap = self._prepare(head)
-        if cr_only or wrap or head.startswith(UTF16_BOMS):
-            return self.read(Replay(head, stream))
-        try:
-            done = self._read_grep(exe, fs_path)
-        except (OSError, FastPathMismatch) as exc:
-            done = f"{type(exc).__name__}: {exc}"
-        if done is None:
-            return self.result
-        fresh = Reader(self.path, self.origin, self.parser_classes, self.triggers, max_line=self.max_line)
-        try:
-            with open(fs_path, "rb") as fh:
-                res = fresh.read(fh)
-                res.size = fh.tell()
-        except OSError as exc:
-            res = fresh.result
-            res.notes.append(f"cannot read: {exc.strerror or exc}")
-        res.notes.insert(0, f"grep prefilter failed ({done}); read with the built-in scanner")
-        return res
-
-    def _read_grep(self, exe: str, fs_path: str) -> str | None:
-        """The grep path; None when it worked, else why it did not (the caller reads the file again)."""
-        every, other = trigger_sets(self.parser_classes)
-        fast_at = FastProgress.usable(self.parser_classes)
-        if fast_at is not None:
-            self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line)
-        grep = Grep(exe, every, fs_path, self.max_line, other if fast_at is not None else ())
-        try:
-            with open(fs_path, "rb") as fh:
-                scan = scan_file(fh, self.max_line)
-                self.result.size, self.result.lines = scan.size, scan.lines
-                self.result.notes.extend(_long_line_note(n, self.max_line) for n in scan.long_lines)
-                self._rows(grep.hits(), fh)
-        except BaseException:
-            grep.kill()
-            raise
-        code = grep.finish()
-        if code >= 2 or code < 0:
-            return f"grep exit status {code}"
-        if self.fast is not None:
-            self.fast.finish()
-        self._close()
-        return None
-
-    def _rows(self, rows: Iterator[Row], fh: IO[bytes]) -> None:
-        """Handle grep's rows in line order: fast progress lines, `[rank`-only lines, the rest slowly."""
-        consumed = 0          # last line read by a multi-line block
-        fast = self.fast
-        search = self.triggers.search
-        for row in rows:
-            num = int(row[0])
-            if num <= consumed:
-                continue
-            text = row[2]
-            if row[3] and fast is not None:
-                rank = fast.take(row, num)
-                if rank is not None:
-                    self.envelope_ranks.add(rank)
-                    if text.find(b"[rank", 1) >= 0:
-                        self._scan_ranks(text)
-                    continue
-            if b"[rank" in text:
-                self._scan_ranks(text)
-                if search(text) is None:  # only `[rank` brought it
-                    continue
-            self._handle(text, num)
-            if self.active:
-                consumed = self._continue(fh, num, int(row[1]))
-
-    def _scan_ranks(self, text: bytes) -> None:
-        if text.startswith(b"[rank") and text.find(b"[rank", 1) < 0:
-            # One `[rankN]:` envelope at the start, as on every line of a tee'd console: seen once is enough.
-            end = text.find(b"]:", 5) + 2   # what the scan can find is decided by the text up to here
-            if end > 1 and text[:end] in self.rank_tags:
-                return
-            if end > 1 and len(self.rank_tags) < MAX_SEEN:
-                self.rank_tags.add(text[:end])
-        for local, rank in _RANK_SCAN_RE.findall(text):
-            self.envelope_ranks.add(int(rank))
-            if local:
-                self.result.rank_pairs.add((int(local), int(rank)))
-
-    def _continue(self, fh: IO[bytes], num: int, offset: int) -> int:
-        """Feed the lines after line `num` (at `offset`) while a parser wants them; the last line read."""
-        fh.seek(offset)
-        row = fh.readline(self.max_line + 1)
-        while row and row[-1:] != b"\n":
-            row = fh.readline(self.max_line + 1)
-        while self.active:
-            row = fh.readline(self.max_line + 1)
-            if not row:
-                break
-            num += 1
-            if row[-1:] == b"\n":
-                row = row[:-1]
-            else:
-                rest = row
-                while rest and rest[-1:] != b"\n":
-                    rest = fh.readline(self.max_line + 1)
-            if b"[rank" in row:
-                self._scan_ranks(row)
-            self._handle(row, num)
-        return num
 
     def _close(self) -> None:
         if self.repeats:
@@ -631,15 +656,30 @@ class Reader:
         # agent's own (worker failures, SIGTERMs, ChildFailedError): they belong to no worker rank.
         teed = own_local is None and any(e.local_rank is not None for e in res.events)
 
+        glued = res.glued_bar_lines
+
         def rank_for(e: Event) -> int | None:
+            if (self.origin.rank is None and e.kind == "progress" and e.local_rank is None
+                    and e.ref.line in glued):
+                # A bar with another process's line glued to it: in a console holding one `[rankN]:`
+                # envelope, that envelope's rank printed the glued line, so the bar may be anyone's.
+                return None
             if e.local_rank is not None and e.local_rank != own_local:
                 ranks = by_local.get(e.local_rank, set())
                 return next(iter(ranks)) if len(ranks) == 1 else None
-            if self.origin.rank is None and (teed or _is_agent_event(e)):
+            if self.origin.rank is None and (teed or is_agent_event(e)):
                 return None
             return file_rank
 
         res.events = [e if e.rank is not None or rank_for(e) is None else replace(e, rank=rank_for(e))
                       for e in res.events]
+        if self.origin.rank is None:
+            # A stream whose own lines name one rank (or one Open MPI process's tag) owns its unranked lines.
+            owners = stream_ranks(res.events, self.mpi_ranks, self.envelope_ranks)
+            # A tqdm bar with another writer's line glued to it is not that writer's (see `rank_for`).
+            res.events = [replace(e, rank=owners[e.writer])
+                          if e.rank is None and e.writer in owners and not is_agent_event(e)
+                          and not (e.kind == "progress" and e.ref.line in glued) else e
+                          for e in res.events]
         res.ranks = {e.rank for e in res.events if e.rank is not None} | self.envelope_ranks
         res.hosts = {e.host for e in res.events if e.host}

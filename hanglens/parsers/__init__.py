@@ -12,6 +12,7 @@ from hanglens.parsers.elastic import ElasticParser
 from hanglens.parsers.environment import EnvironmentParser
 from hanglens.parsers.faulthandler import FaulthandlerParser
 from hanglens.parsers.gloo import GlooParser
+from hanglens.parsers.lifecycle import LifecycleParser
 from hanglens.parsers.nccl import NcclParser
 from hanglens.parsers.progress import ProgressParser
 from hanglens.parsers.pyspy import PyspyParser
@@ -33,6 +34,7 @@ PARSERS: tuple[type[Parser], ...] = (
     PyspyParser,
     FaulthandlerParser,
     ProgressParser,
+    LifecycleParser,
     EnvironmentParser,
     CatchallParser,
 )

@@ -75,6 +75,7 @@ class Parser:
             attempt=line.attempt,
             level=line.level,
             fields=fields,
+            writer=line.writer,
         )
 
 

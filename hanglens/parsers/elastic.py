@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hanglens.model import Event, LogLine
@@ -68,7 +68,39 @@ CFE_ERRFILE_RE = re.compile(r"(?:^|\s)error_file\s*: ?(?P<path>\S+)")
 CFE_SIGNAL_RE = re.compile(r"Signal (?P<signum>\d+) \((?P<signame>SIG\w+)\) received by PID (?P<pid>\d+)")
 CFE_FIELD_RE = re.compile(r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s*:")
 CFE_FLAT_RE = re.compile(r"^\s*\[\d+\]:\s+time\s*:.*\brank\s*: -?\d+")
+CFE_TB_RE = re.compile(r"(?:^|\s)traceback\s*: Traceback \(most recent call last\):")
+# Inside the table the worker's py_callstack is indented two more spaces (errors/__init__.py _format_failure):
+# frames at four spaces, the exception line at two. One space less is accepted: a launcher tag stripped with
+# its optional separator space (Open MPI 5 `[1,0]<stderr>: `; Open MPI 4 writes none) takes one from them.
+CFE_TB_FRAME_RE = re.compile(
+    r"^ {3,4}File \"(?P<file>[^\"]{1,4096})\", line (?P<line>\d{1,9})(?:, in (?P<func>[^\r\n]{1,512}))?$"
+)
+CFE_TB_SOURCE_RE = re.compile(r"^ {5}")
+CFE_TB_EXC_RE = re.compile(
+    r"^ {1,2}(?P<type>[A-Za-z_]\w{0,127}(?:\.[A-Za-z_]\w{0,127}){0,15})(?:: (?P<msg>.*))?$"
+)
+CFE_TB_CHAIN_RE = re.compile(
+    r"^ {1,2}(?:Traceback \(most recent call last\):|During handling of the above exception|"
+    r"The above exception was the direct cause)"
+)
+# error_handler.py dump_error_file: the agent names the root-cause worker's error.json before raising
+# ChildFailedError; the file's folder is that worker's local rank (<log_dir>/<run>/attempt_<a>/<local_rank>/).
+COPY_RE = re.compile(r"to copy child error file \((?P<path>[^()]{0,4096}?)\)")
+ERROR_JSON_RE = re.compile(r"/attempt_(?P<attempt>\d{1,6})/(?P<lr>\d{1,6})/error\.json$")
+# A torchrun / torch.distributed.run / torch.distributed.launch command line (echoed by a shell prompt or a
+# job script) and its options (torch/distributed/run.py: `--nnodes`, `--node-rank`/`--node_rank`,
+# `--nproc-per-node`/`--nproc_per_node`, `--standalone`, `--rdzv-backend`).
+LAUNCH_CMD_RE = re.compile(r"(?:^|[\s/;&|(])(?:torchrun|-m\s+torch\.distributed\.(?:run|launch))(?=\s)")
+OPT_NNODES_RE = re.compile(r"\s--nnodes[= ]\s*[\"']?(?P<v>\d{1,6})(?::(?P<max>\d{1,6}))?(?![\w:])")
+OPT_NODE_RANK_RE = re.compile(r"\s--node[_-]rank[= ]\s*[\"']?(?P<v>\d{1,6})(?!\w)")
+OPT_NPROC_RE = re.compile(r"\s--nproc[_-]per[_-]node[= ]\s*[\"']?(?P<v>\d{1,6})(?!\w)")
+OPT_STANDALONE_RE = re.compile(r"\s--standalone(?![\w-])")
+OPT_RDZV_RE = re.compile(r"\s--rdzv[_-]backend[= ]\s*[\"']?(?P<v>[\w-]{1,32})")
+# torch/distributed/run.py prints this banner only when nproc_per_node > 1 (several workers per agent).
+OMP_BANNER_RE = re.compile(r"Setting OMP_NUM_THREADS environment variable for each process to be")
 MAX_BLOCK_LINES = 5000
+MAX_FRAMES = 40
+MAX_COPY_WAIT = 400   # lines between the agent naming the child error file and the callstack it prints
 
 
 def signal_name(exitcode: int | None) -> str | None:
@@ -100,6 +132,43 @@ class _Record:
     line: LogLine
     section: str  # "failures", "root" or "unknown" (flattened rows seen without the header)
     fields: dict[str, Any] = field(default_factory=dict)
+    tb: _Callstack | None = None   # the worker's py_callstack printed in the `traceback :` field
+
+
+@dataclass
+class _Callstack:
+    """A worker's traceback as the agent prints it (table field, or after naming the child's error.json)."""
+
+    line: LogLine
+    frames: list[tuple[str, int | None, str | None]] = field(default_factory=list)
+    exc_type: str | None = None
+    message: str | None = None
+    local_rank: int | None = None
+    failed_rank: int | None = None
+
+    def feed(self, text: str) -> bool:
+        """Take one table-indented line of the callstack; False when it is not one.
+
+        A chained callstack (`The above exception was the direct cause ...`) ends with the exception that
+        killed the worker: its frames and exception line replace the earlier ones.
+        """
+        m = CFE_TB_FRAME_RE.match(text)
+        if m:
+            if self.exc_type is not None:
+                self.frames, self.exc_type, self.message = [], None, None
+            self.frames.append((m["file"], to_count(m["line"]), m["func"]))
+            if len(self.frames) > MAX_FRAMES:
+                del self.frames[0]   # keep the innermost frames, where the worker failed
+            return True
+        if CFE_TB_SOURCE_RE.match(text) or not text.strip() or CFE_TB_CHAIN_RE.match(text):
+            return True   # a frame's source or caret line, a blank line, the chain's joining lines
+        if CFE_FIELD_RE.match(text):
+            return False
+        m = CFE_TB_EXC_RE.match(text)
+        if m and (m["type"].endswith(("Error", "Exception", "Interrupt", "Exit")) or m["msg"] is not None):
+            self.exc_type, self.message = m["type"], (m["msg"] or "").strip()[:2000] or None
+            return True
+        return False
 
 
 @dataclass
@@ -127,6 +196,11 @@ class ElasticParser(Parser):
         "orker group",
         "return code",
         "Rendezvous complete",
+        "copy child error file",
+        "torchrun",
+        "torch.distributed.run",
+        "torch.distributed.launch",
+        "OMP_NUM_THREADS environment variable",
     )
     emits = (
         EventSpec("worker_failed", ("exitcode", "local_rank", "pid", "signal", "entrypoint"),
@@ -143,6 +217,15 @@ class ElasticParser(Parser):
         EventSpec("world_info", ("node_rank", "nnodes", "world_size", "master_addr", "local_ranks",
                                  "global_ranks"),
                   "rendezvous result: which global ranks this agent's local workers got"),
+        EventSpec("launch_config", ("launcher", "nnodes", "node_rank", "nproc_per_node", "several_workers"),
+                  "a torchrun / torch.distributed.run / launch command line (node_rank only when the "
+                  "static rendezvous uses it), or torchrun's OMP_NUM_THREADS banner, which it prints only "
+                  "when it starts several workers (several_workers)"),
+        EventSpec("error_file", ("exc_type", "message", "timestamp", "error_code", "frames", "frame_file",
+                                 "frame_line", "frame_func"),
+                  "a worker's error.json callstack as the agent prints it: the `traceback :` field of a "
+                  "ChildFailedError entry (rank = its global rank), or the callstack printed after the agent "
+                  "named the child's error file (local_rank = the file's folder)"),
     )
     examples = (
         Example("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 "
@@ -256,6 +339,62 @@ class ElasticParser(Parser):
                 {"node_rank": 1, "nnodes": 2, "world_size": 4, "master_addr": "node-01",
                  "local_ranks": [0, 1], "global_ranks": [2, 3]},
                 "torch 1.10-2.9 with LOGLEVEL=INFO"),
+        Example("user@n2:~/job$ torchrun --nnodes=2 --node-rank=1 --nproc-per-node=4 --master-addr=10.2.0.5 "
+                "--master-port=29411 train.py --lr 3e-4",
+                "launch_config", {"launcher": "torchrun", "nnodes": 2, "node_rank": 1, "nproc_per_node": 4,
+                                  "several_workers": True},
+                "torchrun (torch 1.10-2.9), as a shell prompt echoes it"),
+        Example("python -m torch.distributed.launch --nproc_per_node 1 --nnodes 3 --node_rank 2 "
+                "--master_addr 10.2.0.5 --master_port 29411 train.py",
+                "launch_config", {"launcher": "torch.distributed.launch", "nnodes": 3, "node_rank": 2,
+                                  "nproc_per_node": 1, "several_workers": False},
+                "torch.distributed.launch (torch 1.10-2.9)"),
+        Example("torchrun --nnodes=2 --nproc_per_node=8 --rdzv_backend=c10d --rdzv_endpoint=n1:29411 "
+                "--node_rank=1 train.py",
+                "launch_config", {"nnodes": 2, "node_rank": None, "nproc_per_node": 8},
+                "torchrun with a dynamic rendezvous, which assigns node ranks itself"),
+        Example("W1201 10:11:12.345000 4411 torch/distributed/run.py:792] Setting OMP_NUM_THREADS "
+                "environment variable for each process to be 1 in default, to avoid your system being "
+                "overloaded, please "
+                "further tune the variable for optimal performance in your application as needed.",
+                "launch_config", {"nproc_per_node": None, "several_workers": True},
+                "torchrun (torch 2.5-2.9 logging envelope), printed when nproc_per_node > 1"),
+        Example("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+                "============================================================\n"
+                "fit.py FAILED\n"
+                "------------------------------------------------------------\n"
+                "Failures:\n"
+                "  <NO_OTHER_FAILURES>\n"
+                "------------------------------------------------------------\n"
+                "Root Cause (first observed failure):\n"
+                "[0]:\n"
+                "  time      : 2025-11-04_07:41:19\n"
+                "  host      : gpu-b07\n"
+                "  rank      : 5 (local_rank: 1)\n"
+                "  exitcode  : 1 (pid: 88213)\n"
+                "  error_file: /tmp/torchelastic_k3j9x0aa/none_p0q7w2ee/attempt_0/1/error.json\n"
+                "  traceback : Traceback (most recent call last):\n"
+                "    File \"/srv/job/fit.py\", line 140, in <module>\n"
+                "      main()\n"
+                "    File \"/srv/job/fit.py\", line 97, in main\n"
+                "      batch = next(it)\n"
+                "  KeyError: 'pixel_values'\n"
+                "  \n"
+                "============================================================\n",
+                "error_file",
+                {"exc_type": "KeyError", "message": "'pixel_values'", "frame_file": "/srv/job/fit.py",
+                 "frame_line": 97, "frame_func": "main"},
+                "torch 1.10-2.9 (the root cause's py_callstack, indented two spaces by _format_failure)"),
+        Example("[2025-03-02 11:05:09,412] torch.distributed.elastic.multiprocessing.errors.error_handler: "
+                "[ERROR] no error file defined for parent, to copy child error file "
+                "(/tmp/torchelastic_q1w2e3r4/none_zx81k2lm/attempt_0/1/error.json)\n"
+                "    File \"/srv/job/fit.py\", line 212, in step\n"
+                "      dist.broadcast(flag, src=0)\n"
+                "    File \"/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py\", "
+                "line 2231, in broadcast\n"
+                "      work = group.broadcast([tensor], opts)\n",
+                "error_file", {"exc_type": None, "frame_func": "broadcast", "frame_line": 2231},
+                "torch 2.1-2.2 (the table's head cut away: the callstack follows the named error file)"),
     )
     near_misses = (
         "    raise ChildFailedError(",
@@ -264,24 +403,43 @@ class ElasticParser(Parser):
         "train step 10 failed (retrying)",
         "Local worker group finished (SUCCEEDED). Waiting 300 seconds for other agents to finish",
         "the return code of the job was fine",
+        "  File \"/usr/local/bin/torchrun\", line 8, in <module>",
+        "torchrun failed again, see above",
     )
 
     def __init__(self) -> None:
         self.summary: _Summary | None = None
         self.rdzv: tuple[LogLine, dict[str, str]] | None = None
         self.rdzv_lines = 0
+        self.copied: tuple[int, int] | None = None   # (local rank of the child error file, lines waited)
+        self.callstack: _Callstack | None = None     # a table-indented callstack seen without its table
 
     def wants_more(self) -> bool:
-        return self.summary is not None or self.rdzv is not None
+        return (self.summary is not None or self.rdzv is not None or self.copied is not None
+                or self.callstack is not None)
 
     def close(self) -> Iterable[Event]:
         out = self._flush_summary()
         out.extend(self._flush_rdzv())
+        out.extend(self._flush_callstack())
         return out
 
     def feed(self, line: LogLine) -> Iterable[Event]:
         out: list[Event] = []
         text = line.text
+        if self.callstack is not None:
+            if self.callstack.feed(text):
+                return out
+            out.extend(self._flush_callstack())
+        if self.copied is not None and self.summary is None:
+            lr, waited = self.copied
+            if CFE_TB_FRAME_RE.match(text):
+                # The table's head was cut: its root-cause callstack is the child error file's.
+                self.copied = None
+                self.callstack = _Callstack(line=line, local_rank=lr)
+                self.callstack.feed(text)
+                return out
+            self.copied = (lr, waited + 1) if waited < MAX_COPY_WAIT else None
         if self.rdzv is not None:
             m = RDZV_KV_RE.match(text)
             if m and self.rdzv_lines < 20:
@@ -297,18 +455,48 @@ class ElasticParser(Parser):
             out.extend(self._flush_summary())
         if CFE_HEADER_RE.search(text):
             self.summary = _Summary()
+            self.copied = None
             return out
         if CFE_FLAT_RE.search(text):
             self.summary = _Summary()
+            self.copied = None
             self._summary_line(line)
             return out
         out.extend(self._single(line))
         return out
 
+    def _flush_callstack(self) -> list[Event]:
+        cs, self.callstack = self.callstack, None
+        if cs is None or not (cs.frames or cs.exc_type):
+            return []
+        return [self._error_file(cs)]
+
+    def _error_file(self, cs: _Callstack) -> Event:
+        inner = cs.frames[-1] if cs.frames else (None, None, None)
+        ev = self.event(
+            "error_file", cs.line, exc_type=cs.exc_type, message=cs.message, timestamp=None, error_code=None,
+            frames=[f"{f}:{n} in {fn}" if fn else f"{f}:{n}" for f, n, fn in cs.frames],
+            frame_file=inner[0], frame_line=inner[1], frame_func=inner[2],
+        )
+        text = f"{cs.exc_type}: {cs.message}" if cs.exc_type and cs.message else (cs.exc_type or ev.text)
+        return replace(ev, text=text, rank=cs.failed_rank, local_rank=cs.local_rank)
+
     # -- one-line messages ---------------------------------------------------------------------
     def _single(self, line: LogLine) -> list[Event]:
         text = line.text
         out: list[Event] = []
+        m = COPY_RE.search(text)
+        if m:
+            where = ERROR_JSON_RE.search(m["path"])
+            if where:
+                self.copied = (int(where["lr"]), 0)
+            return out
+        if LAUNCH_CMD_RE.search(text):
+            launch = self._launch(line)
+            return [launch] if any(launch.get(k) is not None for k in ("nnodes", "nproc_per_node")) else []
+        if OMP_BANNER_RE.search(text):
+            return [self.event("launch_config", line, launcher="torchrun", nnodes=None, node_rank=None,
+                               nproc_per_node=None, several_workers=True)]
         m = WORKER_FAILED_RE.search(text)
         if m:
             code = to_int(m["code"])
@@ -352,6 +540,24 @@ class ElasticParser(Parser):
             self.rdzv = (line, {})
             self.rdzv_lines = 0
         return out
+
+    def _launch(self, line: LogLine) -> Event:
+        """A launcher command line: what it states about this node (static rendezvous only for node_rank)."""
+        text = " " + line.text
+        launcher = "torch.distributed.launch" if "distributed.launch" in text else "torchrun"
+        nn, nr, npn = OPT_NNODES_RE.search(text), OPT_NODE_RANK_RE.search(text), OPT_NPROC_RE.search(text)
+        rdzv = OPT_RDZV_RE.search(text)
+        nnodes = to_count(nn["v"]) if nn and (nn["max"] is None or nn["max"] == nn["v"]) else None
+        if OPT_STANDALONE_RE.search(text):
+            nnodes = 1
+        node_rank: int | None = None
+        if nnodes == 1:
+            node_rank = 0
+        elif nr and (rdzv is None or rdzv["v"] == "static"):
+            node_rank = to_count(nr["v"])   # a dynamic rendezvous assigns the node's rank itself
+        nproc = to_count(npn["v"]) if npn else None
+        return self.event("launch_config", line, launcher=launcher, nnodes=nnodes, node_rank=node_rank,
+                          nproc_per_node=nproc, several_workers=nproc is not None and nproc > 1)
 
     # -- rendezvous result block ---------------------------------------------------------------
     def _flush_rdzv(self) -> list[Event]:
@@ -399,10 +605,15 @@ class ElasticParser(Parser):
         if m:
             s.records.append(_Record(line=line, section=s.section))
             rest = rest[m.end():]
+        elif s.records and s.records[-1].tb is not None and s.records[-1].tb.feed(text):
+            return True
         elif rest is text and not CFE_FIELD_RE.match(text) and not (s.records and text[:1].isspace()):
             return False
         if s.records:
-            self._fields(s.records[-1], rest)
+            rec = s.records[-1]
+            self._fields(rec, rest)
+            if rec.tb is None and CFE_TB_RE.search(rest):
+                rec.tb = _Callstack(line=line)
         return True
 
     def _fields(self, rec: _Record, text: str) -> None:
@@ -443,4 +654,7 @@ class ElasticParser(Parser):
                 signal=f.get("signal") or signal_name(code), failure_time=f.get("failure_time"),
                 root_cause=root, error_file=f.get("error_file"),
             ))
+            if rec.tb is not None and (rec.tb.frames or rec.tb.exc_type):
+                rec.tb.failed_rank, rec.tb.local_rank = f.get("failed_rank"), f.get("local_rank")
+                out.append(self._error_file(rec.tb))
         return out

@@ -58,7 +58,8 @@ INLINE_LAST_RE = re.compile(r"Last error:(?:\\n|\n| )*(?P<last>.+?)(?=\\n|\n|$)"
 UNKNOWN_RE = re.compile(r"^\s*Unknown NCCL error!?\s*$")
 LAST_ERROR_RE = re.compile(r"^\s*Last error:\s*(?P<inline>.*)$")
 ABORT_REASON_RE = re.compile(
-    r"^\s*(?P<reason>Process Group (?:destroyed|shutdown) on rank \d+|No abort reason provided\.?)\s*$"
+    r"^\s*(?P<reason>Process Group (?:destroyed|shutdown) on rank (?P<rank>\d{1,10})"
+    r"|No abort reason provided\.?)\s*$"
 )
 REMOTE_RE = re.compile(r"remote error detected from rank:? ?(?P<src>\d+)")
 
@@ -67,6 +68,10 @@ COMM_RE = re.compile(
     r"rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda_dev>\d+)(?: nvmlDev (?P<nvml_dev>\d+))? "
     r"busId (?P<bus_id>[0-9a-fA-F]+)"
 )
+# `Bootstrap : Using <if>:<ip><port>` (NCCL_DEBUG=INFO, log-formats.md section 4.4): the address this
+# process's NCCL uses, which other ranks' WARN lines name as `peer <ip><port>`.
+BOOTSTRAP_IF_RE = re.compile(
+    r"^Bootstrap ?: Using (?P<iface>[^:\s]{1,64}):(?P<ip>[0-9A-Fa-f.:%\w]{1,64}?)<\d{1,6}>")
 COMM_PHASE_RE = re.compile(r"(?P<phase>Init START|Init COMPLETE|Destroy COMPLETE|Abort COMPLETE)")
 COMM_PARENT_RE = re.compile(r"parent (?P<parent>0x[0-9a-fA-F]+|\(nil\))")
 COMM_COLOR_RE = re.compile(r"color (?P<color>-?\d+) key (?P<key>-?\d+)")
@@ -288,7 +293,7 @@ class NcclParser(Parser):
 
     name = "nccl"
     triggers = ("NCCL WARN", "NCCL version", "NCCL error", " nranks ", "Cuda failure", "[Service thread]",
-                "remote error detected")
+                "remote error detected", "Bootstrap : Using", "Bootstrap: Using")
     emits = (
         EventSpec("nccl_version", ("version", "cuda", "pid", "nccl_host", "source"),
                   "NCCL version from the banner (source=banner), torch's error suffix (torch_error) or its "
@@ -299,6 +304,9 @@ class NcclParser(Parser):
                   "communicator lifecycle: phase init_start, init_complete, destroy_complete, "
                   "abort_complete, init_timings"),
         EventSpec("nccl_warn", ("message", "pid", "nccl_host", "src", "cuda_dev"), "any NCCL WARN line"),
+        EventSpec("nccl_bootstrap", ("iface", "ip", "pid", "nccl_host"),
+                  "`Bootstrap : Using <if>:<ip><port>` (INFO): the interface and address of this process's "
+                  "NCCL, which peers' WARN lines name as `peer <ip><port>`"),
         EventSpec("network_error", ("transport", "peer", "port", "status", "error", "detail", "pid",
                                     "nccl_host"),
                   "IB completion/async/verbs errors (transport=ib), socket, bootstrap and proxy errors "
@@ -324,6 +332,8 @@ class NcclParser(Parser):
                 "TORCH_NCCL_ASYNC_ERROR_HANDLING: "
                 "3", "nccl_version", {"version": "2.20.5", "source": "torch_env"},
                 "torch 2.2+ with TORCH_CPP_LOG_LEVEL=INFO"),
+        Example("trn-b7:50211:50211 [2] NCCL INFO Bootstrap : Using ib0:10.71.3.40<0>", "nccl_bootstrap",
+                {"iface": "ib0", "ip": "10.71.3.40", "pid": 50211, "nccl_host": "trn-b7"}, "NCCL 2.10-2.2x"),
         Example("node07:41233:41410 [3] NCCL INFO comm 0x5590ec4762b0 rank 2 nranks 8 cudaDev 3 busId 85000 "
                 "- Init COMPLETE", "nccl_comm_init",
                 {"comm": "0x5590ec4762b0", "comm_rank": 2, "nranks": 8, "cuda_dev": 3, "bus_id": "85000",
@@ -424,7 +434,8 @@ class NcclParser(Parser):
                 "21.0.3\nProcess Group destroyed on rank 2\nException raised from ncclCommAbort at "
                 "../torch/csrc/distributed/c10d/NCCLUtils.hpp:181 (most recent call first):", "nccl_error",
                 {"error_type": "ncclUnhandledCudaError", "detail": "Process Group destroyed on rank 2",
-                 "location": "../torch/csrc/distributed/c10d/NCCLUtils.hpp:181"}, "torch 1.10-1.12"),
+                 "location": "../torch/csrc/distributed/c10d/NCCLUtils.hpp:181", "stated_rank": 2},
+                "torch 1.10-1.12"),
         Example("torch.distributed.DistBackendError: NCCL error in: "
                 "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1251, internal error - please report "
                 "this issue to the NCCL developers, NCCL version 2.18.6\nncclInternalError: Internal check "
@@ -467,6 +478,7 @@ class NcclParser(Parser):
     )
     near_misses = (
         "node07:41233:41233 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+        "node07:41233:41233 [0] NCCL INFO NET/Socket : Using [0]eth0:10.9.8.7<0>",
         "node07:41233:41233 [0] NCCL INFO transport/net.cc:1302 -> 6",
         "node07:41233:41233 [0] NCCL INFO comm 0x55 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0",
         "[rank0]:[E ProcessGroupNCCL.cpp:1006] [Rank 0] found async exception when checking for NCCL errors",
@@ -538,6 +550,10 @@ class NcclParser(Parser):
                                   **ctx))
         if " nranks " in msg:
             out.extend(self._lifecycle(line, msg, ctx))
+        if env["lvl"] == "INFO" and msg.startswith("Bootstrap"):
+            b = BOOTSTRAP_IF_RE.match(msg)
+            if b:
+                out.append(self.event("nccl_bootstrap", line, iface=b["iface"], ip=b["ip"], **ctx))
         out.extend(self._specific(line, msg, pid, host))
         return out
 
@@ -630,6 +646,11 @@ class NcclParser(Parser):
         m = ABORT_REASON_RE.match(text)
         if m and block.fields["detail"] is None:
             block.fields["detail"] = m["reason"]
+            # The abort reason names the aborting process group's own rank (ProcessGroupNCCL's `rank_`), as
+            # the work prefix `[Rank N]` does; a prefix naming a process group other than the default wins.
+            f = block.fields
+            if m["rank"] is not None and f.get("stated_rank") is None and f.get("pg") is None:
+                f["stated_rank"] = to_count(m["rank"])
             return True
         return False
 

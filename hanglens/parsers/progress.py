@@ -63,6 +63,10 @@ EPOCH_RE = re.compile(
 )
 # The tqdm label is the text before the bar's percentage, after the last `|` or line break.
 LABEL_CUT = ("|", "\r", "\n")
+# tqdm's times after the counter: `[<elapsed><<remaining>` (`format_interval`: MM:SS, or H:MM:SS from an
+# hour on; `?` while the rate is unknown), looked for in the few characters after the counter.
+TIMES_RE = re.compile(r"\[(?P<elapsed>\d{1,9}:\d\d(?::\d\d)?)<(?P<remaining>\d{1,9}:\d\d(?::\d\d)?|\?)")
+TIMES_LOOKAHEAD = 80
 
 _user: dict[str, Any] = {"pattern": None}
 
@@ -150,6 +154,27 @@ def _label(text: str, end: int) -> str | None:
     return label or None
 
 
+def interval_s(text: str | None) -> int | None:
+    """Seconds of a tqdm interval (`MM:SS` or `H:MM:SS`), None for `?` or anything else."""
+    if not text or ":" not in text:
+        return None
+    parts = text.split(":")
+    if len(parts) > 3 or not all(p.isascii() and p.isdigit() for p in parts):
+        return None
+    secs = 0
+    for p in parts:
+        secs = secs * 60 + int(p)
+    return secs
+
+
+def _times(text: str, start: int, end: int) -> tuple[int | None, int | None]:
+    """(elapsed, remaining) seconds of the tqdm bracket in or right after the counter at `start:end`."""
+    m = TIMES_RE.search(text, start, end + TIMES_LOOKAHEAD)
+    if m is None:
+        return None, None
+    return interval_s(m["elapsed"]), interval_s(m["remaining"])
+
+
 def _num(value: str | None) -> int | float | None:
     if value is None:
         return None
@@ -191,11 +216,13 @@ class ProgressParser(Parser):
     user_triggers: ClassVar[tuple[str, ...]] = ()
     repeats_matter: ClassVar[bool] = True
     emits = (
-        EventSpec("progress", ("step", "total", "epoch", "pattern", "label", "gap_after"),
+        EventSpec("progress", ("step", "total", "epoch", "pattern", "label", "gap_after", "elapsed_s",
+                               "remaining_s"),
                   "a training progress report; per series only the first, the last, and any report where "
                   "the counter went backwards or the epoch changed are kept; the last report of a series "
                   "carries `gap_after`, the step after which the series skipped a report its own cadence "
-                  "says it should have printed (e.g. 1, 2, 4 → 2), or None"),
+                  "says it should have printed (e.g. 1, 2, 4 → 2), or None; a tqdm bar also gives "
+                  "`elapsed_s` and `remaining_s` (seconds, from `[<elapsed><<remaining>`; None for `?`)"),
     )
     examples = (
         Example("step 120 | loss 2.31", "progress", {"step": 120, "pattern": "step"},
@@ -208,7 +235,12 @@ class ProgressParser(Parser):
         Example("  5%|▌         | 50/1000 [00:10<03:10,  5.00it/s]", "progress",
                 {"step": 50, "total": 1000, "pattern": "tqdm"}, "tqdm 4.x"),
         Example("Training:  45%|████▌     | 450/1000 [01:30<01:50,  4.98it/s, loss=2.1]", "progress",
-                {"step": 450, "total": 1000, "pattern": "tqdm", "label": "Training"}, "tqdm 4.x with desc"),
+                {"step": 450, "total": 1000, "pattern": "tqdm", "label": "Training", "elapsed_s": 90,
+                 "remaining_s": 110}, "tqdm 4.x with desc"),
+        Example("Packing shards (num_proc=16):  61%|██████    | 7310/12000 [1:02:07<39:51,  1.96 examples/s]",
+                "progress", {"step": 7310, "total": 12000, "pattern": "tqdm", "label":
+                             "Packing shards (num_proc=16)", "elapsed_s": 3727, "remaining_s": 2391},
+                "HF datasets `map` with tqdm 4.x, past an hour (H:MM:SS)"),
         Example("{'loss': 2.3041, 'grad_norm': 1.25, 'learning_rate': 4.9e-05, 'epoch': 0.5}", "progress",
                 {"epoch": 0.5, "pattern": "hf_trainer", "step": None}, "HF Trainer 4.x"),
         Example(" 25/100 [00:10<00:30,  2.50it/s]", "progress", {"step": 25, "total": 100, "pattern": "tqdm"},
@@ -253,7 +285,10 @@ class ProgressParser(Parser):
         fields = self._match(line.text)
         if fields is None:
             return ()
-        key = (line.rank, line.local_rank, fields["pattern"], fields["label"])
+        # Lines without a rank are still one series per launcher-prefixed stream (`[1,2]<stdout>:`): two
+        # processes' step counters must not be read as one going back and forth.
+        who = line.rank if line.rank is not None or line.writer is None else line.writer
+        key = (who, line.local_rank, fields["pattern"], fields["label"])
         prev = self.last.get(key)
         self.last[key] = _Pending(line, fields)
         if prev is None:
@@ -305,6 +340,17 @@ class ProgressParser(Parser):
         return out
 
     @staticmethod
+    def reads(raw: str) -> bool:
+        """False when no built-in shape matches anywhere in `raw`, a whole line before its prefixes are
+        stripped: then `feed` reads nothing in it either (without a user pattern, see `set_user_pattern`).
+
+        A line's text is a suffix of it behind a prefix that ends in `]`, `:`, `)`, `>` or a space, and
+        every shape's look-behind treats those like the start of the text, so a shape matching the text
+        matches the whole line too.
+        """
+        return ProgressParser._builtin(raw) is not None
+
+    @staticmethod
     def _match(text: str) -> dict[str, Any] | None:
         user = _user["pattern"]
         if user is not None:
@@ -318,6 +364,10 @@ class ProgressParser(Parser):
                 if step is not None:
                     return {"step": step, "total": to_int(gd.get("total")), "epoch": _num(gd.get("epoch")),
                             "pattern": "user", "label": None}
+        return ProgressParser._builtin(text)
+
+    @staticmethod
+    def _builtin(text: str) -> dict[str, Any] | None:
         for (name, rx), literal in zip(PATTERNS, PATTERN_LITERALS, strict=True):
             if literal not in text:
                 continue
@@ -332,8 +382,11 @@ class ProgressParser(Parser):
             label = _label(text, m2.start()) if name == "tqdm" and gd.get("pct") else None
             if label is not None and EPOCH_RE.fullmatch(label):
                 label = None
-            return {"step": to_int(gd.get("step")), "total": to_int(gd.get("total")), "epoch": epoch,
-                    "pattern": name, "label": label}
+            out: dict[str, Any] = {"step": to_int(gd.get("step")), "total": to_int(gd.get("total")),
+                                   "epoch": epoch, "pattern": name, "label": label}
+            if name in ("tqdm", "lightning"):
+                out["elapsed_s"], out["remaining_s"] = _times(text, m2.start(), m2.end())
+            return out
         e = EPOCH_RE.search(text)
         if e:
             return {"step": None, "total": None, "epoch": _num(e["epoch"]), "pattern": "epoch", "label": None}

@@ -42,6 +42,9 @@ MAX_TB_LINES = 3000
 MAX_NOISE = 20        # unrelated lines tolerated inside one traceback (interleaved writers)
 MAX_TAIL = 8          # message continuation lines tolerated after the exception line
 MAX_MESSAGE = 2000
+MAX_SOURCE = 200      # characters kept of a frame's source line
+# Python 3.11+ marks the failing expression under a source line with carets (`~~~^^^`).
+CARET_RE = re.compile(r"^\s*[~^]+\s*$")
 
 
 @dataclass
@@ -56,6 +59,7 @@ class _Tb:
     exc_line: LogLine | None = None
     chained: list[str] = field(default_factory=list)
     frames: list[tuple[str, int | None, str | None]] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)  # the source line printed under each frame, or ""
     lines: int = 0
     noise: int = 0
     tail: int = 0
@@ -75,9 +79,10 @@ class TracebackParser(Parser):
     triggers = ("Traceback (most recent call last)", "Error:", "Exception:")
     emits = (
         EventSpec("exception", ("exc_type", "message", "frame_file", "frame_line", "frame_func", "chained",
-                                "frames", "dataloader_worker", "original_message"),
+                                "frames", "sources", "dataloader_worker", "original_message"),
                   "one Python traceback (or a bare `XxxError: msg` line); chained lists earlier exception "
-                  "types"),
+                  "types; sources holds the source line printed under each frame (\"\" where none), "
+                  "aligned with frames"),
     )
     examples = (
         Example("Traceback (most recent call last):\n"
@@ -91,7 +96,8 @@ class TracebackParser(Parser):
                 "exception",
                 {"exc_type": "RuntimeError",
                  "message": "CUDA error: an illegal memory access was encountered",
-                 "frame_file": "train.py", "frame_line": 30, "frame_func": "main", "chained": []},
+                 "frame_file": "train.py", "frame_line": 30, "frame_func": "main", "chained": [],
+                 "sources": ["main()", "loss.backward()"]},
                 "torch 1.10-2.3 (no rank prefix)"),
         Example("[rank1]: Traceback (most recent call last):\n"
                 "[rank0]: Traceback (most recent call last):\n"
@@ -259,7 +265,7 @@ class TracebackParser(Parser):
                 return True, False
             m = TB_START_RE.search(text)
             if m and TB_PRE_OK_RE.search(m["pre"]):
-                tb.phase, tb.frames, tb.noise = "frames", [], 0
+                tb.phase, tb.frames, tb.sources, tb.noise = "frames", [], [], 0
                 return True, False
             return False, True
         if tb.phase == "tail":
@@ -270,7 +276,7 @@ class TracebackParser(Parser):
                 return True, False
             m = TB_START_RE.search(text)
             if m and m["orig"] and tb.worker is not None and not tb.original:
-                tb.original, tb.phase, tb.frames, tb.noise = True, "frames", [], 0
+                tb.original, tb.phase, tb.frames, tb.sources, tb.noise = True, "frames", [], [], 0
                 tb.outer_type, tb.outer_message = tb.exc_type, tb.message
                 return True, False
             if m or BARE_EXC_RE.search(text) or FRAME_RE.match(text):
@@ -286,12 +292,17 @@ class TracebackParser(Parser):
         m = FRAME_RE.match(text)
         if m:
             tb.frames.append((m["file"], to_count(m["line"]), m["func"]))
+            tb.sources.append("")
             if len(tb.frames) > MAX_FRAMES:
                 del tb.frames[0]
+                del tb.sources[0]
             tb.noise = 0
             return True, False
         indent = len(text) - len(text.lstrip(" "))
         if indent > tb.indent:
+            # The first line under a frame is its source line; carets and continuations follow it.
+            if tb.sources and not tb.sources[-1] and not CARET_RE.match(text):
+                tb.sources[-1] = text.strip()[:MAX_SOURCE]
             return True, False  # source line, caret line, or a frame of a nested listing
         body = text[tb.indent:] if indent == tb.indent else text
         m = TB_EXC_RE.match(body)
@@ -326,6 +337,7 @@ class TracebackParser(Parser):
                 frame_line=inner[1],
             frame_func=inner[2], chained=list(tb.chained),
             frames=[f"{f}:{n} in {fn}" if fn else f"{f}:{n}" for f, n, fn in tb.frames],
+            sources=list(tb.sources),
             dataloader_worker=tb.worker, original_message=tb.original_message,
         )
         if tb.exc_line is not None:
@@ -338,7 +350,7 @@ class TracebackParser(Parser):
         message = (m["msg"] or "").strip()[:MAX_MESSAGE] or None
         dl = DATALOADER_RE.search(message or "")
         return self.event("exception", line, exc_type=m["type"], message=message, frame_file=None,
-                          frame_line=None, frame_func=None, chained=[], frames=[],
+                          frame_line=None, frame_func=None, chained=[], frames=[], sources=[],
                           dataloader_worker=to_count(dl["worker"]) if dl else None, original_message=None)
 
 

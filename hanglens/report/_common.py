@@ -482,3 +482,44 @@ def how_it_ended(rank: Mapping[str, Any]) -> str:
         return f"killed by {rank['signal']}"
     code = rank.get("exitcode")
     return f"exit code {code}" if isinstance(code, int) and not isinstance(code, bool) and code != 0 else ""
+
+
+SILENT_COLUMNS = ("ranks", "last step", "epoch", "phase", "what differs")
+
+
+def silent_table(doc: Mapping[str, Any]) -> tuple[str, list[tuple[str, ...]], str]:
+    """The silent-hang section as (heading, rows of SILENT_COLUMNS, footer); empty rows when absent.
+
+    Consecutive ranks that stopped at the same point are folded into one row (`1-3`).
+    """
+    sh = doc.get("silent_hang")
+    if not isinstance(sh, Mapping):
+        return "", [], ""
+    ranks = [r for r in sh.get("ranks") or [] if isinstance(r, Mapping)]
+
+    def cells(r: Mapping[str, Any]) -> tuple[str, ...]:
+        step = r.get("last_step")
+        total = r.get("total")
+        shown = "" if step is None else (f"{step}/{total}" if total is not None else str(step))
+        epoch = "" if r.get("last_epoch") is None else str(r.get("last_epoch"))
+        phase = str(r.get("boundary") or r.get("last_phase") or "").replace("_", " ")
+        if r.get("stalled_start"):
+            phase = "new epoch, never advanced" + (f" (after {phase})" if phase != "epoch start" else "")
+        return (shown, epoch, phase, one_line(r.get("note") or "", 200))
+
+    rows: list[tuple[str, ...]] = []
+    unranked = [r for r in ranks if as_rank(r.get("rank")) is None]
+    rows += [("(all output)", *cells(r)) for r in unranked]
+    for run in fold_runs(ranks, cells):
+        rows.append((run.label, *cells(run.items[0])))
+    stops = [one_line(s.get("text"), 120) for s in sh.get("stopped") or [] if isinstance(s, Mapping)]
+    heading = "Where each rank stopped (no error line" + (
+        f"; stopped from outside: {'; '.join(stops)})" if stops else ")"
+    )
+    footer = []
+    if sh.get("common_step") is not None and len(ranks) > 1:
+        epoch = f"epoch {sh['common_epoch']:g}, " if isinstance(sh.get("common_epoch"), (int, float)) else ""
+        footer.append(f"Last step every rank reached: {epoch}{'step ' if epoch else ''}{sh['common_step']}.")
+    if sh.get("more_ranks"):
+        footer.append(f"{sh['more_ranks']} more ranks not shown.")
+    return heading, rows, " ".join(footer)

@@ -159,6 +159,7 @@ def _context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "n_culprits": len(verdict.get("culprit_ranks") or []),
         "n_victims": len(verdict.get("victim_ranks") or []),
         "observed": observed,
+        "silent": _silent(doc),
         "first_step": first_step,
         "first_snippets": c.shell_commands(first_step),
         "findings": [_finding(f, f is primary) for f in findings],
@@ -246,6 +247,12 @@ def _majority(values: Sequence[Any]) -> Any:
         if repr(v) == best:
             return v
     return None
+
+
+def _silent(doc: Mapping[str, Any]) -> dict[str, Any]:
+    heading, rows, footer = c.silent_table(doc)
+    return {"heading": heading, "rows": rows[:MAX_TABLE_ROWS], "footer": footer,
+            "columns": c.SILENT_COLUMNS}
 
 
 def _disagreement(d: Any) -> dict[str, Any] | None:

@@ -59,6 +59,9 @@ def _fence(lines: list[str], lang: str = "text") -> list[str]:
     return [f"{fence}{lang}", *body, fence]
 
 
+MAX_SILENT_ROWS = 8
+
+
 def render_markdown(doc: Mapping[str, Any]) -> str:
     """Render the analysis document as a ticket-sized Markdown summary."""
     verdict = doc.get("verdict") or {}
@@ -87,6 +90,14 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         out += [f"**Seen:** {md_text(observed['headline'])}. No rule explains it.", ""]
     elif verdict.get("summary"):
         out += [md_para(verdict["summary"]), ""]
+
+    silent_heading, silent_rows, silent_footer = c.silent_table(doc)
+    if silent_rows:
+        out += [f"**{md_text(silent_heading)}**", "", "| " + " | ".join(c.SILENT_COLUMNS) + " |",
+                "|" + "---|" * len(c.SILENT_COLUMNS)]
+        out += ["| " + " | ".join(md_text(cell) for cell in row) + " |"
+                for row in silent_rows[:MAX_SILENT_ROWS]]
+        out += ["", *([md_text(silent_footer), ""] if silent_footer else [])]
 
     heading, evidence = c.lines_to_cite(doc, MAX_EVIDENCE)
     if evidence:

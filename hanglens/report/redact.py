@@ -254,6 +254,9 @@ def _structured_hosts(doc: Mapping[str, Any]) -> Iterable[str]:
     for row in (doc.get("disagreement") or {}).get("rows") or []:
         if isinstance(row, Mapping) and row.get("host"):
             yield row["host"]
+    for row in (doc.get("silent_hang") or {}).get("ranks") or []:
+        if isinstance(row, Mapping) and row.get("host"):
+            yield row["host"]
 
 
 def redact(doc: Mapping[str, Any]) -> dict[str, Any]:

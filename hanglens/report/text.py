@@ -70,6 +70,8 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
         out.append([])
         out += [[("", line)] for line in textwrap.wrap(summary, width)]
 
+    out += _silent_lines(doc, width)
+
     heading, evidence = c.lines_to_cite(doc, MAX_EVIDENCE)
     if evidence:
         out += [[], [("bold", heading)]]
@@ -104,6 +106,30 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
         out.append(
             [("yellow", f"{c.plural(len(skipped), 'input')} skipped (see the report's Inputs section)")]
         )
+    return out
+
+
+MAX_SILENT_ROWS = 16
+
+
+def _silent_lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
+    """The per-rank last-point table of a silent hang (failure-signatures.md section 16)."""
+    heading, rows, footer = c.silent_table(doc)
+    if not rows:
+        return []
+    out: list[list[Segment]] = [[]]
+    out += [[("bold", line)] for line in textwrap.wrap(heading, width)]
+    table = [c.SILENT_COLUMNS, *rows[:MAX_SILENT_ROWS]]
+    widths = [max(len(r[i]) for r in table) for i in range(len(c.SILENT_COLUMNS) - 1)]
+    for n, row in enumerate(table):
+        lead = "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  "
+        note = textwrap.wrap(row[-1], max(20, width - len(lead))) or [""]
+        out.append([("dim" if n == 0 else "", lead + note[0])])
+        out += [[("", " " * len(lead) + more)] for more in note[1:]]
+    if len(rows) > MAX_SILENT_ROWS:
+        out.append([("dim", f"  … {len(rows) - MAX_SILENT_ROWS} more rows")])
+    if footer:
+        out += [[("", "  " + line)] for line in textwrap.wrap(footer, width - 2)]
     return out
 
 

@@ -386,3 +386,75 @@ def test_two_ranks_on_different_releases_are_a_mismatch() -> None:
     vers = {r["rank"]: r for r in rows(build(evs), "versions")}
     assert vers[2]["minority"] and vers[2]["distinct"] == 2
     assert not vers[0]["minority"] and not vers[1]["minority"]
+
+
+def bar(rank: int | None, step: int, total: int, elapsed: int, remaining: int | None, **kw: Any) -> Event:
+    return ev("progress", rank, step=step, total=total, elapsed_s=elapsed, remaining_s=remaining,
+              pattern="tqdm", label="packing", **kw)
+
+
+def store_wait(rank: int | None, ms: int | None = 900000) -> Event:
+    return ev("hang_detected", rank, detector="store", op="wait", timeout_ms=ms)
+
+
+def test_a_bar_still_running_past_the_printed_timeout_outlasts_it() -> None:
+    (row,) = rows(build([bar(0, 700, 1000, 910, 390), store_wait(1), store_wait(2)]), "slow_phase")
+    assert row["rank"] == 0 and row["owner_basis"] == "own"
+    assert row["timeout_s"] == 900 and row["timeout_basis"] == "printed by the waiting processes"
+    assert row["projected_s"] == 1300 and row["running"] and row["outlasts_timeout"]
+    assert row["waiting_ranks"] == [1, 2] and row["wait"] == "timeout" and not row["fault_seen"]
+
+
+@pytest.mark.parametrize(
+    ("step", "elapsed", "remaining", "why"),
+    [
+        (1000, 400, 0, "finished well within the timeout"),
+        (950, 800, 40, "projected length 840 s below the 900 s timeout"),
+        (300, 200, 400, "only 200 s in when it was last drawn"),
+        (300, 3 * 3600, 9 * 3600, "running for 12 timeouts: it began long before the peers waited"),
+    ],
+)
+def test_red_herring_bars_do_not_outlast(step: int, elapsed: int, remaining: int, why: str) -> None:
+    (row,) = rows(build([bar(0, step, 1000, elapsed, remaining), store_wait(1)]), "slow_phase")
+    assert not row["outlasts_timeout"], why
+
+
+def test_a_rank_that_timed_out_itself_is_not_the_busy_one() -> None:
+    (row,) = rows(build([bar(1, 700, 1000, 910, 390), store_wait(1), store_wait(2)]), "slow_phase")
+    assert not row["outlasts_timeout"]
+
+
+def test_without_a_printed_timeout_the_default_is_assumed_and_said() -> None:
+    cut = ev("exception", None, frames=["train.py:12 in main"])  # a traceback cut before its last line
+    (row,) = rows(build([bar(None, 400, 1000, 1815, 2700), cut]), "slow_phase")
+    assert row["timeout_s"] == 1800 and row["timeout_basis"].startswith("none printed; assumed")
+    assert row["wait"] == "traceback" and row["outlasts_timeout"] and row["rank"] is None
+    (row,) = rows(build([bar(None, 400, 1000, 590, 900), cut]), "slow_phase")
+    assert row["timeout_s"] == 600 and row["outlasts_timeout"]
+    for young_or_old in (200, 1300, 4 * 3600):  # no default timeout is near these
+        (row,) = rows(build([bar(None, 40, 1000, young_or_old, 99999), cut]), "slow_phase")
+        assert row["timeout_s"] is None and not row["outlasts_timeout"]
+
+
+def test_a_fault_of_another_process_is_flagged() -> None:
+    fault = ev("exception", 2, exc_type="KeyError", message="'input_ids'")
+    (row,) = rows(build([bar(0, 700, 1000, 910, 390), store_wait(1), fault]), "slow_phase")
+    assert row["fault_seen"]
+
+
+def test_an_unnamed_bar_is_the_only_rank_of_a_known_world_not_waiting() -> None:
+    world = [ev("world_info", r, world_size=3, global_rank=r) for r in range(3)]
+    (row,) = rows(build([*world, bar(None, 700, 1000, 910, 390), store_wait(0), store_wait(2)]), "slow_phase")
+    assert row["rank"] == 1 and row["owner_basis"] == "the only rank of 3 not seen waiting"
+    (row,) = rows(build([*world, bar(None, 700, 1000, 910, 390), store_wait(2)]), "slow_phase")
+    assert row["rank"] is None  # rank 0 is not seen at all: absence is no evidence
+
+
+def test_glued_marks_another_writers_line_on_the_bars_line() -> None:
+    b = bar(None, 700, 1000, 910, 390)
+    wait = Event(kind="hang_detected", ref=b.ref, text="timed out", parser="test", rank=3,
+                 fields={"detector": "store", "op": "wait", "timeout_ms": 900000})
+    (row,) = rows(build([b, wait]), "slow_phase")
+    assert row["glued"] and row["waiting_ranks"] == [3]
+    (row,) = rows(build([bar(None, 700, 1000, 910, 390), store_wait(3)]), "slow_phase")
+    assert not row["glued"]

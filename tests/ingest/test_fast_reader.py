@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from hanglens.cli import app
 from hanglens.ingest import read_inputs
+from hanglens.ingest import reader as reader_module
 from hanglens.ingest.reader import Reader, repeat_key
 from hanglens.limits import Limits
 from hanglens.model import Event, LogLine, Origin
@@ -37,6 +38,24 @@ CHATTER = (
     "0x1a2b3c4d5e6f7081 - Init COMPLETE",
     "[rank{r}]:  warnings.warn(",
     "[rank{r}]: eval:  40%|####      | {n}/50 [00:{s:02d}<00:03, 4.51it/s]",
+    # tqdm redraws with `\r`, each behind its own `[rankN]:` (the glued envelope ends the segment before).
+    "[rank{r}]:\r eval:  {n:3d}%|##        | {n}/50 [00:{s:02d}<00:08, 4.97it/s][rank{r}]:\r eval: 100%|#####"
+    "#####| 50/50 [00:{s:02d}<00:00, 5.12it/s]",
+    "[rank{r}]:[titan] 2025-06-02 08:04:{s:02d},417 - root - INFO - step: {n:5d}  loss: 3.1 \r iter {n}",
+    "node-5:51234:51240 [3] NCCL INFO Channel {n:02d}/1 : 3[3] -> 4[4] [send] via NET/IB/1/GDRDMA",
+    "[rank{r}]:node-5:51234:51240 [3] NCCL INFO Channel {n:02d}/1 : 2[2] -> 3[3] [receive] via NET/IB/1",
+    "[default{r}]:[rank{n}]:[W1130 08:04:{s:02d}.123456789 ProcessGroupNCCL.cpp:1021] Rank {n} step {n}",
+    "[1,{r}]<stderr>:[rank{n}]: eval:  10%|#         | {n}/90 [00:{s:02d}<00:09, 9.10it/s]",
+    "2025-06-02T08:04:{s:02d}.123Z stderr F [rank{r}]: train step {n}/100",
+    "\x1b[32m[rank{r}]:\x1b[0m epoch {n} step {n}",
+    "[rank{r}]:Traceback (most recent call last):\n"
+    "[rank{r}]:  File \"/home/user/t.py\", line {n}, in <module>\n"
+    "[rank{r}]:RuntimeError: CUDA error: an illegal memory access was encountered",
+    "[rank 1] step {n} loss 0.2[rank 2] step {n} loss 0.3",
+    # Segments no parser wants, on a line one does: their rank, pairing and dated stamp still count.
+    "[rank {n}] waiting at barrier\r[default{n}]:[rank{r}]:RuntimeError: boom",
+    "[tp{n}]:x [rank{r}]: idle\r[rank{r}]:Error: x",
+    "2025-06-03 08:04:{s:02d},123 - root - INFO - waiting\r[rank{r}]:Error: x",
 )
 
 
@@ -44,16 +63,23 @@ def _events(data: bytes, reference: bool) -> list[tuple[Any, ...]]:
     reader = Reader("x.log", Origin(), PARSERS, reference=reference)
     res = reader.read(io.BytesIO(data))
     return [(e.kind, e.ref.line, e.text, e.parser, e.rank, e.time, e.local_rank, e.level, dict(e.fields))
-            for e in res.events]
+            for e in res.events] + [("file", res.lines, res.envelope_ranks, res.rank_pairs, res.dated)]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(EXAMPLES + list(CHATTER)), st.integers(0, 59),
                           st.integers(0, 40), st.integers(0, 3)), min_size=1, max_size=80))
 def test_fast_reader_gives_the_reference_readers_events(picks: list[tuple[str, int, int, int]]) -> None:
     text = "".join((ln.format(s=s, n=n, r=r) if ln in CHATTER else ln) + "\n" for ln, s, n, r in picks)
     data = text.encode("utf-8")
-    assert _events(data, reference=False) == _events(data, reference=True)
+    want = _events(data, reference=True)
+    assert _events(data, reference=False) == want
+    # The same bytes as a big block: RE2 rows pick the lines (the reference always searches with `re`).
+    rows_min, reader_module.ROWS_MIN_BYTES = reader_module.ROWS_MIN_BYTES, 0
+    try:
+        assert _events(data, reference=False) == want
+    finally:
+        reader_module.ROWS_MIN_BYTES = rows_min
 
 
 def test_repeated_inert_lines_are_parsed_once_and_counted() -> None:
@@ -125,3 +151,22 @@ def test_a_restart_after_fast_step_lines_sees_the_latest_report() -> None:
     fast = _events(data, reference=False)
     assert fast == _events(data, reference=True)
     assert [e[8]["step"] for e in fast if e[0] == "progress" and e[4] == 1] == [1, 7, 2]
+
+
+def test_segments_no_parser_reads_still_count_for_ranks_and_dates() -> None:
+    # The fast reader builds no LogLine for a segment no parser wants (or that the progress parser would
+    # read nothing in) when that says nothing new: a user rank tag, a launcher tag away from `[rankN]:`,
+    # an Open MPI tag and a dated stamp are things it says.
+    lines = ["[rank 17] waiting at barrier\r[default1]:[rank3]:RuntimeError: boom",
+             "[tp5]:x [rank2]: idle\r[rank2]:Error: x",
+             "2025-06-03 08:04:05,123 - root - INFO - waiting\r[rank3]:Error: x",
+             "[1,6]<stderr>:[rank6]: eval:  10%|#         | 9/90 [00:01<00:09, 9.10it/s]\r[rank6]:Error: y",
+             "[rank4]:\r eval:  20%|##        | 10/50 [00:02<00:08, 4.97it/s][rank4]:\r eval: 100%|#####"
+             "#####| 50/50 [00:10<00:00, 5.12it/s]"]
+    for line in lines:
+        data = (line + "\n").encode()
+        assert _events(data, reference=False) == _events(data, reference=True), line
+    got = _events("".join(line + "\n" for line in lines).encode(), reference=False)
+    assert got == _events("".join(line + "\n" for line in lines).encode(), reference=True)
+    _, lines_read, ranks, pairs, dated = got[-1]
+    assert lines_read == 5 and {17, 2, 3, 4, 6} <= ranks and (5, 2) in pairs and dated is not None

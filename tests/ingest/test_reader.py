@@ -65,3 +65,44 @@ def test_two_ranks_glued_on_one_line_are_split() -> None:
     assert sorted((e.rank, e.get("step")) for e in res.events if e.ref.line == 2) == [(0, 2), (1, 2)]
     doubled = read(b"[rank0]:[rank0]: step 3 loss 0.1\n", (ProgressParser,))
     assert [(e.rank, e.get("step")) for e in doubled.events] == [(0, 3)]
+
+
+def test_text_glued_to_a_tqdm_bar_is_its_own_line_and_the_bar_keeps_no_borrowed_rank() -> None:
+    """tqdm redraws with `\\r` and no newline: another process's line lands on the bar's line."""
+    from hanglens.parsers.progress import ProgressParser
+    from hanglens.parsers.store import StoreParser
+
+    data = ("Sorting shards:  64%|██████▍   | 6400/10000 [14:48<08:20,  7.20it/s][rank5]:[W0303 02:11:40."
+            "501993221 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=41, addr=[10.1.0.8]:40112, "
+            "remote=[10.1.0.2]:29555) timed out after 900000ms\n").encode()
+    res = read(data, (ProgressParser, StoreParser))
+    by_kind = {e.kind: e for e in res.events}
+    assert by_kind["progress"].rank is None  # not rank 5's: rank 5 was waiting, not sorting
+    assert by_kind["progress"].get("elapsed_s") == 888 and by_kind["progress"].get("remaining_s") == 500
+    assert by_kind["hang_detected"].rank == 5 and by_kind["hang_detected"].get("timeout_ms") == 900000
+    tb = read(b"Sorting shards:  64%|######4   | 6400/10000 [14:48<08:20,  7.20it/s]Traceback (most recent "
+              b"call last):\n", (ProgressParser,))
+    assert [e.get("step") for e in tb.events] == [6400]
+
+
+def test_split_glued_cuts_only_after_a_bar_followed_by_text() -> None:
+    from hanglens.ingest.reader import split_glued
+
+    assert split_glued("x: 5%|#  | 5/100 [00:02<00:38, 2.50it/s]NEXT") == [
+        "x: 5%|#  | 5/100 [00:02<00:38, 2.50it/s]", "NEXT"]
+    assert split_glued("Epoch 2: 120it [1:05:09, 3.1s/it][rank0]:X") == [
+        "Epoch 2: 120it [1:05:09, 3.1s/it]", "[rank0]:X"]
+    for whole in ("x: 5%|#  | 5/100 [00:02<00:38, 2.50it/s]", "x: 5%|#  | 5/100 [00:02<00:38, 2.50it/s] \n",
+                  'File "a.py", line 3, in <module>', "[12:30<x] not a bar", "a" * 5000 + "<" + "[" * 5000):
+        assert split_glued(whole) == [whole]
+
+
+def test_a_file_of_bar_redraws_only_is_not_a_hard_wrapped_paste() -> None:
+    """A worker's stderr.log that holds only tqdm redraws (`\\r`, no newline) keeps its last report."""
+    from hanglens.parsers.progress import ProgressParser
+
+    redraw = b"\rpacking: %3d%%|#####     | %d/30 [00:%02d<00:%02d,  1.00it/s]"
+    data = b"".join(redraw % (n * 100 // 30, n, n, 30 - n) for n in range(12))
+    res = read(data, (ProgressParser,))
+    assert not any("rejoined" in n for n in res.notes)
+    assert [e.get("step") for e in res.events] == [0, 11] and res.events[-1].get("remaining_s") == 19

@@ -37,3 +37,28 @@ def test_user_pattern_needs_a_step_group() -> None:
     with pytest.raises(UsageError):
         set_user_pattern(r"done \d+")
     set_user_pattern(None)
+
+
+@pytest.mark.parametrize(
+    ("line", "elapsed", "remaining"),
+    [
+        ("Map (num_proc=4):  12%|█▏        | 1200/10000 [02:03<15:01, 9.76 examples/s]", 123, 901),
+        ("Map:  50%|█████     | 5/10 [1:00:00<1:00:00, 720.00s/it]", 3600, 3600),
+        ("Loading shards:   0%|          | 0/8 [00:00<?, ?it/s]", 0, None),
+        (" 25/100 [00:10<00:30,  2.50it/s]", 10, 30),
+        ("Epoch 1:  45%|████▌     | 450/1000 [01:30<01:50, 4.98it/s, v_num=0]", 90, 110),
+    ],
+)
+def test_tqdm_bars_carry_elapsed_and_remaining_seconds(
+    line: str, elapsed: int, remaining: int | None
+) -> None:
+    (e,) = events(line + "\n", "progress")
+    assert (e.get("elapsed_s"), e.get("remaining_s")) == (elapsed, remaining)
+
+
+def test_interval_reads_tqdm_formats_only() -> None:
+    from hanglens.parsers.progress import interval_s
+
+    assert [interval_s(t) for t in ("00:07", "59:59", "2:03:04", "?", "", None, "1:2:3:4", "a:01")] == [
+        7, 3599, 7384, None, None, None, None, None]
+    assert events("step 7 loss 2.0\n", "progress")[0].get("elapsed_s") is None

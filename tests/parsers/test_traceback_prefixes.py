@@ -34,7 +34,7 @@ def exceptions(text: str) -> list[tuple[int | None, str | None, str | None, int]
 @pytest.mark.parametrize(("prefix", "rank", "host"), [
     ("trn-node07: ", None, "trn-node07"),                 # pdsh, as the DeepSpeed multi-node runner collects
     ("10.1.4.22: ", None, "10.1.4.22"),
-    ("[1,3]<stderr>:", None, None),                       # Open MPI task id: not a global rank
+    ("[1,3]<stderr>:", 3, None),                          # Open MPI tags one process: mpirun started rank 3
     ("[default2]:", None, None),                           # torchrun --tee: a local rank only
     ("[rank6]: ", 6, None),
     ("host17 | ", None, "host17"),                         # a prefix nobody told the reader about

@@ -1,30 +1,21 @@
-"""The grep prefilter and the progress fast path read exactly what the pure-Python reader reads."""
+"""The RE2 row picker (big blocks) and the progress fast path read what the `re` block search reads."""
 
 from __future__ import annotations
 
-import io
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hanglens.ingest import Ingested, prefilter, read_inputs
+from hanglens.ingest import Ingested, read_inputs
 from hanglens.ingest import reader as reader_module
-from hanglens.ingest.prefilter import FastProgress, scan_file
+from hanglens.ingest.prefilter import FastProgress
 from hanglens.ingest.reader import MAX_LINE, Reader
+from hanglens.ingest.rows import Rows
 from hanglens.model import Origin
 from hanglens.parsers import PARSERS
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-needs_grep = pytest.mark.skipif(prefilter.grep_path() is None, reason="GNU grep is not installed")
-
-
-@pytest.fixture(autouse=True)
-def _grep_small_files(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These files are small; make the reader take the grep path for them anyway."""
-    monkeypatch.setattr(reader_module, "GREP_MIN_BYTES", 0)
 
 # torchtitan 0.x step line (torch 2.4-2.9 `[rankN]:` prefix), as benchmarks/make_corpus.py writes it.
 STEP = ("[rank{r}]:[titan] 2025-03-01 12:{mm:02d}:{ss:02d},{ms:03d} - root - INFO - "
@@ -52,7 +43,7 @@ def _steps(rank: int, steps: list[int], minute: int = 0) -> str:
 
 
 def _tricky(root: Path) -> None:
-    """Inputs that stress the line layer; every one must read the same with and without grep."""
+    """Inputs that stress the line layer; every one must read the same with RE2 rows and with `re`."""
     root.mkdir()
 
     def w(name: str, data: str | bytes) -> None:
@@ -109,19 +100,24 @@ def _view(ing: Ingested) -> tuple[Any, ...]:
     return events, ing.files, ing.skipped, ing.notes
 
 
-def _both(path: Path) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    return _view(read_inputs([path], jobs=1, grep=True)), _view(read_inputs([path], jobs=1, grep=False))
+def _both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """(read with every block going to RE2 rows, read with every block searched by `re`)."""
+    with monkeypatch.context() as m:
+        m.setattr(reader_module, "ROWS_MIN_BYTES", 0)
+        rows = _view(read_inputs([path], jobs=1))
+    with monkeypatch.context() as m:
+        m.setattr(reader_module, "ROWS_MIN_BYTES", 1 << 62)
+        plain = _view(read_inputs([path], jobs=1))
+    return rows, plain
 
 
-@needs_grep
 @pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()))
-def test_fixture_reads_the_same_with_grep(name: str) -> None:
-    with_grep, without = _both(FIXTURES / name)
-    assert with_grep == without
+def test_fixture_reads_the_same_with_rows(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with_rows, plain = _both(FIXTURES / name, monkeypatch)
+    assert with_rows == plain
 
 
-@needs_grep
-def test_tricky_inputs_read_the_same_with_grep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tricky_inputs_read_the_same_with_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     taken: list[int] = []
     real_take = FastProgress.take
 
@@ -133,79 +129,61 @@ def test_tricky_inputs_read_the_same_with_grep(tmp_path: Path, monkeypatch: pyte
 
     monkeypatch.setattr(FastProgress, "take", spy)
     _tricky(tmp_path / "logs")
-    with_grep, without = _both(tmp_path / "logs")
-    assert with_grep[0] == without[0]
-    assert with_grep == without
-    assert len(taken) > 40  # the fast path did the bulk of the step lines
-    notes = with_grep[3]
+    with_rows, plain = _both(tmp_path / "logs", monkeypatch)
+    assert with_rows[0] == plain[0]
+    assert with_rows == plain
+    assert len(taken) > 80  # the fast path did the bulk of the step lines, both ways
+    notes = with_rows[3]
     assert sum("longer than" in n for n in notes["long.log"]) == 3
-    progress = [e for e in with_grep[0] if e[0] == "progress" and e[1].path == "steps.log"]
+    progress = [e for e in with_rows[0] if e[0] == "progress" and e[1].path == "steps.log"]
     assert any(e[10].get("gap_after") is not None for e in progress)
 
 
-@needs_grep
-def test_each_tricky_file_alone(tmp_path: Path) -> None:
+def test_each_tricky_file_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _tricky(tmp_path / "logs")
     for path in sorted((tmp_path / "logs").rglob("*")):
         if path.is_file():
-            with_grep, without = _both(path)
-            assert with_grep == without, path.name
+            with_rows, plain = _both(path, monkeypatch)
+            assert with_rows == plain, path.name
 
 
-@needs_grep
-def test_reader_results_match_field_by_field(tmp_path: Path) -> None:
+def test_reader_results_match_field_by_field(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _tricky(tmp_path / "logs")
     parsers = tuple(PARSERS)
     for path in sorted((tmp_path / "logs").rglob("*.log")):
         got = []
-        for use_grep in (True, False):
+        for threshold in (0, 1 << 62):
+            monkeypatch.setattr(reader_module, "ROWS_MIN_BYTES", threshold)
             with open(path, "rb") as fh:
-                reader = Reader(path.name, Origin(local_rank=3), parsers)
-                res = reader.read_file(os.fspath(path), fh, use_grep)
+                res = Reader(path.name, Origin(local_rank=3), parsers).read(fh)
             got.append((res.events, res.lines, res.ranks, res.hosts, res.notes, res.lines_with_events,
                         res.envelope_ranks, res.rank_pairs, res.dated))
         assert got[0] == got[1], path.name
 
 
-@needs_grep
-def test_grep_failure_falls_back_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = tmp_path / "grep"
-    fake.write_text("#!/bin/sh\necho 'grep: broken' >&2\nexit 2\n")
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "a.log").write_text(NOISE + TRACEBACK + _steps(0, [1, 2, 3]))
-    without = _view(read_inputs([logs], jobs=1, grep=False))
-    monkeypatch.setattr("hanglens.ingest.reader.grep_path", lambda: os.fspath(fake))
-    broken = _view(read_inputs([logs], jobs=1, grep=True))
-    assert broken[0] == without[0] and broken[1] == without[1]
-    assert any("grep prefilter failed (grep exit status 2)" in n for n in broken[3]["a.log"])
-
-
-@needs_grep
-def test_no_match_is_not_an_error(tmp_path: Path) -> None:
+def test_no_match_is_not_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reader_module, "ROWS_MIN_BYTES", 0)
     (tmp_path / "quiet.log").write_text(NOISE * 10)
-    ing = read_inputs([tmp_path], jobs=1, grep=True)
+    ing = read_inputs([tmp_path], jobs=1)
     assert not ing.notes and ing.files[0].lines == 10
 
 
-def test_scan_counts_lines_and_finds_long_ones() -> None:
-    data = b"a\n" + b"x" * (MAX_LINE + 1) + b"\nshort\n" + b"y" * MAX_LINE + b"\n" + b"z" * (3 * MAX_LINE)
-    got = scan_file(io.BytesIO(data), MAX_LINE)
-    assert (got.size, got.lines, got.long_lines) == (len(data), 5, (2, 5))
-    assert scan_file(io.BytesIO(b""), MAX_LINE).lines == 0
-    assert scan_file(io.BytesIO(b"\n\n"), MAX_LINE).lines == 2
+def test_rows_split_lines_like_bytes_split() -> None:
+    for block in (b"", b"a", b"a\n", b"\n\n", b"a\nbb\n\nccc", b"x" * 10 + b"\n"):
+        rows = Rows(block)
+        want = block.split(b"\n")
+        if block.endswith(b"\n") or not block:
+            want = want[:-1]
+        assert [block[a:b] for a, b in zip(rows.starts, rows.ends, strict=True)] == want
+        assert rows.count == len(want)
 
 
-@needs_grep
-def test_escaped_triggers_match_only_themselves(tmp_path: Path) -> None:
-    lits = ("Error [CUDA]", "%|", "a.b*c+d?e(f)g{1}h|i^j$k\\l", "[E")
-    decoys = ("Error CUDA]", "%", "aXb*c+d?e(f)g{1}h|i^j$k\\l", "E", "abbbc")
-    log = tmp_path / "x.log"
-    log.write_text("\n".join(decoys + lits) + "\n")
-    exe = prefilter.grep_path()
-    assert exe is not None
-    g = prefilter.Grep(exe, lits, os.fspath(log), MAX_LINE)
-    rows = list(g.hits())
-    assert g.finish() == 0
-    assert [(int(r[0]), r[2].decode()) for r in rows] == [(i + 6, lit) for i, lit in enumerate(lits)]
+def test_escaped_triggers_match_only_themselves() -> None:
+    lits = ("Error [CUDA]", "%|", "a.b*c+d?e(f)g{1}h|i^j$k\\l", "[E", "caf\u00e9 ", "tab\there")
+    decoys = ("Error CUDA]", "%", "aXb*c+d?e(f)g{1}h|i^j$k\\l", "E", "abbbc", "cafe ", "tab here",
+              "\xff\xfe not UTF-8")
+    block = "\n".join(decoys + lits).encode("utf-8", "surrogateescape") + b"\n\xc3(\n"
+    rows = Rows(block)
+    assert rows.hits(lits).tolist() == list(range(len(decoys), len(decoys) + len(lits)))
+    assert rows.hits(lits, rows.hits(lits)[1:3]).tolist() == [len(decoys) + 1, len(decoys) + 2]
+    assert rows.hits(()).tolist() == []

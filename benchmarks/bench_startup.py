@@ -1,0 +1,110 @@
+"""Time hanglens's start-up: `--version` and `analyze` of the bundled demo job, against `python -c pass`.
+
+    python benchmarks/bench_startup.py                      # this checkout, 15 runs of each
+    python benchmarks/bench_startup.py --src /tmp/hl-main   # another checkout (PYTHONPATH)
+    python benchmarks/bench_startup.py --runs 30 --json
+
+Each round runs every command once, in turn (`python -c pass` first), so a burst of load on this shared
+machine hits all of them alike; the figures are the median wall time of N rounds, the median CPU time
+(user + system of the child, less sensitive to other processes than wall time) and each median as a
+ratio to `python -c pass` from the same rounds. One warm-up round is not counted.
+
+The commands run as `python -m hanglens ...` with PYTHONPATH at the tree (the console script of an
+installed hanglens only for this checkout, `--script`). PYTHONDONTWRITEBYTECODE is dropped from the
+environment, so the tree's `__pycache__` is written by the warm-up and used after, as an installed wheel
+(compiled by pip) would be; with it set, every run recompiles hanglens's sources.
+
+Goals of issue 9: `hanglens --version` under 0.3 s, `hanglens analyze` of the demo job under 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_once(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[float, float, int]:
+    """(wall s, CPU s of the child, exit code) of one run; stdout and stderr discarded."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    code = subprocess.call(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, code
+
+
+def commands(src: Path, script: bool, out: str) -> dict[str, list[str]]:
+    py = [sys.executable]
+    tool = [*py, "-m", "hanglens"]
+    if script:
+        found = shutil.which("hanglens", path=str(Path(sys.executable).parent))
+        if found is None:
+            raise SystemExit("--script: no `hanglens` console script next to this python")
+        tool = [found]
+    job = str(src / "hanglens" / "_demo" / "job")
+    return {
+        "python -c pass": [*py, "-c", "pass"],
+        "hanglens --version": [*tool, "--version"],
+        "hanglens analyze <demo job>": [*tool, "analyze", job],
+        "hanglens demo": [*tool, "demo", "--output", out],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--src", type=Path, default=ROOT, help="source tree to run (default: this checkout)")
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--script", action="store_true",
+                    help="run the installed `hanglens` console script instead of `python -m hanglens`")
+    ap.add_argument("--json", action="store_true", help="print one JSON document")
+    args = ap.parse_args()
+    src = args.src.resolve()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(src)
+    env.pop("FORCE_COLOR", None)
+    with tempfile.TemporaryDirectory(prefix="hanglens-startup-") as out:
+        cmds = commands(src, args.script, out)
+        walls: dict[str, list[float]] = {k: [] for k in cmds}
+        cpus: dict[str, list[float]] = {k: [] for k in cmds}
+        for i in range(args.runs + 1):
+            for name, cmd in cmds.items():
+                wall, cpu, code = run_once(cmd, env, out)
+                if code not in (0, 1):
+                    raise SystemExit(f"{name}: exit {code} ({' '.join(cmd)})")
+                if i:  # round 0 is the warm-up (and writes __pycache__)
+                    walls[name].append(wall)
+                    cpus[name].append(cpu)
+    base_w = statistics.median(walls["python -c pass"])
+    base_c = statistics.median(cpus["python -c pass"])
+    rows = []
+    for name in cmds:
+        w, c = statistics.median(walls[name]), statistics.median(cpus[name])
+        rows.append(dict(command=name, runs=args.runs, wall_median_s=round(w, 3),
+                         wall_min_s=round(min(walls[name]), 3), wall_max_s=round(max(walls[name]), 3),
+                         cpu_median_s=round(c, 3), wall_ratio_to_pass=round(w / base_w, 1),
+                         cpu_ratio_to_pass=round(c / max(base_c, 1e-3), 1)))
+    load = os.getloadavg()[0]
+    if args.json:
+        print(json.dumps(dict(src=str(src), load_average_1m=round(load, 2), rows=rows), indent=1))
+        return
+    print(f"{src}: {args.runs} rounds, load average {load:.1f} at the end")
+    for r in rows:
+        print(f"  {r['command']:30s} wall median {r['wall_median_s']:6.3f} s "
+              f"(min {r['wall_min_s']:.3f}, max {r['wall_max_s']:.3f}) = {r['wall_ratio_to_pass']:5.1f}x pass"
+              f" | CPU median {r['cpu_median_s']:6.3f} s = {r['cpu_ratio_to_pass']:5.1f}x pass")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""Where in the program a rank's blocking collective was called from: the training step, a phase boundary
+or a side section.
+
+failure-signatures.md section 1 ("Culprit vs victims": in a two-rank group there is no majority, use each
+side's Python frames: different call sites mean divergence; "Confirms": the odd rank's frames point to
+eval/checkpoint/logging code) and section 18 ("for 2-rank PGs use call-site frames"). A rank blocked in
+the training step's own collective (the gradient all_reduce, DDP's reducer under `backward()`) is where
+every rank is expected to be; a rank blocked in a side section (checkpoint, evaluation, logging, an
+object collective, a main-process-only block) or at a phase boundary (a `barrier()` after its loop ended)
+is the one that went elsewhere. Only the part of each stack below the frames all sides share is read:
+a driver function every rank runs (`train_and_evaluate`) says nothing about either side.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+STEP, BOUNDARY, SECTION = "step", "boundary", "section"
+LEVEL = {STEP: 0, BOUNDARY: 1, SECTION: 2}
+
+FRAME_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d{1,9}) in (?P<func>.+)$")
+C10D_FILE = "distributed_c10d.py"
+C10D_WRAPPERS = frozenset({"wrapper", "inner", "_fn", "decorate_context"})
+# torch.distributed's own helpers between the caller and the collective (c10d_logger's wrapper, ...).
+TORCH_DISTRIBUTED_RE = re.compile(r"(?:^|/)torch/distributed/(?!checkpoint/|fsdp/)")
+LIBRARY_RE = re.compile(r"(?:^|/)torch/|site-packages|dist-packages")
+# The training step's own machinery: backward (DDP's reducer all-reduces gradients from autograd hooks),
+# DDP's forward, the optimizer.
+STEP_LIBRARY_RE = re.compile(r"(?:^|/)torch/(?:autograd/|optim/|nn/parallel/distributed\.py)")
+AUTOGRAD_RE = re.compile(r"(?:^|/)torch/autograd/")
+# Collectives that move pickled Python objects (metadata, metrics, checkpoint state), never the step's
+# tensors (distributed_c10d.py *_object_list / *_object).
+OBJECT_COLLECTIVES = frozenset({"broadcast_object_list", "all_gather_object", "gather_object",
+                                "scatter_object_list", "send_object_list", "recv_object_list"})
+BARRIERS = frozenset({"barrier", "monitored_barrier"})
+SECTION_WORDS = frozenset({
+    "save", "saving", "saver", "checkpoint", "checkpoints", "checkpointing", "checkpointer", "ckpt",
+    "eval", "evaluate", "evaluation", "evaluator", "validate", "validation", "val", "metric", "metrics",
+    "log", "logging", "logger", "report", "print", "summary", "summarize", "export", "dump", "consolidate",
+    "consolidation", "generate", "generation", "predict", "prediction", "inference", "visualize",
+    "upload", "rank0",
+})
+SECTION_PAIRS = frozenset({("main", "process"), ("is", "main"), ("rank", "zero"), ("state", "dict"),
+                           ("only", "main"), ("global", "zero")})
+STEP_WORDS = frozenset({"backward", "grad", "grads", "gradient", "gradients", "loss", "losses", "optimizer",
+                        "forward", "step"})
+_TOKEN_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+@dataclass(frozen=True, slots=True)
+class CallSite:
+    """One rank's blocking collective and where it was called from."""
+
+    call: str                 # the torch.distributed function the rank waits in (innermost), or "backward"
+    entry: str                # the function the program called (outermost): broadcast_object_list
+    user_frame: str | None    # the nearest frame outside torch that led to it ("file.py:12 in save")
+    site: str | None          # step / boundary / section, None when the frames do not say
+    reason: str | None        # the frame (and word) that decided `site`
+
+
+def _split(frame: str) -> tuple[str, int, str] | None:
+    m = FRAME_RE.match(str(frame))
+    if not m:
+        return None
+    return m["file"].replace("\\", "/"), int(m["line"]), m["func"].strip()
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-case words of an identifier, path or source line (`saveCheckpoint`, `save_checkpoint`)."""
+    return [t.lower() for t in _TOKEN_RE.findall(text[:400])]
+
+
+def _words(text: str) -> tuple[set[str], set[tuple[str, str]]]:
+    ts = tokens(text)
+    return set(ts), set(pairwise(ts))
+
+
+def _is_section(text: str) -> str | None:
+    words, pairs = _words(text)
+    hit = sorted(words & SECTION_WORDS) or [" ".join(p) for p in sorted(pairs & SECTION_PAIRS)]
+    return hit[0] if hit else None
+
+
+def _is_step(text: str) -> str | None:
+    hit = sorted(_words(text)[0] & STEP_WORDS)
+    return hit[0] if hit else None
+
+
+def blocking_call(frames: Sequence[str]) -> tuple[int, int, str, str] | None:
+    """(index of the outermost, index of the innermost public c10d frame, entry, call) of a stack, or None.
+
+    A stack without a c10d frame that ends in autograd's backward is DDP's gradient reduction: the reducer
+    runs its all_reduce from autograd hooks, so the main thread waits in `backward`.
+    """
+    found: list[tuple[int, str]] = []
+    autograd: int | None = None
+    for i, fr in enumerate(frames):
+        parts = _split(fr)
+        if parts is None:
+            continue
+        path, _, func = parts
+        name = func.rsplit(".", 1)[-1]
+        if path.endswith(C10D_FILE) and name not in C10D_WRAPPERS and not name.startswith("_"):
+            found.append((i, name))
+        elif autograd is None and AUTOGRAD_RE.search(path):
+            autograd = i
+    if found:
+        return found[0][0], found[-1][0], found[0][1], found[-1][1]
+    if autograd is not None:
+        return autograd, autograd, "backward", "backward"
+    return None
+
+
+def common_prefix(stacks: Sequence[Sequence[str]]) -> int:
+    """How many outermost frames every stack shares (same file, line and function)."""
+    if not stacks:
+        return 0
+    n = min(len(s) for s in stacks)
+    for i in range(n):
+        if len({str(s[i]) for s in stacks}) > 1:
+            return i
+    return n
+
+
+def call_site(frames: Sequence[str], sources: Sequence[str] = (), shared: int = 0,
+              nearest: bool = False) -> CallSite | None:
+    """Where the stack's blocking collective was called from, reading only frames below `shared`.
+
+    Section evidence anywhere in the diverging callers wins over step evidence (a rank-0-only evaluation
+    runs DDP's forward too); a barrier with neither is a phase boundary. With `nearest` (a stack with no
+    other side's to compare, so the frames every rank runs cannot be set aside) the evidence nearest to
+    the collective decides: a driver function's name far up the stack does not.
+    """
+    found = blocking_call(frames)
+    if found is None:
+        return None
+    outer, _, entry, call = found
+    user = None
+    section = step = None
+    if nearest and entry in OBJECT_COLLECTIVES:
+        section = f"{entry} (moves Python objects, not the step's tensors)"
+    for i in range(outer - 1, -1, -1):
+        decided = nearest and (section is not None or step is not None)
+        if decided and user is not None:
+            break
+        parts = _split(frames[i])
+        if parts is None:
+            continue
+        path, line, func = parts
+        base = path.rsplit("/", 1)[-1]
+        where = f"{base}:{line} in {func}"
+        if user is None and not LIBRARY_RE.search(path):
+            user = where
+        if decided or i < shared or TORCH_DISTRIBUTED_RE.search(path):
+            continue
+        src = sources[i] if i < len(sources) else ""
+        text = f"{func} {base.removesuffix('.py')} {src}"
+        if section is None:
+            word = _is_section(text)
+            if word:
+                section = f"{where} ('{word}')"
+        if step is None:
+            word = _is_step(f"{func} {src}") or ("backward" if STEP_LIBRARY_RE.search(path) else None)
+            if word:
+                step = f"{where} ('{word}')"
+    at = user or entry
+    if entry in OBJECT_COLLECTIVES and section is None:
+        section = f"{at} ({entry} moves Python objects, not the step's tensors)"
+    if section is not None:
+        return CallSite(call, entry, user, SECTION, section)
+    if call == "backward":
+        return CallSite(call, entry, user, STEP, step or f"{at} (backward: DDP's gradient all_reduce)")
+    if step is not None:
+        return CallSite(call, entry, user, STEP, step)
+    if entry in BARRIERS:
+        reason = f"{at} (a {entry}; nothing in its frames belongs to the step)"
+        return CallSite(call, entry, user, BOUNDARY, reason)
+    return CallSite(call, entry, user, None, None)
+
+
+def odd_sites(sites: dict[int, CallSite], unseen: int = 0) -> set[int]:
+    """Ranks whose call site is further from the training step than every other side's.
+
+    Named only when every side's site is known, the sides were called from different places, and one
+    level (section over boundary over step) is held by some ranks and exceeds everyone else's. `unseen`
+    counts the other sides known only by their timeout or fingerprint (no stack): a single stack in a
+    side section (a rank-conditional checkpoint, evaluation or logging call, issue 8's "its own stack in a
+    rank-conditional call") still names its rank; a barrier or a step alone never does.
+    """
+    if unseen:
+        if len(sites) != 1:
+            return set()
+        (rank, only), = sites.items()
+        return {rank} if only.site == SECTION else set()
+    if len(sites) < 2 or any(s.site is None for s in sites.values()):
+        return set()
+    if len({(s.entry, s.user_frame) for s in sites.values()}) < 2:
+        return set()
+    levels = {r: LEVEL[s.site] for r, s in sites.items() if s.site is not None}
+    top = max(levels.values())
+    odd = {r for r, lv in levels.items() if lv == top}
+    if top == 0 or len(odd) == len(levels):
+        return set()
+    return odd

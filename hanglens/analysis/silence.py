@@ -1,0 +1,324 @@
+"""A hang with no error line (failure-signatures.md section 16): how the job was stopped from outside, where
+each rank stopped (last progress, phase and distributed line), the last common point and who differs."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from hanglens.analysis.kinds import FAILURE_KINDS, host_of
+from hanglens.model import AGENT_EVENT_KINDS, Event
+
+Row = dict[str, Any]
+
+# Parsers whose lines are about the distributed runtime (section 16 item 1: "last distributed line").
+DIST_PARSERS = frozenset({"c10d", "wrapper", "nccl", "gloo", "store", "elastic", "ddp"})
+# Signals a stop from outside sends; a worker that died of one of these was stopped, it did not fail.
+STOP_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
+_GOT_SIGNAL = re.compile(r"got signal: (?P<num>\d{1,3})")
+_SIGNALS = {1: "SIGHUP", 2: "SIGINT", 15: "SIGTERM", 9: "SIGKILL"}
+# How each kind of stop reads in a report.
+STOP_WORDS = {
+    "agent_signal": "torchrun's agent was signalled",
+    "agent_closing": "torchrun's agent closed its workers while none had failed",
+    "keyboard_interrupt": "Ctrl-C (KeyboardInterrupt)",
+    "scheduler_cancel": "the scheduler cancelled the job",
+}
+# A rank whose silence outlasts this many of its own step intervals while others still printed stopped
+# first (section 16 item 3).
+CADENCE_FACTOR = 3.0
+
+
+def _exc_type(e: Event) -> str:
+    return str(e.get("exc_type") or "")
+
+
+def stop_kind(e: Event) -> tuple[str, str | None] | None:
+    """(how, signal) when `e` says the job was stopped from outside, else None.
+
+    torchrun's agent receiving a signal (`Received 15 death signal`, `SignalException ... got signal: 15`),
+    a Ctrl-C (`KeyboardInterrupt`), a scheduler cancelling the job (failure-signatures.md sections 16 item 6
+    and 17.4). The agent's `Sending process N closing signal` alone is judged in `stop_rows`.
+    """
+    if e.kind == "job_stopped":
+        return str(e.get("how") or "agent_signal"), e.get("signal")
+    if e.kind == "exception":
+        t = _exc_type(e)
+        if t.endswith("SignalException"):
+            m = _GOT_SIGNAL.search(f"{e.get('message') or ''} {e.text}")
+            num = int(m["num"]) if m else None
+            return "agent_signal", _SIGNALS.get(num or -1, f"SIG{num}" if num is not None else None)
+        if t.endswith("KeyboardInterrupt"):
+            return "keyboard_interrupt", "SIGINT"
+    return None
+
+
+def _stopped_worker(e: Event) -> bool:
+    """A launcher line about a worker that ended by a stop signal (a consequence of the stop)."""
+    return e.kind in ("worker_failed", "child_failed", "launcher_exit") and e.get("signal") in STOP_SIGNALS
+
+
+def stop_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+    """One row per line that says the job was stopped from outside, in file order.
+
+    The agent's `Sending process N closing signal SIGTERM` counts only when no worker failed first: torchrun
+    closes the workers after a worker failure or after it was itself signalled (elastic/agent/server/api.py
+    `_invoke_run`, elastic/multiprocessing/api.py `_close`), and only the second is a stop from outside.
+    """
+    rows: list[Row] = []
+    worker_failed = any(
+        e.kind in ("worker_failed", "child_failed") and not _stopped_worker(e) for e in events
+    )
+    for e in events:
+        found = stop_kind(e)
+        if found is None and e.kind == "closing_signal" and not worker_failed:
+            found = ("agent_closing", e.get("signal"))
+        if found is None:
+            continue
+        how, sig = found
+        rank = None if e.kind in AGENT_EVENT_KINDS or e.kind == "job_stopped" else e.rank
+        said = STOP_WORDS.get(how, how)
+        if sig and how != "keyboard_interrupt":
+            said += f" ({sig})"
+        reason = e.get("reason") if e.kind == "job_stopped" else None
+        if reason:
+            said += f", due to {str(reason).lower()}"
+        rows.append({"rank": rank, "host": host_of(e, hosts, rank), "how": how, "signal": sig, "said": said,
+                     "time": e.time, "text": e.text[:300], "path": e.ref.path, "line": e.ref.line})
+    return sorted(rows, key=lambda r: (r["path"], r["line"]))
+
+
+def is_error(e: Event) -> bool:
+    """A failure line that is not the stop itself nor its consequence (a worker ended by the stop signal)."""
+    if e.kind not in FAILURE_KINDS or e.kind == "job_stopped" or _stopped_worker(e):
+        return False
+    return not (e.kind == "exception" and stop_kind(e) is not None)
+
+
+def _stop_marks(events: Sequence[Event]) -> tuple[float | None, dict[str, int]]:
+    """When the job was stopped from outside: the earliest stop time, and per file the first stop line."""
+    first_time: float | None = None
+    lines: dict[str, int] = {}
+    for s in events:
+        if stop_kind(s) is None:
+            continue
+        if s.time is not None:
+            first_time = s.time if first_time is None else min(first_time, s.time)
+        lines[s.ref.path] = min(lines.get(s.ref.path, s.ref.line), s.ref.line)
+    return first_time, lines
+
+
+def _after_stop(e: Event, marks: tuple[float | None, dict[str, int]]) -> bool:
+    """Did `e` come after the job was stopped from outside? Then it is the stop's consequence (section 17.4:
+    workers torn down by the launcher print store, peer and teardown errors), not a failure of its own."""
+    first_time, lines = marks
+    if e.time is not None and first_time is not None:
+        return e.time >= first_time
+    return e.ref.path in lines and lines[e.ref.path] < e.ref.line
+
+
+def _order(evs: Sequence[Event]) -> list[Event]:
+    """A rank's events in the order it wrote them: by time when every one has a time, else by position."""
+    if evs and all(e.time is not None for e in evs):
+        return sorted(evs, key=lambda e: (e.time or 0.0, e.ref.path, e.ref.line))
+    return sorted(evs, key=lambda e: (e.ref.path, e.ref.line))
+
+
+def _series(e: Event) -> tuple[Any, ...]:
+    return (e.get("pattern"), e.get("label"))
+
+
+def _step(e: Event) -> int | None:
+    s = e.get("step")
+    return s if isinstance(s, int) and not isinstance(s, bool) else None
+
+
+def _total(e: Event) -> int | None:
+    t = e.get("total")
+    return t if isinstance(t, int) and not isinstance(t, bool) and t > 0 else None
+
+
+def _complete(e: Event) -> bool:
+    total = _total(e)
+    return total is not None and _step(e) == total
+
+
+def _boundary(progress: list[Event], phases: list[Event]) -> tuple[bool, str | None, Event | None]:
+    """(stalled_start, boundary, the phase line it comes from) of one rank's stream.
+
+    `stalled_start`: its last progress report is a unit (epoch, bar) at 0 of N that never advanced, right
+    after a unit that completed (N of N): the log stops at the first step of a new epoch (section 16 item 2).
+    `boundary` names the phase the rank was at when it stopped: epoch_start, or the phase line (checkpoint
+    save/load, validation, data preparation) written after its last completed unit, or a completed
+    validation bar (a second loop with its own total) between the completed unit and the stalled start.
+    """
+    if not progress:
+        last_phase = phases[-1] if phases else None
+        return False, (str(last_phase.get("phase")) if last_phase is not None else None), last_phase
+    last = progress[-1]
+    earlier = progress[:-1]
+    done = [e for e in earlier if _complete(e)]
+    stalled = _step(last) == 0 and _total(last) is not None and bool(done)
+    anchor = done[-1] if stalled else last
+    key = (anchor.ref.path, anchor.ref.line) if anchor.time is None else None
+    after = [
+        p for p in phases
+        if (p.time is not None and anchor.time is not None and p.time >= anchor.time)
+        or (key is not None and (p.ref.path, p.ref.line) > key)
+    ]
+    if after:
+        return stalled, str(after[-1].get("phase")), after[-1]
+    if stalled:
+        train_total = _total(last)
+        same = [i for i, e in enumerate(done) if _total(e) == train_total]
+        since = done[same[-1] + 1:] if same else done
+        label = str(last.get("label") or "").lower()
+        if since or "val" in label or "eval" in label:
+            return True, "validation", None  # a loop with its own total completed after the training unit
+        return True, "epoch_start", None
+    return False, None, None
+
+
+def _cadence(progress: list[Event]) -> float | None:
+    """Seconds per step of the rank's main series, from its first and last timed reports."""
+    by: dict[tuple[Any, ...], list[Event]] = defaultdict(list)
+    for e in progress:
+        if e.time is not None and _step(e) is not None:
+            by[_series(e)].append(e)
+    rates = []
+    for evs in by.values():
+        first, last = evs[0], evs[-1]
+        s0, s1 = _step(first), _step(last)
+        if s0 is not None and s1 is not None and s1 > s0 and last.time is not None and first.time is not None:
+            rates.append((last.time - first.time) / (s1 - s0))
+    return statistics.median(rates) if rates else None
+
+
+def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+    """Where each rank stopped (section 16 items 1-3): one row per rank that reported progress or a phase.
+
+    Columns: `last_step`/`last_epoch`/`total` and the time of its last progress report; `last_phase` (the
+    newest checkpoint/validation/data-preparation line) and `last_dist` (the kind of its newest distributed
+    runtime line); `common_step` = the lowest last step over ranks (the last point every rank reached);
+    `position` ahead / behind / same against the step most ranks stopped at (with no majority every rank
+    that is not at the common step is ahead); `differs` when that position is not `same`; `sequence`
+    skipped (the rank has no report for a step its peers printed, `skipped_after` is the step before the
+    hole) or extra (it printed a step most peers skipped); `cadence_s`, `silent_for_s` (how long before the
+    last rank's last report it went quiet) and `first_silent` (quiet for more than CADENCE_FACTOR of its own
+    step intervals while others still printed); `stalled_start`/`boundary` (see `_boundary`); `no_error`
+    (the job's logs hold no failure line but the stop itself). Output of several ranks attributed to none
+    is one row with rank None, only when no rank has a row of its own.
+    """
+    by_rank: dict[int | None, list[Event]] = defaultdict(list)
+    for e in events:
+        if e.kind in ("progress", "phase") or e.parser in DIST_PARSERS:
+            by_rank[e.rank].append(e)
+    ranked = sorted(
+        r for r, evs in by_rank.items() if r is not None and any(e.kind in ("progress", "phase") for e in evs)
+    )
+    keys: list[int | None] = [*ranked] if ranked else ([None] if by_rank.get(None) else [])
+    marks = _stop_marks(events)
+    no_error = not any(is_error(e) and not _after_stop(e, marks) for e in events)
+    base: list[Row] = []
+    for rank in keys:
+        evs = _order(by_rank[rank])
+        progress = [e for e in evs if e.kind == "progress"]
+        phases = [e for e in evs if e.kind == "phase"]
+        dist = [e for e in evs if e.parser in DIST_PARSERS and e.kind not in ("progress", "phase")]
+        if rank is None and not progress:
+            continue
+        # The rank's main loop is the series it reported first (validation bars come later).
+        first = next((e for e in progress if _step(e) is not None), None)
+        stepped = [e for e in progress if first is not None and _series(e) == _series(first)]
+        last = (stepped or progress or phases)[-1]
+        stalled, boundary, phase_line = _boundary(progress, phases)
+        if phase_line is not None:
+            last = phase_line  # the row cites the line the rank stopped at
+        gap = next(
+            (e.get("gap_after") for e in reversed(stepped) if isinstance(e.get("gap_after"), int)), None
+        )
+        steps = [s for s in (_step(e) for e in stepped) if s is not None]
+        base.append({
+            "rank": rank,
+            "host": hosts.get(rank) if rank is not None else None,
+            "last_step": _step(stepped[-1]) if stepped else None,
+            "first_step": min(steps) if steps else None,
+            "last_epoch": next(
+                (e.get("epoch") for e in reversed(stepped or progress) if e.get("epoch") is not None), None
+            ),
+            "total": _total(stepped[-1]) if stepped else None,
+            "last_time": stepped[-1].time if stepped else (progress[-1].time if progress else None),
+            "last_phase": str(phases[-1].get("phase")) if phases else None,
+            "last_dist": dist[-1].kind if dist else None,
+            "gap_after": gap,
+            "cadence_s": _cadence(progress),
+            "stalled_start": stalled,
+            "boundary": boundary,
+            "no_error": no_error,
+            "path": last.ref.path,
+            "line": last.ref.line,
+        })
+    return _compare(base)
+
+
+def _point(r: Row) -> tuple[float, int]:
+    epoch = r["last_epoch"]
+    return (float(epoch) if isinstance(epoch, (int, float)) and not isinstance(epoch, bool) else -1.0,
+            int(r["last_step"]))
+
+
+def _compare(rows: list[Row]) -> list[Row]:
+    """Fill the cross-rank columns: common step, position, sequence, first silent."""
+    # A point is (epoch, step): step 0 of epoch 1 is past step 4 of epoch 0.
+    points = [_point(r) for r in rows if r["last_step"] is not None]
+    lasts = points
+    common_point = min(points) if points else None
+    common = common_point[1] if common_point is not None else None
+    common_epoch = common_point[0] if common_point is not None and common_point[0] >= 0 else None
+    counts = Counter(points)
+    top = counts.most_common(1)[0] if counts else None
+    majority = top[0] if top is not None and top[1] * 2 > len(lasts) else None
+    gaps = Counter(r["gap_after"] for r in rows if r["gap_after"] is not None)
+    times = [r["last_time"] for r in rows if r["last_time"] is not None]
+    newest = max(times) if len(times) >= 2 else None
+    out: list[Row] = []
+    for r in rows:
+        step = _point(r) if r["last_step"] is not None else None
+        if step is None or len(lasts) < 2:
+            position = None
+        elif majority is not None:
+            position = "same" if step == majority else ("ahead" if step > majority else "behind")
+        else:
+            position = "same" if step == common_point else "ahead"
+        peers = [p for p in rows if p is not r and p["last_step"] is not None and p["first_step"] is not None]
+        sequence, skipped_after = None, None
+        g = r["gap_after"]
+        # A hole most ranks share is the job's cadence, not this rank's skip (the others printed extra).
+        if g is not None and gaps[g] * 2 <= len(rows) and any(
+            p["gap_after"] is None and p["first_step"] <= g < p["last_step"] for p in peers
+        ):
+            sequence, skipped_after = "skipped", g
+        elif g is None and r["last_step"] is not None and r["first_step"] is not None:
+            common_gap = [
+                x for x, n in gaps.items() if n * 2 > len(rows) and r["first_step"] <= x < r["last_step"]
+            ]
+            if common_gap:
+                sequence, skipped_after = "extra", min(common_gap)
+        silent_for = newest - r["last_time"] if newest is not None and r["last_time"] is not None else None
+        cad = r["cadence_s"]
+        first_silent = bool(silent_for is not None and cad and silent_for > CADENCE_FACTOR * cad)
+        out.append({
+            **r,
+            "common_step": common,
+            "common_epoch": common_epoch,
+            "position": position,
+            "differs": position in ("ahead", "behind") or sequence is not None,
+            "sequence": sequence,
+            "skipped_after": skipped_after,
+            "silent_for_s": silent_for,
+            "first_silent": first_silent,
+        })
+    return out

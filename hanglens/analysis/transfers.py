@@ -1,0 +1,104 @@
+"""Size errors on one transfer: the receiver that detected them, the peer that sent, and whether the
+transfer was point-to-point.
+
+failure-signatures.md section 2: NCCL's socket transport prints `message truncated : receiving <n> bytes
+instead of <m>` on the receiver, naming the sender's address (`<n>` is what the sender sent, `<m>` what the
+receiver posted; NVIDIA/nccl src/transport/net_socket.cc); gloo's receiver throws `op.preamble.length <=
+op.nbytes. <remote> vs <local>` (gloo/transport/tcp/pair.cc Pair::prepareRead). The address maps to a host
+through each process's `Bootstrap : Using <if>:<ip>` line (log-formats.md section 4.4) and to the ranks
+there. For a point-to-point transfer (send/recv, pipeline stages) the receiver's buffer is allocated
+before the data arrives, from the shape the code expects; the sender's tensor is computed from the data
+(a longer sequence, a ragged micro-batch): the size that changed is the sender's ("which side's shape
+changed: dynamic sequence length, last micro-batch"). A collective's ring neighbour is no such culprit,
+so the sender is named only when the transfer is shown to be point-to-point.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from hanglens.model import Event
+
+Row = dict[str, Any]
+TRUNCATED_RE = re.compile(r"peer (?P<ip>[0-9A-Fa-f.:]{3,64})<\d{1,6}> message truncated : receiving "
+                          r"(?P<remote>\d{1,15}) bytes instead of (?P<local>\d{1,15})")
+GLOO_SIZE_RE = re.compile(r"op\.preamble\.length <= op\.nbytes\. (?P<remote>\d{1,15}) vs (?P<local>\d{1,15})")
+P2P_CALLS = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv", "send_object_list",
+                       "recv_object_list"})
+P2P_OPS = frozenset({"SEND", "RECV", "RECV_ANY_SOURCE"})
+SENDS = frozenset({"send", "isend", "send_object_list"})
+RECVS = frozenset({"recv", "irecv", "recv_object_list"})
+
+
+def _p2p_ranks(events: Sequence[Event], calls: Sequence[Row]) -> dict[int, tuple[str, str, int]]:
+    """Ranks seen in a point-to-point op: (the op, path, line) of their own stack or watchdog line."""
+    out: dict[int, tuple[str, str, int]] = {}
+    for c in calls:
+        if c.get("call") in P2P_CALLS and isinstance(c.get("rank"), int):
+            out.setdefault(c["rank"], (str(c["call"]), str(c.get("path")), int(c.get("line") or 0)))
+    for e in events:
+        if e.rank is not None and e.kind in ("hang_detected", "fr_entry") and str(e.get("op")) in P2P_OPS:
+            out.setdefault(e.rank, (str(e.get("op")).lower(), e.ref.path, e.ref.line))
+    return out
+
+
+def size_error_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequence[Row]) -> list[Row]:
+    """One row per end of each transfer whose sizes disagree: role receiver or sender.
+
+    `p2p` says the transfer is shown to be point-to-point (either end in send/recv); `sender` is set on the
+    receiver's row when exactly one rank can be the one that sent (the only rank behind the peer address
+    with a point-to-point op, or the only rank blocked in a send).
+    """
+    ip_ranks: dict[str, set[int]] = {}
+    ip_hosts: dict[str, set[str]] = {}
+    for e in events:
+        if e.kind == "nccl_bootstrap" and isinstance(e.get("ip"), str):
+            ip = str(e.get("ip"))
+            if e.rank is not None:
+                ip_ranks.setdefault(ip, set()).add(e.rank)
+            host = e.get("nccl_host") or e.host
+            if isinstance(host, str):
+                ip_hosts.setdefault(ip, set()).add(host)
+    p2p = _p2p_ranks(events, calls)
+    call_of = {c["rank"]: c.get("call") for c in calls if isinstance(c.get("rank"), int)}
+    rows: list[Row] = []
+    seen: set[int] = set()
+    for e in events:
+        if e.rank is None or e.rank in seen:
+            continue
+        if e.kind not in ("nccl_warn", "process_teardown"):
+            continue
+        text = str(e.get("message") or e.get("error") or "")
+        m = TRUNCATED_RE.search(text) if e.kind == "nccl_warn" else GLOO_SIZE_RE.search(text)
+        if m is None:
+            continue
+        receiver = e.rank
+        if m.re is TRUNCATED_RE:
+            ip = m["ip"]
+            behind = set(ip_ranks.get(ip, set()))
+            behind |= {r for r, h in hosts.items() if h in ip_hosts.get(ip, set())}
+            behind.discard(receiver)
+            with_p2p = sorted(r for r in behind if r in p2p)
+            candidates = with_p2p if with_p2p else sorted(behind)
+            named = ", ".join(sorted(ip_hosts.get(ip, set())))
+            basis = f"peer {ip} = {named}" if named else f"peer {ip}"
+        else:
+            candidates = sorted(r for r, c in call_of.items() if c in SENDS and r != receiver)
+            basis = "the only rank blocked in a send" if len(candidates) == 1 else "ranks blocked in a send"
+        sender = candidates[0] if len(candidates) == 1 else None
+        is_p2p = receiver in p2p or (sender is not None and sender in p2p)
+        seen.add(receiver)
+        common = {"remote_bytes": int(m["remote"]), "local_bytes": int(m["local"]), "p2p": is_p2p,
+                  "path": e.ref.path, "line": e.ref.line}
+        rows.append({"rank": receiver, "host": hosts.get(receiver), "role": "receiver", "peer": sender,
+                     "basis": basis, **common})
+        if sender is not None:
+            own = p2p.get(sender)
+            row = {"rank": sender, "host": hosts.get(sender), "role": "sender", "peer": receiver,
+                   "basis": f"{basis}; its own {own[0]}" if own else basis, **common}
+            if own:
+                row.update(path=own[1], line=own[2])
+            rows.append(row)
+    return rows

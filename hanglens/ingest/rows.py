@@ -1,0 +1,87 @@
+"""Pick the lines of a block that hold a parser trigger, in C: newline split by numpy, RE2 match by Arrow.
+
+The block's bytes become an Arrow binary array without a copy (one offset per line, found by numpy),
+and one `match_substring_regex` call runs RE2 over every line with the alternation of all trigger
+literals (about 10x Python's `re` on a trie of the same literals, and without a subprocess, so the
+same on every platform). Only the indices of the lines that hit come back to Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy
+
+_ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+def re2_literal(literal: str) -> str:
+    """`literal` as an RE2 pattern over raw bytes (Arrow runs RE2 on binary arrays as Latin-1)."""
+    return "".join(chr(b) if b in _ALNUM else f"\\x{b:02x}" for b in literal.encode("utf-8"))
+
+
+@lru_cache(maxsize=16)
+def _options(literals: tuple[str, ...]) -> Any:
+    import pyarrow.compute as pc
+
+    return pc.MatchSubstringOptions("|".join(re2_literal(lit) for lit in literals))
+
+
+class Rows:
+    """The lines of one block: numpy `starts`/`ends` (end without the newline) and the Arrow array."""
+
+    def __init__(self, block: bytes) -> None:
+        import pyarrow as pa
+
+        n = len(block)
+        nl = numpy.flatnonzero(numpy.frombuffer(block, dtype=numpy.uint8) == 10)
+        tail = n > 0 and (len(nl) == 0 or int(nl[-1]) != n - 1)  # a last line without its newline
+        count = len(nl) + (1 if tail else 0)
+        offsets = numpy.empty(count + 1, dtype=numpy.int64)
+        offsets[0] = 0
+        offsets[1:len(nl) + 1] = nl + 1
+        if tail:
+            offsets[-1] = n
+        self.count = count
+        self.block = block
+        self.starts = offsets[:-1]
+        self.ends = offsets[1:] - 1  # the newline's offset
+        if tail:
+            self.ends[-1] = n
+        # Each value keeps its newline: no trigger holds one, so the match is the same.
+        self.array = pa.LargeBinaryArray.from_buffers(pa.large_binary(), count,
+                                                      [None, pa.py_buffer(offsets), pa.py_buffer(block)])
+
+    def line(self, i: int) -> bytes:
+        """Line `i` without its newline."""
+        return self.block[int(self.starts[i]):int(self.ends[i])]
+
+    def hits(self, literals: Sequence[str], among: numpy.ndarray | None = None) -> numpy.ndarray:
+        """Indices of the lines (of `among`, when given) holding any of `literals`, ascending."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        lits = tuple(sorted(set(literals)))
+        if not lits or self.count == 0:
+            return numpy.zeros(0, dtype=numpy.int64)
+        if among is None:
+            arr = self.array
+        else:  # from the buffer: `pa.array` would import pandas (40 MB in every reader process)
+            index = numpy.ascontiguousarray(among, dtype=numpy.int64)
+            arr = self.array.take(pa.Array.from_buffers(pa.int64(), len(index), [None, pa.py_buffer(index)]))
+        mask = pc.call_function("match_substring_regex", [arr], _options(lits))
+        picked = _true_at(mask)
+        return picked if among is None else among[picked]
+
+
+def _true_at(mask: Any) -> numpy.ndarray:
+    """Indices of the true values of a null-free Arrow boolean array, unpacked from its bitmap.
+
+    (`to_numpy` on a boolean array goes through pandas, which would cost every reader process 40 MB.)
+    """
+    n, off = len(mask), mask.offset
+    bits = numpy.frombuffer(mask.buffers()[1], dtype=numpy.uint8)
+    flags = numpy.unpackbits(bits, count=off + n, bitorder="little")[off:]
+    return numpy.flatnonzero(flags)

@@ -1,0 +1,137 @@
+"""Whose output one stream is: the single rank a file's (or a launcher-prefixed stream's) own lines state.
+
+A stream is a whole file, or the lines one launcher prefix marks in it (`writer`: Open MPI's
+`[1,3]<stderr>:`, a torchrun `--tee` `[default1]:`, a SLURM `3: `, a pdsh `host: `). Its unranked events
+(a CUDA error, an NCCL error, a traceback without a `[rankN]:` prefix) belong to rank R when:
+
+- the stream is one Open MPI process's output (`[<job>,<R>]<stream>:`, mpirun tags each process's
+  stdout/stderr; reference log-formats.md section 9.3) and nothing in the file says mpirun started
+  launchers instead of ranks (torchrun's agent lines, `--tee` prefixes, a rank other than R in the stream);
+- or every line of the stream that states its writer's global rank states R (`[rankN]:`, `[rank N]`, the
+  default process group's `[PG ... Rank R]` / work prefix `[Rank R]`, `Process Group destroyed on rank R`,
+  a `RANK=R` echo, a torchrun command line with `--nproc-per-node 1` and `--node-rank R`), and nothing in it
+  shows a second process: no other rank stated, no two local ranks, no two NCCL `host:pid`s, no two
+  tracebacks or the same exception twice, no launcher that ran several workers into one console
+  (`--nproc-per-node` > 1, or torchrun's OMP_NUM_THREADS banner, which it prints only then:
+  torch/distributed/run.py).
+
+A stream with no rank statement, or with two, gives nothing: absence is never evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from hanglens.model import AGENT_EVENT_KINDS, Event
+
+DUMP_PARSERS = frozenset({"pyspy"})   # their pids are the dumped processes', not the file writer's
+_LAUNCHER_KINDS = AGENT_EVENT_KINDS
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def is_agent_event(e: Event) -> bool:
+    """Lines the torchrun agent (not a worker) writes: they must not inherit a worker's rank."""
+    if e.kind in AGENT_EVENT_KINDS or e.parser == "elastic":
+        return True   # every line the elastic parser reads is the agent's or a launcher's
+    return e.kind in ("exception", "error_line") and "ChildFailedError" in e.text
+
+
+def _claims(events: Iterable[Event]) -> set[int]:
+    """Global ranks the stream's own lines state as their writer's."""
+    out: set[int] = set()
+    for e in events:
+        if e.kind == "launch_config":
+            nproc, node = _int(e.get("nproc_per_node")), _int(e.get("node_rank"))
+            if nproc == 1 and node is not None:
+                out.add(node)   # the node's only worker is rank node_rank * 1 + 0
+            continue
+        if is_agent_event(e):
+            continue
+        if e.rank is not None:
+            out.add(e.rank)
+        r = _int(e.get("stated_rank"))
+        if r is not None:
+            out.add(r)
+    return out
+
+
+def _several_processes(events: list[Event]) -> bool:
+    """Does the stream show the output of more than one process (or a launcher of several)?"""
+    local_ranks: set[int] = set()
+    pids: set[tuple[str, int]] = set()
+    exceptions: set[tuple[str, str]] = set()
+    tracebacks = 0
+    for e in events:
+        if e.kind == "launch_config":
+            if e.get("several_workers"):
+                return True
+            continue
+        if e.kind == "child_failed":
+            continue    # judged by the caller against the stream's rank
+        if is_agent_event(e):
+            continue
+        if e.local_rank is not None:
+            local_ranks.add(e.local_rank)
+        lr = _int(e.get("local_rank")) if e.kind == "world_info" else None
+        if lr is not None:
+            local_ranks.add(lr)
+        host, pid = e.get("nccl_host"), _int(e.get("pid"))
+        if isinstance(host, str) and pid is not None and e.parser not in DUMP_PARSERS:
+            pids.add((host, pid))
+        if e.kind == "exception" and e.get("exc_type") and e.get("message"):
+            key = (str(e.get("exc_type")), str(e.get("message")))
+            if key in exceptions:
+                return True
+            exceptions.add(key)
+        if e.kind == "exception" and e.get("frames"):
+            tracebacks += 1   # an uncaught exception ends its process: a second traceback is likely another's
+    return len(local_ranks) > 1 or len(pids) > 1 or tracebacks > 1
+
+
+def _mpi_is_rank(mpi: int, events: list[Event], launcher_in_file: bool) -> bool:
+    """An Open MPI tag's rank is the writer's global rank unless the file shows mpirun started launchers."""
+    if launcher_in_file:
+        return False
+    for e in events:
+        if is_agent_event(e) or e.local_rank is not None:
+            return False
+    return _claims(events) <= {mpi}
+
+
+def stream_ranks(events: list[Event], mpi_ranks: Mapping[str, int],
+                 envelope_ranks: set[int]) -> dict[str | None, int]:
+    """writer -> the rank its stream states unambiguously (None: the file's unprefixed lines).
+
+    `mpi_ranks` maps each Open MPI writer to its tag's rank; `envelope_ranks` are every `[rankN]:` rank
+    the file holds, including lines no parser read (a file with two of them is not one writer's).
+    """
+    groups: dict[str | None, list[Event]] = {}
+    for e in events:
+        groups.setdefault(e.writer, []).append(e)
+    launcher_in_file = any(
+        (e.kind in _LAUNCHER_KINDS) or (e.writer is not None and "tee " in e.writer) for e in events
+    )
+    out: dict[str | None, int] = {}
+    for writer, evs in groups.items():
+        if writer is None and len(groups) > 1:
+            continue    # unprefixed lines beside prefixed ones: the launcher's own, or nobody's
+        if writer is not None and "tee " in writer:
+            continue    # torchrun's `[defaultN]:` streams are local ranks, mapped job-wide
+        mpi = mpi_ranks.get(writer) if writer is not None else None
+        if mpi is not None:
+            if _mpi_is_rank(mpi, evs, launcher_in_file):
+                out[writer] = mpi
+            continue
+        claims = _claims(evs)
+        if writer is None:
+            claims |= envelope_ranks
+        if len(claims) != 1 or _several_processes(evs):
+            continue
+        rank = next(iter(claims))
+        if any(e.kind == "child_failed" and _int(e.get("failed_rank")) not in (None, rank) for e in evs):
+            continue    # the launcher's table names another rank that wrote here too
+        out[writer] = rank
+    return out

@@ -1,0 +1,117 @@
+"""Read the lines that say where a job was in its life when it went quiet, and how it was stopped from
+outside: the launcher told to shut down, a scheduler cancelling the job, a phase starting (checkpoint,
+validation, data preparation).
+
+Example (torch 2.5+, envelope already stripped): `Received 15 death signal, shutting down workers`
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from hanglens.model import Event, LogLine
+from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+
+# torch/distributed/elastic/agent/server/api.py `run`: `Received {e.sigval} death signal, shutting down
+# workers` (failure-signatures.md section 17.4; log-formats.md section 3.5). `sigval` prints as a number
+# or as `Signals.SIGTERM` / `<Signals.SIGTERM: 15>` depending on the release.
+DEATH_SIGNAL_RE = re.compile(
+    r"Received (?:<?Signals\.(?P<name>SIG[A-Z0-9]{2,8})(?::[ ]?\d{1,3}>)?|(?P<num>\d{1,3})) death signal"
+)
+# Slurm's slurmstepd when the job or step is cancelled (scancel, time limit, preemption): `*** JOB <id> ON
+# <host> CANCELLED AT <time> [DUE TO <reason>] ***` (failure-signatures.md section 16 item 6).
+SLURM_CANCEL_RE = re.compile(
+    r"\*\*\* (?P<what>JOB|STEP) (?P<job>\d{1,20}(?:\.\w{1,20})?) ON (?P<host>[\w.-]{1,255}) CANCELLED AT "
+    r"(?P<at>\S{1,40})(?: DUE TO (?P<reason>[A-Z][A-Z ]{0,40}?))?(?: \*\*\*|$)"
+)
+# A phase of the training loop where rank-0-only code and collectives meet (section 16 item 1: "last phase
+# line"): checkpoint save/load, evaluation/validation, data preparation. Words only, nothing unbounded.
+PHASE_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("checkpoint_save", re.compile(
+        r"(?i)\b(?:sav(?:e|ed|ing)|writ(?:e|ing)|stor(?:e|ing))\b[ \w.:-]{0,40}?\bcheckpoint"
+        r"|\bcheckpoint\b[ \w.:-]{0,20}?\b(?:sav(?:e|ed|ing)|written)\b")),
+    ("checkpoint_load", re.compile(
+        r"(?i)\b(?:load(?:ing|ed)?|restor(?:e|ed|ing)|resum(?:e|ed|ing))\b[ \w.:-]{0,40}?\bcheckpoint"
+        r"|\bcheckpoint\b[ \w.:-]{0,20}?\b(?:load(?:ed|ing)?|restored)\b")),
+    ("validation", re.compile(
+        r"(?i)(?<![\w])(?:validat(?:e|ing|ion)|evaluat(?:e|ing|ion)|running eval(?:uation)?|eval(?:uation)? "
+        r"(?:loop|step|epoch|start|begin)|test(?:ing)? (?:loop|epoch))(?![\w])")),
+    ("data_prep", re.compile(
+        r"(?i)(?<![\w])(?:tokeniz(?:e|er|ers|ing|ation)|preprocess(?:ing)?|building (?:the )?dataset|"
+        r"loading (?:the )?dataset|caching (?:the )?dataset)(?![\w])")),
+)
+PHASE_TRIGGERS = ("heckpoint", "alidat", "valuat", "eval", "Eval", "est loop", "est epoch", "okeniz",
+                  "reprocess", "ataset")
+# Lines of a stack or a traceback mention these words as code, not as a phase.
+_CODE_LINE = re.compile(r"^\s*(?:File \"|at |#\d|Traceback|\w+Error\b|\w+Exception\b)")
+MAX_PHASE_LINE = 400
+
+
+class LifecycleParser(Parser):
+    """How the job was stopped from outside (`job_stopped`) and which phase it was in (`phase`)."""
+
+    name = "lifecycle"
+    triggers = ("death signal", "CANCELLED AT", *PHASE_TRIGGERS)
+    emits = (
+        EventSpec("job_stopped", ("how", "signal", "job_id", "stopped_host", "reason"),
+                  "the job was stopped from outside: torchrun's agent received a signal (`how` agent_signal, "
+                  "`signal` e.g. SIGTERM), or the scheduler cancelled it (`how` scheduler_cancel, `reason` "
+                  "e.g. TIME LIMIT)"),
+        EventSpec("phase", ("phase",),
+                  "a training-loop phase began or ended: checkpoint_save, checkpoint_load, validation, "
+                  "data_prep (the phase a silent hang most often stops in)"),
+    )
+    examples = (
+        Example("W0412 09:31:07.220000 5121 torch/distributed/elastic/agent/server/api.py:719] Received 15 "
+                "death signal, shutting down workers", "job_stopped",
+                {"how": "agent_signal", "signal": "SIGTERM"}, "torch 2.5-2.13"),
+        Example("[2024-03-02 17:40:11,905] torch.distributed.elastic.agent.server.api: [WARNING] Received "
+                "Signals.SIGINT death signal, shutting down workers", "job_stopped",
+                {"how": "agent_signal", "signal": "SIGINT"}, "torch 2.1-2.2"),
+        Example("slurmstepd: error: *** JOB 771204 ON gpu-a17 CANCELLED AT 2025-06-03T04:12:55 DUE TO TIME "
+                "LIMIT ***", "job_stopped",
+                {"how": "scheduler_cancel", "job_id": "771204", "stopped_host": "gpu-a17",
+                 "reason": "TIME LIMIT"}, "Slurm slurmstepd"),
+        Example("slurmstepd: error: *** STEP 90311.0 ON node-3 CANCELLED AT 2025-01-20T11:02:41 ***",
+                "job_stopped", {"how": "scheduler_cancel", "job_id": "90311.0", "reason": None},
+                "Slurm slurmstepd"),
+        Example("INFO:trainer:Saving checkpoint to /ckpt/epoch_3", "phase", {"phase": "checkpoint_save"},
+                "generic training loops"),
+        Example("Loading checkpoint from /ckpt/latest.pt", "phase", {"phase": "checkpoint_load"},
+                "generic training loops"),
+        Example("Running validation at epoch 2", "phase", {"phase": "validation"}, "generic training loops"),
+        Example("Running tokenizer on dataset (num_proc=8)", "phase", {"phase": "data_prep"},
+                "HF datasets map with a desc"),
+    )
+    near_misses = (
+        "  File \"/opt/lib/python3.11/site-packages/trainer/checkpoint.py\", line 40, in save_checkpoint",
+        "checkpoint_dir: /ckpt",
+        "eval_steps=500",
+        "Sending process 4411 closing signal SIGTERM",
+    )
+
+    def feed(self, line: LogLine) -> Iterable[Event]:
+        text = line.text
+        if "death signal" in text:
+            m = DEATH_SIGNAL_RE.search(text)
+            if m:
+                num = to_int(m["num"])
+                sig = m["name"] or _SIGNALS.get(num or -1, f"SIG{num}" if num is not None else None)
+                return (self.event("job_stopped", line, how="agent_signal", signal=sig, job_id=None,
+                                   stopped_host=None, reason=None),)
+        if "CANCELLED AT" in text:
+            m = SLURM_CANCEL_RE.search(text)
+            if m:
+                reason = (m["reason"] or "").strip() or None
+                return (self.event("job_stopped", line, how="scheduler_cancel", signal=None, job_id=m["job"],
+                                   stopped_host=m["host"], reason=reason),)
+        if len(text) > MAX_PHASE_LINE or _CODE_LINE.match(text):
+            return ()
+        for phase, rx in PHASE_RES:
+            if rx.search(text):
+                return (self.event("phase", line, phase=phase),)
+        return ()
+
+
+_SIGNALS = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 6: "SIGABRT", 9: "SIGKILL", 15: "SIGTERM"}

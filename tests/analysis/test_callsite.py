@@ -1,0 +1,189 @@
+"""Call sites of blocking collectives: training step, phase boundary or side section, and the odd side."""
+
+from __future__ import annotations
+
+from hanglens.analysis import callsite
+from hanglens.analysis.build import build
+from hanglens.model import Event, SourceRef
+
+LIB = "/opt/env/lib/python3.10/site-packages/torch"
+C10D = f"{LIB}/distributed/distributed_c10d.py"
+LOGGER = f"{LIB}/distributed/c10d_logger.py"
+
+
+def stack(*user: tuple[str, int, str, str], tail: tuple[tuple[str, int, str, str], ...] = ()) -> tuple[
+        list[str], list[str]]:
+    """Frames (outermost first) and their source lines: the user's, then torch's."""
+    frames = [f"{f}:{n} in {fn}" for f, n, fn, _ in (*user, *tail)]
+    sources = [src for *_, src in (*user, *tail)]
+    return frames, sources
+
+
+def c10d(func: str, line: int = 2400) -> tuple[tuple[str, int, str, str], ...]:
+    return ((LOGGER, 79, "wrapper", "return func(*args, **kwargs)"), (C10D, line, func, "work.wait()"))
+
+
+MAIN = ("/srv/app/main.py", 30, "<module>", "run()")
+
+
+def site(frames: list[str], sources: list[str], shared: int = 0) -> callsite.CallSite:
+    s = callsite.call_site(frames, sources, shared)
+    assert s is not None
+    return s
+
+
+def test_gradient_all_reduce_is_the_training_step() -> None:
+    f, s = stack(MAIN, ("/srv/app/loop.py", 52, "run", "dist.all_reduce(flat_grad)"), tail=c10d("all_reduce"))
+    got = site(f, s)
+    assert (got.call, got.entry, got.site) == ("all_reduce", "all_reduce", "step")
+    assert got.user_frame == "loop.py:52 in run"
+
+
+def test_barrier_with_no_step_work_is_a_boundary() -> None:
+    f, s = stack(MAIN, ("/srv/app/loop.py", 75, "run", "dist.barrier()"), tail=c10d("barrier"))
+    assert site(f, s).site == "boundary"
+
+
+def test_object_collective_inside_a_checkpoint_function_is_a_section() -> None:
+    f, s = stack(
+        MAIN,
+        ("/srv/app/loop.py", 80, "run", "self.saver.write(step)"),
+        ("/srv/app/persist.py", 14, "saveCheckpoint", "dist.broadcast_object_list(meta, src=0)"),
+        tail=(*c10d("broadcast_object_list", 3100), (LOGGER, 79, "wrapper", "return func(*args, **kwargs)"),
+              (C10D, 2300, "broadcast", "work = group.broadcast([tensor], opts)")),
+    )
+    got = site(f, s)
+    assert (got.call, got.entry, got.site) == ("broadcast", "broadcast_object_list", "section")
+    assert "saveCheckpoint" in (got.reason or "")
+
+
+def test_object_collective_alone_is_a_section() -> None:
+    f, s = stack(MAIN, ("/srv/app/loop.py", 80, "run", "dist.all_gather_object(out, obj)"),
+                 tail=c10d("all_gather_object"))
+    assert site(f, s).site == "section"
+
+
+def test_ddp_backward_without_a_c10d_frame_is_the_step() -> None:
+    f, s = stack(
+        MAIN,
+        ("/srv/app/loop.py", 60, "run", "out.mean().backward()"),
+        (f"{LIB}/_tensor.py", 500, "backward", "torch.autograd.backward("),
+        (f"{LIB}/autograd/__init__.py", 280, "backward", "_engine_run_backward("),
+    )
+    got = site(f, s)
+    assert (got.call, got.site) == ("backward", "step")
+
+
+def test_evaluation_around_ddp_forward_is_a_section_not_the_step() -> None:
+    # A rank-0-only evaluation runs DDP's forward (which broadcasts buffers): the section wins.
+    f, s = stack(
+        MAIN,
+        ("/srv/app/loop.py", 90, "run", "evaluate(model, val_loader)"),
+        ("/srv/app/loop.py", 20, "evaluate", "out = model(x)"),
+        (f"{LIB}/nn/parallel/distributed.py", 1600, "forward", "self._sync_buffers()"),
+        tail=c10d("broadcast"),
+    )
+    assert site(f, s).site == "section"
+
+
+def test_frames_every_side_shares_say_nothing() -> None:
+    # The driver's name mentions evaluation, but both sides run it: only the frames below it count.
+    driver = ("/srv/app/loop.py", 12, "train_and_evaluate", "fit()")
+    a = stack(MAIN, driver, ("/srv/app/loop.py", 40, "fit", "dist.all_reduce(grads)"),
+              tail=c10d("all_reduce"))
+    b = stack(MAIN, driver, ("/srv/app/loop.py", 47, "fit", "dist.barrier()"), tail=c10d("barrier"))
+    shared = callsite.common_prefix([a[0], b[0]])
+    assert shared == 2
+    assert site(*a, shared).site == "step"
+    assert site(*b, shared).site == "boundary"
+    assert site(*b).site == "section"  # read whole, the driver's name would decide
+
+
+def test_identifier_tokens() -> None:
+    assert callsite.tokens("saveCheckpoint") == ["save", "checkpoint"]
+    assert callsite.tokens("_maybe_log_save_evaluate") == ["maybe", "log", "save", "evaluate"]
+    assert "log" not in callsite.tokens("catalog_dialog")
+
+
+def test_no_collective_no_site() -> None:
+    assert callsite.call_site(["/srv/app/main.py:3 in <module>"], []) is None
+
+
+def cs(rank: int, site_: str | None, entry: str = "all_reduce",
+       where: str = "a.py:1 in f") -> tuple[int, callsite.CallSite]:
+    return rank, callsite.CallSite(entry, entry, where, site_, None)
+
+
+def test_odd_side_is_the_one_further_from_the_step() -> None:
+    assert callsite.odd_sites(dict([cs(0, "step"), cs(1, "boundary", "barrier", "a.py:9 in f")])) == {1}
+    assert callsite.odd_sites(dict([cs(0, "section", "broadcast"), cs(1, "boundary", "barrier")])) == {0}
+    assert callsite.odd_sites(dict([cs(0, "step"), cs(1, "section", "gather"), cs(2, "step")])) == {1}
+
+
+def test_no_odd_side_without_evidence_on_every_side() -> None:
+    assert callsite.odd_sites(dict([cs(0, "step"), cs(1, None, "barrier")])) == set()
+    assert callsite.odd_sites(dict([cs(0, "step", "broadcast"), cs(1, "step")])) == set()
+    assert callsite.odd_sites(dict([cs(0, "section", "broadcast"), cs(1, "section")])) == set()
+    # Same call from the same place on both sides: nothing tells them apart.
+    assert callsite.odd_sites(dict([cs(0, "boundary", "barrier"), cs(1, "boundary", "barrier")])) == set()
+
+
+_n = iter(range(1, 1000))
+
+
+def exc(rank: int, frames: list[str], sources: list[str], message: str) -> Event:
+    fields = {"exc_type": "RuntimeError", "message": message, "frames": frames, "sources": sources}
+    return Event(kind="exception", ref=SourceRef("job.log", next(_n)), text=message, parser="test", rank=rank,
+                 fields=fields)
+
+
+def test_collective_call_marks_the_odd_site_only_without_a_majority() -> None:
+    step = stack(MAIN, ("/srv/app/loop.py", 52, "run", "dist.all_reduce(flat_grad)"), tail=c10d("all_reduce"))
+    end = stack(MAIN, ("/srv/app/loop.py", 75, "run", "dist.barrier()"), tail=c10d("barrier"))
+    timeout = "Timed out waiting 600000ms for recv operation to complete"
+    two = {r["rank"]: r for r in build([exc(0, *step, timeout), exc(1, *end, timeout)])
+           .fact("collective_call").to_dict(orient="records")}
+    assert (two[0]["odd_site"], two[1]["odd_site"]) == (False, True)
+    assert (two[0]["site"], two[1]["site"]) == ("step", "boundary")
+    evs = [exc(0, *step, timeout), exc(1, *end, timeout), exc(2, *step, timeout)]
+    three = {r["rank"]: r for r in build(evs).fact("collective_call").to_dict(orient="records")}
+    # A majority decides by itself (minority), the call site is not needed.
+    assert three[1]["minority"] and not any(r["odd_site"] for r in three.values())
+
+
+def test_an_oom_in_backward_is_not_a_wait_in_ddp() -> None:
+    back = stack(MAIN, ("/srv/app/loop.py", 60, "run", "loss.backward()"),
+                 (f"{LIB}/autograd/__init__.py", 280, "backward", "_engine_run_backward("))
+    end = stack(MAIN, ("/srv/app/loop.py", 75, "run", "dist.barrier()"), tail=c10d("barrier"))
+    t = build([exc(0, *back, "CUDA out of memory. Tried to allocate 2.00 GiB"),
+               exc(1, *end, "Connection closed by peer [10.1.1.2]:3301")])
+    assert t.fact("collective_call").empty
+
+
+def test_nearest_evidence_decides_a_stack_with_nothing_to_compare() -> None:
+    driver = ("/srv/app/loop.py", 12, "train_and_evaluate", "fit()")
+    step = stack(MAIN, driver, ("/srv/app/loop.py", 40, "fit", "dist.all_reduce(grads)"),
+                 tail=c10d("all_reduce"))
+    assert site(*step).site == "section"  # whole stack: the driver's name would decide
+    got = callsite.call_site(*step, nearest=True)
+    assert got is not None and got.site == "step"
+
+
+def hang(rank: int, op: str) -> Event:
+    fields = {"detector": "watchdog", "seq": 51, "op": op, "timeout_ms": 600000}
+    return Event(kind="hang_detected", ref=SourceRef("job.log", next(_n)), text="timeout", parser="test",
+                 rank=rank, fields=fields)
+
+
+def test_one_stack_in_a_section_names_its_rank_against_peers_known_by_timeouts() -> None:
+    save = stack(MAIN, ("/srv/app/loop.py", 81, "run", "store.save_checkpoint(step)"),
+                 ("/srv/app/store.py", 30, "save_checkpoint", "dist.barrier()"), tail=c10d("barrier"))
+    got = {r["rank"]: r for r in build([exc(0, *save, "Timed out"), hang(1, "ALLREDUCE")])
+           .fact("collective_call").to_dict(orient="records")}
+    assert got[0]["odd_site"] and got[0]["site"] == "section"
+    assert got[1]["call"] == "ALLREDUCE" and got[1]["site"] is None and not got[1]["odd_site"]
+
+
+def test_one_stack_at_a_barrier_or_in_the_step_names_nobody() -> None:
+    end = stack(MAIN, ("/srv/app/loop.py", 75, "run", "dist.barrier()"), tail=c10d("barrier"))
+    assert build([exc(0, *end, "Timed out"), hang(1, "ALLREDUCE")]).fact("collective_call").empty

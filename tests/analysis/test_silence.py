@@ -1,0 +1,165 @@
+"""Silent-hang facts (hanglens/analysis/silence.py) on hand-built events: stops from outside, where each
+rank stopped, who differs, phase boundaries, cadence."""
+
+from __future__ import annotations
+
+from itertools import count
+from typing import Any
+
+from hanglens.analysis import build
+from hanglens.analysis.silence import is_error, silent_hang_rows, stop_kind, stop_rows
+from hanglens.model import Event, SourceRef
+
+_line = count(1)
+
+
+def ev(kind: str, rank: int | None = None, *, time: float | None = None, parser: str = "test",
+       path: str = "job.log", text: str = "", **fields: Any) -> Event:
+    return Event(kind=kind, ref=SourceRef(path, next(_line)), text=text or f"{kind} {fields}", parser=parser,
+                 rank=rank, time=time, fields=fields)
+
+
+def step(rank: int | None, n: int, *, total: int | None = None, gap_after: int | None = None,
+         time: float | None = None, label: str | None = None, path: str = "job.log") -> Event:
+    return ev("progress", rank, time=time, parser="progress", path=path, step=n, total=total, epoch=None,
+              pattern="tqdm" if total else "step", label=label, gap_after=gap_after)
+
+
+def by_rank(events: list[Event]) -> dict[int | None, dict[str, Any]]:
+    return {r["rank"]: r for r in silent_hang_rows(events, {})}
+
+
+def test_agent_signal_and_keyboard_interrupt_are_stops_from_outside() -> None:
+    sig = ev("exception", exc_type="torch.distributed.elastic.multiprocessing.api.SignalException",
+             message="Process 811 got signal: 2")
+    ctrl_c = ev("exception", 1, exc_type="KeyboardInterrupt", message="")
+    told = ev("job_stopped", how="scheduler_cancel", signal=None, reason="TIME LIMIT")
+    assert stop_kind(sig) == ("agent_signal", "SIGINT")
+    assert stop_kind(ctrl_c) == ("keyboard_interrupt", "SIGINT")
+    rows = stop_rows([sig, ctrl_c, told], {})
+    assert [r["how"] for r in rows] == ["agent_signal", "keyboard_interrupt", "scheduler_cancel"]
+    assert rows[2]["said"] == "the scheduler cancelled the job, due to time limit"
+    assert stop_kind(ev("exception", exc_type="ValueError", message="bad batch")) is None
+
+
+def test_closing_signal_is_a_stop_only_when_no_worker_failed() -> None:
+    closing = ev("closing_signal", pid=42, signal="SIGTERM")
+    assert [r["how"] for r in stop_rows([closing], {})] == ["agent_closing"]
+    failed = ev("worker_failed", exitcode=1, local_rank=0, signal=None)
+    assert stop_rows([failed, closing], {}) == []
+    stopped_worker = ev("worker_failed", exitcode=-15, local_rank=0, signal="SIGTERM")
+    assert [r["how"] for r in stop_rows([stopped_worker, closing], {})] == ["agent_closing"]
+
+
+def test_the_stop_and_its_consequences_are_not_errors() -> None:
+    assert not is_error(ev("exception", exc_type="KeyboardInterrupt", message=""))
+    assert not is_error(ev("job_stopped", how="agent_signal", signal="SIGTERM"))
+    assert not is_error(ev("worker_failed", exitcode=-15, signal="SIGTERM"))
+    assert is_error(ev("exception", exc_type="ValueError", message="boom"))
+    assert is_error(ev("hang_detected", 0, detector="watchdog"))
+
+
+def test_rank_that_skipped_a_step_its_peers_printed() -> None:
+    events = [step(0, 0), step(0, 6), step(1, 0), step(1, 6), step(2, 0), step(2, 7, gap_after=3)]
+    rows = by_rank(events)
+    assert rows[2]["sequence"] == "skipped" and rows[2]["skipped_after"] == 3
+    assert rows[2]["position"] == "ahead" and rows[2]["differs"]
+    assert rows[0]["sequence"] is None and rows[0]["position"] == "same" and not rows[0]["differs"]
+    assert {r["common_step"] for r in rows.values()} == {6}
+    assert all(r["no_error"] for r in rows.values())
+
+
+def test_a_gap_every_rank_shares_is_no_skip_and_the_rank_without_it_printed_extra() -> None:
+    events = [step(0, 0), step(0, 9, gap_after=4), step(1, 0), step(1, 9, gap_after=4), step(2, 0),
+              step(2, 9)]
+    rows = by_rank(events)
+    assert rows[0]["sequence"] is None and rows[1]["sequence"] is None
+    assert rows[2]["sequence"] == "extra" and rows[2]["skipped_after"] == 4
+
+
+def test_behind_and_no_majority() -> None:
+    rows = by_rank([step(0, 8), step(1, 8), step(2, 5)])
+    assert (rows[0]["position"], rows[2]["position"]) == ("same", "behind")
+    two = by_rank([step(0, 8), step(1, 5)])
+    # no majority: against the common step
+    assert (two[0]["position"], two[1]["position"]) == ("ahead", "same")
+    assert two[0]["common_step"] == 5
+
+
+def test_first_silent_by_cadence() -> None:
+    events = [step(0, 0, time=100.0), step(0, 20, time=120.0), step(1, 0, time=100.0),
+              step(1, 12, time=112.0)]
+    rows = by_rank(events)
+    assert rows[1]["cadence_s"] == 1.0 and rows[1]["silent_for_s"] == 8.0
+    assert rows[1]["first_silent"] and not rows[0]["first_silent"]
+    close = by_rank([step(0, 0, time=100.0), step(0, 20, time=120.0), step(1, 0, time=100.0),
+                     step(1, 19, time=119.0)])
+    assert not close[1]["first_silent"]  # one interval late is the interleaving of two streams, not silence
+
+
+def test_new_epoch_bar_that_never_advanced_after_validation() -> None:
+    events = [step(None, 0, total=300), step(None, 300, total=300), step(None, 50, total=50),
+              step(None, 0, total=300)]
+    rows = by_rank(events)
+    assert list(rows) == [None]
+    assert rows[None]["stalled_start"] and rows[None]["boundary"] == "validation"
+    plain = by_rank([step(None, 300, total=300), step(None, 0, total=300)])
+    assert plain[None]["boundary"] == "epoch_start"
+    mid = by_rank([step(None, 300, total=300), step(None, 120, total=300)])
+    assert not mid[None]["stalled_start"] and mid[None]["boundary"] is None
+
+
+def test_phase_line_after_the_last_step_is_the_boundary() -> None:
+    events = [step(0, 99), ev("phase", 0, parser="lifecycle", phase="checkpoint_save"), step(1, 99)]
+    rows = by_rank(events)
+    assert rows[0]["boundary"] == "checkpoint_save" and rows[0]["last_phase"] == "checkpoint_save"
+    assert rows[1]["boundary"] is None
+    before = by_rank([ev("phase", 0, parser="lifecycle", phase="checkpoint_load"), step(0, 5)])
+    assert before[0]["last_phase"] == "checkpoint_load" and before[0]["boundary"] is None
+
+
+def test_last_distributed_line_and_errors() -> None:
+    events = [ev("world_info", 0, parser="elastic"), step(0, 3),
+              ev("exception", 0, exc_type="RuntimeError", message="CUDA error: unknown error")]
+    rows = by_rank(events)
+    assert rows[0]["last_dist"] == "world_info" and rows[0]["no_error"] is False
+
+
+def test_unattributed_output_is_one_row_only_when_no_rank_has_its_own() -> None:
+    assert list(by_rank([step(None, 3), step(0, 3)])) == [0]
+    assert by_rank([]) == {}
+
+
+def test_tables_are_built() -> None:
+    t = build([step(0, 1), ev("job_stopped", how="agent_signal", signal="SIGTERM")])
+    assert list(t.fact("silent_hang")["rank"]) == [0]
+    assert list(t.fact("job_stopped")["how"]) == ["agent_signal"]
+
+
+def test_points_compare_epoch_first_and_the_main_loop_only() -> None:
+    def bar(rank: int, n: int, total: int, epoch: int | None, label: str | None = None) -> Event:
+        return ev("progress", rank, parser="progress", step=n, total=total, epoch=epoch,
+                  pattern="lightning" if label is None else "tqdm", label=label, gap_after=None)
+
+    events = [bar(0, 8, 8, 3), bar(0, 5, 5, None, "Validation"),
+              ev("phase", 0, parser="lifecycle", phase="checkpoint_save")]
+    for r in (1, 2):
+        events += [bar(r, 8, 8, 3), bar(r, 5, 5, None, "Validation"), bar(r, 0, 8, 4)]
+    rows = by_rank(events)
+    assert (rows[0]["last_step"], rows[0]["last_epoch"], rows[0]["position"]) == (8, 3, "behind")
+    assert rows[0]["boundary"] == "checkpoint_save" and not rows[0]["stalled_start"]
+    assert rows[1]["position"] == "same"
+    assert rows[1]["boundary"] == "validation" and rows[1]["stalled_start"]
+    assert (rows[1]["common_epoch"], rows[1]["common_step"]) == (3, 8)
+
+
+def test_errors_after_the_stop_are_its_consequences() -> None:
+    stop = ev("job_stopped", time=200.0, how="agent_signal", signal="SIGTERM")
+    late = ev("store_error", 1, time=200.5, op="get")
+    assert by_rank([step(1, 4, time=150.0), stop, late])[1]["no_error"]
+    early = ev("store_error", 1, time=190.0, op="get")
+    assert not by_rank([step(1, 4, time=150.0), early, stop])[1]["no_error"]
+    # untimed: order within the same file
+    untimed_stop = ev("exception", path="console.log", exc_type="KeyboardInterrupt", message="")
+    after = ev("peer_closed", 0, path="console.log")
+    assert by_rank([step(0, 2, path="console.log"), untimed_stop, after])[0]["no_error"]

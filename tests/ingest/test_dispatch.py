@@ -1,0 +1,35 @@
+"""One dispatch per segment names exactly the parsers an `in` test per trigger would name."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hanglens.ingest.dispatch import Dispatch
+from hanglens.parsers import PARSERS
+
+TRIGGERS = [tuple(p.triggers) for p in PARSERS]
+LITERALS = sorted({t for ts in TRIGGERS for t in ts})
+DISPATCH = Dispatch(TRIGGERS)
+
+
+def _plain(text: str) -> int:
+    return sum(1 << i for i, ts in enumerate(TRIGGERS) if any(t in text for t in ts))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(LITERALS), st.text(alphabet="".join(sorted(set("".join(LITERALS))))
+                                                              + " x", max_size=6)), max_size=8),
+       st.integers(0, 40))
+def test_mask_is_the_set_of_parsers_with_a_trigger_in_the_text(parts: list[str], cut: int) -> None:
+    text = "".join(parts)
+    for t in (text, text[cut:], text[:cut]):
+        assert DISPATCH.mask(t) == _plain(t)
+
+
+def test_overlapping_and_nested_triggers() -> None:
+    # `NCCL version` holds `ersion` (environment); `CUDA out of memory` runs into `of memory: Kill`.
+    for text in ("NCCL version 2.21.5", "CUDA out of memory: Killed process", "Iteration 5",
+                 "ChildFailedError:", "plain text", ""):
+        assert DISPATCH.mask(text) == _plain(text), text
+    assert Dispatch([()]).mask("anything") == 0
