@@ -191,7 +191,7 @@ def serve(hang_s: float) -> None:
 def fuzz_lines(n: int, rng: random.Random, pool: list[bytes], work: Path, slow: float,
                hang_s: float) -> dict[str, Any]:
     worker = Worker({**os.environ, "PYTHONPATH": str(REPO)}, hang_s)
-    crashes = slow_runs = hangs = 0
+    crashes = slow_runs = hangs = slow_cpu = 0
     longest = 0.0
     try:
         for i in range(n):
@@ -203,6 +203,7 @@ def fuzz_lines(n: int, rng: random.Random, pool: list[bytes], work: Path, slow: 
             if got["error"]:
                 crashes += 0 if got["hang"] else 1
                 _save(work / "crashes" / f"line-{i:06d}.bin", line, got["error"])
+            slow_cpu += got["cpu_s"] > slow
             if got["s"] > slow or got["hang"]:
                 slow_runs += 1
                 _save(work / "slow" / f"line-{i:06d}.bin", line,
@@ -212,6 +213,7 @@ def fuzz_lines(n: int, rng: random.Random, pool: list[bytes], work: Path, slow: 
     finally:
         worker.stop()
     return {"lines": n, "line_crashes": crashes, "line_slow": slow_runs, "line_hangs": hangs,
+            "line_slow_cpu": slow_cpu,
             "line_longest_ms": int(longest * 1000)}
 
 
@@ -285,6 +287,7 @@ def fuzz_folders(folders: list[Path], work: Path, slow: float, hang_s: float,
     seed_diff = sorted(k for k in a if a[k]["digest"] != c.get(k, {}).get("digest"))
     return {"folders": len(folders), "folder_crashes": len(crashed), "folder_slow": len(slow_runs),
             "folder_hangs": sum(1 for r in runs if r["hang"]),
+            "folder_slow_cpu": sum(1 for r in runs if r["cpu_s"] > slow),  # slow on an idle machine too
             "rerun_differs": len(rerun_diff), "hashseed_differs": len(seed_diff),
             "refused": sum(1 for r in a.values() if r["digest"].startswith("refused")),
             "longest_ms": int(max((r["s"] for r in runs), default=0.0) * 1000),

@@ -41,7 +41,8 @@ def test_dask_engine_gives_each_job_the_deadline_and_memory_cap(tmp_path: Path) 
     for name in ("a__oom__r1", "b__hang", "c__die", "d__hog", "e__none__r"):
         (root / name).mkdir(parents=True)
         (root / name / "rank0.log").write_text("line\n")
-    lim = DEFAULT_LIMITS.with_overrides(job_deadline_s=3.0, job_memory_bytes=3 << 30)
+    # The deadline is long enough for a quick job on a loaded machine; only the hanging job waits it out.
+    lim = DEFAULT_LIMITS.with_overrides(job_deadline_s=8.0, job_memory_bytes=3 << 30)
     # Worker threads in this process (no worker processes to start): run_guarded's children do the work.
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
                                   dashboard_address=None) as cluster:
