@@ -88,7 +88,7 @@ def store(key: str, files: Sequence[Path], datas: Sequence[Any]) -> None:
         return
     try:
         text = json.dumps({"key": key, "files": [p.name for p in files], "rules": list(datas)},
-                          ensure_ascii=False, sort_keys=True)
+                          ensure_ascii=False)  # insertion order kept: it reaches reports
         if json.loads(text)["rules"] != list(datas):  # a YAML value JSON would change (a date, an int key)
             return
         folder.mkdir(parents=True, exist_ok=True)
