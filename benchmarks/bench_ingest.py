@@ -130,8 +130,8 @@ def run_sampled(cmd: list[str], env: dict[str, str] | None = None, stdout: int |
 def triggers(src: Path | None) -> list[str]:
     code = "from hanglens.parsers import PARSERS; print('\\n'.join(sorted({t for p in PARSERS for t in p.triggers})))"
     env = dict(os.environ, PYTHONPATH=str(src or ROOT))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
-                         cwd=NEUTRAL_CWD)
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env,
+                         check=True, cwd=NEUTRAL_CWD)
     return [t for t in out.stdout.split("\n") if t]
 
 
@@ -167,7 +167,9 @@ def bench(corpus: Path, src: Path | None, repeat: int, extra: list[str]) -> dict
     for _ in range(repeat):
         g = grep_time(corpus, lits)
         wall, rss, nproc, out, code, cpu = run_sampled(
-            [sys.executable, "-m", "hanglens", "analyze", "--format", "json", *extra, str(corpus)], env=env)
+            # `-P`: with `-m`, Python would put the current directory (a checkout) before PYTHONPATH, and
+            # `--src` would silently time the checkout the command runs from.
+            [sys.executable, "-P", "-m", "hanglens", "analyze", "--format", "json", *extra, str(corpus)], env=env)
         try:
             doc = json.loads(out)
             ok, said = verdict_ok(doc, expected) if expected else (True, "(no expected verdict)")

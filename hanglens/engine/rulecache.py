@@ -31,7 +31,11 @@ _CHECKERS = ("loader.py", "schema.py", "template.py", "rulecache.py")
 
 
 def cache_dir() -> Path | None:
-    """`$XDG_CACHE_HOME/hanglens` (default ~/.cache/hanglens); None when no home is known."""
+    """`$HANGLENS_CACHE_DIR`, else `$XDG_CACHE_HOME/hanglens` (default ~/.cache/hanglens); None when no
+    home is known or `HANGLENS_CACHE_DIR` is `off` (then nothing is ever written)."""
+    own = os.environ.get("HANGLENS_CACHE_DIR")
+    if own:
+        return None if own.strip().lower() in ("off", "0", "no", "none") else Path(own)
     base = os.environ.get("XDG_CACHE_HOME")
     if not base:
         try:

@@ -104,3 +104,15 @@ def test_no_cache_folder_still_loads(rules_home: Path, monkeypatch: pytest.Monke
     blocker.write_text("a file where the cache folder would go", encoding="utf-8")
     monkeypatch.setattr(rulecache, "cache_dir", lambda: blocker / "hanglens")
     assert len(_fresh()) == len(list(rules_home.rglob("*.yaml")))
+
+
+def test_cache_can_be_turned_off_or_moved(rules_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                         tmp_path: Path) -> None:
+    """`HANGLENS_CACHE_DIR=off` writes nothing anywhere; a path puts the cache there."""
+    monkeypatch.setenv("HANGLENS_CACHE_DIR", "off")
+    _fresh()
+    assert not (rules_home.parent / "cache").exists()
+    monkeypatch.setenv("HANGLENS_CACHE_DIR", str(tmp_path / "mine"))
+    _fresh()
+    assert len(list((tmp_path / "mine").glob("rules-*.json"))) == 1
+    assert not (rules_home.parent / "cache").exists()

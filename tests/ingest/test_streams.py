@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hanglens.ingest import read_inputs
+from hanglens.ingest import reader as reader_module
 from hanglens.model import Event
 
 
@@ -43,7 +44,10 @@ ASSERT_THEN_ABORT = "".join(line + "\n" for line in (
 ))
 
 
-def test_abort_reason_names_the_file_writer(tmp_path: Path) -> None:
+@pytest.mark.parametrize("rows_min", [0, 1 << 62])  # every block through RE2 rows / through `re`
+def test_abort_reason_names_the_file_writer(tmp_path: Path, rows_min: int,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reader_module, "ROWS_MIN_BYTES", rows_min)
     evs = events(tmp_path, {"console.log": ASSERT_THEN_ABORT})
     assert ranks_of(evs, "device_assert") == [3]
     assert ranks_of(evs, "cuda_error") == [3]
