@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from hanglens.ingest import read_inputs
 from hanglens.ingest import reader as reader_module
 from hanglens.model import Event
