@@ -42,6 +42,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# `python -m`/`-c` put the working folder first on sys.path: run from a checkout, they would import that
+# checkout's hanglens whatever PYTHONPATH (`--src`) says. Children run in a folder without one.
+NEUTRAL_CWD = tempfile.mkdtemp(prefix="hanglens-bench-cwd-")
 
 
 def _children() -> dict[int, list[int]]:
@@ -91,7 +94,8 @@ def run_sampled(cmd: list[str], env: dict[str, str] | None = None, stdout: int |
     with tempfile.TemporaryFile() as out:
         used = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out if stdout is None else stdout, stderr=subprocess.PIPE, env=env)
+        proc = subprocess.Popen(cmd, stdout=out if stdout is None else stdout, stderr=subprocess.PIPE, env=env,
+                                cwd=NEUTRAL_CWD)
         peak = [0, 0]
         done = threading.Event()
 
@@ -126,7 +130,8 @@ def run_sampled(cmd: list[str], env: dict[str, str] | None = None, stdout: int |
 def triggers(src: Path | None) -> list[str]:
     code = "from hanglens.parsers import PARSERS; print('\\n'.join(sorted({t for p in PARSERS for t in p.triggers})))"
     env = dict(os.environ, PYTHONPATH=str(src or ROOT))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
+                         cwd=NEUTRAL_CWD)
     return [t for t in out.stdout.split("\n") if t]
 
 

@@ -519,7 +519,9 @@ def _observed_silent(stops: list[dict[str, Any]], rows: list[dict[str, Any]]) ->
     how = str(stops[0]["said"])
     common = next((r["common_step"] for r in rows if r.get("common_step") is not None), None)
     differ = sorted(int(r["rank"]) for r in rows if r.get("differs") and r.get("rank") is not None)
-    where = f"; the last step every rank reached is {common}" if common is not None else ""
+    ranked = [r for r in rows if r.get("rank") is not None]
+    several = common is not None and len(ranked) > 1
+    where = f"; the last step every rank reached is {common}" if several else ""
     who = f"; {_ranks_text(differ)} stopped at a different point" if differ else ""
     return {
         "headline": f"The job hung without an error line and was stopped from outside: {how}{where}{who}",

@@ -679,6 +679,7 @@ class Reader:
         if self.origin.rank is None:
             # A stream whose own lines name one rank (or one Open MPI process's tag) owns its unranked lines.
             owners = stream_ranks(res.events, self.mpi_ranks, self.envelope_ranks)
+            # A tqdm bar with another writer's line glued to it is not that writer's (see `rank_for`).
             res.events = [replace(e, rank=owners[e.writer])
                           if e.rank is None and e.writer in owners and not is_agent_event(e)
                           and not two_writers(e) else e

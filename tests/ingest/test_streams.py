@@ -8,18 +8,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from hanglens.ingest import read_inputs
 from hanglens.model import Event
 
 
-def events(tmp_path: Path, files: dict[str, str], grep: bool = False) -> list[Event]:
+def events(tmp_path: Path, files: dict[str, str]) -> list[Event]:
     for name, text in files.items():
         p = tmp_path / name
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
-    return read_inputs([tmp_path], grep=grep).events
+    return read_inputs([tmp_path]).events
 
 
 def ranks_of(evs: list[Event], kind: str) -> list[int | None]:
@@ -45,9 +43,8 @@ ASSERT_THEN_ABORT = "".join(line + "\n" for line in (
 ))
 
 
-@pytest.mark.parametrize("grep", [False, True])
-def test_abort_reason_names_the_file_writer(tmp_path: Path, grep: bool) -> None:
-    evs = events(tmp_path, {"console.log": ASSERT_THEN_ABORT}, grep)
+def test_abort_reason_names_the_file_writer(tmp_path: Path) -> None:
+    evs = events(tmp_path, {"console.log": ASSERT_THEN_ABORT})
     assert ranks_of(evs, "device_assert") == [3]
     assert ranks_of(evs, "cuda_error") == [3]
     assert ranks_of(evs, "exception") == [3]
