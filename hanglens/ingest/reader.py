@@ -658,14 +658,14 @@ class Reader:
 
         glued = res.glued_bar_lines
 
-        def glued_bar(e: Event) -> bool:
-            # A bar with another process's line glued to it: in a console holding one `[rankN]:`
-            # envelope, that envelope's rank printed the glued line, so the bar may be anyone's.
-            return (self.origin.rank is None and e.kind == "progress" and e.local_rank is None
-                    and e.ref.line in glued)
+        def two_writers(e: Event) -> bool:
+            # A tqdm bar with another process's line glued to it: a line of two writers is given to
+            # neither by what the rest of the file says (in a console holding one `[rankN]:` envelope,
+            # that rank printed the glued line, so the bar may be anyone's).
+            return self.origin.rank is None and e.local_rank is None and e.ref.line in glued
 
         def rank_for(e: Event) -> int | None:
-            if glued_bar(e):
+            if two_writers(e):
                 return None
             if e.local_rank is not None and e.local_rank != own_local:
                 ranks = by_local.get(e.local_rank, set())
@@ -682,6 +682,7 @@ class Reader:
             # A tqdm bar with another writer's line glued to it is not that writer's (see `rank_for`).
             res.events = [replace(e, rank=owners[e.writer])
                           if e.rank is None and e.writer in owners and not is_agent_event(e)
-                          and not glued_bar(e) else e for e in res.events]
+                          and not two_writers(e) else e
+                          for e in res.events]
         res.ranks = {e.rank for e in res.events if e.rank is not None} | self.envelope_ranks
         res.hosts = {e.host for e in res.events if e.host}

@@ -80,6 +80,13 @@ def test_text_glued_to_a_tqdm_bar_is_its_own_line_and_the_bar_keeps_no_borrowed_
     assert by_kind["progress"].rank is None  # not rank 5's: rank 5 was waiting, not sorting
     assert by_kind["progress"].get("elapsed_s") == 888 and by_kind["progress"].get("remaining_s") == 500
     assert by_kind["hang_detected"].rank == 5 and by_kind["hang_detected"].get("timeout_ms") == 900000
+    from hanglens.parsers import PARSERS
+
+    more = (b"[rank5]: Traceback (most recent call last):\n"
+            b"[rank5]:   File \"/srv/app/run.py\", line 77, in <module>\n")
+    every = read(data + more, tuple(PARSERS))
+    assert [e.rank for e in every.events if e.kind == "progress"] == [None]
+    assert {e.rank for e in every.events if e.kind != "progress" and e.ref.line > 1} == {5}
     tb = read(b"Sorting shards:  64%|######4   | 6400/10000 [14:48<08:20,  7.20it/s]Traceback (most recent "
               b"call last):\n", (ProgressParser,))
     assert [e.get("step") for e in tb.events] == [6400]
