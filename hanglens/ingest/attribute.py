@@ -14,13 +14,14 @@ import statistics
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
 
+from hanglens.ingest.streams import DUMP_PARSERS
+from hanglens.ingest.streams import non_negative_int as _int
 from hanglens.model import AGENT_EVENT_KINDS, YEARLESS_YEAR, Event, Origin
 
 YEAR2000 = float(calendar.timegm((YEARLESS_YEAR, 1, 1, 0, 0, 0)))  # yearless stamps are read into this year
 YEAR2001 = float(calendar.timegm((YEARLESS_YEAR + 1, 1, 1, 0, 0, 0)))
 HALF_YEAR = 183 * 86400.0
 _LAST_NUMBER_RE = re.compile(r"^(?P<pre>.*?)(?P<n>\d{1,6})(?P<post>\D*)$")
-DUMP_PARSERS = frozenset({"pyspy"})  # parsers whose `pid` is the dumped process's own
 
 
 @dataclass
@@ -45,11 +46,6 @@ def _unique(pairs: Iterable[tuple[Hashable, int]]) -> dict[Hashable, int]:
     for k, v in pairs:
         seen.setdefault(k, set()).add(v)
     return {k: next(iter(vs)) for k, vs in seen.items() if len(vs) == 1}
-
-
-def _int(value: object) -> int | None:
-    """An integer field's value; ranks, pids and sizes are never negative, so a negative one is None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _node_key(f: FileEvents, e: Event | None) -> tuple[str, ...]:

@@ -25,11 +25,14 @@ from collections.abc import Iterable, Mapping
 from hanglens.model import AGENT_EVENT_KINDS, Event
 
 DUMP_PARSERS = frozenset({"pyspy"})   # their pids are the dumped processes', not the file writer's
-_LAUNCHER_KINDS = AGENT_EVENT_KINDS
 
 
-def _int(value: object) -> int | None:
+def non_negative_int(value: object) -> int | None:
+    """An integer field's value; ranks, pids and sizes are never negative, so a negative one is None."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+_int = non_negative_int
 
 
 def is_agent_event(e: Event) -> bool:
@@ -112,7 +115,7 @@ def stream_ranks(events: list[Event], mpi_ranks: Mapping[str, int],
     for e in events:
         groups.setdefault(e.writer, []).append(e)
     launcher_in_file = any(
-        (e.kind in _LAUNCHER_KINDS) or (e.writer is not None and "tee " in e.writer) for e in events
+        (e.kind in AGENT_EVENT_KINDS) or (e.writer is not None and "tee " in e.writer) for e in events
     )
     out: dict[str | None, int] = {}
     for writer, evs in groups.items():
