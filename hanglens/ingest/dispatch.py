@@ -14,8 +14,12 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 
-def _trie(words: list[str]) -> str:
-    """A regex matching, at each start, the longest of `words` that starts there."""
+def trie_regex(words: Iterable[str], longest: bool = True) -> str:
+    """A regex matching any of `words`, factored by common prefix (one branch per distinct next char).
+
+    `longest`: at each start the longest word that starts there (a word that ends may go on); else the
+    first word to end, which is all a test for "holds any of them" needs.
+    """
     root: dict[str, dict] = {}  # type: ignore[type-arg]
     for w in words:
         node = root
@@ -24,6 +28,8 @@ def _trie(words: list[str]) -> str:
         node[""] = {}
 
     def emit(node: dict[str, dict]) -> str:  # type: ignore[type-arg]
+        if "" in node and not longest:
+            return ""
         alts = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
         if not alts:
             return ""
@@ -52,7 +58,7 @@ class Dispatch:
                 starting.setdefault(b[:k], set()).add(b)
         self.overlaps = {a: tuple(sorted({b for k in range(1, len(a)) for b in starting.get(a[-k:], ())
                                           if b not in a})) for a in lits}
-        self.pattern = re.compile(_trie(lits)) if lits else None
+        self.pattern = re.compile(trie_regex(lits)) if lits else None
 
     def mask(self, text: str) -> int:
         if self.pattern is None:

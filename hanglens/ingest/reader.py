@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from hanglens.ingest.dispatch import dispatch_for
+from hanglens.ingest.dispatch import dispatch_for, trie_regex
 from hanglens.ingest.prefilter import FAST_BODY, PRINTABLE_RE, FastProgress
 from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, detect_dialect, strip_prefixes
 from hanglens.ingest.rows import Rows
@@ -64,34 +64,17 @@ def repeat_key(raw: str) -> str:
     return raw if m is None else raw[:m.end(1)] + raw[m.end():]
 
 
-def _trie_pattern(words: list[bytes]) -> bytes:
-    """A regex matching any of `words`, factored by common prefix.
-
-    `re` tries each branch of a flat alternation at every position; a trie tries one branch per
-    distinct next byte, which halves the prefilter's time on 90 literals (benchmarks/bench_ingest.py).
-    """
-    root: dict[int, dict] = {}  # type: ignore[type-arg]
-    for w in words:
-        node = root
-        for byte in w:
-            node = node.setdefault(byte, {})
-        node[-1] = {}
-
-    def emit(node: dict[int, dict]) -> bytes:  # type: ignore[type-arg]
-        alts = [re.escape(bytes([b])) + emit(child) for b, child in sorted(node.items()) if b >= 0]
-        if -1 in node:  # a word ends here: the line is interesting whatever follows
-            return b""
-        return alts[0] if len(alts) == 1 else b"(?:" + b"|".join(alts) + b")"
-
-    return emit(root)
-
-
 def compile_triggers(parsers: Sequence[type[Parser]]) -> re.Pattern[bytes]:
-    """One pattern matching any parser's literal trigger (a prefix trie of the literals)."""
+    """One pattern matching any parser's literal trigger (a prefix trie of the literals).
+
+    `re` tries each branch of a flat alternation at every position; a trie tries one branch per distinct
+    next byte, which halves the prefilter's time on 90 literals (benchmarks/bench_ingest.py). The trie is
+    built over the literals' bytes read as Latin-1 (one char per byte), so the pattern matches bytes.
+    """
     lits = sorted({t.encode() for p in parsers for t in p.triggers if t})
     if not lits:
         return re.compile(b"(?!)")
-    return re.compile(_trie_pattern(lits))
+    return re.compile(trie_regex((w.decode("latin-1") for w in lits), longest=False).encode("latin-1"))
 
 
 _FAST_LINE_RE = re.compile(FAST_BODY)
