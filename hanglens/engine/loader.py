@@ -7,12 +7,11 @@ import importlib.resources
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Union, get_args, get_origin
 
 import jinja2
 import pydantic
 import regex
-import yaml
 from pydantic import BaseModel
 
 from hanglens.analysis.facts_spec import FACT_SPECS
@@ -20,6 +19,9 @@ from hanglens.engine import rulecache, template
 from hanglens.engine.schema import BASE_ATTRIBUTES, RULE_CATEGORIES, Expect, Rule
 from hanglens.errors import RuleError
 from hanglens.limits import DEFAULT_LIMITS, Limits, human_bytes
+
+if TYPE_CHECKING:  # PyYAML loads only when a rule file is read: the cache of built-in rules skips it
+    import yaml
 
 __all__ = ["Problem", "builtin_rules_dir", "collect_rules", "load_rules", "repo_root"]
 
@@ -94,10 +96,6 @@ def _hint(word: str, known: Iterable[str]) -> str:
     return "; ".join(h for h in (_suggest(word, known), _known(known)) if h)
 
 
-# libyaml composes ~10x faster and keeps node marks; the pure-Python loader is the fallback.
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 class _FileCheck:
     """Validation of one rule file: the composed YAML tree gives every problem its line and column."""
 
@@ -119,6 +117,8 @@ class _FileCheck:
 
     def _locate(self, loc: Sequence[str | int]) -> tuple[yaml.Node | None, yaml.Node | None, int]:
         """(value node, key node of the last mapping step, components consumed) for a key path."""
+        import yaml
+
         node, key_node, used = self.node, None, 0
         for part in loc:
             if isinstance(node, yaml.MappingNode) and isinstance(part, str):
@@ -154,6 +154,8 @@ class _FileCheck:
     # -- reading -----------------------------------------------------------------------------------
 
     def read(self) -> bool:
+        import yaml
+
         cap = self.limits.max_rule_bytes
         try:
             with open(self.path, "rb") as fh:
@@ -166,7 +168,8 @@ class _FileCheck:
         except (OSError, UnicodeDecodeError) as exc:
             self.problems.append(Problem(self.shown, 1, 1, "", f"cannot read rule file: {exc}"))
             return False
-        loader = _Loader(self.text)
+        # libyaml composes ~10x faster and keeps node marks; the pure-Python loader is the fallback.
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(self.text)
         try:
             self.node = loader.get_single_node()
             if self.node is None:
@@ -200,6 +203,8 @@ class _FileCheck:
         ("billion laughs": 81 aliases standing for 9**9 nodes), so the expanded size is computed once per
         node and the count stops at the limit. The default 0 refuses every alias.
         """
+        import yaml
+
         allowed = self.limits.max_yaml_aliases
         cap = allowed + 1 + 10**7  # past any file's own node count: counting stops there
         reused: list[yaml.Node] = []
@@ -242,6 +247,8 @@ class _FileCheck:
         return False
 
     def _duplicates(self, node: yaml.Node, loc: tuple[str | int, ...]) -> None:
+        import yaml
+
         if isinstance(node, yaml.MappingNode):
             seen: dict[str, yaml.Node] = {}
             for k, v in node.value:
@@ -458,6 +465,8 @@ class _FileCheck:
         self.add(loc, message, hint)
 
     def _template(self, source: str, bound: Mapping[str, set[str] | None]) -> None:
+        import yaml
+
         node, _, _ = self._locate(("explanation",))
         # Block scalars (`|`, `>`) start their text on the line after the indicator.
         block = isinstance(node, yaml.ScalarNode) and node.style in ("|", ">")

@@ -9,9 +9,6 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from rich.console import Console
-from rich.text import Text
-
 from hanglens.report import _common as c
 
 Segment = tuple[str, str]  # (rich style or "", text)
@@ -173,6 +170,9 @@ def render_text(doc: Mapping[str, Any], *, color: bool, width: int | None = None
     lines = [fitted for segs in _lines(doc, width) for fitted in _fit(segs, width)]
     if not color:
         return "\n".join("".join(t for _, t in segs).rstrip() for segs in lines) + "\n"
+    from rich.console import Console  # only for a terminal: pipes and files never pay for rich
+    from rich.text import Text
+
     buf = io.StringIO()
     console = Console(
         file=buf,

@@ -1,0 +1,65 @@
+"""Start-up stays lean: what each entry point imports, checked in a fresh interpreter (never timed here).
+
+The figures live in benchmarks/bench_startup.py; these tests only keep the heavy packages that a path does
+not need from creeping back in through a module-level import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import hanglens
+
+ROOT = Path(hanglens.__file__).resolve().parents[1]
+DEMO_JOB = Path(hanglens.__file__).resolve().parent / "_demo" / "job"
+
+# Top-level packages that are costly to import (each tens to hundreds of milliseconds).
+HEAVY = ("numpy", "pandas", "pyarrow", "jinja2", "rich", "pydantic", "yaml", "dask", "distributed", "typer")
+
+
+def _loaded_after(code: str, tmp_path: Path, *argv: str) -> set[str]:
+    """Top-level packages in `sys.modules` after running `code` (which may exit) in a new interpreter."""
+    out = tmp_path / "modules.json"
+    script = (
+        "import atexit, json, sys\n"
+        f"atexit.register(lambda: open({str(out)!r}, 'w').write("
+        "json.dumps(sorted({m.split('.')[0] for m in sys.modules}))))\n" + code
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HANGLENS_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-c", script, *argv], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    return set(json.loads(out.read_text()))
+
+
+def _cli(*args: str) -> str:
+    return ("import runpy, sys\n"
+            f"sys.argv = ['hanglens', *{list(args)!r}]\n"
+            "runpy.run_module('hanglens', run_name='__main__')\n")
+
+
+def test_package_import_loads_nothing_heavy(tmp_path: Path) -> None:
+    assert sorted(_loaded_after("import hanglens", tmp_path) & set(HEAVY)) == []
+
+
+def test_library_facade_loads_no_analysis_stack(tmp_path: Path) -> None:
+    # the reader alone: pandas, numpy and pyarrow wait for the tables or a big block
+    assert sorted(_loaded_after("import hanglens.api", tmp_path) & set(HEAVY)) == []
+
+
+def test_version_loads_nothing_heavy(tmp_path: Path) -> None:
+    assert sorted(_loaded_after(_cli("--version"), tmp_path) & set(HEAVY)) == []
+
+
+def test_analyze_to_a_pipe_loads_only_what_it_uses(tmp_path: Path) -> None:
+    """The demo job analysed to a pipe, rule cache warm: no rich (terminal only), no PyYAML (the cache
+    holds the parsed rules), no dask (scan only)."""
+    code = _cli("analyze", str(DEMO_JOB))
+    _loaded_after(code, tmp_path)  # fills the rule cache (a cold cache reads the YAML)
+    loaded = _loaded_after(code, tmp_path)
+    assert "pandas" in loaded  # the check below would prove nothing if analyze had not run
+    assert sorted(loaded & {"rich", "yaml", "dask", "distributed"}) == []
