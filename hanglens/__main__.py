@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import sys
 
 
@@ -15,9 +17,19 @@ def main() -> None:
 
         sys.stdout.write(f"hanglens {__version__}\n")
         return
+    # hanglens does no linear algebra: the OpenBLAS thread pool numpy starts on import is pure start-up
+    # cost (more so on a busy machine). An explicit setting, and every other BLAS, is left alone.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from hanglens.cli import app
 
-    app(prog_name="hanglens")
+    try:
+        app(prog_name="hanglens")
+    finally:
+        # The command is done (typer exits through here). Interpreter shutdown would run several full
+        # garbage collections over the ~10^5 objects pandas, numpy and pyarrow created on import, only
+        # to free memory the OS takes back anyway (about 0.2 s of CPU); frozen objects are skipped.
+        # Exit handlers still run and refcounted objects (open files) are still closed.
+        gc.freeze()
 
 
 if __name__ == "__main__":
