@@ -20,10 +20,11 @@ def main() -> None:
     # hanglens does no linear algebra: the OpenBLAS thread pool numpy starts on import is pure start-up
     # cost (more so on a busy machine). An explicit setting, and every other BLAS, is left alone.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from hanglens.cli import app
+    from hanglens import cli
 
+    cli.OWNS_PROCESS = True
     try:
-        app(prog_name="hanglens")
+        cli.app(prog_name="hanglens")
     finally:
         # The command is done (typer exits through here). Interpreter shutdown would run several full
         # garbage collections over the ~10^5 objects pandas, numpy and pyarrow created on import, only

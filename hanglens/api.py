@@ -85,14 +85,28 @@ def analyze(
     # Read before importing the analysis (pandas): reader workers forked from a lean parent do not each
     # carry its pages, which would count again in the job's summed memory.
     ing = read_inputs(paths, jobs=jobs, limits=limits, progress=progress)
+    return analyze_read(ing, paths, rules_dirs=rules_dirs, rules=rules, command=command, limits=limits)
+
+
+def analyze_read(
+    ingested: Ingested,
+    paths: Sequence[PathLike],
+    *,
+    rules_dirs: Sequence[PathLike] = (),
+    rules: Sequence[Any] | None = None,
+    command: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> Analysis:
+    """`analyze` of logs already read by `read(paths)`: the fact tables, the rules, the verdict."""
     from hanglens.analysis import build
     from hanglens.engine import evaluate
 
-    tables = build(ing.events, ing.files)
+    tables = build(ingested.events, ingested.files)
     active = list(rules) if rules is not None else load_rules(rules_dirs, limits=limits)
     result = evaluate(active, tables, limits=limits)
     cmd = command or "hanglens analyze " + " ".join(shlex.quote(str(p)) for p in paths)
-    return Analysis(paths=[str(p) for p in paths], ingested=ing, tables=tables, result=result, command=cmd)
+    return Analysis(paths=[str(p) for p in paths], ingested=ingested, tables=tables, result=result,
+                    command=cmd)
 
 
 def scan(

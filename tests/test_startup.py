@@ -63,3 +63,16 @@ def test_analyze_to_a_pipe_loads_only_what_it_uses(tmp_path: Path) -> None:
     loaded = _loaded_after(code, tmp_path)
     assert "pandas" in loaded  # the check below would prove nothing if analyze had not run
     assert sorted(loaded & {"rich", "yaml", "dask", "distributed"}) == []
+
+
+def test_command_line_process_gives_the_library_document(tmp_path: Path) -> None:
+    """`hanglens analyze` in a process of its own (garbage collector tuned by the command line, inputs read
+    before the analysis is imported) prints the document the library builds, byte for byte."""
+    from hanglens import api
+    from hanglens.report import render_json
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HANGLENS_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-m", "hanglens", "analyze", str(DEMO_JOB), "--format", "json"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == render_json(api.analyze([str(DEMO_JOB)]).to_dict())
