@@ -53,7 +53,9 @@ Scalar = str | int | float | bool | None
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # defer_build: validators are built on first use, so loading the cached built-in rules builds only
+    # Rule's (its nested models inline) instead of one per class at import.
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
 
 class Ops(_Strict):
