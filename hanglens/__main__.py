@@ -20,8 +20,16 @@ def main() -> None:
     # hanglens does no linear algebra: the OpenBLAS thread pool numpy starts on import is pure start-up
     # cost (more so on a busy machine). An explicit setting, and every other BLAS, is left alone.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from hanglens import cli
-
+    # typer and the command definitions live until exit: imported with the collector paused, then frozen,
+    # no collection walks them (hanglens.cli._import_frozen does the same for the reader and pandas).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        from hanglens import cli
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
     cli.OWNS_PROCESS = True
     try:
         cli.app(prog_name="hanglens")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import gc
+import importlib
 import io
 import json
 import os
@@ -349,9 +350,11 @@ def analyze(
         for path, flag in ((output, "--output"), (html, "--html"), (markdown, "--markdown")):
             _check_output(path, flag)
         inputs = [str(p) for p in paths]
+        _import_frozen("hanglens.api")
         with _progress_bar(not quiet and not (fmt is AnalyzeFmt.json and output is None)) as progress:
             ingested = api.read(inputs, limits=limits, progress=progress)
-            _import_analysis()
+            # after reading, so reader worker processes fork from a parent without pandas
+            _import_frozen(*ANALYSIS_MODULES)
             analysis = api.analyze_read(ingested, inputs, rules_dirs=[str(d) for d in rules or []],
                                         command=" ".join(argv), limits=limits)
         doc = analysis.to_dict()
@@ -374,22 +377,25 @@ def analyze(
     raise typer.Exit(EXIT_INCONCLUSIVE if category == "unknown" else EXIT_OK)
 
 
-def _import_analysis() -> None:
-    """Import pandas and the rule engine with the cyclic garbage collector paused, then freeze all there is.
+# What `analyze` needs after reading: pandas, the tables, the document and the rule engine.
+ANALYSIS_MODULES = ("hanglens.analysis", "hanglens.document", "hanglens.engine")
 
-    Their ~10^5 objects live until exit; every collection while they import, and every full collection
-    after, would walk them again (about 0.1 s of CPU a run), as it would the events just read. Called after
-    reading, so reader worker processes still fork from a parent without pandas. Process-wide: done only
-    when the command line owns the process (OWNS_PROCESS); otherwise the modules load when first used.
+
+def _import_frozen(*modules: str) -> None:
+    """Import `modules` with the cyclic garbage collector paused, then freeze all there is.
+
+    What they build (~10^5 objects for pandas and the engine) lives until exit; every collection while
+    they import, and every full collection after, would walk it again (about 0.1 s of CPU a run), as it
+    would the events already read. Process-wide: done only when the command line owns the process
+    (OWNS_PROCESS); otherwise the modules load when first used.
     """
     if not OWNS_PROCESS:
         return
     enabled = gc.isenabled()
     gc.disable()
     try:
-        import hanglens.analysis
-        import hanglens.document
-        import hanglens.engine  # noqa: F401
+        for name in modules:
+            importlib.import_module(name)
     finally:
         gc.freeze()
         if enabled:
@@ -871,8 +877,9 @@ def demo(
 
     try:
         with resources.as_file(resources.files("hanglens") / "_demo" / "job") as job:
+            _import_frozen("hanglens.api")
             ingested = api.read([job])
-            _import_analysis()
+            _import_frozen(*ANALYSIS_MODULES)
             doc = api.analyze_read(ingested, [job], command="hanglens demo").to_dict()
         output.mkdir(parents=True, exist_ok=True)
         target = output / DEMO_REPORT
