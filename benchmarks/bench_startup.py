@@ -2,6 +2,7 @@
 
     python benchmarks/bench_startup.py                      # this checkout, 15 runs of each
     python benchmarks/bench_startup.py --src /tmp/hl-main   # another checkout (PYTHONPATH)
+    python benchmarks/bench_startup.py --src /tmp/hl-main --src .   # two checkouts, taking turns
     python benchmarks/bench_startup.py --runs 30 --json
 
 Each round runs every command once, in turn (`python -c pass` first), so a burst of load on this shared
@@ -35,6 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,50 +72,64 @@ def commands(src: Path, script: bool, out: str) -> dict[str, list[str]]:
     }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--src", type=Path, default=ROOT, help="source tree to run (default: this checkout)")
-    ap.add_argument("--runs", type=int, default=15)
-    ap.add_argument("--script", action="store_true",
-                    help="run the installed `hanglens` console script instead of `python -m hanglens`")
-    ap.add_argument("--json", action="store_true", help="print one JSON document")
-    args = ap.parse_args()
-    src = args.src.resolve()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = str(src)
-    env.pop("FORCE_COLOR", None)
-    with tempfile.TemporaryDirectory(prefix="hanglens-startup-") as out:
-        cmds = commands(src, args.script, out)
-        walls: dict[str, list[float]] = {k: [] for k in cmds}
-        cpus: dict[str, list[float]] = {k: [] for k in cmds}
-        for i in range(args.runs + 1):
-            for name, cmd in cmds.items():
-                wall, cpu, code = run_once(cmd, env, out)
-                if code not in (0, 1):
-                    raise SystemExit(f"{name}: exit {code} ({' '.join(cmd)})")
-                if i:  # round 0 is the warm-up (and writes __pycache__)
-                    walls[name].append(wall)
-                    cpus[name].append(cpu)
+def _rows(walls: dict[str, list[float]], cpus: dict[str, list[float]], runs: int) -> list[dict[str, Any]]:
     base_w = statistics.median(walls["python -c pass"])
     base_c = statistics.median(cpus["python -c pass"])
     rows = []
-    for name in cmds:
+    for name in walls:
         w, c = statistics.median(walls[name]), statistics.median(cpus[name])
-        rows.append(dict(command=name, runs=args.runs, wall_median_s=round(w, 3),
+        rows.append(dict(command=name, runs=runs, wall_median_s=round(w, 3),
                          wall_min_s=round(min(walls[name]), 3), wall_max_s=round(max(walls[name]), 3),
                          cpu_median_s=round(c, 3), cpu_min_s=round(min(cpus[name]), 3),
                          wall_ratio_to_pass=round(w / base_w, 1),
                          cpu_ratio_to_pass=round(c / max(base_c, 1e-3), 1)))
-    load = os.getloadavg()[0]
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--src", type=Path, action="append",
+                    help="source tree to run (default: this checkout); repeat it to compare trees: they take "
+                         "turns at every command of every round, so load hits them alike")
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--script", action="store_true",
+                    help="run the installed `hanglens` console script instead of `python -m hanglens`")
+    ap.add_argument("--json", action="store_true", help="print one JSON document (a list with several --src)")
+    args = ap.parse_args()
+    srcs = [p.resolve() for p in (args.src or [ROOT])]
+    if args.script and len(srcs) > 1:
+        raise SystemExit("--script runs this environment's console script: give at most one --src")
+    base_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "FORCE_COLOR")}
+    envs = {src: dict(base_env, PYTHONPATH=str(src)) for src in srcs}
+    with tempfile.TemporaryDirectory(prefix="hanglens-startup-") as out:
+        plans = {src: commands(src, args.script, out) for src in srcs}
+        names = list(plans[srcs[0]])
+        walls = {src: {k: [] for k in names} for src in srcs}
+        cpus = {src: {k: [] for k in names} for src in srcs}
+        for i in range(args.runs + 1):
+            for name in names:
+                for src in srcs:
+                    cmd = plans[src][name]
+                    wall, cpu, code = run_once(cmd, envs[src], out)
+                    if code not in (0, 1):
+                        raise SystemExit(f"{name}: exit {code} ({' '.join(cmd)})")
+                    if i:  # round 0 is the warm-up (and writes __pycache__)
+                        walls[src][name].append(wall)
+                        cpus[src][name].append(cpu)
+    load = round(os.getloadavg()[0], 2)
+    docs = [dict(src=str(src), load_average_1m=load, rows=_rows(walls[src], cpus[src], args.runs))
+            for src in srcs]
     if args.json:
-        print(json.dumps(dict(src=str(src), load_average_1m=round(load, 2), rows=rows), indent=1))
+        print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=1))
         return
-    print(f"{src}: {args.runs} rounds, load average {load:.1f} at the end")
-    for r in rows:
-        print(f"  {r['command']:30s} wall median {r['wall_median_s']:6.3f} s "
-              f"(min {r['wall_min_s']:.3f}, max {r['wall_max_s']:.3f}) = {r['wall_ratio_to_pass']:5.1f}x pass"
-              f" | CPU median {r['cpu_median_s']:6.3f} s (min {r['cpu_min_s']:.3f})"
-              f" = {r['cpu_ratio_to_pass']:5.1f}x pass")
+    for doc in docs:
+        print(f"{doc['src']}: {args.runs} rounds, load average {load:.1f} at the end")
+        for r in doc["rows"]:
+            print(f"  {r['command']:30s} wall median {r['wall_median_s']:6.3f} s "
+                  f"(min {r['wall_min_s']:.3f}, max {r['wall_max_s']:.3f})"
+                  f" = {r['wall_ratio_to_pass']:5.1f}x pass"
+                  f" | CPU median {r['cpu_median_s']:6.3f} s (min {r['cpu_min_s']:.3f})"
+                  f" = {r['cpu_ratio_to_pass']:5.1f}x pass")
 
 
 if __name__ == "__main__":
