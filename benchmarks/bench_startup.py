@@ -4,6 +4,7 @@
     python benchmarks/bench_startup.py --src /tmp/hl-main   # another checkout (PYTHONPATH)
     python benchmarks/bench_startup.py --src /tmp/hl-main --src .   # two checkouts, taking turns
     python benchmarks/bench_startup.py --runs 30 --json
+    python benchmarks/bench_startup.py --phases --runs 5       # CPU of each step of `analyze <demo job>`
 
 Each round runs every command once, in turn (`python -c pass` first), so a burst of load on this shared
 machine hits all of them alike; the figures are the median wall time of N rounds, the median CPU time
@@ -20,12 +21,17 @@ numpy and pyarrow, pydantic, jinja2's sandbox, typer, regex) and starts and exit
 does (OpenBLAS with one thread, its objects frozen: see hanglens/__main__.py): what `analyze` takes
 above it is hanglens's own.
 
+`--phases` times, in one fresh process per run, each step of `hanglens analyze <demo job>` in the order
+and with the garbage-collector handling of the command line (hanglens/cli.py `analyze`), third-party
+imports apart from hanglens's own; the figures are CPU seconds, min and median of the runs.
+
 Goals of issue 9: `hanglens --version` under 0.3 s, `hanglens analyze` of the demo job under 1 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import resource
@@ -72,6 +78,67 @@ def commands(src: Path, script: bool, out: str) -> dict[str, list[str]]:
     }
 
 
+# Each step of `cli.analyze` (imports made with the collector paused and frozen, as the command line does),
+# timed with process CPU; prints a list of (step, seconds).
+PHASES = r"""
+import gc, os, sys, time
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+out, t = [], time.process_time()
+def step(name):
+    global t
+    out.append((name, time.process_time() - t))
+    t = time.process_time()
+def frozen(*names):
+    gc.disable()
+    for name in names:
+        __import__(name)
+    gc.freeze()
+    gc.enable()
+frozen("hanglens.cli"); step("import typer and hanglens.cli")
+frozen("pydantic", "pydantic.main", "typer._adapters"); step("import pydantic (option coercion, rule schema)")
+frozen("hanglens.api"); step("import the reader and the parsers")
+from hanglens import api
+ing = api.read([sys.argv[1]]); step("read the demo job")
+gc.disable()
+import pandas; step("import pandas, numpy, pyarrow")
+import jinja2.sandbox; step("import jinja2")
+import hanglens.analysis, hanglens.document, hanglens.engine; step("import analysis, engine, document")
+gc.freeze(); gc.enable()
+from hanglens.analysis import build
+from hanglens.engine import evaluate
+from hanglens.report import render_text
+tables = build(ing.events, ing.files)
+result = evaluate(api.load_rules(), tables)
+doc = api.Analysis(paths=[sys.argv[1]], ingested=ing, tables=tables, result=result, command="c").to_dict()
+render_text(doc, color=False); step("tables, rules from the cache, evaluation, document, text")
+print(repr(out))
+"""
+
+
+def phases(src: Path, runs: int) -> None:
+    """Print the CPU of each step of `analyze <demo job>` (min and median of `runs` fresh processes)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(src)
+    job = str(src / "hanglens" / "_demo" / "job")
+    seen: list[list[tuple[str, float]]] = []
+    with tempfile.TemporaryDirectory(prefix="hanglens-startup-") as cwd:
+        for i in range(runs + 1):
+            text = subprocess.run([sys.executable, "-c", PHASES, job], env=env, cwd=cwd, check=True,
+                                  capture_output=True, text=True).stdout
+            if i:  # the first run writes __pycache__ (and the rule cache)
+                seen.append(ast.literal_eval(text.strip().splitlines()[-1]))
+    print(f"{src}: CPU of each step of `hanglens analyze <demo job>`, {runs} runs, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    total_min = total_med = 0.0
+    for k, (name, _) in enumerate(seen[0]):
+        values = [run[k][1] for run in seen]
+        total_min += min(values)
+        total_med += statistics.median(values)
+        print(f"  {name:60s} min {min(values):.3f} s  median {statistics.median(values):.3f} s")
+    print(f"  {'sum (no interpreter start or exit, no option parsing)':60s} min {total_min:.3f} s  "
+          f"median {total_med:.3f} s")
+
+
 def _rows(walls: dict[str, list[float]], cpus: dict[str, list[float]], runs: int) -> list[dict[str, Any]]:
     base_w = statistics.median(walls["python -c pass"])
     base_c = statistics.median(cpus["python -c pass"])
@@ -95,8 +162,13 @@ def main() -> None:
     ap.add_argument("--script", action="store_true",
                     help="run the installed `hanglens` console script instead of `python -m hanglens`")
     ap.add_argument("--json", action="store_true", help="print one JSON document (a list with several --src)")
+    ap.add_argument("--phases", action="store_true", help="time each step of `analyze <demo job>` instead")
     args = ap.parse_args()
     srcs = [p.resolve() for p in (args.src or [ROOT])]
+    if args.phases:
+        for src in srcs:
+            phases(src, args.runs)
+        return
     if args.script and len(srcs) > 1:
         raise SystemExit("--script runs this environment's console script: give at most one --src")
     base_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "FORCE_COLOR")}
