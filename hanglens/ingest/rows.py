@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import numpy
+import numpy
 
 _ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
@@ -34,7 +33,6 @@ class Rows:
     """The lines of one block: numpy `starts`/`ends` (end without the newline) and the Arrow array."""
 
     def __init__(self, block: bytes) -> None:
-        import numpy  # numpy and pyarrow load with the first big block: small inputs never pay for them
         import pyarrow as pa
 
         n = len(block)
@@ -62,7 +60,6 @@ class Rows:
 
     def hits(self, literals: Sequence[str], among: numpy.ndarray | None = None) -> numpy.ndarray:
         """Indices of the lines (of `among`, when given) holding any of `literals`, ascending."""
-        import numpy
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -84,8 +81,6 @@ def _true_at(mask: Any) -> numpy.ndarray:
 
     (`to_numpy` on a boolean array goes through pandas, which would cost every reader process 40 MB.)
     """
-    import numpy
-
     n, off = len(mask), mask.offset
     bits = numpy.frombuffer(mask.buffers()[1], dtype=numpy.uint8)
     flags = numpy.unpackbits(bits, count=off + n, bitorder="little")[off:]
