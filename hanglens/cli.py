@@ -299,6 +299,31 @@ def _progress_bar(show: bool) -> Iterator[OnProgress | None]:
                 bar.stop()
 
 
+# What `analyze` needs after reading: pandas, the tables, the document and the rule engine.
+ANALYSIS_MODULES = ("hanglens.analysis", "hanglens.document", "hanglens.engine")
+
+
+def _import_frozen(*modules: str) -> None:
+    """Import `modules` with the cyclic garbage collector paused, then freeze all there is.
+
+    What they build (~10^5 objects for pandas and the engine) lives until exit; every collection while
+    they import, and every full collection after, would walk it again (about 0.1 s of CPU a run), as it
+    would the events already read. Process-wide: done only when the command line owns the process
+    (OWNS_PROCESS); otherwise the modules load when first used.
+    """
+    if not OWNS_PROCESS:
+        return
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for name in modules:
+            importlib.import_module(name)
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
 RulesDirs = Annotated[
     list[Path] | None,
     typer.Option(
@@ -375,31 +400,6 @@ def analyze(
         _fail(exc)
     category = doc["verdict"]["category"]
     raise typer.Exit(EXIT_INCONCLUSIVE if category == "unknown" else EXIT_OK)
-
-
-# What `analyze` needs after reading: pandas, the tables, the document and the rule engine.
-ANALYSIS_MODULES = ("hanglens.analysis", "hanglens.document", "hanglens.engine")
-
-
-def _import_frozen(*modules: str) -> None:
-    """Import `modules` with the cyclic garbage collector paused, then freeze all there is.
-
-    What they build (~10^5 objects for pandas and the engine) lives until exit; every collection while
-    they import, and every full collection after, would walk it again (about 0.1 s of CPU a run), as it
-    would the events already read. Process-wide: done only when the command line owns the process
-    (OWNS_PROCESS); otherwise the modules load when first used.
-    """
-    if not OWNS_PROCESS:
-        return
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for name in modules:
-            importlib.import_module(name)
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
 
 
 def _read(paths: list[Path], limit: list[str] | None = None, bar: bool = False) -> Any:
