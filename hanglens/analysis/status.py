@@ -98,6 +98,8 @@ def is_own_crash(e: Event) -> bool:
         if sig in ("SIGTERM", "SIGINT", "SIGHUP"):
             return False
         return sig in ("SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL")
+    if e.kind == "dataloader_worker_died" and e.get("signal") == "SIGTERM":
+        return False  # its rank was being stopped (failure-signatures.md section 8, "Trap")
     return e.kind in CRASH_KINDS
 
 
@@ -390,6 +392,8 @@ def rank_status_rows(
         evs = by_rank.get(rank, [])
         crashed = rank in exit_only or any(is_own_crash(e) for e in evs)
         hung = any(e.kind == "hang_detected" for e in evs)
+        # Its own watchdog stated a failed work (2.4+ status lines): it waited in a collective, not quiet.
+        watched = any(e.kind == "pg_status" and e.get("failed_seq") is not None for e in evs)
         victim = rank in victim_ranks
         fails = sorted(
             (e for e in evs if e.kind in FAILURE_KINDS),
@@ -414,7 +418,7 @@ def rank_status_rows(
                 "crashed": crashed,
                 "hung": hung,
                 "victim": victim,
-                "quiet": not crashed and not hung and rank not in loud_ranks,
+                "quiet": not crashed and not hung and not watched and rank not in loud_ranks,
                 # Its own output is here: a file of its own, or lines attributed to it ([rankN]:).
                 "own_log": rank in (own_logs or set()) or bool(evs),
                 "first_error_kind": fails[0].kind if fails else None,
