@@ -68,7 +68,8 @@ VICTIM_EXCEPTION_MARKERS = (
     "Terminating the process",
     "SIGTERM",
     "closing signal",
-    # A DataLoader worker terminated with its rank in the launcher's teardown (failure-signatures.md §8 "Trap").
+    # A DataLoader worker terminated with its rank in the launcher's teardown (failure-signatures.md
+    # section 8, "Trap").
     "is killed by signal: Terminated",
 )
 SIGNAL_NAMES = {

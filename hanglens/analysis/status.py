@@ -213,12 +213,15 @@ def _crash_site(e: Event) -> str | None:
     """Where a raised exception came from: its type and innermost frame (or its message); None otherwise."""
     if e.kind != "exception" or not e.get("exc_type"):
         return None
-    where = f"{e.get('frame_file')}:{e.get('frame_line')}" if e.get("frame_file") else str(e.get("message") or "")
+    if e.get("frame_file"):
+        where = f"{e.get('frame_file')}:{e.get('frame_line')}"
+    else:
+        where = str(e.get("message") or "")
     return f"{e.get('exc_type')}|{where}"
 
 
 def _launcher_pid_ranks(events: Sequence[Event], sn: bool) -> dict[Any, int]:
-    """pid -> rank from the launcher's failure lines (torchrun `failed (exitcode ...) (pid: P)`, its table)."""
+    """pid -> rank from the launcher's failure lines (`failed (exitcode ...) (pid: P)`, its failure table)."""
     out: dict[Any, int] = {}
     for e in events:
         if e.kind in ("child_failed", "worker_failed") and isinstance(e.get("pid"), int):
@@ -247,7 +250,9 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             best[rank] = e
     times = [e.time for e in best.values() if e.time is not None]
     earliest = min(times) if times else None
-    firsts = {r: earliest is None or e.time is None or e.time - earliest <= FIRST_WINDOW_S for r, e in best.items()}
+    firsts = {
+        r: earliest is None or e.time is None or e.time - earliest <= FIRST_WINDOW_S for r, e in best.items()
+    }
     first_sites = {_crash_site(e) for r, e in best.items() if firsts[r]}
     same_site = sum(firsts.values()) >= 2 and len(first_sites) == 1 and None not in first_sites
     rows = []
