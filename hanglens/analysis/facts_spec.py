@@ -49,6 +49,13 @@ FACT_SPECS: dict[str, FactSpec] = {
             "appear has a file of its own (absence in an excerpt is not evidence).",
         ),
         FactSpec(
+            "nccl_init_pending",
+            ("comm_id", "comm_rank", "nranks", "rank", "started", "missing", *_EVIDENCE),
+            "Per rank of an NCCL communicator whose `Init START` was printed and `Init COMPLETE` never: "
+            "`started` false marks the ranks that never began its init; `rank` is set only for the "
+            "world-sized communicator.",
+        ),
+        FactSpec(
             "collective_disagreement",
             (
                 "pg",

@@ -98,6 +98,8 @@ def is_own_crash(e: Event) -> bool:
         if sig in ("SIGTERM", "SIGINT", "SIGHUP"):
             return False
         return sig in ("SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL")
+    if e.kind == "ddp_model_mismatch" and e.get("other_params") == 0:
+        return False  # "inconsistent 0 params": the check's all-gather failed, not the model (LF section 2.3)
     if e.kind == "dataloader_worker_died" and e.get("signal") == "SIGTERM":
         return False  # its rank was being stopped (failure-signatures.md section 8, "Trap")
     return e.kind in CRASH_KINDS
