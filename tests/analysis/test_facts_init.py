@@ -26,7 +26,8 @@ def test_ranks_that_never_started_are_marked() -> None:
 
 
 def test_a_completed_communicator_is_not_pending() -> None:
-    assert pending([init(1, 0, 2, "init_start"), init(2, 1, 2, "init_start"), init(3, 0, 2, "init_complete")]) == []
+    events = [init(1, 0, 2, "init_start"), init(2, 1, 2, "init_start"), init(3, 0, 2, "init_complete")]
+    assert pending(events) == []
 
 
 def test_sub_communicator_ranks_are_not_global_ranks() -> None:
