@@ -123,3 +123,17 @@ def test_expected_event_is_found(folder: Path, want: dict[str, Any]) -> None:
     same_kind = [e for e in events if e.kind == want["kind"]]
     near = "\n".join(f"  {e.ref} rank={e.rank} {dict(e.fields)}" for e in same_kind[:10]) or "  (none)"
     pytest.fail(f"{folder.name}: no event matches {want}; {len(same_kind)} of kind {want['kind']!r}:\n{near}")
+
+
+def test_readme_scenario_table_is_current() -> None:
+    """fixtures/README.md's scenario table is what fixtures/generate/table.py makes of the truth files."""
+    import importlib.util
+
+    script = ROOT / "fixtures" / "generate" / "table.py"
+    spec = importlib.util.spec_from_file_location("fixture_table", script)
+    assert spec is not None and spec.loader is not None
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    readme = (ROOT / "fixtures" / "README.md").read_text(encoding="utf-8")
+    assert readme == table.readme_with_table(readme), \
+        "fixtures/README.md is stale: run `python fixtures/generate/table.py --write`"

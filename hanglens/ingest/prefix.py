@@ -14,7 +14,11 @@ from dataclasses import dataclass
 
 from hanglens.model import YEARLESS_YEAR
 
-ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
+# CSI (colours, cursor moves), charset selection, keypad modes, and OSC strings (a terminal title, an OSC 8
+# hyperlink around a path) up to their BEL or ST terminator, at most 1 KiB: linear.
+ANSI_RE = re.compile(
+    r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]|\x1b\][^\x07\x1b\n]{0,1024}(?:\x07|\x1b\\)"
+)
 
 # -- outer transport/scheduler prefixes --------------------------------------------------------
 CRI_RE = re.compile(

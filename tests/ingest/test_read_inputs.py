@@ -186,3 +186,21 @@ def test_read_context_plain_and_member(tmp_path: Path, mark: tuple[type[Parser],
     assert ctx[SourceRef("rank0.log", 5)] == [(3, "line 3"), (4, "line 4"), (5, "MARK"), (6, "line 6")]
     assert ctx[SourceRef("b.tgz!rank1.log", 1)] == [(1, "line 1"), (2, "line 2")]
     assert ing.context([SourceRef("gone.log", 1)]) == {SourceRef("gone.log", 1): []}
+
+
+def test_osc_hyperlinks_and_titles_are_stripped(tmp_path: Path) -> None:
+    """A terminal that wraps paths in OSC 8 hyperlinks (rich, modern `ls`) or sets its title leaves escape
+    strings in a captured console; the text the parsers see has none of them."""
+    link = "\x1b]8;;file:///home/user/project/train.py\x1b\\train.py\x1b]8;;\x1b\\"
+    body = ("\x1b]0;job 4411\x07[rank1]:Traceback (most recent call last):\n"
+            f'[rank1]:  File "/home/user/project/{link}", line 48, in <module>\n'
+            "[rank1]:    main()\n"
+            "[rank1]:\x1b[31mRuntimeError: CUDA error: an illegal memory access was encountered\x1b[0m\n")
+    (tmp_path / "console.log").write_text(body, encoding="utf-8")
+    ing = read_inputs([tmp_path])
+    texts = [e.text for e in ing.events]
+    assert texts and not any("\x1b" in t or "\x07" in t for t in texts)
+    ctx = ing.context([SourceRef("console.log", 1), SourceRef("console.log", 2)], before=0, after=0)
+    assert ctx[SourceRef("console.log", 1)] == [(1, "[rank1]:Traceback (most recent call last):")]
+    assert ctx[SourceRef("console.log", 2)] == [
+        (2, '[rank1]:  File "/home/user/project/train.py", line 48, in <module>')]
