@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from hanglens.analysis import clock, collectives, flight, progress, silence, status, transfers
+from hanglens.analysis import clock, collectives, facts_init, flight, progress, silence, status, transfers
 from hanglens.analysis.facts_spec import FACT_SPECS
 from hanglens.model import Event, InputFile
 
@@ -129,6 +129,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
     tables["host_failures"] = frame("host_failures", status.host_failure_rows(rank_rows))
     tables["missing_ranks"] = frame("missing_ranks", status.missing_rank_rows(evs, files, world))
+    tables["nccl_init_pending"] = frame("nccl_init_pending", facts_init.init_pending_rows(evs))
     fr_dumps, fr_match = flight.flight_rows(evs, hosts, world)
     tables["fr_dumps"] = frame("fr_dumps", fr_dumps)
     tables["fr_match"] = frame("fr_match", fr_match)

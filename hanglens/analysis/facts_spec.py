@@ -49,6 +49,13 @@ FACT_SPECS: dict[str, FactSpec] = {
             "appear has a file of its own (absence in an excerpt is not evidence).",
         ),
         FactSpec(
+            "nccl_init_pending",
+            ("comm_id", "comm_rank", "nranks", "rank", "started", "missing", *_EVIDENCE),
+            "Per rank of an NCCL communicator whose `Init START` was printed and `Init COMPLETE` never: "
+            "`started` false marks the ranks that never began its init; `rank` is set only for the "
+            "world-sized communicator.",
+        ),
+        FactSpec(
             "collective_disagreement",
             (
                 "pg",
@@ -223,9 +230,11 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "crash",
-            ("rank", "host", "kind", "first", "time", "text", *_EVIDENCE),
+            ("rank", "host", "kind", "first", "same_site", "time", "text", *_EVIDENCE),
             "Each rank's earliest fault of its own (not a consequence of a peer's failure); `first` marks "
-            "the ranks whose fault came first (within a second of the earliest, or all when untimed).",
+            "the ranks whose fault came first (within a second of the earliest, or all when untimed); "
+            "`same_site` marks them when two or more ranks failed first and all raised the same exception "
+            "type at the same innermost frame (or with the same message).",
         ),
         FactSpec(
             "fr_dumps",

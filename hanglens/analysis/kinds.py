@@ -68,6 +68,11 @@ VICTIM_EXCEPTION_MARKERS = (
     "Terminating the process",
     "SIGTERM",
     "closing signal",
+    # A DataLoader worker terminated with its rank in the launcher's teardown (failure-signatures.md
+    # section 8, "Trap").
+    "is killed by signal: Terminated",
+    # DDP's model check over an all-gather that timed out or was aborted returns zeros (log-formats.md §2.3).
+    "has inconsistent 0 params",
 )
 SIGNAL_NAMES = {
     1: "SIGHUP",

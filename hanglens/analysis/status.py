@@ -47,10 +47,23 @@ def _exitcode(e: Event) -> int | None:
     return code if isinstance(code, int) else None
 
 
+_TORCHRUN_AGENT_KINDS = frozenset({"child_failed", "worker_failed", "closing_signal", "launch_config",
+                                   "worker_group_restart"})
+
+
 def single_node(events: Sequence[Event]) -> bool:
-    """True when the logs name at most one host (then a torchrun local rank is the global rank)."""
+    """True when the logs name at most one host (then a torchrun local rank is the global rank).
+
+    Two torchrun agents writing under different launcher prefixes (Slurm `srun -l` with one torchrun per
+    task) are two nodes too: there the task id is the node index, not a rank (log-formats.md section 9.3).
+    """
     hosts = set()
+    agents = set()
     for e in events:
+        if e.writer and e.kind in _TORCHRUN_AGENT_KINDS:
+            agents.add(e.writer)
+            if len(agents) > 1:
+                return False
         for h in (e.host, e.get("nccl_host"), e.get("failed_host")):
             if h:
                 hosts.add(str(h))
@@ -85,6 +98,10 @@ def is_own_crash(e: Event) -> bool:
         if sig in ("SIGTERM", "SIGINT", "SIGHUP"):
             return False
         return sig in ("SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL")
+    if e.kind == "ddp_model_mismatch" and e.get("other_params") == 0:
+        return False  # "inconsistent 0 params": the check's all-gather failed, not the model (LF section 2.3)
+    if e.kind == "dataloader_worker_died" and e.get("signal") == "SIGTERM":
+        return False  # its rank was being stopped (failure-signatures.md section 8, "Trap")
     return e.kind in CRASH_KINDS
 
 
@@ -194,14 +211,39 @@ FIRST_WINDOW_S = 1.0
 _TEARDOWN_SIGNALS = frozenset({"sigterm", "store_teardown", "dump_signal_from_peer"})
 
 
+def _crash_site(e: Event) -> str | None:
+    """Where a raised exception came from: its type and innermost frame (or its message); None otherwise."""
+    if e.kind != "exception" or not e.get("exc_type"):
+        return None
+    if e.get("frame_file"):
+        where = f"{e.get('frame_file')}:{e.get('frame_line')}"
+    else:
+        where = str(e.get("message") or "")
+    return f"{e.get('exc_type')}|{where}"
+
+
+def _launcher_pid_ranks(events: Sequence[Event], sn: bool) -> dict[Any, int]:
+    """pid -> rank from the launcher's failure lines (`failed (exitcode ...) (pid: P)`, its failure table)."""
+    out: dict[Any, int] = {}
+    for e in events:
+        if e.kind in ("child_failed", "worker_failed") and isinstance(e.get("pid"), int):
+            rank = _rank_of(e, sn)
+            if rank is not None:
+                out.setdefault(e.get("pid"), rank)
+    return out
+
+
 def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     """Each rank's earliest own fault; `first` marks the ranks that failed first."""
     sn = single_node(events)
     best: dict[int, Event] = {}
     for exit_rank, exit_event in _exit_only_crashes(events).items():
         best[exit_rank] = exit_event
+    pid_ranks = _launcher_pid_ranks(events, sn)
     for e in events:
         rank = _rank_of(e, sn)
+        if rank is None and e.kind == "oom":
+            rank = pid_ranks.get(e.get("pid"))  # the kernel's OOM killer names a pid, the launcher its rank
         if rank is None or not is_own_crash(e):
             continue
         cur = best.get(rank)
@@ -210,15 +252,21 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             best[rank] = e
     times = [e.time for e in best.values() if e.time is not None]
     earliest = min(times) if times else None
+    firsts = {
+        r: earliest is None or e.time is None or e.time - earliest <= FIRST_WINDOW_S for r, e in best.items()
+    }
+    first_sites = {_crash_site(e) for r, e in best.items() if firsts[r]}
+    same_site = sum(firsts.values()) >= 2 and len(first_sites) == 1 and None not in first_sites
     rows = []
     for rank, e in sorted(best.items()):
-        first = earliest is None or e.time is None or e.time - earliest <= FIRST_WINDOW_S
+        first = firsts[rank]
         rows.append(
             {
                 "rank": rank,
                 "host": host_of(e, hosts, rank),
                 "kind": e.kind,
                 "first": first,
+                "same_site": bool(first and same_site),
                 "time": e.time,
                 "text": e.text[:300],
                 "path": e.ref.path,
@@ -351,6 +399,8 @@ def rank_status_rows(
         evs = by_rank.get(rank, [])
         crashed = rank in exit_only or any(is_own_crash(e) for e in evs)
         hung = any(e.kind == "hang_detected" for e in evs)
+        # Its own watchdog stated a failed work (2.4+ status lines): it waited in a collective, not quiet.
+        watched = any(e.kind == "pg_status" and e.get("failed_seq") is not None for e in evs)
         victim = rank in victim_ranks
         fails = sorted(
             (e for e in evs if e.kind in FAILURE_KINDS),
@@ -375,7 +425,7 @@ def rank_status_rows(
                 "crashed": crashed,
                 "hung": hung,
                 "victim": victim,
-                "quiet": not crashed and not hung and rank not in loud_ranks,
+                "quiet": not crashed and not hung and not watched and rank not in loud_ranks,
                 # Its own output is here: a file of its own, or lines attributed to it ([rankN]:).
                 "own_log": rank in (own_logs or set()) or bool(evs),
                 "first_error_kind": fails[0].kind if fails else None,
