@@ -67,14 +67,27 @@ class Ingested:
         return read_context(self, refs, before=before, after=after)
 
 
-@dataclass
+@dataclass(slots=True)
 class _FileOut:
+    """What the job keeps of one file read (a FileResult's working sets are left behind: thousands of
+    small files would each hold several)."""
+
     display: str
     size: int
     origin: Origin
     pid: int | None
-    result: FileResult
     locator: Locator
+    events: list[Event]
+    lines: int
+    dated: tuple[float, float] | None
+    envelope_ranks: frozenset[int]
+    notes: tuple[str, ...]
+
+    @classmethod
+    def of(cls, display: str, size: int, origin: Origin, pid: int | None, res: FileResult,
+           locator: Locator) -> _FileOut:
+        return cls(display, size, origin, pid, locator, res.events, res.lines, res.dated,
+                   frozenset(res.envelope_ranks), tuple(res.notes))
 
 
 @lru_cache(maxsize=8)
@@ -101,9 +114,8 @@ def _read_opened(op: Opened, parsers: tuple[type[Parser], ...],
             res = reader.read(stream)
         except Exception as exc:  # logs never raise: a reader bug costs this file, not the run
             return Skipped(op.display, f"internal error while reading ({type(exc).__name__}: {exc})")
-    res.ranks |= {origin.rank} if origin.rank is not None else set()
     size = res.size if res.size is not None else stream.count
-    return _FileOut(op.display, size, origin, hints.pid, res, op.locator)
+    return _FileOut.of(op.display, size, origin, hints.pid, res, op.locator)
 
 
 def _read_flight(op: Opened, head: bytes, fmt: str, limits: Limits = DEFAULT_LIMITS) -> _FileOut | Skipped:
@@ -117,7 +129,7 @@ def _read_flight(op: Opened, head: bytes, fmt: str, limits: Limits = DEFAULT_LIM
         return got
     origin = replace(hints.origin, rank=rank)
     res = FileResult(events=got, lines=len(got), ranks={rank})
-    return _FileOut(op.display, len(data), origin, hints.pid, res, op.locator)
+    return _FileOut.of(op.display, len(data), origin, hints.pid, res, op.locator)
 
 
 _WORKER_BUDGET: list[ByteBudget] = []  # the job's byte budget, shared by the pool's workers
@@ -144,7 +156,7 @@ def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...], limits: Limits = D
         out.append(got)
         err = item.stream.error or inner.error
         if err is not None and isinstance(got, _FileOut):
-            out.append(Skipped(item.display, f"read stopped after line {got.result.lines}: {err} "
+            out.append(Skipped(item.display, f"read stopped after line {got.lines}: {err} "
                                              "(the lines before were read)"))
     return out
 
@@ -193,7 +205,7 @@ def _read_batch(units: list[Unit], parsers: tuple[type[Parser], ...],
     for items in outs:
         for item in items:
             if isinstance(item, _FileOut):
-                sharer.share(item.result.events)
+                sharer.share(item.events)
     return outs
 
 
@@ -245,7 +257,7 @@ class Sharer:
 def _share_all(sharer: Sharer, items: list[_FileOut | Skipped]) -> None:
     for item in items:
         if isinstance(item, _FileOut):
-            sharer.share(item.result.events)
+            sharer.share(item.events)
 
 
 def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = None,
@@ -310,21 +322,22 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
         where = os.fspath(paths[0]) if len(paths) == 1 else None
         raise InputError("no log files found", path=where,
                          hint=f"skipped {shown}{more}" if skipped else "the folders hold no files")
-    job = [FileEvents(f.display, f.origin, f.result.events, f.pid, f.result.dated,
-                      frozenset(f.result.envelope_ranks)) for f in files]
+    job = [FileEvents(f.display, f.origin, f.events, f.pid, f.dated, f.envelope_ranks) for f in files]
+    for f in files:
+        f.events = []  # `job` holds them now: events attribution replaces are freed as it goes
     attribute(job)
     out = Ingested(skipped=skipped)
     for f, fe in zip(files, job, strict=True):
-        ranks = {e.rank for e in fe.events if e.rank is not None} | f.result.envelope_ranks
+        ranks = {e.rank for e in fe.events if e.rank is not None} | f.envelope_ranks
         if f.origin.rank is not None:
             ranks.add(f.origin.rank)
         hosts = {e.host for e in fe.events if e.host} | ({f.origin.host} if f.origin.host else set())
-        out.files.append(InputFile(f.display, f.size, f.result.lines, f.origin, tuple(sorted(ranks)),
+        out.files.append(InputFile(f.display, f.size, f.lines, f.origin, tuple(sorted(ranks)),
                                    tuple(sorted(hosts)), len(fe.events)))
         out.events.extend(fe.events)
         out.sources[f.display] = f.locator
-        if f.result.notes:
-            out.notes[f.display] = list(f.result.notes)
+        if f.notes:
+            out.notes[f.display] = list(f.notes)
     out.events.sort(key=lambda e: (e.ref.path, e.ref.line, e.kind, e.parser))
     return out
 
