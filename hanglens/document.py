@@ -43,8 +43,11 @@ Context = Callable[[Sequence[SourceRef]], dict[SourceRef, list[tuple[int, str]]]
 
 def clean(value: Any) -> Any:
     """JSON-safe, deterministic values: numpy scalars → Python, NaN → None, floats rounded."""
-    if value is None:
-        return None
+    t = type(value)
+    if value is None or t is int or t is bool:
+        return value
+    if t is str:
+        return value if value.isascii() else utf8_text(value)
     if isinstance(value, dict):
         return {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):

@@ -168,6 +168,8 @@ class InputFile:
 
 def utf8_text(s: str) -> str:
     """Text that encodes as UTF-8: undecodable file-name bytes (surrogate-escaped) show as `\\xNN`."""
+    if s.isascii():
+        return s
     try:
         s.encode("utf-8")
         return s

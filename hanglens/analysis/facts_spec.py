@@ -194,7 +194,8 @@ FACT_SPECS: dict[str, FactSpec] = {
             "`elapsed_s`, `remaining_s`, `projected_s` (elapsed + remaining), `timeout_s` and "
             "`timeout_basis` (printed by the waiting processes, or the section 0.3 default assumed), "
             "`outlasts_timeout` (still running, elapsed close to or past the timeout, projected length "
-            "not below it), `waiting_ranks` and `wait` (`timeout`, or only a `traceback`), `rank` with "
+            "not below it), `waiting_ranks` (the other ranks seen waiting; listed when the bar outlasts "
+            "the timeout, else empty) and `wait` (`timeout`, or only a `traceback`), `rank` with "
             "`owner_basis` (the bar's own rank, or the only rank of a known world not seen waiting, else "
             "None), `glued` (another writer's line glued to the bar: printed at that moment) and "
             "`fault_seen` (another process had a fault of its own).",

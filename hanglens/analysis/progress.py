@@ -3,6 +3,7 @@ progress bars still running when their peers timed out waiting (failure-signatur
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -93,11 +94,46 @@ def _wait(e: Event) -> str | None:
     return None
 
 
-def _wait_kind(waits: Sequence[Event]) -> str | None:
-    """`timeout` when a waiting process reported its wait timing out, else `traceback` (a traceback with
-    no fault of its own: a distributed error, or one cut before its last line), else None."""
-    kinds = {_wait(w) for w in waits}
-    return "timeout" if "timeout" in kinds else ("traceback" if "traceback" in kinds else None)
+class _Tally:
+    """The waits of a job summed up per writer rank (None: rank-less): counts by kind, the shortest printed
+    timeout, the ranks seen waiting. `*_without(rank)` answer for every writer but `rank` (a None `rank`
+    excludes nothing: a rank-less wait is always another process's)."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.count: dict[int | None, int] = defaultdict(int)
+        self.timeouts: dict[int | None, int] = defaultdict(int)
+        self.tracebacks: dict[int | None, int] = defaultdict(int)
+        self.printed: dict[int | None, int] = {}   # writer -> shortest timeout it printed, in seconds
+        self.ranks: set[int] = set()
+        self.kinds: dict[str, int] = defaultdict(int)   # timeout / traceback -> waits of the job
+        self._shortest: list[tuple[int | None, int]] | None = None
+
+    def add(self, e: Event, kind: str) -> None:
+        self.total += 1
+        self.count[e.rank] += 1
+        (self.timeouts if kind == "timeout" else self.tracebacks)[e.rank] += 1
+        self.kinds[kind] += 1
+        if e.rank is not None:
+            self.ranks.add(e.rank)
+        t = e.get("timeout_ms")
+        if isinstance(t, int) and t > 0:
+            secs = int(t) // 1000
+            self.printed[e.rank] = min(secs, self.printed.get(e.rank, secs))
+
+    def kind_without(self, rank: int | None) -> str | None:
+        """`timeout` when another process reported its wait timing out, else `traceback` (a traceback with
+        no fault of its own: a distributed error, or one cut before its last line), else None."""
+        own = rank is not None
+        if self.kinds["timeout"] - (self.timeouts.get(rank, 0) if own else 0):
+            return "timeout"
+        return "traceback" if self.kinds["traceback"] - (self.tracebacks.get(rank, 0) if own else 0) else None
+
+    def printed_without(self, rank: int | None) -> int | None:
+        """The shortest timeout another process printed (seconds), None when none did."""
+        if self._shortest is None:
+            self._shortest = heapq.nsmallest(2, self.printed.items(), key=lambda kv: kv[1])
+        return next((secs for r, secs in self._shortest if rank is None or r != rank), None)
 
 
 def _fault(e: Event) -> bool:
@@ -121,35 +157,41 @@ def slow_phase_rows(
     shortest one the waiting processes printed; when none printed one it is assumed from the defaults of
     section 0.3 (`timeout_basis` says which). `rank` is the bar's own rank when the logs give it; else,
     when the world size is known and every other rank was seen waiting, the one rank that was not
-    (`owner_basis`); else None. `waiting_ranks` are the ranks seen waiting (rank-less waits count as
-    another process's) and `wait` how the wait showed (`timeout`, or only a `traceback`); `glued` marks a
-    bar with another writer's line glued to it (printed at that moment); `fault_seen` marks jobs where
+    (`owner_basis`); else None. `waiting_ranks` are the other ranks seen waiting, listed for a bar that
+    outlasts the timeout only (rank-less waits count as another process's), and `wait` how the wait
+    showed (`timeout`, or only a `traceback`); `glued` marks a bar with another writer's line glued to it
+    (printed at that moment); `fault_seen` marks jobs where
     another process had a fault of its own.
     """
     bars: dict[tuple[Any, ...], Event] = {}
-    waits: list[Event] = []
-    faults: list[Event] = []
     others_at: dict[tuple[str, int], set[int | None]] = {}  # (path, line) -> ranks of non-progress events
+    # Every wait and fault is summed up once, per rank: a bar's peers are every rank but its own, so what
+    # its peers did is the job's total minus the bar's rank's share (linear in events, whatever the ranks).
+    waits = _Tally()
+    faults: dict[int | None, int] = defaultdict(int)
     for e in events:
         if e.kind != "progress":
             others_at.setdefault((e.ref.path, e.ref.line), set()).add(e.rank)
         if e.kind == "progress" and isinstance(e.get("elapsed_s"), int):
             bars[(e.rank, e.ref.path, e.get("label"), e.get("pattern"))] = e  # events are in line order
-        elif _wait(e) is not None:
-            waits.append(e)
+        elif (kind := _wait(e)) is not None:
+            waits.add(e, kind)
         elif _fault(e):
-            faults.append(e)
+            faults[e.rank] += 1
     if not bars:
         return []
+    all_faults = sum(faults.values())
+    # The one rank of a known world not seen waiting (a rank-less bar is its likeliest owner).
+    lone = None
+    if world and len(waits.ranks) == world - 1 and all(0 <= r < world for r in waits.ranks):
+        lone = next(r for r in range(world) if r not in waits.ranks)
     rows = []
     for (rank, path, label, _), bar in sorted(bars.items(), key=lambda kv: (kv[1].ref.path, kv[1].ref.line)):
-        own_waits = [w for w in waits if rank is not None and w.rank == rank and _wait(w) == "timeout"]
-        peer_waits = [w for w in waits if rank is None or w.rank != rank]
-        waiting = sorted({w.rank for w in peer_waits if w.rank is not None})
+        own_waits = rank is not None and waits.timeouts.get(rank, 0) > 0
+        peer_waits = waits.total - (waits.count.get(rank, 0) if rank is not None else 0) > 0
         owner, basis = rank, ("own" if rank is not None else None)
-        if owner is None and world and len(waiting) == world - 1 and all(0 <= r < world for r in waiting):
-            owner = next(r for r in range(world) if r not in waiting)
-            basis = f"the only rank of {world} not seen waiting"
+        if owner is None and lone is not None:
+            owner, basis = lone, f"the only rank of {world} not seen waiting"
         step, total = bar.get("step"), bar.get("total")
         elapsed, remaining = bar.get("elapsed_s"), bar.get("remaining_s")
         if not isinstance(elapsed, int):
@@ -157,11 +199,11 @@ def slow_phase_rows(
         running = (isinstance(step, int) and isinstance(total, int) and step < total) or (
             not isinstance(total, int) and isinstance(remaining, int) and remaining > 0)
         projected = elapsed + remaining if isinstance(remaining, int) else None
-        printed = [int(t) // 1000 for w in peer_waits if isinstance(t := w.get("timeout_ms"), int) and t > 0]
+        printed = waits.printed_without(rank)
         timeout_s: int | None = None
         timeout_basis = None
-        if printed:
-            timeout_s, timeout_basis = min(printed), "printed by the waiting processes"
+        if printed is not None:
+            timeout_s, timeout_basis = printed, "printed by the waiting processes"
         elif peer_waits:
             for secs, why in DEFAULT_TIMEOUTS_S:
                 if NEAR_TIMEOUT * secs <= elapsed <= LATE_TIMEOUT * secs:
@@ -187,11 +229,13 @@ def slow_phase_rows(
                 "timeout_s": timeout_s,
                 "timeout_basis": timeout_basis,
                 "outlasts_timeout": outlasts,
-                "waiting_ranks": waiting,
-                "wait": _wait_kind(peer_waits),
+                # Listed for a bar that outlasted the wait only (the rules' victims): one list of every
+                # other waiting rank per bar would be quadratic in ranks.
+                "waiting_ranks": sorted(r for r in waits.ranks if r != rank) if outlasts else [],
+                "wait": waits.kind_without(rank),
                 "owner_basis": basis,
                 "glued": glued,
-                "fault_seen": any(f.rank is None or f.rank != rank for f in faults),
+                "fault_seen": all_faults - (faults.get(rank, 0) if rank is not None else 0) > 0,
                 "text": bar.text[:MAX_TEXT],
                 "path": bar.ref.path,
                 "line": bar.ref.line,

@@ -284,6 +284,17 @@ def _compare(rows: list[Row]) -> list[Row]:
     gaps = Counter(r["gap_after"] for r in rows if r["gap_after"] is not None)
     times = [r["last_time"] for r in rows if r["last_time"] is not None]
     newest = max(times) if len(times) >= 2 else None
+    # Ranks with no hole of their own, as (first, last) steps: did one of them print past step g? A rank
+    # with a hole is never among them, so a row is never its own witness. One answer per hole, not per row.
+    spans = [(p["first_step"], p["last_step"]) for p in rows
+             if p["gap_after"] is None and p["last_step"] is not None and p["first_step"] is not None]
+    witnessed: dict[Any, bool] = {}
+
+    def printed_through(g: Any) -> bool:
+        if g not in witnessed:
+            witnessed[g] = any(first <= g < last for first, last in spans)
+        return witnessed[g]
+
     out: list[Row] = []
     for r in rows:
         step = _point(r) if r["last_step"] is not None else None
@@ -293,13 +304,10 @@ def _compare(rows: list[Row]) -> list[Row]:
             position = "same" if step == majority else ("ahead" if step > majority else "behind")
         else:
             position = "same" if step == common_point else "ahead"
-        peers = [p for p in rows if p is not r and p["last_step"] is not None and p["first_step"] is not None]
         sequence, skipped_after = None, None
         g = r["gap_after"]
         # A hole most ranks share is the job's cadence, not this rank's skip (the others printed extra).
-        if g is not None and gaps[g] * 2 <= len(rows) and any(
-            p["gap_after"] is None and p["first_step"] <= g < p["last_step"] for p in peers
-        ):
+        if g is not None and gaps[g] * 2 <= len(rows) and printed_through(g):
             sequence, skipped_after = "skipped", g
         elif g is None and r["last_step"] is not None and r["first_step"] is not None:
             common_gap = [

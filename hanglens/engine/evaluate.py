@@ -370,12 +370,17 @@ class _Run:
     clock: _Clock | None = None  # the regex time left to the rule being evaluated
     _events: dict[str, pd.DataFrame] = field(default_factory=dict)
     _texts: dict[tuple[str, int], str] | None = None
+    _by_kind: dict[str, list[Any]] | None = None
 
     def event_frame(self, kind: str) -> pd.DataFrame:
         cached = self._events.get(kind)
         if cached is not None:
             return cached
-        evs = [e for e in self.tables.events if e.kind == kind]
+        if self._by_kind is None:  # one pass over the events for every kind the rules ask for
+            self._by_kind = {}
+            for e in self.tables.events:
+                self._by_kind.setdefault(e.kind, []).append(e)
+        evs = self._by_kind.get(kind, [])
         names = set(self.catalog.get(kind, ()))
         for e in evs:
             names.update(e.fields)

@@ -67,14 +67,27 @@ class Ingested:
         return read_context(self, refs, before=before, after=after)
 
 
-@dataclass
+@dataclass(slots=True)
 class _FileOut:
+    """What the job keeps of one file read (a FileResult's working sets are left behind: thousands of
+    small files would each hold several)."""
+
     display: str
     size: int
     origin: Origin
     pid: int | None
-    result: FileResult
     locator: Locator
+    events: list[Event]
+    lines: int
+    dated: tuple[float, float] | None
+    envelope_ranks: frozenset[int]
+    notes: tuple[str, ...]
+
+    @classmethod
+    def of(cls, display: str, size: int, origin: Origin, pid: int | None, res: FileResult,
+           locator: Locator) -> _FileOut:
+        return cls(display, size, origin, pid, locator, res.events, res.lines, res.dated,
+                   frozenset(res.envelope_ranks), tuple(res.notes))
 
 
 @lru_cache(maxsize=8)
@@ -101,9 +114,8 @@ def _read_opened(op: Opened, parsers: tuple[type[Parser], ...],
             res = reader.read(stream)
         except Exception as exc:  # logs never raise: a reader bug costs this file, not the run
             return Skipped(op.display, f"internal error while reading ({type(exc).__name__}: {exc})")
-    res.ranks |= {origin.rank} if origin.rank is not None else set()
     size = res.size if res.size is not None else stream.count
-    return _FileOut(op.display, size, origin, hints.pid, res, op.locator)
+    return _FileOut.of(op.display, size, origin, hints.pid, res, op.locator)
 
 
 def _read_flight(op: Opened, head: bytes, fmt: str, limits: Limits = DEFAULT_LIMITS) -> _FileOut | Skipped:
@@ -117,7 +129,7 @@ def _read_flight(op: Opened, head: bytes, fmt: str, limits: Limits = DEFAULT_LIM
         return got
     origin = replace(hints.origin, rank=rank)
     res = FileResult(events=got, lines=len(got), ranks={rank})
-    return _FileOut(op.display, len(data), origin, hints.pid, res, op.locator)
+    return _FileOut.of(op.display, len(data), origin, hints.pid, res, op.locator)
 
 
 _WORKER_BUDGET: list[ByteBudget] = []  # the job's byte budget, shared by the pool's workers
@@ -144,7 +156,7 @@ def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...], limits: Limits = D
         out.append(got)
         err = item.stream.error or inner.error
         if err is not None and isinstance(got, _FileOut):
-            out.append(Skipped(item.display, f"read stopped after line {got.result.lines}: {err} "
+            out.append(Skipped(item.display, f"read stopped after line {got.lines}: {err} "
                                              "(the lines before were read)"))
     return out
 
@@ -155,6 +167,97 @@ def _workers(jobs: int | None, units: list[Unit]) -> int:
     if sum(u.size for u in units) < PARALLEL_MIN_BYTES or len(units) < 2:
         return 1
     return max(1, min(os.cpu_count() or 1, len(units)))
+
+
+# A worker gets units in batches (one future per file costs more than a small file's read): each batch holds
+# up to this many bytes or files, and there are at least BATCHES_PER_WORKER batches per worker to balance.
+BATCH_BYTES = 4 << 20
+BATCH_FILES = 256
+BATCHES_PER_WORKER = 8
+
+
+def _batches(units: list[Unit], workers: int) -> list[list[int]]:
+    """Indices of `units` grouped into batches, the biggest units first (so one big file does not start
+    last); a unit bigger than a batch is a batch of its own."""
+    order = sorted(range(len(units)), key=lambda i: (-units[i].size, units[i].display))
+    total = sum(u.size for u in units)
+    cap = max(1, min(BATCH_BYTES, total // max(1, workers * BATCHES_PER_WORKER)))
+    most = max(1, min(BATCH_FILES, -(-len(units) // (workers * BATCHES_PER_WORKER))))
+    out: list[list[int]] = []
+    cur: list[int] = []
+    size = 0
+    for i in order:
+        if cur and (size + units[i].size > cap or len(cur) >= most):
+            out.append(cur)
+            cur, size = [], 0
+        cur.append(i)
+        size += units[i].size
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _read_batch(units: list[Unit], parsers: tuple[type[Parser], ...],
+                limits: Limits = DEFAULT_LIMITS) -> list[list[_FileOut | Skipped]]:
+    """`_read_unit` over a batch, in a worker; equal texts and field mappings are sent back once."""
+    outs = [_read_unit(u, parsers, limits) for u in units]
+    sharer = Sharer()
+    for items in outs:
+        for item in items:
+            if isinstance(item, _FileOut):
+                sharer.share(item.events)
+    return outs
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+class Sharer:
+    """Makes equal event texts, hosts and field mappings one object each (thousands of ranks print the same
+    lines and fields), so that the events of a big job take a fraction of the memory, and a worker's
+    pickle carries each once. Only for events nobody else holds yet: it sets their fields in place."""
+
+    MAX_VALUE = 128    # longer string values are rarely repeated
+
+    def __init__(self) -> None:
+        self.strs: dict[str, str] = {}
+        self.maps: dict[tuple[Any, ...], Any] = {}
+
+    def share(self, events: Iterable[Event]) -> None:
+        strs, maps, cap = self.strs, self.maps, self.MAX_VALUE
+        setter = object.__setattr__  # the events are frozen dataclasses, fresh from the reader
+        for e in events:
+            text = strs.setdefault(e.text, e.text)
+            if text is not e.text:
+                setter(e, "text", text)
+            if e.host is not None:
+                host = strs.setdefault(e.host, e.host)
+                if host is not e.host:
+                    setter(e, "host", host)
+            f = e.fields
+            if type(f) is not dict or not f:
+                continue
+            # The value's type is part of the key (1, 1.0 and True are equal but not the same field), and a
+            # float's repr (0.0 == -0.0). A list value: the mapping is not shared, its strings still are.
+            key = None
+            if all(v.__class__ in _SCALARS for v in f.values()):
+                key = tuple((k, v.__class__, repr(v) if v.__class__ is float else v) for k, v in f.items())
+            if key is not None:
+                same = maps.get(key)
+                if same is not None:
+                    if same is not f:
+                        setter(e, "fields", same)
+                    continue
+                maps[key] = f
+            for k, v in f.items():
+                if v.__class__ is str and len(v) <= cap:
+                    f[k] = strs.setdefault(v, v)
+
+
+def _share_all(sharer: Sharer, items: list[_FileOut | Skipped]) -> None:
+    for item in items:
+        if isinstance(item, _FileOut):
+            sharer.share(item.events)
 
 
 def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = None,
@@ -180,25 +283,30 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
     chosen = tuple(PARSERS if parsers is None else parsers)
     workers = _workers(jobs, units)
     meter = Meter(sum(u.size for u in units), len(units), progress)
+    sharer = Sharer()
     if workers > 1:
-        # Largest first so one big file does not start last; results are put back in display order.
-        order = sorted(range(len(units)), key=lambda i: (-units[i].size, units[i].display))
         shared = multiprocessing.get_context().Value("q", limits.max_job_bytes)
         with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker,
                                  initargs=(limits.max_job_bytes, shared)) as pool:
-            futures = {pool.submit(_read_unit, units[i], chosen, limits): i for i in order}
+            futures = {pool.submit(_read_batch, [units[i] for i in batch], chosen, limits): batch
+                       for batch in _batches(units, workers)}
             done: dict[int, list[_FileOut | Skipped]] = {}
             for fut in as_completed(futures):
-                i = futures[fut]
-                done[i] = fut.result()
-                meter.file_done(units[i].size)
-            outs = [done[i] for i in range(len(units))]
+                batch = futures.pop(fut)
+                for i, items in zip(batch, fut.result(), strict=True):
+                    done[i] = items
+                    _share_all(sharer, items)
+                    meter.file_done(units[i].size)
+            outs = [done.pop(i) for i in range(len(units))]
     else:
         budget = ByteBudget(limits.max_job_bytes)
         outs = []
         for u in units:
-            outs.append(_read_unit(u, chosen, limits, budget=budget))
+            items = _read_unit(u, chosen, limits, budget=budget)
+            _share_all(sharer, items)
+            outs.append(items)
             meter.file_done(u.size)
+    del sharer
     files: list[_FileOut] = []
     for items in outs:
         for item in items:
@@ -214,21 +322,22 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
         where = os.fspath(paths[0]) if len(paths) == 1 else None
         raise InputError("no log files found", path=where,
                          hint=f"skipped {shown}{more}" if skipped else "the folders hold no files")
-    job = [FileEvents(f.display, f.origin, f.result.events, f.pid, f.result.dated,
-                      frozenset(f.result.envelope_ranks)) for f in files]
+    job = [FileEvents(f.display, f.origin, f.events, f.pid, f.dated, f.envelope_ranks) for f in files]
+    for f in files:
+        f.events = []  # `job` holds them now: events attribution replaces are freed as it goes
     attribute(job)
     out = Ingested(skipped=skipped)
     for f, fe in zip(files, job, strict=True):
-        ranks = {e.rank for e in fe.events if e.rank is not None} | f.result.envelope_ranks
+        ranks = {e.rank for e in fe.events if e.rank is not None} | f.envelope_ranks
         if f.origin.rank is not None:
             ranks.add(f.origin.rank)
         hosts = {e.host for e in fe.events if e.host} | ({f.origin.host} if f.origin.host else set())
-        out.files.append(InputFile(f.display, f.size, f.result.lines, f.origin, tuple(sorted(ranks)),
+        out.files.append(InputFile(f.display, f.size, f.lines, f.origin, tuple(sorted(ranks)),
                                    tuple(sorted(hosts)), len(fe.events)))
         out.events.extend(fe.events)
         out.sources[f.display] = f.locator
-        if f.result.notes:
-            out.notes[f.display] = list(f.result.notes)
+        if f.notes:
+            out.notes[f.display] = list(f.notes)
     out.events.sort(key=lambda e: (e.ref.path, e.ref.line, e.kind, e.parser))
     return out
 

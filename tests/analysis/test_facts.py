@@ -458,3 +458,32 @@ def test_glued_marks_another_writers_line_on_the_bars_line() -> None:
     assert row["glued"] and row["waiting_ranks"] == [3]
     (row,) = rows(build([bar(None, 700, 1000, 910, 390), store_wait(3)]), "slow_phase")
     assert not row["glued"]
+
+
+def test_what_the_peers_did_leaves_out_the_bars_own_rank() -> None:
+    # Rank 0 printed the shortest timeout and a fault of its own, rank 1 only a traceback: for rank 0's
+    # bar the peers printed 900 s and only a traceback and no fault; for rank 1's bar, rank 0's 300 s.
+    own_timeout = ev("hang_detected", 0, detector="store", op="wait", timeout_ms=300000)
+    fault = ev("exception", 0, exc_type="KeyError", message="'x'")
+    peer_tb = ev("exception", 1, frames=["train.py:12 in main"])
+    peer_timeout = ev("hang_detected", 2, detector="gloo", timeout_ms=900000)
+    evs = [bar(0, 700, 1000, 910, 390), bar(1, 10, 1000, 910, 390), own_timeout, fault,
+           peer_tb, peer_timeout]
+    got = {r["rank"]: r for r in rows(build(evs), "slow_phase")}
+    assert got[0]["timeout_s"] == 900 and got[0]["wait"] == "timeout" and not got[0]["fault_seen"]
+    assert not got[0]["outlasts_timeout"] and got[0]["waiting_ranks"] == []  # it timed out itself
+    assert got[1]["timeout_s"] == 300 and got[1]["fault_seen"]
+    only_tb = {r["rank"]: r for r in rows(build([bar(1, 10, 1000, 910, 390), peer_tb]), "slow_phase")}
+    assert only_tb[1]["wait"] is None  # its own traceback is not a peer's wait
+
+
+def test_waiting_ranks_are_listed_for_a_bar_that_outlasts_only() -> None:
+    waits = [store_wait(r) for r in range(1, 200)]
+    done = ev("progress", 5, step=1000, total=1000, elapsed_s=910, remaining_s=0, pattern="tqdm",
+              label="done")
+    got = rows(build([bar(0, 700, 1000, 910, 390), done, *waits]), "slow_phase")
+    by_label = {r["label"]: r for r in got}
+    packing = by_label["packing"]
+    assert packing["outlasts_timeout"] and packing["waiting_ranks"] == list(range(1, 200))
+    assert not by_label["done"]["outlasts_timeout"] and by_label["done"]["waiting_ranks"] == []
+    assert by_label["done"]["wait"] == "timeout" and by_label["done"]["timeout_s"] == 900

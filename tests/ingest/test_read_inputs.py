@@ -11,6 +11,7 @@ import tarfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zstandard
@@ -18,7 +19,7 @@ import zstandard
 from hanglens.errors import InputError
 from hanglens.ingest import read_context, read_inputs
 from hanglens.ingest.origin import origin_of
-from hanglens.model import Origin, SourceRef
+from hanglens.model import Event, Origin, SourceRef
 from hanglens.parsers.base import Parser
 
 LOG = b"start\nMARK kind=mark\nend\n"
@@ -204,3 +205,35 @@ def test_osc_hyperlinks_and_titles_are_stripped(tmp_path: Path) -> None:
     assert ctx[SourceRef("console.log", 1)] == [(1, "[rank1]:Traceback (most recent call last):")]
     assert ctx[SourceRef("console.log", 2)] == [
         (2, '[rank1]:  File "/home/user/project/train.py", line 48, in <module>')]
+
+
+def test_batches_hold_every_unit_once_biggest_first() -> None:
+    from hanglens.ingest import _batches
+    from hanglens.ingest.sources import Unit
+
+    units = [Unit(fs_path=f"/x/{i}", display=f"{i}.log", rel=f"{i}.log", size=s)
+             for i, s in enumerate([10, 5_000_000, 30, 20, 10, 40] * 50)]
+    got = _batches(units, 2)
+    flat = [i for b in got for i in b]
+    assert sorted(flat) == list(range(len(units)))
+    assert [units[i].size for i in flat] == sorted((u.size for u in units), reverse=True)
+    assert all(len(b) == 1 for b in got if any(units[i].size == 5_000_000 for i in b))
+    assert len(got) >= 2 * 8
+
+
+def test_sharer_shares_equal_fields_but_never_mixes_types() -> None:
+    from hanglens.ingest import Sharer
+
+    def e(**fields: Any) -> Event:
+        return Event(kind="k", ref=SourceRef("a.log", 1), text="".join(["same", " text"]), parser="p", fields=fields)
+
+    evs = [e(n=1), e(n=1), e(n=True), e(n=1.0), e(x=0.0), e(x=-0.0), e(v=[1]), e(v=[1]), e(s="abc"), e(s="abc")]
+    before = [dict(x.fields) for x in evs]
+    Sharer().share(evs)
+    assert [dict(x.fields) for x in evs] == before
+    assert [type(x.fields["n"]) for x in evs[:4]] == [int, int, bool, float]
+    assert evs[0].fields is evs[1].fields and evs[1].fields is not evs[2].fields
+    assert evs[2].fields is not evs[3].fields and evs[0].fields is not evs[3].fields
+    assert str(evs[4].fields["x"]) == "0.0" and str(evs[5].fields["x"]) == "-0.0"
+    assert evs[6].fields is not evs[7].fields  # list values: not shared
+    assert evs[8].fields is evs[9].fields and evs[0].text is evs[9].text
