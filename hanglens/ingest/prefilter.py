@@ -11,7 +11,7 @@ from typing import Any
 
 from hanglens.model import LogLine
 from hanglens.parsers.base import Parser
-from hanglens.parsers.progress import PATTERNS, ProgressParser
+from hanglens.parsers.progress import PATTERNS, ProgressParser, bar_fields
 
 _PATTERN_NAMES = [name for name, _ in PATTERNS]
 # The fast path relies on `megatron` being the only shape tried before `torchtitan`; if progress.py
@@ -70,6 +70,9 @@ class FastProgress:
         # Earliest and latest (date and time, ms) of the fast lines, with their line number and text.
         self.lo: tuple[tuple[bytes, int], int, bytes] = ((b"\xff", 0), 0, b"")
         self.hi: tuple[tuple[bytes, int], int, bytes] = ((b"", 0), 0, b"")
+        # Per tqdm series (the parser's key): [step, line number, redraw text, its match, label] of the
+        # latest redraw held back (`take_bar`).
+        self.bars: dict[tuple[Any, ...], list[Any]] = {}
 
     @staticmethod
     def usable(parsers: Sequence[type[Parser]]) -> int | None:
@@ -120,11 +123,57 @@ class FastProgress:
         assert isinstance(parser, ProgressParser)
         return parser
 
+    def take_bar(self, key: tuple[Any, ...], step: int, num: int, text: str, m: Any, label: str | None) -> bool:
+        """Hold a tqdm redraw that moves its series forward or repeats its step; False when the parser must
+        read it (the series' first report, or a restart: both are emitted).
+
+        As for the step lines, the parser would only count the increment and remember the redraw as the
+        series' latest report; the redraw becomes a real line when anything else reaches that series.
+        """
+        held = self.bars.get(key)
+        if held is not None:
+            p_step = held[0]
+        else:
+            started, p_step = self._parser().last_step(key)
+            if not started:
+                return False
+        if p_step is not None:
+            if step < p_step:
+                return False
+            if step > p_step:
+                self._parser().count_step(key, p_step, step)
+        if held is None:
+            self.bars[key] = [step, num, text, m, label]
+        else:
+            held[0], held[1], held[2], held[3], held[4] = step, num, text, m, label
+        return True
+
+    def sync_bar(self, key: tuple[Any, ...]) -> None:
+        """Put the redraw held back for series `key` into the parser."""
+        held = self.bars.pop(key, None)
+        if held is not None:
+            self._put_bar(key, held)
+
+    def sync_who(self, who: Any) -> None:
+        """Put the held redraws of every series of `who` (the parser's first key field) into the parser."""
+        for key in [k for k in self.bars if k[0] == who]:
+            self._put_bar(key, self.bars.pop(key))
+
+    def _put_bar(self, key: tuple[Any, ...], held: list[Any]) -> None:
+        _, num, text, m, label = held
+        line = self.make_line(text, num)
+        who = line.rank if line.rank is not None or line.writer is None else line.writer
+        if (who, line.local_rank) != key[:2]:
+            raise FastPathMismatch(f"line {num}")
+        self._parser().remember(key, line, bar_fields(m, label))
+
     def sync(self) -> None:
         """Put the remembered reports into the parser as real lines (before it sees anything else)."""
         for st in self.state.values():
             self._put(st)
         self.state = {}
+        for key in list(self.bars):
+            self._put_bar(key, self.bars.pop(key))
 
     def sync_rank(self, rank: int | None) -> None:
         """Put only `rank`'s remembered report into the parser: before a line of that rank reaches it.

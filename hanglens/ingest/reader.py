@@ -19,14 +19,14 @@ from functools import lru_cache
 
 from hanglens.ingest.dispatch import dispatch_for, trie_regex
 from hanglens.ingest.prefilter import FAST_BODY, PRINTABLE_RE, FastProgress
-from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, detect_dialect, strip_prefixes
+from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, Envelope, detect_dialect, strip_prefixes
 from hanglens.ingest.rows import Rows
 from hanglens.ingest.sources import ReadableStream
 from hanglens.ingest.streams import is_agent_event, stream_ranks
 from hanglens.limits import MINIMUMS, human_bytes
 from hanglens.model import Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
-from hanglens.parsers.progress import ProgressParser
+from hanglens.parsers.progress import BAR_REDRAW_RE, ProgressParser, bar_fields, bar_label
 
 BLOCK = 1 << 22            # bytes searched per regex call
 MAX_LINE = 1 << 20         # a longer physical line is cut here (the rest of it is skipped, and said)
@@ -175,6 +175,12 @@ _BAR_END_RE = re.compile(
 )
 
 
+# A `\r`-segment starting with a plain tqdm redraw, and what is glued after it: a `[rankN]:` envelope
+# (the next redraw's, as `torchrun --tee` writes them), other text, or nothing. A redraw followed by a
+# space is not cut there (`_BAR_END_RE`), so it is not one of these.
+_BAR_SEG_RE = re.compile(BAR_REDRAW_RE.pattern + r"(?=(?P<env>\[rank\d{1,6}\]: ?\Z)|\S|\Z)")
+
+
 def split_glued(seg: str) -> list[str]:
     """`seg` cut after every tqdm bar that has text glued to it (the bar, then what followed it)."""
     if "<" not in seg and "it [" not in seg:
@@ -234,6 +240,8 @@ class Reader:
         # [index of the progress parser] when its `reads` applies (no user pattern), else never equal.
         at = [i for i, cls in enumerate(parser_classes) if cls is ProgressParser]
         self.progress_only = at if at and not ProgressParser.user_triggers and not reference else [-1]
+        # Text before a tqdm redraw's percentage -> (label,) when such redraws are read in bulk, else False.
+        self.bar_heads: dict[str, tuple[str | None] | bool] = {}
 
     # -- line level --------------------------------------------------------------------------
     def _handle(self, bline: bytes, num: int) -> None:
@@ -248,18 +256,116 @@ class Reader:
             text = ANSI_RE.sub("", text)
             clean = False
         scanned = self.scanned and clean
-        for cr_seg in text.split("\r") if "\r" in text else (text,):
-            glued = split_glued(cr_seg)
-            for k, seg in enumerate(glued):
-                if k + 1 < len(glued) and len(self.result.glued_bar_lines) < MAX_SEEN:
-                    # The bar's writer is not the writer of what follows: the bar keeps no rank
-                    # from the file's envelope (see `_attribute`).
-                    self.result.glued_bar_lines.add(num)
-                # Two ranks printing at once can glue their lines: `...loss 0.29[rank 0] step 2 ...`.
-                parts = _RANK_TAG_SPLIT_RE.split(seg) if seg.find("[rank", 1) > 0 else (seg,)
-                for part in parts:
-                    if part.strip():
-                        self._segment(part, num, scanned)
+        if "\r" not in text:
+            self._cr_segment(text, num, scanned)
+            return
+        bars = self.fast is not None
+        for cr_seg in text.split("\r"):
+            if bars and "%|" in cr_seg and not self.active:
+                m = _BAR_SEG_RE.match(cr_seg)
+                if m is not None and self._bar(cr_seg[:m.end()], m, num):
+                    rest = cr_seg[m.end():]
+                    if rest:
+                        if len(self.result.glued_bar_lines) < MAX_SEEN:
+                            self.result.glued_bar_lines.add(num)  # (as `_cr_segment` would)
+                        if m["env"] is not None and not self.active and rest in self.seen:
+                            self.repeats += 1  # (`_segment` on a `[rankN]:` seen before)
+                        else:
+                            self._cr_segment(rest, num, scanned)
+                    continue
+            self._cr_segment(cr_seg, num, scanned)
+
+    def _cr_segment(self, cr_seg: str, num: int, scanned: bool) -> None:
+        """Feed one `\r`-segment of a line: cut after a tqdm bar with text glued to it, and between two
+        ranks' glued lines."""
+        glued = split_glued(cr_seg)
+        for k, seg in enumerate(glued):
+            if k + 1 < len(glued) and len(self.result.glued_bar_lines) < MAX_SEEN:
+                # The bar's writer is not the writer of what follows: the bar keeps no rank
+                # from the file's envelope (see `_attribute`).
+                self.result.glued_bar_lines.add(num)
+            # Two ranks printing at once can glue their lines: `...loss 0.29[rank 0] step 2 ...`.
+            parts = _RANK_TAG_SPLIT_RE.split(seg) if seg.find("[rank", 1) > 0 else (seg,)
+            for part in parts:
+                if part.strip():
+                    self._segment(part, num, scanned)
+
+    def _bar(self, piece: str, m: re.Match[str], num: int) -> bool:
+        """Read one plain tqdm redraw (`BAR_REDRAW_RE`) in bulk; False when `_cr_segment` must.
+
+        Per distinct text before the percentage (`head`), the first redraw is read the ordinary way, and
+        checked: the parsers its triggers reach beside the progress parser are stateless and give
+        nothing for it, and the progress parser reads the fields `bar_fields` gives. Later redraws with
+        that head skip dispatch, `strip_prefixes` and the parsers' searches (their text differs only in
+        digits and bar characters, which hold no trigger and no prefix): the progress series moves on
+        in `FastProgress.take_bar`, and a restart or first report is fed with the fields read here.
+        """
+        head = piece[:m.start("pct")]
+        label = self.bar_heads.get(head)
+        if label is None:
+            if len(self.bar_heads) < MAX_SEEN:
+                self.bar_heads[head] = self._bar_head(piece, m, head)
+            return False
+        if label is False:
+            return False
+        if m["elapsed"].count(":") == 2 or m["remaining"].count(":") == 2:
+            if repeat_key(piece) in self.seen:
+                self.repeats += 1
+                return True
+        elif piece in self.seen:
+            self.repeats += 1
+            return True
+        fast = self.fast
+        assert fast is not None
+        o = self.origin
+        lab = label[0]
+        key = (o.rank, o.local_rank, "tqdm", lab)
+        step = int(m["step"])
+        if fast.take_bar(key, step, num, piece, m, lab):
+            return True
+        fast.sync_bar(key)
+        i = fast.index
+        parser = self.parsers[i]
+        assert isinstance(parser, ProgressParser)
+        line = self._line(piece, num)
+        try:
+            out = parser.feed_fields(line, bar_fields(m, lab))
+        except Exception as exc:  # as in `_segment`
+            why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            self.result.notes.append(f"{parser.name} failed on line {num}: {why[:200]}")
+            out = []
+            self.parsers[i] = type(parser)()
+        if out:
+            self.result.events.extend(out)
+            self.result.lines_with_events += 1
+        return True
+
+    def _bar_head(self, piece: str, m: re.Match[str], head: str) -> tuple[str | None] | bool:
+        """(label,) when the redraws starting with `head` can be read in bulk (see `_bar`), else False."""
+        usable, label = bar_label(head)
+        if not usable or ProgressParser._builtin(piece) != bar_fields(m, label):
+            return False
+        fast = self.fast
+        assert fast is not None
+        bits = self.dispatch.mask(piece)
+        if not bits >> fast.index & 1:
+            return False
+        if strip_prefixes(piece, self.dialect, None) != Envelope(text=piece):
+            return False
+        line = self._line(piece, 0)  # (records nothing: no prefix)
+        for i, parser in enumerate(self.parsers):
+            if i == fast.index or not bits >> i & 1:
+                continue
+            cls = type(parser)
+            state = getattr(parser, "__dict__", None)
+            if state is None or state or cls.wants_more is not Parser.wants_more or cls.close is not Parser.close:
+                return False  # a parser with state: it must see every redraw
+            try:
+                if list(parser.feed(line)) or parser.wants_more():
+                    return False
+            except Exception:
+                return False
+        return (label,)
 
     def _line(self, raw: str, num: int) -> LogLine:
         """The LogLine of one segment; records its rank, rank pairing and dated stamp on the way."""
@@ -321,10 +427,13 @@ class Reader:
         for i in wanted:
             parser = self.parsers[i]
             fed_repeat = fed_repeat or self.repeat_matters[i]
-            if fast is not None and fast.state and i == fast.index:
+            if fast is not None and i == fast.index and (fast.state or fast.bars):
                 # The progress parser gets the step report the fast path held back for this line's rank
-                # (the other parsers and the other ranks' series never see it, so they need not wait).
+                # (the other parsers and the other ranks' series never see it, so they need not wait),
+                # and the tqdm redraws held back for the series this line may continue.
                 fast.sync_rank(line.rank)
+                if fast.bars:
+                    fast.sync_who(line.rank if line.rank is not None or line.writer is None else line.writer)
             try:
                 out = list(parser.feed(line))
             except Exception as exc:  # a parser bug must not lose the rest of the file
