@@ -16,11 +16,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Any
+
+import numpy
 
 from hanglens.ingest.dispatch import dispatch_for, trie_regex
-from hanglens.ingest.prefilter import FAST_BODY, PRINTABLE_RE, FastProgress
+from hanglens.ingest.prefilter import FAST_BODY, FAST_HEAD_RE2, FAST_STEP_RE2, PRINTABLE_RE, VALID_DATES, FastProgress, valid_date
 from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, Envelope, detect_dialect, strip_prefixes
-from hanglens.ingest.rows import Rows
+from hanglens.ingest.rows import Rows, alternation, binary_array, index_array, ints, matching, true_at
 from hanglens.ingest.sources import ReadableStream
 from hanglens.ingest.streams import is_agent_event, stream_ranks
 from hanglens.limits import MINIMUMS, human_bytes
@@ -240,8 +243,9 @@ class Reader:
         # [index of the progress parser] when its `reads` applies (no user pattern), else never equal.
         at = [i for i, cls in enumerate(parser_classes) if cls is ProgressParser]
         self.progress_only = at if at and not ProgressParser.user_triggers and not reference else [-1]
-        # Text before a tqdm redraw's percentage -> (label,) when such redraws are read in bulk, else False.
-        self.bar_heads: dict[str, tuple[str | None] | bool] = {}
+        # Text before a tqdm redraw's percentage -> the progress series when such redraws are read in bulk
+        # (`_bar`), else False.
+        self.bar_heads: dict[str, tuple[Any, ...] | bool] = {}
 
     # -- line level --------------------------------------------------------------------------
     def _handle(self, bline: bytes, num: int) -> None:
@@ -301,35 +305,25 @@ class Reader:
         in `FastProgress.take_bar`, and a restart or first report is fed with the fields read here.
         """
         head = piece[:m.start("pct")]
-        label = self.bar_heads.get(head)
-        if label is None:
-            if len(self.bar_heads) < MAX_SEEN:
+        key = self.bar_heads.get(head)
+        if not key:
+            if key is None and len(self.bar_heads) < MAX_SEEN:
                 self.bar_heads[head] = self._bar_head(piece, m, head)
             return False
-        if label is False:
-            return False
-        if m["elapsed"].count(":") == 2 or m["remaining"].count(":") == 2:
-            if repeat_key(piece) in self.seen:
-                self.repeats += 1
-                return True
-        elif piece in self.seen:
+        # (`repeat_key` cuts nothing unless a time has hours: the label holds no colon, the times one each)
+        if (repeat_key(piece) if piece.count(":") > 3 else piece) in self.seen:
             self.repeats += 1
             return True
         fast = self.fast
         assert fast is not None
-        o = self.origin
-        lab = label[0]
-        key = (o.rank, o.local_rank, "tqdm", lab)
-        step = int(m["step"])
-        if fast.take_bar(key, step, num, piece, m, lab):
+        if fast.take_bar(key, int(m["step"]), num, piece, m):
             return True
         fast.sync_bar(key)
         i = fast.index
         parser = self.parsers[i]
         assert isinstance(parser, ProgressParser)
-        line = self._line(piece, num)
         try:
-            out = parser.feed_fields(line, bar_fields(m, lab))
+            out = parser.feed_fields(self._bar_line(piece, num), bar_fields(m, key[3]))
         except Exception as exc:  # as in `_segment`
             why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             self.result.notes.append(f"{parser.name} failed on line {num}: {why[:200]}")
@@ -340,8 +334,15 @@ class Reader:
             self.result.lines_with_events += 1
         return True
 
-    def _bar_head(self, piece: str, m: re.Match[str], head: str) -> tuple[str | None] | bool:
-        """(label,) when the redraws starting with `head` can be read in bulk (see `_bar`), else False."""
+    def _bar_line(self, piece: str, num: int) -> LogLine:
+        """`_line` of a redraw `_bar` reads: no prefix (checked per head by `_bar_head`), so the file's."""
+        o = self.origin
+        return LogLine(text=piece, raw=piece, ref=SourceRef(self.path, num), rank=o.rank, host=o.host,
+                       local_rank=o.local_rank, attempt=o.attempt, stream=o.stream)
+
+    def _bar_head(self, piece: str, m: re.Match[str], head: str) -> tuple[Any, ...] | bool:
+        """The progress series of the redraws starting with `head` when they can be read in bulk (see
+        `_bar`), else False."""
         usable, label = bar_label(head)
         if not usable or ProgressParser._builtin(piece) != bar_fields(m, label):
             return False
@@ -352,7 +353,9 @@ class Reader:
             return False
         if strip_prefixes(piece, self.dialect, None) != Envelope(text=piece):
             return False
-        line = self._line(piece, 0)  # (records nothing: no prefix)
+        line = self._bar_line(piece, 0)
+        if line != self._line(piece, 0):  # (which records nothing: no prefix)
+            return False
         for i, parser in enumerate(self.parsers):
             if i == fast.index or not bits >> i & 1:
                 continue
@@ -365,7 +368,7 @@ class Reader:
                     return False
             except Exception:
                 return False
-        return (label,)
+        return (self.origin.rank, self.origin.local_rank, "tqdm", label)
 
     def _line(self, raw: str, num: int) -> LogLine:
         """The LogLine of one segment; records its rank, rank pairing and dated stamp on the way."""
@@ -504,25 +507,42 @@ class Reader:
 
     def _block_rows(self, block: bytes, lineno: int) -> int:
         """`_block` for a big block: RE2 picks the trigger lines; Python sees only those (and the lines
-        a multi-line block asks for)."""
+        a multi-line block asks for).
+
+        The torchtitan step lines are sorted out for the whole block in Arrow before the loop (rank, step
+        and stamp extracted by RE2), so `FastProgress.take_row` only compares integers for each.
+        """
         rows = Rows(block)
         hits = rows.hits(self.literals)
-        vetoed: set[int] = set()
-        if self.fast is not None and len(hits):
-            vetoed = set(rows.hits(self.other_literals, hits).tolist())
         count = rows.count
         upto = 0  # lines before this one were fed already (a multi-line block)
         while self.active and upto < count:  # a block open at the end of the previous one goes on here
             self._handle(rows.line(upto), lineno + upto + 1)
             upto += 1
-        picked = zip(hits.tolist(), rows.starts[hits].tolist(), rows.ends[hits].tolist(), strict=True)
-        for i, start, end in picked:
+        nhits = len(hits)
+        fast = self.fast
+        # Per hit: the step line's rank (-1: not one), step and stamp key.
+        rank_of: list[int] = [-1] * nhits
+        step_of: list[int] = []
+        stamp_of: list[int] = []
+        if nhits and fast is not None:
+            rank_of, step_of, stamp_of = self._step_rows(rows, hits, rows.subset(hits))
+        starts = rows.starts[hits].tolist()
+        ends = rows.ends[hits].tolist()
+        take = fast.take_row if fast is not None else None
+        for j, i in enumerate(hits.tolist()):
             if i < upto:
                 continue
-            line = block[start:end]
             num = lineno + i + 1
-            if (self.fast is None or i in vetoed or not self._take_fast(line, num, vetted=True)) \
-                    and not self._repeat(line):
+            r = rank_of[j]
+            if r >= 0:
+                assert take is not None
+                line = block[starts[j]:ends[j]]
+                if take(r, step_of[j], num, line, stamp_of[j]):
+                    continue
+            else:
+                line = block[starts[j]:ends[j]]
+            if not self._repeat(line):
                 self._handle(line, num)
             i += 1
             while self.active and i < count:
@@ -530,6 +550,41 @@ class Reader:
                 i += 1
             upto = i
         return lineno + count
+
+    def _step_rows(self, rows: Rows, hits: numpy.ndarray, arr: Any
+                   ) -> tuple[list[int], list[int], list[int]]:
+        """Per hit, the rank (-1 when not a fast step line), step and stamp key of the torchtitan step lines
+        among `hits` (`arr`: their Arrow values); and the positions of the other hits.
+
+        A hit is one when `_take_fast` would read it: `FAST_RE2` matches, no other parser's trigger, no
+        `poch` or `iteration`, within the line limit, a valid date, a step of at most 18 digits.
+        """
+        import pyarrow.compute as pc
+
+        n = len(hits)
+        rank_of = numpy.full(n, -1, dtype=numpy.int64)
+        step_of = numpy.zeros(n, dtype=numpy.int64)
+        stamp_of = numpy.zeros(n, dtype=numpy.int64)
+        ok = rows.ends[hits] - rows.starts[hits] <= self.max_line
+        ok &= matching(arr, FAST_HEAD_RE2 + r"[ -~]*step:[ -~]*\n?$")
+        ok &= ~matching(arr, alternation(("poch", "iteration", *self.other_literals)))
+        at = numpy.flatnonzero(ok)
+        if len(at):
+            sub = arr.take(index_array(at))
+            head = pc.extract_regex(sub, FAST_HEAD_RE2)
+            steps = pc.extract_regex(sub, FAST_STEP_RE2)
+            valid = pc.and_(steps.is_valid(), pc.less_equal(pc.binary_length(steps.field("step")), 18))
+            dates = head.field("date")
+            good = [d for d in pc.unique(dates).to_pylist() if d in VALID_DATES or valid_date(d)]
+            keep = true_at(pc.and_(valid, pc.is_in(dates, value_set=binary_array(good))))
+            picked = index_array(keep)
+            pos = at[keep]
+            rank_of[pos] = ints(head.field("rank").take(picked))
+            step_of[pos] = ints(steps.field("step").take(picked))
+            stamp = ints(pc.replace_substring_regex(head.field("stamp").take(picked), r"[^0-9]", ""))
+            ms = ints(pc.replace_substring_regex(head.field("ms").take(picked), "^,?", "0"))  # "" or ",ddd"
+            stamp_of[pos] = stamp * 1000 + ms
+        return rank_of.tolist(), step_of.tolist(), stamp_of.tolist()
 
     def _scan_block_ranks(self, block: bytes) -> None:
         """Record every `[rankN]:` envelope (and `[tagM]:[rankN]:` local-rank pairing) in `block`."""
@@ -618,7 +673,7 @@ class Reader:
         else:
             fast_at = None if self.reference else FastProgress.usable(self.parser_classes)
             if fast_at is not None:
-                self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line)
+                self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line, self._bar_line)
                 self.others = _other_triggers(self.parser_classes)
             self.scanned = not self.reference
             self._read_blocks(head, stream, cr_only)

@@ -23,10 +23,16 @@ def re2_literal(literal: str) -> str:
 
 
 @lru_cache(maxsize=16)
+def alternation(literals: tuple[str, ...]) -> str:
+    """An RE2 pattern matching any of `literals` (raw bytes)."""
+    return "|".join(re2_literal(lit) for lit in sorted(set(literals)))
+
+
+@lru_cache(maxsize=16)
 def _options(literals: tuple[str, ...]) -> Any:
     import pyarrow.compute as pc
 
-    return pc.MatchSubstringOptions("|".join(re2_literal(lit) for lit in literals))
+    return pc.MatchSubstringOptions(alternation(literals))
 
 
 class Rows:
@@ -60,23 +66,62 @@ class Rows:
 
     def hits(self, literals: Sequence[str], among: numpy.ndarray | None = None) -> numpy.ndarray:
         """Indices of the lines (of `among`, when given) holding any of `literals`, ascending."""
-        import pyarrow as pa
         import pyarrow.compute as pc
 
         lits = tuple(sorted(set(literals)))
         if not lits or self.count == 0:
             return numpy.zeros(0, dtype=numpy.int64)
-        if among is None:
-            arr = self.array
-        else:  # from the buffer: `pa.array` would import pandas (40 MB in every reader process)
-            index = numpy.ascontiguousarray(among, dtype=numpy.int64)
-            arr = self.array.take(pa.Array.from_buffers(pa.int64(), len(index), [None, pa.py_buffer(index)]))
+        arr = self.array if among is None else self.subset(among)
         mask = pc.call_function("match_substring_regex", [arr], _options(lits))
-        picked = _true_at(mask)
+        picked = true_at(mask)
         return picked if among is None else among[picked]
 
+    def subset(self, among: numpy.ndarray) -> Any:
+        """The Arrow array of the lines `among` (each value with its newline)."""
+        return self.array.take(index_array(among))
 
-def _true_at(mask: Any) -> numpy.ndarray:
+
+# Arrays are built from buffers: `pa.array` would import pandas (40 MB in every reader process).
+def index_array(index: numpy.ndarray) -> Any:
+    """An Arrow int64 array of `index`."""
+    import pyarrow as pa
+
+    values = numpy.ascontiguousarray(index, dtype=numpy.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def binary_array(values: list[bytes]) -> Any:
+    """An Arrow large_binary array of `values`."""
+    import pyarrow as pa
+
+    offsets = numpy.zeros(len(values) + 1, dtype=numpy.int64)
+    numpy.cumsum([len(v) for v in values], out=offsets[1:])
+    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(values),
+                                            [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(values))])
+
+
+def matching(arr: Any, pattern: str) -> numpy.ndarray:
+    """A numpy bool per value of `arr`: does RE2 `pattern` match in it."""
+    import pyarrow.compute as pc
+
+    mask = pc.match_substring_regex(arr, pattern)
+    out = numpy.zeros(len(arr), dtype=bool)
+    out[true_at(mask)] = True
+    return out
+
+
+def ints(arr: Any) -> numpy.ndarray:
+    """The values of a null-free binary array of ASCII digits (at most 18 each) as int64."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(arr) == 0:
+        return numpy.zeros(0, dtype=numpy.int64)
+    out = pc.cast(pc.cast(arr, pa.large_string()), pa.int64())
+    return numpy.frombuffer(out.buffers()[1], dtype=numpy.int64, count=len(out) + out.offset)[out.offset:]
+
+
+def true_at(mask: Any) -> numpy.ndarray:
     """Indices of the true values of a null-free Arrow boolean array, unpacked from its bitmap.
 
     (`to_numpy` on a boolean array goes through pandas, which would cost every reader process 40 MB.)
