@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, ClassVar
 
 import regex
@@ -97,7 +98,7 @@ def bar_label(head: str) -> tuple[bool, str | None]:
 def bar_fields(m: re.Match[str], label: str | None) -> dict[str, Any]:
     """The fields `_builtin` gives for the redraw `m` (a `BAR_REDRAW_RE` match) whose label is `label`."""
     return {"step": int(m["step"]), "total": int(m["total"]), "epoch": None, "pattern": "tqdm", "label": label,
-            "elapsed_s": interval_s(m["elapsed"]), "remaining_s": interval_s(m["remaining"])}
+            "elapsed_s": _interval(m["elapsed"]), "remaining_s": _interval(m["remaining"])}
 
 
 
@@ -195,6 +196,10 @@ def interval_s(text: str | None) -> int | None:
     for p in parts:
         secs = secs * 60 + int(p)
     return secs
+
+
+# A bar's times repeat (every bar of an epoch counts the same seconds): `interval_s`, remembered.
+_interval = lru_cache(maxsize=4096)(interval_s)
 
 
 def _times(text: str, start: int, end: int) -> tuple[int | None, int | None]:
