@@ -263,21 +263,39 @@ class Reader:
         if "\r" not in text:
             self._cr_segment(text, num, scanned)
             return
-        bars = self.fast is not None
+        fast = self.fast
+        if fast is None:
+            for cr_seg in text.split("\r"):
+                self._cr_segment(cr_seg, num, scanned)
+            return
+        heads, seen, held_bars = self.bar_heads, self.seen, fast.bars
         for cr_seg in text.split("\r"):
-            if bars and "%|" in cr_seg and not self.active:
-                m = _BAR_SEG_RE.match(cr_seg)
-                if m is not None and self._bar(cr_seg[:m.end()], m, num):
-                    rest = cr_seg[m.end():]
-                    if rest:
-                        if len(self.result.glued_bar_lines) < MAX_SEEN:
-                            self.result.glued_bar_lines.add(num)  # (as `_cr_segment` would)
-                        if m["env"] is not None and not self.active and rest in self.seen:
-                            self.repeats += 1  # (`_segment` on a `[rankN]:` seen before)
-                        else:
-                            self._cr_segment(rest, num, scanned)
-                    continue
-            self._cr_segment(cr_seg, num, scanned)
+            m = _BAR_SEG_RE.match(cr_seg) if "%|" in cr_seg and not self.active else None
+            if m is None:
+                self._cr_segment(cr_seg, num, scanned)
+                continue
+            end = m.end()
+            piece = cr_seg[:end]
+            head, step_s, env = m.group("head", "step", "env")
+            # `_bar`'s common case inline: a redraw moving a held series forward (see `take_bar`).
+            key = heads.get(head)
+            held = held_bars.get(key) if key else None
+            if held is not None and piece.count(":") <= 3 and piece not in seen and int(step_s) >= held[0]:
+                step = int(step_s)
+                if step > held[0]:
+                    self.parsers[fast.index].count_step(key, held[0], step)  # type: ignore[attr-defined]
+                held[0], held[1], held[2], held[3] = step, num, piece, m
+            elif not self._bar(piece, m, num):
+                self._cr_segment(cr_seg, num, scanned)
+                continue
+            if end < len(cr_seg):
+                rest = cr_seg[end:]
+                if len(self.result.glued_bar_lines) < MAX_SEEN:
+                    self.result.glued_bar_lines.add(num)  # (as `_cr_segment` would)
+                if env is not None and not self.active and rest in seen:
+                    self.repeats += 1  # (`_segment` on a `[rankN]:` seen before)
+                else:
+                    self._cr_segment(rest, num, scanned)
 
     def _cr_segment(self, cr_seg: str, num: int, scanned: bool) -> None:
         """Feed one `\r`-segment of a line: cut after a tqdm bar with text glued to it, and between two
@@ -304,7 +322,7 @@ class Reader:
         digits and bar characters, which hold no trigger and no prefix): the progress series moves on
         in `FastProgress.take_bar`, and a restart or first report is fed with the fields read here.
         """
-        head = piece[:m.start("pct")]
+        head = m["head"]
         key = self.bar_heads.get(head)
         if not key:
             if key is None and len(self.bar_heads) < MAX_SEEN:

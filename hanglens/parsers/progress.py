@@ -79,7 +79,7 @@ _user: dict[str, Any] = {"pattern": None}
 # first shape of PATTERNS that matches it is the first `tqdm` one, at the percentage. Linear: bounded
 # pieces, no nested quantifiers.
 BAR_REDRAW_RE = re.compile(
-    r"[ \t]{0,8}(?:[A-Za-z][A-Za-z _-]{0,62}:[ \t]{0,8})?(?P<pct>\d{1,3})%"
+    r"(?P<head>[ \t]{0,8}(?:[A-Za-z][A-Za-z _-]{0,62}:[ \t]{0,8})?)(?P<pct>\d{1,3})%"
     r"\|[ #=>0-9\u2588-\u258f-]{0,512}\|[ \t]{0,64}(?P<step>\d{1,18})/(?P<total>\d{1,18}) "
     r"\[(?P<elapsed>\d{1,9}:\d\d(?::\d\d)?)<(?P<remaining>\d{1,9}:\d\d(?::\d\d)?|\?)"
     r"(?:, {0,4}\d{1,12}(?:\.\d{1,6})?(?:it/s|s/it))?\]"
