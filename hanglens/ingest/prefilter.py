@@ -89,7 +89,7 @@ class FastProgress:
         self.make_bar_line = make_bar_line or make_line  # the LogLine of a held tqdm redraw
         # Per `[rankN]:` rank since the last sync: [series key, last step, (unused), line number and text
         # of the remembered report].
-        self.state: dict[bytes, list[Any]] = {}
+        self.state: dict[int, list[Any]] = {}
         # Earliest and latest (date and time, ms) of the fast lines, with their line number and text.
         self.lo: tuple[int, int, bytes] = (1 << 62, 0, b"")
         self.hi: tuple[int, int, bytes] = (-1, 0, b"")

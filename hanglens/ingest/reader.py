@@ -21,9 +21,26 @@ from typing import Any
 import numpy
 
 from hanglens.ingest.dispatch import dispatch_for, trie_regex
-from hanglens.ingest.prefilter import FAST_BODY, FAST_HEAD_RE2, FAST_STEP_RE2, PRINTABLE_RE, VALID_DATES, FastProgress, valid_date
+from hanglens.ingest.prefilter import (
+    FAST_BODY,
+    FAST_HEAD_RE2,
+    FAST_STEP_RE2,
+    PRINTABLE_RE,
+    VALID_DATES,
+    FastProgress,
+    valid_date,
+)
 from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, Envelope, detect_dialect, strip_prefixes
-from hanglens.ingest.rows import Rows, alternation, binary_array, index_array, ints, matching, true_at
+from hanglens.ingest.rows import (
+    Rows,
+    alternation,
+    binary_array,
+    index_array,
+    ints,
+    matching,
+    stamp_digits,
+    true_at,
+)
 from hanglens.ingest.sources import ReadableStream
 from hanglens.ingest.streams import is_agent_event, stream_ranks
 from hanglens.limits import MINIMUMS, human_bytes
@@ -244,8 +261,8 @@ class Reader:
         at = [i for i, cls in enumerate(parser_classes) if cls is ProgressParser]
         self.progress_only = at if at and not ProgressParser.user_triggers and not reference else [-1]
         # Text before a tqdm redraw's percentage -> the progress series when such redraws are read in bulk
-        # (`_bar`), else False.
-        self.bar_heads: dict[str, tuple[Any, ...] | bool] = {}
+        # (`_bar`), else ().
+        self.bar_heads: dict[str, tuple[Any, ...]] = {}
 
     # -- line level --------------------------------------------------------------------------
     def _handle(self, bline: bytes, num: int) -> None:
@@ -358,34 +375,35 @@ class Reader:
         return LogLine(text=piece, raw=piece, ref=SourceRef(self.path, num), rank=o.rank, host=o.host,
                        local_rank=o.local_rank, attempt=o.attempt, stream=o.stream)
 
-    def _bar_head(self, piece: str, m: re.Match[str], head: str) -> tuple[Any, ...] | bool:
+    def _bar_head(self, piece: str, m: re.Match[str], head: str) -> tuple[Any, ...]:
         """The progress series of the redraws starting with `head` when they can be read in bulk (see
-        `_bar`), else False."""
+        `_bar`), else ()."""
         usable, label = bar_label(head)
         if not usable or ProgressParser._builtin(piece) != bar_fields(m, label):
-            return False
+            return ()
         fast = self.fast
         assert fast is not None
         bits = self.dispatch.mask(piece)
         if not bits >> fast.index & 1:
-            return False
+            return ()
         if strip_prefixes(piece, self.dialect, None) != Envelope(text=piece):
-            return False
+            return ()
         line = self._bar_line(piece, 0)
         if line != self._line(piece, 0):  # (which records nothing: no prefix)
-            return False
+            return ()
         for i, parser in enumerate(self.parsers):
             if i == fast.index or not bits >> i & 1:
                 continue
             cls = type(parser)
             state = getattr(parser, "__dict__", None)
-            if state is None or state or cls.wants_more is not Parser.wants_more or cls.close is not Parser.close:
-                return False  # a parser with state: it must see every redraw
+            if state is None or state or cls.wants_more is not Parser.wants_more \
+                    or cls.close is not Parser.close:
+                return ()  # a parser with state: it must see every redraw
             try:
                 if list(parser.feed(line)) or parser.wants_more():
-                    return False
+                    return ()
             except Exception:
-                return False
+                return ()
         return (self.origin.rank, self.origin.local_rank, "tqdm", label)
 
     def _line(self, raw: str, num: int) -> LogLine:
@@ -584,7 +602,7 @@ class Reader:
         step_of = numpy.zeros(n, dtype=numpy.int64)
         stamp_of = numpy.zeros(n, dtype=numpy.int64)
         # `step:` first (a plain substring search), then the regexes over those lines only.
-        at = true_at(pc.match_substring(arr, "step:"))
+        at = true_at(pc.match_substring_regex(arr, "step:"))  # (RE2's literal search beats `match_substring`)
         at = at[rows.ends[hits[at]] - rows.starts[hits[at]] <= self.max_line]
         if len(at):
             sub = arr.take(index_array(at))
@@ -604,9 +622,8 @@ class Reader:
             pos = at[keep]
             rank_of[pos] = ints(head.field("rank").take(picked))
             step_of[pos] = ints(steps.field("step").take(picked))
-            stamp = ints(pc.replace_substring_regex(head.field("stamp").take(picked), r"[^0-9]", ""))
             ms = ints(pc.replace_substring_regex(head.field("ms").take(picked), "^,?", "0"))  # "" or ",ddd"
-            stamp_of[pos] = stamp * 1000 + ms
+            stamp_of[pos] = stamp_digits(head.field("stamp").take(picked)) * 1000 + ms
         return rank_of.tolist(), step_of.tolist(), stamp_of.tolist()
 
     def _scan_block_ranks(self, block: bytes) -> None:
@@ -696,7 +713,8 @@ class Reader:
         else:
             fast_at = None if self.reference else FastProgress.usable(self.parser_classes)
             if fast_at is not None:
-                self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line, self._bar_line)
+                self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line,
+                                         self._bar_line)
                 self.others = _other_triggers(self.parser_classes)
             self.scanned = not self.reference
             self._read_blocks(head, stream, cr_only)

@@ -130,3 +130,20 @@ def true_at(mask: Any) -> numpy.ndarray:
     bits = numpy.frombuffer(mask.buffers()[1], dtype=numpy.uint8)
     flags = numpy.unpackbits(bits, count=off + n, bitorder="little")[off:]
     return numpy.flatnonzero(flags)
+
+
+_STAMP_DIGITS = numpy.array([0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18])
+_STAMP_POWERS = 10 ** numpy.arange(13, -1, -1, dtype=numpy.int64)
+
+
+def stamp_digits(arr: Any) -> numpy.ndarray:
+    """`YYYY-MM-DD hh:mm:ss` values (a null-free large_binary array, 19 bytes each) as the int64
+    `YYYYMMDDhhmmss`, read from the array's data buffer."""
+    n = len(arr)
+    if n == 0:
+        return numpy.zeros(0, dtype=numpy.int64)
+    offsets = numpy.frombuffer(arr.buffers()[1], dtype=numpy.int64, count=n + 1 + arr.offset)[arr.offset:]
+    data = numpy.frombuffer(arr.buffers()[2], dtype=numpy.uint8)
+    start = int(offsets[0])
+    chars = data[start:start + 19 * n].reshape(n, 19)[:, _STAMP_DIGITS].astype(numpy.int64) - 48
+    return chars @ _STAMP_POWERS

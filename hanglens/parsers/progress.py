@@ -97,8 +97,8 @@ def bar_label(head: str) -> tuple[bool, str | None]:
 
 def bar_fields(m: re.Match[str], label: str | None) -> dict[str, Any]:
     """The fields `_builtin` gives for the redraw `m` (a `BAR_REDRAW_RE` match) whose label is `label`."""
-    return {"step": int(m["step"]), "total": int(m["total"]), "epoch": None, "pattern": "tqdm", "label": label,
-            "elapsed_s": _interval(m["elapsed"]), "remaining_s": _interval(m["remaining"])}
+    return {"step": int(m["step"]), "total": int(m["total"]), "epoch": None, "pattern": "tqdm",
+            "label": label, "elapsed_s": _interval(m["elapsed"]), "remaining_s": _interval(m["remaining"])}
 
 
 

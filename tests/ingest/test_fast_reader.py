@@ -66,8 +66,8 @@ CHATTER = (
 BAR_LABELS = ("eval", "Training", "Running eval", "validation", "Epoch 3", "train step", "Iter", "",
               "Saving checkpoint", "Error", "INFO", "node1", "data loading", "Processing")
 BAR_TAILS = ("", "[rank{r}]:", "[rank{r}]: ", " done", "Traceback (most recent call last):",
-             "[rank 2] step 3 loss 0.25", "[rank{r}]:[titan] 2025-06-02 08:05:01,417 - root - INFO - step:    "
-             "{n}  loss: 2.5", "\x1b[0m")
+             "[rank 2] step 3 loss 0.25",
+             "[rank{r}]:[titan] 2025-06-02 08:05:01,417 - root - INFO - step:    {n}  loss: 2.5", "\x1b[0m")
 
 
 def _redraw(label: str, n: int, total: int, secs: int, unknown: bool, ascii_bar: bool, postfix: bool) -> str:
@@ -93,8 +93,9 @@ def bar_lines(draw: st.DrawFn) -> str:
     glue = draw(st.booleans())
     out = draw(st.sampled_from(("[rank{r}]:", "", " ")))
     for k, n in enumerate(steps):
-        out += "\r" + _redraw(label, n, total, draw(st.sampled_from((2, 59, 3727, 45296))), draw(st.booleans()),
-                              draw(st.booleans()), draw(st.integers(0, 9)) == 0)
+        secs = draw(st.sampled_from((2, 59, 3727, 45296)))
+        out += "\r" + _redraw(label, n, total, secs, draw(st.booleans()), draw(st.booleans()),
+                              draw(st.integers(0, 9)) == 0)
         if glue and k + 1 < len(steps):
             out += "[rank{r}]:"
     return (out + draw(st.sampled_from(BAR_TAILS))).format(r=r, n=steps[-1])
