@@ -201,6 +201,9 @@ _BAR_END_RE = re.compile(
 _BAR_SEG_RE = re.compile(BAR_REDRAW_RE.pattern + r"(?=(?P<env>\[rank\d{1,6}\]: ?\Z)|\S|\Z)")
 
 
+_ENVELOPE_ONLY_RE = re.compile(r"\[rank\d{1,6}\]: ?")
+
+
 def split_glued(seg: str) -> list[str]:
     """`seg` cut after every tqdm bar that has text glued to it (the bar, then what followed it)."""
     if "<" not in seg and "it [" not in seg:
@@ -289,7 +292,10 @@ class Reader:
         for cr_seg in text.split("\r"):
             m = _BAR_SEG_RE.match(cr_seg) if "%|" in cr_seg and not self.active else None
             if m is None:
-                self._cr_segment(cr_seg, num, scanned)
+                if cr_seg in seen and not self.active and _ENVELOPE_ONLY_RE.fullmatch(cr_seg):
+                    self.repeats += 1  # (`_segment` on a `[rankN]:` seen before: a redraw's envelope)
+                else:
+                    self._cr_segment(cr_seg, num, scanned)
                 continue
             end = m.end()
             piece = cr_seg[:end]
