@@ -31,16 +31,7 @@ from hanglens.ingest.prefilter import (
     valid_date,
 )
 from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, Envelope, detect_dialect, strip_prefixes
-from hanglens.ingest.rows import (
-    Rows,
-    alternation,
-    binary_array,
-    index_array,
-    ints,
-    matching,
-    stamp_digits,
-    true_at,
-)
+from hanglens.ingest.rows import Digits, Rows, alternation, index_array, ints, matching, offsets_of, true_at
 from hanglens.ingest.sources import ReadableStream
 from hanglens.ingest.streams import is_agent_event, stream_ranks
 from hanglens.limits import MINIMUMS, human_bytes
@@ -596,10 +587,11 @@ class Reader:
     def _step_rows(self, rows: Rows, hits: numpy.ndarray, arr: Any
                    ) -> tuple[list[int], list[int], list[int]]:
         """Per hit, the rank (-1 when not a fast step line), step and stamp key of the torchtitan step lines
-        among `hits` (`arr`: their Arrow values); and the positions of the other hits.
+        among `hits` (`arr`: their Arrow values).
 
-        A hit is one when `_take_fast` would read it: `FAST_RE2` matches, no other parser's trigger, no
-        `poch` or `iteration`, within the line limit, a valid date, a step of at most 18 digits.
+        A hit is one when `_take_fast` would read it: `FAST_HEAD_RE2` and `FAST_STEP_RE2` match, printable
+        ASCII, no other parser's trigger, no `poch` or `iteration`, within the line limit, a valid date,
+        a step of at most 18 digits.
         """
         import pyarrow.compute as pc
 
@@ -616,20 +608,34 @@ class Reader:
             ok &= ~matching(sub, alternation(("poch", "iteration", *self.other_literals)))
             at = at[ok]
         if len(at):
+            # Rank, stamp and step by place from the block's bytes (extracting the envelope's groups with
+            # RE2 costs 12 MB per reader): the envelope matched, so the rank's digits start at `[rank`'s
+            # end, the first `YYYY-MM-DD ` is its date; the step is the one group extracted.
             sub = arr.take(index_array(at))
-            head = pc.extract_regex(sub, FAST_HEAD_RE2)
             steps = pc.extract_regex(sub, FAST_STEP_RE2)
-            # (no Python scalar in a compute call: converting one imports pandas, 1 s and 40 MB)
-            valid = pc.and_(steps.is_valid(), pc.match_substring_regex(steps.field("step"), r"^\d{1,18}$"))
-            dates = head.field("date")
-            good = [d for d in pc.unique(dates).to_pylist() if d in VALID_DATES or valid_date(d)]
-            keep = true_at(pc.and_(valid, pc.is_in(dates, value_set=binary_array(good))))
-            picked = index_array(keep)
+            idx = true_at(pc.and_(steps.is_valid(),
+                                  pc.match_substring_regex(steps.field("step"), r"^\d{1,18}$")))
+            at, got = at[idx], steps.field("step").take(index_array(idx))
+            sub = sub.take(index_array(idx))
+        if len(at):
+            start = rows.starts[hits[at]]
+            digits = Digits(rows.block)
+            rank, _ = digits.run(start + 5, 6)
+            date_at = start + offsets_of(pc.find_substring_regex(sub, r"\d{4}-\d\d-\d\d "))
+            stamp = digits.stamps(date_at)
+            ms, ms_len = digits.run(date_at + 20, 3)
+            comma = digits.bytes[date_at + 19] == 44
+            stamp = stamp * 1000 + numpy.where(comma & (ms_len == 3), ms, 0)
+            day = stamp // 1_000_000_000  # YYYYMMDD
+            days = numpy.unique(day)
+            good = [d for d in days.tolist()
+                    if (b := f"{d // 10000:04d}-{d // 100 % 100:02d}-{d % 100:02d}".encode()) in VALID_DATES
+                    or valid_date(b)]
+            keep = numpy.flatnonzero(numpy.isin(day, good))
             pos = at[keep]
-            rank_of[pos] = ints(head.field("rank").take(picked))
-            step_of[pos] = ints(steps.field("step").take(picked))
-            ms = ints(pc.replace_substring_regex(head.field("ms").take(picked), "^,?", "0"))  # "" or ",ddd"
-            stamp_of[pos] = stamp_digits(head.field("stamp").take(picked)) * 1000 + ms
+            rank_of[pos] = rank[keep]
+            step_of[pos] = ints(got.take(index_array(keep)))
+            stamp_of[pos] = stamp[keep]
         return rank_of.tolist(), step_of.tolist(), stamp_of.tolist()
 
     def _scan_block_ranks(self, block: bytes) -> None:

@@ -136,14 +136,35 @@ _STAMP_DIGITS = numpy.array([0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18])
 _STAMP_POWERS = 10 ** numpy.arange(13, -1, -1, dtype=numpy.int64)
 
 
-def stamp_digits(arr: Any) -> numpy.ndarray:
-    """`YYYY-MM-DD hh:mm:ss` values (a null-free large_binary array, 19 bytes each) as the int64
-    `YYYYMMDDhhmmss`, read from the array's data buffer."""
-    n = len(arr)
-    if n == 0:
-        return numpy.zeros(0, dtype=numpy.int64)
-    offsets = numpy.frombuffer(arr.buffers()[1], dtype=numpy.int64, count=n + 1 + arr.offset)[arr.offset:]
-    data = numpy.frombuffer(arr.buffers()[2], dtype=numpy.uint8)
-    start = int(offsets[0])
-    chars = data[start:start + 19 * n].reshape(n, 19)[:, _STAMP_DIGITS].astype(numpy.int64) - 48
-    return chars @ _STAMP_POWERS
+def offsets_of(arr: Any) -> numpy.ndarray:
+    """int64 positions, one per value, of a null-free int32/int64 Arrow array (as `find_substring_regex`
+    gives them)."""
+    import pyarrow as pa
+
+    if arr.type != pa.int64():
+        arr = arr.cast(pa.int64())
+    return numpy.frombuffer(arr.buffers()[1], dtype=numpy.int64, count=len(arr) + arr.offset)[arr.offset:]
+
+
+class Digits:
+    """Fixed-place reads of ASCII digits in a block's bytes (numpy, one row per position)."""
+
+    def __init__(self, block: bytes) -> None:
+        self.bytes = numpy.frombuffer(block + b"\0" * 32, dtype=numpy.uint8)
+
+    def stamps(self, at: numpy.ndarray) -> numpy.ndarray:
+        """`YYYY-MM-DD hh:mm:ss` at each of `at` (known to be one) as the int64 `YYYYMMDDhhmmss`."""
+        chars = self.bytes[at[:, None] + _STAMP_DIGITS].astype(numpy.int64) - 48
+        out: numpy.ndarray = chars @ _STAMP_POWERS
+        return out
+
+    def run(self, at: numpy.ndarray, width: int) -> tuple[numpy.ndarray, numpy.ndarray]:
+        """(value, length) of the run of at most `width` digits starting at each of `at` (the run may be
+        longer: then length is `width`)."""
+        chars = self.bytes[at[:, None] + numpy.arange(width)].astype(numpy.int64) - 48
+        digit = (chars >= 0) & (chars <= 9)
+        length = numpy.where(digit.all(axis=1), width, numpy.argmin(digit, axis=1))
+        value = numpy.zeros(len(at), dtype=numpy.int64)
+        for k in range(width):
+            value = numpy.where(k < length, value * 10 + chars[:, k], value)
+        return value, length

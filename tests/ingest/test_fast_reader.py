@@ -57,6 +57,13 @@ CHATTER = (
     "[rank {n}] waiting at barrier\r[default{n}]:[rank{r}]:RuntimeError: boom",
     "[tp{n}]:x [rank{r}]: idle\r[rank{r}]:Error: x",
     "2025-06-03 08:04:{s:02d},123 - root - INFO - waiting\r[rank{r}]:Error: x",
+    # Step lines the bulk extraction must read like the per-line path: no tag, no milliseconds, a wide
+    # rank, an impossible date, a 19-digit step, a zero-padded rank, a second report on the line.
+    "[rank1{r}]:2025-06-02 08:04:{s:02d} - train - INFO - step: {n}  loss: 1.5",
+    "[rank{r}]:[titan] 2025-02-30 08:04:{s:02d},001 - root - INFO - step: {n}  loss: 1.5",
+    "[rank{r}]:[titan] 2025-06-02 08:04:{s:02d},001 - root - WARNING - step: 1234567890123456789  loss: 1",
+    "[rank0{r}]:[titan] 2025-06-02 08:04:{s:02d},001 - root - INFO - step: {n}  loss: 1.5",
+    "[rank{r}]:[titan] 2025-06-02 08:04:{s:02d},001 - root - INFO - xstep: 9  loss: 1 step:\t{n} loss: 2",
 )
 
 
