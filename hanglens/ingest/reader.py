@@ -31,7 +31,17 @@ from hanglens.ingest.prefilter import (
     valid_date,
 )
 from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, Envelope, detect_dialect, strip_prefixes
-from hanglens.ingest.rows import Digits, Rows, alternation, index_array, ints, matching, offsets_of, true_at
+from hanglens.ingest.rows import (
+    Digits,
+    Rows,
+    alternation,
+    index_array,
+    ints,
+    matching,
+    offsets_of,
+    release_arrow_memory,
+    true_at,
+)
 from hanglens.ingest.sources import ReadableStream
 from hanglens.ingest.streams import is_agent_event, stream_ranks
 from hanglens.limits import MINIMUMS, human_bytes
@@ -560,6 +570,8 @@ class Reader:
         stamp_of: list[int] = []
         if nhits and fast is not None:
             rank_of, step_of, stamp_of = self._step_rows(rows, hits, rows.subset(hits))
+        # Arrow's allocator keeps what the block's arrays freed (10-20 MB more at the peak of `analyze`).
+        release_arrow_memory()
         starts = rows.starts[hits].tolist()
         ends = rows.ends[hits].tolist()
         take = fast.take_row if fast is not None else None

@@ -121,6 +121,13 @@ def ints(arr: Any) -> numpy.ndarray:
     return numpy.frombuffer(out.buffers()[1], dtype=numpy.int64, count=len(out) + out.offset)[out.offset:]
 
 
+def release_arrow_memory() -> None:
+    """Give the memory Arrow's pool holds unused back to the system."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+
+
 def true_at(mask: Any) -> numpy.ndarray:
     """Indices of the true values of a null-free Arrow boolean array, unpacked from its bitmap.
 
@@ -150,7 +157,7 @@ class Digits:
     """Fixed-place reads of ASCII digits in a block's bytes (numpy, one row per position)."""
 
     def __init__(self, block: bytes) -> None:
-        self.bytes = numpy.frombuffer(block + b"\0" * 32, dtype=numpy.uint8)
+        self.bytes = numpy.frombuffer(block, dtype=numpy.uint8)  # (callers read inside lines only)
 
     def stamps(self, at: numpy.ndarray) -> numpy.ndarray:
         """`YYYY-MM-DD hh:mm:ss` at each of `at` (known to be one) as the int64 `YYYYMMDDhhmmss`."""
