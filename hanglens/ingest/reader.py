@@ -627,13 +627,13 @@ class Reader:
             steps = pc.extract_regex(sub, FAST_STEP_RE2)
             idx = true_at(pc.and_(steps.is_valid(),
                                   pc.match_substring_regex(steps.field("step"), r"^\d{1,18}$")))
+            dates = offsets_of(pc.find_substring_regex(sub, r"\d{4}-\d\d-\d\d "))[idx]
             at, got = at[idx], steps.field("step").take(index_array(idx))
-            sub = sub.take(index_array(idx))
         if len(at):
             start = rows.starts[hits[at]]
             digits = Digits(rows.block)
             rank, _ = digits.run(start + 5, 6)
-            date_at = start + offsets_of(pc.find_substring_regex(sub, r"\d{4}-\d\d-\d\d "))
+            date_at = start + dates
             stamp = digits.stamps(date_at)
             ms, ms_len = digits.run(date_at + 20, 3)
             comma = digits.bytes[date_at + 19] == 44
