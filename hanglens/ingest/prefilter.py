@@ -1,5 +1,6 @@
-"""Recognise torchtitan step lines cheaply, so the bulk of a training log's progress reports skip the
-per-line machinery (`FastProgress`); the reader's shortcut for them is exact (see its docstring).
+"""Recognise torchtitan step lines cheaply and hold back the progress reports that only move a series
+forward (step lines and tqdm redraws), so the bulk of a training log's progress reports skip the
+per-line machinery (`FastProgress`); the reader's shortcuts for them are exact (see its docstring).
 """
 
 from __future__ import annotations
@@ -69,14 +70,17 @@ class FastPathMismatch(Exception):
 
 
 class FastProgress:
-    """Feeds torchtitan step lines to the file's ProgressParser without the per-line machinery.
+    """Feeds torchtitan step lines and tqdm redraws to the file's ProgressParser without the per-line
+    machinery.
 
     The parser keeps, per series, the first report, the last one and a count of step increments. A
     report that moves its series forward changes nothing else, so for those the increment is counted
     here and the report is remembered; it becomes a real LogLine in the parser only when anything else
     is about to reach the parser (`sync`). First reports and backward jumps take the slow path. The
     earliest and latest timestamps of the fast lines are read the slow way at the end (`finish`), which
-    is exact because fixed-width valid dates sort like the times they name.
+    is exact because fixed-width valid dates sort like the times they name. tqdm redraws are held the
+    same way per bar series (`take_bar`); a line that may continue a held series syncs it first
+    (`sync_rank`, `sync_who`, `sync_bar`).
     """
 
     def __init__(self, parsers: list[Parser], index: int, local_rank: int | None,

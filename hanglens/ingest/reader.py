@@ -3,10 +3,13 @@
 Memory stays bounded by the block size whatever the input size. In each block RE2 (Arrow, `rows.py`)
 picks the lines holding any parser trigger (a small block: one `re` alternation), the `[rankN]:`
 envelopes are collected with one scan, and only the picked lines (plus every line while a parser is
-inside a multi-line block) reach Python. There a line repeating an inert earlier one is dropped on its
-bytes, a torchtitan step line goes to the progress fast path, and any other line is decoded, split on
-`\\r`, and each segment goes, after one dispatch (`dispatch.py`), to the parsers whose triggers it
-holds. A physical line is cut at the line limit (`max_line_bytes`, MAX_LINE by default).
+inside a multi-line block) reach Python. The torchtitan step lines of a big block are read for the
+whole block (RE2 and numpy) and each only moves its rank's series on (`FastProgress.take_row`). Of the
+other lines, one repeating an inert earlier one is dropped on its bytes, and any other is decoded,
+split on `\\r`; a plain tqdm redraw whose head was checked once moves its bar's series on without the
+per-segment machinery (`_bar`), and each other segment goes, after one dispatch (`dispatch.py`), to the
+parsers whose triggers it holds. A physical line is cut at the line limit (`max_line_bytes`, MAX_LINE
+by default).
 """
 
 from __future__ import annotations
