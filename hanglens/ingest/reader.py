@@ -3,10 +3,13 @@
 Memory stays bounded by the block size whatever the input size. In each block RE2 (Arrow, `rows.py`)
 picks the lines holding any parser trigger (a small block: one `re` alternation), the `[rankN]:`
 envelopes are collected with one scan, and only the picked lines (plus every line while a parser is
-inside a multi-line block) reach Python. There a line repeating an inert earlier one is dropped on its
-bytes, a torchtitan step line goes to the progress fast path, and any other line is decoded, split on
-`\\r`, and each segment goes, after one dispatch (`dispatch.py`), to the parsers whose triggers it
-holds. A physical line is cut at the line limit (`max_line_bytes`, MAX_LINE by default).
+inside a multi-line block) reach Python. The torchtitan step lines of a big block are read for the
+whole block (RE2 and numpy) and each only moves its rank's series on (`FastProgress.take_row`). Of the
+other lines, one repeating an inert earlier one is dropped on its bytes, and any other is decoded,
+split on `\\r`; a plain tqdm redraw whose head was checked once moves its bar's series on without the
+per-segment machinery (`_bar`), and each other segment goes, after one dispatch (`dispatch.py`), to the
+parsers whose triggers it holds. A physical line is cut at the line limit (`max_line_bytes`, MAX_LINE
+by default).
 """
 
 from __future__ import annotations
@@ -16,17 +19,38 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Any
+
+import numpy
 
 from hanglens.ingest.dispatch import dispatch_for, trie_regex
-from hanglens.ingest.prefilter import FAST_BODY, PRINTABLE_RE, FastProgress
-from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, detect_dialect, strip_prefixes
-from hanglens.ingest.rows import Rows
+from hanglens.ingest.prefilter import (
+    FAST_BODY,
+    FAST_HEAD_RE2,
+    FAST_STEP_RE2,
+    PRINTABLE_RE,
+    VALID_DATES,
+    FastProgress,
+    valid_date,
+)
+from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, Envelope, detect_dialect, strip_prefixes
+from hanglens.ingest.rows import (
+    Digits,
+    Rows,
+    alternation,
+    index_array,
+    ints,
+    matching,
+    offsets_of,
+    release_arrow_memory,
+    true_at,
+)
 from hanglens.ingest.sources import ReadableStream
 from hanglens.ingest.streams import is_agent_event, stream_ranks
 from hanglens.limits import MINIMUMS, human_bytes
 from hanglens.model import Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
-from hanglens.parsers.progress import ProgressParser
+from hanglens.parsers.progress import BAR_REDRAW_RE, ProgressParser, bar_fields, bar_label
 
 BLOCK = 1 << 22            # bytes searched per regex call
 MAX_LINE = 1 << 20         # a longer physical line is cut here (the rest of it is skipped, and said)
@@ -175,6 +199,15 @@ _BAR_END_RE = re.compile(
 )
 
 
+# A `\r`-segment starting with a plain tqdm redraw, and what is glued after it: a `[rankN]:` envelope
+# (the next redraw's, as `torchrun --tee` writes them), other text, or nothing. A redraw followed by a
+# space is not cut there (`_BAR_END_RE`), so it is not one of these.
+_BAR_SEG_RE = re.compile(BAR_REDRAW_RE.pattern + r"(?=(?P<env>\[rank\d{1,6}\]: ?\Z)|\S|\Z)")
+
+
+_ENVELOPE_ONLY_RE = re.compile(r"\[rank\d{1,6}\]: ?")
+
+
 def split_glued(seg: str) -> list[str]:
     """`seg` cut after every tqdm bar that has text glued to it (the bar, then what followed it)."""
     if "<" not in seg and "it [" not in seg:
@@ -234,6 +267,9 @@ class Reader:
         # [index of the progress parser] when its `reads` applies (no user pattern), else never equal.
         at = [i for i, cls in enumerate(parser_classes) if cls is ProgressParser]
         self.progress_only = at if at and not ProgressParser.user_triggers and not reference else [-1]
+        # Text before a tqdm redraw's percentage -> the progress series when such redraws are read in bulk
+        # (`_bar`), else ().
+        self.bar_heads: dict[str, tuple[Any, ...]] = {}
 
     # -- line level --------------------------------------------------------------------------
     def _handle(self, bline: bytes, num: int) -> None:
@@ -248,18 +284,137 @@ class Reader:
             text = ANSI_RE.sub("", text)
             clean = False
         scanned = self.scanned and clean
-        for cr_seg in text.split("\r") if "\r" in text else (text,):
-            glued = split_glued(cr_seg)
-            for k, seg in enumerate(glued):
-                if k + 1 < len(glued) and len(self.result.glued_bar_lines) < MAX_SEEN:
-                    # The bar's writer is not the writer of what follows: the bar keeps no rank
-                    # from the file's envelope (see `_attribute`).
-                    self.result.glued_bar_lines.add(num)
-                # Two ranks printing at once can glue their lines: `...loss 0.29[rank 0] step 2 ...`.
-                parts = _RANK_TAG_SPLIT_RE.split(seg) if seg.find("[rank", 1) > 0 else (seg,)
-                for part in parts:
-                    if part.strip():
-                        self._segment(part, num, scanned)
+        if "\r" not in text:
+            self._cr_segment(text, num, scanned)
+            return
+        fast = self.fast
+        if fast is None:
+            for cr_seg in text.split("\r"):
+                self._cr_segment(cr_seg, num, scanned)
+            return
+        heads, seen, held_bars = self.bar_heads, self.seen, fast.bars
+        for cr_seg in text.split("\r"):
+            m = _BAR_SEG_RE.match(cr_seg) if "%|" in cr_seg and not self.active else None
+            if m is None:
+                if cr_seg in seen and not self.active and _ENVELOPE_ONLY_RE.fullmatch(cr_seg):
+                    self.repeats += 1  # (`_segment` on a `[rankN]:` seen before: a redraw's envelope)
+                else:
+                    self._cr_segment(cr_seg, num, scanned)
+                continue
+            end = m.end()
+            piece = cr_seg[:end]
+            head, step_s, env = m.group("head", "step", "env")
+            # `_bar`'s common case inline: a redraw moving a held series forward (see `take_bar`).
+            key = heads.get(head)
+            held = held_bars.get(key) if key else None
+            if held is not None and piece.count(":") <= 3 and piece not in seen and int(step_s) >= held[0]:
+                step = int(step_s)
+                if step > held[0]:
+                    self.parsers[fast.index].count_step(key, held[0], step)  # type: ignore[attr-defined]
+                held[0], held[1], held[2], held[3] = step, num, piece, m
+            elif not self._bar(piece, m, num):
+                self._cr_segment(cr_seg, num, scanned)
+                continue
+            if end < len(cr_seg):
+                rest = cr_seg[end:]
+                if len(self.result.glued_bar_lines) < MAX_SEEN:
+                    self.result.glued_bar_lines.add(num)  # (as `_cr_segment` would)
+                if env is not None and not self.active and rest in seen:
+                    self.repeats += 1  # (`_segment` on a `[rankN]:` seen before)
+                else:
+                    self._cr_segment(rest, num, scanned)
+
+    def _cr_segment(self, cr_seg: str, num: int, scanned: bool) -> None:
+        """Feed one `\r`-segment of a line: cut after a tqdm bar with text glued to it, and between two
+        ranks' glued lines."""
+        glued = split_glued(cr_seg)
+        for k, seg in enumerate(glued):
+            if k + 1 < len(glued) and len(self.result.glued_bar_lines) < MAX_SEEN:
+                # The bar's writer is not the writer of what follows: the bar keeps no rank
+                # from the file's envelope (see `_attribute`).
+                self.result.glued_bar_lines.add(num)
+            # Two ranks printing at once can glue their lines: `...loss 0.29[rank 0] step 2 ...`.
+            parts = _RANK_TAG_SPLIT_RE.split(seg) if seg.find("[rank", 1) > 0 else (seg,)
+            for part in parts:
+                if part.strip():
+                    self._segment(part, num, scanned)
+
+    def _bar(self, piece: str, m: re.Match[str], num: int) -> bool:
+        """Read one plain tqdm redraw (`BAR_REDRAW_RE`) in bulk; False when `_cr_segment` must.
+
+        Per distinct text before the percentage (`head`), the first redraw is read the ordinary way, and
+        checked: the parsers its triggers reach beside the progress parser are stateless and give
+        nothing for it, and the progress parser reads the fields `bar_fields` gives. Later redraws with
+        that head skip dispatch, `strip_prefixes` and the parsers' searches (their text differs only in
+        digits and bar characters, which hold no trigger and no prefix): the progress series moves on
+        in `FastProgress.take_bar`, and a restart or first report is fed with the fields read here.
+        """
+        head = m["head"]
+        key = self.bar_heads.get(head)
+        if not key:
+            if key is None and len(self.bar_heads) < MAX_SEEN:
+                self.bar_heads[head] = self._bar_head(piece, m, head)
+            return False
+        # (`repeat_key` cuts nothing unless a time has hours: the label holds no colon, the times one each)
+        if (repeat_key(piece) if piece.count(":") > 3 else piece) in self.seen:
+            self.repeats += 1
+            return True
+        fast = self.fast
+        assert fast is not None
+        if fast.take_bar(key, int(m["step"]), num, piece, m):
+            return True
+        fast.sync_bar(key)
+        i = fast.index
+        parser = self.parsers[i]
+        assert isinstance(parser, ProgressParser)
+        try:
+            out = parser.feed_fields(self._bar_line(piece, num), bar_fields(m, key[3]))
+        except Exception as exc:  # as in `_segment`
+            why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            self.result.notes.append(f"{parser.name} failed on line {num}: {why[:200]}")
+            out = []
+            self.parsers[i] = type(parser)()
+        if out:
+            self.result.events.extend(out)
+            self.result.lines_with_events += 1
+        return True
+
+    def _bar_line(self, piece: str, num: int) -> LogLine:
+        """`_line` of a redraw `_bar` reads: no prefix (checked per head by `_bar_head`), so the file's."""
+        o = self.origin
+        return LogLine(text=piece, raw=piece, ref=SourceRef(self.path, num), rank=o.rank, host=o.host,
+                       local_rank=o.local_rank, attempt=o.attempt, stream=o.stream)
+
+    def _bar_head(self, piece: str, m: re.Match[str], head: str) -> tuple[Any, ...]:
+        """The progress series of the redraws starting with `head` when they can be read in bulk (see
+        `_bar`), else ()."""
+        usable, label = bar_label(head)
+        if not usable or ProgressParser._builtin(piece) != bar_fields(m, label):
+            return ()
+        fast = self.fast
+        assert fast is not None
+        bits = self.dispatch.mask(piece)
+        if not bits >> fast.index & 1:
+            return ()
+        if strip_prefixes(piece, self.dialect, None) != Envelope(text=piece):
+            return ()
+        line = self._bar_line(piece, 0)
+        if line != self._line(piece, 0):  # (which records nothing: no prefix)
+            return ()
+        for i, parser in enumerate(self.parsers):
+            if i == fast.index or not bits >> i & 1:
+                continue
+            cls = type(parser)
+            state = getattr(parser, "__dict__", None)
+            if state is None or state or cls.wants_more is not Parser.wants_more \
+                    or cls.close is not Parser.close:
+                return ()  # a parser with state: it must see every redraw
+            try:
+                if list(parser.feed(line)) or parser.wants_more():
+                    return ()
+            except Exception:
+                return ()
+        return (self.origin.rank, self.origin.local_rank, "tqdm", label)
 
     def _line(self, raw: str, num: int) -> LogLine:
         """The LogLine of one segment; records its rank, rank pairing and dated stamp on the way."""
@@ -321,10 +476,13 @@ class Reader:
         for i in wanted:
             parser = self.parsers[i]
             fed_repeat = fed_repeat or self.repeat_matters[i]
-            if fast is not None and fast.state and i == fast.index:
+            if fast is not None and i == fast.index and (fast.state or fast.bars):
                 # The progress parser gets the step report the fast path held back for this line's rank
-                # (the other parsers and the other ranks' series never see it, so they need not wait).
+                # (the other parsers and the other ranks' series never see it, so they need not wait),
+                # and the tqdm redraws held back for the series this line may continue.
                 fast.sync_rank(line.rank)
+                if fast.bars:
+                    fast.sync_who(line.rank if line.rank is not None or line.writer is None else line.writer)
             try:
                 out = list(parser.feed(line))
             except Exception as exc:  # a parser bug must not lose the rest of the file
@@ -395,25 +553,44 @@ class Reader:
 
     def _block_rows(self, block: bytes, lineno: int) -> int:
         """`_block` for a big block: RE2 picks the trigger lines; Python sees only those (and the lines
-        a multi-line block asks for)."""
+        a multi-line block asks for).
+
+        The torchtitan step lines are sorted out for the whole block in Arrow before the loop (rank, step
+        and stamp extracted by RE2), so `FastProgress.take_row` only compares integers for each.
+        """
         rows = Rows(block)
         hits = rows.hits(self.literals)
-        vetoed: set[int] = set()
-        if self.fast is not None and len(hits):
-            vetoed = set(rows.hits(self.other_literals, hits).tolist())
         count = rows.count
         upto = 0  # lines before this one were fed already (a multi-line block)
         while self.active and upto < count:  # a block open at the end of the previous one goes on here
             self._handle(rows.line(upto), lineno + upto + 1)
             upto += 1
-        picked = zip(hits.tolist(), rows.starts[hits].tolist(), rows.ends[hits].tolist(), strict=True)
-        for i, start, end in picked:
+        nhits = len(hits)
+        fast = self.fast
+        # Per hit: the step line's rank (-1: not one), step and stamp key.
+        rank_of: list[int] = [-1] * nhits
+        step_of: list[int] = []
+        stamp_of: list[int] = []
+        if nhits and fast is not None:
+            rank_of, step_of, stamp_of = self._step_rows(rows, hits, rows.subset(hits))
+        # Arrow's allocator keeps what the block's arrays freed (10-20 MB more at the peak of `analyze`).
+        release_arrow_memory()
+        starts = rows.starts[hits].tolist()
+        ends = rows.ends[hits].tolist()
+        take = fast.take_row if fast is not None else None
+        for j, i in enumerate(hits.tolist()):
             if i < upto:
                 continue
-            line = block[start:end]
             num = lineno + i + 1
-            if (self.fast is None or i in vetoed or not self._take_fast(line, num, vetted=True)) \
-                    and not self._repeat(line):
+            r = rank_of[j]
+            if r >= 0:
+                assert take is not None
+                line = block[starts[j]:ends[j]]
+                if take(r, step_of[j], num, line, stamp_of[j]):
+                    continue
+            else:
+                line = block[starts[j]:ends[j]]
+            if not self._repeat(line):
                 self._handle(line, num)
             i += 1
             while self.active and i < count:
@@ -421,6 +598,60 @@ class Reader:
                 i += 1
             upto = i
         return lineno + count
+
+    def _step_rows(self, rows: Rows, hits: numpy.ndarray, arr: Any
+                   ) -> tuple[list[int], list[int], list[int]]:
+        """Per hit, the rank (-1 when not a fast step line), step and stamp key of the torchtitan step lines
+        among `hits` (`arr`: their Arrow values).
+
+        A hit is one when `_take_fast` would read it: `FAST_HEAD_RE2` and `FAST_STEP_RE2` match, printable
+        ASCII, no other parser's trigger, no `poch` or `iteration`, within the line limit, a valid date,
+        a step of at most 18 digits.
+        """
+        import pyarrow.compute as pc
+
+        n = len(hits)
+        rank_of = numpy.full(n, -1, dtype=numpy.int64)
+        step_of = numpy.zeros(n, dtype=numpy.int64)
+        stamp_of = numpy.zeros(n, dtype=numpy.int64)
+        # `step:` first (a plain substring search), then the regexes over those lines only.
+        at = true_at(pc.match_substring_regex(arr, "step:"))  # (RE2's literal search beats `match_substring`)
+        at = at[rows.ends[hits[at]] - rows.starts[hits[at]] <= self.max_line]
+        if len(at):
+            sub = arr.take(index_array(at))
+            ok = matching(sub, FAST_HEAD_RE2 + r"[ -~]*\n?$")
+            ok &= ~matching(sub, alternation(("poch", "iteration", *self.other_literals)))
+            at = at[ok]
+        if len(at):
+            # Rank, stamp and step by place from the block's bytes (extracting the envelope's groups with
+            # RE2 costs 12 MB per reader): the envelope matched, so the rank's digits start at `[rank`'s
+            # end, the first `YYYY-MM-DD ` is its date; the step is the one group extracted.
+            sub = arr.take(index_array(at))
+            steps = pc.extract_regex(sub, FAST_STEP_RE2)
+            idx = true_at(pc.and_(steps.is_valid(),
+                                  pc.match_substring_regex(steps.field("step"), r"^\d{1,18}$")))
+            dates = offsets_of(pc.find_substring_regex(sub, r"\d{4}-\d\d-\d\d "))[idx]
+            at, got = at[idx], steps.field("step").take(index_array(idx))
+        if len(at):
+            start = rows.starts[hits[at]]
+            digits = Digits(rows.block)
+            rank, _ = digits.run(start + 5, 6)
+            date_at = start + dates
+            stamp = digits.stamps(date_at)
+            ms, ms_len = digits.run(date_at + 20, 3)
+            comma = digits.bytes[date_at + 19] == 44
+            stamp = stamp * 1000 + numpy.where(comma & (ms_len == 3), ms, 0)
+            day = stamp // 1_000_000_000  # YYYYMMDD
+            days = numpy.unique(day)
+            good = [d for d in days.tolist()
+                    if (b := f"{d // 10000:04d}-{d // 100 % 100:02d}-{d % 100:02d}".encode()) in VALID_DATES
+                    or valid_date(b)]
+            keep = numpy.flatnonzero(numpy.isin(day, good))
+            pos = at[keep]
+            rank_of[pos] = rank[keep]
+            step_of[pos] = ints(got.take(index_array(keep)))
+            stamp_of[pos] = stamp[keep]
+        return rank_of.tolist(), step_of.tolist(), stamp_of.tolist()
 
     def _scan_block_ranks(self, block: bytes) -> None:
         """Record every `[rankN]:` envelope (and `[tagM]:[rankN]:` local-rank pairing) in `block`."""
@@ -509,7 +740,8 @@ class Reader:
         else:
             fast_at = None if self.reference else FastProgress.usable(self.parser_classes)
             if fast_at is not None:
-                self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line)
+                self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line,
+                                         self._bar_line)
                 self.others = _other_triggers(self.parser_classes)
             self.scanned = not self.reference
             self._read_blocks(head, stream, cr_only)

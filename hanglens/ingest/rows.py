@@ -23,10 +23,16 @@ def re2_literal(literal: str) -> str:
 
 
 @lru_cache(maxsize=16)
+def alternation(literals: tuple[str, ...]) -> str:
+    """An RE2 pattern matching any of `literals` (raw bytes)."""
+    return "|".join(re2_literal(lit) for lit in sorted(set(literals)))
+
+
+@lru_cache(maxsize=16)
 def _options(literals: tuple[str, ...]) -> Any:
     import pyarrow.compute as pc
 
-    return pc.MatchSubstringOptions("|".join(re2_literal(lit) for lit in literals))
+    return pc.MatchSubstringOptions(alternation(literals))
 
 
 class Rows:
@@ -60,23 +66,69 @@ class Rows:
 
     def hits(self, literals: Sequence[str], among: numpy.ndarray | None = None) -> numpy.ndarray:
         """Indices of the lines (of `among`, when given) holding any of `literals`, ascending."""
-        import pyarrow as pa
         import pyarrow.compute as pc
 
         lits = tuple(sorted(set(literals)))
         if not lits or self.count == 0:
             return numpy.zeros(0, dtype=numpy.int64)
-        if among is None:
-            arr = self.array
-        else:  # from the buffer: `pa.array` would import pandas (40 MB in every reader process)
-            index = numpy.ascontiguousarray(among, dtype=numpy.int64)
-            arr = self.array.take(pa.Array.from_buffers(pa.int64(), len(index), [None, pa.py_buffer(index)]))
+        arr = self.array if among is None else self.subset(among)
         mask = pc.call_function("match_substring_regex", [arr], _options(lits))
-        picked = _true_at(mask)
+        picked = true_at(mask)
         return picked if among is None else among[picked]
 
+    def subset(self, among: numpy.ndarray) -> Any:
+        """The Arrow array of the lines `among` (each value with its newline)."""
+        return self.array.take(index_array(among))
 
-def _true_at(mask: Any) -> numpy.ndarray:
+
+# Arrays are built from buffers: `pa.array` would import pandas (40 MB in every reader process).
+def index_array(index: numpy.ndarray) -> Any:
+    """An Arrow int64 array of `index`."""
+    import pyarrow as pa
+
+    values = numpy.ascontiguousarray(index, dtype=numpy.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def binary_array(values: list[bytes]) -> Any:
+    """An Arrow large_binary array of `values`."""
+    import pyarrow as pa
+
+    offsets = numpy.zeros(len(values) + 1, dtype=numpy.int64)
+    numpy.cumsum([len(v) for v in values], out=offsets[1:])
+    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(values),
+                                            [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(values))])
+
+
+def matching(arr: Any, pattern: str) -> numpy.ndarray:
+    """A numpy bool per value of `arr`: does RE2 `pattern` match in it."""
+    import pyarrow.compute as pc
+
+    mask = pc.match_substring_regex(arr, pattern)
+    out = numpy.zeros(len(arr), dtype=bool)
+    out[true_at(mask)] = True
+    return out
+
+
+def ints(arr: Any) -> numpy.ndarray:
+    """The values of a null-free binary array of ASCII digits (at most 18 each) as int64."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(arr) == 0:
+        return numpy.zeros(0, dtype=numpy.int64)
+    out = pc.cast(pc.cast(arr, pa.large_string()), pa.int64())
+    return numpy.frombuffer(out.buffers()[1], dtype=numpy.int64, count=len(out) + out.offset)[out.offset:]
+
+
+def release_arrow_memory() -> None:
+    """Give the memory Arrow's pool holds unused back to the system."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+
+
+def true_at(mask: Any) -> numpy.ndarray:
     """Indices of the true values of a null-free Arrow boolean array, unpacked from its bitmap.
 
     (`to_numpy` on a boolean array goes through pandas, which would cost every reader process 40 MB.)
@@ -85,3 +137,41 @@ def _true_at(mask: Any) -> numpy.ndarray:
     bits = numpy.frombuffer(mask.buffers()[1], dtype=numpy.uint8)
     flags = numpy.unpackbits(bits, count=off + n, bitorder="little")[off:]
     return numpy.flatnonzero(flags)
+
+
+_STAMP_DIGITS = numpy.array([0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18])
+_STAMP_POWERS = 10 ** numpy.arange(13, -1, -1, dtype=numpy.int64)
+
+
+def offsets_of(arr: Any) -> numpy.ndarray:
+    """int64 positions, one per value, of a null-free int32/int64 Arrow array (as `find_substring_regex`
+    gives them)."""
+    import pyarrow as pa
+
+    if arr.type != pa.int64():
+        arr = arr.cast(pa.int64())
+    return numpy.frombuffer(arr.buffers()[1], dtype=numpy.int64, count=len(arr) + arr.offset)[arr.offset:]
+
+
+class Digits:
+    """Fixed-place reads of ASCII digits in a block's bytes (numpy, one row per position)."""
+
+    def __init__(self, block: bytes) -> None:
+        self.bytes = numpy.frombuffer(block, dtype=numpy.uint8)  # (callers read inside lines only)
+
+    def stamps(self, at: numpy.ndarray) -> numpy.ndarray:
+        """`YYYY-MM-DD hh:mm:ss` at each of `at` (known to be one) as the int64 `YYYYMMDDhhmmss`."""
+        chars = self.bytes[at[:, None] + _STAMP_DIGITS].astype(numpy.int64) - 48
+        out: numpy.ndarray = chars @ _STAMP_POWERS
+        return out
+
+    def run(self, at: numpy.ndarray, width: int) -> tuple[numpy.ndarray, numpy.ndarray]:
+        """(value, length) of the run of at most `width` digits starting at each of `at` (the run may be
+        longer: then length is `width`)."""
+        chars = self.bytes[at[:, None] + numpy.arange(width)].astype(numpy.int64) - 48
+        digit = (chars >= 0) & (chars <= 9)
+        length = numpy.where(digit.all(axis=1), width, numpy.argmin(digit, axis=1))
+        value = numpy.zeros(len(at), dtype=numpy.int64)
+        for k in range(width):
+            value = numpy.where(k < length, value * 10 + chars[:, k], value)
+        return value, length

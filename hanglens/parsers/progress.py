@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, ClassVar
 
 import regex
@@ -69,6 +70,36 @@ TIMES_RE = re.compile(r"\[(?P<elapsed>\d{1,9}:\d\d(?::\d\d)?)<(?P<remaining>\d{1
 TIMES_LOOKAHEAD = 80
 
 _user: dict[str, Any] = {"pattern": None}
+
+# One plain tqdm redraw (what a bar prints between two `\r`): an optional label of letters, the
+# percentage, the bar (tqdm's block characters, `#` or digits), `n/total`, `[elapsed<remaining` and the
+# rate. The reader's bulk path (`ingest/reader.py`, `bar_fields`) reads such a redraw without
+# `strip_prefixes` and `_builtin`: no prefix pattern matches a text of this shape (no digit, bracket,
+# dot or colon before the label's end), and with no `poch`, `step` or `iteration` in the label the
+# first shape of PATTERNS that matches it is the first `tqdm` one, at the percentage. Linear: bounded
+# pieces, no nested quantifiers.
+BAR_REDRAW_RE = re.compile(
+    r"(?P<head>[ \t]{0,8}(?:[A-Za-z][A-Za-z _-]{0,62}:[ \t]{0,8})?)(?P<pct>\d{1,3})%"
+    r"\|[ #=>0-9\u2588-\u258f-]{0,512}\|[ \t]{0,64}(?P<step>\d{1,18})/(?P<total>\d{1,18}) "
+    r"\[(?P<elapsed>\d{1,9}:\d\d(?::\d\d)?)<(?P<remaining>\d{1,9}:\d\d(?::\d\d)?|\?)"
+    r"(?:, {0,4}\d{1,12}(?:\.\d{1,6})?(?:it/s|s/it))?\]"
+)
+_BAR_LABEL_BANNED = ("poch", "tep", "teration", "ter")
+
+
+def bar_label(head: str) -> tuple[bool, str | None]:
+    """(usable, label) for the text before a `BAR_REDRAW_RE` match's percentage: `usable` is False when
+    the label holds a word another shape reads (then `_builtin` must decide)."""
+    if any(w in head for w in _BAR_LABEL_BANNED):
+        return False, None
+    return True, _label(head, len(head))
+
+
+def bar_fields(m: re.Match[str], label: str | None) -> dict[str, Any]:
+    """The fields `_builtin` gives for the redraw `m` (a `BAR_REDRAW_RE` match) whose label is `label`."""
+    return {"step": int(m["step"]), "total": int(m["total"]), "epoch": None, "pattern": "tqdm",
+            "label": label, "elapsed_s": _interval(m["elapsed"]), "remaining_s": _interval(m["remaining"])}
+
 
 
 def _literal_of(pattern: str) -> str | None:
@@ -165,6 +196,10 @@ def interval_s(text: str | None) -> int | None:
     for p in parts:
         secs = secs * 60 + int(p)
     return secs
+
+
+# A bar's times repeat (every bar of an epoch counts the same seconds): `interval_s`, remembered.
+_interval = lru_cache(maxsize=4096)(interval_s)
 
 
 def _times(text: str, start: int, end: int) -> tuple[int | None, int | None]:
@@ -285,6 +320,10 @@ class ProgressParser(Parser):
         fields = self._match(line.text)
         if fields is None:
             return ()
+        return self.feed_fields(line, fields)
+
+    def feed_fields(self, line: LogLine, fields: dict[str, Any]) -> list[Event]:
+        """`feed` of a line whose report the caller read already (`fields` as `_match` gives them)."""
         # Lines without a rank are still one series per launcher-prefixed stream (`[1,2]<stdout>:`): two
         # processes' step counters must not be read as one going back and forth.
         who = line.rank if line.rank is not None or line.writer is None else line.writer
@@ -294,9 +333,9 @@ class ProgressParser(Parser):
         if prev is None:
             if len(self.emitted) >= MAX_KEYS:
                 del self.last[key]
-                return ()
+                return []
             self.emitted[key] = fields
-            return (self.event("progress", line, **fields),)
+            return [self.event("progress", line, **fields)]
         out: list[Event] = []
         p_step, step = prev.fields["step"], fields["step"]
         backwards = p_step is not None and step is not None and step < p_step

@@ -20,6 +20,7 @@ from hanglens.limits import Limits
 from hanglens.model import Event, LogLine, Origin
 from hanglens.parsers import PARSERS
 from hanglens.parsers.base import Parser
+from hanglens.parsers.progress import ProgressParser
 
 # Real-format lines: every parser's declared examples (one physical line each, or the whole block).
 EXAMPLES = sorted({ex.text for p in PARSERS for ex in p.examples})
@@ -56,30 +57,122 @@ CHATTER = (
     "[rank {n}] waiting at barrier\r[default{n}]:[rank{r}]:RuntimeError: boom",
     "[tp{n}]:x [rank{r}]: idle\r[rank{r}]:Error: x",
     "2025-06-03 08:04:{s:02d},123 - root - INFO - waiting\r[rank{r}]:Error: x",
+    # Step lines the bulk extraction must read like the per-line path: no tag, no milliseconds, a wide
+    # rank, an impossible date, a 19-digit step, a zero-padded rank, a second report on the line.
+    "[rank1{r}]:2025-06-02 08:04:{s:02d} - train - INFO - step: {n}  loss: 1.5",
+    "[rank{r}]:[titan] 2025-02-30 08:04:{s:02d},001 - root - INFO - step: {n}  loss: 1.5",
+    "[rank{r}]:[titan] 2025-06-02 08:04:{s:02d},001 - root - WARNING - step: 1234567890123456789  loss: 1",
+    "[rank0{r}]:[titan] 2025-06-02 08:04:{s:02d},001 - root - INFO - step: {n}  loss: 1.5",
+    "[rank{r}]:[titan] 2025-06-02 08:04:{s:02d},001 - root - INFO - xstep: 9  loss: 1 step:\t{n} loss: 2",
 )
 
 
-def _events(data: bytes, reference: bool) -> list[tuple[Any, ...]]:
-    reader = Reader("x.log", Origin(), PARSERS, reference=reference)
+# tqdm bars as `torchrun --tee` and per-rank stderr files hold them (tqdm 4.x `format_meter`: `{l_bar}{bar}|
+# {n}/{total} [{elapsed}<{remaining}, {rate}]`, redrawn with `\r`, no newline until the bar closes). Labels
+# include words other parsers read (phases, errors, levels, epochs) and none; times past an hour.
+BAR_LABELS = ("eval", "Training", "Running eval", "validation", "Epoch 3", "train step", "Iter", "",
+              "Saving checkpoint", "Error", "INFO", "node1", "data loading", "Processing")
+BAR_TAILS = ("", "[rank{r}]:", "[rank{r}]: ", " done", "Traceback (most recent call last):",
+             "[rank 2] step 3 loss 0.25",
+             "[rank{r}]:[titan] 2025-06-02 08:05:01,417 - root - INFO - step:    {n}  loss: 2.5", "\x1b[0m")
+
+
+def _redraw(label: str, n: int, total: int, secs: int, unknown: bool, ascii_bar: bool, postfix: bool) -> str:
+    pct = min(100, n * 100 // max(total, 1))
+    fill = pct // 10
+    bar = ("#" * fill + " " * (10 - fill)) if ascii_bar else ("\u2588" * fill + " " * (10 - fill))
+    elapsed = f"{secs // 60:02d}:{secs % 60:02d}" if secs < 3600 else \
+        f"{secs // 3600}:{secs % 3600 // 60:02d}:{secs % 60:02d}"
+    rest = "?" if unknown else f"{(total - n) // 5 // 60:02d}:{(total - n) // 5 % 60:02d}"
+    rate = ", 4.97it/s, loss=2.1" if postfix else ", 4.97it/s"
+    head = f"{label}: " if label else ""
+    return f"{head}{pct:3d}%|{bar}| {n}/{total} [{elapsed}<{rest}{rate}]"
+
+
+@st.composite
+def bar_lines(draw: st.DrawFn) -> str:
+    """One physical line of `\r` redraws: counters that go on, repeat or restart; a rank's `[rankN]:` glued
+    after each redraw (or not); what the line ends with."""
+    r = draw(st.integers(0, 3))
+    label = draw(st.sampled_from(BAR_LABELS))
+    total = draw(st.sampled_from((50, 8)))
+    steps = draw(st.lists(st.integers(0, total), min_size=1, max_size=7))
+    glue = draw(st.booleans())
+    out = draw(st.sampled_from(("[rank{r}]:", "", " ")))
+    for k, n in enumerate(steps):
+        secs = draw(st.sampled_from((2, 59, 3727, 45296)))
+        out += "\r" + _redraw(label, n, total, secs, draw(st.booleans()), draw(st.booleans()),
+                              draw(st.integers(0, 9)) == 0)
+        if glue and k + 1 < len(steps):
+            out += "[rank{r}]:"
+    return (out + draw(st.sampled_from(BAR_TAILS))).format(r=r, n=steps[-1])
+
+
+def _events(data: bytes, reference: bool, origin: Origin | None = None) -> list[tuple[Any, ...]]:
+    reader = Reader("x.log", origin or Origin(), PARSERS, reference=reference)
     res = reader.read(io.BytesIO(data))
-    return [(e.kind, e.ref.line, e.text, e.parser, e.rank, e.time, e.local_rank, e.level, dict(e.fields))
-            for e in res.events] + [("file", res.lines, res.envelope_ranks, res.rank_pairs, res.dated)]
+    return [(e.kind, e.ref.line, e.text, e.parser, e.rank, e.time, e.local_rank, e.level, e.writer,
+             dict(e.fields)) for e in res.events] + [
+        ("file", res.lines, res.envelope_ranks, res.rank_pairs, res.dated, res.glued_bar_lines,
+         res.lines_with_events)]
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from(EXAMPLES + list(CHATTER)), st.integers(0, 59),
-                          st.integers(0, 40), st.integers(0, 3)), min_size=1, max_size=80))
-def test_fast_reader_gives_the_reference_readers_events(picks: list[tuple[str, int, int, int]]) -> None:
-    text = "".join((ln.format(s=s, n=n, r=r) if ln in CHATTER else ln) + "\n" for ln, s, n, r in picks)
+ORIGINS = (Origin(), Origin(rank=2, local_rank=2, host="node-5", stream="stderr"))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.tuples(st.sampled_from(EXAMPLES + list(CHATTER)), st.integers(0, 59),
+                                    st.integers(0, 40), st.integers(0, 3)),
+                          bar_lines()), min_size=1, max_size=80),
+       st.sampled_from(ORIGINS))
+def test_fast_reader_gives_the_reference_readers_events(picks: list[tuple[str, int, int, int] | str],
+                                                        origin: Origin) -> None:
+    text = "".join((p if isinstance(p, str) else p[0].format(s=p[1], n=p[2], r=p[3]) if p[0] in CHATTER
+                    else p[0]) + "\n" for p in picks)
     data = text.encode("utf-8")
-    want = _events(data, reference=True)
-    assert _events(data, reference=False) == want
+    want = _events(data, reference=True, origin=origin)
+    assert _events(data, reference=False, origin=origin) == want
     # The same bytes as a big block: RE2 rows pick the lines (the reference always searches with `re`).
     rows_min, reader_module.ROWS_MIN_BYTES = reader_module.ROWS_MIN_BYTES, 0
     try:
-        assert _events(data, reference=False) == want
+        assert _events(data, reference=False, origin=origin) == want
     finally:
         reader_module.ROWS_MIN_BYTES = rows_min
+
+
+def test_bulk_paths_read_the_bars_and_step_lines() -> None:
+    # The property test above compares; this one checks that the bulk paths are the ones reading: a
+    # console of tqdm redraws and step lines takes the parser's slow path only for restarts and firsts.
+    lines = []
+    for k in range(40):
+        for r in range(4):
+            lines.append(STEP.format(r=r, s=k % 60, n=k if k != 30 else 3))
+        redraws = "".join("\r" + _redraw("eval", n, 50, 2 * n // 10, False, False, False) + "[rank1]:"
+                          for n in range(0, 51, 10))
+        lines.append("[rank1]:" + redraws)
+    data = ("\n".join(lines) + "\n").encode()
+    fed: list[str] = []
+    feed = ProgressParser.feed
+
+    def spy(self: ProgressParser, line: LogLine) -> Any:
+        fed.append(line.text)
+        return feed(self, line)
+
+    rows_min, reader_module.ROWS_MIN_BYTES = reader_module.ROWS_MIN_BYTES, 0
+    ProgressParser.feed = spy  # type: ignore[method-assign]
+    try:
+        got = _events(data, reference=False)
+    finally:
+        ProgressParser.feed = feed  # type: ignore[method-assign]
+        reader_module.ROWS_MIN_BYTES = rows_min
+    assert got == _events(data, reference=True)
+    # Per rank the first step line and the restart at k=30 (4 ranks), and the bar's first redraw per text
+    # before its counter (`eval:   0%`, `eval:  20%`, `eval: 100%`: tqdm pads the percentage), which sets up
+    # the bulk path; no other line reaches `feed`.
+    assert len([t for t in fed if "step:" in t]) == 8
+    assert len([t for t in fed if "%|" in t]) == 3
+    restarts = [e for e in got if e[0] == "progress" and e[9].get("label") == "eval"]
+    assert [e[9]["step"] for e in restarts][:3] == [0, 50, 0]
 
 
 def test_repeated_inert_lines_are_parsed_once_and_counted() -> None:
@@ -150,7 +243,7 @@ def test_a_restart_after_fast_step_lines_sees_the_latest_report() -> None:
     data = ("\n".join(lines) + "\n").encode()
     fast = _events(data, reference=False)
     assert fast == _events(data, reference=True)
-    assert [e[8]["step"] for e in fast if e[0] == "progress" and e[4] == 1] == [1, 7, 2]
+    assert [e[9]["step"] for e in fast if e[0] == "progress" and e[4] == 1] == [1, 7, 2]
 
 
 def test_segments_no_parser_reads_still_count_for_ranks_and_dates() -> None:
@@ -168,5 +261,5 @@ def test_segments_no_parser_reads_still_count_for_ranks_and_dates() -> None:
         assert _events(data, reference=False) == _events(data, reference=True), line
     got = _events("".join(line + "\n" for line in lines).encode(), reference=False)
     assert got == _events("".join(line + "\n" for line in lines).encode(), reference=True)
-    _, lines_read, ranks, pairs, dated = got[-1]
+    _, lines_read, ranks, pairs, dated, _, _ = got[-1]
     assert lines_read == 5 and {17, 2, 3, 4, 6} <= ranks and (5, 2) in pairs and dated is not None

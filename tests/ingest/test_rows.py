@@ -119,15 +119,15 @@ def test_fixture_reads_the_same_with_rows(name: str, monkeypatch: pytest.MonkeyP
 
 def test_tricky_inputs_read_the_same_with_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     taken: list[int] = []
-    real_take = FastProgress.take
+    real_take = FastProgress.take_row
 
-    def spy(self: FastProgress, row: Any, num: int) -> int | None:
-        got = real_take(self, row, num)
-        if got is not None:
+    def spy(self: FastProgress, rank: int, step: int, num: int, text: bytes, stamp: int) -> bool:
+        got = real_take(self, rank, step, num, text, stamp)
+        if got:
             taken.append(num)
         return got
 
-    monkeypatch.setattr(FastProgress, "take", spy)
+    monkeypatch.setattr(FastProgress, "take_row", spy)
     _tricky(tmp_path / "logs")
     with_rows, plain = _both(tmp_path / "logs", monkeypatch)
     assert with_rows[0] == plain[0]
