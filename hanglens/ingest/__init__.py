@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import re
@@ -238,10 +239,12 @@ class Sharer:
             if type(f) is not dict or not f:
                 continue
             # The value's type is part of the key (1, 1.0 and True are equal but not the same field), and a
-            # float's repr (0.0 == -0.0). A list value: the mapping is not shared, its strings still are.
+            # float's repr (0.0 == -0.0); one flat tuple per mapping. A list value: the mapping is not
+            # shared, its strings still are.
             key = None
             if all(v.__class__ in _SCALARS for v in f.values()):
-                key = tuple((k, v.__class__, repr(v) if v.__class__ is float else v) for k, v in f.items())
+                key = tuple(itertools.chain.from_iterable(
+                    (k, v.__class__, repr(v) if v.__class__ is float else v) for k, v in f.items()))
             if key is not None:
                 same = maps.get(key)
                 if same is not None:
