@@ -260,9 +260,9 @@ class ProgressParser(Parser):
         EventSpec("progress", ("step", "total", "epoch", "pattern", "label", "gap_after", "elapsed_s",
                                "remaining_s"),
                   "a training progress report; per series only the first, the last, and any report where "
-                  "the counter went backwards or the epoch changed are kept (of a series restarting more than "
-                  f"{2 * KEEP_RESTARTS} times: the first {KEEP_RESTARTS} and the last {KEEP_RESTARTS} restarts, "
-                  "and those reaching its highest and lowest step); the last report of a series "
+                  "the counter went backwards or the epoch changed are kept (of a series restarting more "
+                  f"than {2 * KEEP_RESTARTS} times: the first {KEEP_RESTARTS} and the last {KEEP_RESTARTS} "
+                  "restarts, and those reaching its highest and lowest step); the last report of a series "
                   "carries `gap_after`, the step after which the series skipped a report its own cadence "
                   "says it should have printed (e.g. 1, 2, 4 → 2), or None; a tqdm bar also gives "
                   "`elapsed_s` and `remaining_s` (seconds, from `[<elapsed><<remaining>`; None for `?`)"),
