@@ -7,6 +7,7 @@ Example (torchtitan, envelope already stripped): `step:  10  loss:  7.8213  memo
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -220,6 +221,11 @@ def _num(value: str | None) -> int | float | None:
 
 
 MAX_DIFFS = 32
+# Restarts kept per series: the first KEEP_RESTARTS as they come, then the latest KEEP_RESTARTS (given out
+# at the end of the file) and the dropped ones that reached the highest and the lowest step. An eval bar that
+# restarts every few hundred steps would otherwise keep two events per run, and the events of a long log
+# would grow with its length (issue 9: memory bounded by a window, not by the input).
+KEEP_RESTARTS = 8
 
 
 def _gap_after(diffs: dict[int, list[int]]) -> int | None:
@@ -254,7 +260,9 @@ class ProgressParser(Parser):
         EventSpec("progress", ("step", "total", "epoch", "pattern", "label", "gap_after", "elapsed_s",
                                "remaining_s"),
                   "a training progress report; per series only the first, the last, and any report where "
-                  "the counter went backwards or the epoch changed are kept; the last report of a series "
+                  "the counter went backwards or the epoch changed are kept (of a series restarting more "
+                  f"than {2 * KEEP_RESTARTS} times: the first {KEEP_RESTARTS} and the last {KEEP_RESTARTS} "
+                  "restarts, and those reaching its highest and lowest step); the last report of a series "
                   "carries `gap_after`, the step after which the series skipped a report its own cadence "
                   "says it should have printed (e.g. 1, 2, 4 → 2), or None; a tqdm bar also gives "
                   "`elapsed_s` and `remaining_s` (seconds, from `[<elapsed><<remaining>`; None for `?`)"),
@@ -315,6 +323,10 @@ class ProgressParser(Parser):
         self.emitted: dict[tuple[Any, ...], dict[str, Any]] = {}
         # Per series: step increment -> [times seen, step before its first occurrence]; bounded.
         self.diffs: dict[tuple[Any, ...], dict[int, list[int]]] = {}
+        # Per series: restarts seen, the held latest ones, the dropped ones reaching the max / min step.
+        self.restarts: dict[tuple[Any, ...], int] = {}
+        self.held: dict[tuple[Any, ...], deque[list[Event]]] = {}
+        self.extremes: dict[tuple[Any, ...], dict[str, tuple[int, list[Event]]]] = {}
 
     def feed(self, line: LogLine) -> Iterable[Event]:
         fields = self._match(line.text)
@@ -348,7 +360,28 @@ class ProgressParser(Parser):
                 out.append(self.event("progress", prev.line, **prev.fields))
             out.append(self.event("progress", line, **fields))
             self.emitted[key] = fields
+            return self._restart(key, out)
         return out
+
+    def _restart(self, key: tuple[Any, ...], pair: list[Event]) -> list[Event]:
+        """The events of a restart to give out now: all of the first KEEP_RESTARTS of the series; later
+        ones are held (the latest KEEP_RESTARTS, and the extremes of those dropped) until `close`."""
+        n = self.restarts.get(key, 0)
+        self.restarts[key] = n + 1
+        if n < KEEP_RESTARTS:
+            return pair
+        held = self.held.setdefault(key, deque())
+        held.append(pair)
+        if len(held) > KEEP_RESTARTS:
+            old = held.popleft()
+            steps = [s for e in old if isinstance(s := e.get("step"), int)]
+            if steps:
+                ext = self.extremes.setdefault(key, {})
+                for which, value in (("max", max(steps)), ("min", min(steps))):
+                    have = ext.get(which)
+                    if have is None or (value > have[0] if which == "max" else value < have[0]):
+                        ext[which] = (value, old)
+        return []
 
     # -- the interface the ingest fast path uses (it feeds step lines without the per-line machinery) --
     def last_step(self, key: tuple[Any, ...]) -> tuple[bool, int | None]:
@@ -369,7 +402,15 @@ class ProgressParser(Parser):
         self.last[key] = _Pending(line, fields)
 
     def close(self) -> Iterable[Event]:
-        out = []
+        out: list[Event] = []
+        for k in sorted(self.held, key=repr):
+            kept = [pair for _, (_, pair) in sorted(self.extremes.get(k, {}).items())] + list(self.held[k])
+            seen: set[int] = set()
+            for pair in kept:
+                if id(pair) not in seen:
+                    seen.add(id(pair))
+                    out.extend(pair)
+        self.held, self.extremes, self.restarts = {}, {}, {}
         for k, p in sorted(self.last.items(), key=lambda kv: (kv[1].line.ref.line, repr(kv[0]))):
             gap = _gap_after(self.diffs.get(k, {}))
             if self.emitted.get(k) is not p.fields or gap is not None:

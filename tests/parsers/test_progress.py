@@ -6,7 +6,7 @@ from functools import partial
 
 import pytest
 
-from hanglens.parsers.progress import ProgressParser, set_user_pattern
+from hanglens.parsers.progress import KEEP_RESTARTS, ProgressParser, set_user_pattern
 
 from .harness import events as read_events
 from .harness import has
@@ -17,6 +17,24 @@ events = partial(read_events, [ProgressParser])
 def test_series_keeps_first_last_and_restarts_only() -> None:
     text = "".join(f"step {n} loss 1.0\n" for n in (1, 2, 3, 4, 1, 2, 9))
     assert [e.get("step") for e in events(text, "progress")] == [1, 4, 1, 9]
+
+
+def test_restarts_kept_per_series_are_bounded() -> None:
+    """An eval bar restarting every run keeps the first and the latest KEEP_RESTARTS runs, and the dropped
+    runs reaching the highest and lowest step; events do not grow with the length of the log."""
+    runs = 10 * KEEP_RESTARTS
+    ends = [5 + (40 if r == 3 * KEEP_RESTARTS else 0) for r in range(runs)]  # one middle run goes furthest
+    starts = [1 if r != 4 * KEEP_RESTARTS else 0 for r in range(runs)]      # one middle run starts lower
+    text = "".join(f"eval {r}: step {n} loss 1.0\n" for r in range(runs) for n in (starts[r], ends[r]))
+    got = events(text, "progress")
+    lines = [e.ref.line for e in got]
+    assert lines == sorted(lines) and len(lines) == len(set(lines))
+    # the first report, KEEP_RESTARTS restart pairs, the extremes' pairs, the latest KEEP_RESTARTS pairs
+    assert len(got) == 1 + 2 * KEEP_RESTARTS + 2 * 2 + 2 * KEEP_RESTARTS + 1
+    steps = [e.get("step") for e in got]
+    assert max(steps) == 45 and min(steps) == 0
+    assert got[-1].ref.line == 2 * runs and got[-1].get("step") == ends[-1]
+    assert got[0].ref.line == 1
 
 
 def test_user_pattern_is_used_and_removed() -> None:
