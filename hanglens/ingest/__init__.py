@@ -6,8 +6,9 @@ import itertools
 import multiprocessing
 import os
 import re
+from collections import deque
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import PurePosixPath
@@ -263,14 +264,54 @@ def _share_all(sharer: Sharer, items: list[_FileOut | Skipped]) -> None:
             sharer.share(item.events)
 
 
+
+def _read_parallel(units: list[Unit], chosen: tuple[type[Parser], ...], limits: Limits, workers: int,
+                   sharer: Sharer, meter: Meter) -> list[list[_FileOut | Skipped]]:
+    """Read `units` with `workers` processes: this one and a pool of `workers - 1`.
+
+    The pool takes batches from the big end (biggest first, a few in flight per worker); this process
+    reads from the small end while they run, so it is not one more process that only waits (the memory
+    of a job is summed over every process). Results are put back in display order.
+    """
+    shared = multiprocessing.get_context().Value("q", limits.max_job_bytes)
+    budget = ByteBudget(limits.max_job_bytes, shared)
+    pending = deque(_batches(units, workers))
+    done: dict[int, list[_FileOut | Skipped]] = {}
+
+    def store(batch: list[int], results: list[list[_FileOut | Skipped]]) -> None:
+        for i, items in zip(batch, results, strict=True):
+            done[i] = items
+            _share_all(sharer, items)
+            meter.file_done(units[i].size)
+
+    with ProcessPoolExecutor(max_workers=workers - 1, initializer=_init_worker,
+                             initargs=(limits.max_job_bytes, shared)) as pool:
+        inflight: dict[Future[list[list[_FileOut | Skipped]]], list[int]] = {}
+        while pending or inflight:
+            while pending and len(inflight) < 2 * (workers - 1):
+                batch = pending.popleft()
+                inflight[pool.submit(_read_batch, [units[i] for i in batch], chosen, limits)] = batch
+            for fut in [f for f in inflight if f.done()]:
+                store(inflight.pop(fut), fut.result())
+            if pending:
+                batch = pending.pop()
+                store(batch, [_read_unit(units[i], chosen, limits, budget=budget) for i in batch])
+            elif inflight:
+                finished, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    store(inflight.pop(fut), fut.result())
+    return [done.pop(i) for i in range(len(units))]
+
+
 def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = None,
                 parsers: Sequence[type[Parser]] | None = None,
                 limits: Limits = DEFAULT_LIMITS, progress: OnProgress | None = None) -> Ingested:
     """Read every log under `paths` (files, folders, globs, compressed files, archives) into events.
 
     Raises InputError when a path does not exist or nothing readable was found; every other problem
-    with an input is a `Skipped` entry. `jobs` caps the worker processes (default: the cores, and only
-    when the input is big enough to pay for them); the result does not depend on it. Plain, compressed
+    with an input is a `Skipped` entry. `jobs` caps the processes that read (default: the cores, and only
+    when the input is big enough to pay for them; this process is one of them); the result does not
+    depend on it. Plain, compressed
     and archived logs are read by the same code. `limits` bound the work (see hanglens.limits): what
     passes one is skipped. `progress` is told the bytes (on disk) and input files read so far as each
     input finishes.
@@ -288,19 +329,7 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
     meter = Meter(sum(u.size for u in units), len(units), progress)
     sharer = Sharer()
     if workers > 1:
-        shared = multiprocessing.get_context().Value("q", limits.max_job_bytes)
-        with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker,
-                                 initargs=(limits.max_job_bytes, shared)) as pool:
-            futures = {pool.submit(_read_batch, [units[i] for i in batch], chosen, limits): batch
-                       for batch in _batches(units, workers)}
-            done: dict[int, list[_FileOut | Skipped]] = {}
-            for fut in as_completed(futures):
-                batch = futures.pop(fut)
-                for i, items in zip(batch, fut.result(), strict=True):
-                    done[i] = items
-                    _share_all(sharer, items)
-                    meter.file_done(units[i].size)
-            outs = [done.pop(i) for i in range(len(units))]
+        outs = _read_parallel(units, chosen, limits, workers, sharer, meter)
     else:
         budget = ByteBudget(limits.max_job_bytes)
         outs = []
