@@ -12,7 +12,7 @@ from typing import Any
 
 from hanglens.model import LogLine
 from hanglens.parsers.base import Parser
-from hanglens.parsers.progress import PATTERNS, ProgressParser, bar_fields
+from hanglens.parsers.progress import PATTERNS, ProgressParser, bar_fields, series_owner
 
 _PATTERN_NAMES = [name for name, _ in PATTERNS]
 # The fast path relies on `megatron` being the only shape tried before `torchtitan`; if progress.py
@@ -48,7 +48,9 @@ VALID_DATES: set[bytes] = set()
 
 
 def valid_date(date: bytes) -> bool:
-    """True for a real calendar date `YYYY-MM-DD` (remembered, so callers test `VALID_DATES` first)."""
+    """True for a real calendar date `YYYY-MM-DD` (the valid ones are remembered in `VALID_DATES`)."""
+    if date in VALID_DATES:
+        return True
     try:
         datetime.date.fromisoformat(date.decode("ascii"))
     except ValueError:
@@ -114,7 +116,7 @@ class FastProgress:
     def take(self, row: Row, num: int) -> int | None:
         """Take a fast-shaped line only progress triggers hit; its rank when taken, None for the slow path."""
         _, _, text, rank_b, stamp_b, date, ms, step_b = row
-        if date not in VALID_DATES and not valid_date(date):
+        if not valid_date(date):
             return None
         if rank_b[:1] == b"0" and len(rank_b) > 1:  # `[rank01]:` would share a series with `[rank1]:`
             return None
@@ -134,17 +136,23 @@ class FastProgress:
                 return False
             st = [key, last, None, 0, b""]
             self.state[rank] = st
-        p_step = st[1]
-        if p_step is not None:
-            if step < p_step:  # a restart: the parser emits both reports
-                return False
-            if step > p_step:
-                self._parser().count_step(st[0], p_step, step)
+        if not self._advance(st[0], st[1], step):
+            return False
         st[1], st[3], st[4] = step, num, text
         if stamp < self.lo[0]:
             self.lo = (stamp, num, text)
         if stamp > self.hi[0]:
             self.hi = (stamp, num, text)
+        return True
+
+    def _advance(self, key: tuple[Any, ...], p_step: int | None, step: int) -> bool:
+        """Count series `key`'s increment from `p_step` to `step` as the parser would; False for a restart
+        (a step below the last: the parser emits both reports, so it must read the line)."""
+        if p_step is not None:
+            if step < p_step:
+                return False
+            if step > p_step:
+                self._parser().count_step(key, p_step, step)
         return True
 
     def _parser(self) -> ProgressParser:
@@ -166,11 +174,8 @@ class FastProgress:
             started, p_step = self._parser().last_step(key)
             if not started:
                 return False
-        if p_step is not None:
-            if step < p_step:
-                return False
-            if step > p_step:
-                self._parser().count_step(key, p_step, step)
+        if not self._advance(key, p_step, step):
+            return False
         if held is None:
             self.bars[key] = [step, num, text, m]
         else:
@@ -191,8 +196,7 @@ class FastProgress:
     def _put_bar(self, key: tuple[Any, ...], held: list[Any]) -> None:
         _, num, text, m = held
         line = self.make_bar_line(text, num)
-        who = line.rank if line.rank is not None or line.writer is None else line.writer
-        if (who, line.local_rank) != key[:2]:
+        if (series_owner(line), line.local_rank) != key[:2]:
             raise FastPathMismatch(f"line {num}")
         self._parser().remember(key, line, bar_fields(m, key[3]))
 

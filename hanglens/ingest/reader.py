@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import numpy
 
@@ -29,7 +29,6 @@ from hanglens.ingest.prefilter import (
     FAST_HEAD_RE2,
     FAST_STEP_RE2,
     PRINTABLE_RE,
-    VALID_DATES,
     FastProgress,
     valid_date,
 )
@@ -50,7 +49,7 @@ from hanglens.ingest.streams import is_agent_event, stream_ranks
 from hanglens.limits import MINIMUMS, human_bytes
 from hanglens.model import Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
-from hanglens.parsers.progress import BAR_REDRAW_RE, ProgressParser, bar_fields, bar_label
+from hanglens.parsers.progress import BAR_REDRAW_RE, ProgressParser, bar_fields, bar_label, series_owner
 
 BLOCK = 1 << 21            # bytes searched per regex call (4 MiB held ~18 MiB more per reader, no faster)
 MAX_LINE = 1 << 20         # a longer physical line is cut here (the rest of it is skipped, and said)
@@ -317,8 +316,7 @@ class Reader:
                 continue
             if end < len(cr_seg):
                 rest = cr_seg[end:]
-                if len(self.result.glued_bar_lines) < MAX_SEEN:
-                    self.result.glued_bar_lines.add(num)  # (as `_cr_segment` would)
+                self._mark_glued(num)  # (as `_cr_segment` would)
                 if env is not None and not self.active and rest in seen:
                     self.repeats += 1  # (`_segment` on a `[rankN]:` seen before)
                 else:
@@ -329,15 +327,38 @@ class Reader:
         ranks' glued lines."""
         glued = split_glued(cr_seg)
         for k, seg in enumerate(glued):
-            if k + 1 < len(glued) and len(self.result.glued_bar_lines) < MAX_SEEN:
-                # The bar's writer is not the writer of what follows: the bar keeps no rank
-                # from the file's envelope (see `_attribute`).
-                self.result.glued_bar_lines.add(num)
+            if k + 1 < len(glued):
+                self._mark_glued(num)
             # Two ranks printing at once can glue their lines: `...loss 0.29[rank 0] step 2 ...`.
             parts = _RANK_TAG_SPLIT_RE.split(seg) if seg.find("[rank", 1) > 0 else (seg,)
             for part in parts:
                 if part.strip():
                     self._segment(part, num, scanned)
+
+    def _mark_glued(self, num: int) -> None:
+        """Line `num` has text glued after a tqdm bar: the bar's writer is not the writer of what follows,
+        so the bar keeps no rank from the file's envelope (see `_attribute`)."""
+        if len(self.result.glued_bar_lines) < MAX_SEEN:
+            self.result.glued_bar_lines.add(num)
+
+    def _feed(self, i: int, num: int, read: Callable[[Parser], Iterable[Event]]) -> list[Event]:
+        """The events `read` gets from parser `i` on line `num`; a parser bug costs that line (said in the
+        notes) and the parser's state, not the rest of the file."""
+        parser = self.parsers[i]
+        try:
+            return list(read(parser))
+        except Exception as exc:
+            why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            self.result.notes.append(f"{parser.name} failed on line {num}: {why[:200]}")
+            self.parsers[i] = type(parser)()
+            return []
+
+    def _remember_inert(self, key: str) -> None:
+        """Remember `key` (`repeat_key` of a line that gave nothing) so its repeats are skipped."""
+        if len(self.seen) < MAX_SEEN:
+            self.seen.add(key)
+            if key.isascii():
+                self.seen_b.add(key.encode())
 
     def _bar(self, piece: str, m: re.Match[str], num: int) -> bool:
         """Read one plain tqdm redraw (`BAR_REDRAW_RE`) in bulk; False when `_cr_segment` must.
@@ -364,16 +385,8 @@ class Reader:
         if fast.take_bar(key, int(m["step"]), num, piece, m):
             return True
         fast.sync_bar(key)
-        i = fast.index
-        parser = self.parsers[i]
-        assert isinstance(parser, ProgressParser)
-        try:
-            out = parser.feed_fields(self._bar_line(piece, num), bar_fields(m, key[3]))
-        except Exception as exc:  # as in `_segment`
-            why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            self.result.notes.append(f"{parser.name} failed on line {num}: {why[:200]}")
-            out = []
-            self.parsers[i] = type(parser)()
+        line, fields = self._bar_line(piece, num), bar_fields(m, key[3])
+        out = self._feed(fast.index, num, lambda p: cast(ProgressParser, p).feed_fields(line, fields))
         if out:
             self.result.events.extend(out)
             self.result.lines_with_events += 1
@@ -462,10 +475,8 @@ class Reader:
         if not wanted:
             if not scanned or not self._inert(raw):
                 self._line(raw, num)  # its rank and dated stamp still count
-            if key is not None and len(self.seen) < MAX_SEEN:
-                self.seen.add(key)
-                if key.isascii():
-                    self.seen_b.add(key.encode())
+            if key is not None:
+                self._remember_inert(key)
             return
         if wanted == self.progress_only and scanned and \
                 (_empty_text(raw) or not ProgressParser.reads(raw)) and self._inert(raw):
@@ -474,7 +485,6 @@ class Reader:
         produced = fed_repeat = False
         fast = self.fast
         for i in wanted:
-            parser = self.parsers[i]
             fed_repeat = fed_repeat or self.repeat_matters[i]
             if fast is not None and i == fast.index and (fast.state or fast.bars):
                 # The progress parser gets the step report the fast path held back for this line's rank
@@ -482,14 +492,8 @@ class Reader:
                 # and the tqdm redraws held back for the series this line may continue.
                 fast.sync_rank(line.rank)
                 if fast.bars:
-                    fast.sync_who(line.rank if line.rank is not None or line.writer is None else line.writer)
-            try:
-                out = list(parser.feed(line))
-            except Exception as exc:  # a parser bug must not lose the rest of the file
-                why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-                self.result.notes.append(f"{parser.name} failed on line {num}: {why[:200]}")
-                out = []
-                self.parsers[i] = type(parser)()
+                    fast.sync_who(series_owner(line))
+            out = self._feed(i, num, lambda p: p.feed(line))
             if out:
                 produced = True
                 self.result.events.extend(out)
@@ -499,10 +503,8 @@ class Reader:
                 active.discard(i)
         if produced:
             self.result.lines_with_events += 1
-        if key is not None and not produced and not active and not fed_repeat and len(self.seen) < MAX_SEEN:
-            self.seen.add(key)
-            if key.isascii():
-                self.seen_b.add(key.encode())
+        if key is not None and not produced and not active and not fed_repeat:
+            self._remember_inert(key)
 
     def _plain_mask(self, raw: str) -> int:
         """The reference reader's dispatch: an `in` test per trigger of every parser."""
@@ -582,14 +584,12 @@ class Reader:
             if i < upto:
                 continue
             num = lineno + i + 1
+            line = block[starts[j]:ends[j]]
             r = rank_of[j]
             if r >= 0:
                 assert take is not None
-                line = block[starts[j]:ends[j]]
                 if take(r, step_of[j], num, line, stamp_of[j]):
                     continue
-            else:
-                line = block[starts[j]:ends[j]]
             if not self._repeat(line):
                 self._handle(line, num)
             i += 1
@@ -644,8 +644,7 @@ class Reader:
             day = stamp // 1_000_000_000  # YYYYMMDD
             days = numpy.unique(day)
             good = [d for d in days.tolist()
-                    if (b := f"{d // 10000:04d}-{d // 100 % 100:02d}-{d % 100:02d}".encode()) in VALID_DATES
-                    or valid_date(b)]
+                    if valid_date(f"{d // 10000:04d}-{d // 100 % 100:02d}-{d % 100:02d}".encode())]
             keep = numpy.flatnonzero(numpy.isin(day, good))
             pos = at[keep]
             rank_of[pos] = rank[keep]

@@ -243,6 +243,13 @@ def _gap_after(diffs: dict[int, list[int]]) -> int | None:
     return min(jumps) if jumps else None
 
 
+def series_owner(line: LogLine) -> Any:
+    """Whose progress series `line` continues (the first field of the parser's series key): its rank, or
+    for a line without one its launcher-prefixed stream (`[1,2]<stdout>:`), so that two processes' step
+    counters are not read as one going back and forth."""
+    return line.rank if line.rank is not None or line.writer is None else line.writer
+
+
 @dataclass
 class _Pending:
     line: LogLine
@@ -336,10 +343,7 @@ class ProgressParser(Parser):
 
     def feed_fields(self, line: LogLine, fields: dict[str, Any]) -> list[Event]:
         """`feed` of a line whose report the caller read already (`fields` as `_match` gives them)."""
-        # Lines without a rank are still one series per launcher-prefixed stream (`[1,2]<stdout>:`): two
-        # processes' step counters must not be read as one going back and forth.
-        who = line.rank if line.rank is not None or line.writer is None else line.writer
-        key = (who, line.local_rank, fields["pattern"], fields["label"])
+        key = (series_owner(line), line.local_rank, fields["pattern"], fields["label"])
         prev = self.last.get(key)
         self.last[key] = _Pending(line, fields)
         if prev is None:
