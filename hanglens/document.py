@@ -47,7 +47,7 @@ def clean(value: Any) -> Any:
     if value is None or t is int or t is bool:
         return value
     if t is str:
-        return value if value.isascii() else utf8_text(value)
+        return utf8_text(value)  # (ASCII as it is)
     if isinstance(value, dict):
         return {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):

@@ -205,9 +205,7 @@ def _read_batch(units: list[Unit], parsers: tuple[type[Parser], ...],
     outs = [_read_unit(u, parsers, limits) for u in units]
     sharer = Sharer()
     for items in outs:
-        for item in items:
-            if isinstance(item, _FileOut):
-                sharer.share(item.events)
+        _share_all(sharer, items)
     return outs
 
 

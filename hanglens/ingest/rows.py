@@ -90,16 +90,6 @@ def index_array(index: numpy.ndarray) -> Any:
     return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
 
 
-def binary_array(values: list[bytes]) -> Any:
-    """An Arrow large_binary array of `values`."""
-    import pyarrow as pa
-
-    offsets = numpy.zeros(len(values) + 1, dtype=numpy.int64)
-    numpy.cumsum([len(v) for v in values], out=offsets[1:])
-    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(values),
-                                            [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(values))])
-
-
 def matching(arr: Any, pattern: str) -> numpy.ndarray:
     """A numpy bool per value of `arr`: does RE2 `pattern` match in it."""
     import pyarrow.compute as pc
@@ -117,8 +107,7 @@ def ints(arr: Any) -> numpy.ndarray:
 
     if len(arr) == 0:
         return numpy.zeros(0, dtype=numpy.int64)
-    out = pc.cast(pc.cast(arr, pa.large_string()), pa.int64())
-    return numpy.frombuffer(out.buffers()[1], dtype=numpy.int64, count=len(out) + out.offset)[out.offset:]
+    return _int64_values(pc.cast(pc.cast(arr, pa.large_string()), pa.int64()))
 
 
 def release_arrow_memory() -> None:
@@ -148,8 +137,11 @@ def offsets_of(arr: Any) -> numpy.ndarray:
     gives them)."""
     import pyarrow as pa
 
-    if arr.type != pa.int64():
-        arr = arr.cast(pa.int64())
+    return _int64_values(arr if arr.type == pa.int64() else arr.cast(pa.int64()))
+
+
+def _int64_values(arr: Any) -> numpy.ndarray:
+    """The values of a null-free Arrow int64 array as a numpy view (no copy, no pandas)."""
     return numpy.frombuffer(arr.buffers()[1], dtype=numpy.int64, count=len(arr) + arr.offset)[arr.offset:]
 
 
