@@ -22,14 +22,11 @@ def main() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     # typer and the command definitions live until exit: imported with the collector paused, then frozen,
     # no collection walks them (hanglens.cli._import_frozen does the same for the reader and pandas).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        from hanglens import cli
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
+    from hanglens._frozen import import_frozen
+
+    import_frozen("hanglens.cli")
+    from hanglens import cli
+
     cli.OWNS_PROCESS = True
     try:
         cli.app(prog_name="hanglens")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import csv
-import gc
-import importlib
 import io
 import json
 import os
@@ -311,17 +309,20 @@ def _import_frozen(*modules: str) -> None:
     would the events already read. Process-wide: done only when the command line owns the process
     (OWNS_PROCESS); otherwise the modules load when first used.
     """
-    if not OWNS_PROCESS:
-        return
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for name in modules:
-            importlib.import_module(name)
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
+    if OWNS_PROCESS:
+        from hanglens._frozen import import_frozen
+
+        import_frozen(*modules)
+
+
+def _read_and_analyze(inputs: list[str], command: str, limits: Any, rules_dirs: list[str] | None = None,
+                      progress: OnProgress | None = None) -> Any:
+    """`api.analyze` in two steps, importing the analysis (pandas) only after reading: reader worker
+    processes fork from a parent without it, and what is imported is frozen (`_import_frozen`)."""
+    _import_frozen("hanglens.api")
+    ingested = api.read(inputs, limits=limits, progress=progress)
+    _import_frozen(*ANALYSIS_MODULES)
+    return api.analyze_read(ingested, inputs, rules_dirs=rules_dirs or [], command=command, limits=limits)
 
 
 RulesDirs = Annotated[
@@ -374,14 +375,9 @@ def analyze(
     try:
         for path, flag in ((output, "--output"), (html, "--html"), (markdown, "--markdown")):
             _check_output(path, flag)
-        inputs = [str(p) for p in paths]
-        _import_frozen("hanglens.api")
         with _progress_bar(not quiet and not (fmt is AnalyzeFmt.json and output is None)) as progress:
-            ingested = api.read(inputs, limits=limits, progress=progress)
-            # after reading, so reader worker processes fork from a parent without pandas
-            _import_frozen(*ANALYSIS_MODULES)
-            analysis = api.analyze_read(ingested, inputs, rules_dirs=[str(d) for d in rules or []],
-                                        command=" ".join(argv), limits=limits)
+            analysis = _read_and_analyze([str(p) for p in paths], " ".join(argv), limits,
+                                         [str(d) for d in rules or []], progress)
         doc = analysis.to_dict()
         if redact_:
             doc = report.redact(doc)
@@ -877,10 +873,7 @@ def demo(
 
     try:
         with resources.as_file(resources.files("hanglens") / "_demo" / "job") as job:
-            _import_frozen("hanglens.api")
-            ingested = api.read([job])
-            _import_frozen(*ANALYSIS_MODULES)
-            doc = api.analyze_read(ingested, [job], command="hanglens demo").to_dict()
+            doc = _read_and_analyze([str(job)], "hanglens demo", _limits(None)).to_dict()
         output.mkdir(parents=True, exist_ok=True)
         target = output / DEMO_REPORT
         _save(target, render_html(doc))
