@@ -96,6 +96,23 @@ def test_size_disagreement_names_the_minority() -> None:
     assert dis[2]["size_differs"] and not dis[2]["op_differs"]
 
 
+def test_unnumbered_timeouts_of_torch_110_are_compared_at_each_ranks_oldest_work() -> None:
+    """torch 1.10 prints no SeqNum: each rank's first timed-out work is its oldest unfinished one."""
+    def old(rank: int, op: str) -> Event:
+        return ev("hang_detected", rank, detector="watchdog", seq=None, op=op, timeout_ms=1800000)
+
+    evs = [old(r, "BROADCAST" if r == 1 else "ALLREDUCE") for r in range(4)]
+    evs.append(old(0, "BROADCAST"))  # a later work of rank 0: not its oldest, not compared
+    dis = {r["rank"]: r for r in rows(build(evs), "collective_disagreement")}
+    assert [r for r, d in dis.items() if d["minority"]] == [1]
+    assert dis[1]["op_differs"] and dis[1]["seq"] is None
+    same = [old(r, "ALLREDUCE") for r in range(4)]
+    assert rows(build(same), "collective_disagreement") == []
+    # a rank that also states a sequence number is compared by it, never at the unnumbered frontier
+    mixed = [old(0, "ALLGATHER"), *(watchdog(r, 9) for r in range(1, 4)), watchdog(0, 9)]
+    assert rows(build(mixed), "collective_disagreement") == []
+
+
 def test_two_sided_size_tie_has_no_minority_and_no_tie_breaker() -> None:
     for big in (0, 1):  # mirrored: neither the larger buffer nor the lower rank is singled out
         evs = [watchdog(0, 7, numel=100 if big == 0 else 50), watchdog(1, 7, numel=50 if big == 0 else 100)]
