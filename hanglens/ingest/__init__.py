@@ -359,10 +359,10 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
     out = Ingested(skipped=skipped)
     for f, fe in zip(files, job, strict=True):
         ranks = {e.rank for e in fe.events if e.rank is not None} | f.envelope_ranks
-        if f.origin.rank is not None:
-            ranks.add(f.origin.rank)
+        if fe.origin.rank is not None:   # attribution may learn a file's rank from its series (Slurm tasks)
+            ranks.add(fe.origin.rank)
         hosts = {e.host for e in fe.events if e.host} | ({f.origin.host} if f.origin.host else set())
-        out.files.append(InputFile(f.display, f.size, f.lines, f.origin, tuple(sorted(ranks)),
+        out.files.append(InputFile(f.display, f.size, f.lines, fe.origin, tuple(sorted(ranks)),
                                    tuple(sorted(hosts)), len(fe.events)))
         out.events.extend(fe.events)
         out.sources[f.display] = f.locator

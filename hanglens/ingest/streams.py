@@ -61,7 +61,7 @@ def _claims(events: Iterable[Event]) -> set[int]:
     return out
 
 
-def _several_processes(events: list[Event]) -> bool:
+def several_processes(events: list[Event]) -> bool:
     """Does the stream show the output of more than one process (or a launcher of several)?"""
     local_ranks: set[int] = set()
     pids: set[tuple[str, int]] = set()
@@ -131,7 +131,7 @@ def stream_ranks(events: list[Event], mpi_ranks: Mapping[str, int],
         claims = _claims(evs)
         if writer is None:
             claims |= envelope_ranks
-        if len(claims) != 1 or _several_processes(evs):
+        if len(claims) != 1 or several_processes(evs):
             continue
         rank = next(iter(claims))
         if any(e.kind == "child_failed" and _int(e.get("failed_rank")) not in (None, rank) for e in evs):
