@@ -489,10 +489,14 @@ _DISTRIBUTED_ERROR = ("Detected mismatch between collectives", "DistBackendError
 
 def _waits_in_collective(e: Event, site: callsite.CallSite) -> bool:
     """A stack in a c10d function always counts; one in autograd's backward only when what it raised is a
-    distributed error (DDP's reducer waits there; an OOM in backward is the rank's own fault)."""
+    distributed error (DDP's reducer waits there; an OOM in backward is the rank's own fault) or the stop
+    itself: a Ctrl-C / SIGINT's KeyboardInterrupt shows where the main thread was waiting when the user
+    stopped it, like a stack dump (failure-signatures.md section 16 item 4)."""
     if site.call != "backward" or e.kind == "stack_dump":
         return True
     text = f"{e.get('exc_type') or ''}: {e.get('message') or ''}"
+    if str(e.get("exc_type") or "").endswith("KeyboardInterrupt"):
+        return True
     return is_victim_exception(e) or any(m in text for m in _DISTRIBUTED_ERROR)
 
 
