@@ -209,9 +209,13 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "hang",
-            ("rank", "host", "detector", "pg", "seq", "op", "timeout_ms", "time", *_EVIDENCE),
+            ("rank", "host", "detector", "pg", "seq", "op", "timeout_ms", "time", "started", "before_peers",
+             *_EVIDENCE),
             "One row per rank and detector that reported a hang (watchdog, heartbeat monitor, gloo, store, "
-            "DataLoader, blocking wait, monitored barrier).",
+            "DataLoader, blocking wait, monitored barrier); `started` when its wait began (time minus `ran "
+            "for` / the timeout, or minus `stuck for`); `before_peers` on a heartbeat monitor's row when "
+            "that rank timed out on nothing itself and its watchdog was stuck before every other rank's "
+            "collective wait began (failure-signatures.md section 0.2 R3).",
         ),
         FactSpec(
             "victim_signals",

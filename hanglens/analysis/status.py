@@ -56,10 +56,22 @@ def single_node(events: Sequence[Event]) -> bool:
 
     Two torchrun agents writing under different launcher prefixes (Slurm `srun -l` with one torchrun per
     task) are two nodes too: there the task id is the node index, not a rank (log-formats.md section 9.3).
+    So is an agent naming local ranks below every global rank its workers print (`[5]:`, `[rank5]:`): a
+    node's ranks are node_rank * nproc_per_node + local_rank, so its workers' ranks start above 0 only on a
+    node other than the first (section 3.5).
     """
     hosts = set()
     agents = set()
+    printed: set[int] = set()
+    named_local: set[int] = set()
     for e in events:
+        if e.kind in ("worker_failed", "launcher_exit"):
+            lr = e.get("local_rank")
+            if isinstance(lr, int) and not isinstance(lr, bool):
+                named_local.add(lr)
+        elif (e.rank is not None and e.kind not in AGENT_EVENT_KINDS and e.parser != "elastic"
+              and "ChildFailedError" not in str(e.get("exc_type") or "")):
+            printed.add(e.rank)   # a worker's own line (the agent's lines name others' ranks)
         if e.writer and e.kind in _TORCHRUN_AGENT_KINDS:
             agents.add(e.writer)
             if len(agents) > 1:
@@ -69,7 +81,7 @@ def single_node(events: Sequence[Event]) -> bool:
                 hosts.add(str(h))
         if len(hosts) > 1:  # a second host settles it (the rest of a big job need not be read)
             return False
-    return True
+    return not (printed and named_local and min(printed) > max(named_local))
 
 
 def is_own_crash(e: Event) -> bool:
@@ -123,9 +135,40 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
     return out
 
 
+# How much later than the peers' back-dated wait a stuck watchdog may have begun and still come first: the
+# peers enqueue the collective at the end of their step, the stuck rank blocks somewhere in that step.
+STUCK_LEAD_SLACK_S = 60.0
+
+
+def _started(e: Event) -> float | None:
+    """When the waiting a hang line reports began (failure-signatures.md section 0.2 R3): its time minus
+    how long it ran (`ran for`, else the timeout) for a collective, minus `stuck for` for a heartbeat."""
+    if e.time is None:
+        return None
+    ms = e.get("elapsed_ms") if isinstance(e.get("elapsed_ms"), int) else e.get("timeout_ms")
+    if e.get("detector") == "heartbeat_monitor":
+        stuck = e.get("stuck_s")
+        return e.time - stuck if isinstance(stuck, (int, float)) and not isinstance(stuck, bool) else None
+    return e.time - ms / 1000.0 if isinstance(ms, int) and not isinstance(ms, bool) else None
+
+
 def hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
-    rows = [
-        {
+    """One row per hang line; `started` the back-dated start of the wait, and for a heartbeat monitor's
+    "watchdog got stuck" `before_peers`: the rank timed out on no collective itself, and its watchdog was
+    stuck before (or within STUCK_LEAD_SLACK_S of) the start of every other rank's collective timeout, all
+    of them dated (R3: the earliest start is the cause, the later waits its consequence)."""
+    hangs = [e for e in events if e.kind == "hang_detected"]
+    waits = [e for e in hangs if e.get("detector") in ("watchdog", "blocking_wait") and e.rank is not None]
+    rows = []
+    for e in hangs:
+        start = _started(e)
+        before = None
+        if e.get("detector") == "heartbeat_monitor" and e.rank is not None:
+            others = [w for w in waits if w.rank != e.rank]
+            starts = [_started(w) for w in others]
+            before = (start is not None and bool(others) and all(w.rank != e.rank for w in waits)
+                      and all(t is not None and start <= t + STUCK_LEAD_SLACK_S for t in starts))
+        rows.append({
             "rank": e.rank,
             "host": host_of(e, hosts),
             "detector": e.get("detector"),
@@ -134,12 +177,11 @@ def hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             "op": e.get("op"),
             "timeout_ms": e.get("timeout_ms"),
             "time": e.time,
+            "started": start,
+            "before_peers": before,
             "path": e.ref.path,
             "line": e.ref.line,
-        }
-        for e in events
-        if e.kind == "hang_detected"
-    ]
+        })
     return sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["path"], r["line"]))
 
 

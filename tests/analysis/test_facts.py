@@ -504,3 +504,13 @@ def test_waiting_ranks_are_listed_for_a_bar_that_outlasts_only() -> None:
     assert packing["outlasts_timeout"] and packing["waiting_ranks"] == list(range(1, 200))
     assert not by_label["done"]["outlasts_timeout"] and by_label["done"]["waiting_ranks"] == []
     assert by_label["done"]["wait"] == "timeout" and by_label["done"]["timeout_s"] == 900
+
+
+def test_an_agents_local_rank_is_not_global_when_its_workers_print_higher_ranks() -> None:
+    """A node whose workers print ranks 4-7 is not the first node: the agent's local rank 1 is not rank 1."""
+    from hanglens.analysis.status import single_node
+
+    workers = [ev("progress", r, step=10) for r in (4, 5, 6, 7)]
+    failed = ev("worker_failed", None, exitcode=1, local_rank=1, signal=None)
+    assert not single_node([*workers, failed])
+    assert single_node([ev("progress", r, step=10) for r in (0, 1, 3)] + [failed])
