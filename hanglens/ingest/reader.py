@@ -261,6 +261,7 @@ class Reader:
         self.seen_b: set[bytes] = set()  # the ASCII keys of `seen`, as bytes (checked before decoding)
         self.mpi_ranks: dict[str, int] = {}   # Open MPI writer -> its tag's rank
         self.task_ranks: dict[str, int] = {}  # SLURM `srun -l` writer -> its task id
+        self.task_launcher = False
         self.repeats = 0
         self.repeat_matters = [cls.repeats_matter for cls in parser_classes]
         self.scanned = False  # True while reading blocks whose `[rankN]:` envelopes `_block` records
@@ -448,6 +449,8 @@ class Reader:
             self.mpi_ranks.setdefault(env.writer, env.mpi_rank)
         elif env.task is not None and env.writer == f"task {env.task}" and len(self.task_ranks) < MAX_SEEN:
             self.task_ranks.setdefault(env.writer, env.task)
+        elif env.task is not None and env.mpi_rank is None:
+            self.task_launcher = True   # a launcher prefix under a label (`3: [default1]:`): tasks are nodes
         return LogLine(
             text=env.text, raw=raw.rstrip("\n"), ref=SourceRef(self.path, num), rank=rank,
             host=env.host or o.host,
@@ -895,7 +898,8 @@ class Reader:
                       for e in res.events]
         if self.origin.rank is None:
             # A stream whose own lines name one rank (or one Open MPI process's tag) owns its unranked lines.
-            owners = stream_ranks(res.events, self.mpi_ranks, self.envelope_ranks, self.task_ranks)
+            owners = stream_ranks(res.events, self.mpi_ranks, self.envelope_ranks,
+                                  {} if self.task_launcher else self.task_ranks)
             # A tqdm bar with another writer's line glued to it is not that writer's (see `rank_for`).
             res.events = [replace(e, rank=owners[e.writer])
                           if e.rank is None and e.writer in owners and not is_agent_event(e)
