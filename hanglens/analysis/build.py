@@ -98,6 +98,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
         if f.origin.rank is not None:
             seen.add(f.origin.rank)
     seen |= named_ranks(evs)
+    seen |= status.clean_exit_ranks(evs)   # a launcher table's gaps are workers it started
     # Ranks are 0..N-1: a stated world size, or else the highest rank seen, bounds the ranks that exist.
     bound = world if world and world <= 65536 else (max(seen) + 1 if seen and max(seen) < 65536 else 0)
     ranks = sorted(seen | set(range(bound)))

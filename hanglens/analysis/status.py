@@ -374,6 +374,43 @@ def own_log_ranks(files: Sequence[InputFile]) -> set[int]:
     return {f.origin.rank for f in files if f.origin.rank is not None}
 
 
+def clean_exit_ranks(events: Sequence[Event]) -> set[int]:
+    """Ranks that exited 0 while their agent's other workers failed, read off a whole ChildFailedError table.
+
+    Since torch 2.10 (pytorch#160908) torchrun lists every local worker whose exit code was not 0: the
+    failed ones and the survivors it stopped (with their signal); earlier releases left the stopped
+    survivors out. So a local rank missing from a complete table had exited 0 only where the agent's own
+    lines show it stopped nobody the table leaves out: its `failed (exitcode ...)` line is in the same file
+    and every pid it sent a closing signal to is in the table. The agent's local ranks are those below the
+    highest one the table lists, and all below `--nproc-per-node` when the command line states it.
+    """
+    nprocs = {e.get("nproc_per_node") for e in events if e.kind == "launch_config"} - {None}
+    nproc = next(iter(nprocs)) if len(nprocs) == 1 else None
+    by_path: dict[str, list[Event]] = defaultdict(list)
+    for e in events:
+        if e.kind in ("child_failed", "closing_signal", "worker_failed"):
+            by_path[e.ref.path].append(e)
+    out: set[int] = set()
+    for evs in by_path.values():
+        listed_pids = {e.get("pid") for e in evs if e.kind == "child_failed"}
+        stopped = {e.get("pid") for e in evs if e.kind == "closing_signal"}
+        if not any(e.kind == "worker_failed" for e in evs) or not stopped <= listed_pids:
+            continue
+        for e in evs:
+            locals_ = e.get("table_local_ranks") if e.kind == "child_failed" else None
+            rank, local = e.get("failed_rank"), e.get("local_rank")
+            if not isinstance(locals_, list) or not isinstance(rank, int) or not isinstance(local, int):
+                continue
+            listed = {v for v in locals_ if isinstance(v, int)}
+            if not listed:
+                continue
+            span = set(range(max(listed)))
+            if isinstance(nproc, int) and max(listed) < nproc <= 4096:
+                span |= set(range(nproc))
+            out |= {rank - local + v for v in span - listed}
+    return out
+
+
 def rank_status_rows(
     events: Sequence[Event],
     ranks: Sequence[int],
@@ -394,6 +431,7 @@ def rank_status_rows(
         v["rank"] for v in victims if v["rank"] is not None and v["signal"] not in _TEARDOWN_SIGNALS
     }
     exit_only = _exit_only_crashes(events)
+    clean = clean_exit_ranks(events)
     rows = []
     for rank in sorted(set(ranks) | set(by_rank)):
         evs = by_rank.get(rank, [])
@@ -432,6 +470,7 @@ def rank_status_rows(
                 "first_error_time": fails[0].time if fails else None,
                 "exitcode": exitcode,
                 "signal": exit_signal(exitcode),
+                "exited_clean": rank in clean and exitcode is None and not crashed and not hung,
             }
         )
     return rows
