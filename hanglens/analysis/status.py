@@ -374,8 +374,8 @@ def own_log_ranks(files: Sequence[InputFile]) -> set[int]:
     return {f.origin.rank for f in files if f.origin.rank is not None}
 
 
-# A rank's own error that it can live through: caught and logged (`logging.exception`), a retried upload, an
-# OOM a batch-size finder catches. A hang, a launcher's failure line or a sticky CUDA error is never lived through.
+# A rank's own error that it can live through: caught and logged (`logging.exception`), a retried upload,
+# an OOM a batch-size finder catches. A hang, a launcher's failure line or a sticky CUDA error never is.
 _SURVIVABLE_KINDS = frozenset({"exception", "error_line", "oom", "dataloader_error"})
 _ERROR_LEVELS = frozenset({"E", "F", "C"})
 
@@ -423,7 +423,8 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
     if not last_line:
         return out
     for i, e in enumerate(events):
-        if not (e.kind in _SURVIVABLE_KINDS or (e.kind not in FAILURE_KINDS and (e.level or "") in _ERROR_LEVELS)):
+        logged = e.kind not in FAILURE_KINDS and (e.level or "") in _ERROR_LEVELS
+        if not (e.kind in _SURVIVABLE_KINDS or logged):
             continue
         key = writer(e)
         if key is None or key not in last_line:

@@ -68,9 +68,10 @@ CPU_ALLOC_RE = re.compile(
     r"(?P<bytes>\d{1,20}) bytes"
 )
 # Python's own allocation failure as the exception line of a traceback: `MemoryError` (CPython, any
-# extension that calls PyErr_NoMemory) and numpy's `_ArrayMemoryError: Unable to allocate <size> for an array`.
+# extension that calls PyErr_NoMemory) and numpy's `_ArrayMemoryError: Unable to allocate <size> ...`.
 PY_MEMORY_RE = re.compile(
-    rf"^(?:numpy\.(?:_?core\.)?_exceptions\._ArrayMemoryError: Unable to allocate (?P<v>{SIZE})|MemoryError(?::|$))"
+    r"^(?:numpy\.(?:_?core\.)?_exceptions\._ArrayMemoryError: Unable to allocate "
+    rf"(?P<v>{SIZE})|MemoryError(?::|$))"
 )
 OOM_KILL_RE = re.compile(r"oom-kill:[^\r\n]{0,1024}?\btask=(?P<comm>[^,\s]{0,255}),pid=(?P<pid>\d{1,10})")
 XID_RE = re.compile(
@@ -354,15 +355,16 @@ class CudaParser(Parser):
             "Linux 4.19+ dmesg",
         ),
         Example(
-            "[rank3]: RuntimeError: [enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: can't "
-            "allocate memory: you tried to allocate 85899345920 bytes. Error code 12 (Cannot allocate memory)",
+            "[rank3]: RuntimeError: [enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: "
+            "can't allocate memory: you tried to allocate 85899345920 bytes. Error code 12 (Cannot allocate "
+            "memory)",
             "oom",
             {"device": "cpu", "requested": 85899345920},
             "torch 1.x-2.x on Linux (c10/core/impl/alloc_cpu.cpp; written here from that source)",
         ),
         Example(
-            "RuntimeError: [enforce fail at ..\\c10\\core\\impl\\alloc_cpu.cpp:72] data. DefaultCPUAllocator: "
-            "not enough memory: you tried to allocate 3221225472 bytes.",
+            "RuntimeError: [enforce fail at ..\\c10\\core\\impl\\alloc_cpu.cpp:72] data. "
+            "DefaultCPUAllocator: not enough memory: you tried to allocate 3221225472 bytes.",
             "oom",
             {"device": "cpu", "requested": 3221225472},
             "torch 1.x-2.x on Windows (c10/core/impl/alloc_cpu.cpp; written here from that source)",

@@ -211,8 +211,8 @@ class ElasticParser(Parser):
                   "the agent is signalling a surviving local worker to stop"),
         EventSpec("child_failed", ("failed_rank", "local_rank", "failed_host", "exitcode", "pid", "signal",
                                    "failure_time", "root_cause", "error_file", "table_local_ranks"),
-                  "one block of the ChildFailedError summary table; `table_local_ranks`: every local rank the "
-                  "whole table lists (only when the table was read from its header to its closing rule)"),
+                  "one block of the ChildFailedError summary table; `table_local_ranks`: every local rank "
+                  "the whole table lists (only when the table was read from its header to its closing rule)"),
         EventSpec("worker_group_restart", ("restarts_left", "max_restarts", "state", "role"),
                   "the agent restarts the worker group"),
         EventSpec("launcher_exit", ("exitcode", "pid", "launcher", "signal", "local_rank"),

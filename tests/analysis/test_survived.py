@@ -32,7 +32,8 @@ FATAL_THEN_BUFFERED = """\
 [default0]:[rank0]: ValueError: shard 17 has no rows
 [default0]:step 0 loss 0.5020
 [default0]:step 1 loss 0.4377
-[default1]:[rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.1.0.5]:41622
+[default1]:[rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by \
+peer [10.1.0.5]:41622
 """
 
 
