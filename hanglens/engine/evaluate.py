@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pandas as pd
-import regex
 
+from hanglens import lazyre
 from hanglens.analysis.facts_spec import FACT_SPECS
 from hanglens.analysis.kinds import FAILURE_KINDS, is_failure_warning
 from hanglens.engine import template
@@ -24,7 +23,7 @@ __all__ = ["REGEX_TIMEOUT_S", "EngineResult", "Evidence", "Finding", "NotEvaluab
 
 REGEX_TIMEOUT_S = 0.5
 _ERROR_LEVELS = frozenset({"E", "F", "C"})
-_SPACE = re.compile(r"\s+")
+_SPACE = lazyre.compile(r"\s+")
 _UNKNOWN_FIRST_STEP = ("While it hangs, take `py-spy dump --pid <PID>` of every rank; rerun with "
                        "NCCL_DEBUG=INFO, TORCH_DISTRIBUTED_DEBUG=DETAIL and "
                        "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 (flight recorder), "
@@ -235,6 +234,8 @@ _PATTERNS: dict[str, Any] = {}
 def _pattern(source: str) -> Any:
     compiled = _PATTERNS.get(source)
     if compiled is None:
+        import regex  # only rules with a `regex` condition reached by the facts need it
+
         compiled = _PATTERNS[source] = regex.compile(source)
     return compiled
 

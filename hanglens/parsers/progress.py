@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
 
-import regex
-
+from hanglens import lazyre
 from hanglens.errors import UsageError
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, to_int
@@ -33,26 +32,28 @@ BAR = r"\|[^|\r\n]{0,512}\|"
 
 # Named shapes, most specific first; each has a `step` group and may have `total`, `epoch`.
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("megatron", re.compile(rf"\biteration{SP1}(?P<step>{NUM}){SP}/{SP}(?P<total>{NUM}){SP}\|")),
-    ("torchtitan", re.compile(rf"(?<![\w])step:{SP}(?P<step>{NUM}){SP1}loss:")),
-    ("lightning", re.compile(
+    ("megatron", lazyre.compile(rf"\biteration{SP1}(?P<step>{NUM}){SP}/{SP}(?P<total>{NUM}){SP}\|")),
+    ("torchtitan", lazyre.compile(rf"(?<![\w])step:{SP}(?P<step>{NUM}){SP1}loss:")),
+    ("lightning", lazyre.compile(
         rf"(?<![\w])Epoch (?P<epoch>{NUM}):{SP}(?P<pct>\d{{1,3}})%{BAR}{SP}"
         rf"(?P<step>{NUM})/(?P<total>{NUM})")),
-    ("tqdm", re.compile(rf"(?<!\d)(?P<pct>\d{{1,3}})%{BAR}{SP}(?P<step>{NUM})/(?P<total>{NUM})(?={SP}\[)")),
-    ("tqdm", re.compile(
+    ("tqdm", lazyre.compile(
+        rf"(?<!\d)(?P<pct>\d{{1,3}})%{BAR}{SP}(?P<step>{NUM})/(?P<total>{NUM})(?={SP}\[)")
+    ),
+    ("tqdm", lazyre.compile(
         rf"(?<![\w/.])(?P<step>{NUM})/(?P<total>{NUM}) \[\d{{1,9}}:\d\d(?::\d\d)?<"
         rf"(?:\d{{1,9}}:\d\d(?::\d\d)?|\?)")),
-    ("tqdm", re.compile(rf"(?<![\w/.])(?P<step>{NUM})it \[\d{{1,9}}:\d\d(?::\d\d)?[,\]]")),
-    ("hf_trainer", re.compile(r"\{'loss': [^{}]{0,2048}?'epoch': (?P<epoch>\d{1,20}(?:\.\d{1,20})?)")),
-    ("epoch_samples", re.compile(
+    ("tqdm", lazyre.compile(rf"(?<![\w/.])(?P<step>{NUM})it \[\d{{1,9}}:\d\d(?::\d\d)?[,\]]")),
+    ("hf_trainer", lazyre.compile(r"\{'loss': [^{}]{0,2048}?'epoch': (?P<epoch>\d{1,20}(?:\.\d{1,20})?)")),
+    ("epoch_samples", lazyre.compile(
         rf"(?<![\w])Epoch:? (?P<epoch>{NUM}) \[(?P<step>{NUM})/(?P<total>{NUM}) \(\d{{1,3}}%\)\]")),
-    ("epoch_bracket", re.compile(
+    ("epoch_bracket", lazyre.compile(
         rf"(?<![\w])Epoch \[(?P<epoch>{NUM})/(?P<epoch_total>{NUM})\](?:[^\r\n]{{0,256}}?(?<![\w])Step "
         rf"\[(?P<step>{NUM})/(?P<total>{NUM})\])?")),
-    ("step", re.compile(
+    ("step", lazyre.compile(
         rf"(?<![\w])(?:global_)?[Ss]tep(?! size){SP}(?:[:=#]{SP})?(?P<step>{NUM})(?!\.\d)"
         rf"(?:{SP}(?:/|of){SP}(?P<total>{NUM}))?")),
-    ("iteration", re.compile(
+    ("iteration", lazyre.compile(
         rf"(?<![\w])(?:[Ii]ter(?:ation)?|it){SP}(?:[:=#]{SP})?(?P<step>{NUM})(?!\.\d)"
         rf"(?:{SP}/{SP}(?P<total>{NUM}))?")),
 )
@@ -60,14 +61,14 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 PATTERN_LITERALS: tuple[str, ...] = (
     "iteration", "step:", "%|", "%|", " [", "it [", "{'loss': ", "poch", "Epoch [", "tep", "t",
 )
-EPOCH_RE = re.compile(
+EPOCH_RE = lazyre.compile(
     rf"(?<![\w])[Ee]poch{SP}(?:[:=]{SP})?\[?(?P<epoch>\d{{1,20}}(?:\.\d{{1,20}})?)(?!\d)(?:{SP}/{SP}(?P<total>{NUM}))?"
 )
 # The tqdm label is the text before the bar's percentage, after the last `|` or line break.
 LABEL_CUT = ("|", "\r", "\n")
 # tqdm's times after the counter: `[<elapsed><<remaining>` (`format_interval`: MM:SS, or H:MM:SS from an
 # hour on; `?` while the rate is unknown), looked for in the few characters after the counter.
-TIMES_RE = re.compile(r"\[(?P<elapsed>\d{1,9}:\d\d(?::\d\d)?)<(?P<remaining>\d{1,9}:\d\d(?::\d\d)?|\?)")
+TIMES_RE = lazyre.compile(r"\[(?P<elapsed>\d{1,9}:\d\d(?::\d\d)?)<(?P<remaining>\d{1,9}:\d\d(?::\d\d)?|\?)")
 TIMES_LOOKAHEAD = 80
 
 _user: dict[str, Any] = {"pattern": None}
@@ -79,7 +80,7 @@ _user: dict[str, Any] = {"pattern": None}
 # dot or colon before the label's end), and with no `poch`, `step` or `iteration` in the label the
 # first shape of PATTERNS that matches it is the first `tqdm` one, at the percentage. Linear: bounded
 # pieces, no nested quantifiers.
-BAR_REDRAW_RE = re.compile(
+BAR_REDRAW_RE = lazyre.compile(
     r"(?P<head>[ \t]{0,8}(?:[A-Za-z][A-Za-z _-]{0,62}:[ \t]{0,8})?)(?P<pct>\d{1,3})%"
     r"\|[ #=>0-9\u2588-\u258f-]{0,512}\|[ \t]{0,64}(?P<step>\d{1,18})/(?P<total>\d{1,18}) "
     r"\[(?P<elapsed>\d{1,9}:\d\d(?::\d\d)?)<(?P<remaining>\d{1,9}:\d\d(?::\d\d)?|\?)"
@@ -163,6 +164,8 @@ def set_user_pattern(regex_text: str | None, trigger: str | None = None) -> None
     if regex_text is None:
         ProgressParser.triggers = base
         return
+    import regex  # only for a user pattern: the module costs a few tens of milliseconds to import
+
     try:
         compiled = regex.compile(regex_text)
     except regex.error as exc:
