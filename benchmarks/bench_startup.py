@@ -82,7 +82,8 @@ def commands(src: Path, script: bool, out: str) -> dict[str, list[str]]:
 # timed with process CPU; prints a list of (step, seconds).
 PHASES = r"""
 import gc, os, sys, time
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as hanglens/__main__.py does
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
 out, t = [], time.process_time()
 def step(name):
     global t

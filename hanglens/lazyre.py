@@ -5,7 +5,8 @@ took about a third of a small analysis's own time, though a run uses only the fa
 `compile` returns a stand-in typed as `re.Pattern`: the first call of any pattern method compiles it once
 and stores the compiled pattern's bound methods in the stand-in's slots, so every later call costs what
 a call on the compiled pattern costs. `pattern` is there without compiling (patterns built from others
-read it). Not a `re.Pattern` instance: pass `.compiled()` to code that checks the type.
+read it). Not a `re.Pattern` instance: pass `.compiled()` to code that checks the type, and tell patterns
+apart by what was searched, not by `match.re is NAME_RE` (`match.re` is the compiled pattern).
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def size_error_rows(events: Sequence[Event], hosts: dict[int, str], calls: Seque
         if m is None:
             continue
         receiver = e.rank
-        if m.re is TRUNCATED_RE:
+        if e.kind == "nccl_warn":  # the match is TRUNCATED_RE's
             ip = m["ip"]
             behind = set(ip_ranks.get(ip, set()))
             behind |= {r for r, h in hosts.items() if h in ip_hosts.get(ip, set())}
