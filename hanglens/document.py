@@ -11,7 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from hanglens import __version__, lazyre
+from hanglens import __version__
+from hanglens import lazyre as re
 from hanglens.analysis import Tables
 from hanglens.model import YEARLESS_YEAR, Category, Event, InputFile, Skipped, SourceRef, utf8_text
 
@@ -189,7 +190,7 @@ def _versions(tables: Tables) -> dict[str, Any]:
 
 # torchrun's own summary of a failure (the ChildFailedError traceback and its "FAILED" banner) repeats
 # what the workers' events already say; it is not an error line that no rule explained.
-_LAUNCHER_LINE = lazyre.compile(
+_LAUNCHER_LINE = re.compile(
     r"ChildFailedError|elastic\.multiprocessing\.errors|^\s*\S+ FAILED\s*$|^\s*(?:Root Cause|Failures):"
 )
 
@@ -342,7 +343,7 @@ _STACKS = (
 )
 
 
-_NCCL_SAYS = lazyre.compile(r"^.*?NCCL (?:WARN|INFO)\s*(?:NET/\w+\s*:\s*)?")
+_NCCL_SAYS = re.compile(r"^.*?NCCL (?:WARN|INFO)\s*(?:NET/\w+\s*:\s*)?")
 
 
 def _observed(tables: Tables, file_rank: dict[str, int]) -> dict[str, str] | None:

@@ -1,7 +1,10 @@
-"""Module-level regular expressions compiled on first use, so importing the parsers compiles none of them.
+"""`re` with module-level patterns compiled on first use, so importing the parsers compiles none of them.
 
-The reader and the parsers hold a few hundred patterns; compiling them all when `hanglens.api` is imported
+The reader and the parsers hold a few hundred patterns; compiling them all when `hanglens.api` was imported
 took about a third of a small analysis's own time, though a run uses only the families its logs hold.
+Modules that hold many patterns import this module as `re` (`from hanglens import lazyre as re`): their
+`re.compile(...)` lines stay as they are, everything else is the standard `re`.
+
 `compile` returns a stand-in typed as `re.Pattern`: the first call of any pattern method compiles it once
 and stores the compiled pattern's bound methods in the stand-in's slots, so every later call costs what
 a call on the compiled pattern costs. `pattern` is there without compiling (patterns built from others
@@ -12,9 +15,43 @@ apart by what was searched, not by `match.re is NAME_RE` (`match.re` is the comp
 from __future__ import annotations
 
 import re
+from re import (
+    ASCII,
+    DOTALL,
+    IGNORECASE,
+    LOCALE,
+    MULTILINE,
+    UNICODE,
+    VERBOSE,
+    A,
+    I,
+    L,
+    M,
+    Match,
+    Pattern,
+    RegexFlag,
+    S,
+    U,
+    X,
+    error,
+    escape,
+    findall,
+    finditer,
+    fullmatch,
+    match,
+    purge,
+    search,
+    split,
+    sub,
+    subn,
+)
 from typing import Any, AnyStr, cast
 
-__all__ = ["LazyPattern", "compile"]
+__all__ = [
+    "ASCII", "DOTALL", "IGNORECASE", "LOCALE", "MULTILINE", "UNICODE", "VERBOSE", "A", "I", "L",
+    "LazyPattern", "M", "Match", "Pattern", "RegexFlag", "S", "U", "X", "compile", "error", "escape",
+    "findall", "finditer", "fullmatch", "match", "purge", "search", "split", "sub", "subn",
+]
 
 # What the stand-in answers after compiling: re.Pattern's methods and attributes (not `pattern`).
 _FILLED = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split", "scanner",

@@ -17,21 +17,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 
 STEP, BOUNDARY, SECTION = "step", "boundary", "section"
 LEVEL = {STEP: 0, BOUNDARY: 1, SECTION: 2}
 
-FRAME_RE = lazyre.compile(r"^(?P<file>.*?):(?P<line>\d{1,9}) in (?P<func>.+)$")
+FRAME_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d{1,9}) in (?P<func>.+)$")
 C10D_FILE = "distributed_c10d.py"
 C10D_WRAPPERS = frozenset({"wrapper", "inner", "_fn", "decorate_context"})
 # torch.distributed's own helpers between the caller and the collective (c10d_logger's wrapper, ...).
-TORCH_DISTRIBUTED_RE = lazyre.compile(r"(?:^|/)torch/distributed/(?!checkpoint/|fsdp/)")
-LIBRARY_RE = lazyre.compile(r"(?:^|/)torch/|site-packages|dist-packages")
+TORCH_DISTRIBUTED_RE = re.compile(r"(?:^|/)torch/distributed/(?!checkpoint/|fsdp/)")
+LIBRARY_RE = re.compile(r"(?:^|/)torch/|site-packages|dist-packages")
 # The training step's own machinery: backward (DDP's reducer all-reduces gradients from autograd hooks),
 # DDP's forward, the optimizer.
-STEP_LIBRARY_RE = lazyre.compile(r"(?:^|/)torch/(?:autograd/|optim/|nn/parallel/distributed\.py)")
-AUTOGRAD_RE = lazyre.compile(r"(?:^|/)torch/autograd/")
+STEP_LIBRARY_RE = re.compile(r"(?:^|/)torch/(?:autograd/|optim/|nn/parallel/distributed\.py)")
+AUTOGRAD_RE = re.compile(r"(?:^|/)torch/autograd/")
 # Collectives that move pickled Python objects (metadata, metrics, checkpoint state), never the step's
 # tensors (distributed_c10d.py *_object_list / *_object).
 OBJECT_COLLECTIVES = frozenset({"broadcast_object_list", "all_gather_object", "gather_object",
@@ -48,7 +48,7 @@ SECTION_PAIRS = frozenset({("main", "process"), ("is", "main"), ("rank", "zero")
                            ("only", "main"), ("global", "zero")})
 STEP_WORDS = frozenset({"backward", "grad", "grads", "gradient", "gradients", "loss", "losses", "optimizer",
                         "forward", "step"})
-_TOKEN_RE = lazyre.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_TOKEN_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
 @dataclass(frozen=True, slots=True)

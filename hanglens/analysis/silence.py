@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.analysis.kinds import FAILURE_KINDS, host_of
 from hanglens.model import AGENT_EVENT_KINDS, Event
 
@@ -18,7 +18,7 @@ Row = dict[str, Any]
 DIST_PARSERS = frozenset({"c10d", "wrapper", "nccl", "gloo", "store", "elastic", "ddp"})
 # Signals a stop from outside sends; a worker that died of one of these was stopped, it did not fail.
 STOP_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
-_GOT_SIGNAL = lazyre.compile(r"got signal: (?P<num>\d{1,3})")
+_GOT_SIGNAL = re.compile(r"got signal: (?P<num>\d{1,3})")
 _SIGNALS = {1: "SIGHUP", 2: "SIGINT", 15: "SIGTERM", 9: "SIGKILL"}
 # How each kind of stop reads in a report.
 STOP_WORDS = {

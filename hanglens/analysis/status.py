@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.analysis.kinds import (
     CRASH_KINDS,
     FAILURE_KINDS,
@@ -300,7 +300,7 @@ def first_failure_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[R
 
 
 _COMPONENTS = {"torch", "cuda", "nccl", "driver", "python"}
-_RELEASE_RE = lazyre.compile(r"^(\d{1,4}(?:\.\d{1,6}){0,3})")
+_RELEASE_RE = re.compile(r"^(\d{1,4}(?:\.\d{1,6}){0,3})")
 
 
 def normalise_version(component: str, version: str) -> str:

@@ -18,15 +18,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import Event
 
 Row = dict[str, Any]
-TRUNCATED_RE = lazyre.compile(r"peer (?P<ip>[0-9A-Fa-f.:]{3,64})<\d{1,6}> message truncated : receiving "
+TRUNCATED_RE = re.compile(r"peer (?P<ip>[0-9A-Fa-f.:]{3,64})<\d{1,6}> message truncated : receiving "
                           r"(?P<remote>\d{1,15}) bytes instead of (?P<local>\d{1,15})")
-GLOO_SIZE_RE = lazyre.compile(
-    r"op\.preamble\.length <= op\.nbytes\. (?P<remote>\d{1,15}) vs (?P<local>\d{1,15})"
-)
+GLOO_SIZE_RE = re.compile(r"op\.preamble\.length <= op\.nbytes\. (?P<remote>\d{1,15}) vs (?P<local>\d{1,15})")
 P2P_CALLS = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv", "send_object_list",
                        "recv_object_list"})
 P2P_OPS = frozenset({"SEND", "RECV", "RECV_ANY_SOURCE"})

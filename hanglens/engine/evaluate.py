@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.analysis.facts_spec import FACT_SPECS
 from hanglens.analysis.kinds import FAILURE_KINDS, is_failure_warning
 from hanglens.engine import template
@@ -23,7 +23,7 @@ __all__ = ["REGEX_TIMEOUT_S", "EngineResult", "Evidence", "Finding", "NotEvaluab
 
 REGEX_TIMEOUT_S = 0.5
 _ERROR_LEVELS = frozenset({"E", "F", "C"})
-_SPACE = lazyre.compile(r"\s+")
+_SPACE = re.compile(r"\s+")
 _UNKNOWN_FIRST_STEP = ("While it hangs, take `py-spy dump --pid <PID>` of every rank; rerun with "
                        "NCCL_DEBUG=INFO, TORCH_DISTRIBUTED_DEBUG=DETAIL and "
                        "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 (flight recorder), "

@@ -12,7 +12,7 @@ from jinja2 import meta, nodes
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["GLOBALS", "BindingView", "environment", "find_variables", "rank_list", "render"]
@@ -189,8 +189,8 @@ def _length(value: Any) -> int | None:
     return len(value) if isinstance(value, (str, bytes, list, tuple)) else None
 
 
-_NUMBER = lazyre.compile(r"\d+")
-_NESTED = lazyre.compile(r"\{[^{}]*\{")  # a replacement field inside another: `{:>{width}}`
+_NUMBER = re.compile(r"\d+")
+_NESTED = re.compile(r"\{[^{}]*\{")  # a replacement field inside another: `{:>{width}}`
 # Filters and str methods whose numeric arguments are widths or counts of the text they build.
 _WIDTH_FILTERS = frozenset({"center", "indent", "wordwrap", "truncate", "batch", "slice"})
 _WIDTH_METHODS = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs"})

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -12,7 +11,7 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.errors import InputError
 from hanglens.ingest import flight
 from hanglens.ingest.attribute import FileEvents, attribute
@@ -49,7 +48,7 @@ if TYPE_CHECKING:
 
 PARALLEL_MIN_BYTES = 32 << 20   # below this, starting worker processes costs more than it saves
 CONTEXT_LINE_CHARS = 2000       # evidence context lines are cut here
-_TORCHRUN_JSON_RE = lazyre.compile(r"(?:^|[/!])error[\w.-]*\.json$")
+_TORCHRUN_JSON_RE = re.compile(r"(?:^|[/!])error[\w.-]*\.json$")
 
 
 @dataclass

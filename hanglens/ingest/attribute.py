@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.ingest.streams import DUMP_PARSERS
 from hanglens.ingest.streams import non_negative_int as _int
 from hanglens.model import AGENT_EVENT_KINDS, YEARLESS_YEAR, Event, Origin
@@ -21,7 +21,7 @@ from hanglens.model import AGENT_EVENT_KINDS, YEARLESS_YEAR, Event, Origin
 YEAR2000 = float(calendar.timegm((YEARLESS_YEAR, 1, 1, 0, 0, 0)))  # yearless stamps are read into this year
 YEAR2001 = float(calendar.timegm((YEARLESS_YEAR + 1, 1, 1, 0, 0, 0)))
 HALF_YEAR = 183 * 86400.0
-_LAST_NUMBER_RE = lazyre.compile(r"^(?P<pre>.*?)(?P<n>\d{1,6})(?P<post>\D*)$")
+_LAST_NUMBER_RE = re.compile(r"^(?P<pre>.*?)(?P<n>\d{1,6})(?P<post>\D*)$")
 
 
 @dataclass

@@ -37,13 +37,12 @@ import io
 import json
 import os
 import pickle
-import re
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.limits import DEFAULT_LIMITS, Limits
 from hanglens.model import Event, Origin, Skipped, SourceRef
 
@@ -51,15 +50,13 @@ MAX_ENTRIES = 2000        # newest entries read per dump (the default ring-buffe
 MAX_FRAMES = 64
 MAX_TEXT = 2000
 PICKLE_HEADERS = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
-KNOWN_PREFIX_RE = lazyre.compile(
-    r"(?:nccl|comm_lib|fr)_trace_rank_?(?P<rank>\d{1,6})(?:\.(?:pkl|pickle|json))?$"
-)
-TRAILING_DIGITS_RE = lazyre.compile(r"(?<!\d)(?P<rank>\d{1,6})$")
-JSON_NAME_RE = lazyre.compile(r"(?<!\d)(?P<rank>\d{1,6})\.json$")
+KNOWN_PREFIX_RE = re.compile(r"(?:nccl|comm_lib|fr)_trace_rank_?(?P<rank>\d{1,6})(?:\.(?:pkl|pickle|json))?$")
+TRAILING_DIGITS_RE = re.compile(r"(?<!\d)(?P<rank>\d{1,6})$")
+JSON_NAME_RE = re.compile(r"(?<!\d)(?P<rank>\d{1,6})\.json$")
 _JSON_KEYS = (b'"profiling_name"', b'"pg_config"', b'"pg_status"', b'"comm_lib_version"')
 # `nccl:all_reduce`, `gloo:_allgather_base`, `nccl:send 0->1`: backend prefix, then the op name.
-_PROFILING_RE = lazyre.compile(r"^(?:[\w-]+:)?(?P<op>[A-Za-z_]\w*)")
-_P2P_RE = lazyre.compile(r"^(?:[\w-]+:)?(?P<op>send|recv) (?P<a>\d{1,9})(?:->|<-)(?P<b>\d{1,9})$")
+_PROFILING_RE = re.compile(r"^(?:[\w-]+:)?(?P<op>[A-Za-z_]\w*)")
+_P2P_RE = re.compile(r"^(?:[\w-]+:)?(?P<op>send|recv) (?P<a>\d{1,9})(?:->|<-)(?P<b>\d{1,9})$")
 _OP_WORDS = (("all_reduce", "allreduce"), ("all_gather", "allgather"), ("all_to_all", "alltoall"))
 # Opcodes that name or call something: a dump needs none of them (find_class refuses them too).
 _CODE_OPS = frozenset({"GLOBAL", "STACK_GLOBAL", "INST", "OBJ", "REDUCE", "BUILD", "NEWOBJ", "NEWOBJ_EX",

@@ -3,28 +3,27 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import Event, Origin, SourceRef
 
-ATTEMPT_RE = lazyre.compile(r"^attempt_(?P<n>\d{1,6})$")
-LOCAL_DIR_RE = lazyre.compile(r"^\d{1,4}$")
-TORCHRUN_FILE_RE = lazyre.compile(r"^(?:stdout|stderr)\.log$|^error\.json$")
+ATTEMPT_RE = re.compile(r"^attempt_(?P<n>\d{1,6})$")
+LOCAL_DIR_RE = re.compile(r"^\d{1,4}$")
+TORCHRUN_FILE_RE = re.compile(r"^(?:stdout|stderr)\.log$|^error\.json$")
 # `rank3`, `rank_3`, `rank-3`, `worker-3`, `x-rank3.log`, `node0_rank3`; not `rank3x` or `ranking`.
-RANK_HINT_RE = lazyre.compile(
+RANK_HINT_RE = re.compile(
     r"(?:^|[^A-Za-z0-9])(?P<local>local[-_]?)?(?:rank|worker)[-_]?(?P<n>\d{1,6})(?![0-9A-Za-z])",
     re.IGNORECASE,
 )
-NODE_HINT_RE = lazyre.compile(r"(?:^|[^A-Za-z0-9])(?P<node>node[-_]?\d{1,5})(?![0-9A-Za-z])", re.IGNORECASE)
+NODE_HINT_RE = re.compile(r"(?:^|[^A-Za-z0-9])(?P<node>node[-_]?\d{1,5})(?![0-9A-Za-z])", re.IGNORECASE)
 # NCCL_DEBUG_FILE=<dir>/<prefix>.%h.%p: host then pid as the last two dotted fields of the name.
-NCCL_FILE_RE = lazyre.compile(r"(?:^|[._-])(?P<host>[A-Za-z][\w-]*)\.(?P<pid>\d{2,8})(?:\.(?:log|txt|out))?$")
-IPV4_RE = lazyre.compile(r"^(?:\d{1,3}\.){3}\d{1,3}$")
-HOSTLIKE_RE = lazyre.compile(r"^[A-Za-z][A-Za-z0-9-]*\d[A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*$")
-STREAM_RE = lazyre.compile(r"(?:^|[._-])(?P<s>stdout|stderr|out|err)(?:\.log|\.txt)?$", re.IGNORECASE)
+NCCL_FILE_RE = re.compile(r"(?:^|[._-])(?P<host>[A-Za-z][\w-]*)\.(?P<pid>\d{2,8})(?:\.(?:log|txt|out))?$")
+IPV4_RE = re.compile(r"^(?:\d{1,3}\.){3}\d{1,3}$")
+HOSTLIKE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*\d[A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*$")
+STREAM_RE = re.compile(r"(?:^|[._-])(?P<s>stdout|stderr|out|err)(?:\.log|\.txt)?$", re.IGNORECASE)
 # Folder names that carry digits but name runs or outputs, not machines.
 GENERIC_DIRS = frozenset({
     "log", "logs", "out", "output", "outputs", "tmp", "run", "runs", "job", "jobs", "data", "result",
@@ -106,7 +105,7 @@ def origin_of(rel: str) -> PathHints:
 
 
 # -- error.json ------------------------------------------------------------------------------------
-EXC_TYPE_RE = lazyre.compile(r"^(?P<t>(?:[A-Za-z_]\w*\.)*[A-Z]\w*):(?:\s|$)")
+EXC_TYPE_RE = re.compile(r"^(?P<t>(?:[A-Za-z_]\w*\.)*[A-Z]\w*):(?:\s|$)")
 MAX_ERROR_JSON = 16 << 20
 
 

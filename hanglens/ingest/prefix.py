@@ -9,81 +9,78 @@ envelope → payload.
 from __future__ import annotations
 
 import calendar
-import re
 from dataclasses import dataclass
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import YEARLESS_YEAR
 
 # CSI (colours, cursor moves), charset selection, keypad modes, and OSC strings (a terminal title, an OSC 8
 # hyperlink around a path) up to their BEL or ST terminator, at most 1 KiB: linear.
-ANSI_RE = lazyre.compile(
+ANSI_RE = re.compile(
     r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]|\x1b\][^\x07\x1b\n]{0,1024}(?:\x07|\x1b\\)"
 )
 
 # -- outer transport/scheduler prefixes --------------------------------------------------------
-CRI_RE = lazyre.compile(
+CRI_RE = re.compile(
     r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?P<stream>stdout|stderr) [FP] "
 )
-CLOUDWATCH_RE = lazyre.compile(r"^\s*\|\s*(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z?)\s*\|\s?")
-ISO_RE = lazyre.compile(
+CLOUDWATCH_RE = re.compile(r"^\s*\|\s*(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z?)\s*\|\s?")
+ISO_RE = re.compile(
     r"^\[?(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]?(?: \|)? "
 )
-TIME_ONLY_RE = lazyre.compile(r"^(?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))? (?=\S)")
-DMESG_RE = lazyre.compile(r"^\[\s*(?P<uptime>\d+\.\d+)\] ")
-JOURNAL_RE = lazyre.compile(
+TIME_ONLY_RE = re.compile(r"^(?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))? (?=\S)")
+DMESG_RE = re.compile(r"^\[\s*(?P<uptime>\d+\.\d+)\] ")
+JOURNAL_RE = re.compile(
     r"^(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) "
     r"(?P<hms>\d\d:\d\d:\d\d)(?:\.\d{6})? (?P<host>\S+) (?P<ident>[^\s\[:]+)(?:\[\d+\])?: "
 )
-SLURM_RE = lazyre.compile(r"^(?:P\d+ )?\s*(?P<task>\d{1,5}): ")
-OPENMPI_RE = lazyre.compile(
+SLURM_RE = re.compile(r"^(?:P\d+ )?\s*(?P<task>\d{1,5}): ")
+OPENMPI_RE = re.compile(
     r"^\[(?P<job>[\w.@-]+),(?P<mpi_rank>\d{1,6})\](?:\[(?P<host>[^:\]]+):\d+\])?"
     r"<(?P<stream>stdout|stderr|stddiag)>: ?"
 )
 # A host name has a digit somewhere; the lookahead checks that within the name instead of a backtracking
 # `[\w-]*\d[\w.-]*` (quadratic on a long token).
-PDSH_RE = lazyre.compile(
-    r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|(?=[\w.-]{0,253}\d)[A-Za-z][\w.-]{0,252}): (?=.)"
-)
-RAY_RE = lazyre.compile(r"^\((?P<actor>[\w.]{1,128}) pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[\w.:]{1,64}))?\) ")
-TORCHX_RE = lazyre.compile(r"^(?P<app>[\w.\-]+)/(?P<replica>\d+) (?=\[)")
-TEE_RE = lazyre.compile(r"^\[(?!rank\d)(?P<role>[A-Za-z_][\w-]{0,63}?)(?P<local_rank>\d{1,6})\]:")
-RANK_RE = lazyre.compile(r"\[rank(?P<rank>\d{1,6})\]: ?")
+PDSH_RE = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|(?=[\w.-]{0,253}\d)[A-Za-z][\w.-]{0,252}): (?=.)")
+RAY_RE = re.compile(r"^\((?P<actor>[\w.]{1,128}) pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[\w.:]{1,64}))?\) ")
+TORCHX_RE = re.compile(r"^(?P<app>[\w.\-]+)/(?P<replica>\d+) (?=\[)")
+TEE_RE = re.compile(r"^\[(?!rank\d)(?P<role>[A-Za-z_][\w-]{0,63}?)(?P<local_rank>\d{1,6})\]:")
+RANK_RE = re.compile(r"\[rank(?P<rank>\d{1,6})\]: ?")
 # Training scripts' own rank tags at the start of a message: `[rank 3] step 1`, `[rank3] train: ...`.
 # Only the lower-case user form: `[Rank 3]` is ProcessGroupNCCL's work prefix, which can name a
 # sub-group rank, so the c10d parser reports it as `stated_rank` instead.
-USER_RANK_RE = lazyre.compile(r"^\[rank ?(?P<rank>\d{1,6})\][ :]")
-LEVEL_WORD_RE = lazyre.compile(r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?=\[)")
+USER_RANK_RE = re.compile(r"^\[rank ?(?P<rank>\d{1,6})\][ :]")
+LEVEL_WORD_RE = re.compile(r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?=\[)")
 MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
 
 # -- inner logging envelopes ---------------------------------------------------------------------
-C10_RE = lazyre.compile(
+C10_RE = re.compile(
     r"^\[?(?P<lvl>[VIWEF])(?:(?P<md>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d)\.(?P<frac>\d{6,9})(?: +\d+)? )?\s*"
     r"(?P<src>[\w.+-]+\.(?:cpp|cc|cu|h|hpp|c)):(?P<line>\d+)\] ?"
 )
-PYGLOG_RE = lazyre.compile(
+PYGLOG_RE = re.compile(
     r"^(?P<lvl>[VIWEC])(?P<mm>\d\d)(?P<dd>\d\d) (?P<hms>\d\d:\d\d:\d\d)\.(?P<frac>\d{6}) (?P<id>\d+) "
     r"(?P<path>\S+\.py):(?P<line>\d+)\](?: \[[^\]]*\])* ?"
 )
-PYLOG21_RE = lazyre.compile(
+PYLOG21_RE = re.compile(
     r"^\[(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d),(?P<ms>\d{3})\] (?P<logger>[\w.]+): "
     r"\[(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL)\] "
 )
-DEEPSPEED_RE = lazyre.compile(
+DEEPSPEED_RE = re.compile(
     r"^\[(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d),(?P<ms>\d{3})\] \[(?P<lvl>[A-Z]+)\] "
     r"\[(?P<file>[\w.]+):(?P<line>\d+):(?P<func>\w+)\] "
 )
-PYFMT_RE = lazyre.compile(
+PYFMT_RE = re.compile(
     r"^(?:\[[\w.-]+\] )?(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:,(?P<ms>\d{3}))? - [\w.<>-]+ - "
     r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
 )
 # vLLM's logger: `%(levelname)s %(asctime)s %(filename)s:%(lineno)d]` with a yearless `%m-%d %H:%M:%S`.
-VLLM_RE = lazyre.compile(
+VLLM_RE = re.compile(
     r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<mm>\d\d)-(?P<dd>\d\d) "
     r"(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d+))? "
     r"(?P<file>[\w.-]+\.py):(?P<line>\d+)\] ?"
 )
-STDLIB_RE = lazyre.compile(r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<logger>[\w.]+):")
+STDLIB_RE = re.compile(r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<logger>[\w.]+):")
 LEVEL_LETTER = {"DEBUG": "D", "INFO": "I", "WARNING": "W", "ERROR": "E", "CRITICAL": "C"}
 
 

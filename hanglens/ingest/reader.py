@@ -15,7 +15,6 @@ by default).
 from __future__ import annotations
 
 import codecs
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -23,7 +22,7 @@ from typing import Any, cast
 
 import numpy
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.ingest.dispatch import dispatch_for, trie_regex
 from hanglens.ingest.prefilter import (
     FAST_BODY,
@@ -60,13 +59,13 @@ ROWS_MIN_BYTES = 1 << 18   # a smaller block is searched with `re` (Arrow's per-
 MAX_SEEN = 1 << 14         # distinct repeated-line keys remembered per file
 
 # `[rankN]:` on lines no parser wants still says whose file this is; scanned per block, not per line.
-_RANK_SCAN_RE = lazyre.compile(rb"(?:\[(?!rank)[A-Za-z_][\w-]*?(\d{1,4})\]:)?\[rank(\d{1,6})\]:")
+_RANK_SCAN_RE = re.compile(rb"(?:\[(?!rank)[A-Za-z_][\w-]*?(\d{1,4})\]:)?\[rank(\d{1,6})\]:")
 # The same without the optional `[defaultN]:` tag in front: it starts with a literal, so `re` skips to each
 # `[rank` at memchr speed instead of trying the tag at every byte. A block without `]:[rank` holds no tag
 # that ends right before a `[rank`, so there both patterns find the same ranks.
-_RANK_ONLY_RE = lazyre.compile(rb"\[rank(\d{1,6})\]:")
+_RANK_ONLY_RE = re.compile(rb"\[rank(\d{1,6})\]:")
 _TAGGED_RANK = b"]:[rank"
-_WRAP_START_RE = lazyre.compile(
+_WRAP_START_RE = re.compile(
     r"^(?:\[rank\d+\]|\[default\d+\]|\[[VIWEF]\d{0,4}[ \d:.]*[\w.+-]*\.(?:cpp|cc|h|hpp)|[VIWEC]\d{4} |"
     r"\d{4}-\d\d-\d\d|Traceback|\s+File \"|\w*(?:Error|Exception)\b|\[\d{4}-|\S+:\d+:\d+ \[\d+\] NCCL|"
     r"frame #\d+:|Exception raised from |#\d+ )"
@@ -75,11 +74,11 @@ _WRAP_START_RE = lazyre.compile(
 
 # The clock time near the start of a line (the envelope's stamp): two lines equal apart from it are one
 # message printed again (a periodic info line, a retried warning). Bounded look-ahead: linear.
-_STAMP_RE = lazyre.compile(r"^(.{0,48}?)\d\d:\d\d:\d\d(?:[.,]\d{1,9})?")
-_STAMP_B_RE = lazyre.compile(_STAMP_RE.pattern.encode())
+_STAMP_RE = re.compile(r"^(.{0,48}?)\d\d:\d\d:\d\d(?:[.,]\d{1,9})?")
+_STAMP_B_RE = re.compile(_STAMP_RE.pattern.encode())
 # A physical line whose bytes are its one segment (`_handle` would feed it unchanged): the repeat check can
 # run on the bytes, before any decoding.
-_PLAIN_LINE_RE = lazyre.compile(rb"[\t\x20-\x7e]*")
+_PLAIN_LINE_RE = re.compile(rb"[\t\x20-\x7e]*")
 
 
 def repeat_key(raw: str) -> str:
@@ -101,7 +100,7 @@ def compile_triggers(parsers: Sequence[type[Parser]]) -> re.Pattern[bytes]:
     return re.compile(trie_regex((w.decode("latin-1") for w in lits), longest=False).encode("latin-1"))
 
 
-_FAST_LINE_RE = lazyre.compile(FAST_BODY)
+_FAST_LINE_RE = re.compile(FAST_BODY)
 
 
 @lru_cache(maxsize=8)
@@ -183,17 +182,17 @@ def _long_line_note(num: int, max_line: int) -> str:
 
 # What `_inert` looks for: a date with its year (every stamp `_line` dates has one), a launcher tag such as
 # `[default3]:` (a local rank), and the `[rankN]:` envelope the block scan records.
-_YEAR_DATE_RE = lazyre.compile(r"\d{4}-\d\d-\d\d")
-_TAG_RE = lazyre.compile(r"\[(?!rank\d)[A-Za-z_][\w-]{0,63}?\d{1,6}\]:")
-_RANK_ENVELOPE_RE = lazyre.compile(r"\[rank\d{1,6}\]:")
+_YEAR_DATE_RE = re.compile(r"\d{4}-\d\d-\d\d")
+_TAG_RE = re.compile(r"\[(?!rank\d)[A-Za-z_][\w-]{0,63}?\d{1,6}\]:")
+_RANK_ENVELOPE_RE = re.compile(r"\[rank\d{1,6}\]:")
 
 # A user-style rank tag (`[rank 3] `, not the `[rank3]:` envelope) glued to the end of another line.
-_RANK_TAG_SPLIT_RE = lazyre.compile(r"(?<=[^\s\]:])(?=\[rank ?\d+\](?!:))")
+_RANK_TAG_SPLIT_RE = re.compile(r"(?<=[^\s\]:])(?=\[rank ?\d+\](?!:))")
 # The end of a tqdm bar (`[<elapsed><<remaining>, <rate>]`, or `<n>it [<elapsed>, <rate>]` without a
 # total) with more text right after it: tqdm redraws with `\r` and writes no newline, so whatever another
 # process (or the same one) prints next is glued to the bar. tqdm ends its line with that bracket, so the
 # rest is another line (log-formats.md, failure-signatures.md section 15). Bounded pieces: linear.
-_BAR_END_RE = lazyre.compile(
+_BAR_END_RE = re.compile(
     r"(?:\[\d{1,9}:\d\d(?::\d\d)?<(?:\d{1,9}:\d\d(?::\d\d)?|\?)|(?<=\dit )\[\d{1,9}:\d\d(?::\d\d)?)"
     r"(?:,[^\[\]\r\n]{0,256})?\](?=\S)"
 )
@@ -202,10 +201,10 @@ _BAR_END_RE = lazyre.compile(
 # A `\r`-segment starting with a plain tqdm redraw, and what is glued after it: a `[rankN]:` envelope
 # (the next redraw's, as `torchrun --tee` writes them), other text, or nothing. A redraw followed by a
 # space is not cut there (`_BAR_END_RE`), so it is not one of these.
-_BAR_SEG_RE = lazyre.compile(BAR_REDRAW_RE.pattern + r"(?=(?P<env>\[rank\d{1,6}\]: ?\Z)|\S|\Z)")
+_BAR_SEG_RE = re.compile(BAR_REDRAW_RE.pattern + r"(?=(?P<env>\[rank\d{1,6}\]: ?\Z)|\S|\Z)")
 
 
-_ENVELOPE_ONLY_RE = lazyre.compile(r"\[rank\d{1,6}\]: ?")
+_ENVELOPE_ONLY_RE = re.compile(r"\[rank\d{1,6}\]: ?")
 
 
 def split_glued(seg: str) -> list[str]:

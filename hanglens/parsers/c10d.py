@@ -17,12 +17,11 @@ default PG) or `pg_rank` when the PG is the default one (GUID/uid "0" or descrip
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count, to_int
 
@@ -31,68 +30,68 @@ _PGP_SRC = (
     r"Rank (?P<pg_rank>\d{1,10})\]"
     r"|\[PG (?P<pg_uid>[^\s()\[\]]{1,128})(?: \((?P<pg_desc4>[^()]{0,256})\))? Rank (?P<pg_rank4>\d{1,10})\]"
 )
-PGP_RE = lazyre.compile(_PGP_SRC)
-RANK_TAG_RE = lazyre.compile(r"\[Rank (?P<rank>\d+)\]:? ?$")
+PGP_RE = re.compile(_PGP_SRC)
+RANK_TAG_RE = re.compile(r"\[Rank (?P<rank>\d+)\]:? ?$")
 
 # -- hang detectors ------------------------------------------------------------------------------
-WATCHDOG_RE = lazyre.compile(r"Watchdog caught collective operation timeout")
-BLOCKING_1X_RE = lazyre.compile(r"(?<![A-Za-z])Caught collective operation timeout")
-BLOCKING_2X_RE = lazyre.compile(r"Work (?=WorkNCCL\().{0,400}?timed out in blocking wait")
-SEQ_RE = lazyre.compile(r"SeqNum=(?P<v>-?\d+)")
-OP_RE = lazyre.compile(r"OpType=(?P<v>[A-Z_][A-Z0-9_]*)")
-NUMEL_IN_RE = lazyre.compile(r"NumelIn=(?P<v>-?\d+)")
-NUMEL_OUT_RE = lazyre.compile(r"NumelOut=(?P<v>-?\d+)")
-TIMEOUT_RE = lazyre.compile(r"Timeout\(ms\)=(?P<v>\d+)")
-RAN_FOR_RE = lazyre.compile(r"ran for (?P<v>\d+) milliseconds")
-WORK_END_RE = lazyre.compile(r"before timing out|timed out in blocking wait")
+WATCHDOG_RE = re.compile(r"Watchdog caught collective operation timeout")
+BLOCKING_1X_RE = re.compile(r"(?<![A-Za-z])Caught collective operation timeout")
+BLOCKING_2X_RE = re.compile(r"Work (?=WorkNCCL\().{0,400}?timed out in blocking wait")
+SEQ_RE = re.compile(r"SeqNum=(?P<v>-?\d+)")
+OP_RE = re.compile(r"OpType=(?P<v>[A-Z_][A-Z0-9_]*)")
+NUMEL_IN_RE = re.compile(r"NumelIn=(?P<v>-?\d+)")
+NUMEL_OUT_RE = re.compile(r"NumelOut=(?P<v>-?\d+)")
+TIMEOUT_RE = re.compile(r"Timeout\(ms\)=(?P<v>\d+)")
+RAN_FOR_RE = re.compile(r"ran for (?P<v>\d+) milliseconds")
+WORK_END_RE = re.compile(r"before timing out|timed out in blocking wait")
 
-STUCK_RE = lazyre.compile(r"watchdog got stuck for (?P<sec>\d+) seconds")
-HB_TIMED_OUT_RE = lazyre.compile(r"Heartbeat monitor timed out!|monitoring thread detects no heartbeat")
-HB_F22_RE = lazyre.compile(r"NCCL monitor thread timeout\. Basically")
-HB_VERDICT_RE = lazyre.compile(
+STUCK_RE = re.compile(r"watchdog got stuck for (?P<sec>\d+) seconds")
+HB_TIMED_OUT_RE = re.compile(r"Heartbeat monitor timed out!|monitoring thread detects no heartbeat")
+HB_F22_RE = re.compile(r"NCCL monitor thread timeout\. Basically")
+HB_VERDICT_RE = re.compile(
     r"ProcessGroupNCCL's watchdog (?P<why>detected a collective timeout from the local rank"
     r"|detected a collective timeout on some other rank|detected an exception from the local rank"
     r"|detected a dump signal from rank (?P<src>\d+))"
 )
-TERMINATING_RE = lazyre.compile(
+TERMINATING_RE = re.compile(
     r"Terminating the process after attempting to dump debug info, due to (?P<reason>[^.]*)"
 )
-MONITOR_OFF_RE = lazyre.compile(
+MONITOR_OFF_RE = re.compile(
     r"monitor thread is disabled, but would have terminated the process ?after attempting to dump "
     r"debug info, "
     r"due to (?P<reason>[^.]*)|PGNCCL Monitor Thread is disabled, but would have killed this job"
 )
 
 # -- sequence-number status ----------------------------------------------------------------------
-TIMEOUT_AT_RE = lazyre.compile(
+TIMEOUT_AT_RE = re.compile(
     r"Timeout at NCCL work: (?P<seq>-?\d+), last enqueued NCCL work: (?P<enq>-?\d+), "
     r"last completed NCCL work: (?P<comp>-?\d+)"
 )
-EXC_AT_RE = lazyre.compile(
+EXC_AT_RE = re.compile(
     r"Exception \(either an error or timeout\) detected by watchdog at work: (?P<seq>-?\d+), "
     r"last enqueued NCCL work: (?P<enq>-?\d+), last completed NCCL work: (?P<comp>-?\d+)"
 )
-FAILURE_AT_RE = lazyre.compile(
+FAILURE_AT_RE = re.compile(
     r"failure detected by watchdog at work sequence id: (?P<seq>-?\d+)\s+PG status: "
     r"last enqueued work: (?P<enq>-?\d+), last completed work: (?P<comp>-?\d+)"
 )
 
 # -- dump signals ----------------------------------------------------------------------------------
-DUMP_25_RE = lazyre.compile(
+DUMP_25_RE = re.compile(
     r"Received a dump signal due to a collective timeout from "
     r"(?:(?P<local>this local rank)|\s*rank (?P<src>\d+))"
     r"(?:[^\r\n]{0,1024}?Last enqueued NCCL work: (?P<enq>-?\d+), last completed NCCL work: (?P<comp>-?\d+))?"
 )
-DUMP_24_RE = lazyre.compile(
+DUMP_24_RE = re.compile(
     r"Received a (?:(?P<local>dump signal from this local rank)|global dump signal from rank (?P<src>\d+),?) "
     r"and will start to dump"
 )
-DUMP_23_RE = lazyre.compile(
+DUMP_23_RE = re.compile(
     r"Received a (?:(?P<local>timeout signal from this local rank)"
     r"|(?P<remote>global timeout from another rank)) "
     r"and will start to dump"
 )
-DUMP_BOOK_RE = lazyre.compile(
+DUMP_BOOK_RE = re.compile(
     r"(?P<remote>Observed flight recorder dump signal from another rank"
     r"|First PG on this rank detecting the dump signal through tcpstore)"
     r"|(?P<local>First PG on this rank to signal dumping|First watchdog to set the dump signal)"
@@ -101,60 +100,54 @@ DUMP_BOOK_RE = lazyre.compile(
 
 # -- flight recorder -------------------------------------------------------------------------------
 FR_RES = (
-    (lazyre.compile(r"ProcessGroupNCCL dumping nccl trace to (?P<path>\S+)"), "dumping"),
-    (lazyre.compile(r"ProcessGroupNCCL preparing to dump debug info"), "dumping"),
-    (lazyre.compile(r"Finished writing (?:NCCLPG|Flight Recorder) debug info to (?P<path>\S+)"), "dumped"),
+    (re.compile(r"ProcessGroupNCCL dumping nccl trace to (?P<path>\S+)"), "dumping"),
+    (re.compile(r"ProcessGroupNCCL preparing to dump debug info"), "dumping"),
+    (re.compile(r"Finished writing (?:NCCLPG|Flight Recorder) debug info to (?P<path>\S+)"), "dumped"),
     (
-        lazyre.compile(r"Flight Recorder trace successfully dumped|Finished flight recorder successfully"),
+        re.compile(r"Flight Recorder trace successfully dumped|Finished flight recorder successfully"),
         "dumped",
     ),
     (
-        lazyre.compile(
+        re.compile(
             r"Stack trace of the failed collective not found, potentially because FlightRecorder is disabled"
         ),
         "disabled",
     ),
     (
-        lazyre.compile(
-            r"Error opening file for writing (?:NCCLPG|Flight Recorder) debug info: ?(?P<path>\S+)?"
-        ),
+        re.compile(r"Error opening file for writing (?:NCCLPG|Flight Recorder) debug info: ?(?P<path>\S+)?"),
         "failed",
     ),
-    (lazyre.compile(r"Error (?:writing|flushing) (?:NCCLPG|Flight Recorder) debug info"), "failed"),
-    (lazyre.compile(r"timed out after waiting for \d+ms flight recorder dumps to finish"), "failed"),
+    (re.compile(r"Error (?:writing|flushing) (?:NCCLPG|Flight Recorder) debug info"), "failed"),
+    (re.compile(r"timed out after waiting for \d+ms flight recorder dumps to finish"), "failed"),
 )
 
 # -- teardown -------------------------------------------------------------------------------------
-SOME_OPS_RE = lazyre.compile(r"Some NCCL operations have failed or timed out")
-COMBINED_1X_RE = lazyre.compile(r"To avoid this inconsistency, we are taking the entire process down")
-DATA_INCONS_RE = lazyre.compile(r"To avoid data inconsistency, we are taking the entire process down")
-WD_TERMINATED_RE = lazyre.compile(
+SOME_OPS_RE = re.compile(r"Some NCCL operations have failed or timed out")
+COMBINED_1X_RE = re.compile(r"To avoid this inconsistency, we are taking the entire process down")
+DATA_INCONS_RE = re.compile(r"To avoid data inconsistency, we are taking the entire process down")
+WD_TERMINATED_RE = re.compile(
     r"(?:NCCL|Process group) watchdog thread terminated(?: with(?: exception:?)?)? ?(?P<error>.*)"
 )
-TERMINATE_RE = lazyre.compile(
+TERMINATE_RE = re.compile(
     r"terminate called (?:after throwing an instance of '(?P<type>[^'\s]*?)(?:'|(?=terminate called)|$)"
     r"|(?P<other>recursively|without an active exception))"
     r"|Unhandled exception: (?P<mangled>\w+)\.? (?=what\(\):)"
 )
-MANGLED_PART_RE = lazyre.compile(r"(\d{1,6})")
-WHAT_RE = lazyre.compile(r"what\(\):\s*(?P<what>.*)")
-LEAD_WHO_RE = lazyre.compile(r"(?:(?:" + _PGP_SRC.replace("?P<", "?P<l_") + r")\s*|\[Rank \d+\] ?)+")
+MANGLED_PART_RE = re.compile(r"(\d{1,6})")
+WHAT_RE = re.compile(r"what\(\):\s*(?P<what>.*)")
+LEAD_WHO_RE = re.compile(r"(?:(?:" + _PGP_SRC.replace("?P<", "?P<l_") + r")\s*|\[Rank \d+\] ?)+")
 
 # -- desync report (TORCH_NCCL_DESYNC_DEBUG) ------------------------------------------------------
-DESYNC_HDR_RE = lazyre.compile(r"\[(?P<r>\d+)\] Timeout at collective: (?P<op>\w+), #(?P<seq>\d+)")
-DESYNC_LAG_RE = lazyre.compile(r"ranks \[(?P<ranks>[^\[\]]*)\] are the lagging ranks")
-DESYNC_NOTFIN_RE = lazyre.compile(
-    r"\[(?P<ranks>[^\[\]]*)\] joined but didn't finish collective #(?P<seq>\d+)"
-)
-DESYNC_NOTJOIN_RE = lazyre.compile(
+DESYNC_HDR_RE = re.compile(r"\[(?P<r>\d+)\] Timeout at collective: (?P<op>\w+), #(?P<seq>\d+)")
+DESYNC_LAG_RE = re.compile(r"ranks \[(?P<ranks>[^\[\]]*)\] are the lagging ranks")
+DESYNC_NOTFIN_RE = re.compile(r"\[(?P<ranks>[^\[\]]*)\] joined but didn't finish collective #(?P<seq>\d+)")
+DESYNC_NOTJOIN_RE = re.compile(
     r"\[(?P<ranks>[^\[\]]*)\] finished collective #(?P<seq>\d+), but didn't join collective #(?P<next>\d+)"
 )
-DESYNC_SNAP_HDR_RE = lazyre.compile(r"#(?P<seq>\d+) (?P<phase>started|finished) ranks:")
-DESYNC_SNAP_ITEM_RE = lazyre.compile(
-    r"^\s*\[(?P<ranks>[\d, ]*)\] (?P<phase>started|finished) (?P<op>\w+)\s*$"
-)
-DESYNC_CONT_RE = lazyre.compile(r"^\s*(?:- |\[[\d, ]*\] |#\d+ |To our best knowledge|Snapshot of)")
-DESYNC_HEADER_ONLY_RE = lazyre.compile(
+DESYNC_SNAP_HDR_RE = re.compile(r"#(?P<seq>\d+) (?P<phase>started|finished) ranks:")
+DESYNC_SNAP_ITEM_RE = re.compile(r"^\s*\[(?P<ranks>[\d, ]*)\] (?P<phase>started|finished) (?P<op>\w+)\s*$")
+DESYNC_CONT_RE = re.compile(r"^\s*(?:- |\[[\d, ]*\] |#\d+ |To our best knowledge|Snapshot of)")
+DESYNC_HEADER_ONLY_RE = re.compile(
     r"(?:^|\]\s)\s*(?:Rank (?P<r>\d+)|" + _PGP_SRC.replace("?P<", "?P<h_") + r")\s*$"
 )
 

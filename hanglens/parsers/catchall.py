@@ -7,35 +7,34 @@ Example: `[E socket.cpp:700] [c10d] Unexpected failure on host node-07` → temp
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser
 
 # Upper-case words count only as words: `TORCH_NCCL_ASYNC_ERROR_HANDLING: 3` in ProcessGroupNCCL's
 # environments line is a setting, not an error (log-formats.md, ProcessGroupNCCL INFO lines).
-ERROR_WORD_RE = lazyre.compile(
+ERROR_WORD_RE = re.compile(
     r"Error|Exception|Fatal|fatal|(?<![A-Z0-9_])(?:ERROR|FAILED|FATAL)(?![A-Z0-9_])"
 )
 ERROR_LEVELS = frozenset("EFC")
 # Parts of a traceback listing that merely mention an error type; the traceback parser reads them.
-CODE_LINE_RE = lazyre.compile(
+CODE_LINE_RE = re.compile(
     r"^\s*(?:File \"|raise\b|except\b|from\s+\S+\s+import\b|import\b|class\b|def\b|\^+\s*$)"
 )
 
 MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (lazyre.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\""), "<str>"),
-    (lazyre.compile(r"\[?(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}\]?(?::\d+)?(?:<\d+>)?"), "<ip>"),
-    (lazyre.compile(r"\[[0-9a-fA-F]*:[0-9a-fA-F:]*:[0-9a-fA-F:]*\](?::\d+)?"), "<ip>"),
-    (lazyre.compile(r"(?:(?<![\w/.])(?:[A-Za-z]:)?/|(?<![\w/])\.{1,2}/|(?<![\w/])~/)[^\s:,;'\"()\[\]<>]+"),
+    (re.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\""), "<str>"),
+    (re.compile(r"\[?(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}\]?(?::\d+)?(?:<\d+>)?"), "<ip>"),
+    (re.compile(r"\[[0-9a-fA-F]*:[0-9a-fA-F:]*:[0-9a-fA-F:]*\](?::\d+)?"), "<ip>"),
+    (re.compile(r"(?:(?<![\w/.])(?:[A-Za-z]:)?/|(?<![\w/])\.{1,2}/|(?<![\w/])~/)[^\s:,;'\"()\[\]<>]+"),
      "<path>"),
-    (lazyre.compile(r"(?<![\w/])[\w.-]+(?:/[\w.-]+)+\.[A-Za-z]{1,4}\b"), "<path>"),
-    (lazyre.compile(r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{8,}\b"), "<hex>"),
-    (lazyre.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"), "<num>"),
+    (re.compile(r"(?<![\w/])[\w.-]+(?:/[\w.-]+)+\.[A-Za-z]{1,4}\b"), "<path>"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{8,}\b"), "<hex>"),
+    (re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"), "<num>"),
 )
-SPACE_RE = lazyre.compile(r"\s+")
+SPACE_RE = re.compile(r"\s+")
 MAX_TEMPLATE = 200
 MAX_INPUT = 1000
 MAX_PER_TEMPLATE = 50

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import INT64_MAX, EventSpec, Example, Parser, match_at_keyword, to_count
 
@@ -17,12 +16,12 @@ Fields = dict[str, Any]
 # `CUDA error: <msg>` up to the first of these ends (or the end of the line). The end is searched for
 # once, forwards, instead of re-checked after every character of a lazy group (quadratic on a line
 # that repeats the keyword without an end; issue 12, item 7).
-CUDA_ERROR_HEAD_RE = lazyre.compile(r"(?:CUDA error|Triton Error \[CUDA\]): ")
-CUDA_ERROR_END_RE = lazyre.compile(
+CUDA_ERROR_HEAD_RE = re.compile(r"(?:CUDA error|Triton Error \[CUDA\]): ")
+CUDA_ERROR_END_RE = re.compile(
     r"\s{0,64}(?:\\n|CUDA kernel errors might|For debugging consider|"
     r"Compile with `TORCH_USE_CUDA_DSA`|Exception raised from|$)"
 )
-MSG_STOP_RE = lazyre.compile(r"[{}\n]")
+MSG_STOP_RE = re.compile(r"[{}\n]")
 
 
 def cuda_error_message(text: str) -> tuple[int, str] | None:
@@ -42,36 +41,36 @@ def cuda_error_message(text: str) -> tuple[int, str] | None:
     return None
 
 
-LIB_STATUS_RE = lazyre.compile(r"(?P<status>(?P<lib>CUBLAS|CUSOLVER|CUSPARSE|CUFFT|CURAND)_STATUS_\w+)")
-CUDNN_RE = lazyre.compile(r"cuDNN error: (?P<status>CUDNN_STATUS_\w+)")
-ASSERT_RE = lazyre.compile(
+LIB_STATUS_RE = re.compile(r"(?P<status>(?P<lib>CUBLAS|CUSOLVER|CUSPARSE|CUFFT|CURAND)_STATUS_\w+)")
+CUDNN_RE = re.compile(r"cuDNN error: (?P<status>CUDNN_STATUS_\w+)")
+ASSERT_RE = re.compile(
     r"(?<![^\s:])(?P<file>[^\s:]{1,255}):(?P<line>\d{1,8}): (?P<func>[^\r\n]{0,512}?): ?block: "
     r"\[(?P<block>\d{1,10}, ?\d{1,10}, ?\d{1,10})\], "
     r"thread: \[(?P<thread>\d{1,10}, ?\d{1,10}, ?\d{1,10})\] Assertion [`'](?P<cond>.{0,2048})[`'] failed\."
 )
-OOM_HEAD_RE = lazyre.compile(r"CUDA out of memory\.(?= Tried to allocate|\s*$|\s*\\n)")
+OOM_HEAD_RE = re.compile(r"CUDA out of memory\.(?= Tried to allocate|\s*$|\s*\\n)")
 # Bounded and started only where a number starts: a longer "number" is not a size (issue 12, items 7, 9).
 SIZE = r"(?<![\d.])[\d.]{1,32} ?(?:[KMGTP]i?B|bytes|B)"
-SIZE_RE = lazyre.compile(r"(?P<num>\d{1,20}(?:\.\d{1,20})?) ?(?P<unit>[KMGTP]i?B|bytes|B)")
-CUDNN_STATUS_RE = lazyre.compile(r"CUDNN_STATUS_\w+")
-OOM_REQ_RE = lazyre.compile(rf"Tried to allocate (?P<v>{SIZE})")
-OOM_GPU_RE = lazyre.compile(r"\(GPU (?P<gpu>\d{0,6});|GPU (?P<gpu2>\d{0,6}) ?has a total capac")
-OOM_TOTAL_RE = lazyre.compile(rf"(?P<v>{SIZE}) total capacity|total capac(?:i)?ty of (?P<v2>{SIZE})")
-OOM_FREE_RE = lazyre.compile(rf"(?P<v>{SIZE}) free;|of which (?P<v2>{SIZE}) is free")
-HOST_OOM_RE = lazyre.compile(
+SIZE_RE = re.compile(r"(?P<num>\d{1,20}(?:\.\d{1,20})?) ?(?P<unit>[KMGTP]i?B|bytes|B)")
+CUDNN_STATUS_RE = re.compile(r"CUDNN_STATUS_\w+")
+OOM_REQ_RE = re.compile(rf"Tried to allocate (?P<v>{SIZE})")
+OOM_GPU_RE = re.compile(r"\(GPU (?P<gpu>\d{0,6});|GPU (?P<gpu2>\d{0,6}) ?has a total capac")
+OOM_TOTAL_RE = re.compile(rf"(?P<v>{SIZE}) total capacity|total capac(?:i)?ty of (?P<v2>{SIZE})")
+OOM_FREE_RE = re.compile(rf"(?P<v>{SIZE}) free;|of which (?P<v2>{SIZE}) is free")
+HOST_OOM_RE = re.compile(
     r"(?:Out of memory|out of memory)(?: \([^()]{0,256}\))?: Kill(?:ed)? process (?P<pid>\d{1,10}) "
     r"\((?P<comm>[^()]{0,256})\)"
 )
-OOM_KILL_RE = lazyre.compile(r"oom-kill:[^\r\n]{0,1024}?\btask=(?P<comm>[^,\s]{0,255}),pid=(?P<pid>\d{1,10})")
-XID_RE = lazyre.compile(
+OOM_KILL_RE = re.compile(r"oom-kill:[^\r\n]{0,1024}?\btask=(?P<comm>[^,\s]{0,255}),pid=(?P<pid>\d{1,10})")
+XID_RE = re.compile(
     r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.\d)?)\): (?P<xid>\d+),"
     r"(?: pid=(?P<pid>\d+|'?<unknown>'?),)?(?: name=(?P<proc>[^,]{0,255}),)? ?(?P<detail>.*)"
 )
-SXID_RE = lazyre.compile(
+SXID_RE = re.compile(
     r"nvidia-nvswitch\d{1,4}: SXid \((?:PCI:)?(?P<pci>[^()]{1,64})\): (?P<xid>\d{1,10}),? ?(?P<detail>.*)"
 )
 
-PGP_RE = lazyre.compile(
+PGP_RE = re.compile(
     r"\[PG ID (?P<pg_id>\d{1,10}) PG GUID (?P<pg_guid>[^\s()\[\]]{1,128})(?:\((?P<pg_desc>[^()]{0,256})\))?"
     r" Rank (?P<pg_rank>\d{1,10})\]"
     r"|\[PG (?P<pg_uid>[^\s()\[\]]{1,128})(?: \((?P<pg_desc2>[^()]{0,256})\))? Rank (?P<pg_rank2>\d{1,10})\]"

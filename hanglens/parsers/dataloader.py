@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import (
     INT64_MAX,
@@ -17,24 +17,24 @@ from hanglens.parsers.base import (
     to_int,
 )
 
-KILLED_RE = lazyre.compile(
+KILLED_RE = re.compile(
     r"DataLoader worker \(pid (?P<pid>\d{1,10})\) is killed by signal: (?P<sig>[^.\n]{1,128}?)\."
 )
-EXIT_CODE_RE = lazyre.compile(
+EXIT_CODE_RE = re.compile(
     r"DataLoader worker \(pid (?P<pid>\d+)\) exited unexpectedly with exit code (?P<code>-?\d+)"
 )
-EXITED_RE = lazyre.compile(r"DataLoader worker \(pid\(s\) (?P<pids>\d+(?:, ?\d+)*)\) exited unexpectedly")
-HANDLER_RE = lazyre.compile(
+EXITED_RE = re.compile(r"DataLoader worker \(pid\(s\) (?P<pids>\d+(?:, ?\d+)*)\) exited unexpectedly")
+HANDLER_RE = re.compile(
     r"ERROR: Unexpected (?P<kind>bus error|segmentation fault|floating-point exception) encountered in worker"
 )
-TIMEOUT_RE = lazyre.compile(r"DataLoader timed out after (?P<sec>\d+(?:\.\d+)?) seconds")
-PIN_EXIT_RE = lazyre.compile(r"Pin memory thread exited unexpectedly")
-CAUGHT_RE = lazyre.compile(
+TIMEOUT_RE = re.compile(r"DataLoader timed out after (?P<sec>\d+(?:\.\d+)?) seconds")
+PIN_EXIT_RE = re.compile(r"Pin memory thread exited unexpectedly")
+CAUGHT_RE = re.compile(
     r"Caught (?P<exc>[\w.]+) in (?:DataLoader worker process (?P<worker>\d+)|pin memory thread for device "
     r"(?P<dev>-?\d+))"
 )
-FD_RE = lazyre.compile(r"Too many open files\. Communication with the workers is no longer possible")
-SHM_RE = lazyre.compile(
+FD_RE = re.compile(r"Too many open files\. Communication with the workers is no longer possible")
+SHM_RE = re.compile(
     r"unable to (?:write to file|open shared memory object|mmap \d+ bytes from file|allocate shared memory)"
     r" ?<?(?P<path>/torch_[^>\s]{0,255}|[^>\s]{0,255})>?[^\r\n]{0,512}?: (?P<err>[^(:]{1,256}?) "
     r"\((?P<errno>\d{1,6})\)"

@@ -16,27 +16,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count
 
-UNFINISHED_RE = lazyre.compile(r"Expected to have finished reduction in the prior iteration")
-FIND_UNUSED_ON_RE = lazyre.compile(r"Since `?find_unused_parameters=True`? is enabled")
-FIND_UNUSED_OFF_RE = lazyre.compile(
-    r"You can enable unused parameter detection by passing the keyword argument"
-)
-STATIC_RE = lazyre.compile(r"static_graph set to True|training graph has changed in this iteration")
-INDICES_RE = lazyre.compile(
-    r"Parameter indices which did not receive grad for rank (?P<rank>\d+):?(?P<rest>.*)"
-)
-NAMES_RE = lazyre.compile(r"Parameters which did not receive grad for rank (?P<rank>\d+):?(?P<rest>.*)")
-NAME_RE = lazyre.compile(r"^[A-Za-z_][\w.\[\]-]*$")
-COUNT_RE = lazyre.compile(
+UNFINISHED_RE = re.compile(r"Expected to have finished reduction in the prior iteration")
+FIND_UNUSED_ON_RE = re.compile(r"Since `?find_unused_parameters=True`? is enabled")
+FIND_UNUSED_OFF_RE = re.compile(r"You can enable unused parameter detection by passing the keyword argument")
+STATIC_RE = re.compile(r"static_graph set to True|training graph has changed in this iteration")
+INDICES_RE = re.compile(r"Parameter indices which did not receive grad for rank (?P<rank>\d+):?(?P<rest>.*)")
+NAMES_RE = re.compile(r"Parameters which did not receive grad for rank (?P<rank>\d+):?(?P<rest>.*)")
+NAME_RE = re.compile(r"^[A-Za-z_][\w.\[\]-]*$")
+COUNT_RE = re.compile(
     r"DDP expects same model across all ranks, but Rank (?P<r>\d+) has (?P<n>\d+) params, "
     r"while rank (?P<k>\d+) "
     r"has inconsistent (?P<m>\d+) params"
 )
-SIZES_RE = lazyre.compile(
+SIZES_RE = re.compile(
     r"(?:params\[(?P<i>\d+)\] in this process.*?)?appears not to match (?P<what>sizes|strides) "
     r"of the same param "
     r"in process (?P<k>\d+)"

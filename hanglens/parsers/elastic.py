@@ -7,12 +7,11 @@ Example (torch 2.3+, envelope already stripped):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count, to_int
 
@@ -25,80 +24,80 @@ SIGNAL_NAMES = {
     27: "SIGPROF", 28: "SIGWINCH", 29: "SIGIO", 30: "SIGPWR", 31: "SIGSYS",
 }
 
-WORKER_FAILED_RE = lazyre.compile(
+WORKER_FAILED_RE = re.compile(
     r"failed \(exitcode: (?P<code>-?\d+)\)(?: local_rank: (?P<local_rank>-?\d+))?(?: \(pid: (?P<pid>\d+)\))?"
     r"(?: of (?:binary: (?P<binary>\S+)|fn: (?P<fn>\S+)))?"
 )
-CLOSING_RE = lazyre.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG[A-Z0-9]+)")
-FORCE_KILL_RE = lazyre.compile(
+CLOSING_RE = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>SIG[A-Z0-9]+)")
+FORCE_KILL_RE = re.compile(
     r"Unable to shutdown process (?P<pid>\d+) via (?P<sig1>\S+), forcefully exit(?:t)?ing via "
     r"(?P<sig2>[\w.<>:]+)"
 )
-CLOSING_FN_RE = lazyre.compile(r"Closing process (?P<pid>\d+) via signal (?P<sig>SIG[A-Z0-9]+)")
-RESTART_RE = lazyre.compile(
+CLOSING_FN_RE = re.compile(r"Closing process (?P<pid>\d+) via signal (?P<sig>SIG[A-Z0-9]+)")
+RESTART_RE = re.compile(
     r"(?:\[(?P<role>[\w-]+)\] )?Worker group (?P<state>[A-Z]+)\. (?P<left>\d+)/(?P<max>\d+) attempts left"
 )
-MEMBERSHIP_RE = lazyre.compile(
+MEMBERSHIP_RE = re.compile(
     r"(?:\[(?P<role>[\w-]+)\] )?Detected (?P<n>\d+) new nodes? from group_rank=(?P<g>\d+); will restart "
     r"worker group"
 )
-DEEPSPEED_EXIT_RE = lazyre.compile(r"exits with return code = (?P<code>-?\d+)")
-LOCAL_RANK_ARG_RE = lazyre.compile(r"--local[_-]rank=(?P<lr>\d+)")
-CHILD_EXIT_RE = lazyre.compile(
+DEEPSPEED_EXIT_RE = re.compile(r"exits with return code = (?P<code>-?\d+)")
+LOCAL_RANK_ARG_RE = re.compile(r"--local[_-]rank=(?P<lr>\d+)")
+CHILD_EXIT_RE = re.compile(
     r"[Pp]rocess\b[^.]{0,60}?\b(?:failed|exited|died|terminated)\b[^.]{0,30}?"
     r"\bexit ?code[ =:]+(?P<code>-?\d+)"
     r"(?:\W{1,3}pid[ =:]+(?P<pid>\d+))?"
 )
-RDZV_DONE_RE = lazyre.compile(r"(?:\[(?P<role>[\w-]+)\] )?Rendezvous complete for workers\. Result:")
-RDZV_KV_RE = lazyre.compile(r"^\s*(?P<key>[a-z_]+)=(?P<val>.*?)\s*$")
+RDZV_DONE_RE = re.compile(r"(?:\[(?P<role>[\w-]+)\] )?Rendezvous complete for workers\. Result:")
+RDZV_KV_RE = re.compile(r"^\s*(?P<key>[a-z_]+)=(?P<val>.*?)\s*$")
 
 # ChildFailedError summary (reference §3.6); fields are searched, not anchored, so the one-line-per-rank
 # flattening that some log shippers produce reads like the multi-line table.
-CFE_HEADER_RE = lazyre.compile(r"ChildFailedError:\s*$")
-CFE_IDX_RE = lazyre.compile(r"^\s*\[(?P<idx>\d+)\]:(?=\s|$)")
-CFE_ROOT_RE = lazyre.compile(r"Root Cause \(first observed fail")
-CFE_FAILURES_RE = lazyre.compile(r"^\s*Failures:\s*$")
-CFE_RULE_RE = lazyre.compile(r"^\s*(?:={10,}|-{10,})\s*$")
-CFE_EQ_RULE_RE = lazyre.compile(r"^\s*={10,}\s*$")
-CFE_TITLE_RE = lazyre.compile(r"^\S+ FAILED\s*$|^\s*<NO_OTHER_FAILURES>\s*$")
-CFE_TIME_RE = lazyre.compile(r"(?:^|\s)time\s*: (?P<time>\d{4}-\d\d-\d\d_\d\d:\d\d:\d\d)")
-CFE_HOST_RE = lazyre.compile(r"(?:^|\s)host\s*: (?P<host>[^\s:]+)")
-CFE_RANK_RE = lazyre.compile(r"(?:^|\s)rank\s*: (?P<rank>-?\d+)(?: \(local_rank: (?P<local_rank>-?\d+)\))?")
-CFE_EXIT_RE = lazyre.compile(r"(?:^|\s)exitcode\s*: (?P<code>-?\d+)(?: \(pid: (?P<pid>-?\d+)\))?")
-CFE_ERRFILE_RE = lazyre.compile(r"(?:^|\s)error_file\s*: ?(?P<path>\S+)")
-CFE_SIGNAL_RE = lazyre.compile(r"Signal (?P<signum>\d+) \((?P<signame>SIG\w+)\) received by PID (?P<pid>\d+)")
-CFE_FIELD_RE = lazyre.compile(r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s*:")
-CFE_FLAT_RE = lazyre.compile(r"^\s*\[\d+\]:\s+time\s*:.*\brank\s*: -?\d+")
-CFE_TB_RE = lazyre.compile(r"(?:^|\s)traceback\s*: Traceback \(most recent call last\):")
+CFE_HEADER_RE = re.compile(r"ChildFailedError:\s*$")
+CFE_IDX_RE = re.compile(r"^\s*\[(?P<idx>\d+)\]:(?=\s|$)")
+CFE_ROOT_RE = re.compile(r"Root Cause \(first observed fail")
+CFE_FAILURES_RE = re.compile(r"^\s*Failures:\s*$")
+CFE_RULE_RE = re.compile(r"^\s*(?:={10,}|-{10,})\s*$")
+CFE_EQ_RULE_RE = re.compile(r"^\s*={10,}\s*$")
+CFE_TITLE_RE = re.compile(r"^\S+ FAILED\s*$|^\s*<NO_OTHER_FAILURES>\s*$")
+CFE_TIME_RE = re.compile(r"(?:^|\s)time\s*: (?P<time>\d{4}-\d\d-\d\d_\d\d:\d\d:\d\d)")
+CFE_HOST_RE = re.compile(r"(?:^|\s)host\s*: (?P<host>[^\s:]+)")
+CFE_RANK_RE = re.compile(r"(?:^|\s)rank\s*: (?P<rank>-?\d+)(?: \(local_rank: (?P<local_rank>-?\d+)\))?")
+CFE_EXIT_RE = re.compile(r"(?:^|\s)exitcode\s*: (?P<code>-?\d+)(?: \(pid: (?P<pid>-?\d+)\))?")
+CFE_ERRFILE_RE = re.compile(r"(?:^|\s)error_file\s*: ?(?P<path>\S+)")
+CFE_SIGNAL_RE = re.compile(r"Signal (?P<signum>\d+) \((?P<signame>SIG\w+)\) received by PID (?P<pid>\d+)")
+CFE_FIELD_RE = re.compile(r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s*:")
+CFE_FLAT_RE = re.compile(r"^\s*\[\d+\]:\s+time\s*:.*\brank\s*: -?\d+")
+CFE_TB_RE = re.compile(r"(?:^|\s)traceback\s*: Traceback \(most recent call last\):")
 # Inside the table the worker's py_callstack is indented two more spaces (errors/__init__.py _format_failure):
 # frames at four spaces, the exception line at two. One space less is accepted: a launcher tag stripped with
 # its optional separator space (Open MPI 5 `[1,0]<stderr>: `; Open MPI 4 writes none) takes one from them.
-CFE_TB_FRAME_RE = lazyre.compile(
+CFE_TB_FRAME_RE = re.compile(
     r"^ {3,4}File \"(?P<file>[^\"]{1,4096})\", line (?P<line>\d{1,9})(?:, in (?P<func>[^\r\n]{1,512}))?$"
 )
-CFE_TB_SOURCE_RE = lazyre.compile(r"^ {5}")
-CFE_TB_EXC_RE = lazyre.compile(
+CFE_TB_SOURCE_RE = re.compile(r"^ {5}")
+CFE_TB_EXC_RE = re.compile(
     r"^ {1,2}(?P<type>[A-Za-z_]\w{0,127}(?:\.[A-Za-z_]\w{0,127}){0,15})(?:: (?P<msg>.*))?$"
 )
-CFE_TB_CHAIN_RE = lazyre.compile(
+CFE_TB_CHAIN_RE = re.compile(
     r"^ {1,2}(?:Traceback \(most recent call last\):|During handling of the above exception|"
     r"The above exception was the direct cause)"
 )
 # error_handler.py dump_error_file: the agent names the root-cause worker's error.json before raising
 # ChildFailedError; the file's folder is that worker's local rank (<log_dir>/<run>/attempt_<a>/<local_rank>/).
-COPY_RE = lazyre.compile(r"to copy child error file \((?P<path>[^()]{0,4096}?)\)")
-ERROR_JSON_RE = lazyre.compile(r"/attempt_(?P<attempt>\d{1,6})/(?P<lr>\d{1,6})/error\.json$")
+COPY_RE = re.compile(r"to copy child error file \((?P<path>[^()]{0,4096}?)\)")
+ERROR_JSON_RE = re.compile(r"/attempt_(?P<attempt>\d{1,6})/(?P<lr>\d{1,6})/error\.json$")
 # A torchrun / torch.distributed.run / torch.distributed.launch command line (echoed by a shell prompt or a
 # job script) and its options (torch/distributed/run.py: `--nnodes`, `--node-rank`/`--node_rank`,
 # `--nproc-per-node`/`--nproc_per_node`, `--standalone`, `--rdzv-backend`).
-LAUNCH_CMD_RE = lazyre.compile(r"(?:^|[\s/;&|(])(?:torchrun|-m\s+torch\.distributed\.(?:run|launch))(?=\s)")
-OPT_NNODES_RE = lazyre.compile(r"\s--nnodes[= ]\s*[\"']?(?P<v>\d{1,6})(?::(?P<max>\d{1,6}))?(?![\w:])")
-OPT_NODE_RANK_RE = lazyre.compile(r"\s--node[_-]rank[= ]\s*[\"']?(?P<v>\d{1,6})(?!\w)")
-OPT_NPROC_RE = lazyre.compile(r"\s--nproc[_-]per[_-]node[= ]\s*[\"']?(?P<v>\d{1,6})(?!\w)")
-OPT_STANDALONE_RE = lazyre.compile(r"\s--standalone(?![\w-])")
-OPT_RDZV_RE = lazyre.compile(r"\s--rdzv[_-]backend[= ]\s*[\"']?(?P<v>[\w-]{1,32})")
+LAUNCH_CMD_RE = re.compile(r"(?:^|[\s/;&|(])(?:torchrun|-m\s+torch\.distributed\.(?:run|launch))(?=\s)")
+OPT_NNODES_RE = re.compile(r"\s--nnodes[= ]\s*[\"']?(?P<v>\d{1,6})(?::(?P<max>\d{1,6}))?(?![\w:])")
+OPT_NODE_RANK_RE = re.compile(r"\s--node[_-]rank[= ]\s*[\"']?(?P<v>\d{1,6})(?!\w)")
+OPT_NPROC_RE = re.compile(r"\s--nproc[_-]per[_-]node[= ]\s*[\"']?(?P<v>\d{1,6})(?!\w)")
+OPT_STANDALONE_RE = re.compile(r"\s--standalone(?![\w-])")
+OPT_RDZV_RE = re.compile(r"\s--rdzv[_-]backend[= ]\s*[\"']?(?P<v>[\w-]{1,32})")
 # torch/distributed/run.py prints this banner only when nproc_per_node > 1 (several workers per agent).
-OMP_BANNER_RE = lazyre.compile(r"Setting OMP_NUM_THREADS environment variable for each process to be")
+OMP_BANNER_RE = re.compile(r"Setting OMP_NUM_THREADS environment variable for each process to be")
 MAX_BLOCK_LINES = 5000
 MAX_FRAMES = 40
 MAX_COPY_WAIT = 400   # lines between the agent naming the child error file and the callstack it prints

@@ -6,10 +6,9 @@ Example (collect_env output): `PyTorch version: 2.1.0+cu121`
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, to_count
 
@@ -18,26 +17,26 @@ VERSION = r"v?(?P<v>\d+\.\d+(?:\.\d+)*(?:[a-z]+\d*)?(?:\+[\w.]+)?)"
 # (component, source, regex) — `source` names the form the version was stated in, because "CUDA" in
 # nvidia-smi is the driver's ceiling while collect_env's is the one torch was built with.
 VERSION_RES: tuple[tuple[str, str, re.Pattern[str]], ...] = (
-    ("torch", "collect_env", lazyre.compile(r"(?<![\w])PyTorch version: " + VERSION)),
-    ("torch", "torch.__version__", lazyre.compile(r"torch\.__version__\s*[=:]+\s*['\"]?" + VERSION)),
-    ("torch", "pip", lazyre.compile(r"(?<![\w.-])torch(?:==| +|: ?)" + VERSION + r"(?![\w.])")),
-    ("torch", "log", lazyre.compile(r"(?<![\w])(?:[Tt]orch|PyTorch) version\s*[:=]?\s*" + VERSION)),
-    ("cuda", "collect_env", lazyre.compile(r"CUDA used to build PyTorch: " + VERSION)),
-    ("cuda", "collect_env_runtime", lazyre.compile(r"CUDA runtime version: " + VERSION)),
-    ("cuda", "torch.version.cuda", lazyre.compile(r"torch\.version\.cuda\s*[=:]+\s*['\"]?" + VERSION)),
-    ("cuda", "nvidia-smi", lazyre.compile(r"CUDA Version: " + VERSION)),
-    ("driver", "nvidia-smi", lazyre.compile(r"Driver Version: " + VERSION)),
-    ("driver", "collect_env", lazyre.compile(r"Nvidia driver version: " + VERSION)),
-    ("nccl", "torch.cuda.nccl.version", lazyre.compile(
+    ("torch", "collect_env", re.compile(r"(?<![\w])PyTorch version: " + VERSION)),
+    ("torch", "torch.__version__", re.compile(r"torch\.__version__\s*[=:]+\s*['\"]?" + VERSION)),
+    ("torch", "pip", re.compile(r"(?<![\w.-])torch(?:==| +|: ?)" + VERSION + r"(?![\w.])")),
+    ("torch", "log", re.compile(r"(?<![\w])(?:[Tt]orch|PyTorch) version\s*[:=]?\s*" + VERSION)),
+    ("cuda", "collect_env", re.compile(r"CUDA used to build PyTorch: " + VERSION)),
+    ("cuda", "collect_env_runtime", re.compile(r"CUDA runtime version: " + VERSION)),
+    ("cuda", "torch.version.cuda", re.compile(r"torch\.version\.cuda\s*[=:]+\s*['\"]?" + VERSION)),
+    ("cuda", "nvidia-smi", re.compile(r"CUDA Version: " + VERSION)),
+    ("driver", "nvidia-smi", re.compile(r"Driver Version: " + VERSION)),
+    ("driver", "collect_env", re.compile(r"Nvidia driver version: " + VERSION)),
+    ("nccl", "torch.cuda.nccl.version", re.compile(
         r"(?i:nccl)[\w.]*(?:\(\))?\s*(?:version)?(?:\(\))?\s*[:=]?\s*\(\s*(?P<a>\d+),\s*(?P<b>\d+),\s*(?P<c>\d+)\s*\)")),
-    ("python", "collect_env", lazyre.compile(r"(?<![\w])Python version: (?P<v>\d+\.\d+(?:\.\d+)?)")),
-    ("python", "banner", lazyre.compile(r"(?<![\w/])Python (?P<v>\d\.\d+(?:\.\d+)?)(?![\w.])")),
+    ("python", "collect_env", re.compile(r"(?<![\w])Python version: (?P<v>\d+\.\d+(?:\.\d+)?)")),
+    ("python", "banner", re.compile(r"(?<![\w/])Python (?P<v>\d\.\d+(?:\.\d+)?)(?![\w.])")),
 )
-ENV_RE = lazyre.compile(
+ENV_RE = re.compile(
     r"(?<![\w])['\"]?(?P<key>RANK|LOCAL_RANK|WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR)['\"]?\s*[=:]\s*['\"]?"
     r"(?P<val>[\w.:-]+)"
 )
-HOST_RE = lazyre.compile(
+HOST_RE = re.compile(
     r"(?<![\w])(?:[Hh]ostname\s*[:=]\s*|Running on (?:host|node)\s+)"
     r"['\"]?(?P<host>[A-Za-z0-9][\w.-]*[\w])(?![\w.(])"
 )

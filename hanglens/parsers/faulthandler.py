@@ -10,23 +10,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import INT64_MAX, EventSpec, Example, Parser, to_count
 from hanglens.parsers.stacks import hang_fields, stack_fields
 
 # `Current thread` marks the thread that ran the handler; `Stack` is the one-thread form (all_threads=False).
 # Python 3.14 may print the thread's name in brackets after its id.
-THREAD_RE = lazyre.compile(
+THREAD_RE = re.compile(
     r"^\s*(?:(?P<current>Current thread|Thread) (?P<tid>0x[0-9A-Fa-f]{1,16})(?: \[(?P<name>[^\]]{0,200})\])?"
     r"|(?P<stack>Stack)) \(most recent call first\):\s*$"
 )
-FRAME_RE = lazyre.compile(
+FRAME_RE = re.compile(
     r"^\s*File \"(?P<file>[^\"]*)\", line (?P<line>\d{1,9}|\?\?\?) in (?P<func>\S.{0,300}?)\s*$"
 )
-OTHER_FRAME_RE = lazyre.compile(r"^\s*(?:<no Python frame>|\.\.\.|<timeout>)\s*$")
-FATAL_RE = lazyre.compile(r"^\s*Fatal Python error: (?P<reason>.{1,300}?)\s*$")
-TIMEOUT_RE = lazyre.compile(r"^\s*Timeout \(\d{1,6}:\d\d:\d\d\)!\s*$")
+OTHER_FRAME_RE = re.compile(r"^\s*(?:<no Python frame>|\.\.\.|<timeout>)\s*$")
+FATAL_RE = re.compile(r"^\s*Fatal Python error: (?P<reason>.{1,300}?)\s*$")
+TIMEOUT_RE = re.compile(r"^\s*Timeout \(\d{1,6}:\d\d:\d\d\)!\s*$")
 MAX_FRAMES = 60
 MAX_THREAD_LINES = 400   # faulthandler prints at most 100 frames per thread
 MAX_GAP = 4              # lines between a `Fatal Python error`/`Timeout` header and the first thread

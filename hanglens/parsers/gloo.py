@@ -2,29 +2,26 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, to_count
 
 LOC = r"(?:\[(?P<file>[^\[\]\s]{1,255}):(?P<line>\d{1,8})\] )?"
 PEER = r"\[(?P<ip>[^\[\]]{1,255})\]:(?P<port>\d{1,10})"
-TIMEOUT_RE = lazyre.compile(
+TIMEOUT_RE = re.compile(
     LOC + r"Timed out waiting (?P<ms>\d+) ?ms for (?P<io>recv|send) operation to complete"
 )
-CLOSED_RE = lazyre.compile(LOC + r"Connection closed by peer " + PEER)
-SOCKET_RE = lazyre.compile(
+CLOSED_RE = re.compile(LOC + r"Connection closed by peer " + PEER)
+SOCKET_RE = re.compile(
     LOC + r"(?P<kind>Read error|Write error|Read timeout|Write timeout|Connect timeout) " + PEER
     + r"(?:: ?(?P<err>[^.\n]{0,1024}))?"
 )
-PAIR_CLOSURE_RE = lazyre.compile(r"Application timeout caused pair closure")
-MESH_RE = lazyre.compile(r"Gloo connectFullMesh failed with (?P<inner>.*)")
-LOOPBACK_RE = lazyre.compile(
-    r"Unable to resolve hostname to a \(local\) address\. Using the loopback address"
-)
-INNER_PEER_RE = lazyre.compile(PEER)
+PAIR_CLOSURE_RE = re.compile(r"Application timeout caused pair closure")
+MESH_RE = re.compile(r"Gloo connectFullMesh failed with (?P<inner>.*)")
+LOOPBACK_RE = re.compile(r"Unable to resolve hostname to a \(local\) address\. Using the loopback address")
+INNER_PEER_RE = re.compile(PEER)
 
 SOCKET_ERRORS = {"Read error": "read_error", "Write error": "write_error", "Read timeout": "read_timeout",
                  "Write timeout": "write_timeout", "Connect timeout": "connect_timeout"}

@@ -7,45 +7,44 @@ Example (torch 2.5+, envelope already stripped): `Received 15 death signal, shut
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, to_int
 
 # torch/distributed/elastic/agent/server/api.py `run`: `Received {e.sigval} death signal, shutting down
 # workers` (failure-signatures.md section 17.4; log-formats.md section 3.5). `sigval` prints as a number
 # or as `Signals.SIGTERM` / `<Signals.SIGTERM: 15>` depending on the release.
-DEATH_SIGNAL_RE = lazyre.compile(
+DEATH_SIGNAL_RE = re.compile(
     r"Received (?:<?Signals\.(?P<name>SIG[A-Z0-9]{2,8})(?::[ ]?\d{1,3}>)?|(?P<num>\d{1,3})) death signal"
 )
 # Slurm's slurmstepd when the job or step is cancelled (scancel, time limit, preemption): `*** JOB <id> ON
 # <host> CANCELLED AT <time> [DUE TO <reason>] ***` (failure-signatures.md section 16 item 6).
-SLURM_CANCEL_RE = lazyre.compile(
+SLURM_CANCEL_RE = re.compile(
     r"\*\*\* (?P<what>JOB|STEP) (?P<job>\d{1,20}(?:\.\w{1,20})?) ON (?P<host>[\w.-]{1,255}) CANCELLED AT "
     r"(?P<at>\S{1,40})(?: DUE TO (?P<reason>[A-Z][A-Z ]{0,40}?))?(?: \*\*\*|$)"
 )
 # A phase of the training loop where rank-0-only code and collectives meet (section 16 item 1: "last phase
 # line"): checkpoint save/load, evaluation/validation, data preparation. Words only, nothing unbounded.
 PHASE_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("checkpoint_save", lazyre.compile(
+    ("checkpoint_save", re.compile(
         r"(?i)\b(?:sav(?:e|ed|ing)|writ(?:e|ing)|stor(?:e|ing))\b[ \w.:-]{0,40}?\bcheckpoint"
         r"|\bcheckpoint\b[ \w.:-]{0,20}?\b(?:sav(?:e|ed|ing)|written)\b")),
-    ("checkpoint_load", lazyre.compile(
+    ("checkpoint_load", re.compile(
         r"(?i)\b(?:load(?:ing|ed)?|restor(?:e|ed|ing)|resum(?:e|ed|ing))\b[ \w.:-]{0,40}?\bcheckpoint"
         r"|\bcheckpoint\b[ \w.:-]{0,20}?\b(?:load(?:ed|ing)?|restored)\b")),
-    ("validation", lazyre.compile(
+    ("validation", re.compile(
         r"(?i)(?<![\w])(?:validat(?:e|ing|ion)|evaluat(?:e|ing|ion)|running eval(?:uation)?|eval(?:uation)? "
         r"(?:loop|step|epoch|start|begin)|test(?:ing)? (?:loop|epoch))(?![\w])")),
-    ("data_prep", lazyre.compile(
+    ("data_prep", re.compile(
         r"(?i)(?<![\w])(?:tokeniz(?:e|er|ers|ing|ation)|preprocess(?:ing)?|building (?:the )?dataset|"
         r"loading (?:the )?dataset|caching (?:the )?dataset)(?![\w])")),
 )
 PHASE_TRIGGERS = ("heckpoint", "alidat", "valuat", "eval", "Eval", "est loop", "est epoch", "okeniz",
                   "reprocess", "ataset")
 # Lines of a stack or a traceback mention these words as code, not as a phase.
-_CODE_LINE = lazyre.compile(r"^\s*(?:File \"|at |#\d|Traceback|\w+Error\b|\w+Exception\b)")
+_CODE_LINE = re.compile(r"^\s*(?:File \"|at |#\d|Traceback|\w+Error\b|\w+Exception\b)")
 MAX_PHASE_LINE = 400
 
 

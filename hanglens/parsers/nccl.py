@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, to_count, to_int
 from hanglens.parsers.cuda import classify_cuda, pg_fields
@@ -17,8 +16,8 @@ from hanglens.parsers.cuda import classify_cuda, pg_fields
 # NCCL_DEBUG envelope: `host:pid:tid [dev] [src:line (func)] NCCL LEVEL message`. The level marker is
 # found first (a literal), then the prefix is read backwards from it over a bounded tail, so no optional
 # group is retried at every position of a long line (issue 12, item 7: every pattern linear in the line).
-LEVEL_RE = lazyre.compile(r"NCCL (?P<lvl>INFO|WARN|TRACE|CALL)\b ?")
-PREFIX_RE = lazyre.compile(
+LEVEL_RE = re.compile(r"NCCL (?P<lvl>INFO|WARN|TRACE|CALL)\b ?")
+PREFIX_RE = re.compile(
     r"(?:(?P<host>[^\s:\[\]]{1,255}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) (?:\[(?P<dev>\d{1,4})\] )?)?"
     r"(?:\d{1,12}\.\d{1,9} \w{1,64}:\d{1,8} )?"
     r"(?:(?P<src>[\w/+-][\w./+-]{0,127}):(?P<line>\d{1,8}) (?:\((?P<func>[^()\s]{1,128})\) )?)?\Z"
@@ -41,98 +40,98 @@ def envelope(text: str) -> dict[str, str | None] | None:
     return fields
 
 
-BANNER_RE = lazyre.compile(
+BANNER_RE = re.compile(
     r"NCCL version (?P<ver>\d{1,4}\.\d{1,4}\.\d{1,4})(?P<suffix>[^+\s,]{0,32})"
     r"\+cuda(?P<cuda>\d{1,4}\.\d{1,4})"
 )
-ENV_VERSION_RE = lazyre.compile(r"NCCL version: (?P<ver>\d{1,4}\.\d{1,4}\.\d{1,4})")
-TORCH_ERROR_RE = lazyre.compile(
+ENV_VERSION_RE = re.compile(r"NCCL version: (?P<ver>\d{1,4}\.\d{1,4}\.\d{1,4})")
+TORCH_ERROR_RE = re.compile(
     r"NCCL (?P<kind>error|timeout) in: (?P<loc>[^,\s]{1,256}:\d{1,8}), (?P<errstr>.{1,2048}?), NCCL version "
     r"(?P<ver>\d{1,4}\.\d{1,4}\.\d{1,4})"
 )
-TORCH_ASYNC_RE = lazyre.compile(
+TORCH_ASYNC_RE = re.compile(
     r"NCCL (?P<kind>error): (?P<errstr>.{1,2048}?), NCCL version (?P<ver>\d{1,4}\.\d{1,4}\.\d{1,4})"
 )
-CODE_RE = lazyre.compile(r"^\s*(?:[\w.]+(?:Error|Exception): )?(?P<code>nccl[A-Z]\w*): ?(?P<detail>.*)$")
-INLINE_CODE_RE = lazyre.compile(r"(?:\\n|\n)(?P<code>nccl[A-Z]\w*): ?(?P<detail>.*?)(?=\\n|\n|$)")
-INLINE_LAST_RE = lazyre.compile(r"Last error:(?:\\n|\n| )*(?P<last>.+?)(?=\\n|\n|$)")
-UNKNOWN_RE = lazyre.compile(r"^\s*Unknown NCCL error!?\s*$")
-LAST_ERROR_RE = lazyre.compile(r"^\s*Last error:\s*(?P<inline>.*)$")
-ABORT_REASON_RE = lazyre.compile(
+CODE_RE = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception): )?(?P<code>nccl[A-Z]\w*): ?(?P<detail>.*)$")
+INLINE_CODE_RE = re.compile(r"(?:\\n|\n)(?P<code>nccl[A-Z]\w*): ?(?P<detail>.*?)(?=\\n|\n|$)")
+INLINE_LAST_RE = re.compile(r"Last error:(?:\\n|\n| )*(?P<last>.+?)(?=\\n|\n|$)")
+UNKNOWN_RE = re.compile(r"^\s*Unknown NCCL error!?\s*$")
+LAST_ERROR_RE = re.compile(r"^\s*Last error:\s*(?P<inline>.*)$")
+ABORT_REASON_RE = re.compile(
     r"^\s*(?P<reason>Process Group (?:destroyed|shutdown) on rank (?P<rank>\d{1,10})"
     r"|No abort reason provided\.?)\s*$"
 )
-REMOTE_RE = lazyre.compile(r"remote error detected from rank:? ?(?P<src>\d+)")
+REMOTE_RE = re.compile(r"remote error detected from rank:? ?(?P<src>\d+)")
 
-COMM_RE = lazyre.compile(
+COMM_RE = re.compile(
     r"(?:\[Rank (?P<r0>\d{1,10})\] )?(?:(?P<api>nccl\w{1,64}) )?comm (?P<comm>0x[0-9a-fA-F]+|\(nil\)) "
     r"rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda_dev>\d+)(?: nvmlDev (?P<nvml_dev>\d+))? "
     r"busId (?P<bus_id>[0-9a-fA-F]+)"
 )
 # `Bootstrap : Using <if>:<ip><port>` (NCCL_DEBUG=INFO, log-formats.md section 4.4): the address this
 # process's NCCL uses, which other ranks' WARN lines name as `peer <ip><port>`.
-BOOTSTRAP_IF_RE = lazyre.compile(
+BOOTSTRAP_IF_RE = re.compile(
     r"^Bootstrap ?: Using (?P<iface>[^:\s]{1,64}):(?P<ip>[0-9A-Fa-f.:%\w]{1,64}?)<\d{1,6}>")
-COMM_PHASE_RE = lazyre.compile(r"(?P<phase>Init START|Init COMPLETE|Destroy COMPLETE|Abort COMPLETE)")
-COMM_PARENT_RE = lazyre.compile(r"parent (?P<parent>0x[0-9a-fA-F]+|\(nil\))")
-COMM_COLOR_RE = lazyre.compile(r"color (?P<color>-?\d+) key (?P<key>-?\d+)")
-COMM_ID_RE = lazyre.compile(r"commId 0x(?P<comm_id>[0-9a-fA-F]+)")
-TIMINGS_RE = lazyre.compile(
+COMM_PHASE_RE = re.compile(r"(?P<phase>Init START|Init COMPLETE|Destroy COMPLETE|Abort COMPLETE)")
+COMM_PARENT_RE = re.compile(r"parent (?P<parent>0x[0-9a-fA-F]+|\(nil\))")
+COMM_COLOR_RE = re.compile(r"color (?P<color>-?\d+) key (?P<key>-?\d+)")
+COMM_ID_RE = re.compile(r"commId 0x(?P<comm_id>[0-9a-fA-F]+)")
+TIMINGS_RE = re.compile(
     r"Init timings(?: - (?P<api>\w{1,64}))?: rank (?P<rank>\d+) nranks (?P<nranks>\d+)"
     r"(?: total (?P<total>[\d.]+))?"
 )
 
-IB_COMPLETION_RE = lazyre.compile(
+IB_COMPLETION_RE = re.compile(
     r"NET/IB ?: Got completion from peer (?P<peer>[^<\s]{1,255})<(?P<port>\d+)> "
     r"with (?:error |status=)(?P<status>\d+)"
     r"(?:,? opcode[ =](?P<opcode>\d+))?"
 )
-IB_ASYNC_RE = lazyre.compile(r"NET/IB ?: Got async event ?: (?P<event>.*)")
-IB_MISMATCH_RE = lazyre.compile(
+IB_ASYNC_RE = re.compile(r"NET/IB ?: Got async event ?: (?P<event>.*)")
+IB_MISMATCH_RE = re.compile(
     r"NET/IB ?[:-] req \S{1,64} tag \S{1,64} peer (?P<peer>[^<\s]{1,255})<(?P<port>\d+)> "
     r"collective mismatch error"
     r"(?:, local size (?P<local>\d+) remote size (?P<remote>\d+))?"
 )
-VERBS_RE = lazyre.compile(
+VERBS_RE = re.compile(
     r"Call to (?P<fn>(?:ibv|mlx5dv|wrap_ibv)\w{0,64})(?:\(\))? (?:failed|returned)(?P<rest>.*)"
 )
-SOCK_CALL_RE = lazyre.compile(
+SOCK_CALL_RE = re.compile(
     r"(?P<fn>socket\w{1,64}): Call to (?P<dir>recv from|send to) (?P<addr>\S{1,255}?) failed ?: (?P<err>.*)"
 )
-CLOSED_RE = lazyre.compile(
+CLOSED_RE = re.compile(
     r"(?:socket\w{1,64}|NET/Socket|Net) ?: Connection closed by remote peer(?: (?P<addr>\S+))?"
 )
-CONNECT_RE = lazyre.compile(
+CONNECT_RE = re.compile(
     r"socketStartConnect: Connect to (?P<addr>\S{1,255}) failed ?: (?P<err>.*)"
     r"|(?<!\w)(?P<fn>\w{1,64}): connect to (?P<addr2>\S{1,255}) "
     r"(?:returned (?P<ret>.{0,256}?), exceeded error retry count|failed ?: "
     r"(?P<err2>.*))"
     r"|socketPollConnect: exceeded (?P<what>retries|timeouts)"
 )
-ACCEPT_RE = lazyre.compile(r"socketTryAccept: Accept failed: ?(?P<err>.*)")
-TRUNC_RE = lazyre.compile(
+ACCEPT_RE = re.compile(r"socketTryAccept: Accept failed: ?(?P<err>.*)")
+TRUNC_RE = re.compile(
     r"(?:peer (?P<addr>\S{1,255}) )?[Mm]essage truncated ?: receiv(?:ed|ing) (?P<got>\d+) bytes "
     r"instead of (?P<want>\d+)"
 )
-IFACE_RE = lazyre.compile(
+IFACE_RE = re.compile(
     r"Bootstrap ?: no socket interface found|No usable listening interface found|no device found matching "
     r".{0,256}?, verify NCCL_\w{0,32}IFNAME"
     r"|No interface found in the same subnet as remote address (?P<addr>\S+)"
 )
-BOOT_ROOT_RE = lazyre.compile(
+BOOT_ROOT_RE = re.compile(
     r"Bootstrap Root ?: (?:rank \d+ of \d+ ranks has already checked in"
     r"|mismatch in (?:rank count|info) from procs)"
 )
-PROXY_OP_RE = lazyre.compile(
+PROXY_OP_RE = re.compile(
     r"\[Service thread\] Error encountered progressing operation=(?P<op>\w+), res=(?P<res>\d+)"
 )
-PROXY_POLL_RE = lazyre.compile(r"\[Proxy Service\] Poll failed: ?(?P<err>.*)")
-PROXY_CALL_RE = lazyre.compile(
+PROXY_POLL_RE = re.compile(r"\[Proxy Service\] Poll failed: ?(?P<err>.*)")
+PROXY_CALL_RE = re.compile(
     r"ncclProxyCallBlockingUDS call to tpRank (?P<tp>\d{1,10})\([^)]{0,128}\) failed ?: ?(?P<res>\d+)"
 )
-SERVICE_CLOSED_RE = lazyre.compile(r"\[Service thread\] Connection closed by localRank (?P<lr>\d+)")
-CUDA_FAIL_RE = lazyre.compile(r"Cuda failure (?:(?P<code>\d+) )?'+(?P<msg>[^']*)'+")
-ADDR_RE = lazyre.compile(r"^\[?(?P<ip>[^<]{0,255}?)\]?<(?P<port>\d{1,10})>")
+SERVICE_CLOSED_RE = re.compile(r"\[Service thread\] Connection closed by localRank (?P<lr>\d+)")
+CUDA_FAIL_RE = re.compile(r"Cuda failure (?:(?P<code>\d+) )?'+(?P<msg>[^']*)'+")
+ADDR_RE = re.compile(r"^\[?(?P<ip>[^<]{0,255}?)\]?<(?P<port>\d{1,10})>")
 
 ERRSTR_TYPES: tuple[tuple[str, str], ...] = (
     ("unhandled cuda error", "ncclUnhandledCudaError"),

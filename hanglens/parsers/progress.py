@@ -6,14 +6,13 @@ Example (torchtitan, envelope already stripped): `step:  10  loss:  7.8213  memo
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.errors import UsageError
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, to_int
@@ -32,28 +31,26 @@ BAR = r"\|[^|\r\n]{0,512}\|"
 
 # Named shapes, most specific first; each has a `step` group and may have `total`, `epoch`.
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("megatron", lazyre.compile(rf"\biteration{SP1}(?P<step>{NUM}){SP}/{SP}(?P<total>{NUM}){SP}\|")),
-    ("torchtitan", lazyre.compile(rf"(?<![\w])step:{SP}(?P<step>{NUM}){SP1}loss:")),
-    ("lightning", lazyre.compile(
+    ("megatron", re.compile(rf"\biteration{SP1}(?P<step>{NUM}){SP}/{SP}(?P<total>{NUM}){SP}\|")),
+    ("torchtitan", re.compile(rf"(?<![\w])step:{SP}(?P<step>{NUM}){SP1}loss:")),
+    ("lightning", re.compile(
         rf"(?<![\w])Epoch (?P<epoch>{NUM}):{SP}(?P<pct>\d{{1,3}})%{BAR}{SP}"
         rf"(?P<step>{NUM})/(?P<total>{NUM})")),
-    ("tqdm", lazyre.compile(
-        rf"(?<!\d)(?P<pct>\d{{1,3}})%{BAR}{SP}(?P<step>{NUM})/(?P<total>{NUM})(?={SP}\[)")
-    ),
-    ("tqdm", lazyre.compile(
+    ("tqdm", re.compile(rf"(?<!\d)(?P<pct>\d{{1,3}})%{BAR}{SP}(?P<step>{NUM})/(?P<total>{NUM})(?={SP}\[)")),
+    ("tqdm", re.compile(
         rf"(?<![\w/.])(?P<step>{NUM})/(?P<total>{NUM}) \[\d{{1,9}}:\d\d(?::\d\d)?<"
         rf"(?:\d{{1,9}}:\d\d(?::\d\d)?|\?)")),
-    ("tqdm", lazyre.compile(rf"(?<![\w/.])(?P<step>{NUM})it \[\d{{1,9}}:\d\d(?::\d\d)?[,\]]")),
-    ("hf_trainer", lazyre.compile(r"\{'loss': [^{}]{0,2048}?'epoch': (?P<epoch>\d{1,20}(?:\.\d{1,20})?)")),
-    ("epoch_samples", lazyre.compile(
+    ("tqdm", re.compile(rf"(?<![\w/.])(?P<step>{NUM})it \[\d{{1,9}}:\d\d(?::\d\d)?[,\]]")),
+    ("hf_trainer", re.compile(r"\{'loss': [^{}]{0,2048}?'epoch': (?P<epoch>\d{1,20}(?:\.\d{1,20})?)")),
+    ("epoch_samples", re.compile(
         rf"(?<![\w])Epoch:? (?P<epoch>{NUM}) \[(?P<step>{NUM})/(?P<total>{NUM}) \(\d{{1,3}}%\)\]")),
-    ("epoch_bracket", lazyre.compile(
+    ("epoch_bracket", re.compile(
         rf"(?<![\w])Epoch \[(?P<epoch>{NUM})/(?P<epoch_total>{NUM})\](?:[^\r\n]{{0,256}}?(?<![\w])Step "
         rf"\[(?P<step>{NUM})/(?P<total>{NUM})\])?")),
-    ("step", lazyre.compile(
+    ("step", re.compile(
         rf"(?<![\w])(?:global_)?[Ss]tep(?! size){SP}(?:[:=#]{SP})?(?P<step>{NUM})(?!\.\d)"
         rf"(?:{SP}(?:/|of){SP}(?P<total>{NUM}))?")),
-    ("iteration", lazyre.compile(
+    ("iteration", re.compile(
         rf"(?<![\w])(?:[Ii]ter(?:ation)?|it){SP}(?:[:=#]{SP})?(?P<step>{NUM})(?!\.\d)"
         rf"(?:{SP}/{SP}(?P<total>{NUM}))?")),
 )
@@ -61,14 +58,14 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 PATTERN_LITERALS: tuple[str, ...] = (
     "iteration", "step:", "%|", "%|", " [", "it [", "{'loss': ", "poch", "Epoch [", "tep", "t",
 )
-EPOCH_RE = lazyre.compile(
+EPOCH_RE = re.compile(
     rf"(?<![\w])[Ee]poch{SP}(?:[:=]{SP})?\[?(?P<epoch>\d{{1,20}}(?:\.\d{{1,20}})?)(?!\d)(?:{SP}/{SP}(?P<total>{NUM}))?"
 )
 # The tqdm label is the text before the bar's percentage, after the last `|` or line break.
 LABEL_CUT = ("|", "\r", "\n")
 # tqdm's times after the counter: `[<elapsed><<remaining>` (`format_interval`: MM:SS, or H:MM:SS from an
 # hour on; `?` while the rate is unknown), looked for in the few characters after the counter.
-TIMES_RE = lazyre.compile(r"\[(?P<elapsed>\d{1,9}:\d\d(?::\d\d)?)<(?P<remaining>\d{1,9}:\d\d(?::\d\d)?|\?)")
+TIMES_RE = re.compile(r"\[(?P<elapsed>\d{1,9}:\d\d(?::\d\d)?)<(?P<remaining>\d{1,9}:\d\d(?::\d\d)?|\?)")
 TIMES_LOOKAHEAD = 80
 
 _user: dict[str, Any] = {"pattern": None}
@@ -80,7 +77,7 @@ _user: dict[str, Any] = {"pattern": None}
 # dot or colon before the label's end), and with no `poch`, `step` or `iteration` in the label the
 # first shape of PATTERNS that matches it is the first `tqdm` one, at the percentage. Linear: bounded
 # pieces, no nested quantifiers.
-BAR_REDRAW_RE = lazyre.compile(
+BAR_REDRAW_RE = re.compile(
     r"(?P<head>[ \t]{0,8}(?:[A-Za-z][A-Za-z _-]{0,62}:[ \t]{0,8})?)(?P<pct>\d{1,3})%"
     r"\|[ #=>0-9\u2588-\u258f-]{0,512}\|[ \t]{0,64}(?P<step>\d{1,18})/(?P<total>\d{1,18}) "
     r"\[(?P<elapsed>\d{1,9}:\d\d(?::\d\d)?)<(?P<remaining>\d{1,9}:\d\d(?::\d\d)?|\?)"

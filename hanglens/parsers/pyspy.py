@@ -9,23 +9,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import INT64_MAX, EventSpec, Example, Parser, to_count
 from hanglens.parsers.stacks import hang_fields, stack_fields
 
-PROCESS_RE = lazyre.compile(r"^\s*Process (?P<pid>\d+): (?P<cmd>.*?)\s*$")
-PYTHON_RE = lazyre.compile(r"^\s*Python v\d+\.\d+\S* \(.*\)\s*$")
+PROCESS_RE = re.compile(r"^\s*Process (?P<pid>\d+): (?P<cmd>.*?)\s*$")
+PYTHON_RE = re.compile(r"^\s*Python v\d+\.\d+\S* \(.*\)\s*$")
 # py-spy 0.4 prints the OS thread id in decimal, 0.3 (and 0.4 where no native id is known) the pthread id
 # in hex; the state is active or idle, with `+gil` when the thread holds the GIL.
-THREAD_RE = lazyre.compile(
+THREAD_RE = re.compile(
     r"^\s*Thread (?P<tid>0x[0-9A-Fa-f]+|\d+) \((?P<state>(?:active|idle)(?:\+gil)?|gil)\)"
     r"(?:: \"(?P<name>.*)\")?\s*$"
 )
-FRAME_RE = lazyre.compile(r"^\s*(?P<func>\S.*?) \((?P<file>[^()\s][^()]*?):(?P<line>\d+)\)\s*$")
+FRAME_RE = re.compile(r"^\s*(?P<func>\S.*?) \((?P<file>[^()\s][^()]*?):(?P<line>\d+)\)\s*$")
 # `--native` frames without line information: `clock_nanosleep (libc.so.6)`, `0x7f78ad23b24a (libc.so.6)`.
-NATIVE_RE = lazyre.compile(r"^\s+\S.*\([^()\s]+\)\s*$")
-NATIVE_FILE_RE = lazyre.compile(r"\.(?:c|cc|cpp|cxx|cu|h|hh|hpp|rs|S|s)$")
+NATIVE_RE = re.compile(r"^\s+\S.*\([^()\s]+\)\s*$")
+NATIVE_FILE_RE = re.compile(r"\.(?:c|cc|cpp|cxx|cu|h|hh|hpp|rs|S|s)$")
 MAX_FRAMES = 60
 MAX_THREAD_LINES = 4000   # frames plus `--locals` blocks of one thread
 MAX_HEADER_LINES = 6      # lines between `Process N:` and the first `Thread` line

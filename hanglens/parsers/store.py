@@ -7,11 +7,10 @@ Example (torch 1.11+, envelope already stripped):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, to_count, to_int
 
@@ -26,80 +25,80 @@ ERRNO_BY_TEXT = {
     "No route to host": 113,
     "Network is unreachable": 101,
 }
-ERRNO_TEXT_RE = lazyre.compile("|".join(re.escape(k) for k in sorted(ERRNO_BY_TEXT)))
+ERRNO_TEXT_RE = re.compile("|".join(re.escape(k) for k in sorted(ERRNO_BY_TEXT)))
 
 # PG prefix of c10d lines (reference §10 item 18), newest form first.
-PG_PREFIX_RE = lazyre.compile(
+PG_PREFIX_RE = re.compile(
     r"\[PG ID (?P<pg_id>\d+) PG GUID (?P<guid>[^\s(\]]+)(?:\((?P<desc1>[^)]*)\))? Rank (?P<r1>\d+)\]"
     r"|\[PG (?P<uid>[^\s(\]]+)(?: \((?P<desc2>[^)]*)\))? Rank (?P<r2>\d+)\]"
 )
 
-SERVER_BIND_RE = lazyre.compile(
+SERVER_BIND_RE = re.compile(
     r"The server socket has failed to (?:bind to|listen on) (?P<addr>\S+) "
     r"\(errno: (?P<errno>\d+) - (?P<err>[^)]+)\)"
 )
-SERVER_ANY_RE = lazyre.compile(
+SERVER_ANY_RE = re.compile(
     r"The server socket has failed to listen on any local network address\."
     r"(?: port: (?P<port>\d+), useIpv6: \w+, code: (?P<code>-?\d+), name: (?P<name>\w+), message: "
     r"(?P<msg>.*))?"
 )
-CLIENT_TIMEOUT_RE = lazyre.compile(
+CLIENT_TIMEOUT_RE = re.compile(
     r"The client socket has timed out after (?P<dur>\d+)(?P<unit>ms|s) while trying to connect to "
     r"\((?P<host>[^,]+), (?P<port>\d+)\)"
 )
-CLIENT_ERRNO_RE = lazyre.compile(
+CLIENT_ERRNO_RE = re.compile(
     r"The client socket has failed to connect to \[(?P<host>[^\]]+)\]:(?P<port>\d+) "
     r"\(errno: (?P<errno>\d+) - (?P<err>[^)]+)\)"
 )
-CLIENT_ANY_RE = lazyre.compile(
+CLIENT_ANY_RE = re.compile(
     r"The client socket has failed to connect to any network address of \((?P<host>[^,]+), (?P<port>\d+)\)"
 )
-CONNECT_110_RE = lazyre.compile(r"connect\(\) timed out\. Original timeout was (?P<ms>\d+) ?ms")
-TCP_CLIENT_RE = lazyre.compile(
+CONNECT_110_RE = re.compile(r"connect\(\) timed out\. Original timeout was (?P<ms>\d+) ?ms")
+TCP_CLIENT_RE = re.compile(
     r"TCP client failed to connect/validate to host (?P<host>\S+):(?P<port>\d+) - "
     r"(?P<what>timed out|retrying)"
     r"(?: \(try=\d+, timeout=(?P<to>\d+)ms(?:, delay=\d+ms)?\))?(?:: (?P<inner>.*))?"
 )
-SOCKET_IO_RE = lazyre.compile(
+SOCKET_IO_RE = re.compile(
     r"(?P<op>recvValue|recvBytes|sendBytes|sendValue|recvVector|recvString|sendString) failed on "
     r"SocketImpl\(fd=-?\d+, addr=(?P<addr>[^,]+), remote=(?P<remote>[^)]+)\)(?:: (?P<err>.*))?"
 )
-ZERO_BYTES_RE = lazyre.compile(
+ZERO_BYTES_RE = re.compile(
     r"Failed to (?P<op>recv|send), (?:got|sent) 0 bytes\. Connection was likely closed"
 )
-WAIT_FOR_INPUT_RE = lazyre.compile(
+WAIT_FOR_INPUT_RE = re.compile(
     r"waitForInput: (?:poll for )?socket SocketImpl\(fd=-?\d+, addr=(?P<addr>[^,]+), "
     r"remote=(?P<remote>[^)]+)\)"
     r"(?: timed out after (?P<ms>\d+) ?ms| returned (?P<ret>-?\d+))?"
 )
-SOCKET_TIMEOUT_RE = lazyre.compile(r"\bSocket Timeout\b")
-WAIT_TIMEOUT_RE = lazyre.compile(
+SOCKET_TIMEOUT_RE = re.compile(r"\bSocket Timeout\b")
+WAIT_TIMEOUT_RE = re.compile(
     r"(?<![\w])[Ww]ait timeout\b(?: after (?P<ms>\d+) ?ms)?(?:, keys: (?P<keys>.*))?"
 )
-WAIT_CLIENTS_RE = lazyre.compile(
+WAIT_CLIENTS_RE = re.compile(
     r"Timed out after (?P<s>\d+) seconds waiting for clients\.(?: (?P<joined>\d+)/(?P<world>\d+) clients "
     r"joined)?"
 )
-STORE_BARRIER_RE = lazyre.compile(
+STORE_BARRIER_RE = re.compile(
     r"Timed out initializing process group in store based barrier on rank:? (?P<rank>\d+), for key: "
     r"(?P<key>[^\s,]+)(?: \(world_size=(?P<ws>\d+), (?:worker_count|num_workers_joined)=(?P<joined>\d+), "
     r"timeout=(?P<to>[^ )]+))?"
 )
-DUMP_FLAG_RE = lazyre.compile(
+DUMP_FLAG_RE = re.compile(
     r"Failed to check the \"should dump\" flag on TCPStore.*?(?:with error: (?P<err>.*))?$"
     r"|Failed to get (?:timeout rank ID from TCPStore|exception dump flag from the global "
     r"store)\.?\s*(?P<err2>.*)"
 )
-RDZV_ERROR_RE = lazyre.compile(
+RDZV_ERROR_RE = re.compile(
     r"(?:^|[\s.'\"(])(?P<cls>Rendezvous(?:Timeout|Connection|Closed|State|GracefulExit)?Error)"
     r"(?::\s*(?P<msg>.*?)|\(\)|\s*)[\"',]*\s*$"
 )
-RDZV_CODE_RE = lazyre.compile(r"^\s*(?:raise|except|from|import|class|def|return)\b|\bimport\b")
-RDZV_CONN_RE = lazyre.compile(r"The connection to (?:the )?(?P<backend>C10d store|etcd) has failed")
-RDZV_STATE_RE = lazyre.compile(r"The rendezvous state is corrupt")
-RESET_RE = lazyre.compile(r"Connection reset by peer|Broken pipe")
-STORE_CONTEXT_RE = lazyre.compile(r"TCPStore|SocketImpl| store\b")
-TIMEDELTA_RE = lazyre.compile(r"^(?:(?P<days>\d+) days?, )?(?P<h>\d+):(?P<m>\d\d):(?P<s>\d\d(?:\.\d+)?)$")
+RDZV_CODE_RE = re.compile(r"^\s*(?:raise|except|from|import|class|def|return)\b|\bimport\b")
+RDZV_CONN_RE = re.compile(r"The connection to (?:the )?(?P<backend>C10d store|etcd) has failed")
+RDZV_STATE_RE = re.compile(r"The rendezvous state is corrupt")
+RESET_RE = re.compile(r"Connection reset by peer|Broken pipe")
+STORE_CONTEXT_RE = re.compile(r"TCPStore|SocketImpl| store\b")
+TIMEDELTA_RE = re.compile(r"^(?:(?P<days>\d+) days?, )?(?P<h>\d+):(?P<m>\d\d):(?P<s>\d\d(?:\.\d+)?)$")
 
 
 def _ms(value: str | None, unit: str = "ms") -> int | None:

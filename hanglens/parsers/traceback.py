@@ -7,36 +7,35 @@ Example (torch 2.4+, `[rankN]: ` already stripped):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, to_count
 
-TB_START_RE = lazyre.compile(r"^(?P<pre>.*?)(?P<orig>Original )?Traceback \(most recent call last\):")
+TB_START_RE = re.compile(r"^(?P<pre>.*?)(?P<orig>Original )?Traceback \(most recent call last\):")
 # What may precede "Traceback" on its line: indentation, a ^C echo, the end of a progress bar.
-TB_PRE_OK_RE = lazyre.compile(r"^\s*(?:\^C)?\s*$|\]\s*$")
-FRAME_RE = lazyre.compile(r"^\s*File \"(?P<file>[^\"]+)\", line (?P<line>\d+)(?:, in (?P<func>.+?))?\s*$")
-CHAIN_RE = lazyre.compile(
+TB_PRE_OK_RE = re.compile(r"^\s*(?:\^C)?\s*$|\]\s*$")
+FRAME_RE = re.compile(r"^\s*File \"(?P<file>[^\"]+)\", line (?P<line>\d+)(?:, in (?P<func>.+?))?\s*$")
+CHAIN_RE = re.compile(
     r"^\s*(?:During handling of the above exception, another exception occurred"
     r"|The above exception was the direct cause of the following exception):?\s*$"
 )
 # Inside a traceback: the exception line is at the traceback's indentation; its type is an identifier path.
-TB_EXC_RE = lazyre.compile(r"^(?P<type>[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)(?::(?: (?P<msg>.*))?)?\s*$")
-TB_SUFFIX_RE = lazyre.compile(r"(?:Error|Exception|Interrupt|Exit|StopIteration|Warning|Failure|Timeout)$")
+TB_EXC_RE = re.compile(r"^(?P<type>[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)(?::(?: (?P<msg>.*))?)?\s*$")
+TB_SUFFIX_RE = re.compile(r"(?:Error|Exception|Interrupt|Exit|StopIteration|Warning|Failure|Timeout)$")
 # Outside a traceback only unmistakable shapes count: `[pkg.]CamelError: message` at column 0 (or glued
 # after a progress bar's `]`).
-BARE_EXC_RE = lazyre.compile(
+BARE_EXC_RE = re.compile(
     r"(?:^|(?<=\]))(?P<type>(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):(?: (?P<msg>.*?))?\s*$"
 )
-DATALOADER_RE = lazyre.compile(r"Caught (?P<exc>\w+) in DataLoader worker process (?P<worker>\d+)")
+DATALOADER_RE = re.compile(r"Caught (?P<exc>\w+) in DataLoader worker process (?P<worker>\d+)")
 # A per-line prefix the reader does not know (`gpu-a8: `, `host17 | `, `[node3] `, `worker-2>`): learned from
 # the `Traceback` line, confirmed by the next line of that writer, which must carry it before a `File` frame.
-LEARN_PRE_RE = lazyre.compile(r"^(?!\s)[^\s\"']{1,60}(?: [^\s\"']{1,60}){0,3} ?(?::|\||>|\]|\]:) ?$")
-PRE_RANK_RE = lazyre.compile(r"(?:^|[^A-Za-z0-9])rank[ _-]?(?P<rank>\d{1,6})(?![0-9])", re.IGNORECASE)
-PRE_HOST_RE = lazyre.compile(r"^[\[(]?(?P<host>(?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w-]{0,62}\d[\w-]{0,62}"
+LEARN_PRE_RE = re.compile(r"^(?!\s)[^\s\"']{1,60}(?: [^\s\"']{1,60}){0,3} ?(?::|\||>|\]|\]:) ?$")
+PRE_RANK_RE = re.compile(r"(?:^|[^A-Za-z0-9])rank[ _-]?(?P<rank>\d{1,6})(?![0-9])", re.IGNORECASE)
+PRE_HOST_RE = re.compile(r"^[\[(]?(?P<host>(?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w-]{0,62}\d[\w-]{0,62}"
                          r"(?:\.[A-Za-z][\w-]{0,62}){0,6})[\])]?\s*[:|>\]]")
 MAX_FRAMES = 40
 MAX_TB_LINES = 3000
@@ -45,7 +44,7 @@ MAX_TAIL = 8          # message continuation lines tolerated after the exception
 MAX_MESSAGE = 2000
 MAX_SOURCE = 200      # characters kept of a frame's source line
 # Python 3.11+ marks the failing expression under a source line with carets (`~~~^^^`).
-CARET_RE = lazyre.compile(r"^\s*[~^]+\s*$")
+CARET_RE = re.compile(r"^\s*[~^]+\s*$")
 
 
 @dataclass

@@ -16,42 +16,41 @@ A monitored_barrier failure and the wrapper error that carries it are one hang: 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count, to_int
 
 FP_OPEN = "CollectiveFingerPrint("
-MISMATCH_RE = lazyre.compile(
+MISMATCH_RE = re.compile(
     r"Detected mismatch between collectives on ranks\.(?: ?Rank (?P<r>\d+) is running (?P<inc>inconsistent )?"
     r"collective: (?=CollectiveFingerPrint\())?"
 )
-SECOND_RE = lazyre.compile(r"\)?,? ?but Rank (?P<k>\d+) is running collective: (?=CollectiveFingerPrint\()")
-DIFF_RE = lazyre.compile(r"Collectives differ in the following aspects:(?P<diff>.*)")
-DIFF_LABEL_RE = lazyre.compile(
+SECOND_RE = re.compile(r"\)?,? ?but Rank (?P<k>\d+) is running collective: (?=CollectiveFingerPrint\()")
+DIFF_RE = re.compile(r"Collectives differ in the following aspects:(?P<diff>.*)")
+DIFF_LABEL_RE = re.compile(
     r"(?P<label>Sequence number|Op type|(?:Tensor )+shapes|(?:Tensor )+dtypes|"
     r"(?:Tensor )+devices): "
 )
-RUNNING_RE = lazyre.compile(r"(?:\[Rank (?P<r>\d+)\]:? )?Running collective: (?=CollectiveFingerPrint\()")
-WRAPPER_MB_RE = lazyre.compile(
+RUNNING_RE = re.compile(r"(?:\[Rank (?P<r>\d+)\]:? )?Running collective: (?=CollectiveFingerPrint\()")
+WRAPPER_MB_RE = re.compile(
     r"Monitored Barrier encountered error running collective: (?=CollectiveFingerPrint\()"
 )
 
-SEQ_RE = lazyre.compile(r"SequenceNumber=(?P<v>\d+)")
-OP_RE = lazyre.compile(r"OpType=(?P<v>[A-Z_][A-Z0-9_]*)")
-SHAPE_RE = lazyre.compile(r"TensorShape=(?=\[)")
-DTYPES_RE = lazyre.compile(r"TensorDtypes=(?P<v>.*?)(?:, TensorDeviceTypes=|$)")
-DEVICE_RE = lazyre.compile(r"device=(?P<v>[a-z_]+)")
+SEQ_RE = re.compile(r"SequenceNumber=(?P<v>\d+)")
+OP_RE = re.compile(r"OpType=(?P<v>[A-Z_][A-Z0-9_]*)")
+SHAPE_RE = re.compile(r"TensorShape=(?=\[)")
+DTYPES_RE = re.compile(r"TensorDtypes=(?P<v>.*?)(?:, TensorDeviceTypes=|$)")
+DEVICE_RE = re.compile(r"device=(?P<v>[a-z_]+)")
 
-MB_MISSING_RE = lazyre.compile(
+MB_MISSING_RE = re.compile(
     r"(?:\[Rank (?P<me>\d+)\]: )?Ranks? (?P<ks>\d+(?:, ?\d+)*) failed to pass monitoredBarrier "
     r"in (?P<ms>\d+) ms"
 )
-MB_RANK0_TIMEOUT_RE = lazyre.compile(r"Rank (?P<me>\d+) timed out in monitoredBarrier after (?P<ms>\d+) ms")
-MB_POINTS_RE = lazyre.compile(
+MB_RANK0_TIMEOUT_RE = re.compile(r"Rank (?P<me>\d+) timed out in monitoredBarrier after (?P<ms>\d+) ms")
+MB_POINTS_RE = re.compile(
     r"Rank (?P<me>\d+) successfully reached monitoredBarrier, but received errors while waiting "
     r"for send/recv "
     r"from rank 0"

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.model import utf8_text
 
 CATEGORY_TITLES: dict[str, str] = {
@@ -39,8 +38,8 @@ STATUS_WORDS: dict[str, str] = {
     "silent": "silent (no log)",
 }
 
-_BACKTICK = lazyre.compile(r"`([^`]+)`")
-_ENV_ASSIGN = lazyre.compile(r"(?<![\w.-])([A-Z][A-Z0-9_]{2,}=[^\s`,;)]+)")
+_BACKTICK = re.compile(r"`([^`]+)`")
+_ENV_ASSIGN = re.compile(r"(?<![\w.-])([A-Z][A-Z0-9_]{2,}=[^\s`,;)]+)")
 
 
 def category_title(verdict: Mapping[str, Any]) -> str:
@@ -163,7 +162,7 @@ SHELL_PROGRAMS = frozenset(
         "ulimit",
     }
 )
-_ENV_ONLY = lazyre.compile(r"[A-Z][A-Z0-9_]{2,}=\S+(?: +[A-Z][A-Z0-9_]{2,}=\S+)*")
+_ENV_ONLY = re.compile(r"[A-Z][A-Z0-9_]{2,}=\S+(?: +[A-Z][A-Z0-9_]{2,}=\S+)*")
 
 
 def shell_commands(text: str) -> list[str]:
@@ -369,7 +368,7 @@ def _escape_char(ch: str) -> str:
 # -- the timeline of first failures, one row per distinct fact --------------------------------------------
 
 LAUNCHER_KINDS = frozenset({"worker_failed", "child_failed"})
-_RANK_TAG = lazyre.compile(r"^\s*\[\d{1,9}\]:\s*")
+_RANK_TAG = re.compile(r"^\s*\[\d{1,9}\]:\s*")
 _LAUNCHER_TEXT = ("ChildFailedError", "elastic.multiprocessing.errors")
 
 
@@ -454,8 +453,8 @@ def fold_timeline(rows: Sequence[Mapping[str, Any]]) -> list[Fact]:
 
 # -- hypotheses ruled out, in words -------------------------------------------------------------------
 
-_REASON = lazyre.compile(r"^match\.(all|any|none)\[\d+\]: (.*)$", re.S)
-_REF = lazyre.compile(r"\(([^()\s]+:\d+)\)\s*$")
+_REASON = re.compile(r"^match\.(all|any|none)\[\d+\]: (.*)$", re.S)
+_REF = re.compile(r"\(([^()\s]+:\d+)\)\s*$")
 
 
 def why_not(reason: str, winner: Any) -> str:

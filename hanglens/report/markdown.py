@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 from hanglens.report import _common as c
 
 MAX_EVIDENCE = 3
 MAX_STEPS = 3
 MAX_RANK_ROWS = 8
-_MD_SPECIAL = lazyre.compile(r"([\\`*\[\]<>|~&])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-_LINE_START = lazyre.compile(r"^(\s*)([#=+>-]|\d+[.)])")
-_BACKTICKS = lazyre.compile(r"`+")
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|~&])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+_LINE_START = re.compile(r"^(\s*)([#=+>-]|\d+[.)])")
+_BACKTICKS = re.compile(r"`+")
 
 
 def _esc(s: str) -> str:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import ipaddress
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 
-_TOKENS = lazyre.compile(
+_TOKENS = re.compile(
     r"(?<![A-Za-z0-9])(?:"
     r"hf_[A-Za-z0-9]{20,}"
     r"|gh[pousr]_[A-Za-z0-9]{20,}"
@@ -29,28 +28,24 @@ _TOKENS = lazyre.compile(
     r")(?![A-Za-z0-9])"
 )
 # Name parts are bounded: `(?:[A-Za-z0-9]+_)*` was quadratic on a long `a_a_a_...` run (issue 12, item 7).
-_SECRET_ASSIGN = lazyre.compile(
+_SECRET_ASSIGN = re.compile(
     r"(?i)(?<![A-Za-z0-9])((?:[A-Za-z0-9]{1,64}_){0,8}(?:token|secret|password|passwd|pwd|api_?key|access_?key|"
     r"auth|credentials?)(?:_[A-Za-z0-9]{1,64}){0,8})(\s{0,16}[=:]\s{0,16})([\"']?)([^\s\"',;]{4,})"
 )
-_LONG_HEX = lazyre.compile(r"(?<![0-9A-Za-z])(?:0x)?[0-9a-fA-F]{32,}(?![0-9A-Za-z])")
-_LONG_B64 = lazyre.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{32,}={0,2}(?![A-Za-z0-9+/=])")
-_EMAIL = lazyre.compile(
-    r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![\w-])"
-)
-_HOME = lazyre.compile(
-    r"(?<![\w.-])(?:/home/|/Users/|/export/home/)([A-Za-z0-9._-]+)|(?<![\w.-])/root(?=/|\b|$)"
-)
-_USER_ASSIGN = lazyre.compile(r"(?<![A-Za-z0-9_])(?:USER|LOGNAME|USERNAME|SUDO_USER)=([A-Za-z0-9._-]+)")
-_IPV4 = lazyre.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
-_IPV6 = lazyre.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?:%[A-Za-z0-9]+)?(?![\w:])")
-_FQDN = lazyre.compile(
+_LONG_HEX = re.compile(r"(?<![0-9A-Za-z])(?:0x)?[0-9a-fA-F]{32,}(?![0-9A-Za-z])")
+_LONG_B64 = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{32,}={0,2}(?![A-Za-z0-9+/=])")
+_EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![\w-])")
+_HOME = re.compile(r"(?<![\w.-])(?:/home/|/Users/|/export/home/)([A-Za-z0-9._-]+)|(?<![\w.-])/root(?=/|\b|$)")
+_USER_ASSIGN = re.compile(r"(?<![A-Za-z0-9_])(?:USER|LOGNAME|USERNAME|SUDO_USER)=([A-Za-z0-9._-]+)")
+_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
+_IPV6 = re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?:%[A-Za-z0-9]+)?(?![\w:])")
+_FQDN = re.compile(
     r"(?i)(?<![\w.-])(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+"
     r"(?:com|net|org|io|ai|internal|local|lan|cluster|corp|edu|gov|cloud|compute|intra|priv|dev|site)"
     r"(?![\w-])"
 )
-_AWS_HOST = lazyre.compile(r"(?i)(?<![\w.-])ip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}(?![\w-])")
-_WORDY = lazyre.compile(r"[A-Za-z]")
+_AWS_HOST = re.compile(r"(?i)(?<![\w.-])ip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}(?![\w-])")
+_WORDY = re.compile(r"[A-Za-z]")
 _PUBLIC_DOMAINS = (
     "pytorch.org",
     "github.com",
@@ -63,7 +58,7 @@ _PUBLIC_DOMAINS = (
     "anaconda.org",
 )
 _NOT_USERS = frozenset({"root", "user", "users", "admin", "ubuntu", "nobody", "runner", "home", "shared"})
-_PLACEHOLDER = lazyre.compile(r"^(?:host|ip|ip6|user|email|token|domain)-\d+")
+_PLACEHOLDER = re.compile(r"^(?:host|ip|ip6|user|email|token|domain)-\d+")
 
 
 class _Redactor:

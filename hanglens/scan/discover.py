@@ -17,27 +17,26 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hanglens import lazyre
+from hanglens import lazyre as re
 
 ARCHIVE_SUFFIXES = (
     ".tar.gz", ".tgz", ".tar", ".zip", ".tar.zst", ".tzst", ".tar.zstd", ".tar.bz2", ".tbz2", ".tbz",
     ".tar.xz", ".txz",
 )
-_COMPRESSED_RE = lazyre.compile(r"\.(?:gz|bz2|xz|zst)$", re.IGNORECASE)
-_LOG_NAME_RE = lazyre.compile(
+_COMPRESSED_RE = re.compile(r"\.(?:gz|bz2|xz|zst)$", re.IGNORECASE)
+_LOG_NAME_RE = re.compile(
     r"(?:\.(?:log|out|err|txt|stdout|stderr)(?:\.\d+)?|^(?:stdout|stderr)(?:\.\d+)?|^error\.json)$",
     re.IGNORECASE,
 )
-_ATTEMPT_RE = lazyre.compile(r"^attempt_\d+$")
+_ATTEMPT_RE = re.compile(r"^attempt_\d+$")
 # Names of folders that split one job by rank or node; they never start a job of their own.
-_PART_RE = lazyre.compile(r"^(?:(?:rank|node|host|worker|proc|local_rank|task|gpu)[_-]?)?\d+$", re.IGNORECASE)
-_SLUG_RE = lazyre.compile(r"[^A-Za-z0-9._-]+")
+_PART_RE = re.compile(r"^(?:(?:rank|node|host|worker|proc|local_rank|task|gpu)[_-]?)?\d+$", re.IGNORECASE)
+_SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_JOB_ID = 80
 
 
