@@ -3,12 +3,12 @@ each rank stopped (last progress, phase and distributed line), the last common p
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.analysis.kinds import FAILURE_KINDS, host_of
 from hanglens.model import AGENT_EVENT_KINDS, Event
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.analysis.kinds import (
     CRASH_KINDS,
     FAILURE_KINDS,

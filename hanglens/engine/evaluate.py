@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pandas as pd
-import regex
 
+from hanglens import lazyre as re
 from hanglens.analysis.facts_spec import FACT_SPECS
 from hanglens.analysis.kinds import FAILURE_KINDS, is_failure_warning
 from hanglens.engine import template
@@ -238,6 +237,8 @@ _PATTERNS: dict[str, Any] = {}
 def _pattern(source: str) -> Any:
     compiled = _PATTERNS.get(source)
     if compiled is None:
+        import regex  # only rules with a `regex` condition reached by the facts need it
+
         compiled = _PATTERNS[source] = regex.compile(source)
     return compiled
 

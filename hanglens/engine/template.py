@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -13,6 +12,7 @@ from jinja2 import meta, nodes
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
+from hanglens import lazyre as re
 from hanglens.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["GLOBALS", "BindingView", "environment", "find_variables", "rank_list", "render"]

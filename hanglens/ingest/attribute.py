@@ -9,11 +9,11 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import itertools
-import re
 import statistics
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
 
+from hanglens import lazyre as re
 from hanglens.ingest.origin import slurm_task
 from hanglens.ingest.streams import DUMP_PARSERS, is_agent_event, several_processes
 from hanglens.ingest.streams import non_negative_int as _int

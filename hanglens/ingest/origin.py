@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.model import Event, Origin, SourceRef
 
 ATTEMPT_RE = re.compile(r"^attempt_(?P<n>\d{1,6})$")

@@ -9,9 +9,9 @@ envelope → payload.
 from __future__ import annotations
 
 import calendar
-import re
 from dataclasses import dataclass
 
+from hanglens import lazyre as re
 from hanglens.model import YEARLESS_YEAR
 
 # CSI (colours, cursor moves), charset selection, keypad modes, and OSC strings (a terminal title, an OSC 8

@@ -15,7 +15,6 @@ by default).
 from __future__ import annotations
 
 import codecs
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -23,6 +22,7 @@ from typing import Any, cast
 
 import numpy
 
+from hanglens import lazyre as re
 from hanglens.ingest.dispatch import dispatch_for, trie_regex
 from hanglens.ingest.prefilter import (
     FAST_BODY,

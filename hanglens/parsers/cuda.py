@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import INT64_MAX, EventSpec, Example, Parser, match_at_keyword, to_count
 

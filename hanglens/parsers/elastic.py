@@ -7,11 +7,11 @@ Example (torch 2.3+, envelope already stripped):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count, to_int
 

@@ -7,9 +7,9 @@ Example (torch 2.5+, envelope already stripped): `Received 15 death signal, shut
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, to_int
 
