@@ -37,7 +37,6 @@ from hanglens.ingest.rows import (
     Digits,
     Rows,
     alternation,
-    binary_array,
     index_array,
     ints,
     matching,
@@ -77,7 +76,6 @@ _WRAP_START_RE = re.compile(
 # message printed again (a periodic info line, a retried warning). Bounded look-ahead: linear.
 _STAMP_RE = re.compile(r"^(.{0,48}?)\d\d:\d\d:\d\d(?:[.,]\d{1,9})?")
 _STAMP_B_RE = re.compile(_STAMP_RE.pattern.encode())
-_STAMP_RE2 = r"^(.{0,48}?)\d\d:\d\d:\d\d(?:[.,]\d{1,9})?"  # (the same in RE2, for `_repeat_rows`)
 # A physical line whose bytes are its one segment (`_handle` would feed it unchanged): the repeat check can
 # run on the bytes, before any decoding.
 _PLAIN_LINE_RE = re.compile(rb"[\t\x20-\x7e]*")
@@ -261,7 +259,6 @@ class Reader:
         # message again, which gives no event either, so it is not parsed again.
         self.seen: set[str] = set()
         self.seen_b: set[bytes] = set()  # the ASCII keys of `seen`, as bytes (checked before decoding)
-        self._seen_arr: tuple[int, Any] | None = None  # (`_seen_values`)
         self.mpi_ranks: dict[str, int] = {}   # Open MPI writer -> its tag's rank
         self.repeats = 0
         # Per key, the segments parsed although their key was not in `seen` (when read in parts: a part's
@@ -582,10 +579,8 @@ class Reader:
         rank_of: list[int] = [-1] * nhits
         step_of: list[int] = []
         stamp_of: list[int] = []
-        arr = rows.subset(hits) if nhits else None
         if nhits and fast is not None:
-            rank_of, step_of, stamp_of = self._step_rows(rows, hits, arr)
-        known = self._repeat_rows(arr, rank_of) if nhits and self.seen_b else [False] * nhits
+            rank_of, step_of, stamp_of = self._step_rows(rows, hits, rows.subset(hits))
         # Arrow's allocator keeps what the block's arrays freed (10-20 MB more at the peak of `analyze`).
         release_arrow_memory()
         starts = rows.starts[hits].tolist()
@@ -601,9 +596,7 @@ class Reader:
                 assert take is not None
                 if take(r, step_of[j], num, line, stamp_of[j]):
                     continue
-            if known[j] and not self.active:
-                self.repeats += 1  # (`_repeat`, decided for the block)
-            elif not self._repeat(line):
+            if not self._repeat(line):
                 self._handle(line, num)
             i += 1
             while self.active and i < count:
@@ -611,38 +604,6 @@ class Reader:
                 i += 1
             upto = i
         return lineno + count
-
-    def _repeat_rows(self, arr: Any, rank_of: list[int]) -> list[bool]:
-        """Per hit (`arr`: their Arrow values): True when `_repeat` says so for it at the start of the block,
-        so anywhere in the block while no parser is inside a multi-line block (`seen_b` only grows).
-
-        The same tests as `_repeat`, in RE2 over the block's hits at once: printable ASCII, no `[rank`
-        after the first byte, and the line without its first clock time (`repeat_key`) among `seen_b`.
-        Step lines the fast path reads (`rank_of` >= 0) are left to it.
-        """
-        import pyarrow.compute as pc
-
-        out = numpy.zeros(len(arr), dtype=bool)
-        cand = numpy.flatnonzero(numpy.asarray(rank_of, dtype=numpy.int64) < 0)
-        if len(cand) == 0:
-            return [False] * len(arr)
-        sub = arr.take(index_array(cand)) if len(cand) < len(arr) else arr
-        ok = numpy.flatnonzero(matching(sub, r"^[\t\x20-\x7e]*\n?$") & ~matching(sub, r"^.+\[rank"))
-        if len(ok):
-            keys = pc.replace_substring_regex(sub.take(index_array(ok)), pattern=_STAMP_RE2,
-                                              replacement=r"\1", max_replacements=1)
-            hit = true_at(pc.is_in(keys, value_set=self._seen_values()))
-            out[cand[ok[hit]]] = True
-        flags: list[bool] = out.tolist()
-        return flags
-
-    def _seen_values(self) -> Any:
-        """`seen_b` as an Arrow array, each key with and without a newline (a value of `Rows` keeps its
-        own); built again only when `seen_b` grew."""
-        if self._seen_arr is None or self._seen_arr[0] != len(self.seen_b):
-            keys = sorted(self.seen_b)
-            self._seen_arr = (len(self.seen_b), binary_array([k + b"\n" for k in keys] + keys))
-        return self._seen_arr[1]
 
     def _step_rows(self, rows: Rows, hits: numpy.ndarray, arr: Any
                    ) -> tuple[list[int], list[int], list[int]]:
@@ -827,7 +788,6 @@ class Reader:
     def end_part(self) -> None:
         """Put what the fast path holds back into the progress parser (before a merge or the end)."""
         self.scanned = False
-        self._seen_arr = None  # (built again when needed: not sent back from a worker)
         if self.fast is not None:
             self.fast.finish()
 

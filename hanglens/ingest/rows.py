@@ -90,17 +90,6 @@ def index_array(index: numpy.ndarray) -> Any:
     return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
 
 
-def binary_array(values: list[bytes]) -> Any:
-    """An Arrow large_binary array of `values`."""
-    import pyarrow as pa
-
-    lengths = numpy.fromiter((len(v) for v in values), dtype=numpy.int64, count=len(values))
-    offsets = numpy.zeros(len(values) + 1, dtype=numpy.int64)
-    numpy.cumsum(lengths, out=offsets[1:])
-    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(values),
-                                            [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(values))])
-
-
 def matching(arr: Any, pattern: str) -> numpy.ndarray:
     """A numpy bool per value of `arr`: does RE2 `pattern` match in it."""
     import pyarrow.compute as pc

@@ -35,8 +35,8 @@ def _make_console() -> Any:
     return mod.make_console
 
 
-def read_whole(path: Path, reference: bool = False) -> FileResult:
-    reader = Reader(path.name, origin_of(path.name).origin, PARSERS, reference=reference)
+def read_whole(path: Path) -> FileResult:
+    reader = Reader(path.name, origin_of(path.name).origin, PARSERS)
     with open(path, "rb") as f:
         return reader.read(f)
 
@@ -96,8 +96,7 @@ def test_fixture_logs_read_in_parts_give_the_same_events(merges: list[bool]) -> 
     assert merges.count(True) > 100 and merges.count(False) > 0  # (both ways were taken)
 
 
-def test_an_interleaved_console_cut_anywhere_gives_the_same_events(tmp_path: Path,
-                                                                   merges: list[bool]) -> None:
+def test_an_interleaved_console_cut_anywhere_gives_the_same_events(tmp_path: Path, merges: list[bool]) -> None:
     # 16 ranks' lines interleaved, every line `[rankN]:`: NCCL init blocks, step lines, tqdm redraws, then
     # the failure (tracebacks of every rank interleaved, watchdog windows) at the end.
     path = tmp_path / "console.log"
@@ -112,35 +111,6 @@ def test_an_interleaved_console_cut_anywhere_gives_the_same_events(tmp_path: Pat
         ran_on += sum(1 for o in outs if o.nominal_end is not None and o.end > o.nominal_end)
     assert ran_on > 0  # some cuts fell inside a multi-line block: their reader read on past them
     assert merges.count(True) > 50
-
-
-def test_repeats_found_for_a_whole_block_are_the_ones_found_line_by_line(tmp_path: Path) -> None:
-    # Blocks of 64 KiB (the head the reader samples is the same), each searched by RE2 rows: from the
-    # second block on, the repeats of inert lines are found for the block at once (`_repeat_rows`).
-    path = tmp_path / "console.log"
-    _make_console()(path, 16, 0.4, 9, 3)
-    plain = read_whole(path)
-    want = summary(plain)
-    rows_min, reader_module.ROWS_MIN_BYTES = reader_module.ROWS_MIN_BYTES, 0
-    block, reader_module.BLOCK = reader_module.BLOCK, 1 << 16
-    found: list[int] = []
-    repeat_rows = Reader._repeat_rows
-
-    def spy(self: Reader, arr: Any, rank_of: list[int]) -> list[bool]:
-        got = repeat_rows(self, arr, rank_of)
-        found.append(sum(got))
-        return got
-
-    try:
-        Reader._repeat_rows = spy  # type: ignore[method-assign]
-        small = read_whole(path)
-        assert summary(small) == want
-        assert sum(found) > 100 and "lines repeat" in small.notes[-1]
-        assert small.notes == plain.notes  # (the count of repeats too)
-    finally:
-        Reader._repeat_rows = repeat_rows  # type: ignore[method-assign]
-        reader_module.ROWS_MIN_BYTES = rows_min
-        reader_module.BLOCK = block
 
 
 def test_the_tail_of_a_failure_cut_line_by_line(tmp_path: Path, merges: list[bool]) -> None:
@@ -204,13 +174,12 @@ def test_random_mixes_read_in_parts_give_the_same_events(tmp_path: Path,
     try:
         got = read_in_parts(path, parts)
         if got is not None:
-            assert summary(got[0]) == want
+            assert summary(got[0]) == summary(read_whole(path))
     finally:
         reader_module.ROWS_MIN_BYTES = rows_min
 
 
-def test_read_inputs_splits_a_big_file_across_workers(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_inputs_splits_a_big_file_across_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "console.log"
     _make_console()(path, 8, 0.3, 5, 7)
     (tmp_path / "small.log").write_text("[rank3]:RuntimeError: boom\n", encoding="utf-8")
@@ -246,6 +215,5 @@ def test_what_is_not_split(tmp_path: Path) -> None:
                       tuple(PARSERS), 1 << 20, 2, min_bytes=0) is not None for name, data in cases.items()}
     assert got == {"c.log.gz": False, "u16.log": False, "cr.log": False, "plain.log": True}
     unit = Unit(str(tmp_path / "plain.log"), "plain.log", "plain.log", len(text))
-    origin = origin_of("plain.log").origin
-    assert plan(unit, "plain.log", origin, tuple(PARSERS), 1 << 20, 2) is None  # small
-    assert plan(unit, "plain.log", origin, tuple(PARSERS), 1 << 20, 1, min_bytes=0) is None  # one worker
+    assert plan(unit, "plain.log", origin_of("plain.log").origin, tuple(PARSERS), 1 << 20, 2) is None  # small
+    assert plan(unit, "plain.log", origin_of("plain.log").origin, tuple(PARSERS), 1 << 20, 1, min_bytes=0) is None
