@@ -319,12 +319,7 @@ def _read_parallel(units: list[Unit], chosen: tuple[type[Parser], ...], limits: 
             meter.file_done(units[i].size)
 
     def store_part(spec: PartSpec, out: PartOut) -> None:
-        i = owner[id(spec)]
-        part_outs[i, spec.index] = out
-        specs = splits[i]
-        if all((i, s.index) in part_outs for s in specs):
-            parts = [part_outs.pop((i, s.index)) for s in specs]
-            store([i], [_joined(units[i], specs, parts, chosen, limits, budget)])
+        part_outs[owner[id(spec)], spec.index] = out
 
     def finish(item: list[int] | PartSpec, fut: Future[Any]) -> None:
         if isinstance(item, PartSpec):
@@ -355,6 +350,10 @@ def _read_parallel(units: list[Unit], chosen: tuple[type[Parser], ...], limits: 
                 finished, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
                 for fut in finished:
                     finish(inflight.pop(fut), fut)
+    # The parts are joined once the pool is gone: its processes' memory is not held beside the join's.
+    for i, specs in splits.items():
+        parts = [part_outs.pop((i, s.index)) for s in specs]
+        store([i], [_joined(units[i], specs, parts, chosen, limits, budget)])
     return [done.pop(i) for i in range(len(units))]
 
 

@@ -757,6 +757,17 @@ class Reader:
         return self.result
 
     # -- a big plain file read in parts by several workers (`hanglens.ingest.split`) ----------------------
+    def __getstate__(self) -> dict[str, Any]:
+        """A part's reader goes back from its worker without what the receiver rebuilds (`seen_b`)."""
+        state = dict(self.__dict__)
+        state["seen_b"] = None
+        state["wanted"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.seen_b = {key.encode() for key in self.seen if key.isascii()}
+
     def begin_part(self, dialect: Dialect) -> None:
         """Get ready to read a part of a file whose head was read elsewhere and decided `dialect` (not a
         hard-wrapped paste, `\r`-only or UTF-16 text: those are read whole)."""

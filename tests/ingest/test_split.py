@@ -96,7 +96,8 @@ def test_fixture_logs_read_in_parts_give_the_same_events(merges: list[bool]) -> 
     assert merges.count(True) > 100 and merges.count(False) > 0  # (both ways were taken)
 
 
-def test_an_interleaved_console_cut_anywhere_gives_the_same_events(tmp_path: Path, merges: list[bool]) -> None:
+def test_an_interleaved_console_cut_anywhere_gives_the_same_events(tmp_path: Path,
+                                                                   merges: list[bool]) -> None:
     # 16 ranks' lines interleaved, every line `[rankN]:`: NCCL init blocks, step lines, tqdm redraws, then
     # the failure (tracebacks of every rank interleaved, watchdog windows) at the end.
     path = tmp_path / "console.log"
@@ -179,7 +180,8 @@ def test_random_mixes_read_in_parts_give_the_same_events(tmp_path: Path,
         reader_module.ROWS_MIN_BYTES = rows_min
 
 
-def test_read_inputs_splits_a_big_file_across_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_inputs_splits_a_big_file_across_workers(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "console.log"
     _make_console()(path, 8, 0.3, 5, 7)
     (tmp_path / "small.log").write_text("[rank3]:RuntimeError: boom\n", encoding="utf-8")
@@ -215,5 +217,6 @@ def test_what_is_not_split(tmp_path: Path) -> None:
                       tuple(PARSERS), 1 << 20, 2, min_bytes=0) is not None for name, data in cases.items()}
     assert got == {"c.log.gz": False, "u16.log": False, "cr.log": False, "plain.log": True}
     unit = Unit(str(tmp_path / "plain.log"), "plain.log", "plain.log", len(text))
-    assert plan(unit, "plain.log", origin_of("plain.log").origin, tuple(PARSERS), 1 << 20, 2) is None  # small
-    assert plan(unit, "plain.log", origin_of("plain.log").origin, tuple(PARSERS), 1 << 20, 1, min_bytes=0) is None
+    origin = origin_of("plain.log").origin
+    assert plan(unit, "plain.log", origin, tuple(PARSERS), 1 << 20, 2) is None  # small
+    assert plan(unit, "plain.log", origin, tuple(PARSERS), 1 << 20, 1, min_bytes=0) is None  # one worker
