@@ -40,7 +40,7 @@ from hanglens.ingest.sources import (
     discover,
     open_unit,
 )
-from hanglens.ingest.split import SPLIT_MIN_BYTES, PartOut, PartSpec, join, plan, read_part
+from hanglens.ingest.split import SPLIT_MAX_BYTES, SPLIT_MIN_BYTES, PartOut, PartSpec, join, plan, read_part
 from hanglens.limits import DEFAULT_LIMITS, Limits
 from hanglens.model import Event, InputFile, Origin, Skipped, SourceRef
 from hanglens.parsers import PARSERS
@@ -165,9 +165,9 @@ def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...], limits: Limits = D
 
 
 def _workers(jobs: int | None, units: list[Unit]) -> int:
-    """Processes to read with: a file of SPLIT_MIN_BYTES or more counts as one piece per process (it is
-    read in parts, `split.py`), any other as one."""
-    big = sum(1 for u in units if u.size >= SPLIT_MIN_BYTES)
+    """Processes to read with: a file of SPLIT_MIN_BYTES to SPLIT_MAX_BYTES counts as one piece per
+    process (it is read in parts, `split.py`), any other as one."""
+    big = sum(1 for u in units if SPLIT_MIN_BYTES <= u.size <= SPLIT_MAX_BYTES)
     if jobs is not None:
         return max(1, min(jobs, len(units) + big * (jobs - 1)))
     cpus = os.cpu_count() or 1
@@ -273,7 +273,7 @@ def _split_plans(units: list[Unit], chosen: tuple[type[Parser], ...], limits: Li
     """The big plain files to read in parts (one per worker), by index in `units`."""
     out: dict[int, list[PartSpec]] = {}
     for i, u in enumerate(units):
-        if u.size >= SPLIT_MIN_BYTES and not _TORCHRUN_JSON_RE.search(u.rel):
+        if SPLIT_MIN_BYTES <= u.size <= SPLIT_MAX_BYTES and not _TORCHRUN_JSON_RE.search(u.rel):
             specs = plan(u, u.rel, origin_of(u.rel).origin, chosen, limits.max_line_bytes, workers,
                          min_bytes=SPLIT_MIN_BYTES)
             if specs:

@@ -768,11 +768,12 @@ class Reader:
         self.__dict__.update(state)
         self.seen_b = {key.encode() for key in self.seen if key.isascii()}
 
-    def begin_part(self, dialect: Dialect) -> None:
+    def begin_part(self, dialect: Dialect, later: bool = False) -> None:
         """Get ready to read a part of a file whose head was read elsewhere and decided `dialect` (not a
-        hard-wrapped paste, `\r`-only or UTF-16 text: those are read whole)."""
+        hard-wrapped paste, `\r`-only or UTF-16 text: those are read whole); `later`: not its first part
+        (a reader another one may `take_over`)."""
         self.dialect = dialect
-        if self.misses is None:
+        if later and self.misses is None:
             self.misses = {}
         fast_at = None if self.reference else FastProgress.usable(self.parser_classes)
         if fast_at is not None and self.fast is None:

@@ -24,6 +24,10 @@ from hanglens.model import Origin
 from hanglens.parsers.base import Parser
 
 SPLIT_MIN_BYTES = 64 << 20  # a smaller file is read by one worker (a part's start-up and merge cost more)
+# A bigger file is read by one worker too: each reader process holds the interpreter and its libraries
+# (about 70 MiB, counted once per process) and a working set that grows with its part, so two readers of
+# halves of a 1.9 GiB console peaked at 270 MiB summed (one reader: 167 MiB; the goal is 250 MB).
+SPLIT_MAX_BYTES = 1 << 30
 HEAD_BYTES = 1 << 16        # what the reader samples of a file's head to decide its dialect and wrap width
 _COUNT_CHUNK = 4 << 20      # newlines before a part's start are counted in chunks this big
 
@@ -63,7 +67,7 @@ def plan(unit: Unit, rel: str, origin: Origin, parsers: tuple[type[Parser], ...]
     Compressed files, archives, Flight Recorder dumps, binaries, UTF-16 text, `\\r`-only line ends and
     hard-wrapped pastes are read whole: their reading depends on more than the lines themselves.
     """
-    if parts < 2 or unit.size < min_bytes:
+    if parts < 2 or unit.size < min_bytes or unit.size > SPLIT_MAX_BYTES:
         return None
     try:
         if not stat.S_ISREG(os.stat(unit.fs_path).st_mode):
@@ -168,7 +172,7 @@ def read_part(spec: PartSpec) -> PartOut:
                 return PartOut(None, start, nominal, start, 0)  # (no line starts in this part)
             lineno = count_lines(f, start)
             reader = Reader(spec.display, spec.origin, spec.parsers, max_line=spec.max_line)
-            reader.begin_part(spec.dialect)
+            reader.begin_part(spec.dialect, later=spec.index > 0)
             end, lineno = _read_span(reader, f, start, nominal, lineno)
             reader.end_part()
             return PartOut(reader, start, nominal, end, lineno)

@@ -18,7 +18,7 @@ from hanglens.ingest import reader as reader_module
 from hanglens.ingest.origin import origin_of
 from hanglens.ingest.reader import FileResult, Reader
 from hanglens.ingest.sources import Unit
-from hanglens.ingest.split import PartOut, join, plan, read_part
+from hanglens.ingest.split import SPLIT_MAX_BYTES, PartOut, join, plan, read_part
 from hanglens.parsers import PARSERS
 from hanglens.parsers.progress import KEEP_RESTARTS
 from tests.ingest.test_fast_reader import CHATTER, EXAMPLES, bar_lines
@@ -219,4 +219,6 @@ def test_what_is_not_split(tmp_path: Path) -> None:
     unit = Unit(str(tmp_path / "plain.log"), "plain.log", "plain.log", len(text))
     origin = origin_of("plain.log").origin
     assert plan(unit, "plain.log", origin, tuple(PARSERS), 1 << 20, 2) is None  # small
+    huge = Unit(unit.fs_path, unit.display, unit.rel, SPLIT_MAX_BYTES + 1)
+    assert plan(huge, "plain.log", origin, tuple(PARSERS), 1 << 20, 2, min_bytes=0) is None  # memory
     assert plan(unit, "plain.log", origin, tuple(PARSERS), 1 << 20, 1, min_bytes=0) is None  # one worker
