@@ -364,8 +364,9 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
 
     Raises InputError when a path does not exist or nothing readable was found; every other problem
     with an input is a `Skipped` entry. `jobs` caps the processes that read (default: the cores, and only
-    when the input is big enough to pay for them; this process is one of them); the result does not
-    depend on it. Plain, compressed
+    when the input is big enough to pay for them; this process is one of them); the events do not
+    depend on it (a big plain file read in parts may count a few repeated lines fewer in its note,
+    `split.py`). Plain, compressed
     and archived logs are read by the same code. `limits` bound the work (see hanglens.limits): what
     passes one is skipped. `progress` is told the bytes (on disk) and input files read so far as each
     input finishes.
