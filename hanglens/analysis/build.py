@@ -98,10 +98,16 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
         if f.origin.rank is not None:
             seen.add(f.origin.rank)
     seen |= named_ranks(evs)
+    clean = status.clean_exit_ranks(evs, files)
+    seen |= clean   # a launcher table's gaps are workers it started
     # Ranks are 0..N-1: a stated world size, or else the highest rank seen, bounds the ranks that exist.
     bound = world if world and world <= 65536 else (max(seen) + 1 if seen and max(seen) < 65536 else 0)
     ranks = sorted(seen | set(range(bound)))
 
+    # Errors their writer trained on after (caught, logged, retried) did not end the job: not failures.
+    survived = status.survived_failures(evs, files)
+    if survived:
+        evs = [e for i, e in enumerate(evs) if i not in survived]
     offsets, note = clock.host_offsets(evs, hosts)
     evs = clock.normalise(evs, offsets, hosts)
 
@@ -124,7 +130,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
     tables["victim_signals"] = frame("victim_signals", victims)
     tables["first_failure"] = frame("first_failure", status.first_failure_rows(evs, hosts))
     tables["versions"] = frame("versions", status.version_rows(evs, hosts))
-    rank_rows = status.rank_status_rows(evs, ranks, hosts, victims, status.own_log_ranks(files))
+    rank_rows = status.rank_status_rows(evs, ranks, hosts, victims, status.own_log_ranks(files), clean)
     tables["rank_status"] = frame("rank_status", rank_rows)
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
     tables["host_failures"] = frame("host_failures", status.host_failure_rows(rank_rows))

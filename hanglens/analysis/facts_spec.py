@@ -271,13 +271,15 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "first_error_time",
                 "exitcode",
                 "signal",
+                "exited_clean",
             ),
             "One row per known rank: did it crash, hang, only suffer, or look fine. `quiet` ranks reported "
             "no hang, no fault and no lost peer of their own (being stopped by the agent's SIGTERM or seeing "
             "the store vanish at teardown does not count): they were busy elsewhere or stuck silently. "
             "`own_log` marks ranks whose own output is in the input (a file of their own, or lines "
             "attributed to them): only then is a quiet rank's silence evidence; a rank never seen may just "
-            "be cut out.",
+            "be cut out. `exited_clean`: its agent's whole ChildFailedError table lists its other local "
+            "workers but not this one, so it had already exited 0 (and no fault or hang of its own is seen).",
         ),
     )
 }

@@ -374,12 +374,122 @@ def own_log_ranks(files: Sequence[InputFile]) -> set[int]:
     return {f.origin.rank for f in files if f.origin.rank is not None}
 
 
+# A rank's own error that it can live through: caught and logged (`logging.exception`), a retried upload,
+# an OOM a batch-size finder catches. A hang, a launcher's failure line or a sticky CUDA error never is.
+_SURVIVABLE_KINDS = frozenset({"exception", "error_line", "oom", "dataloader_error"})
+_ERROR_LEVELS = frozenset({"E", "F", "C"})
+
+
+def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> set[int]:
+    """Indexes of error events whose writer reported training progress after them.
+
+    A process that printed a further step after an error went on training: the error did not end it (a
+    traceback logged by a handler, a retry). Only the same writer counts: the same rank, the same launcher
+    prefix stream (`[default1]:`), or a file one process writes; in a shared console an unattributed
+    traceback is followed by other ranks' lines, which prove nothing. "After" is the line order only in a
+    file of one stream (a torchrun `--log-dir` stdout.log/stderr.log): where stdout and stderr meet, buffered
+    prints land late, so there the progress line's own time must be later than the error's (a logged
+    traceback takes the time of the log record just above it). With worker-group restarts in a shared
+    file, a later attempt's progress is not the same process either.
+    """
+    one_stream = {f.path for f in files if f.origin.stream is not None}
+    own = {f.path for f in files if f.origin.rank is not None or f.origin.local_rank is not None}
+    restarted = {e.ref.path for e in events if e.kind == "worker_group_restart"}
+
+    def writer(e: Event) -> tuple[Any, ...] | None:
+        if e.ref.path in own:
+            return (e.ref.path,)
+        if e.ref.path in restarted:
+            return None
+        if e.rank is not None:
+            return (e.ref.path, "rank", e.rank)
+        if e.writer:
+            return (e.ref.path, "writer", e.writer)
+        return None
+
+    last_line: dict[tuple[Any, ...], int] = {}
+    last_time: dict[tuple[Any, ...], float] = {}
+    headers: dict[tuple[str, int], float] = {}
+    for e in events:
+        if e.kind == "progress":
+            key = writer(e)
+            if key is not None:
+                last_line[key] = max(last_line.get(key, 0), e.ref.line)
+                if e.time is not None:
+                    last_time[key] = max(last_time.get(key, e.time), e.time)
+        elif e.time is not None and (e.kind == "error_line" or (e.level or "") in _ERROR_LEVELS):
+            headers[(e.ref.path, e.ref.line)] = e.time
+    out: set[int] = set()
+    if not last_line:
+        return out
+    for i, e in enumerate(events):
+        logged = e.kind not in FAILURE_KINDS and (e.level or "") in _ERROR_LEVELS
+        if not (e.kind in _SURVIVABLE_KINDS or logged):
+            continue
+        key = writer(e)
+        if key is None or key not in last_line:
+            continue
+        if e.ref.path in one_stream:
+            if last_line[key] > e.ref.line:
+                out.add(i)
+            continue
+        t = e.time if e.time is not None else headers.get((e.ref.path, e.ref.line - 1))
+        if t is not None and key in last_time and last_time[key] > t:
+            out.add(i)
+    return out
+
+
+def clean_exit_ranks(events: Sequence[Event], files: Sequence[InputFile] = ()) -> set[int]:
+    """Ranks that exited 0 while their agent's other workers failed, read off a whole ChildFailedError table.
+
+    Since torch 2.10 (pytorch#160908) torchrun lists every local worker whose exit code was not 0: the
+    failed ones and the survivors it stopped (with their signal); earlier releases left the stopped
+    survivors out. So a local rank missing from a complete table had exited 0 only where the agent's own
+    lines show it stopped nobody the table leaves out: its `failed (exitcode ...)` line is in the same file
+    and every pid it sent a closing signal to is in the table. The agent's local ranks are those below the
+    highest one the table lists, all below `--nproc-per-node` when the command line states it, and the
+    local-rank folders of its `--log-dir` tree when the input holds one agent's tree and one agent's table.
+    """
+    nprocs = {e.get("nproc_per_node") for e in events if e.kind == "launch_config"} - {None}
+    nproc = next(iter(nprocs)) if len(nprocs) == 1 else None
+    tree_locals = {f.origin.local_rank for f in files if f.origin.local_rank is not None}
+    tree_agents = {f.origin.node_dir for f in files if f.origin.local_rank is not None}
+    table_files = {e.ref.path for e in events if e.kind == "child_failed" and e.get("table_local_ranks")}
+    if len(tree_agents) != 1 or len(table_files) != 1:
+        tree_locals = set()
+    by_path: dict[str, list[Event]] = defaultdict(list)
+    for e in events:
+        if e.kind in ("child_failed", "closing_signal", "worker_failed"):
+            by_path[e.ref.path].append(e)
+    out: set[int] = set()
+    for evs in by_path.values():
+        listed_pids = {e.get("pid") for e in evs if e.kind == "child_failed"}
+        stopped = {e.get("pid") for e in evs if e.kind == "closing_signal"}
+        if not any(e.kind == "worker_failed" for e in evs) or not stopped <= listed_pids:
+            continue
+        for e in evs:
+            locals_ = e.get("table_local_ranks") if e.kind == "child_failed" else None
+            rank, local = e.get("failed_rank"), e.get("local_rank")
+            if not isinstance(locals_, list) or not isinstance(rank, int) or not isinstance(local, int):
+                continue
+            listed = {v for v in locals_ if isinstance(v, int)}
+            if not listed:
+                continue
+            span = set(range(max(listed)))
+            if isinstance(nproc, int) and max(listed) < nproc <= 4096:
+                span |= set(range(nproc))
+            span |= {v for v in tree_locals if 0 <= v <= 4096}
+            out |= {rank - local + v for v in span - listed}
+    return out
+
+
 def rank_status_rows(
     events: Sequence[Event],
     ranks: Sequence[int],
     hosts: dict[int, str],
     victims: Sequence[Row],
     own_logs: set[int] | None = None,
+    clean: set[int] | None = None,
 ) -> list[Row]:
     """One row per known rank: crashed (own fault), hung, victim (consequence signals), ok or silent."""
     sn = single_node(events)
@@ -394,6 +504,7 @@ def rank_status_rows(
         v["rank"] for v in victims if v["rank"] is not None and v["signal"] not in _TEARDOWN_SIGNALS
     }
     exit_only = _exit_only_crashes(events)
+    clean = clean or set()
     rows = []
     for rank in sorted(set(ranks) | set(by_rank)):
         evs = by_rank.get(rank, [])
@@ -432,6 +543,7 @@ def rank_status_rows(
                 "first_error_time": fails[0].time if fails else None,
                 "exitcode": exitcode,
                 "signal": exit_signal(exitcode),
+                "exited_clean": rank in clean and exitcode is None and not crashed and not hung,
             }
         )
     return rows

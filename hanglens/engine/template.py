@@ -157,7 +157,7 @@ def _size(value: Any) -> str:
     n = _as_int(value)
     if n is None or n < 0:
         return "" if value is None else str(value)
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
             return f"{n / scale:.2f} {unit}"
     return f"{n} bytes"
