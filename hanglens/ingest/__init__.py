@@ -38,6 +38,7 @@ from hanglens.ingest.sources import (
     discover,
     open_unit,
 )
+from hanglens.ingest.split import SPLIT_MAX_BYTES, SPLIT_MIN_BYTES, PartOut, PartSpec, join, plan, read_part
 from hanglens.limits import DEFAULT_LIMITS, Limits
 from hanglens.model import Event, InputFile, Origin, Skipped, SourceRef
 from hanglens.parsers import PARSERS
@@ -165,11 +166,15 @@ def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...], limits: Limits = D
 
 
 def _workers(jobs: int | None, units: list[Unit]) -> int:
+    """Processes to read with: a file of SPLIT_MIN_BYTES to SPLIT_MAX_BYTES counts as one piece per
+    process (it is read in parts, `split.py`), any other as one."""
+    big = sum(1 for u in units if SPLIT_MIN_BYTES <= u.size <= SPLIT_MAX_BYTES)
     if jobs is not None:
-        return max(1, min(jobs, len(units)))
-    if sum(u.size for u in units) < PARALLEL_MIN_BYTES or len(units) < 2:
+        return max(1, min(jobs, len(units) + big * (jobs - 1)))
+    cpus = os.cpu_count() or 1
+    if sum(u.size for u in units) < PARALLEL_MIN_BYTES or (len(units) < 2 and not big):
         return 1
-    return max(1, min(os.cpu_count() or 1, len(units)))
+    return max(1, min(cpus, len(units) + big * (cpus - 1)))
 
 
 # A worker gets units in batches (one future per file costs more than a small file's read): each batch holds
@@ -264,13 +269,38 @@ def _share_all(sharer: Sharer, items: list[_FileOut | Skipped]) -> None:
 
 
 
+def _split_plans(units: list[Unit], chosen: tuple[type[Parser], ...], limits: Limits,
+                 workers: int) -> dict[int, list[PartSpec]]:
+    """The big plain files to read in parts (one per worker), by index in `units`."""
+    out: dict[int, list[PartSpec]] = {}
+    for i, u in enumerate(units):
+        if SPLIT_MIN_BYTES <= u.size <= SPLIT_MAX_BYTES and not _TORCHRUN_JSON_RE.search(u.rel):
+            specs = plan(u, u.rel, origin_of(u.rel).origin, chosen, limits.max_line_bytes, workers,
+                         min_bytes=SPLIT_MIN_BYTES)
+            if specs:
+                out[i] = specs
+    return out
+
+
+def _joined(unit: Unit, specs: list[PartSpec], parts: list[PartOut], chosen: tuple[type[Parser], ...],
+            limits: Limits, budget: ByteBudget) -> list[_FileOut | Skipped]:
+    """The file read in parts, as `_read_unit` would give it (read whole if joining fails)."""
+    try:
+        res, size = join(specs[0], parts)
+    except Exception:  # a bug in the parts' join costs their speed, not the file: read it whole
+        return _read_unit(unit, chosen, limits, budget=budget)
+    hints = origin_of(unit.rel)
+    return [_FileOut.of(unit.display, size, hints.origin, hints.pid, res, Locator(unit.fs_path))]
+
+
 def _read_parallel(units: list[Unit], chosen: tuple[type[Parser], ...], limits: Limits, workers: int,
                    sharer: Sharer, meter: Meter) -> list[list[_FileOut | Skipped]]:
     """Read `units` with `workers` processes: this one and a pool of `workers - 1`.
 
-    The pool takes batches from the big end (biggest first, a few in flight per worker); this process
-    reads from the small end while they run, so it is not one more process that only waits (the memory
-    of a job is summed over every process). Results are put back in display order.
+    The pool takes batches from the big end (the parts of big files first, then batches biggest first, a
+    few in flight per worker); this process reads from the small end while they run, so it is not one
+    more process that only waits (the memory of a job is summed over every process). Results are put
+    back in display order; a file read in parts is joined when its parts are in (`split.py`).
     """
     # Imported here: a job read by this process alone (most small ones) never loads them.
     import multiprocessing
@@ -278,7 +308,13 @@ def _read_parallel(units: list[Unit], chosen: tuple[type[Parser], ...], limits: 
 
     shared = multiprocessing.get_context().Value("q", limits.max_job_bytes)
     budget = ByteBudget(limits.max_job_bytes, shared)
-    pending = deque(_batches(units, workers))
+    splits = _split_plans(units, chosen, limits, workers)
+    whole = [i for i in range(len(units)) if i not in splits]
+    pending: deque[list[int] | PartSpec] = deque(
+        spec for i in sorted(splits, key=lambda i: -units[i].size) for spec in splits[i])
+    pending.extend([whole[j] for j in batch] for batch in _batches([units[i] for i in whole], workers))
+    part_outs: dict[tuple[int, int], PartOut] = {}
+    owner = {id(spec): i for i, specs in splits.items() for spec in specs}
     done: dict[int, list[_FileOut | Skipped]] = {}
 
     def store(batch: list[int], results: list[list[_FileOut | Skipped]]) -> None:
@@ -287,22 +323,42 @@ def _read_parallel(units: list[Unit], chosen: tuple[type[Parser], ...], limits: 
             _share_all(sharer, items)
             meter.file_done(units[i].size)
 
+    def store_part(spec: PartSpec, out: PartOut) -> None:
+        part_outs[owner[id(spec)], spec.index] = out
+
+    def finish(item: list[int] | PartSpec, fut: Future[Any]) -> None:
+        if isinstance(item, PartSpec):
+            store_part(item, fut.result())
+        else:
+            store(item, fut.result())
+
     with ProcessPoolExecutor(max_workers=workers - 1, initializer=_init_worker,
                              initargs=(limits.max_job_bytes, shared)) as pool:
-        inflight: dict[Future[list[list[_FileOut | Skipped]]], list[int]] = {}
+        inflight: dict[Future[Any], list[int] | PartSpec] = {}
         while pending or inflight:
-            while pending and len(inflight) < 2 * (workers - 1):
-                batch = pending.popleft()
-                inflight[pool.submit(_read_batch, [units[i] for i in batch], chosen, limits)] = batch
+            # (the last item pending is left to this process: one big file's last part, say)
+            while len(pending) > 1 and len(inflight) < 2 * (workers - 1):
+                item = pending.popleft()
+                if isinstance(item, PartSpec):
+                    inflight[pool.submit(read_part, item)] = item
+                else:
+                    inflight[pool.submit(_read_batch, [units[i] for i in item], chosen, limits)] = item
             for fut in [f for f in inflight if f.done()]:
-                store(inflight.pop(fut), fut.result())
+                finish(inflight.pop(fut), fut)
             if pending:
-                batch = pending.pop()
-                store(batch, [_read_unit(units[i], chosen, limits, budget=budget) for i in batch])
+                item = pending.pop()
+                if isinstance(item, PartSpec):
+                    store_part(item, read_part(item))
+                else:
+                    store(item, [_read_unit(units[i], chosen, limits, budget=budget) for i in item])
             elif inflight:
                 finished, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
                 for fut in finished:
-                    store(inflight.pop(fut), fut.result())
+                    finish(inflight.pop(fut), fut)
+    # The parts are joined once the pool is gone: its processes' memory is not held beside the join's.
+    for i, specs in splits.items():
+        parts = [part_outs.pop((i, s.index)) for s in specs]
+        store([i], [_joined(units[i], specs, parts, chosen, limits, budget)])
     return [done.pop(i) for i in range(len(units))]
 
 
@@ -313,8 +369,9 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
 
     Raises InputError when a path does not exist or nothing readable was found; every other problem
     with an input is a `Skipped` entry. `jobs` caps the processes that read (default: the cores, and only
-    when the input is big enough to pay for them; this process is one of them); the result does not
-    depend on it. Plain, compressed
+    when the input is big enough to pay for them; this process is one of them); the events do not
+    depend on it (a big plain file read in parts may count a few repeated lines fewer in its note,
+    `split.py`). Plain, compressed
     and archived logs are read by the same code. `limits` bound the work (see hanglens.limits): what
     passes one is skipped. `progress` is told the bytes (on disk) and input files read so far as each
     input finishes.

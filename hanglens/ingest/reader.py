@@ -118,7 +118,7 @@ class FileResult:
     ranks: set[int] = field(default_factory=set)
     hosts: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
-    lines_with_events: int = 0
+    lines_with_events: int = 0  # (read in parts: also counts lines whose events the join dropped)
     size: int | None = None     # bytes of the file when the reader opened it itself (grep path)
     envelope_ranks: set[int] = field(default_factory=set)
     rank_pairs: set[tuple[int, int]] = field(default_factory=set)   # (local_rank, rank) stated on one line
@@ -263,6 +263,9 @@ class Reader:
         self.task_ranks: dict[str, int] = {}  # SLURM `srun -l` writer -> its task id
         self.task_launcher = False
         self.repeats = 0
+        # Per key, the segments parsed although their key was not in `seen` (when read in parts: a part's
+        # reader does not know the lines before it, which may have made them repeats; see `take_over`).
+        self.misses: dict[str, int] | None = None
         self.repeat_matters = [cls.repeats_matter for cls in parser_classes]
         self.scanned = False  # True while reading blocks whose `[rankN]:` envelopes `_block` records
         # [index of the progress parser] when its `reads` applies (no user pattern), else never equal.
@@ -472,6 +475,9 @@ class Reader:
             if key in self.seen:
                 self.repeats += 1
                 return
+            misses = self.misses
+            if misses is not None and (key in misses or len(misses) < MAX_SEEN):
+                misses[key] = misses.get(key, 0) + 1
         bits = self.dispatch.mask(raw) if not self.reference else self._plain_mask(raw)
         for i in active:
             bits |= 1 << i
@@ -719,7 +725,7 @@ class Reader:
             end = block.find(b"\n", pos)
             pos = n if end < 0 else end + 1
 
-    def _prepare(self, head: bytes) -> tuple[bool, int | None]:
+    def prepare(self, head: bytes) -> tuple[bool, int | None]:
         """Decide CR-only line ends, the prefix dialect and a hard-wrap width from the file's head."""
         cr_only = b"\n" not in head and b"\r" in head
         text = head.replace(b"\r", b"\n") if cr_only else head
@@ -739,7 +745,7 @@ class Reader:
             self.result.notes.append("UTF-16 text (byte-order mark); decoded")
             stream = Utf16ToUtf8(Replay(head, stream))
             head = stream.read(BLOCK)
-        cr_only, wrap = self._prepare(head[: 1 << 16])
+        cr_only, wrap = self.prepare(head[: 1 << 16])
         if wrap:
             self._read_unwrapped(head, stream, wrap)
         else:
@@ -749,12 +755,117 @@ class Reader:
                                          self._bar_line)
                 self.others = _other_triggers(self.parser_classes)
             self.scanned = not self.reference
-            self._read_blocks(head, stream, cr_only)
+            self._read_blocks(head, stream, cr_only, 0)
             self.scanned = False
             if self.fast is not None:
                 self.fast.finish()
         self._close()
         return self.result
+
+    # -- a big plain file read in parts by several workers (`hanglens.ingest.split`) ----------------------
+    def __getstate__(self) -> dict[str, Any]:
+        """A part's reader goes back from its worker without what the receiver rebuilds (`seen_b`)."""
+        state = dict(self.__dict__)
+        state["seen_b"] = None
+        state["wanted"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.seen_b = {key.encode() for key in self.seen if key.isascii()}
+
+    def begin_part(self, dialect: Dialect, later: bool = False) -> None:
+        """Get ready to read a part of a file whose head was read elsewhere and decided `dialect` (not a
+        hard-wrapped paste, `\r`-only or UTF-16 text: those are read whole); `later`: not its first part
+        (a reader another one may `take_over`)."""
+        self.dialect = dialect
+        if later and self.misses is None:
+            self.misses = {}
+        fast_at = None if self.reference else FastProgress.usable(self.parser_classes)
+        if fast_at is not None and self.fast is None:
+            self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line,
+                                     self._bar_line)
+            self.others = _other_triggers(self.parser_classes)
+        self.scanned = not self.reference
+
+    def read_part(self, stream: ReadableStream, lineno: int) -> int:
+        """Read `stream` (whole lines) as the lines after line `lineno`; the number of the last one."""
+        return self._read_blocks(stream.read(BLOCK), stream, False, lineno)
+
+    def read_line(self, line: bytes, lineno: int) -> int:
+        """Read one more line (`line` holds at most one newline, at its end); the new line count."""
+        lineno = self._block(line, lineno)
+        self.result.lines = lineno
+        return lineno
+
+    @property
+    def idle(self) -> bool:
+        """No parser is inside a multi-line block: a part of the file may end here."""
+        return not self.active
+
+    def end_part(self) -> None:
+        """Put what the fast path holds back into the progress parser (before a merge or the end)."""
+        self.scanned = False
+        if self.fast is not None:
+            self.fast.finish()
+
+    def finish(self) -> FileResult:
+        """The file's result after its last part: what the parsers flush at the end, ranks attributed."""
+        self._close()
+        return self.result
+
+    def take_over(self, later: Reader) -> bool:
+        """Take in `later`, which read the next part of this file from a fresh start while this reader
+        was idle where that part starts (both after `end_part`): afterwards this reader is what it
+        would be had it read that part itself, and holds the same events. False, with nothing changed,
+        when a parser cannot say so exactly (`Parser.take_history`): then read the part again here."""
+        res, got = self.result, later.result
+        if len(later.mpi_ranks) >= MAX_SEEN or not self.idle:
+            return False
+        by_parser: dict[str, list[Event]] = {}
+        for e in got.events:
+            by_parser.setdefault(e.parser, []).append(e)
+        subs: dict[int, list[Event]] = {}
+        for mine, theirs in zip(self.parsers, later.parsers, strict=True):
+            try:
+                out = theirs.take_history(mine, by_parser.get(theirs.name, []))
+            except Exception:  # a merge bug costs speed (the part is read again), never the file
+                out = None
+            if out is None:
+                return False
+            subs.update(out)
+        events = res.events
+        for e in got.events:
+            swap = subs.get(id(e))
+            if swap is None:
+                events.append(e)
+            else:
+                events.extend(swap)
+        self.parsers[:] = later.parsers  # (the same list object: FastProgress holds it)
+        self.active = later.active
+        res.lines = got.lines
+        res.lines_with_events += got.lines_with_events
+        res.notes.extend(got.notes)
+        self.envelope_ranks |= got.envelope_ranks
+        res.rank_pairs |= got.rank_pairs
+        if got.dated is not None:
+            d = res.dated
+            res.dated = got.dated if d is None else (min(d[0], got.dated[0]), max(d[1], got.dated[1]))
+        room = MAX_SEEN - len(res.glued_bar_lines)
+        res.glued_bar_lines.update(sorted(got.glued_bar_lines)[:max(0, room)])
+        for writer, rank in later.mpi_ranks.items():
+            if len(self.mpi_ranks) < MAX_SEEN:
+                self.mpi_ranks.setdefault(writer, rank)
+        # The lines that part parsed although this reader knew them as inert were repeats here.
+        seen = self.seen
+        self.repeats += later.repeats + sum(n for key, n in (later.misses or {}).items() if key in seen)
+        if len(seen | later.seen) <= MAX_SEEN:  # (past that, which keys it keeps depends on the order)
+            for key in later.seen:
+                self._remember_inert(key)
+        for head, series in later.bar_heads.items():
+            if len(self.bar_heads) < MAX_SEEN:
+                self.bar_heads.setdefault(head, series)
+        return True
 
     def _close(self) -> None:
         if self.repeats:
@@ -767,8 +878,7 @@ class Reader:
                 self.result.notes.append(f"{parser.name} failed at end of file: {type(exc).__name__}")
         self._attribute()
 
-    def _read_blocks(self, head: bytes, stream: ReadableStream, cr_only: bool) -> None:
-        lineno = 0
+    def _read_blocks(self, head: bytes, stream: ReadableStream, cr_only: bool, lineno: int = 0) -> int:
         carry = b""
         skipping = False  # inside the rest of an over-long line
         data = head
@@ -809,6 +919,7 @@ class Reader:
                 carry, skipping = b"", True
             data = stream.read(BLOCK)
         self.result.lines = lineno
+        return lineno
 
     def _read_unwrapped(self, head: bytes, stream: ReadableStream, width: int) -> None:
         """Slow path for terminal-wrapped pastes: rejoin physical lines into logical ones."""

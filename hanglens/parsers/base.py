@@ -61,6 +61,48 @@ class Parser:
     def close(self) -> Iterable[Event]:
         return ()
 
+    # Attributes whose value means nothing while the parser is idle (a window's line budget, the line that
+    # opened a window now closed): `take_history` does not compare them with a fresh parser's.
+    idle_ignores: ClassVar[tuple[str, ...]] = ()
+    # Attributes that gather what earlier lines said (first-seen memos, counts): `take_history` merges them.
+    history: ClassVar[tuple[str, ...]] = ()
+
+    def take_history(self, earlier: Parser, events: list[Event]) -> dict[int, list[Event]] | None:
+        """Become what `earlier` would be after also reading the lines this parser read, when this parser
+        read a later part of the same file from a fresh start and `earlier` (the same class) is idle at
+        the line where that part starts (a big file read in parts by several workers).
+
+        `events` are this parser's events of the part, in order. Returns what `earlier` would have given
+        instead of some of them (`id` of the event -> its replacements; an id left out keeps its event),
+        or None when that cannot be said exactly: the caller then reads the part again with `earlier`.
+        This default serves a parser without `history`: idle, its state is a fresh parser's (checked), so
+        from there it would give what this one gave.
+        """
+        return {} if self.same_as_fresh(earlier) else None
+
+    def same_as_fresh(self, earlier: Parser) -> bool:
+        """True when `earlier`'s state, apart from `history` and `idle_ignores`, is a fresh parser's."""
+        state = getattr(earlier, "__dict__", None)
+        if state is None or type(earlier) is not type(self):
+            return False
+        fresh = type(self)().__dict__
+        skip = set(self.history) | set(self.idle_ignores)
+        same = all(v == fresh.get(k) for k, v in state.items() if k not in skip)
+        return same and fresh.keys() <= state.keys()
+
+    def merge_seen(self, earlier: Parser) -> bool:
+        """`take_history` for memos of first-seen keys (sets or dicts in `history`): exact when this part
+        met none of the keys `earlier` met (then every first sighting here is a first one in the file);
+        the memos are joined. False (nothing changed) when they share a key."""
+        for name in self.history:
+            mine, theirs = getattr(self, name), getattr(earlier, name)
+            if not mine.isdisjoint(theirs) if isinstance(mine, set) else not mine.keys().isdisjoint(theirs):
+                return False
+        for name in self.history:
+            mine, theirs = getattr(self, name), getattr(earlier, name)
+            setattr(self, name, theirs | mine if isinstance(mine, set) else {**theirs, **mine})
+        return True
+
     def event(self, kind: str, line: LogLine, **fields: Any) -> Event:
         """Build an event attributed like `line` (rank, host, time, ...) with `fields`."""
         return Event(

@@ -344,6 +344,12 @@ class C10dParser(Parser):
         self._term: tuple[LogLine, str | None] | None = None
         self._term_left = 0
 
+    idle_ignores = ("_probe_line", "_hb_left", "_term_left")
+    history = ("_seen", "_dump_seen")
+
+    def take_history(self, earlier: Parser, events: list[Event]) -> dict[int, list[Event]] | None:
+        return {} if self.same_as_fresh(earlier) and self.merge_seen(earlier) else None
+
     # -- state machine -----------------------------------------------------------------------------
     def wants_more(self) -> bool:
         return self._desync is not None or self._probe > 0 or self._hb is not None or self._term is not None

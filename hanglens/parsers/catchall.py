@@ -8,6 +8,7 @@ Example: `[E socket.cpp:700] [c10d] Unexpected failure on host node-07` → temp
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
@@ -82,9 +83,30 @@ class CatchallParser(Parser):
         "TORCH_NCCL_RETHROW_CUDA_ERRORS: 1",
     )
 
+    history = ("per_template", "total")
+
     def __init__(self) -> None:
         self.per_template: dict[str, int] = {}
         self.total = 0
+
+    def take_history(self, earlier: Parser, events: list[Event]) -> dict[int, list[Event]] | None:
+        """The caps count on from `earlier`'s counts: this part's events go on while both allow them (a
+        line dropped here by a cap is dropped by the higher count too)."""
+        if not self.same_as_fresh(earlier):
+            return None
+        before = cast(CatchallParser, earlier)
+        per, total = dict(before.per_template), before.total
+        out: dict[int, list[Event]] = {}
+        for e in events:
+            template = e.get("template")
+            n = per.get(template, 0)
+            if total >= MAX_EVENTS or n >= MAX_PER_TEMPLATE:
+                out[id(e)] = []
+                continue
+            per[template] = n + 1
+            total += 1
+        self.per_template, self.total = per, total
+        return out
 
     def feed(self, line: LogLine) -> Iterable[Event]:
         text = line.text

@@ -75,6 +75,12 @@ class DdpParser(Parser):
         self._red_left = 0
         self._unused: dict[int, tuple[LogLine, dict[str, Any], int]] = {}
 
+    idle_ignores = ("_red_left",)
+    history = ("_seen",)
+
+    def take_history(self, earlier: Parser, events: list[Event]) -> dict[int, list[Event]] | None:
+        return {} if self.same_as_fresh(earlier) and self.merge_seen(earlier) else None
+
     def wants_more(self) -> bool:
         return self._red is not None or bool(self._unused)
 

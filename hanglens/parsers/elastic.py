@@ -417,6 +417,8 @@ class ElasticParser(Parser):
         self.copied: tuple[int, int] | None = None   # (local rank of the child error file, lines waited)
         self.callstack: _Callstack | None = None     # a table-indented callstack seen without its table
 
+    idle_ignores = ("rdzv_lines",)
+
     def wants_more(self) -> bool:
         return (self.summary is not None or self.rdzv is not None or self.copied is not None
                 or self.callstack is not None)

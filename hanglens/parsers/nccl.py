@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
@@ -273,6 +273,9 @@ def classify_message(msg: str) -> Classified:
     return []
 
 
+MAX_ENV_VERSIONS = 64  # (rank, local rank, version) keys of ProcessGroupNCCL environments lines kept per file
+
+
 @dataclass
 class _ErrorBlock:
     """A torch `NCCL error in:` message whose detail and `Last error:` lines follow on the next lines."""
@@ -491,7 +494,25 @@ class NcclParser(Parser):
         self._block: _ErrorBlock | None = None
         # ProcessGroupNCCL prints its environments line for every process group it creates: the version
         # it states is one fact per rank, so it becomes one event per rank and version in a file.
-        self._env_versions: set[tuple[int | None, int | None, str]] = set()
+        # (Each key's event is kept with it, for `take_history`.)
+        self._env_versions: dict[tuple[int | None, int | None, str], Event] = {}
+
+    history = ("_env_versions",)
+
+    def take_history(self, earlier: Parser, events: list[Event]) -> dict[int, list[Event]] | None:
+        """A version this part gave first is dropped when `earlier` gave it already, or once the memo is
+        full (this part's memo filled in the same order, so what it refused the joined one refuses too)."""
+        if not self.same_as_fresh(earlier):
+            return None
+        known = dict(cast(NcclParser, earlier)._env_versions)
+        out: dict[int, list[Event]] = {}
+        for key, ev in self._env_versions.items():
+            if key in known or len(known) >= MAX_ENV_VERSIONS:
+                out[id(ev)] = []
+            else:
+                known[key] = ev
+        self._env_versions = known
+        return out
 
     def wants_more(self) -> bool:
         return self._block is not None
@@ -515,10 +536,11 @@ class NcclParser(Parser):
         if "NCCL version: " in text:
             m = ENV_VERSION_RE.search(text)
             key = (line.rank, line.local_rank, m["ver"] if m else "")
-            if m and key not in self._env_versions and len(self._env_versions) < 64:
-                self._env_versions.add(key)
-                out.append(self.event("nccl_version", line, version=normalize_version(m["ver"]), cuda=None,
-                                      pid=None, nccl_host=None, source="torch_env"))
+            if m and key not in self._env_versions and len(self._env_versions) < MAX_ENV_VERSIONS:
+                ev = self.event("nccl_version", line, version=normalize_version(m["ver"]), cuda=None,
+                                pid=None, nccl_host=None, source="torch_env")
+                self._env_versions[key] = ev
+                out.append(ev)
         if "remote error detected" in text:
             m = REMOTE_RE.search(text)
             if m:

@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from hanglens import lazyre as re
 from hanglens.errors import UsageError
@@ -228,6 +228,38 @@ MAX_DIFFS = 32
 KEEP_RESTARTS = 8
 
 
+def _count(seen: dict[int, list[int]], p_step: int, step: int) -> None:
+    if step - p_step in seen:
+        seen[step - p_step][0] += 1
+    elif len(seen) < MAX_DIFFS:
+        seen[step - p_step] = [1, p_step]
+
+
+def _drop(ext: dict[str, tuple[int, list[Event]]], old: list[Event]) -> None:
+    """A held restart dropped from the window: keep it when it reached the highest or the lowest step."""
+    steps = [s for e in old if isinstance(s := e.get("step"), int)]
+    if steps:
+        for which, value in (("max", max(steps)), ("min", min(steps))):
+            have = ext.get(which)
+            if have is None or (value > have[0] if which == "max" else value < have[0]):
+                ext[which] = (value, old)
+
+
+def _hold(held: deque[list[Event]], extremes: Any, key: Any, pair: list[Event]) -> None:
+    """Hold `pair` among the latest KEEP_RESTARTS restarts; the one it pushes out may be an extreme
+    (`extremes` is the series' own mapping when `key` is None, else the parser's, by key)."""
+    held.append(pair)
+    if len(held) > KEEP_RESTARTS:
+        old = held.popleft()
+        if key is None:
+            _drop(extremes, old)
+        else:
+            ext = extremes.setdefault(key, {})
+            _drop(ext, old)
+            if not ext:
+                del extremes[key]
+
+
 def _gap_after(diffs: dict[int, list[int]]) -> int | None:
     """The step after which a series skipped a report: an increment that is a multiple of its cadence.
 
@@ -334,6 +366,10 @@ class ProgressParser(Parser):
         self.restarts: dict[tuple[Any, ...], int] = {}
         self.held: dict[tuple[Any, ...], deque[list[Event]]] = {}
         self.extremes: dict[tuple[Any, ...], dict[str, tuple[int, list[Event]]]] = {}
+        # Per series: its first report's event and fields, and the restarts given out as they came (for
+        # `take_history`: a part of a file read from a fresh start emitted them as if the series began there).
+        self.first: dict[tuple[Any, ...], tuple[Event, dict[str, Any]]] = {}
+        self.told: dict[tuple[Any, ...], list[list[Event]]] = {}
 
     def feed(self, line: LogLine) -> Iterable[Event]:
         fields = self._match(line.text)
@@ -351,7 +387,9 @@ class ProgressParser(Parser):
                 del self.last[key]
                 return []
             self.emitted[key] = fields
-            return [self.event("progress", line, **fields)]
+            first = self.event("progress", line, **fields)
+            self.first[key] = (first, fields)
+            return [first]
         out: list[Event] = []
         p_step, step = prev.fields["step"], fields["step"]
         backwards = p_step is not None and step is not None and step < p_step
@@ -373,19 +411,100 @@ class ProgressParser(Parser):
         n = self.restarts.get(key, 0)
         self.restarts[key] = n + 1
         if n < KEEP_RESTARTS:
+            self.told.setdefault(key, []).append(pair)
             return pair
         held = self.held.setdefault(key, deque())
-        held.append(pair)
-        if len(held) > KEEP_RESTARTS:
-            old = held.popleft()
-            steps = [s for e in old if isinstance(s := e.get("step"), int)]
-            if steps:
-                ext = self.extremes.setdefault(key, {})
-                for which, value in (("max", max(steps)), ("min", min(steps))):
+        _hold(held, self.extremes, key, pair)
+        return []
+
+    history = ("last", "emitted", "diffs", "restarts", "held", "extremes", "first", "told")
+
+    def take_history(self, earlier: Parser, events: list[Event]) -> dict[int, list[Event]] | None:
+        """Continue `earlier`'s series with this part's: a series met before gets this part's first report
+        read against its latest one (no event when it moves forward; a restart when it goes back), the
+        increments counted on, and the restarts numbered on (those past the first KEEP_RESTARTS held).
+        None when a bound was reached (MAX_KEYS series, MAX_DIFFS increments): what it dropped is lost."""
+        before = cast(ProgressParser, earlier)
+        if not self.same_as_fresh(earlier) or len(self.emitted) >= MAX_KEYS:
+            return None
+        if len(before.emitted) + sum(1 for k in self.emitted if k not in before.emitted) > MAX_KEYS:
+            return None
+        if any(len(self.diffs.get(k, ())) >= MAX_DIFFS for k in self.last if k in before.last):
+            return None
+        last, emitted = {**before.last, **self.last}, {**before.emitted, **self.emitted}
+        diffs, restarts = {**before.diffs, **self.diffs}, {**before.restarts, **self.restarts}
+        held, extremes = {**before.held, **self.held}, {**before.extremes, **self.extremes}
+        out: dict[int, list[Event]] = {}
+        for key, (e1, fields1) in self.first.items():
+            p = before.last.get(key)
+            if p is None:
+                continue  # a series this part began: its state stands
+            d = {inc: list(v) for inc, v in before.diffs.get(key, {}).items()}
+            n = before.restarts.get(key, 0)
+            hk: deque[list[Event]] = deque(before.held.get(key, ()))
+            ext = dict(before.extremes.get(key, {}))
+            told = before.emitted.get(key)
+            p_step, step = p.fields["step"], fields1["step"]
+            back = (p_step is not None and step is not None and step < p_step) or \
+                (fields1["epoch"] is not None and fields1["epoch"] != p.fields["epoch"])
+            if p_step is not None and step is not None and step > p_step:
+                _count(d, p_step, step)
+            if back:
+                d = {}
+                pair = ([] if told is p.fields else [self.event("progress", p.line, **p.fields)]) + [e1]
+                told = fields1
+                if n < KEEP_RESTARTS:
+                    out[id(e1)] = pair
+                else:
+                    out[id(e1)] = []
+                    _hold(hk, ext, None, pair)
+                n += 1
+            else:
+                out[id(e1)] = []
+            mine = self.restarts.get(key, 0)
+            for i, pair in enumerate(self.told.get(key, ())):
+                # This part's first restart right after its first report did not give that report again
+                # (it was given as the first); the file had not given it.
+                whole = [e1, *pair] if i == 0 and not back and len(pair) == 1 else pair
+                if n + i < KEEP_RESTARTS:
+                    if whole is not pair:
+                        out[id(pair[0])] = whole
+                    continue
+                for e in pair:
+                    out[id(e)] = []
+                _hold(hk, ext, None, whole)
+            if key in self.extremes:  # this part dropped held restarts itself: all before them go too
+                while hk:
+                    _drop(ext, hk.popleft())
+                for which, (value, pair) in self.extremes[key].items():
                     have = ext.get(which)
                     if have is None or (value > have[0] if which == "max" else value < have[0]):
-                        ext[which] = (value, old)
-        return []
+                        ext[which] = (value, pair)
+                hk = deque(self.held[key])
+            else:
+                for pair in self.held.get(key, ()):
+                    _hold(hk, ext, None, pair)
+            if mine:
+                d = {inc: list(v) for inc, v in self.diffs.get(key, {}).items()}
+                told = self.emitted[key]
+            else:
+                for inc, (times, at) in self.diffs.get(key, {}).items():
+                    if inc in d:
+                        d[inc][0] += times
+                    elif len(d) < MAX_DIFFS:
+                        d[inc] = [times, at]
+            diffs[key], restarts[key] = d, n + mine
+            if told is not None:
+                emitted[key] = told
+            held.pop(key, None)
+            extremes.pop(key, None)
+            if hk:
+                held[key] = hk
+            if ext:
+                extremes[key] = ext
+        self.last, self.emitted, self.diffs, self.restarts = last, emitted, diffs, restarts
+        self.held, self.extremes = held, extremes
+        return out
 
     # -- the interface the ingest fast path uses (it feeds step lines without the per-line machinery) --
     def last_step(self, key: tuple[Any, ...]) -> tuple[bool, int | None]:
@@ -395,11 +514,7 @@ class ProgressParser(Parser):
 
     def count_step(self, key: tuple[Any, ...], p_step: int, step: int) -> None:
         """Count one forward increment of a series (bounded: at most MAX_DIFFS distinct increments)."""
-        seen = self.diffs.setdefault(key, {})
-        if step - p_step in seen:
-            seen[step - p_step][0] += 1
-        elif len(seen) < MAX_DIFFS:
-            seen[step - p_step] = [1, p_step]
+        _count(self.diffs.setdefault(key, {}), p_step, step)
 
     def remember(self, key: tuple[Any, ...], line: LogLine, fields: dict[str, Any]) -> None:
         """Make `line` the series' latest report without emitting anything (it moved the series forward)."""

@@ -142,6 +142,12 @@ class WrapperParser(Parser):
         self._mb: tuple[LogLine, dict[str, Any]] | None = None
         self._mb_left = 0
 
+    idle_ignores = ("_mb_left",)
+    history = ("_seen",)
+
+    def take_history(self, earlier: Parser, events: list[Event]) -> dict[int, list[Event]] | None:
+        return {} if self.same_as_fresh(earlier) and self.merge_seen(earlier) else None
+
     def wants_more(self) -> bool:
         return self._mb is not None
 
