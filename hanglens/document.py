@@ -6,7 +6,7 @@ import datetime as dt
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -48,7 +48,7 @@ def clean(value: Any) -> Any:
         return value
     if t is str:
         return utf8_text(value)  # (ASCII as it is)
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         items = [clean(v) for v in value]

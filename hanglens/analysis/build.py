@@ -37,8 +37,9 @@ class Tables:
 def frame(name: str, rows: Iterable[dict[str, object]]) -> pd.DataFrame:
     """A fact table with exactly its spec's columns, in order (missing values as None)."""
     cols = list(FACT_SPECS[name].columns)
-    data = [{c: r.get(c) for c in cols} for r in rows]
-    return pd.DataFrame(data, columns=cols, dtype=object)
+    rows = rows if isinstance(rows, list) else list(rows)
+    # Column by column: no second copy of every row as a dict (a big job has one row per rank in several)
+    return pd.DataFrame({c: [r.get(c) for r in rows] for c in cols}, columns=cols, dtype=object)
 
 
 def rank_hosts(events: Sequence[Event]) -> dict[int, str]:
@@ -87,9 +88,15 @@ def named_ranks(events: Sequence[Event]) -> set[int]:
     return out
 
 
-def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
-    """Turn a job's events into fact tables. Pure: the same events always give the same tables."""
+def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: bool = False) -> Tables:
+    """Turn a job's events into fact tables. Pure: the same events always give the same tables.
+
+    `consume`: `events` (a list) is emptied, and each event the clock shift replaces is freed as it goes
+    (a big job's events are not held twice); else they are left as they are.
+    """
     evs = sorted(events, key=lambda e: (e.ref.path, e.ref.line, e.kind, e.parser))
+    if consume and isinstance(events, list):
+        events.clear()
     hosts = rank_hosts(evs)
     world = world_size_of(evs)
     seen = {e.rank for e in evs if e.rank is not None}
@@ -103,7 +110,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
     ranks = sorted(seen | set(range(bound)))
 
     offsets, note = clock.host_offsets(evs, hosts)
-    evs = clock.normalise(evs, offsets, hosts)
+    evs = clock.normalise(evs, offsets, hosts, in_place=consume)
 
     tables: dict[str, pd.DataFrame] = {}
     state_rows, coll = collectives.collective_state(evs, hosts)

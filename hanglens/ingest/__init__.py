@@ -41,7 +41,7 @@ from hanglens.ingest.sources import (
     open_unit,
 )
 from hanglens.limits import DEFAULT_LIMITS, Limits
-from hanglens.model import Event, InputFile, Origin, Skipped, SourceRef
+from hanglens.model import Event, Fields, InputFile, Origin, Skipped, SourceRef
 from hanglens.parsers import PARSERS
 from hanglens.parsers.base import Parser
 
@@ -210,6 +210,7 @@ def _read_batch(units: list[Unit], parsers: tuple[type[Parser], ...],
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_NO_FIELDS = Fields({})
 
 
 class Sharer:
@@ -219,12 +220,14 @@ class Sharer:
 
     MAX_VALUE = 128    # longer string values are rarely repeated
 
-    def __init__(self) -> None:
+    def __init__(self, compact: bool = False) -> None:
         self.strs: dict[str, str] = {}
         self.maps: dict[tuple[Any, ...], Any] = {}
+        # The job's process keeps the field mappings as `Fields` (a worker's pickle carries plain dicts).
+        self.compact = compact
 
     def share(self, events: Iterable[Event]) -> None:
-        strs, maps, cap = self.strs, self.maps, self.MAX_VALUE
+        strs, maps, cap, compact = self.strs, self.maps, self.MAX_VALUE, self.compact
         setter = object.__setattr__  # the events are frozen dataclasses, fresh from the reader
         for e in events:
             text = strs.setdefault(e.text, e.text)
@@ -235,7 +238,11 @@ class Sharer:
                 if host is not e.host:
                     setter(e, "host", host)
             f = e.fields
-            if type(f) is not dict or not f:
+            if type(f) is not dict:
+                continue
+            if not f:
+                if compact:
+                    setter(e, "fields", _NO_FIELDS)
                 continue
             # The value's type is part of the key (1, 1.0 and True are equal but not the same field), and a
             # float's repr (0.0 == -0.0); one flat tuple per mapping. A list value: the mapping is not
@@ -250,10 +257,14 @@ class Sharer:
                     if same is not f:
                         setter(e, "fields", same)
                     continue
-                maps[key] = f
             for k, v in f.items():
                 if v.__class__ is str and len(v) <= cap:
                     f[k] = strs.setdefault(v, v)
+            if compact:
+                f = Fields(f)
+                setter(e, "fields", f)
+            if key is not None:
+                maps[key] = f
 
 
 def _share_all(sharer: Sharer, items: list[_FileOut | Skipped]) -> None:
@@ -325,7 +336,7 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
     chosen = tuple(PARSERS if parsers is None else parsers)
     workers = _workers(jobs, units)
     meter = Meter(sum(u.size for u in units), len(units), progress)
-    sharer = Sharer()
+    sharer = Sharer(compact=True)
     if workers > 1:
         outs = _read_parallel(units, chosen, limits, workers, sharer, meter)
     else:
