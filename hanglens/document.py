@@ -48,11 +48,13 @@ def clean(value: Any) -> Any:
         return value
     if t is str:
         return utf8_text(value)  # (ASCII as it is)
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         items = [clean(v) for v in value]
         return sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items
+    if isinstance(value, Mapping):  # (an event's `Fields`)
+        return {str(k): clean(v) for k, v in value.items()}
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         value = value.item()
     if isinstance(value, float):

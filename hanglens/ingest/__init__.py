@@ -91,6 +91,41 @@ class _FileOut:
         return cls(display, size, origin, pid, locator, res.events, res.lines, res.dated,
                    frozenset(res.envelope_ranks), tuple(res.notes))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # From a worker to the job's process the events travel as columns: unpickling builds each Event at
+        # once, leaving no per-event state dict and argument tuple behind (a big job's events would sit
+        # among the holes those leave, and that memory is not given back to the system).
+        return (_file_out, (self.display, self.size, self.origin, self.pid, self.locator, _pack(self.events),
+                            self.lines, self.dated, self.envelope_ranks, self.notes))
+
+
+def _pack(events: list[Event]) -> tuple[list[Any], ...]:
+    """`events` as one list per field, in Event's order (the SourceRef as its path and its line)."""
+    if not events:
+        return ()
+    return tuple(map(list, zip(*[(e.kind, e.ref.path, e.ref.line, e.text, e.parser, e.rank, e.host, e.time,
+                                  e.local_rank, e.attempt, e.level, e.fields, e.writer) for e in events],
+                               strict=True)))
+
+
+def _unpack(cols: tuple[list[Any], ...]) -> list[Event]:
+    """The events `_pack` gave `cols`; events of one line share its SourceRef."""
+    out: list[Event] = []
+    ref = SourceRef("", 0)
+    for kind, path, line, text, parser, rank, host, time, local_rank, attempt, level, fields, writer in zip(
+            *cols, strict=True):
+        if line != ref.line or path != ref.path:
+            ref = SourceRef(path, line)
+        out.append(Event(kind, ref, text, parser, rank, host, time, local_rank, attempt, level, fields, writer))
+    return out
+
+
+def _file_out(display: str, size: int, origin: Origin, pid: int | None, locator: Locator,
+              cols: tuple[list[Any], ...], lines: int, dated: tuple[float, float] | None,
+              envelope_ranks: frozenset[int], notes: tuple[str, ...]) -> _FileOut:
+    """A `_FileOut` unpickled (see `_FileOut.__reduce__`)."""
+    return _FileOut(display, size, origin, pid, locator, _unpack(cols), lines, dated, envelope_ranks, notes)
+
 
 @lru_cache(maxsize=8)
 def _triggers(parsers: tuple[type[Parser], ...]) -> re.Pattern[bytes]:
