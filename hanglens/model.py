@@ -188,8 +188,8 @@ class Event:
     def get(self, name: str, default: Any = None) -> Any:
         f = self.fields
         if f.__class__ is Fields:  # (inlined: the analysis asks a big job's events millions of times)
-            i = f._at.get(name)  # type: ignore[attr-defined]
-            return default if i is None else f._values[i]  # type: ignore[attr-defined]
+            i = f._at.get(name)
+            return default if i is None else f._values[i]
         return f.get(name, default)
 
 

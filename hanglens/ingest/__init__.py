@@ -116,7 +116,8 @@ def _unpack(cols: tuple[list[Any], ...]) -> list[Event]:
             *cols, strict=True):
         if line != ref.line or path != ref.path:
             ref = SourceRef(path, line)
-        out.append(Event(kind, ref, text, parser, rank, host, time, local_rank, attempt, level, fields, writer))
+        out.append(Event(kind, ref, text, parser, rank, host, time, local_rank, attempt, level, fields,
+                         writer))
     return out
 
 

@@ -13,7 +13,9 @@ if TYPE_CHECKING:
     from hanglens.report.markdown import render_markdown
     from hanglens.report.text import render_text, wants_color
 
-__all__ = ["redact", "render_html", "render_json", "render_markdown", "render_text", "wants_color", "write_json"]
+__all__ = [
+    "redact", "render_html", "render_json", "render_markdown", "render_text", "wants_color", "write_json",
+]
 
 # Lazy: the CLI imports hanglens.report._common for escaping at start-up; jinja2 and rich load only when a
 # renderer is used, so `hanglens --version` stays fast.

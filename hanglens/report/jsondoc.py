@@ -25,7 +25,7 @@ def _clean(value: Any) -> Any:
         changed = {k: c for k, v in value.items() if (c := _clean(v)) is not v}
         if not changed and all(type(k) is str for k in value):
             return value
-        return {str(k): changed[k] if k in changed else v for k, v in value.items()}
+        return {str(k): changed.get(k, v) for k, v in value.items()}
     if t is list:
         items = [_clean(v) for v in value]
         return value if all(c is v for c, v in zip(items, value, strict=True)) else items
