@@ -88,13 +88,29 @@ def named_ranks(events: Sequence[Event]) -> set[int]:
     return out
 
 
+def _order(e: Event) -> tuple[str, int, str, str]:
+    return (e.ref.path, e.ref.line, e.kind, e.parser)
+
+
+def _in_order(events: Sequence[Event]) -> bool:
+    """True when `events` are sorted by `_order` already (as `read_inputs` gives them): checked pair by
+    pair, so a big job's events need no list of sort keys."""
+    prev: tuple[str, int, str, str] | None = None
+    for e in events:
+        key = _order(e)
+        if prev is not None and key < prev:
+            return False
+        prev = key
+    return True
+
+
 def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: bool = False) -> Tables:
     """Turn a job's events into fact tables. Pure: the same events always give the same tables.
 
     `consume`: `events` (a list) is emptied, and each event the clock shift replaces is freed as it goes
     (a big job's events are not held twice); else they are left as they are.
     """
-    evs = sorted(events, key=lambda e: (e.ref.path, e.ref.line, e.kind, e.parser))
+    evs = list(events) if _in_order(events) else sorted(events, key=_order)
     if consume and isinstance(events, list):
         events.clear()
     hosts = rank_hosts(evs)
@@ -119,12 +135,16 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     tables["collective_disagreement"] = frame(
         "collective_disagreement", collectives.disagreement(evs, state_rows, hosts)
     )
+    # Row lists are dropped as soon as their tables exist: a big job has one row dict per rank in each, and
+    # the tables built next reuse their memory.
+    del state_rows
     tables["progress"] = frame("progress", progress.progress_rows(evs, hosts))
     tables["job_stopped"] = frame("job_stopped", silence.stop_rows(evs, hosts))
     tables["silent_hang"] = frame("silent_hang", silence.silent_hang_rows(evs, hosts))
     calls = collectives.call_rows(evs, hosts)
     tables["collective_call"] = frame("collective_call", calls)
     tables["transfer_size_error"] = frame("transfer_size_error", transfers.size_error_rows(evs, hosts, calls))
+    del calls
     tables["slow_phase"] = frame("slow_phase", progress.slow_phase_rows(evs, hosts, world))
     tables["hang"] = frame("hang", status.hang_rows(evs, hosts))
     victims = status.victim_rows(evs, hosts)
@@ -132,9 +152,11 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     tables["first_failure"] = frame("first_failure", status.first_failure_rows(evs, hosts))
     tables["versions"] = frame("versions", status.version_rows(evs, hosts))
     rank_rows = status.rank_status_rows(evs, ranks, hosts, victims, status.own_log_ranks(files))
+    del victims
     tables["rank_status"] = frame("rank_status", rank_rows)
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
     tables["host_failures"] = frame("host_failures", status.host_failure_rows(rank_rows))
+    del rank_rows
     tables["missing_ranks"] = frame("missing_ranks", status.missing_rank_rows(evs, files, world))
     tables["nccl_init_pending"] = frame("nccl_init_pending", facts_init.init_pending_rows(evs))
     fr_dumps, fr_match = flight.flight_rows(evs, hosts, world)
