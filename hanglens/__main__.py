@@ -15,11 +15,21 @@ def main() -> None:
     if sys.argv[1:] == ["--version"]:
         from hanglens import __version__
 
-        sys.stdout.write(f"hanglens {__version__}\n")
+        try:
+            sys.stdout.write(f"hanglens {__version__}\n")
+            sys.stdout.flush()
+        except BrokenPipeError:  # `hanglens --version | true`: quiet, as hanglens.cli.EXIT_STDOUT_CLOSED
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(141)
         return
     # hanglens does no linear algebra: the OpenBLAS thread pool numpy starts on import is pure start-up
     # cost (more so on a busy machine). An explicit setting, and every other BLAS, is left alone.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # pydantic validates only hanglens's own rule schema (and typer's options, for which typer turns plugins
+    # off itself): looking for pydantic plugins scans the metadata of every installed package (about 0.01 s
+    # on a small environment, more on a big one) for hooks that have nothing of the user's to observe.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
     # typer and the command definitions live until exit: imported with the collector paused, then frozen,
     # no collection walks them (hanglens.cli._import_frozen does the same for the reader and pandas).
     from hanglens._frozen import import_frozen

@@ -55,6 +55,31 @@ EXIT_OK = 0  # verdict reached / command succeeded
 EXIT_INCONCLUSIVE = 1  # analysed, but no rule explained the failure; scan: some jobs could not be analysed
 EXIT_ERROR = 2  # usage, input or rule error (one line on stderr)
 EXIT_INTERRUPTED = 130
+EXIT_STDOUT_CLOSED = 141  # the reader of stdout went away (`| head`): 128 + SIGPIPE, as git reports it
+
+
+class _StdoutClosed(Exception):
+    """stdout is a pipe nobody reads any more; the command stops there, quietly."""
+
+
+def _out(text: str) -> None:
+    """Write `text` to stdout now (flushed, so a closed pipe is noticed here, not at exit)."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise _StdoutClosed from None
+
+
+def _stdout_closed(standalone_mode: bool) -> Any:
+    """End quietly with EXIT_STDOUT_CLOSED: no message (the reader is gone, as with `git log | head`)."""
+    if OWNS_PROCESS:
+        # What is still buffered can never be written: point stdout at the null device, so the flush at
+        # interpreter exit succeeds instead of printing a BrokenPipeError.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return _exit(EXIT_STDOUT_CLOSED, standalone_mode)
 
 
 class _PlainArgument(TyperArgument):
@@ -95,6 +120,14 @@ class _Group(TyperGroup):
             rv = super().main(
                 args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra
             )
+        except _StdoutClosed:
+            return _stdout_closed(standalone_mode)
+        except SystemExit as exc:
+            # typer ends a command whose stdout is closed (help, usage) with exit 1 after wrapping stdout;
+            # the same event gets the same documented code as a command's own output.
+            if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+                return _stdout_closed(standalone_mode)
+            raise
         except click.ClickException as exc:
             if type(exc).__name__ == "NoArgsIsHelpError":  # `hanglens` alone: the help, as click shows it
                 exc.show()
@@ -135,7 +168,7 @@ class Fmt(str, Enum):
 
 
 def _fail(exc: BaseException) -> NoReturn:
-    if _state["debug"]:
+    if _state["debug"] or isinstance(exc, _StdoutClosed):
         raise exc
     if isinstance(exc, HanglensError):
         for line in str(exc).splitlines() or [""]:
@@ -173,7 +206,7 @@ def _save(path: Path, text: str) -> None:
 
 def _write(text: str, output: Path | None) -> None:
     if output is None:
-        sys.stdout.write(text)
+        _out(text)
     else:
         _save(output, text)
 
@@ -183,7 +216,11 @@ def _write_json(doc: Any, output: Path | None) -> None:
     from hanglens import report
 
     if output is None:
-        report.write_json(doc, sys.stdout)
+        try:  # (as `_out`: a closed pipe ends quietly with its own exit code)
+            report.write_json(doc, sys.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise _StdoutClosed from None
         return
     with open(output, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as fh:
         report.write_json(doc, fh)
@@ -193,7 +230,7 @@ def _version(value: bool) -> None:
     if value:
         from hanglens import __version__
 
-        typer.echo(f"hanglens {__version__}")
+        _out(f"hanglens {__version__}\n")
         raise typer.Exit(EXIT_OK)
 
 
@@ -784,7 +821,7 @@ def rules_check(dirs: RuleDirArgs = None, limit: LimitOpts = None) -> None:
         _fail(exc)
     if problems:
         _rule_problems([str(p) for p in problems])
-    typer.echo(f"{len(loaded)} rule(s) OK")
+    _out(f"{len(loaded)} rule(s) OK\n")
 
 
 @rules_app.command("test")
@@ -810,8 +847,8 @@ def rules_test(
     for res in results:
         if res.outcome is not Outcome.PASSED or verbose:
             note = f": {res.message}" if res.message else ""
-            typer.echo(term_text(f"{res.outcome.value.upper():6} {res.test_id}{note}"))
-    typer.echo(summary(results))
+            _out(term_text(f"{res.outcome.value.upper():6} {res.test_id}{note}") + "\n")
+    _out(summary(results) + "\n")
     if any(r.outcome is Outcome.FAILED for r in results):
         raise typer.Exit(EXIT_INCONCLUSIVE)
 
@@ -894,5 +931,5 @@ def demo(
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except Exception as exc:
         _fail(exc)
-    sys.stdout.write(render_text(doc, color=wants_color(sys.stdout)))
-    typer.echo(f"\nReport: {target.resolve()}  (open it in a browser; logs analysed: the bundled demo job)")
+    _out(render_text(doc, color=wants_color(sys.stdout))
+         + f"\nReport: {target.resolve()}  (open it in a browser; logs analysed: the bundled demo job)\n")

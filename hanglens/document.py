@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -13,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from hanglens import __version__
+from hanglens import lazyre as re
 from hanglens.analysis import Tables
 from hanglens.model import YEARLESS_YEAR, Category, Event, InputFile, Skipped, SourceRef, utf8_text
 

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from parsers.harness import events, has
 
 from hanglens import api
+from hanglens.lazyre import LazyPattern
 from hanglens.parsers import PARSERS
 from hanglens.parsers.base import INT64_MAX, to_count, to_int
 
@@ -185,6 +186,8 @@ def _builtin_patterns() -> list[tuple[str, re.Pattern[str]]]:
             values = value if isinstance(value, tuple) else (value,)
             for item in values:
                 for rx in item if isinstance(item, tuple) else (item,):
+                    if isinstance(rx, LazyPattern):  # compiled on first use (hanglens/lazyre.py)
+                        rx = rx.compiled()
                     if isinstance(rx, re.Pattern) and isinstance(rx.pattern, str):
                         out.append((f"{mod.__name__}.{key}", rx))
     return out

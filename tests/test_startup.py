@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import hanglens
 
@@ -76,3 +77,44 @@ def test_command_line_process_gives_the_library_document(tmp_path: Path) -> None
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == render_json(api.analyze([str(DEMO_JOB)]).to_dict())
+
+
+def _facts_after(code: str, tmp_path: Path, probe: str) -> Any:
+    """The JSON value of the expression `probe`, evaluated at exit of `code` run in a new interpreter."""
+    out = tmp_path / "probe.json"
+    script = (
+        "import atexit, json, sys\n"
+        f"atexit.register(lambda: open({str(out)!r}, 'w').write(json.dumps({probe})))\n" + code
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HANGLENS_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(out.read_text())
+
+
+# Loaded by the command line only for what the demo job does not hold: a worker pool (big inputs),
+# Flight Recorder pickles, the terminal (rich), rule files on a cache miss (PyYAML), scan (dask).
+NOT_FOR_THE_DEMO = ("rich", "yaml", "dask", "distributed", "multiprocessing", "pickletools")
+
+
+def test_demo_loads_only_what_it_uses(tmp_path: Path) -> None:
+    """`hanglens demo` to a pipe, rule cache warm: what it imports, and the HTML template it does not
+    compile from its text (hanglens/report/_report_html.py holds it compiled)."""
+    code = _cli("demo", "--output", str(tmp_path))
+    probe = ("[sorted({m.split('.')[0] for m in sys.modules}), "
+             "[t.filename for t in sys.modules['hanglens.report.html']._envs[False].cache.values()]]")
+    _facts_after(code, tmp_path, probe)  # fills the rule cache
+    loaded, templates = _facts_after(code, tmp_path, probe)
+    assert {"pandas", "jinja2"} <= set(loaded)  # the demo ran its analysis and wrote its report
+    assert sorted(set(loaded) & set(NOT_FOR_THE_DEMO)) == []
+    assert len(templates) == 1 and templates[0].endswith("_report_html.py")
+
+
+def test_reading_compiles_no_pattern_at_import(tmp_path: Path) -> None:
+    """The parsers' and the reader's module-level patterns (hanglens.lazyre) compile on first use."""
+    probe = ("(lambda lazy: [len(lazy), sum(hasattr(p, '_compiled') for p in lazy)])("
+             "[v for n, m in list(sys.modules.items()) if n.startswith('hanglens.') "
+             "for v in vars(m).values() if type(v).__name__ == 'LazyPattern'])")
+    total, compiled = _facts_after("import hanglens.api", tmp_path, probe)
+    assert total > 250 and compiled == 0

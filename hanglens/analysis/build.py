@@ -121,10 +121,16 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
         if f.origin.rank is not None:
             seen.add(f.origin.rank)
     seen |= named_ranks(evs)
+    clean = status.clean_exit_ranks(evs, files)
+    seen |= clean   # a launcher table's gaps are workers it started
     # Ranks are 0..N-1: a stated world size, or else the highest rank seen, bounds the ranks that exist.
     bound = world if world and world <= 65536 else (max(seen) + 1 if seen and max(seen) < 65536 else 0)
     ranks = sorted(seen | set(range(bound)))
 
+    # Errors their writer trained on after (caught, logged, retried) did not end the job: not failures.
+    survived = status.survived_failures(evs, files)
+    if survived:
+        evs = [e for i, e in enumerate(evs) if i not in survived]
     offsets, note = clock.host_offsets(evs, hosts)
     evs = clock.normalise(evs, offsets, hosts, in_place=consume)
 
@@ -139,8 +145,11 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     # the tables built next reuse their memory.
     del state_rows
     tables["progress"] = frame("progress", progress.progress_rows(evs, hosts))
-    tables["job_stopped"] = frame("job_stopped", silence.stop_rows(evs, hosts))
-    tables["silent_hang"] = frame("silent_hang", silence.silent_hang_rows(evs, hosts))
+    stops = silence.stop_rows(evs, hosts)
+    quiet = silence.silent_hang_rows(evs, hosts)
+    finished = silence.finished_before_stop(evs, stops, quiet)
+    tables["job_stopped"] = frame("job_stopped", [{**r, "after_finish": finished} for r in stops])
+    tables["silent_hang"] = frame("silent_hang", quiet)
     calls = collectives.call_rows(evs, hosts)
     tables["collective_call"] = frame("collective_call", calls)
     tables["transfer_size_error"] = frame("transfer_size_error", transfers.size_error_rows(evs, hosts, calls))
@@ -151,7 +160,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     tables["victim_signals"] = frame("victim_signals", victims)
     tables["first_failure"] = frame("first_failure", status.first_failure_rows(evs, hosts))
     tables["versions"] = frame("versions", status.version_rows(evs, hosts))
-    rank_rows = status.rank_status_rows(evs, ranks, hosts, victims, status.own_log_ranks(files))
+    rank_rows = status.rank_status_rows(evs, ranks, hosts, victims, status.own_log_ranks(files), clean)
     del victims
     tables["rank_status"] = frame("rank_status", rank_rows)
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))

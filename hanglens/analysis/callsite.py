@@ -13,10 +13,11 @@ a driver function every rank runs (`train_and_evaluate`) says nothing about eith
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+
+from hanglens import lazyre as re
 
 STEP, BOUNDARY, SECTION = "step", "boundary", "section"
 LEVEL = {STEP: 0, BOUNDARY: 1, SECTION: 2}

@@ -120,6 +120,14 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
                     numel_out=e.get("numel_out"),
                     state="timed_out",
                 )
+            elif "oldest_unnumbered" not in row and e.get("op") is not None:
+                # torch 1.10 prints WorkNCCL(OpType=..., Timeout(ms)=...) without a SeqNum (log-formats.md
+                # section 1.3); its watchdog walks the PG's works in enqueue order, so a rank's first such
+                # line is its oldest unfinished collective, the one every member of the PG is blocked at.
+                row["oldest_unnumbered"] = {
+                    "op": e.get("op"), "numel_in": e.get("numel_in"), "numel_out": e.get("numel_out"),
+                    "timeout_ms": e.get("timeout_ms"), "path": e.ref.path, "line": e.ref.line,
+                }
         elif e.kind in ("pg_status", "dump_signal"):
             row = slot(pg, e.rank)
             row["source"].add(e.kind)
@@ -160,6 +168,11 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
              state=state)
     for row in st.values():
         row["source"] = ",".join(sorted(row["source"]))
+        oldest = row.get("oldest_unnumbered")
+        if oldest is not None and row.get("timed_out_seq") is None and row.get("last_enqueued") is None:
+            row.update({k: v for k, v in oldest.items() if row.get(k) is None})
+        else:
+            row.pop("oldest_unnumbered", None)
     rows = sorted(st.values(), key=lambda r: (r["pg"], r["rank"]))
     coll_df = pd.DataFrame(
         sorted(coll.values(), key=lambda r: (r["pg"], r["rank"], r["seq"])), columns=list(COLLECTIVE_COLUMNS)
@@ -332,8 +345,11 @@ def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int,
     """
     cells: dict[tuple[str, int], dict[int, Row]] = defaultdict(dict)
     for r in state:
-        if r.get("timed_out_seq") is not None and r.get("op") is not None:
-            cells[(r["pg"], r["timed_out_seq"])][r["rank"]] = {
+        # Ranks whose timeouts carry no SeqNum (torch 1.10) are compared at their oldest unfinished work,
+        # which is the same collective on every member of the PG (collective_state); key -1 = unnumbered.
+        seq = r.get("timed_out_seq") if "oldest_unnumbered" not in r else -1
+        if seq is not None and r.get("op") is not None:
+            cells[(r["pg"], seq)][r["rank"]] = {
                 "op": r.get("op"),
                 "numel_in": r.get("numel_in"),
                 "numel_out": r.get("numel_out"),
@@ -475,10 +491,14 @@ _DISTRIBUTED_ERROR = ("Detected mismatch between collectives", "DistBackendError
 
 def _waits_in_collective(e: Event, site: callsite.CallSite) -> bool:
     """A stack in a c10d function always counts; one in autograd's backward only when what it raised is a
-    distributed error (DDP's reducer waits there; an OOM in backward is the rank's own fault)."""
+    distributed error (DDP's reducer waits there; an OOM in backward is the rank's own fault) or the stop
+    itself: a Ctrl-C / SIGINT's KeyboardInterrupt shows where the main thread was waiting when the user
+    stopped it, like a stack dump (failure-signatures.md section 16 item 4)."""
     if site.call != "backward" or e.kind == "stack_dump":
         return True
     text = f"{e.get('exc_type') or ''}: {e.get('message') or ''}"
+    if str(e.get("exc_type") or "").endswith("KeyboardInterrupt"):
+        return True
     return is_victim_exception(e) or any(m in text for m in _DISTRIBUTED_ERROR)
 
 

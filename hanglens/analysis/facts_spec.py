@@ -120,12 +120,14 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "job_stopped",
-            ("rank", "host", "how", "signal", "said", "time", "text", *_EVIDENCE),
+            ("rank", "host", "how", "signal", "said", "time", "text", "after_finish", *_EVIDENCE),
             "Lines saying the job was stopped from outside (failure-signatures.md sections 16 and 17.4): "
             "`how` agent_signal (torchrun's agent received SIGTERM/SIGINT: `Received 15 death signal`, "
             "`SignalException`), agent_closing (the agent closed its workers while none had failed), "
             "keyboard_interrupt (Ctrl-C) or scheduler_cancel (Slurm `CANCELLED AT`); `said` the same in "
-            "words.",
+            "words; `after_finish` when the job's output said the run was over before the stop and nothing "
+            "shows a hang (no failure line, no rank at a different point, no interrupted stack waiting in "
+            "torch.distributed, the DataLoader or the exit path).",
         ),
         FactSpec(
             "silent_hang",
@@ -207,9 +209,13 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "hang",
-            ("rank", "host", "detector", "pg", "seq", "op", "timeout_ms", "time", *_EVIDENCE),
+            ("rank", "host", "detector", "pg", "seq", "op", "timeout_ms", "time", "started", "before_peers",
+             *_EVIDENCE),
             "One row per rank and detector that reported a hang (watchdog, heartbeat monitor, gloo, store, "
-            "DataLoader, blocking wait, monitored barrier).",
+            "DataLoader, blocking wait, monitored barrier); `started` when its wait began (time minus `ran "
+            "for` / the timeout, or minus `stuck for`); `before_peers` on a heartbeat monitor's row when "
+            "that rank timed out on nothing itself and its watchdog was stuck before every other rank's "
+            "collective wait began (failure-signatures.md section 0.2 R3).",
         ),
         FactSpec(
             "victim_signals",
@@ -271,13 +277,15 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "first_error_time",
                 "exitcode",
                 "signal",
+                "exited_clean",
             ),
             "One row per known rank: did it crash, hang, only suffer, or look fine. `quiet` ranks reported "
             "no hang, no fault and no lost peer of their own (being stopped by the agent's SIGTERM or seeing "
             "the store vanish at teardown does not count): they were busy elsewhere or stuck silently. "
             "`own_log` marks ranks whose own output is in the input (a file of their own, or lines "
             "attributed to them): only then is a quiet rank's silence evidence; a rank never seen may just "
-            "be cut out.",
+            "be cut out. `exited_clean`: its agent's whole ChildFailedError table lists its other local "
+            "workers but not this one, so it had already exited 0 (and no fault or hang of its own is seen).",
         ),
     )
 }

@@ -3,12 +3,12 @@ each rank stopped (last progress, phase and distributed line), the last common p
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.analysis.kinds import FAILURE_KINDS, host_of
 from hanglens.model import AGENT_EVENT_KINDS, Event
 
@@ -118,6 +118,49 @@ def _after_stop(e: Event, marks: tuple[float | None, dict[str, int]]) -> bool:
     if e.time is not None and first_time is not None:
         return e.time >= first_time
     return e.ref.path in lines and lines[e.ref.path] < e.ref.line
+
+
+# Where an interrupted process waited, when it was not idle after its run: inside torch.distributed (a
+# collective, a barrier, destroy_process_group), or in the exit path (section 16 item 4:
+# `destroy_process_group`, `_shutdown_workers`, `atexit` handlers are a teardown hang, section 14).
+# torchrun's agent (elastic/, launcher/, run.py) sleeps between polls of its workers: its own traceback
+# says nothing about them.
+_BLOCKED_FRAME = re.compile(
+    r"(?:^|/)torch/distributed/(?!elastic/|launcher/|run\.py|launch\.py)|(?:^|/)torch/utils/data/"
+    r"|\bin (?:destroy_process_group|barrier|monitored_barrier|_shutdown_workers|_exitfunc)$"
+)
+
+
+def _blocked_stack(e: Event) -> bool:
+    """A stop's traceback, or a main-thread stack dump, showing the process waiting in communication or
+    in its exit path."""
+    if e.kind == "stack_dump" and not (e.get("main") or e.get("thread") == "MainThread"):
+        return False
+    if e.kind not in ("stack_dump", "exception"):
+        return False
+    return any(_BLOCKED_FRAME.search(str(f)) for f in e.get("frames") or [])
+
+
+def finished_before_stop(events: Sequence[Event], stops: Sequence[Row], quiet: Sequence[Row]) -> bool:
+    """The job was stopped from outside after its output said the run was over, and nothing else failed.
+
+    A user's Ctrl-C (or a scheduler's end of allocation) after `Training complete` interrupts a job that
+    was idle or exiting, not a hang (failure-signatures.md section 16: a silent hang is read from where the
+    ranks stopped; here they stopped after the end). It stays a hang when any sign of one is there: a
+    failure line before the stop, a rank whose last point differs from its peers', or an interrupted stack
+    waiting in torch.distributed, the DataLoader or the exit path (`destroy_process_group` hanging is a
+    teardown hang, section 14).
+    """
+    if not stops:
+        return False
+    marks = _stop_marks(events)
+    if not any(e.kind == "run_finished" and not _after_stop(e, marks) for e in events):
+        return False
+    if any(is_error(e) and not _after_stop(e, marks) for e in events):
+        return False
+    if any(r.get("differs") for r in quiet):
+        return False
+    return not any(_blocked_stack(e) for e in events)
 
 
 def _order(evs: Sequence[Event]) -> list[Event]:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.analysis.kinds import (
     CRASH_KINDS,
     FAILURE_KINDS,
@@ -56,10 +56,22 @@ def single_node(events: Sequence[Event]) -> bool:
 
     Two torchrun agents writing under different launcher prefixes (Slurm `srun -l` with one torchrun per
     task) are two nodes too: there the task id is the node index, not a rank (log-formats.md section 9.3).
+    So is an agent naming local ranks below every global rank its workers print (`[5]:`, `[rank5]:`): a
+    node's ranks are node_rank * nproc_per_node + local_rank, so its workers' ranks start above 0 only on a
+    node other than the first (section 3.5).
     """
     hosts = set()
     agents = set()
+    printed: set[int] = set()
+    named_local: set[int] = set()
     for e in events:
+        if e.kind in ("worker_failed", "launcher_exit"):
+            lr = e.get("local_rank")
+            if isinstance(lr, int) and not isinstance(lr, bool):
+                named_local.add(lr)
+        elif (e.rank is not None and e.kind not in AGENT_EVENT_KINDS and e.parser != "elastic"
+              and "ChildFailedError" not in str(e.get("exc_type") or "")):
+            printed.add(e.rank)   # a worker's own line (the agent's lines name others' ranks)
         if e.writer and e.kind in _TORCHRUN_AGENT_KINDS:
             agents.add(e.writer)
             if len(agents) > 1:
@@ -69,7 +81,7 @@ def single_node(events: Sequence[Event]) -> bool:
                 hosts.add(str(h))
         if len(hosts) > 1:  # a second host settles it (the rest of a big job need not be read)
             return False
-    return True
+    return not (printed and named_local and min(printed) > max(named_local))
 
 
 def is_own_crash(e: Event) -> bool:
@@ -123,9 +135,40 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
     return out
 
 
+# How much later than the peers' back-dated wait a stuck watchdog may have begun and still come first: the
+# peers enqueue the collective at the end of their step, the stuck rank blocks somewhere in that step.
+STUCK_LEAD_SLACK_S = 60.0
+
+
+def _started(e: Event) -> float | None:
+    """When the waiting a hang line reports began (failure-signatures.md section 0.2 R3): its time minus
+    how long it ran (`ran for`, else the timeout) for a collective, minus `stuck for` for a heartbeat."""
+    if e.time is None:
+        return None
+    ms = e.get("elapsed_ms") if isinstance(e.get("elapsed_ms"), int) else e.get("timeout_ms")
+    if e.get("detector") == "heartbeat_monitor":
+        stuck = e.get("stuck_s")
+        return e.time - stuck if isinstance(stuck, (int, float)) and not isinstance(stuck, bool) else None
+    return e.time - ms / 1000.0 if isinstance(ms, int) and not isinstance(ms, bool) else None
+
+
 def hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
-    rows = [
-        {
+    """One row per hang line; `started` the back-dated start of the wait, and for a heartbeat monitor's
+    "watchdog got stuck" `before_peers`: the rank timed out on no collective itself, and its watchdog was
+    stuck before (or within STUCK_LEAD_SLACK_S of) the start of every other rank's collective timeout, all
+    of them dated (R3: the earliest start is the cause, the later waits its consequence)."""
+    hangs = [e for e in events if e.kind == "hang_detected"]
+    waits = [e for e in hangs if e.get("detector") in ("watchdog", "blocking_wait") and e.rank is not None]
+    rows = []
+    for e in hangs:
+        start = _started(e)
+        before = None
+        if e.get("detector") == "heartbeat_monitor" and e.rank is not None:
+            others = [w for w in waits if w.rank != e.rank]
+            starts = [_started(w) for w in others]
+            before = (start is not None and bool(others) and all(w.rank != e.rank for w in waits)
+                      and all(t is not None and start <= t + STUCK_LEAD_SLACK_S for t in starts))
+        rows.append({
             "rank": e.rank,
             "host": host_of(e, hosts),
             "detector": e.get("detector"),
@@ -134,12 +177,11 @@ def hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             "op": e.get("op"),
             "timeout_ms": e.get("timeout_ms"),
             "time": e.time,
+            "started": start,
+            "before_peers": before,
             "path": e.ref.path,
             "line": e.ref.line,
-        }
-        for e in events
-        if e.kind == "hang_detected"
-    ]
+        })
     return sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["path"], r["line"]))
 
 
@@ -374,12 +416,122 @@ def own_log_ranks(files: Sequence[InputFile]) -> set[int]:
     return {f.origin.rank for f in files if f.origin.rank is not None}
 
 
+# A rank's own error that it can live through: caught and logged (`logging.exception`), a retried upload,
+# an OOM a batch-size finder catches. A hang, a launcher's failure line or a sticky CUDA error never is.
+_SURVIVABLE_KINDS = frozenset({"exception", "error_line", "oom", "dataloader_error"})
+_ERROR_LEVELS = frozenset({"E", "F", "C"})
+
+
+def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> set[int]:
+    """Indexes of error events whose writer reported training progress after them.
+
+    A process that printed a further step after an error went on training: the error did not end it (a
+    traceback logged by a handler, a retry). Only the same writer counts: the same rank, the same launcher
+    prefix stream (`[default1]:`), or a file one process writes; in a shared console an unattributed
+    traceback is followed by other ranks' lines, which prove nothing. "After" is the line order only in a
+    file of one stream (a torchrun `--log-dir` stdout.log/stderr.log): where stdout and stderr meet, buffered
+    prints land late, so there the progress line's own time must be later than the error's (a logged
+    traceback takes the time of the log record just above it). With worker-group restarts in a shared
+    file, a later attempt's progress is not the same process either.
+    """
+    one_stream = {f.path for f in files if f.origin.stream is not None}
+    own = {f.path for f in files if f.origin.rank is not None or f.origin.local_rank is not None}
+    restarted = {e.ref.path for e in events if e.kind == "worker_group_restart"}
+
+    def writer(e: Event) -> tuple[Any, ...] | None:
+        if e.ref.path in own:
+            return (e.ref.path,)
+        if e.ref.path in restarted:
+            return None
+        if e.rank is not None:
+            return (e.ref.path, "rank", e.rank)
+        if e.writer:
+            return (e.ref.path, "writer", e.writer)
+        return None
+
+    last_line: dict[tuple[Any, ...], int] = {}
+    last_time: dict[tuple[Any, ...], float] = {}
+    headers: dict[tuple[str, int], float] = {}
+    for e in events:
+        if e.kind == "progress":
+            key = writer(e)
+            if key is not None:
+                last_line[key] = max(last_line.get(key, 0), e.ref.line)
+                if e.time is not None:
+                    last_time[key] = max(last_time.get(key, e.time), e.time)
+        elif e.time is not None and (e.kind == "error_line" or (e.level or "") in _ERROR_LEVELS):
+            headers[(e.ref.path, e.ref.line)] = e.time
+    out: set[int] = set()
+    if not last_line:
+        return out
+    for i, e in enumerate(events):
+        logged = e.kind not in FAILURE_KINDS and (e.level or "") in _ERROR_LEVELS
+        if not (e.kind in _SURVIVABLE_KINDS or logged):
+            continue
+        key = writer(e)
+        if key is None or key not in last_line:
+            continue
+        if e.ref.path in one_stream:
+            if last_line[key] > e.ref.line:
+                out.add(i)
+            continue
+        t = e.time if e.time is not None else headers.get((e.ref.path, e.ref.line - 1))
+        if t is not None and key in last_time and last_time[key] > t:
+            out.add(i)
+    return out
+
+
+def clean_exit_ranks(events: Sequence[Event], files: Sequence[InputFile] = ()) -> set[int]:
+    """Ranks that exited 0 while their agent's other workers failed, read off a whole ChildFailedError table.
+
+    Since torch 2.10 (pytorch#160908) torchrun lists every local worker whose exit code was not 0: the
+    failed ones and the survivors it stopped (with their signal); earlier releases left the stopped
+    survivors out. So a local rank missing from a complete table had exited 0 only where the agent's own
+    lines show it stopped nobody the table leaves out: its `failed (exitcode ...)` line is in the same file
+    and every pid it sent a closing signal to is in the table. The agent's local ranks are those below the
+    highest one the table lists, all below `--nproc-per-node` when the command line states it, and the
+    local-rank folders of its `--log-dir` tree when the input holds one agent's tree and one agent's table.
+    """
+    nprocs = {e.get("nproc_per_node") for e in events if e.kind == "launch_config"} - {None}
+    nproc = next(iter(nprocs)) if len(nprocs) == 1 else None
+    tree_locals = {f.origin.local_rank for f in files if f.origin.local_rank is not None}
+    tree_agents = {f.origin.node_dir for f in files if f.origin.local_rank is not None}
+    table_files = {e.ref.path for e in events if e.kind == "child_failed" and e.get("table_local_ranks")}
+    if len(tree_agents) != 1 or len(table_files) != 1:
+        tree_locals = set()
+    by_path: dict[str, list[Event]] = defaultdict(list)
+    for e in events:
+        if e.kind in ("child_failed", "closing_signal", "worker_failed"):
+            by_path[e.ref.path].append(e)
+    out: set[int] = set()
+    for evs in by_path.values():
+        listed_pids = {e.get("pid") for e in evs if e.kind == "child_failed"}
+        stopped = {e.get("pid") for e in evs if e.kind == "closing_signal"}
+        if not any(e.kind == "worker_failed" for e in evs) or not stopped <= listed_pids:
+            continue
+        for e in evs:
+            locals_ = e.get("table_local_ranks") if e.kind == "child_failed" else None
+            rank, local = e.get("failed_rank"), e.get("local_rank")
+            if not isinstance(locals_, list) or not isinstance(rank, int) or not isinstance(local, int):
+                continue
+            listed = {v for v in locals_ if isinstance(v, int)}
+            if not listed:
+                continue
+            span = set(range(max(listed)))
+            if isinstance(nproc, int) and max(listed) < nproc <= 4096:
+                span |= set(range(nproc))
+            span |= {v for v in tree_locals if 0 <= v <= 4096}
+            out |= {rank - local + v for v in span - listed}
+    return out
+
+
 def rank_status_rows(
     events: Sequence[Event],
     ranks: Sequence[int],
     hosts: dict[int, str],
     victims: Sequence[Row],
     own_logs: set[int] | None = None,
+    clean: set[int] | None = None,
 ) -> list[Row]:
     """One row per known rank: crashed (own fault), hung, victim (consequence signals), ok or silent."""
     sn = single_node(events)
@@ -394,6 +546,7 @@ def rank_status_rows(
         v["rank"] for v in victims if v["rank"] is not None and v["signal"] not in _TEARDOWN_SIGNALS
     }
     exit_only = _exit_only_crashes(events)
+    clean = clean or set()
     rows = []
     for rank in sorted(set(ranks) | set(by_rank)):
         evs = by_rank.get(rank, [])
@@ -432,6 +585,7 @@ def rank_status_rows(
                 "first_error_time": fails[0].time if fails else None,
                 "exitcode": exitcode,
                 "signal": exit_signal(exitcode),
+                "exited_clean": rank in clean and exitcode is None and not crashed and not hung,
             }
         )
     return rows

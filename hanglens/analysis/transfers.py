@@ -15,10 +15,10 @@ so the sender is named only when the transfer is shown to be point-to-point.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.model import Event
 
 Row = dict[str, Any]
@@ -75,7 +75,7 @@ def size_error_rows(events: Sequence[Event], hosts: dict[int, str], calls: Seque
         if m is None:
             continue
         receiver = e.rank
-        if m.re is TRUNCATED_RE:
+        if e.kind == "nccl_warn":  # the match is TRUNCATED_RE's
             ip = m["ip"]
             behind = set(ip_ranks.get(ip, set()))
             behind |= {r for r, h in hosts.items() if h in ip_hosts.get(ip, set())}

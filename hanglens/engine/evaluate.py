@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pandas as pd
-import regex
 
+from hanglens import lazyre as re
 from hanglens.analysis.facts_spec import FACT_SPECS
 from hanglens.analysis.kinds import FAILURE_KINDS, is_failure_warning
 from hanglens.engine import template
@@ -25,6 +24,9 @@ __all__ = ["REGEX_TIMEOUT_S", "EngineResult", "Evidence", "Finding", "NotEvaluab
 REGEX_TIMEOUT_S = 0.5
 _ERROR_LEVELS = frozenset({"E", "F", "C"})
 _SPACE = re.compile(r"\s+")
+_FINISHED_FIRST_STEP = ("Nothing to fix. If the job did not exit by itself after training, take `py-spy dump "
+                        "--pid <PID>` of every process before stopping it: a process waiting in "
+                        "`destroy_process_group` or a barrier at exit is a teardown hang.")
 _UNKNOWN_FIRST_STEP = ("While it hangs, take `py-spy dump --pid <PID>` of every rank; rerun with "
                        "NCCL_DEBUG=INFO, TORCH_DISTRIBUTED_DEBUG=DETAIL and "
                        "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 (flight recorder), "
@@ -235,6 +237,8 @@ _PATTERNS: dict[str, Any] = {}
 def _pattern(source: str) -> Any:
     compiled = _PATTERNS.get(source)
     if compiled is None:
+        import regex  # only rules with a `regex` condition reached by the facts need it
+
         compiled = _PATTERNS[source] = regex.compile(source)
     return compiled
 
@@ -631,6 +635,15 @@ def _failed(run: _Run) -> bool:
                for e in run.tables.events)
 
 
+def _stopped_after_finish(run: _Run) -> str:
+    """How the job was stopped, when every stop came after the run said it was over and nothing shows a
+    hang (the `after_finish` column of job_stopped); empty otherwise."""
+    stops = run.fact_frame("job_stopped")
+    if len(stops) == 0 or "after_finish" not in stops.columns or not _truthy(stops, "after_finish").all():
+        return ""
+    return str(stops["said"].iloc[0])
+
+
 def _where_ranks_stopped(run: _Run) -> str:
     """`Rank 0 last reported step 12, rank 1 step 9.` from the progress table (empty when none)."""
     prog = run.fact_frame("progress")
@@ -654,6 +667,13 @@ def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
                        first_step=top.remediation[0] if top.remediation else "",
                        suspect_ranks=top.suspect_ranks)
     ranks = sorted(run.tables.ranks)
+    finished = _stopped_after_finish(run)
+    if finished:
+        return Verdict(category=Category.NONE, rule_id=None, confidence=Confidence.LOW, culprit_ranks=(),
+                       culprit_hosts=(), victim_ranks=(),
+                       summary=f"The job was stopped from outside ({finished}) after its output said the run "
+                       "was over; nothing failed before the stop.",
+                       first_step=_FINISHED_FIRST_STEP)
     if _failed(run):
         flagged = sorted(_flagged_ranks(run))
         who = f" on rank{'s' if len(flagged) > 1 else ''} {template.rank_list(flagged)}" if flagged else ""

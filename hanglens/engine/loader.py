@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, Union, get_args, get_origin
 
 import jinja2
 import pydantic
-import regex
 from pydantic import BaseModel
 
 from hanglens.analysis.facts_spec import FACT_SPECS
@@ -445,6 +444,8 @@ class _FileCheck:
                     self.add((*loc, op), f"binding '{ops[op]}' has no rank column")
         pattern = ops.get("regex")
         if isinstance(pattern, str):
+            import regex  # rule files are read only on a cache miss
+
             try:
                 regex.compile(pattern)
             except regex.error as exc:
@@ -454,6 +455,8 @@ class _FileCheck:
         """Report at the first occurrence of `needle` inside the scalar at `loc` (template names)."""
         node, _, _ = self._locate(loc)
         if node is not None:
+            import regex
+
             lines = self.text.splitlines()
             word = regex.compile(r"\b" + regex.escape(needle) + r"\b")
             for i in range(node.start_mark.line, min(node.end_mark.line + 1, len(lines))):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -13,6 +12,7 @@ from jinja2 import meta, nodes
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
+from hanglens import lazyre as re
 from hanglens.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["GLOBALS", "BindingView", "environment", "find_variables", "rank_list", "render"]
@@ -157,7 +157,7 @@ def _size(value: Any) -> str:
     n = _as_int(value)
     if n is None or n < 0:
         return "" if value is None else str(value)
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
             return f"{n / scale:.2f} {unit}"
     return f"{n} bytes"

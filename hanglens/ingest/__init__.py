@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import os
-import re
 from collections import deque
 from collections.abc import Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hanglens import lazyre as re
 from hanglens.errors import InputError
 from hanglens.ingest import flight
 from hanglens.ingest.attribute import FileEvents, attribute
@@ -44,6 +42,9 @@ from hanglens.limits import DEFAULT_LIMITS, Limits
 from hanglens.model import Event, Fields, InputFile, Origin, Skipped, SourceRef
 from hanglens.parsers import PARSERS
 from hanglens.parsers.base import Parser
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 PARALLEL_MIN_BYTES = 32 << 20   # below this, starting worker processes costs more than it saves
 CONTEXT_LINE_CHARS = 2000       # evidence context lines are cut here
@@ -318,6 +319,10 @@ def _read_parallel(units: list[Unit], chosen: tuple[type[Parser], ...], limits: 
     reads from the small end while they run, so it is not one more process that only waits (the memory
     of a job is summed over every process). Results are put back in display order.
     """
+    # Imported here: a job read by this process alone (most small ones) never loads them.
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
     shared = multiprocessing.get_context().Value("q", limits.max_job_bytes)
     budget = ByteBudget(limits.max_job_bytes, shared)
     pending = deque(_batches(units, workers))
@@ -406,10 +411,10 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
     out = Ingested(skipped=skipped)
     for f, fe in zip(files, job, strict=True):
         ranks = {e.rank for e in fe.events if e.rank is not None} | f.envelope_ranks
-        if f.origin.rank is not None:
-            ranks.add(f.origin.rank)
+        if fe.origin.rank is not None:   # attribution may learn a file's rank from its series (Slurm tasks)
+            ranks.add(fe.origin.rank)
         hosts = {e.host for e in fe.events if e.host} | ({f.origin.host} if f.origin.host else set())
-        out.files.append(InputFile(f.display, f.size, f.lines, f.origin, tuple(sorted(ranks)),
+        out.files.append(InputFile(f.display, f.size, f.lines, fe.origin, tuple(sorted(ranks)),
                                    tuple(sorted(hosts)), len(fe.events)))
         out.events.extend(fe.events)
         out.sources[f.display] = f.locator

@@ -9,12 +9,13 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import itertools
-import re
 import statistics
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
 
-from hanglens.ingest.streams import DUMP_PARSERS
+from hanglens import lazyre as re
+from hanglens.ingest.origin import slurm_task
+from hanglens.ingest.streams import DUMP_PARSERS, is_agent_event, several_processes
 from hanglens.ingest.streams import non_negative_int as _int
 from hanglens.model import AGENT_EVENT_KINDS, YEARLESS_YEAR, Event, Origin
 
@@ -65,6 +66,7 @@ def attribute(files: list[FileEvents]) -> None:
     """Fill rank and host of every event where the job's inputs allow it (in place)."""
     _local_to_global(files)
     _numbered_series(files)
+    _slurm_task_files(files)
     _nccl_pids(files)
     _stated_ranks(files)
     _hosts(files)
@@ -114,6 +116,47 @@ def _numbered_series(files: list[FileEvents]) -> None:
             f.events = [e if e.rank is not None else replace(e, rank=n) for e in f.events]
 
 
+def _launches_workers(f: FileEvents) -> bool:
+    """Does the file show a launcher that started several workers (torchrun's agent, `--tee` prefixes, a
+    `--nproc-per-node` above 1), or the output of more than one process?"""
+    if any(e.local_rank is not None or is_agent_event(e) or e.get("several_workers") for e in f.events):
+        return True
+    return several_processes(f.events)
+
+
+def _slurm_task_files(files: list[FileEvents]) -> None:
+    """Slurm per-task output files (`<job>.<task>.out`, `slurm-<job>_<task>.err`) whose writer is one rank.
+
+    The task id is SLURM_PROCID, the global rank when srun starts one task per rank, and the node index
+    when each task runs a launcher of several workers (log-formats.md section 9.3). So the files of one
+    job with two or more task ids are read as each task's rank's own files only when none of them shows a
+    launcher or a second process, no line in them states a rank other than the task id, and no stated
+    world size is smaller than the tasks; otherwise they keep no rank (they still count as separate
+    writers).
+    """
+    world = _world_size(files)
+    series: dict[tuple[str, str, str], list[tuple[int, FileEvents]]] = {}
+    for f in files:
+        o = f.origin
+        found = slurm_task(f.display)
+        if found is None or o.rank is not None or o.local_rank is not None or o.node_dir is not None:
+            continue
+        series.setdefault(found[0], []).append((found[1], f))
+    for members in series.values():
+        tasks = [t for t, _ in members]       # a task may have two files (`%j.%t.out` and `%j.%t.err`)
+        if len(set(tasks)) < 2:
+            continue
+        if world is not None and max(tasks) >= world:
+            continue
+        if any(_launches_workers(f) or (f.stated_ranks - {t}) for t, f in members):
+            continue
+        if any(e.rank is not None and e.rank != t for t, f in members for e in f.events):
+            continue
+        for t, f in members:
+            f.origin = replace(f.origin, rank=t)
+            f.events = [e if e.rank is not None else replace(e, rank=t) for e in f.events]
+
+
 def _local_to_global(files: list[FileEvents]) -> None:
     """local rank -> global rank per agent: direct (L, R) pairs, else one consistent offset R - L.
 
@@ -161,6 +204,9 @@ def _local_to_global(files: list[FileEvents]) -> None:
             triples.append((keys[0], lr, g))
     direct = _unique(((k, lr), g) for k, lr, g in triples)
     offsets = _unique((k, g - lr) for k, lr, g in triples)
+    lone = _single_node(files)
+    if lone is not None and not any(k == lone for k, _, _ in triples):
+        offsets[lone] = 0   # nothing states this node's mapping, and it is the job's only node
 
     def fill(f: FileEvents, e: Event) -> Event:
         if e.rank is not None or e.local_rank is None:
@@ -172,6 +218,49 @@ def _local_to_global(files: list[FileEvents]) -> None:
         return e if rank is None or rank < 0 else replace(e, rank=rank)
 
     _apply(files, fill)
+
+
+def _single_node(files: list[FileEvents]) -> tuple[str, ...] | None:
+    """The one torchrun agent's node key whose local ranks are the global ranks, when the job shows one node.
+
+    torchrun numbers a node's workers node_rank * nproc_per_node + local_rank (log-formats.md section 3.5,
+    the rendezvous result), and `--nnodes` defaults to `1:1` (torch/distributed/run.py): on a single node
+    the local rank is the global rank. Read so only when every local rank of the job comes from one agent
+    (one `--tee` console or one `--log_dir` tree) and nothing names a second node: no node rank above 0 or
+    node count above 1, no second host, no global rank or world size beyond that agent's local ranks, no
+    failure table pairing a local rank with another global rank.
+    """
+    keys: set[tuple[str, ...]] = set()
+    hosts: set[str] = set()
+    top_local = -1
+    beyond: list[int] = []
+    for f in files:
+        for e in f.events:
+            if e.local_rank is not None and not is_agent_event(e):
+                keys.add(_node_key(f, e))
+                top_local = max(top_local, e.local_rank)
+            for h in (e.host, e.get("nccl_host"), e.get("failed_host") if e.kind == "child_failed" else None):
+                if isinstance(h, str) and h:
+                    hosts.add(_short(h))
+            if e.kind in ("launch_config", "world_info"):
+                node, nnodes = _int(e.get("node_rank")), _int(e.get("nnodes"))
+                if (node is not None and node > 0) or (nnodes is not None and nnodes > 1):
+                    return None
+                beyond.append(_int(e.get("world_size")) or 0)
+            if e.kind == "child_failed":
+                g, lr = _int(e.get("failed_rank")), _int(e.get("local_rank"))
+                if g is not None and lr is not None and g != lr:
+                    return None
+            for r in (e.rank, _int(e.get("stated_rank")), _int(e.get("global_rank")),
+                      _int(e.get("failed_rank"))):
+                if r is not None:
+                    beyond.append(r + 1)     # a global rank needs a world at least this big
+            beyond.append(_int(e.get("nranks")) or 0)
+    if len(keys) != 1 or len(hosts) > 1 or top_local < 0:
+        return None
+    if max(beyond, default=0) > top_local + 1:
+        return None
+    return next(iter(keys))
 
 
 def _nccl_pids(files: list[FileEvents]) -> None:

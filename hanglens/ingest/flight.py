@@ -37,13 +37,12 @@ import io
 import json
 import os
 import pickle
-import pickletools
-import re
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.limits import DEFAULT_LIMITS, Limits
 from hanglens.model import Event, Origin, Skipped, SourceRef
 
@@ -150,6 +149,8 @@ def dump_rank(rel: str, head: bytes) -> int | None:
 
 def _scan_pickle(data: bytes, limits: Limits) -> str | None:
     """Why `data` must not be unpickled (an opcode that names code, too many opcodes), or None."""
+    import pickletools  # only when a Flight Recorder pickle is read
+
     count = 0
     try:
         for op, arg, _pos in pickletools.genops(data):

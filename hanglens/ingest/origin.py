@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.model import Event, Origin, SourceRef
 
 ATTEMPT_RE = re.compile(r"^attempt_(?P<n>\d{1,6})$")
@@ -21,6 +21,12 @@ RANK_HINT_RE = re.compile(
 NODE_HINT_RE = re.compile(r"(?:^|[^A-Za-z0-9])(?P<node>node[-_]?\d{1,5})(?![0-9A-Za-z])", re.IGNORECASE)
 # NCCL_DEBUG_FILE=<dir>/<prefix>.%h.%p: host then pid as the last two dotted fields of the name.
 NCCL_FILE_RE = re.compile(r"(?:^|[._-])(?P<host>[A-Za-z][\w-]*)\.(?P<pid>\d{2,8})(?:\.(?:log|txt|out))?$")
+# Slurm per-task output files (`--output=%j.%t.out`, `slurm-%j_%t.out`, `<name>-%j-%t.log`; log-formats.md
+# section 9.3): a job id, then the task id (SLURM_PROCID) as the name's last number.
+SLURM_TASK_FILE_RE = re.compile(
+    r"^(?P<pre>[A-Za-z][\w.-]{0,64}?[._-])?(?P<job>\d{2,12})[._-](?P<task>\d{1,5})"
+    r"\.(?P<ext>out|err|log|txt|stdout|stderr)$"
+)
 IPV4_RE = re.compile(r"^(?:\d{1,3}\.){3}\d{1,3}$")
 HOSTLIKE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*\d[A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*$")
 STREAM_RE = re.compile(r"(?:^|[._-])(?P<s>stdout|stderr|out|err)(?:\.log|\.txt)?$", re.IGNORECASE)
@@ -41,6 +47,15 @@ def hostlike(name: str) -> bool:
         return False
     alpha = re.sub(r"[\d_.-]+", " ", name.split(".")[0]).split()
     return not (len(alpha) == 1 and alpha[0].lower() in GENERIC_DIRS)
+
+
+def slurm_task(rel: str) -> tuple[tuple[str, str, str], int] | None:
+    """((folder, name prefix, job id), task id) of a Slurm per-task output file's name, else None."""
+    head, _, name = rel.replace("!", "/").rpartition("/")
+    m = SLURM_TASK_FILE_RE.match(name)
+    if m is None:
+        return None
+    return (head, m["pre"] or "", m["job"]), int(m["task"])
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,10 +6,10 @@ per-line machinery (`FastProgress`); the reader's shortcuts for them are exact (
 from __future__ import annotations
 
 import datetime
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.model import LogLine
 from hanglens.parsers.base import Parser
 from hanglens.parsers.progress import PATTERNS, ProgressParser, bar_fields, series_owner

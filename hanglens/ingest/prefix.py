@@ -9,9 +9,9 @@ envelope → payload.
 from __future__ import annotations
 
 import calendar
-import re
 from dataclasses import dataclass
 
+from hanglens import lazyre as re
 from hanglens.model import YEARLESS_YEAR
 
 # CSI (colours, cursor moves), charset selection, keypad modes, and OSC strings (a terminal title, an OSC 8
@@ -46,6 +46,9 @@ RAY_RE = re.compile(r"^\((?P<actor>[\w.]{1,128}) pid=(?P<pid>\d{1,10})(?:, ip=(?
 TORCHX_RE = re.compile(r"^(?P<app>[\w.\-]+)/(?P<replica>\d+) (?=\[)")
 TEE_RE = re.compile(r"^\[(?!rank\d)(?P<role>[A-Za-z_][\w-]{0,63}?)(?P<local_rank>\d{1,6})\]:")
 RANK_RE = re.compile(r"\[rank(?P<rank>\d{1,6})\]: ?")
+# torchrun 2.2+ `TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[${rank}]:"` (log-formats.md sections 3.3 and 10 item
+# 10): the global rank alone in brackets before each teed line; read only when most lines carry it.
+RANK_TAG_RE = re.compile(r"^\[(?P<rank>\d{1,6})\]:")
 # Training scripts' own rank tags at the start of a message: `[rank 3] step 1`, `[rank3] train: ...`.
 # Only the lower-case user form: `[Rank 3]` is ProcessGroupNCCL's work prefix, which can name a
 # sub-group rank, so the c10d parser reports it as `stated_rank` instead.
@@ -109,6 +112,7 @@ class Dialect:
 
     slurm: bool = False
     pdsh: bool = False
+    rank_tag: bool = False
 
 
 def detect_dialect(sample: list[str]) -> Dialect:
@@ -118,7 +122,8 @@ def detect_dialect(sample: list[str]) -> Dialect:
         return Dialect()
     slurm = sum(1 for s in lines if SLURM_RE.match(s)) >= 0.6 * len(lines)
     pdsh = sum(1 for s in lines if PDSH_RE.match(s)) >= 0.6 * len(lines)
-    return Dialect(slurm=slurm, pdsh=pdsh and not slurm)
+    tag = sum(1 for s in lines if RANK_TAG_RE.match(s)) >= 0.6 * len(lines)
+    return Dialect(slurm=slurm, pdsh=pdsh and not slurm, rank_tag=tag and not slurm and not pdsh)
 
 
 def _iso_time(ts: str) -> tuple[float | None, int | None]:
@@ -237,12 +242,19 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
             writers.append(f"tee {m['role']}{local_rank}")
             s = s[m.end():]
             continue
+        if dialect.rank_tag and rank is None:
+            m = RANK_TAG_RE.match(s)
+            if m:
+                rank = int(m["rank"])
+                writers.append(f"rank {rank}")
+                s = s[m.end():]
+                continue
         break
 
     # `[rankN]:` may be doubled, or glued after a tqdm bar / another rank's partial line.
     m = RANK_RE.search(s)
     if m:
-        rank = int(m["rank"])
+        rank = int(m["rank"]) if rank is None else rank
         s = s[m.end():]
         while True:
             m2 = RANK_RE.match(s)

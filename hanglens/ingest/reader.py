@@ -15,7 +15,6 @@ by default).
 from __future__ import annotations
 
 import codecs
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -23,6 +22,7 @@ from typing import Any, cast
 
 import numpy
 
+from hanglens import lazyre as re
 from hanglens.ingest.dispatch import dispatch_for, trie_regex
 from hanglens.ingest.prefilter import (
     FAST_BODY,
@@ -260,6 +260,8 @@ class Reader:
         self.seen: set[str] = set()
         self.seen_b: set[bytes] = set()  # the ASCII keys of `seen`, as bytes (checked before decoding)
         self.mpi_ranks: dict[str, int] = {}   # Open MPI writer -> its tag's rank
+        self.task_ranks: dict[str, int] = {}  # SLURM `srun -l` writer -> its task id
+        self.task_launcher = False
         self.repeats = 0
         self.repeat_matters = [cls.repeats_matter for cls in parser_classes]
         self.scanned = False  # True while reading blocks whose `[rankN]:` envelopes `_block` records
@@ -445,6 +447,10 @@ class Reader:
                 self.result.rank_pairs.add((env.local_rank, env.rank))
         if env.mpi_rank is not None and env.writer is not None and len(self.mpi_ranks) < MAX_SEEN:
             self.mpi_ranks.setdefault(env.writer, env.mpi_rank)
+        elif env.task is not None and env.writer == f"task {env.task}" and len(self.task_ranks) < MAX_SEEN:
+            self.task_ranks.setdefault(env.writer, env.task)
+        elif env.task is not None and env.mpi_rank is None:
+            self.task_launcher = True   # a launcher prefix under a label (`3: [default1]:`): tasks are nodes
         return LogLine(
             text=env.text, raw=raw.rstrip("\n"), ref=SourceRef(self.path, num), rank=rank,
             host=env.host or o.host,
@@ -892,7 +898,8 @@ class Reader:
                       for e in res.events]
         if self.origin.rank is None:
             # A stream whose own lines name one rank (or one Open MPI process's tag) owns its unranked lines.
-            owners = stream_ranks(res.events, self.mpi_ranks, self.envelope_ranks)
+            owners = stream_ranks(res.events, self.mpi_ranks, self.envelope_ranks,
+                                  {} if self.task_launcher else self.task_ranks)
             # A tqdm bar with another writer's line glued to it is not that writer's (see `rank_for`).
             res.events = [replace(e, rank=owners[e.writer])
                           if e.rank is None and e.writer in owners and not is_agent_event(e)

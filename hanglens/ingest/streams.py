@@ -61,7 +61,7 @@ def _claims(events: Iterable[Event]) -> set[int]:
     return out
 
 
-def _several_processes(events: list[Event]) -> bool:
+def several_processes(events: list[Event]) -> bool:
     """Does the stream show the output of more than one process (or a launcher of several)?"""
     local_ranks: set[int] = set()
     pids: set[tuple[str, int]] = set()
@@ -104,12 +104,29 @@ def _mpi_is_rank(mpi: int, events: list[Event], launcher_in_file: bool) -> bool:
     return _claims(events) <= {mpi}
 
 
-def stream_ranks(events: list[Event], mpi_ranks: Mapping[str, int],
-                 envelope_ranks: set[int]) -> dict[str | None, int]:
+def _tasks_are_ranks(groups: Mapping[str | None, list[Event]], task_ranks: Mapping[str, int]) -> bool:
+    """Are a SLURM `srun -l` file's task ids its ranks? Yes when srun started the workers themselves: no
+    task's stream shows a launcher of its own (torchrun's agent lines or `--tee` prefixes under the label:
+    then the task id is the node index, log-formats.md section 9.3), none shows a second process, and every
+    rank a task's lines state is its task id."""
+    labelled = [(task_ranks[w], evs) for w, evs in groups.items() if w is not None and w in task_ranks]
+    if not labelled or any(w is not None and w.startswith("task ") and w not in task_ranks for w in groups):
+        return False    # (a task label with a launcher's prefix under it: `3: [default1]:`)
+    for task, evs in labelled:
+        if any(is_agent_event(e) or e.local_rank is not None for e in evs):
+            return False
+        if not _claims(evs) <= {task} or several_processes(evs):
+            return False
+    return True
+
+
+def stream_ranks(events: list[Event], mpi_ranks: Mapping[str, int], envelope_ranks: set[int],
+                 task_ranks: Mapping[str, int] | None = None) -> dict[str | None, int]:
     """writer -> the rank its stream states unambiguously (None: the file's unprefixed lines).
 
     `mpi_ranks` maps each Open MPI writer to its tag's rank; `envelope_ranks` are every `[rankN]:` rank
-    the file holds, including lines no parser read (a file with two of them is not one writer's).
+    the file holds, including lines no parser read (a file with two of them is not one writer's);
+    `task_ranks` maps each SLURM `srun -l` writer to its task id, its rank when `_tasks_are_ranks`.
     """
     groups: dict[str | None, list[Event]] = {}
     for e in events:
@@ -118,7 +135,11 @@ def stream_ranks(events: list[Event], mpi_ranks: Mapping[str, int],
         (e.kind in AGENT_EVENT_KINDS) or (e.writer is not None and "tee " in e.writer) for e in events
     )
     out: dict[str | None, int] = {}
+    if task_ranks and _tasks_are_ranks(groups, task_ranks):
+        out.update({w: task_ranks[w] for w in groups if w is not None and w in task_ranks})
     for writer, evs in groups.items():
+        if writer in out:
+            continue
         if writer is None and len(groups) > 1:
             continue    # unprefixed lines beside prefixed ones: the launcher's own, or nobody's
         if writer is not None and "tee " in writer:
@@ -131,7 +152,7 @@ def stream_ranks(events: list[Event], mpi_ranks: Mapping[str, int],
         claims = _claims(evs)
         if writer is None:
             claims |= envelope_ranks
-        if len(claims) != 1 or _several_processes(evs):
+        if len(claims) != 1 or several_processes(evs):
             continue
         rank = next(iter(claims))
         if any(e.kind == "child_failed" and _int(e.get("failed_rank")) not in (None, rank) for e in evs):

@@ -17,11 +17,11 @@ default PG) or `pg_rank` when the PG is the default one (GUID/uid "0" or descrip
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count, to_int
 

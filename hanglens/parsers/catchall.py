@@ -7,9 +7,9 @@ Example: `[E socket.cpp:700] [c10d] Unexpected failure on host node-07` → temp
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import INT64_MAX, EventSpec, Example, Parser, match_at_keyword, to_count
 
@@ -60,6 +60,18 @@ OOM_FREE_RE = re.compile(rf"(?P<v>{SIZE}) free;|of which (?P<v2>{SIZE}) is free"
 HOST_OOM_RE = re.compile(
     r"(?:Out of memory|out of memory)(?: \([^()]{0,256}\))?: Kill(?:ed)? process (?P<pid>\d{1,10}) "
     r"\((?P<comm>[^()]{0,256})\)"
+)
+# c10/core/impl/alloc_cpu.cpp (CAFFE_ENFORCE in alloc_cpu): posix_memalign failed ("can't allocate memory",
+# Linux/macOS) or memalign/_aligned_malloc returned NULL ("not enough memory", Android/Windows).
+CPU_ALLOC_RE = re.compile(
+    r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory): you tried to allocate "
+    r"(?P<bytes>\d{1,20}) bytes"
+)
+# Python's own allocation failure as the exception line of a traceback: `MemoryError` (CPython, any
+# extension that calls PyErr_NoMemory) and numpy's `_ArrayMemoryError: Unable to allocate <size> ...`.
+PY_MEMORY_RE = re.compile(
+    r"^(?:numpy\.(?:_?core\.)?_exceptions\._ArrayMemoryError: Unable to allocate "
+    rf"(?P<v>{SIZE})|MemoryError(?::|$))"
 )
 OOM_KILL_RE = re.compile(r"oom-kill:[^\r\n]{0,1024}?\btask=(?P<comm>[^,\s]{0,255}),pid=(?P<pid>\d{1,10})")
 XID_RE = re.compile(
@@ -170,6 +182,8 @@ class CudaParser(Parser):
         "cuDNN error",
         "Assertion ",
         "CUDA out of memory",
+        "DefaultCPUAllocator",
+        "MemoryError",
         "of memory: Kill",
         "oom-kill:",
         "Xid (",
@@ -189,7 +203,8 @@ class CudaParser(Parser):
         EventSpec(
             "oom",
             ("device", "requested", "gpu", "total", "free", "pid", "process"),
-            "CUDA OOM (sizes in bytes) or host OOM killer (pid, process name)",
+            "CUDA OOM (sizes in bytes), host OOM killer (`device: host`, pid, process name) or PyTorch's "
+            "CPU allocator failing (`device: cpu`, requested bytes)",
         ),
         EventSpec("xid", ("xid", "pci", "detail", "pid", "nvswitch"), "NVIDIA driver Xid / NVSwitch SXid"),
     )
@@ -340,6 +355,29 @@ class CudaParser(Parser):
             "Linux 4.19+ dmesg",
         ),
         Example(
+            "[rank3]: RuntimeError: [enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: "
+            "can't allocate memory: you tried to allocate 85899345920 bytes. Error code 12 (Cannot allocate "
+            "memory)",
+            "oom",
+            {"device": "cpu", "requested": 85899345920},
+            "torch 1.x-2.x on Linux (c10/core/impl/alloc_cpu.cpp; written here from that source)",
+        ),
+        Example(
+            "RuntimeError: [enforce fail at ..\\c10\\core\\impl\\alloc_cpu.cpp:72] data. "
+            "DefaultCPUAllocator: not enough memory: you tried to allocate 3221225472 bytes.",
+            "oom",
+            {"device": "cpu", "requested": 3221225472},
+            "torch 1.x-2.x on Windows (c10/core/impl/alloc_cpu.cpp; written here from that source)",
+        ),
+        Example(
+            "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 7.45 GiB for an array with shape "
+            "(1000000, 1000) and data type float64",
+            "oom",
+            {"device": "cpu", "requested": 7999376588},
+            "numpy 1.17+ (numpy/_core/_exceptions.py; written here from that source)",
+        ),
+        Example("MemoryError", "oom", {"device": "cpu", "requested": None}, "CPython, any version"),
+        Example(
             "NVRM: Xid (PCI:0000:2b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
             "xid",
             {"xid": 79, "pci": "0000:2b:00", "detail": "GPU has fallen off the bus."},
@@ -403,6 +441,14 @@ class CudaParser(Parser):
             m = HOST_OOM_RE.search(text)
             if m:
                 out.append(self.event("oom", line, device="host", pid=to_count(m["pid"]), process=m["comm"]))
+        if "DefaultCPUAllocator" in text:
+            m = CPU_ALLOC_RE.search(text)
+            if m:
+                out.append(self.event("oom", line, device="cpu", requested=to_count(m["bytes"])))
+        if "MemoryError" in text:
+            m = PY_MEMORY_RE.search(text)
+            if m:
+                out.append(self.event("oom", line, device="cpu", requested=size_bytes(m["v"])))
         if "oom-kill:" in text:
             m = match_at_keyword(OOM_KILL_RE, text, "oom-kill:")
             if m:

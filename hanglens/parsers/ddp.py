@@ -13,10 +13,10 @@ when they come within WINDOW lines of each other (in either order); otherwise ea
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count
 

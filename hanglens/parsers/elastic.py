@@ -7,11 +7,11 @@ Example (torch 2.3+, envelope already stripped):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count, to_int
 
@@ -180,6 +180,8 @@ class _Summary:
     root_seen: bool = False
     done: bool = False
     lines: int = 0
+    headed: bool = False          # began at the `ChildFailedError:` line (not a flattened excerpt)
+    failures_seen: bool = False   # its `Failures:` section (records or <NO_OTHER_FAILURES>) was read
 
 
 class ElasticParser(Parser):
@@ -208,8 +210,9 @@ class ElasticParser(Parser):
         EventSpec("closing_signal", ("pid", "signal"),
                   "the agent is signalling a surviving local worker to stop"),
         EventSpec("child_failed", ("failed_rank", "local_rank", "failed_host", "exitcode", "pid", "signal",
-                                   "failure_time", "root_cause", "error_file"),
-                  "one block of the ChildFailedError summary table"),
+                                   "failure_time", "root_cause", "error_file", "table_local_ranks"),
+                  "one block of the ChildFailedError summary table; `table_local_ranks`: every local rank "
+                  "the whole table lists (only when the table was read from its header to its closing rule)"),
         EventSpec("worker_group_restart", ("restarts_left", "max_restarts", "state", "role"),
                   "the agent restarts the worker group"),
         EventSpec("launcher_exit", ("exitcode", "pid", "launcher", "signal", "local_rank"),
@@ -454,7 +457,7 @@ class ElasticParser(Parser):
                 return out
             out.extend(self._flush_summary())
         if CFE_HEADER_RE.search(text):
-            self.summary = _Summary()
+            self.summary = _Summary(headed=True)
             self.copied = None
             return out
         if CFE_FLAT_RE.search(text):
@@ -594,6 +597,7 @@ class ElasticParser(Parser):
         if CFE_RULE_RE.match(text) or CFE_TITLE_RE.search(text) or CFE_FAILURES_RE.match(text):
             if CFE_FAILURES_RE.match(text):
                 s.section = "failures"
+                s.failures_seen = True
             return True
         rest = text
         m = CFE_ROOT_RE.search(text)
@@ -639,6 +643,16 @@ class ElasticParser(Parser):
         if s is None:
             return []
         out = []
+        # A whole table (header, Failures, Root Cause, closing rule) lists every local worker of this agent
+        # that exited non-zero (torch/distributed/elastic/multiprocessing/api.py: a worker's exit code
+        # other than 0 becomes a ProcessFailure; survivors are stopped and listed with their signal): a local
+        # rank of the agent missing from it had already exited 0. An excerpt of the table says nothing.
+        locals_ = [rec.fields.get("local_rank") for rec in s.records]
+        complete = s.headed and s.failures_seen and s.root_seen and s.done and bool(locals_) and all(
+            isinstance(v, int) and isinstance(rec.fields.get("failed_rank"), int)
+            for v, rec in zip(locals_, s.records, strict=True)
+        )
+        table_local_ranks = sorted({v for v in locals_ if isinstance(v, int)}) if complete else None
         for rec in s.records:
             f = dict(rec.fields)
             if rec.section == "root":
@@ -652,7 +666,7 @@ class ElasticParser(Parser):
                 "child_failed", rec.line, failed_rank=f.get("failed_rank"), local_rank=f.get("local_rank"),
                 failed_host=f.get("failed_host"), exitcode=code, pid=f.get("pid"),
                 signal=f.get("signal") or signal_name(code), failure_time=f.get("failure_time"),
-                root_cause=root, error_file=f.get("error_file"),
+                root_cause=root, error_file=f.get("error_file"), table_local_ranks=table_local_ranks,
             ))
             if rec.tb is not None and (rec.tb.frames or rec.tb.exc_type):
                 rec.tb.failed_rank, rec.tb.local_rank = f.get("failed_rank"), f.get("local_rank")

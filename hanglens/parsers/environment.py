@@ -6,9 +6,9 @@ Example (collect_env output): `PyTorch version: 2.1.0+cu121`
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, to_count
 

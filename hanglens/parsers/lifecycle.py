@@ -7,9 +7,9 @@ Example (torch 2.5+, envelope already stripped): `Received 15 death signal, shut
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, to_int
 
@@ -41,6 +41,16 @@ PHASE_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?i)(?<![\w])(?:tokeniz(?:e|er|ers|ing|ation)|preprocess(?:ing)?|building (?:the )?dataset|"
         r"loading (?:the )?dataset|caching (?:the )?dataset)(?![\w])")),
 )
+# The training script saying its run is over (section 16 item 1, the last line a rank printed): generic
+# `Training complete(d)` / `finished training`, HF transformers' Trainer `Training completed. Do not forget
+# to share your model ...` (trainer.py), Lightning's fit loop `` `Trainer.fit` stopped: `max_epochs=N`
+# reached.`` (fit_loop.py). A stop from outside after it interrupts an idle or exiting job, not a hang.
+FINISHED_RE = re.compile(
+    r"(?i)(?<![\w-])training (?:is |has )?(?:complete|completed|finished|done)(?![\w-])"
+    r"|(?<![\w-])(?:finished|completed|done with) (?:the )?training(?![\w-])"
+    r"|`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d{1,12}` reached"
+)
+FINISHED_TRIGGERS = ("raining", "Trainer.fit")
 PHASE_TRIGGERS = ("heckpoint", "alidat", "valuat", "eval", "Eval", "est loop", "est epoch", "okeniz",
                   "reprocess", "ataset")
 # Lines of a stack or a traceback mention these words as code, not as a phase.
@@ -52,7 +62,7 @@ class LifecycleParser(Parser):
     """How the job was stopped from outside (`job_stopped`) and which phase it was in (`phase`)."""
 
     name = "lifecycle"
-    triggers = ("death signal", "CANCELLED AT", *PHASE_TRIGGERS)
+    triggers = ("death signal", "CANCELLED AT", *PHASE_TRIGGERS, *FINISHED_TRIGGERS)
     emits = (
         EventSpec("job_stopped", ("how", "signal", "job_id", "stopped_host", "reason"),
                   "the job was stopped from outside: torchrun's agent received a signal (`how` agent_signal, "
@@ -61,6 +71,9 @@ class LifecycleParser(Parser):
         EventSpec("phase", ("phase",),
                   "a training-loop phase began or ended: checkpoint_save, checkpoint_load, validation, "
                   "data_prep (the phase a silent hang most often stops in)"),
+        EventSpec("run_finished", ("phrase",),
+                  "the training script said its run is over (`Training complete`, HF Trainer's `Training "
+                  "completed.`, Lightning's `` `Trainer.fit` stopped: `max_epochs=N` reached``)"),
     )
     examples = (
         Example("W0412 09:31:07.220000 5121 torch/distributed/elastic/agent/server/api.py:719] Received 15 "
@@ -83,9 +96,18 @@ class LifecycleParser(Parser):
         Example("Running validation at epoch 2", "phase", {"phase": "validation"}, "generic training loops"),
         Example("Running tokenizer on dataset (num_proc=8)", "phase", {"phase": "data_prep"},
                 "HF datasets map with a desc"),
+        Example("Training completed. Do not forget to share your model on huggingface.co/models =)",
+                "run_finished", {"phrase": "Training completed"}, "HF transformers Trainer"),
+        Example("`Trainer.fit` stopped: `max_epochs=20` reached.", "run_finished",
+                {"phrase": "`Trainer.fit` stopped: `max_epochs=20` reached"}, "Lightning 2.x fit loop"),
+        Example("[rank 0] finished training after 12 epochs", "run_finished", {"phrase": "finished training"},
+                "generic training loops"),
     )
     near_misses = (
         "  File \"/opt/lib/python3.11/site-packages/trainer/checkpoint.py\", line 40, in save_checkpoint",
+        "Training did not complete: loss is NaN",
+        "pre-training completed_steps=40",
+        "Resuming training from step 800",
         "checkpoint_dir: /ckpt",
         "eval_steps=500",
         "Sending process 4411 closing signal SIGTERM",
@@ -108,6 +130,9 @@ class LifecycleParser(Parser):
                                    stopped_host=m["host"], reason=reason),)
         if len(text) > MAX_PHASE_LINE or _CODE_LINE.match(text):
             return ()
+        m = FINISHED_RE.search(text)
+        if m:
+            return (self.event("run_finished", line, phrase=m.group(0)),)
         for phase, rx in PHASE_RES:
             if rx.search(text):
                 return (self.event("phase", line, phase=phase),)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, to_count, to_int
 from hanglens.parsers.cuda import classify_cuda, pg_fields

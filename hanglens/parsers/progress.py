@@ -6,15 +6,13 @@ Example (torchtitan, envelope already stripped): `step:  10  loss:  7.8213  memo
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
 
-import regex
-
+from hanglens import lazyre as re
 from hanglens.errors import UsageError
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, to_int
@@ -163,6 +161,8 @@ def set_user_pattern(regex_text: str | None, trigger: str | None = None) -> None
     if regex_text is None:
         ProgressParser.triggers = base
         return
+    import regex  # only for a user pattern: the module costs a few tens of milliseconds to import
+
     try:
         compiled = regex.compile(regex_text)
     except regex.error as exc:

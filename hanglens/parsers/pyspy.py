@@ -6,10 +6,10 @@ first, such as `    barrier (torch/distributed/distributed_c10d.py:5356)`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import INT64_MAX, EventSpec, Example, Parser, to_count
 from hanglens.parsers.stacks import hang_fields, stack_fields

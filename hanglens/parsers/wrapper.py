@@ -16,10 +16,10 @@ A monitored_barrier failure and the wrapper error that carries it are one hang: 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count, to_int
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.model import utf8_text
 
 CATEGORY_TITLES: dict[str, str] = {

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.report import _common as c
 
 MAX_EVIDENCE = 3

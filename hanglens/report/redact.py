@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import ipaddress
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from hanglens import lazyre as re
 
 _TOKENS = re.compile(
     r"(?<![A-Za-z0-9])(?:"

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from hanglens import lazyre as re
 
 ARCHIVE_SUFFIXES = (
     ".tar.gz", ".tgz", ".tar", ".zip", ".tar.zst", ".tzst", ".tar.zstd", ".tar.bz2", ".tbz2", ".tbz",

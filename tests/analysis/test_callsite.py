@@ -187,3 +187,21 @@ def test_one_stack_in_a_section_names_its_rank_against_peers_known_by_timeouts()
 def test_one_stack_at_a_barrier_or_in_the_step_names_nobody() -> None:
     end = stack(MAIN, ("/srv/app/loop.py", 75, "run", "dist.barrier()"), tail=c10d("barrier"))
     assert build([exc(0, *end, "Timed out"), hang(1, "ALLREDUCE")]).fact("collective_call").empty
+
+
+def test_a_ctrl_c_in_backward_shows_where_the_rank_waited() -> None:
+    """The KeyboardInterrupt of a stopped hang is a stack snapshot: a rank interrupted in backward waited in
+    DDP's gradient reduction, unlike a rank whose own error ended it there."""
+    back = stack(MAIN, ("/srv/app/loop.py", 60, "run", "loss.backward()"),
+                 (f"{LIB}/autograd/__init__.py", 280, "backward", "_engine_run_backward("))
+    end = stack(MAIN, ("/srv/app/loop.py", 75, "run", "dist.barrier()"), tail=c10d("barrier"))
+
+    def stopped(rank: int, frames: list[str], sources: list[str]) -> Event:
+        fields = {"exc_type": "KeyboardInterrupt", "message": None, "frames": frames, "sources": sources}
+        return Event(kind="exception", ref=SourceRef("job.log", next(_n)), text="KeyboardInterrupt",
+                     parser="test", rank=rank, fields=fields)
+
+    got = {r["rank"]: r for r in build([stopped(0, *back), stopped(1, *end)])
+           .fact("collective_call").to_dict(orient="records")}
+    assert (got[0]["call"], got[0]["site"], got[0]["odd_site"]) == ("backward", "step", False)
+    assert (got[1]["call"], got[1]["site"], got[1]["odd_site"]) == ("barrier", "boundary", True)

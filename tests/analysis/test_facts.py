@@ -96,6 +96,23 @@ def test_size_disagreement_names_the_minority() -> None:
     assert dis[2]["size_differs"] and not dis[2]["op_differs"]
 
 
+def test_unnumbered_timeouts_of_torch_110_are_compared_at_each_ranks_oldest_work() -> None:
+    """torch 1.10 prints no SeqNum: each rank's first timed-out work is its oldest unfinished one."""
+    def old(rank: int, op: str) -> Event:
+        return ev("hang_detected", rank, detector="watchdog", seq=None, op=op, timeout_ms=1800000)
+
+    evs = [old(r, "BROADCAST" if r == 1 else "ALLREDUCE") for r in range(4)]
+    evs.append(old(0, "BROADCAST"))  # a later work of rank 0: not its oldest, not compared
+    dis = {r["rank"]: r for r in rows(build(evs), "collective_disagreement")}
+    assert [r for r, d in dis.items() if d["minority"]] == [1]
+    assert dis[1]["op_differs"] and dis[1]["seq"] is None
+    same = [old(r, "ALLREDUCE") for r in range(4)]
+    assert rows(build(same), "collective_disagreement") == []
+    # a rank that also states a sequence number is compared by it, never at the unnumbered frontier
+    mixed = [old(0, "ALLGATHER"), *(watchdog(r, 9) for r in range(1, 4)), watchdog(0, 9)]
+    assert rows(build(mixed), "collective_disagreement") == []
+
+
 def test_two_sided_size_tie_has_no_minority_and_no_tie_breaker() -> None:
     for big in (0, 1):  # mirrored: neither the larger buffer nor the lower rank is singled out
         evs = [watchdog(0, 7, numel=100 if big == 0 else 50), watchdog(1, 7, numel=50 if big == 0 else 100)]
@@ -487,3 +504,13 @@ def test_waiting_ranks_are_listed_for_a_bar_that_outlasts_only() -> None:
     assert packing["outlasts_timeout"] and packing["waiting_ranks"] == list(range(1, 200))
     assert not by_label["done"]["outlasts_timeout"] and by_label["done"]["waiting_ranks"] == []
     assert by_label["done"]["wait"] == "timeout" and by_label["done"]["timeout_s"] == 900
+
+
+def test_an_agents_local_rank_is_not_global_when_its_workers_print_higher_ranks() -> None:
+    """A node whose workers print ranks 4-7 is not the first node: the agent's local rank 1 is not rank 1."""
+    from hanglens.analysis.status import single_node
+
+    workers = [ev("progress", r, step=10) for r in (4, 5, 6, 7)]
+    failed = ev("worker_failed", None, exitcode=1, local_rank=1, signal=None)
+    assert not single_node([*workers, failed])
+    assert single_node([ev("progress", r, step=10) for r in (0, 1, 3)] + [failed])

@@ -163,3 +163,48 @@ def test_errors_after_the_stop_are_its_consequences() -> None:
     untimed_stop = ev("exception", path="console.log", exc_type="KeyboardInterrupt", message="")
     after = ev("peer_closed", 0, path="console.log")
     assert by_rank([step(0, 2, path="console.log"), untimed_stop, after])[0]["no_error"]
+
+
+def _finished(events: list[Event]) -> bool:
+    from hanglens.analysis.silence import finished_before_stop
+
+    return finished_before_stop(events, stop_rows(events, {}), silent_hang_rows(events, {}))
+
+
+def test_a_stop_after_the_run_said_it_finished_is_not_a_hang() -> None:
+    done = ev("run_finished", 0, phrase="Training complete")
+    ctrl_c = ev("exception", 0, exc_type="KeyboardInterrupt", message="",
+                frames=["/home/user/job/train.py:88 in <module>"])
+    evs = [step(0, 9), step(1, 9), done, ev("job_stopped", how="agent_signal", signal="SIGINT"), ctrl_c]
+    assert _finished(evs)
+    tables = build(evs)
+    assert tables.fact("job_stopped")["after_finish"].tolist() == [True, True]
+
+
+def test_a_stop_that_is_still_a_hang_after_a_finish_line() -> None:
+    def done() -> Event:
+        return ev("run_finished", 0, phrase="Training complete")
+
+    def stop() -> Event:
+        return ev("job_stopped", how="agent_signal", signal="SIGINT")
+
+    assert not _finished([step(0, 9), step(1, 9), stop()])            # nobody said the run was over
+    assert not _finished([step(0, 9), step(1, 9), done()])            # not stopped from outside
+    assert not _finished([stop(), done()])                             # the finish line came after the stop
+    assert not _finished([step(0, 9), step(1, 4), done(), stop()])    # rank 1 stopped at another point
+    hang = ev("hang_detected", 1, detector="watchdog", seq=3, op="ALLREDUCE")
+    assert not _finished([step(0, 9), step(1, 9), done(), hang, stop()])  # a failure before the stop
+    for frame in ("/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py:2110 in "
+                  "destroy_process_group",
+                  "/opt/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py:1580 in "
+                  "_shutdown_workers"):
+        evs = [step(0, 9), step(1, 9), done(), stop()]
+        waiting = ev("exception", 1, exc_type="KeyboardInterrupt", message="",
+                     frames=["/home/user/job/train.py:90 in <module>", frame])
+        assert not _finished([*evs, waiting])
+    evs = [step(0, 9), step(1, 9), done()]
+    agent = ev("exception", exc_type="torch.distributed.elastic.multiprocessing.api.SignalException",
+               message="Process 811 got signal: 2",
+               frames=["/opt/venv/lib/python3.11/site-packages/torch/distributed/elastic/agent/server/api.py:"
+                       "870 in _invoke_run"])
+    assert _finished([*evs, agent])                                    # the agent's own sleep says nothing

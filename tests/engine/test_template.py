@@ -34,6 +34,8 @@ FRAME = pd.DataFrame({"rank": [2, 0, 1, None], "pg": ["0", "0", "1", None], "seq
     ("{{ b['seq'] | max }} {{ world_size }}", "7 8"),
     ("{% for row in b %}{{ row.rank }};{% endfor %}", "2;0;1;None;"),
     ("  padded  \n", "padded"),
+    ("{{ 352321536 | size }} {{ 4670874419 | size }} {{ 140737488355328 | size }} {{ 512 | size }}",
+     "336.00 MiB 4.35 GiB 128.00 TiB 512 bytes"),
 ])
 def test_filters(source: str, text: str) -> None:
     out, error = render(source, {"b": FRAME}, {"world_size": 8, "hosts_by_rank": {0: "node-a", 2: "node-c"}})

@@ -92,3 +92,69 @@ def test_yearless_rollover_without_any_dated_stamp() -> None:
     attribute([f])
     assert f.events[0].time is not None and f.events[1].time is not None
     assert f.events[0].time < f.events[1].time
+
+
+def console(events: list[Event]) -> FileEvents:
+    return FileEvents("console.log", Origin(), events)
+
+
+def test_one_tee_console_and_nothing_of_a_second_node_maps_local_to_global() -> None:
+    """torchrun's --nnodes defaults to 1:1: one agent's local ranks are the global ranks."""
+    c = console([ev(local_rank=0, line=1), ev(local_rank=1, line=2),
+                 ev(kind="worker_failed", local_rank=1, line=3)])
+    attribute([c])
+    assert [e.rank for e in c.events[:2]] == [0, 1]
+
+
+def test_a_second_node_or_a_bigger_world_keeps_local_ranks_unmapped() -> None:
+    cases = [
+        [ev(local_rank=1), ev(kind="launch_config", nnodes=2, node_rank=None, nproc_per_node=2)],
+        [ev(local_rank=1), ev(kind="world_info", world_size=8)],
+        [ev(local_rank=1), ev(kind="nccl_comm_init", nranks=16, comm_rank=3)],
+        [ev(local_rank=1), ev(rank=9)],
+        [ev(local_rank=1, host="node-a"), ev(local_rank=0, host="node-b")],
+        [ev(local_rank=1), Event(kind="child_failed", ref=SourceRef("f", 2), text="", parser="t",
+                                 fields={"failed_rank": 3, "local_rank": 1, "failed_host": "n2"})],
+    ]
+    for evs in cases:
+        c = console(evs)
+        attribute([c])
+        assert c.events[0].rank is None, evs[1].kind
+    two = [console([ev(local_rank=1)]), FileEvents("other.log", Origin(), [ev(local_rank=0)])]
+    attribute(two)
+    assert two[0].events[0].rank is None
+
+
+def test_slurm_task_file_names() -> None:
+    from hanglens.ingest.origin import slurm_task
+
+    assert slurm_task("logs/88120.3.out") == (("logs", "", "88120"), 3)
+    assert slurm_task("slurm-88120_12.out") == (("", "slurm-", "88120"), 12)
+    assert slurm_task("train-88120-0.err") == (("", "train-", "88120"), 0)
+    for name in ("rank3.out", "88120.out", "model.3.pt", "epoch-12.png", "88120.3.out.gz"):
+        assert slurm_task(name) is None, name
+
+
+def slurm(name: str, events: list[Event], stated: frozenset[int] = frozenset()) -> FileEvents:
+    return FileEvents(name, Origin(), events, stated_ranks=stated)
+
+
+def test_slurm_task_files_of_one_worker_each_are_ranks() -> None:
+    files = [slurm(f"88120.{t}.{x}", [ev(line=1)]) for t in (0, 1, 3) for x in ("err", "out")]
+    attribute(files)
+    assert [(f.events[0].rank, f.origin.rank) for f in files] == [(t, t) for t in (0, 1, 3) for _ in "eo"]
+
+
+def test_slurm_task_files_that_are_nodes_or_name_other_ranks_keep_no_rank() -> None:
+    agent = ev(kind="worker_failed", line=2, local_rank=1, exitcode=1)
+    cases = [
+        [slurm("88120.0.out", [ev(line=1)]), slurm("88120.1.out", [ev(line=1), agent])],   # torchrun per task
+        [slurm("88120.0.out", [ev(line=1)]), slurm("88120.1.out", [ev(line=1, rank=5)])],   # states rank 5
+        [slurm("88120.0.out", [ev(line=1)]), slurm("88120.1.out", [ev(line=1)], frozenset({4}))],
+        [slurm("88120.2.out", [ev(line=1)])],                                               # no series
+        [slurm("88120.0.out", [ev(line=1)]), slurm("88120.7.out", [ev(line=1)]),
+         slurm("n.log", [ev(kind="world_info", world_size=4, line=1)])],                    # beyond the world
+    ]
+    for files in cases:
+        attribute(files)
+        assert files[0].events[0].rank is None, [f.display for f in files]

@@ -72,3 +72,16 @@ def test_c10_stamp_is_yearless_and_month_not_padded() -> None:
     import datetime as dt
     t = dt.datetime.fromtimestamp(env.time or 0, dt.timezone.utc)
     assert (t.year, t.month, t.day, t.hour) == (2000, 12, 18, 1)
+
+
+def test_custom_prefix_template_rank_tag_only_when_most_lines_carry_it() -> None:
+    """TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[${rank}]:" (torch 2.2+): `[6]:` is the global rank."""
+    lines = ["[6]:step 10 loss 2.0", "[7]:step 10 loss 2.1", "[6]:Traceback (most recent call last):",
+             "W0814 17:03:29.118000 2207 torch/distributed/elastic/multiprocessing/api.py:897] Sending "
+             "process 2290 closing signal SIGTERM"]
+    d = detect_dialect(lines)
+    assert d.rank_tag
+    env = strip_prefixes("[6]:Traceback (most recent call last):", d)
+    assert (env.rank, env.text) == (6, "Traceback (most recent call last):")
+    assert strip_prefixes("[6]:x", Dialect()).rank is None
+    assert not detect_dialect(["[1]: a", "plain", "plain too", "more plain"]).rank_tag

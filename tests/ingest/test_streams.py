@@ -12,7 +12,8 @@ import pytest
 
 from hanglens.ingest import read_inputs
 from hanglens.ingest import reader as reader_module
-from hanglens.model import Event
+from hanglens.ingest.streams import stream_ranks
+from hanglens.model import Event, SourceRef
 
 
 def events(tmp_path: Path, files: dict[str, str]) -> list[Event]:
@@ -254,3 +255,19 @@ def test_root_cause_callstack_behind_a_launcher_tag(tmp_path: Path) -> None:
     evs = events(tmp_path, {"mpirun.log": tagged})
     files = [e for e in evs if e.kind == "error_file"]
     assert [(e.rank, e.get("exc_type"), e.get("frame_line")) for e in files] == [(5, "KeyError", 97)]
+
+
+def _task(task: int, kind: str = "x", rank: int | None = None, **fields: object) -> Event:
+    return Event(kind=kind, ref=SourceRef("slurm.out", task + 1), text="", parser="t", rank=rank,
+                 fields=dict(fields), writer=f"task {task}")
+
+
+def test_srun_label_tasks_are_ranks_only_when_srun_started_the_workers() -> None:
+    """srun -l: the task id is SLURM_PROCID: the rank with one task per rank, the node under torchrun."""
+    tasks = {"task 0": 0, "task 1": 1, "task 2": 2}
+    plain = [_task(0, stated_rank=0), _task(1), _task(2)]
+    assert stream_ranks(plain, {}, set(), tasks) == {"task 0": 0, "task 1": 1, "task 2": 2}
+    torchrun = [_task(0), _task(1, kind="worker_failed", local_rank=1), _task(2)]
+    assert "task 2" not in stream_ranks(torchrun, {}, set(), tasks)
+    other = [_task(0), _task(1, stated_rank=5), _task(2)]
+    assert "task 2" not in stream_ranks(other, {}, set(), tasks)

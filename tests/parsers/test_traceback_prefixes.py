@@ -51,7 +51,10 @@ def test_traceback_behind_a_prefix(prefix: str, rank: int | None, host: str | No
 def test_srun_labels_right_aligned() -> None:
     lines = [f"{t:>2}: step 40 loss 1.2\n" for t in range(12)]
     text = "".join(lines) + tb(" 9: ", "ValueError: shapes (4,) and (3,) not aligned") + " 0: step 41\n"
-    assert exceptions(text) == [(None, None, "ValueError", 2)]
+    # srun started the workers (no launcher under any label): the task id is SLURM_PROCID, the rank (§9.3)
+    assert exceptions(text) == [(9, None, "ValueError", 2)]
+    teed = " 4: [default1]:step 41\n"   # a torchrun --tee under a label: the task id is a node
+    assert exceptions(text + teed) == [(None, None, "ValueError", 2)]
 
 
 def test_deepspeed_runner_two_hosts_interleaved() -> None:

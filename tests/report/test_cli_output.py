@@ -6,14 +6,17 @@ import csv
 import io
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+import hanglens
 from hanglens import api
-from hanglens.cli import app
+from hanglens.cli import EXIT_STDOUT_CLOSED, app
 
 from .joblogs import ABORTED, write_job
 
@@ -80,6 +83,30 @@ def test_usage_errors_are_one_line() -> None:
     assert res.output.strip().splitlines() == [
         "hanglens: No such option: --bogus (see `hanglens analyze --help`)"
     ]
+
+
+# a reader that goes away (`hanglens demo | head -1`) ends the command quietly ----------------------------
+
+
+@pytest.mark.parametrize("args", [("demo", "--output", "{tmp}"), ("analyze", "{job}"),
+                                  ("analyze", "{job}", "-f", "json"), ("events", "{job}"), ("--version",),
+                                  ("--help",)])
+def test_a_closed_stdout_ends_quietly_with_its_own_exit_code(args: tuple[str, ...], job: Path,
+                                                             tmp_path: Path) -> None:
+    root = Path(hanglens.__file__).resolve().parents[1]
+    argv = [a.format(tmp=tmp_path, job=job) for a in args]
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will ever read: the first write gets EPIPE, as after `| head -1` exits
+    try:
+        env = dict(os.environ, PYTHONPATH=str(root), HANGLENS_CACHE_DIR=str(tmp_path / "c"))
+        proc = subprocess.run([sys.executable, "-m", "hanglens", *argv], stdout=write_end,
+                              stderr=subprocess.PIPE, env=env, cwd=tmp_path, timeout=300)
+    finally:
+        os.close(write_end)
+    assert (proc.returncode, proc.stderr.decode()) == (EXIT_STDOUT_CLOSED, "")
+    if args[0] == "demo":  # the report is written before the text: it is complete
+        report = tmp_path / "hanglens-demo-report.html"
+        assert report.read_text(encoding="utf-8").rstrip().endswith("</html>")
 
 
 # 12. events, scan ---------------------------------------------------------------------------------------

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
+from pathlib import Path
 from typing import Any
 
+import jinja2
+
+from hanglens.report import html as report_html
 from hanglens.report import render_html
 from hanglens.report.rankmap import build_overview
 
@@ -137,3 +142,47 @@ def test_rank_overview_falls_back_to_blocks_when_states_alternate() -> None:
 def test_missing_keys_do_not_break_the_report() -> None:
     html = render_html({"verdict": {"category": "none"}})
     assert "No failure found" in html
+
+
+# -- the precompiled template (hanglens/report/_report_html.py, tools/precompile_templates.py) -----------
+
+
+def _from_text(strict: bool) -> jinja2.Environment:
+    """An environment like the report's that compiles every template from its text."""
+    env = report_html._environment(strict)
+    plain = jinja2.Environment(loader=jinja2.PackageLoader("hanglens.report", "templates"), autoescape=True,
+                               undefined=env.undefined, trim_blocks=True, lstrip_blocks=True,
+                               keep_trailing_newline=True)
+    plain.filters.update(env.filters)
+    return plain
+
+
+def test_the_precompiled_template_is_up_to_date() -> None:
+    env = report_html._environment(False)
+    for name, module in report_html.PRECOMPILED.items():
+        spec = importlib.util.find_spec(module)
+        assert spec is not None and spec.origin is not None
+        current = Path(spec.origin).read_text(encoding="utf-8")
+        assert current == report_html.precompiled_source(env, name), (
+            f"{name} changed: run `python tools/precompile_templates.py`")
+
+
+def test_the_report_is_rendered_from_the_precompiled_template_as_from_the_text(
+        doc: dict[str, Any], evil_doc: dict[str, Any]) -> None:
+    for strict in (False, True):
+        template = report_html._environment(strict).get_template("report.html.j2")
+        assert template.filename is not None and template.filename.endswith("_report_html.py")
+        for d in (doc, evil_doc):
+            text = _from_text(strict).get_template("report.html.j2").render(**report_html._context(d))
+            assert render_html(d, strict=strict) == text
+
+
+def test_a_precompiled_template_that_does_not_fit_is_not_used(doc: dict[str, Any]) -> None:
+    # other syntax options than the ones the module was compiled with: the text is compiled instead
+    env = jinja2.Environment(loader=report_html._Loader("hanglens.report", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=False,
+                             keep_trailing_newline=True)
+    env.filters.update(report_html._environment(True).filters)
+    template = env.get_template("report.html.j2")
+    assert template.filename is not None and template.filename.endswith("report.html.j2")
+    assert "<html" in template.render(**report_html._context(doc))

@@ -1,0 +1,98 @@
+"""An error its writer trained on after is not a failure (status.survived_failures), read through the real
+pipeline from logs written here in torchrun 2.x shapes (`--tee 3` prefixes, `--log-dir` files)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hanglens import api
+
+LOGGED = """\
+[default0]:[2025-06-03 11:20:04,100] INFO train: rank 0 step 30/90 loss=0.4121
+[default0]:[2025-06-03 11:20:04,410] ERROR train: checkpoint upload failed, will retry
+[default0]:Traceback (most recent call last):
+[default0]:  File "/home/user/job/train.py", line 77, in upload
+[default0]:    client.put(path)
+[default0]:ConnectionResetError: [Errno 104] Connection reset by peer
+[default1]:[2025-06-03 11:20:04,102] INFO train: rank 1 step 30/90 loss=0.4410
+[default0]:[2025-06-03 11:20:09,733] INFO train: rank 0 step 60/90 loss=0.2203
+[default1]:[2025-06-03 11:20:09,735] INFO train: rank 1 step 60/90 loss=0.2318
+[default0]:[2025-06-03 11:20:15,020] INFO train: rank 0 step 90/90 loss=0.1190
+[default1]:[2025-06-03 11:20:15,024] INFO train: rank 1 step 90/90 loss=0.1207
+"""
+
+# The same shapes, but the traceback is the rank's end: its stdout prints (no timestamps, block-buffered
+# into the pipe) reach the console only when the process exits, after the traceback.
+FATAL_THEN_BUFFERED = """\
+[default1]:step 0 loss 0.5512
+[default1]:step 1 loss 0.4180
+[default0]:[rank0]: Traceback (most recent call last):
+[default0]:[rank0]:   File "/home/user/job/train.py", line 88, in <module>
+[default0]:[rank0]:     batch = next(it)
+[default0]:[rank0]: ValueError: shard 17 has no rows
+[default0]:step 0 loss 0.5020
+[default0]:step 1 loss 0.4377
+[default1]:[rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by \
+peer [10.1.0.5]:41622
+"""
+
+
+def _verdict(tmp_path: Path, files: dict[str, str]) -> tuple[str, list[int]]:
+    for name, text in files.items():
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    v = api.analyze([tmp_path]).result.verdict
+    return v.category.value, list(v.culprit_ranks)
+
+
+def test_a_logged_traceback_followed_by_later_steps_is_not_a_failure(tmp_path: Path) -> None:
+    assert _verdict(tmp_path, {"console.log": LOGGED})[0] == "none"
+
+
+def test_buffered_prints_after_a_traceback_do_not_hide_the_crash(tmp_path: Path) -> None:
+    category, culprits = _verdict(tmp_path, {"console.log": FATAL_THEN_BUFFERED})
+    assert category != "none"
+    assert culprits == [0]
+
+
+def test_a_one_stream_log_dir_file_is_read_in_line_order(tmp_path: Path) -> None:
+    tree = "logs/none_ab12cd/attempt_0/{}/stderr.log"
+    rank0 = (
+        "[2025-06-03 11:20:04,410] ERROR train: checkpoint upload failed, will retry\n"
+        "Traceback (most recent call last):\n"
+        '  File "/home/user/job/train.py", line 77, in upload\n'
+        "    client.put(path)\n"
+        "ConnectionResetError: [Errno 104] Connection reset by peer\n"
+        "step 31 loss 0.4020\n"
+        "step 32 loss 0.3981\n"
+    )
+    rank1 = "step 31 loss 0.4101\nstep 32 loss 0.4066\n"
+    files = {tree.format(0): rank0, tree.format(1): rank1}
+    assert _verdict(tmp_path, files)[0] == "none"
+
+
+def test_the_same_traceback_with_no_later_step_stays_a_failure(tmp_path: Path) -> None:
+    tree = "logs/none_ab12cd/attempt_0/{}/stderr.log"
+    rank0 = (
+        "step 31 loss 0.4020\n"
+        "Traceback (most recent call last):\n"
+        '  File "/home/user/job/train.py", line 77, in upload\n'
+        "    client.put(path)\n"
+        "ConnectionResetError: [Errno 104] Connection reset by peer\n"
+    )
+    rank1 = "step 31 loss 0.4101\nstep 32 loss 0.4066\n"
+    files = {tree.format(0): rank0, tree.format(1): rank1}
+    assert _verdict(tmp_path, files)[0] != "none"
+
+
+def test_in_a_shared_console_other_ranks_lines_prove_nothing(tmp_path: Path) -> None:
+    console = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/user/job/train.py", line 88, in <module>\n'
+        "    batch = next(it)\n"
+        "ValueError: shard 17 has no rows\n"
+        "step 31 loss 0.4020\n"
+        "step 32 loss 0.3981\n"
+    )
+    assert _verdict(tmp_path, {"console.log": console})[0] != "none"
