@@ -96,12 +96,21 @@ def analyze_read(
     rules: Sequence[Any] | None = None,
     command: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    keep_events: bool = True,
 ) -> Analysis:
-    """`analyze` of logs already read by `read(paths)`: the fact tables, the rules, the verdict."""
+    """`analyze` of logs already read by `read(paths)`: the fact tables, the rules, the verdict.
+
+    `keep_events=False` hands the events over to the tables (a big job's are not held twice): afterwards
+    `ingested.events` is `tables.events`, whose times are shifted onto the reference host's clock.
+    """
     from hanglens.analysis import build
     from hanglens.engine import evaluate
 
-    tables = build(ingested.events, ingested.files)
+    if keep_events:
+        tables = build(ingested.events, ingested.files)
+    else:
+        tables = build(ingested.events, ingested.files, consume=True)
+        ingested.events = tables.events
     active = list(rules) if rules is not None else load_rules(rules_dirs, limits=limits)
     result = evaluate(active, tables, limits=limits)
     cmd = command or "hanglens analyze " + " ".join(shlex.quote(str(p)) for p in paths)

@@ -211,6 +211,21 @@ def _write(text: str, output: Path | None) -> None:
         _save(output, text)
 
 
+def _write_json(doc: Any, output: Path | None) -> None:
+    """The JSON document to stdout or `output`, written as it is encoded (a big job's text is never whole)."""
+    from hanglens import report
+
+    if output is None:
+        try:  # (as `_out`: a closed pipe ends quietly with its own exit code)
+            report.write_json(doc, sys.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise _StdoutClosed from None
+        return
+    with open(output, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as fh:
+        report.write_json(doc, fh)
+
+
 def _version(value: bool) -> None:
     if value:
         from hanglens import __version__
@@ -355,7 +370,8 @@ def _read_and_analyze(inputs: list[str], command: str, limits: Any, rules_dirs: 
     _import_frozen("hanglens.api")
     ingested = api.read(inputs, limits=limits, progress=progress)
     _import_frozen(*ANALYSIS_MODULES)
-    return api.analyze_read(ingested, inputs, rules_dirs=rules_dirs or [], command=command, limits=limits)
+    return api.analyze_read(ingested, inputs, rules_dirs=rules_dirs or [], command=command, limits=limits,
+                            keep_events=False)
 
 
 RulesDirs = Annotated[
@@ -412,6 +428,7 @@ def analyze(
             analysis = _read_and_analyze([str(p) for p in paths], " ".join(argv), limits,
                                          [str(d) for d in rules or []], progress)
         doc = analysis.to_dict()
+        del analysis  # the events and tables: only the document is written from here on
         if redact_:
             doc = report.redact(doc)
         if html is not None:
@@ -419,7 +436,7 @@ def analyze(
         if markdown is not None:
             _save(markdown, report.render_markdown(doc))
         if fmt is AnalyzeFmt.json:
-            _write(report.render_json(doc), output)
+            _write_json(doc, output)
         else:
             color = output is None and report.wants_color(sys.stdout)
             _write(report.render_text(doc, color=color), output)

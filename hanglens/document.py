@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -53,6 +53,8 @@ def clean(value: Any) -> Any:
     if isinstance(value, (list, tuple, set, frozenset)):
         items = [clean(v) for v in value]
         return sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items
+    if isinstance(value, Mapping):  # (an event's `Fields`)
+        return {str(k): clean(v) for k, v in value.items()}
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         value = value.item()
     if isinstance(value, float):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -118,6 +118,51 @@ class LogLine:
     writer: str | None = None
 
 
+# Key layouts of `Fields` (key -> position), one per distinct tuple of keys; parsers emit a few dozen.
+_LAYOUTS: dict[tuple[str, ...], dict[str, int]] = {}
+_MAX_LAYOUTS = 4096
+
+
+class Fields(Mapping[str, Any]):
+    """A read-only field mapping that takes a third to half the memory of a dict: the values in a tuple,
+    the keys' positions in a layout shared by every mapping with the same keys (a big job holds a few
+    events per rank, each with up to 15 fields). Compares equal to a dict with the same items."""
+
+    __slots__ = ("_at", "_values")
+
+    def __init__(self, items: Mapping[str, Any]) -> None:
+        keys = tuple(items)
+        at = _LAYOUTS.get(keys)
+        if at is None:
+            at = {k: i for i, k in enumerate(keys)}
+            if len(_LAYOUTS) < _MAX_LAYOUTS:
+                _LAYOUTS[keys] = at
+        self._at = at
+        self._values = tuple(items.values())
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[self._at[key]]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        i = self._at.get(key)
+        return default if i is None else self._values[i]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._at
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._at)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return repr(dict(zip(self._at, self._values, strict=True)))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Fields, (dict(zip(self._at, self._values, strict=True)),))
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """A typed fact read from one line (or one multi-line block starting at `ref`).
@@ -141,7 +186,11 @@ class Event:
     writer: str | None = None
 
     def get(self, name: str, default: Any = None) -> Any:
-        return self.fields.get(name, default)
+        f = self.fields
+        if f.__class__ is Fields:  # (inlined: the analysis asks a big job's events millions of times)
+            i = f._at.get(name)
+            return default if i is None else f._values[i]
+        return f.get(name, default)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,8 +37,9 @@ class Tables:
 def frame(name: str, rows: Iterable[dict[str, object]]) -> pd.DataFrame:
     """A fact table with exactly its spec's columns, in order (missing values as None)."""
     cols = list(FACT_SPECS[name].columns)
-    data = [{c: r.get(c) for c in cols} for r in rows]
-    return pd.DataFrame(data, columns=cols, dtype=object)
+    rows = rows if isinstance(rows, list) else list(rows)
+    # Column by column: no second copy of every row as a dict (a big job has one row per rank in several)
+    return pd.DataFrame({c: [r.get(c) for r in rows] for c in cols}, columns=cols, dtype=object)
 
 
 def rank_hosts(events: Sequence[Event]) -> dict[int, str]:
@@ -87,9 +88,31 @@ def named_ranks(events: Sequence[Event]) -> set[int]:
     return out
 
 
-def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
-    """Turn a job's events into fact tables. Pure: the same events always give the same tables."""
-    evs = sorted(events, key=lambda e: (e.ref.path, e.ref.line, e.kind, e.parser))
+def _order(e: Event) -> tuple[str, int, str, str]:
+    return (e.ref.path, e.ref.line, e.kind, e.parser)
+
+
+def _in_order(events: Sequence[Event]) -> bool:
+    """True when `events` are sorted by `_order` already (as `read_inputs` gives them): checked pair by
+    pair, so a big job's events need no list of sort keys."""
+    prev: tuple[str, int, str, str] | None = None
+    for e in events:
+        key = _order(e)
+        if prev is not None and key < prev:
+            return False
+        prev = key
+    return True
+
+
+def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: bool = False) -> Tables:
+    """Turn a job's events into fact tables. Pure: the same events always give the same tables.
+
+    `consume`: `events` (a list) is emptied, and each event the clock shift replaces is freed as it goes
+    (a big job's events are not held twice); else they are left as they are.
+    """
+    evs = list(events) if _in_order(events) else sorted(events, key=_order)
+    if consume and isinstance(events, list):
+        events.clear()
     hosts = rank_hosts(evs)
     world = world_size_of(evs)
     seen = {e.rank for e in evs if e.rank is not None}
@@ -109,7 +132,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
     if survived:
         evs = [e for i, e in enumerate(evs) if i not in survived]
     offsets, note = clock.host_offsets(evs, hosts)
-    evs = clock.normalise(evs, offsets, hosts)
+    evs = clock.normalise(evs, offsets, hosts, in_place=consume)
 
     tables: dict[str, pd.DataFrame] = {}
     state_rows, coll = collectives.collective_state(evs, hosts)
@@ -118,6 +141,9 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
     tables["collective_disagreement"] = frame(
         "collective_disagreement", collectives.disagreement(evs, state_rows, hosts)
     )
+    # Row lists are dropped as soon as their tables exist: a big job has one row dict per rank in each, and
+    # the tables built next reuse their memory.
+    del state_rows
     tables["progress"] = frame("progress", progress.progress_rows(evs, hosts))
     stops = silence.stop_rows(evs, hosts)
     quiet = silence.silent_hang_rows(evs, hosts)
@@ -127,6 +153,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
     calls = collectives.call_rows(evs, hosts)
     tables["collective_call"] = frame("collective_call", calls)
     tables["transfer_size_error"] = frame("transfer_size_error", transfers.size_error_rows(evs, hosts, calls))
+    del calls
     tables["slow_phase"] = frame("slow_phase", progress.slow_phase_rows(evs, hosts, world))
     tables["hang"] = frame("hang", status.hang_rows(evs, hosts))
     victims = status.victim_rows(evs, hosts)
@@ -134,9 +161,11 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = ()) -> Tables:
     tables["first_failure"] = frame("first_failure", status.first_failure_rows(evs, hosts))
     tables["versions"] = frame("versions", status.version_rows(evs, hosts))
     rank_rows = status.rank_status_rows(evs, ranks, hosts, victims, status.own_log_ranks(files), clean)
+    del victims
     tables["rank_status"] = frame("rank_status", rank_rows)
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
     tables["host_failures"] = frame("host_failures", status.host_failure_rows(rank_rows))
+    del rank_rows
     tables["missing_ranks"] = frame("missing_ranks", status.missing_rank_rows(evs, files, world))
     tables["nccl_init_pending"] = frame("nccl_init_pending", facts_init.init_pending_rows(evs))
     fr_dumps, fr_match = flight.flight_rows(evs, hosts, world)

@@ -63,15 +63,18 @@ def host_offsets(events: Sequence[Event], hosts: dict[int, str]) -> tuple[dict[s
     return {}, f"clocks agree with {ref} within {MIN_OFFSET_S:.0f}s"
 
 
-def normalise(events: Sequence[Event], offsets: dict[str, float], hosts: dict[int, str]) -> list[Event]:
-    """Events with their times shifted onto the reference host's clock."""
+def normalise(events: Sequence[Event], offsets: dict[str, float], hosts: dict[int, str],
+              in_place: bool = False) -> list[Event]:
+    """Events with their times shifted onto the reference host's clock.
+
+    `in_place` (`events` a list): the shifted events replace the originals in `events`, which is returned.
+    """
+    out = events if in_place and isinstance(events, list) else list(events)
     if not offsets:
-        return list(events)
-    out = []
-    for e in events:
-        host = host_of(e, hosts)
-        if e.time is not None and host in offsets:
-            out.append(replace(e, time=e.time - offsets[host]))
-        else:
-            out.append(e)
+        return out
+    for i, e in enumerate(out):
+        if e.time is not None:
+            host = host_of(e, hosts)
+            if host in offsets:
+                out[i] = replace(e, time=e.time - offsets[host])
     return out

@@ -26,7 +26,8 @@ def _resolve_pgs(events: Sequence[Event]) -> dict[int, str]:
     """Per event index, the PG of events that do not name one (≤2.3 watchdog lines).
 
     A rank's watchdog line without a PG is matched to the PG of that rank's status line with the same
-    failed sequence number; failing that, to the rank's only PG; failing that, the default PG "0".
+    failed sequence number; failing that, to the rank's only PG; failing that, the default PG "0". Events
+    resolved to "0" are left out (the caller's default: most events of a big job name no PG).
     """
     by_rank_seq: dict[tuple[int | None, object], str] = {}
     by_rank: dict[int | None, set[str]] = defaultdict(set)
@@ -45,7 +46,8 @@ def _resolve_pgs(events: Sequence[Event]) -> dict[int, str]:
         pg = by_rank_seq.get((e.rank, e.get("seq")))
         if pg is None and len(by_rank[e.rank]) == 1:
             pg = next(iter(by_rank[e.rank]))
-        out[i] = pg or "0"
+        if pg and pg != "0":
+            out[i] = pg
     return out
 
 

@@ -164,14 +164,11 @@ def slow_phase_rows(
     another process had a fault of its own.
     """
     bars: dict[tuple[Any, ...], Event] = {}
-    others_at: dict[tuple[str, int], set[int | None]] = {}  # (path, line) -> ranks of non-progress events
     # Every wait and fault is summed up once, per rank: a bar's peers are every rank but its own, so what
     # its peers did is the job's total minus the bar's rank's share (linear in events, whatever the ranks).
     waits = _Tally()
     faults: dict[int | None, int] = defaultdict(int)
     for e in events:
-        if e.kind != "progress":
-            others_at.setdefault((e.ref.path, e.ref.line), set()).add(e.rank)
         if e.kind == "progress" and isinstance(e.get("elapsed_s"), int):
             bars[(e.rank, e.ref.path, e.get("label"), e.get("pattern"))] = e  # events are in line order
         elif (kind := _wait(e)) is not None:
@@ -180,6 +177,13 @@ def slow_phase_rows(
             faults[e.rank] += 1
     if not bars:
         return []
+    # (path, line) of a bar -> ranks of the other events on that line (a second pass, over the bars' lines
+    # only: one set per line of a big job would be most of this step's memory).
+    at_bars = {(b.ref.path, b.ref.line) for b in bars.values()}
+    others_at: dict[tuple[str, int], set[int | None]] = {}
+    for e in events:
+        if e.kind != "progress" and (key := (e.ref.path, e.ref.line)) in at_bars:
+            others_at.setdefault(key, set()).add(e.rank)
     all_faults = sum(faults.values())
     # The one rank of a known world not seen waiting (a rank-less bar is its likeliest owner).
     lone = None

@@ -40,7 +40,7 @@ from hanglens.ingest.sources import (
 )
 from hanglens.ingest.split import SPLIT_MAX_BYTES, SPLIT_MIN_BYTES, PartOut, PartSpec, join, plan, read_part
 from hanglens.limits import DEFAULT_LIMITS, Limits
-from hanglens.model import Event, InputFile, Origin, Skipped, SourceRef
+from hanglens.model import Event, Fields, InputFile, Origin, Skipped, SourceRef
 from hanglens.parsers import PARSERS
 from hanglens.parsers.base import Parser
 
@@ -92,6 +92,42 @@ class _FileOut:
            locator: Locator) -> _FileOut:
         return cls(display, size, origin, pid, locator, res.events, res.lines, res.dated,
                    frozenset(res.envelope_ranks), tuple(res.notes))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # From a worker to the job's process the events travel as columns: unpickling builds each Event at
+        # once, leaving no per-event state dict and argument tuple behind (a big job's events would sit
+        # among the holes those leave, and that memory is not given back to the system).
+        return (_file_out, (self.display, self.size, self.origin, self.pid, self.locator, _pack(self.events),
+                            self.lines, self.dated, self.envelope_ranks, self.notes))
+
+
+def _pack(events: list[Event]) -> tuple[list[Any], ...]:
+    """`events` as one list per field, in Event's order (the SourceRef as its path and its line)."""
+    if not events:
+        return ()
+    return tuple(map(list, zip(*[(e.kind, e.ref.path, e.ref.line, e.text, e.parser, e.rank, e.host, e.time,
+                                  e.local_rank, e.attempt, e.level, e.fields, e.writer) for e in events],
+                               strict=True)))
+
+
+def _unpack(cols: tuple[list[Any], ...]) -> list[Event]:
+    """The events `_pack` gave `cols`; events of one line share its SourceRef."""
+    out: list[Event] = []
+    ref = SourceRef("", 0)
+    for kind, path, line, text, parser, rank, host, time, local_rank, attempt, level, fields, writer in zip(
+            *cols, strict=True):
+        if line != ref.line or path != ref.path:
+            ref = SourceRef(path, line)
+        out.append(Event(kind, ref, text, parser, rank, host, time, local_rank, attempt, level, fields,
+                         writer))
+    return out
+
+
+def _file_out(display: str, size: int, origin: Origin, pid: int | None, locator: Locator,
+              cols: tuple[list[Any], ...], lines: int, dated: tuple[float, float] | None,
+              envelope_ranks: frozenset[int], notes: tuple[str, ...]) -> _FileOut:
+    """A `_FileOut` unpickled (see `_FileOut.__reduce__`)."""
+    return _FileOut(display, size, origin, pid, locator, _unpack(cols), lines, dated, envelope_ranks, notes)
 
 
 @lru_cache(maxsize=8)
@@ -216,6 +252,7 @@ def _read_batch(units: list[Unit], parsers: tuple[type[Parser], ...],
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_NO_FIELDS = Fields({})
 
 
 class Sharer:
@@ -225,12 +262,14 @@ class Sharer:
 
     MAX_VALUE = 128    # longer string values are rarely repeated
 
-    def __init__(self) -> None:
+    def __init__(self, compact: bool = False) -> None:
         self.strs: dict[str, str] = {}
         self.maps: dict[tuple[Any, ...], Any] = {}
+        # The job's process keeps the field mappings as `Fields` (a worker's pickle carries plain dicts).
+        self.compact = compact
 
     def share(self, events: Iterable[Event]) -> None:
-        strs, maps, cap = self.strs, self.maps, self.MAX_VALUE
+        strs, maps, cap, compact = self.strs, self.maps, self.MAX_VALUE, self.compact
         setter = object.__setattr__  # the events are frozen dataclasses, fresh from the reader
         for e in events:
             text = strs.setdefault(e.text, e.text)
@@ -241,7 +280,11 @@ class Sharer:
                 if host is not e.host:
                     setter(e, "host", host)
             f = e.fields
-            if type(f) is not dict or not f:
+            if type(f) is not dict:
+                continue
+            if not f:
+                if compact:
+                    setter(e, "fields", _NO_FIELDS)
                 continue
             # The value's type is part of the key (1, 1.0 and True are equal but not the same field), and a
             # float's repr (0.0 == -0.0); one flat tuple per mapping. A list value: the mapping is not
@@ -256,10 +299,14 @@ class Sharer:
                     if same is not f:
                         setter(e, "fields", same)
                     continue
-                maps[key] = f
             for k, v in f.items():
                 if v.__class__ is str and len(v) <= cap:
                     f[k] = strs.setdefault(v, v)
+            if compact:
+                f = Fields(f)
+                setter(e, "fields", f)
+            if key is not None:
+                maps[key] = f
 
 
 def _share_all(sharer: Sharer, items: list[_FileOut | Skipped]) -> None:
@@ -387,7 +434,7 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
     chosen = tuple(PARSERS if parsers is None else parsers)
     workers = _workers(jobs, units)
     meter = Meter(sum(u.size for u in units), len(units), progress)
-    sharer = Sharer()
+    sharer = Sharer(compact=True)
     if workers > 1:
         outs = _read_parallel(units, chosen, limits, workers, sharer, meter)
     else:

@@ -9,11 +9,13 @@ from hanglens.report.redact import redact  # eager: the submodule shares the fun
 
 if TYPE_CHECKING:
     from hanglens.report.html import render_html
-    from hanglens.report.jsondoc import render_json
+    from hanglens.report.jsondoc import render_json, write_json
     from hanglens.report.markdown import render_markdown
     from hanglens.report.text import render_text, wants_color
 
-__all__ = ["redact", "render_html", "render_json", "render_markdown", "render_text", "wants_color"]
+__all__ = [
+    "redact", "render_html", "render_json", "render_markdown", "render_text", "wants_color", "write_json",
+]
 
 # Lazy: the CLI imports hanglens.report._common for escaping at start-up; jinja2 and rich load only when a
 # renderer is used, so `hanglens --version` stays fast.
@@ -23,6 +25,7 @@ _HOME = {
     "render_markdown": "markdown",
     "render_text": "text",
     "wants_color": "text",
+    "write_json": "jsondoc",
 }
 
 

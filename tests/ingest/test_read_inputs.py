@@ -240,3 +240,50 @@ def test_sharer_shares_equal_fields_but_never_mixes_types() -> None:
     assert str(evs[4].fields["x"]) == "0.0" and str(evs[5].fields["x"]) == "-0.0"
     assert evs[6].fields is not evs[7].fields  # list values: not shared
     assert evs[8].fields is evs[9].fields and evs[0].text is evs[9].text
+
+
+def test_compact_sharer_keeps_fields_equal_and_read_only() -> None:
+    import pickle
+
+    from hanglens.ingest import Sharer
+    from hanglens.model import Fields
+
+    def e(**fields: Any) -> Event:
+        return Event(kind="k", ref=SourceRef("a.log", 1), text="t", parser="p", fields=fields)
+
+    evs = [e(n=1, s="x"), e(n=1, s="x"), e(n=True), e(v=[1, 2]), e()]
+    before = [dict(x.fields) for x in evs]
+    Sharer(compact=True).share(evs)
+    assert all(type(x.fields) is Fields for x in evs)
+    assert [dict(x.fields) for x in evs] == before and [x.fields for x in evs] == before
+    assert evs[0].fields is evs[1].fields and evs[0].fields is not evs[2].fields
+    assert type(evs[2].get("n")) is bool and evs[0].get("missing", 7) == 7 and evs[3].get("v") == [1, 2]
+    assert list(evs[0].fields) == ["n", "s"] and "s" in evs[0].fields and len(evs[4].fields) == 0
+    assert pickle.loads(pickle.dumps(evs)) == evs
+    with pytest.raises(TypeError):
+        evs[0].fields["n"] = 2  # type: ignore[index]
+
+
+def test_worker_results_travel_as_columns_and_come_back_equal(tmp_path: Path) -> None:
+    import pickle
+
+    from hanglens.ingest import _FileOut, _read_unit
+    from hanglens.ingest.sources import discover
+    from hanglens.parsers import PARSERS
+
+    log = tmp_path / "rank3.log"
+    log.write_text(
+        "[rank3]:[E1201 10:11:12.123456789 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=41, OpType=ALLREDUCE, NumelIn=16, NumelOut=16, Timeout(ms)=60000) "
+        "ran for 60012 milliseconds before timing out.\n"
+        "step 7 loss 0.25\n"
+    )
+    units, _ = discover([str(tmp_path)])
+    got = [x for u in units for x in _read_unit(u, tuple(PARSERS))]
+    outs = [x for x in got if isinstance(x, _FileOut)]
+    assert outs and sum(len(o.events) for o in outs) >= 2
+    back = pickle.loads(pickle.dumps(got))
+    for a, b in zip(outs, back, strict=True):
+        assert b.events == a.events and (b.display, b.lines, b.notes, b.dated) == (a.display, a.lines, a.notes, a.dated)
+    line_refs = {(e.ref.path, e.ref.line): e.ref for e in back[0].events}
+    assert all(e.ref is line_refs[(e.ref.path, e.ref.line)] for e in back[0].events)  # one ref per line
