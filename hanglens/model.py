@@ -13,6 +13,9 @@ from typing import Any
 YEARLESS_YEAR = 2000
 
 
+# The severities (`LogLine.level`) of an error: E(rror), F(atal), C(ritical).
+ERROR_LEVELS = frozenset("EFC")
+
 # Events the torchrun agent (not a worker) writes, also into a worker's console: they never take a
 # worker's rank from the file they are in.
 AGENT_EVENT_KINDS = frozenset(

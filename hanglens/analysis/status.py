@@ -14,7 +14,7 @@ from hanglens.analysis.kinds import (
     host_of,
     is_victim_exception,
 )
-from hanglens.model import AGENT_EVENT_KINDS, Event, InputFile
+from hanglens.model import AGENT_EVENT_KINDS, ERROR_LEVELS, Event, InputFile
 
 Row = dict[str, Any]
 _TIME_MAX = float("inf")
@@ -419,7 +419,6 @@ def own_log_ranks(files: Sequence[InputFile]) -> set[int]:
 # A rank's own error that it can live through: caught and logged (`logging.exception`), a retried upload,
 # an OOM a batch-size finder catches. A hang, a launcher's failure line or a sticky CUDA error never is.
 _SURVIVABLE_KINDS = frozenset({"exception", "error_line", "oom", "dataloader_error"})
-_ERROR_LEVELS = frozenset({"E", "F", "C"})
 
 
 def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> set[int]:
@@ -459,13 +458,13 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
                 last_line[key] = max(last_line.get(key, 0), e.ref.line)
                 if e.time is not None:
                     last_time[key] = max(last_time.get(key, e.time), e.time)
-        elif e.time is not None and (e.kind == "error_line" or (e.level or "") in _ERROR_LEVELS):
+        elif e.time is not None and (e.kind == "error_line" or (e.level or "") in ERROR_LEVELS):
             headers[(e.ref.path, e.ref.line)] = e.time
     out: set[int] = set()
     if not last_line:
         return out
     for i, e in enumerate(events):
-        logged = e.kind not in FAILURE_KINDS and (e.level or "") in _ERROR_LEVELS
+        logged = e.kind not in FAILURE_KINDS and (e.level or "") in ERROR_LEVELS
         if not (e.kind in _SURVIVABLE_KINDS or logged):
             continue
         key = writer(e)

@@ -16,13 +16,12 @@ from hanglens.analysis.kinds import FAILURE_KINDS, is_failure_warning
 from hanglens.engine import template
 from hanglens.engine.schema import BASE_ATTRIBUTES, Condition, Rule
 from hanglens.limits import DEFAULT_LIMITS, Limits
-from hanglens.model import Category, Confidence, Event
+from hanglens.model import ERROR_LEVELS, Category, Confidence, Event
 
 __all__ = ["REGEX_TIMEOUT_S", "EngineResult", "Evidence", "Finding", "NotEvaluable", "RuledOut", "TablesLike",
            "Verdict", "describe_condition", "evaluate"]
 
 REGEX_TIMEOUT_S = 0.5
-_ERROR_LEVELS = frozenset({"E", "F", "C"})
 _SPACE = re.compile(r"\s+")
 _FINISHED_FIRST_STEP = ("Nothing to fix. If the job did not exit by itself after training, take `py-spy dump "
                         "--pid <PID>` of every process before stopping it: a process waiting in "
@@ -631,7 +630,7 @@ def _failed(run: _Run) -> bool:
     the few that healthy jobs print too."""
     if _flagged_ranks(run):
         return True
-    return any(e.kind in FAILURE_KINDS or (e.level or "") in _ERROR_LEVELS or is_failure_warning(e)
+    return any(e.kind in FAILURE_KINDS or (e.level or "") in ERROR_LEVELS or is_failure_warning(e)
                for e in run.tables.events)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import cast
 
 from hanglens import lazyre as re
-from hanglens.model import Event, LogLine
+from hanglens.model import ERROR_LEVELS, Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser
 
 # Upper-case words count only as words: `TORCH_NCCL_ASYNC_ERROR_HANDLING: 3` in ProcessGroupNCCL's
@@ -19,7 +19,6 @@ from hanglens.parsers.base import EventSpec, Example, Parser
 ERROR_WORD_RE = re.compile(
     r"Error|Exception|Fatal|fatal|(?<![A-Z0-9_])(?:ERROR|FAILED|FATAL)(?![A-Z0-9_])"
 )
-ERROR_LEVELS = frozenset("EFC")
 # Parts of a traceback listing that merely mention an error type; the traceback parser reads them.
 CODE_LINE_RE = re.compile(
     r"^\s*(?:File \"|raise\b|except\b|from\s+\S+\s+import\b|import\b|class\b|def\b|\^+\s*$)"
