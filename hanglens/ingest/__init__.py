@@ -201,10 +201,14 @@ def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...], limits: Limits = D
     return out
 
 
+def _splittable(u: Unit) -> bool:
+    """A file of SPLIT_MIN_BYTES to SPLIT_MAX_BYTES: read in parts by several processes (`split.py`)."""
+    return SPLIT_MIN_BYTES <= u.size <= SPLIT_MAX_BYTES
+
+
 def _workers(jobs: int | None, units: list[Unit]) -> int:
-    """Processes to read with: a file of SPLIT_MIN_BYTES to SPLIT_MAX_BYTES counts as one piece per
-    process (it is read in parts, `split.py`), any other as one."""
-    big = sum(1 for u in units if SPLIT_MIN_BYTES <= u.size <= SPLIT_MAX_BYTES)
+    """Processes to read with: a `_splittable` file counts as one piece per process, any other as one."""
+    big = sum(1 for u in units if _splittable(u))
     if jobs is not None:
         return max(1, min(jobs, len(units) + big * (jobs - 1)))
     cpus = os.cpu_count() or 1
@@ -321,7 +325,7 @@ def _split_plans(units: list[Unit], chosen: tuple[type[Parser], ...], limits: Li
     """The big plain files to read in parts (one per worker), by index in `units`."""
     out: dict[int, list[PartSpec]] = {}
     for i, u in enumerate(units):
-        if SPLIT_MIN_BYTES <= u.size <= SPLIT_MAX_BYTES and not _TORCHRUN_JSON_RE.search(u.rel):
+        if _splittable(u) and not _TORCHRUN_JSON_RE.search(u.rel):
             specs = plan(u, u.rel, origin_of(u.rel).origin, chosen, limits.max_line_bytes, workers,
                          min_bytes=SPLIT_MIN_BYTES)
             if specs:
