@@ -56,34 +56,29 @@ def test_buffered_prints_after_a_traceback_do_not_hide_the_crash(tmp_path: Path)
     assert culprits == [0]
 
 
-def test_a_one_stream_log_dir_file_is_read_in_line_order(tmp_path: Path) -> None:
+UPLOAD_TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/home/user/job/train.py", line 77, in upload\n'
+    "    client.put(path)\n"
+    "ConnectionResetError: [Errno 104] Connection reset by peer\n"
+)
+
+
+def _log_dir(rank0: str) -> dict[str, str]:
+    """A two-rank torchrun `--log-dir` tree (stderr.log per local rank); rank 1 trains on throughout."""
     tree = "logs/none_ab12cd/attempt_0/{}/stderr.log"
-    rank0 = (
-        "[2025-06-03 11:20:04,410] ERROR train: checkpoint upload failed, will retry\n"
-        "Traceback (most recent call last):\n"
-        '  File "/home/user/job/train.py", line 77, in upload\n'
-        "    client.put(path)\n"
-        "ConnectionResetError: [Errno 104] Connection reset by peer\n"
-        "step 31 loss 0.4020\n"
-        "step 32 loss 0.3981\n"
-    )
-    rank1 = "step 31 loss 0.4101\nstep 32 loss 0.4066\n"
-    files = {tree.format(0): rank0, tree.format(1): rank1}
-    assert _verdict(tmp_path, files)[0] == "none"
+    return {tree.format(0): rank0, tree.format(1): "step 31 loss 0.4101\nstep 32 loss 0.4066\n"}
+
+
+def test_a_one_stream_log_dir_file_is_read_in_line_order(tmp_path: Path) -> None:
+    rank0 = ("[2025-06-03 11:20:04,410] ERROR train: checkpoint upload failed, will retry\n"
+             + UPLOAD_TRACEBACK + "step 31 loss 0.4020\nstep 32 loss 0.3981\n")
+    assert _verdict(tmp_path, _log_dir(rank0))[0] == "none"
 
 
 def test_the_same_traceback_with_no_later_step_stays_a_failure(tmp_path: Path) -> None:
-    tree = "logs/none_ab12cd/attempt_0/{}/stderr.log"
-    rank0 = (
-        "step 31 loss 0.4020\n"
-        "Traceback (most recent call last):\n"
-        '  File "/home/user/job/train.py", line 77, in upload\n'
-        "    client.put(path)\n"
-        "ConnectionResetError: [Errno 104] Connection reset by peer\n"
-    )
-    rank1 = "step 31 loss 0.4101\nstep 32 loss 0.4066\n"
-    files = {tree.format(0): rank0, tree.format(1): rank1}
-    assert _verdict(tmp_path, files)[0] != "none"
+    rank0 = "step 31 loss 0.4020\n" + UPLOAD_TRACEBACK
+    assert _verdict(tmp_path, _log_dir(rank0))[0] != "none"
 
 
 def test_in_a_shared_console_other_ranks_lines_prove_nothing(tmp_path: Path) -> None:
