@@ -245,11 +245,17 @@ def _batches(units: list[Unit], workers: int) -> list[list[int]]:
     return out
 
 
-def _read_batch(units: list[Unit], parsers: tuple[type[Parser], ...],
-                limits: Limits = DEFAULT_LIMITS) -> list[list[_FileOut | Skipped]]:
-    """`_read_unit` over a batch, in a worker; equal texts and field mappings are sent back once."""
-    outs = [_read_unit(u, parsers, limits) for u in units]
-    sharer = Sharer()
+def _read_batch(units: list[Unit], parsers: tuple[type[Parser], ...], limits: Limits = DEFAULT_LIMITS,
+                budget: ByteBudget | None = None) -> list[list[_FileOut | Skipped]]:
+    """`_read_unit` over a batch (in a worker, or in the job's process), its events' equal texts and field
+    mappings made one object each: a worker's pickle carries each once, and its unpickling keeps them one.
+
+    The sharing is per batch, not job-wide: a job-wide table would hold a key for every distinct mapping
+    of the job until the end of reading, and free them all then, leaving holes among the events that
+    the process's memory never gives back (a batch's are reused by the next batch's).
+    """
+    outs = [_read_unit(u, parsers, limits, budget=budget) for u in units]
+    sharer = Sharer(compact=True)
     for items in outs:
         _share_all(sharer, items)
     return outs
@@ -345,7 +351,7 @@ def _joined(unit: Unit, specs: list[PartSpec], parts: list[PartOut], chosen: tup
 
 
 def _read_parallel(units: list[Unit], chosen: tuple[type[Parser], ...], limits: Limits, workers: int,
-                   sharer: Sharer, meter: Meter) -> list[list[_FileOut | Skipped]]:
+                   meter: Meter) -> list[list[_FileOut | Skipped]]:
     """Read `units` with `workers` processes: this one and a pool of `workers - 1`.
 
     The pool takes batches from the big end (the parts of big files first, then batches biggest first, a
@@ -371,7 +377,6 @@ def _read_parallel(units: list[Unit], chosen: tuple[type[Parser], ...], limits: 
     def store(batch: list[int], results: list[list[_FileOut | Skipped]]) -> None:
         for i, items in zip(batch, results, strict=True):
             done[i] = items
-            _share_all(sharer, items)
             meter.file_done(units[i].size)
 
     def store_part(spec: PartSpec, out: PartOut) -> None:
@@ -401,7 +406,7 @@ def _read_parallel(units: list[Unit], chosen: tuple[type[Parser], ...], limits: 
                 if isinstance(item, PartSpec):
                     store_part(item, read_part(item))
                 else:
-                    store(item, [_read_unit(units[i], chosen, limits, budget=budget) for i in item])
+                    store(item, _read_batch([units[i] for i in item], chosen, limits, budget))
             elif inflight:
                 finished, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
                 for fut in finished:
@@ -409,7 +414,9 @@ def _read_parallel(units: list[Unit], chosen: tuple[type[Parser], ...], limits: 
     # The parts are joined once the pool is gone: its processes' memory is not held beside the join's.
     for i, specs in splits.items():
         parts = [part_outs.pop((i, s.index)) for s in specs]
-        store([i], [_joined(units[i], specs, parts, chosen, limits, budget)])
+        joined = _joined(units[i], specs, parts, chosen, limits, budget)
+        _share_all(Sharer(compact=True), joined)
+        store([i], [joined])
     return [done.pop(i) for i in range(len(units))]
 
 
@@ -438,18 +445,21 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
     chosen = tuple(PARSERS if parsers is None else parsers)
     workers = _workers(jobs, units)
     meter = Meter(sum(u.size for u in units), len(units), progress)
-    sharer = Sharer(compact=True)
     if workers > 1:
-        outs = _read_parallel(units, chosen, limits, workers, sharer, meter)
+        outs = _read_parallel(units, chosen, limits, workers, meter)
     else:
         budget = ByteBudget(limits.max_job_bytes)
         outs = []
+        sharer, held = Sharer(compact=True), 0
         for u in units:
+            if held >= BATCH_FILES:   # shared per batch of files, as a worker does (`_read_batch`)
+                sharer, held = Sharer(compact=True), 0
             items = _read_unit(u, chosen, limits, budget=budget)
             _share_all(sharer, items)
+            held += 1
             outs.append(items)
             meter.file_done(u.size)
-    del sharer
+        del sharer
     files: list[_FileOut] = []
     for items in outs:
         for item in items:
@@ -465,9 +475,11 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
         where = os.fspath(paths[0]) if len(paths) == 1 else None
         raise InputError("no log files found", path=where,
                          hint=f"skipped {shown}{more}" if skipped else "the folders hold no files")
-    job = [FileEvents(f.display, f.origin, f.events, f.pid, f.dated, f.envelope_ranks) for f in files]
+    # The events were made for this job (read here or unpickled from a worker): attribution may change them.
+    job = [FileEvents(f.display, f.origin, f.events, f.pid, f.dated, f.envelope_ranks, owned=True)
+           for f in files]
     for f in files:
-        f.events = []  # `job` holds them now: events attribution replaces are freed as it goes
+        f.events = []  # `job` holds them now
     attribute(job)
     out = Ingested(skipped=skipped)
     for f, fe in zip(files, job, strict=True):
@@ -481,8 +493,25 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
         out.sources[f.display] = f.locator
         if f.notes:
             out.notes[f.display] = list(f.notes)
-    out.events.sort(key=lambda e: (e.ref.path, e.ref.line, e.kind, e.parser))
+    if not _in_order(out.events):
+        out.events.sort(key=_order)
     return out
+
+
+def _order(e: Event) -> tuple[str, int, str, str]:
+    return (e.ref.path, e.ref.line, e.kind, e.parser)
+
+
+def _in_order(events: list[Event]) -> bool:
+    """True when `events` are sorted by `_order` already (files in display order and each file's events in
+    line order, as they mostly come): checked pair by pair, so a big job needs no list of sort keys."""
+    prev: tuple[str, int, str, str] | None = None
+    for e in events:
+        key = _order(e)
+        if prev is not None and key < prev:
+            return False
+        prev = key
+    return True
 
 
 def read_context(ingested: Ingested, refs: Iterable[SourceRef], before: int = 2,

@@ -12,6 +12,7 @@ import itertools
 import statistics
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from hanglens import lazyre as re
 from hanglens.ingest.origin import slurm_task
@@ -35,6 +36,19 @@ class FileEvents:
     pid: int | None = None
     dated: tuple[float, float] | None = None     # earliest and latest dated (year-stating) stamp
     stated_ranks: frozenset[int] = frozenset()   # every `[rankN]:` rank the file's lines carry
+    owned: bool = False   # nobody else holds these events: they are changed in place, not copied
+
+
+_set = object.__setattr__   # (events are frozen dataclasses)
+
+
+def _with(f: FileEvents, e: Event, name: str, value: Any) -> Event:
+    """`e` with `name` set to `value`: the event itself, changed, when `f` owns its events (a big job's
+    events are not all copied again), else a copy."""
+    if f.owned:
+        _set(e, name, value)
+        return e
+    return replace(e, **{name: value})
 
 
 def _short(host: str) -> str:
@@ -59,7 +73,11 @@ def _node_key(f: FileEvents, e: Event | None) -> tuple[str, ...]:
 
 def _apply(files: list[FileEvents], fn: Callable[[FileEvents, Event], Event]) -> None:
     for f in files:
-        f.events = [fn(f, e) for e in f.events]
+        if f.owned:
+            for e in f.events:
+                fn(f, e)   # (changes `e` itself)
+        else:
+            f.events = [fn(f, e) for e in f.events]
 
 
 def attribute(files: list[FileEvents]) -> None:
@@ -113,7 +131,7 @@ def _numbered_series(files: list[FileEvents]) -> None:
         if any(e.rank is not None and e.rank != n for n, f in series for e in f.events):
             continue
         for n, f in series:
-            f.events = [e if e.rank is not None else replace(e, rank=n) for e in f.events]
+            f.events = [e if e.rank is not None else _with(f, e, "rank", n) for e in f.events]
 
 
 def _launches_workers(f: FileEvents) -> bool:
@@ -154,7 +172,7 @@ def _slurm_task_files(files: list[FileEvents]) -> None:
             continue
         for t, f in members:
             f.origin = replace(f.origin, rank=t)
-            f.events = [e if e.rank is not None else replace(e, rank=t) for e in f.events]
+            f.events = [e if e.rank is not None else _with(f, e, "rank", t) for e in f.events]
 
 
 def _local_to_global(files: list[FileEvents]) -> None:
@@ -215,7 +233,7 @@ def _local_to_global(files: list[FileEvents]) -> None:
         rank = direct.get((key, e.local_rank))
         if rank is None and key in offsets:
             rank = e.local_rank + offsets[key]
-        return e if rank is None or rank < 0 else replace(e, rank=rank)
+        return e if rank is None or rank < 0 else _with(f, e, "rank", rank)
 
     _apply(files, fill)
 
@@ -298,11 +316,11 @@ def _nccl_pids(files: list[FileEvents]) -> None:
             rank = by_pid.get((_short(host), pid)) if host else None
             if rank is None:
                 rank = by_bare_pid.get(pid)
-            return e if rank is None else replace(e, rank=rank)
+            return e if rank is None else _with(f, e, "rank", rank)
         if not isinstance(host, str) or pid is None:
             return e
         rank = by_pid.get((_short(host), pid))
-        return e if rank is None else replace(e, rank=rank)
+        return e if rank is None else _with(f, e, "rank", rank)
 
     _apply(files, fill)
 
@@ -311,7 +329,7 @@ def _stated_ranks(files: list[FileEvents]) -> None:
     """Last resort: a message that names its writer's own rank (`stated_rank`, set by the parser)."""
     def fill(f: FileEvents, e: Event) -> Event:
         r = _int(e.get("stated_rank"))
-        return e if e.rank is not None or r is None else replace(e, rank=r)
+        return e if e.rank is not None or r is None else _with(f, e, "rank", r)
 
     _apply(files, fill)
 
@@ -320,7 +338,7 @@ def _hosts(files: list[FileEvents]) -> None:
     """Hosts from NCCL envelopes, then rank -> host from every event that states both."""
     def own(f: FileEvents, e: Event) -> Event:
         h = e.get("nccl_host")
-        return replace(e, host=h) if e.host is None and isinstance(h, str) and h else e
+        return _with(f, e, "host", h) if e.host is None and isinstance(h, str) and h else e
 
     _apply(files, own)
     seen: dict[int, set[str]] = {}
@@ -341,7 +359,7 @@ def _hosts(files: list[FileEvents]) -> None:
 
     def fill(f: FileEvents, e: Event) -> Event:
         if e.host is None and e.rank is not None and e.rank in rank_host:
-            return replace(e, host=rank_host[e.rank])
+            return _with(f, e, "host", rank_host[e.rank])
         return e
 
     _apply(files, fill)
@@ -393,7 +411,7 @@ def rebase_years(files: list[FileEvents]) -> None:
 
     def fill(f: FileEvents, e: Event) -> Event:
         if e.time is not None and e.time in shift:
-            return replace(e, time=shift[e.time])
+            return _with(f, e, "time", shift[e.time])
         return e
 
     _apply(files, fill)
