@@ -50,12 +50,19 @@ class Analysis:
     def verdict(self) -> Any:
         return self.result.verdict
 
-    def to_dict(self) -> dict[str, Any]:
-        """The analysis document of docs/analysis-json.md (built once, then cached)."""
+    def to_dict(self, *, consume: bool = False) -> dict[str, Any]:
+        """The analysis document of docs/analysis-json.md (built once, then cached).
+
+        `consume=True` when only the document is wanted from here on: the events are let go while it is
+        built (a big job's document takes the memory they held), so `ingested.events` and `tables.events`
+        are empty afterwards.
+        """
         if self._doc is None:
             from hanglens.document import build_document
 
             ctx = getattr(self.ingested, "context", None)
+            if consume:
+                self.ingested.events = self.tables.events   # (the one list build_document empties)
             self._doc = build_document(
                 tables=self.tables,
                 result=self.result,
@@ -63,6 +70,7 @@ class Analysis:
                 skipped=self.ingested.skipped,
                 command=self.command,
                 context=ctx,
+                consume=consume,
             )
         return self._doc
 

@@ -427,8 +427,8 @@ def analyze(
         with _progress_bar(not quiet and not (fmt is AnalyzeFmt.json and output is None)) as progress:
             analysis = _read_and_analyze([str(p) for p in paths], " ".join(argv), limits,
                                          [str(d) for d in rules or []], progress)
-        doc = analysis.to_dict()
-        del analysis  # the events and tables: only the document is written from here on
+        doc = analysis.to_dict(consume=True)   # (its events are let go while the document is made)
+        del analysis  # the tables: only the document is written from here on
         if redact_:
             doc = report.redact(doc)
         if html is not None:

@@ -42,12 +42,24 @@ Context = Callable[[Sequence[SourceRef]], dict[SourceRef, list[tuple[int, str]]]
 
 
 def clean(value: Any) -> Any:
-    """JSON-safe, deterministic values: numpy scalars → Python, NaN → None, floats rounded."""
+    """JSON-safe, deterministic values: numpy scalars → Python, NaN → None, floats rounded.
+
+    A plain dict or list that needs no change is returned as it is, not copied (a big job's document
+    would otherwise be held twice while it is cleaned).
+    """
     t = type(value)
     if value is None or t is int or t is bool:
         return value
     if t is str:
         return utf8_text(value)  # (ASCII as it is)
+    if t is dict:
+        pairs = [(k, clean(v)) for k, v in value.items()]
+        if all(type(k) is str and c is v for (k, c), v in zip(pairs, value.values(), strict=True)):
+            return value
+        return {str(k): c for k, c in pairs}
+    if t is list:
+        items = [clean(v) for v in value]
+        return value if all(c is v for c, v in zip(items, value, strict=True)) else items
     if isinstance(value, dict):
         return {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -561,8 +573,13 @@ def build_document(
     skipped: Sequence[Skipped],
     command: str,
     context: Context | None = None,
+    consume: bool = False,
 ) -> dict[str, Any]:
-    """The analysis document; `result` is the engine's (verdict, findings, ruled_out, not_evaluable)."""
+    """The analysis document; `result` is the engine's (verdict, findings, ruled_out, not_evaluable).
+
+    `consume`: `tables.events` is emptied as soon as the parts read from the events are made, so that the
+    per-rank sections of a big job are built in the memory its events held (the tables stay).
+    """
     verdict = clean(result.verdict.to_dict())
     try:
         verdict["category_title"] = CATEGORY_TITLES[Category(verdict["category"])]
@@ -610,6 +627,21 @@ def build_document(
     for f in findings[:1]:
         engine_collect.extend(f.get("collect") or [])
     hosts = sorted({h for h in tables.hosts.values() if h} | {h for f in files for h in f.hosts})
+    # What is read from the events, first (see `consume`).
+    unexplained = _unexplained(tables.events, set(refs))
+    collect_next = (
+        # Nothing failed: there is nothing to debug, so nothing to collect for a rerun.
+        [] if verdict.get("category") == "none"
+        else _collect_next(
+            tables, files, verdict.get("confidence", "low"), engine_collect, str(verdict.get("category"))
+        )
+    )
+    observed = _observed(tables, file_rank) if verdict.get("category") == "unknown" else None
+    silent_hang = _silent_hang(tables, verdict)
+    ranks_seen = sorted({e.rank for e in tables.events if e.rank is not None}
+                        | {r for f in files for r in f.ranks})
+    if consume:
+        tables.events.clear()
     doc = {
         "schema_version": SCHEMA_VERSION,
         "hanglens_version": __version__,
@@ -624,22 +656,15 @@ def build_document(
         "timeline": timeline,
         "clock": {"offsets": clean(dict(sorted(tables.offsets.items()))), "note": tables.clock_note},
         "versions": _versions(tables),
-        "unexplained": _unexplained(tables.events, set(refs)),
-        # Nothing failed: there is nothing to debug, so nothing to collect for a rerun.
-        "collect_next": []
-        if verdict.get("category") == "none"
-        else _collect_next(
-            tables, files, verdict.get("confidence", "low"), engine_collect, str(verdict.get("category"))
-        ),
-        "observed": _observed(tables, file_rank) if verdict.get("category") == "unknown" else None,
-        "silent_hang": _silent_hang(tables, verdict),
+        "unexplained": unexplained,
+        "collect_next": collect_next,
+        "observed": observed,
+        "silent_hang": silent_hang,
         "inputs": {
             "files": len(files),
             "bytes": sum(f.size for f in files),
             "skipped": [{"path": s.path, "reason": s.reason} for s in sorted(skipped, key=lambda s: s.path)],
-            "ranks_seen": sorted(
-                {e.rank for e in tables.events if e.rank is not None} | {r for f in files for r in f.ranks}
-            ),
+            "ranks_seen": ranks_seen,
             "world_size": tables.world_size,
             "hosts": hosts,
             "detail": [

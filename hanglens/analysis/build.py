@@ -107,8 +107,8 @@ def _in_order(events: Sequence[Event]) -> bool:
 def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: bool = False) -> Tables:
     """Turn a job's events into fact tables. Pure: the same events always give the same tables.
 
-    `consume`: `events` (a list) is emptied, and each event the clock shift replaces is freed as it goes
-    (a big job's events are not held twice); else they are left as they are.
+    `consume`: `events` (a list) and its events are handed over: the list is emptied, and the clock shift
+    changes the events themselves (a big job's events are not held twice); else they are left as they are.
     """
     evs = list(events) if _in_order(events) else sorted(events, key=_order)
     if consume and isinstance(events, list):

@@ -67,14 +67,19 @@ def normalise(events: Sequence[Event], offsets: dict[str, float], hosts: dict[in
               in_place: bool = False) -> list[Event]:
     """Events with their times shifted onto the reference host's clock.
 
-    `in_place` (`events` a list): the shifted events replace the originals in `events`, which is returned.
+    `in_place` (`events` a list, handed over with its events): each event is shifted itself, not copied (a
+    big job's events are neither held twice nor made again), and `events` is returned.
     """
-    out = events if in_place and isinstance(events, list) else list(events)
+    inplace = in_place and isinstance(events, list)
+    out = events if isinstance(events, list) and inplace else list(events)
     if not offsets:
         return out
     for i, e in enumerate(out):
         if e.time is not None:
             host = host_of(e, hosts)
             if host in offsets:
-                out[i] = replace(e, time=e.time - offsets[host])
+                if inplace:
+                    object.__setattr__(e, "time", e.time - offsets[host])   # (a frozen dataclass)
+                else:
+                    out[i] = replace(e, time=e.time - offsets[host])
     return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -389,9 +389,13 @@ class _Run:
             names.update(e.fields)
         extra = sorted(names - set(BASE_ATTRIBUTES))
         columns = [*BASE_ATTRIBUTES, *extra]
-        rows = [(e.rank, e.host, e.level, e.text, e.ref.path, e.ref.line, e.time, e.kind,
-                 *(e.fields.get(n) for n in extra)) for e in evs]
-        frame = pd.DataFrame(rows, columns=columns, dtype=object) if rows else pd.DataFrame(columns=columns)
+        # Column by column: no tuple per event beside the frame (a big job has one event of a kind per rank)
+        values = ([e.rank for e in evs], [e.host for e in evs], [e.level for e in evs], [e.text for e in evs],
+                  [e.ref.path for e in evs], [e.ref.line for e in evs], [e.time for e in evs],
+                  [e.kind for e in evs], *([e.get(n) for e in evs] for n in extra))
+        frame = (pd.DataFrame(dict(zip(columns, values, strict=True)), columns=columns, dtype=object) if evs
+                 else pd.DataFrame(columns=columns))
+        del values
         self._events[kind] = frame
         return frame
 
@@ -503,14 +507,24 @@ def _cite(rows: pd.DataFrame) -> str:
     return f" ({first['path']}:{first['line']})" if not _is_null(first["path"]) else ""
 
 
-def _sorted_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    rows = [dict(zip(frame.columns, r, strict=True)) for r in frame.itertuples(index=False, name=None)]
+def _sorted_rows(frame: pd.DataFrame) -> Iterator[dict[str, Any]]:
+    """The rows of `frame` as dicts, by time, path and line (stable), each dict made when it is reached: the
+    evidence takes the first few of a frame that may hold one row per rank."""
+    cols = list(frame.columns)
+    rows = list(frame.itertuples(index=False, name=None))
+    at = {c: j for j, c in enumerate(cols)}   # (a repeated name: the last column, as a dict of the row says)
 
-    def key(r: dict[str, Any]) -> tuple[Any, ...]:
-        t = _number(r.get("time"))
-        return (t is None, t or 0.0, str(r.get("path") or ""), _number(r.get("line")) or 0.0)
+    def get(row: tuple[Any, ...], name: str) -> Any:
+        j = at.get(name)
+        return None if j is None else row[j]
 
-    return sorted(rows, key=key)
+    def key(i: int) -> tuple[Any, ...]:
+        r = rows[i]
+        t = _number(get(r, "time"))
+        return (t is None, t or 0.0, str(get(r, "path") or ""), _number(get(r, "line")) or 0.0)
+
+    for i in sorted(range(len(rows)), key=key):
+        yield dict(zip(cols, rows[i], strict=True))
 
 
 def _evidence(rule: Rule, run: _Run, bindings: Mapping[str, pd.DataFrame],
@@ -531,8 +545,10 @@ def _evidence(rule: Rule, run: _Run, bindings: Mapping[str, pd.DataFrame],
             continue
         taken = 0
         for r in _sorted_rows(frame):
+            if taken >= spec.limit:
+                break
             line = _number(r.get("line"))
-            if _is_null(r.get("path")) or line is None or taken >= spec.limit:
+            if _is_null(r.get("path")) or line is None:
                 continue
             ref = (str(r["path"]), int(line))
             if ref in seen:
