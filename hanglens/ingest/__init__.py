@@ -274,12 +274,14 @@ class Sharer:
 
     def __init__(self, compact: bool = False) -> None:
         self.strs: dict[str, str] = {}
+        self.ints: dict[int, int] = {}   # (sequence numbers, sizes and timeouts repeat across ranks)
         self.maps: dict[tuple[Any, ...], Any] = {}
-        # The job's process keeps the field mappings as `Fields` (a worker's pickle carries plain dicts).
+        # `compact`: the field mappings become `Fields` (as the job keeps them; a worker's pickle carries each
+        # distinct one once, and unpickling keeps it one).
         self.compact = compact
 
     def share(self, events: Iterable[Event]) -> None:
-        strs, maps, cap, compact = self.strs, self.maps, self.MAX_VALUE, self.compact
+        strs, ints, maps, cap, compact = self.strs, self.ints, self.maps, self.MAX_VALUE, self.compact
         setter = object.__setattr__  # the events are frozen dataclasses, fresh from the reader
         for e in events:
             text = strs.setdefault(e.text, e.text)
@@ -312,6 +314,8 @@ class Sharer:
             for k, v in f.items():
                 if v.__class__ is str and len(v) <= cap:
                     f[k] = strs.setdefault(v, v)
+                elif v.__class__ is int and not -5 <= v <= 256:   # (smaller ints are one object already)
+                    f[k] = ints.setdefault(v, v)
             if compact:
                 f = Fields(f)
                 setter(e, "fields", f)
@@ -468,6 +472,7 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
             else:
                 files.append(item)
     files.sort(key=lambda f: f.display)
+    _share_file_strings(files)
     skipped.sort(key=lambda s: (s.path, s.reason))
     if not files:
         shown = "; ".join(f"{s.path}: {s.reason}" for s in skipped[:3])
@@ -512,6 +517,22 @@ def _in_order(events: list[Event]) -> bool:
             return False
         prev = key
     return True
+
+
+def _share_file_strings(files: list[_FileOut]) -> None:
+    """Equal notes and origin strings (host, torchrun folder, stream) of the job's files made one object each:
+    thousands of per-rank files say the same few (each file's record lives until the end)."""
+    seen: dict[str, str] = {}
+    for f in files:
+        if f.notes:
+            f.notes = tuple(seen.setdefault(n, n) for n in f.notes)
+        o = f.origin
+        for name in ("host", "stream", "node_dir"):
+            v = getattr(o, name)
+            if v is not None:
+                same = seen.setdefault(v, v)
+                if same is not v:
+                    object.__setattr__(o, name, same)   # (a frozen dataclass, made for this file)
 
 
 def read_context(ingested: Ingested, refs: Iterable[SourceRef], before: int = 2,

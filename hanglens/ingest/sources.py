@@ -361,8 +361,9 @@ def discover(paths: list[str]) -> tuple[list[Unit], list[Skipped]]:
     seen_files: dict[tuple[int, int], str] = {}
     seen_dirs: set[tuple[int, int]] = set()
 
-    def add_file(path: str) -> None:
-        display = _rel(path, base)
+    def add_file(path: str, display: str | None = None) -> None:
+        if display is None or display.startswith(".."):
+            display = _rel(path, base)
         try:
             st = os.stat(path)
         except OSError as exc:
@@ -371,7 +372,7 @@ def discover(paths: list[str]) -> tuple[list[Unit], list[Skipped]]:
             skipped.append(Skipped(display, reason))
             return
         if stat.S_ISDIR(st.st_mode):
-            walk(path)
+            walk(path, display)
             return
         if not stat.S_ISREG(st.st_mode):
             skipped.append(Skipped(display, _kind_reason(st.st_mode)))
@@ -383,11 +384,13 @@ def discover(paths: list[str]) -> tuple[list[Unit], list[Skipped]]:
         seen_files[key] = display
         units[display] = Unit(fs_path=path, display=display, rel=display, size=st.st_size)
 
-    def walk(top: str) -> None:
+    def walk(top: str, shown: str) -> None:
+        """`top` (shown as `shown`, its `_rel`): each entry's display path is `shown` and its name, as
+        `_rel` would give it (a folder of thousands of files is not measured against `base` file by file)."""
         try:
             st = os.stat(top)
         except OSError as exc:
-            skipped.append(Skipped(_rel(top, base), f"cannot read: {exc.strerror or exc}"))
+            skipped.append(Skipped(shown, f"cannot read: {exc.strerror or exc}"))
             return
         if (st.st_dev, st.st_ino) in seen_dirs:
             return
@@ -395,10 +398,12 @@ def discover(paths: list[str]) -> tuple[list[Unit], list[Skipped]]:
         try:
             entries = sorted(os.scandir(top), key=lambda e: e.name)
         except OSError as exc:
-            skipped.append(Skipped(_rel(top, base), f"cannot list folder: {exc.strerror or exc}"))
+            skipped.append(Skipped(shown, f"cannot list folder: {exc.strerror or exc}"))
             return
+        lexical = not (shown.startswith("..") or os.path.isabs(shown))
+        prefix = "" if shown == "." else shown + "/"
         for entry in entries:
-            add_file(entry.path)
+            add_file(entry.path, prefix + entry.name if lexical else None)
 
     for root in roots:
         add_file(root)
