@@ -53,13 +53,19 @@ def clean(value: Any) -> Any:
     if t is str:
         return utf8_text(value)  # (ASCII as it is)
     if t is dict:
-        pairs = [(k, clean(v)) for k, v in value.items()]
-        if all(type(k) is str and c is v for (k, c), v in zip(pairs, value.values(), strict=True)):
+        # (values that are clean as they are, most of them, are not passed to clean() one by one)
+        vals = [v if v is None or (tv := type(v)) is int or tv is bool or (tv is str and v.isascii())
+                else clean(v) for v in value.values()]
+        same = all(c is v for c, v in zip(vals, value.values(), strict=True))
+        if same and all(type(k) is str for k in value):
             return value
-        return {str(k): c for k, c in pairs}
+        return {str(k): c for k, c in zip(value, vals, strict=True)}
     if t is list:
-        items = [clean(v) for v in value]
+        items = [v if v is None or (tv := type(v)) is int or tv is bool or (tv is str and v.isascii())
+                 else clean(v) for v in value]
         return value if all(c is v for c, v in zip(items, value, strict=True)) else items
+    if t is float:
+        return None if math.isnan(value) or math.isinf(value) else round(value, 6)
     if isinstance(value, dict):
         return {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
