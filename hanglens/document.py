@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -102,20 +102,30 @@ def records(df: pd.DataFrame) -> list[dict[str, Any]]:
     return [clean(r) for r in df.to_dict(orient="records")] if len(df) else []
 
 
+_ROWS_AT_ONCE = 2048
+
+
+def each_record(df: pd.DataFrame) -> Iterator[dict[str, Any]]:
+    """`records(df)` one by one, converted a slice at a time (a table with a row per rank of a big job is
+    not held a second time as a list of dicts)."""
+    for start in range(0, len(df), _ROWS_AT_ONCE):
+        yield from records(df.iloc[start:start + _ROWS_AT_ONCE])
+
+
 def _ranks_section(tables: Tables, culprits: set[int], victims: set[int]) -> list[dict[str, Any]]:
     status = tables.fact("rank_status")
-    prog = {r["rank"]: r for r in records(tables.fact("progress"))}
+    last_step = {r["rank"]: r.get("last_step") for r in each_record(tables.fact("progress"))}
     last_seq: dict[int, dict[str, int]] = defaultdict(dict)
-    for r in records(tables.fact("collective_state")):
+    for r in each_record(tables.fact("collective_state")):
         pos = r.get("last_enqueued") if r.get("last_enqueued") is not None else r.get("timed_out_seq")
         if pos is not None:
             last_seq[r["rank"]][str(r["pg"])] = pos
     first_err: dict[int, str] = {}
-    for r in records(tables.fact("first_failure")):
+    for r in each_record(tables.fact("first_failure")):
         if r["rank"] is not None and r["rank"] not in first_err:
             first_err[r["rank"]] = f"{r['kind']}: {r['text']}"[:200]
     out = []
-    for r in records(status):
+    for r in each_record(status):
         rank = r["rank"]
         st = r["status"]
         if rank in culprits:
@@ -130,7 +140,7 @@ def _ranks_section(tables: Tables, culprits: set[int], victims: set[int]) -> lis
             {
                 "rank": rank,
                 "host": r["host"],
-                "last_step": prog.get(rank, {}).get("last_step"),
+                "last_step": last_step.get(rank),
                 "status": st,
                 "last_seq": dict(sorted(last_seq.get(rank, {}).items())),
                 "first_error_time": r["first_error_time"],
@@ -171,12 +181,14 @@ def _disagreement(tables: Tables) -> dict[str, Any] | None:
     key = Counter(zip(timed["pg"], timed["seq"], strict=True)).most_common(1)[0][0]
     pg, seq = key
     rows = []
-    states = records(tables.fact("collective_state"))
-    for s in states:
+    # each rank's first collective at (pg, seq), in the table's order (one pass, not a filter per rank)
+    at_seq: dict[Any, dict[str, Any]] = {}
+    for c in each_record(coll[(coll["pg"] == pg) & (coll["seq"] == seq)]):
+        at_seq.setdefault(c["rank"], c)
+    for s in each_record(tables.fact("collective_state")):
         if s["pg"] != pg:
             continue
-        cell = coll[(coll["pg"] == pg) & (coll["rank"] == s["rank"]) & (coll["seq"] == seq)]
-        c = records(cell)[0] if len(cell) else {}
+        c = at_seq.get(s["rank"], {})
         pos = s.get("last_enqueued")
         state = c.get("state") or ("not_reached" if pos is not None and pos < seq else "unknown")
         rows.append(
@@ -612,7 +624,7 @@ def build_document(
     culprits = set(verdict.get("culprit_ranks") or [])
     victims = set(verdict.get("victim_ranks") or [])
     timeline = []
-    for r in records(tables.fact("first_failure"))[:TIMELINE_LIMIT]:
+    for r in records(tables.fact("first_failure").iloc[:TIMELINE_LIMIT]):
         if r["rank"] is None and r["path"] in file_rank:
             r["rank"] = file_rank[r["path"]]
         if not r["host"] and r["path"] in file_host:

@@ -242,6 +242,8 @@ def binary_reason(head: bytes) -> str | None:
     controls = len(text) - len(text.translate(None, _CONTROL))
     if controls > 0.1 * len(text):
         return "binary file (control bytes)"
+    if text.isascii():   # (most logs: nothing to decode)
+        return None
     invalid = text.decode("utf-8", "replace").count("\ufffd") - text.decode("utf-8", "ignore").count("\ufffd")
     if invalid > 0.3 * len(text):
         return "binary file (not UTF-8 text)"
