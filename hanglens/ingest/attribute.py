@@ -73,11 +73,9 @@ def _node_key(f: FileEvents, e: Event | None) -> tuple[str, ...]:
 
 def _apply(files: list[FileEvents], fn: Callable[[FileEvents, Event], Event]) -> None:
     for f in files:
-        if f.owned:
-            for e in f.events:
-                fn(f, e)   # (changes `e` itself)
-        else:
-            f.events = [fn(f, e) for e in f.events]
+        # (`fn` gives the event itself, changed by `_with`, when `f` owns its events; its result is taken
+        # either way, so a step that copies still works)
+        f.events = [fn(f, e) for e in f.events]
 
 
 def attribute(files: list[FileEvents]) -> None:
