@@ -487,14 +487,29 @@ def _one_stack(events: Sequence[Event], hosts: dict[int, str], first: dict[int, 
 
 
 _DISTRIBUTED_ERROR = ("Detected mismatch between collectives", "DistBackendError", "DistError")
+# Python's own errors, which torch.distributed raises for a call it refused (a bad argument: `ValueError:
+# Invalid src rank`, `TypeError`), or which the rank's code raised inside the call (pickling an object for
+# `broadcast_object_list`): the rank crashed in that call, it was not waiting in it. A wait that failed
+# raises RuntimeError or one of its subclasses (DistBackendError, DistNetworkError, DistStoreError;
+# torch/distributed/distributed_c10d.py, torch/csrc/distributed/c10d/exception.h).
+_RAISED_NOT_WAITING = frozenset((
+    "TypeError", "ValueError", "KeyError", "IndexError", "AttributeError", "AssertionError", "NameError",
+    "PicklingError", "UnpicklingError", "ZeroDivisionError", "NotImplementedError", "ImportError",
+    "ModuleNotFoundError", "FileNotFoundError", "RecursionError", "UnicodeDecodeError", "UnicodeEncodeError",
+))
 
 
 def _waits_in_collective(e: Event, site: callsite.CallSite) -> bool:
     """A stack in a c10d function always counts; one in autograd's backward only when what it raised is a
     distributed error (DDP's reducer waits there; an OOM in backward is the rank's own fault) or the stop
     itself: a Ctrl-C / SIGINT's KeyboardInterrupt shows where the main thread was waiting when the user
-    stopped it, like a stack dump (failure-signatures.md section 16 item 4)."""
-    if site.call != "backward" or e.kind == "stack_dump":
+    stopped it, like a stack dump (failure-signatures.md section 16 item 4). A Python error of the rank's
+    own (`_RAISED_NOT_WAITING`) raised inside the call is a crash there, not a wait."""
+    if e.kind == "stack_dump":
+        return True
+    if str(e.get("exc_type") or "").rsplit(".", 1)[-1] in _RAISED_NOT_WAITING:
+        return False
+    if site.call != "backward":
         return True
     text = f"{e.get('exc_type') or ''}: {e.get('message') or ''}"
     if str(e.get("exc_type") or "").endswith("KeyboardInterrupt"):
