@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from hanglens import lazyre as re
 from hanglens.analysis import callsite
 from hanglens.analysis.kinds import is_victim_exception
 from hanglens.model import Event
@@ -478,7 +479,8 @@ def _one_stack(events: Sequence[Event], hosts: dict[int, str], first: dict[int, 
                 peers[r] = {"rank": r, "host": hosts.get(r), "call": op, "entry": op, "user_frame": None,
                             "calls": 1, "minority": False, "site_minority": False, "site": None,
                             "site_reason": None,
-                            "odd_site": False, "path": e.ref.path, "line": e.ref.line}
+                            "odd_site": False, "subgroup": False, "path": e.ref.path,
+                            "line": e.ref.line}
     if site is None or not peers or callsite.odd_sites({rank: site}, unseen=len(peers)) != {rank}:
         return []
     row.update(calls=1, minority=False, site_minority=False, site=site.site, site_reason=site.reason,
@@ -517,6 +519,23 @@ def _waits_in_collective(e: Event, site: callsite.CallSite) -> bool:
     return is_victim_exception(e) or any(m in text for m in _DISTRIBUTED_ERROR)
 
 
+# `group=<a process group>` in the source line of the call into torch.distributed (not None or WORLD).
+_SUBGROUP_ARG_RE = re.compile(r"\bgroup\s*=\s*(?!None\b|(?:[\w.]*\.)?WORLD\b)[A-Za-z_]")
+
+
+def _subgroup_call(frames: Sequence[str], sources: Sequence[str]) -> bool:
+    """Does the program's call into torch.distributed pass a subgroup (`group=tp_group`)?"""
+    found = callsite.blocking_call(frames)
+    if found is None or found[2] == "backward":
+        return False
+    for i in range(found[0] - 1, -1, -1):  # outward, past torch.distributed's own wrappers
+        if callsite.TORCH_DISTRIBUTED_RE.search(str(frames[i])):
+            continue
+        src = sources[i] if i < len(sources) else ""
+        return _SUBGROUP_ARG_RE.search(src) is not None
+    return False
+
+
 def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     """The collective each failing or hung rank was blocked in; the odd ones marked.
 
@@ -552,6 +571,7 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 "call": site.call,
                 "entry": site.entry,
                 "user_frame": site.user_frame,
+                "subgroup": _subgroup_call(frames, sources),
                 "path": e.ref.path,
                 "line": e.ref.line,
             }
