@@ -11,11 +11,19 @@ before the data arrives, from the shape the code expects; the sender's tensor is
 (a longer sequence, a ragged micro-batch): the size that changed is the sender's ("which side's shape
 changed: dynamic sequence length, last micro-batch"). A collective's ring neighbour is no such culprit,
 so the sender is named only when the transfer is shown to be point-to-point.
+
+In a gloo collective the size check says only that the receiver got more bytes than it posted: either
+the receiver's buffer is the odd, smaller one, or its sender's is the odd, larger one. Both ends are then
+reported (role receiver, and role sender with `p2p` false), never one of them as the culprit: the sender
+is the other rank of a 2-rank job, or in an all_reduce the receiver's ring neighbour rank + 1 (gloo's
+ring all_reduce receives from rank + 1 and sends to rank - 1: gloo/allreduce.cc ring, `recvRank`). A
+size check printed without a rank is the rank torchrun saw die of SIGABRT (the uncaught
+gloo::EnforceNotMet terminates it), when exactly one did.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from hanglens import lazyre as re
@@ -24,7 +32,8 @@ from hanglens.model import Event
 Row = dict[str, Any]
 TRUNCATED_RE = re.compile(r"peer (?P<ip>[0-9A-Fa-f.:]{3,64})<\d{1,6}> message truncated : receiving "
                           r"(?P<remote>\d{1,15}) bytes instead of (?P<local>\d{1,15})")
-GLOO_SIZE_RE = re.compile(r"op\.preamble\.length <= op\.nbytes\. (?P<remote>\d{1,15}) vs (?P<local>\d{1,15})")
+GLOO_SIZE_RE = re.compile(r"op\.preamble\.length <= op\.nbytes\.(?: (?P<remote>\d{1,15}) vs (?P<local>\d{1,15}))?"
+                          r"|Received data size doesn't match expected size")
 P2P_CALLS = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv", "send_object_list",
                        "recv_object_list"})
 P2P_OPS = frozenset({"SEND", "RECV", "RECV_ANY_SOURCE"})
@@ -44,12 +53,32 @@ def _p2p_ranks(events: Sequence[Event], calls: Sequence[Row]) -> dict[int, tuple
     return out
 
 
-def size_error_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequence[Row]) -> list[Row]:
+def _ring_sender(receiver: int, world: int | None, calls: Sequence[Row]) -> tuple[int, str] | None:
+    """The rank a gloo collective's receiver got its data from, with the basis, when the logs fix it."""
+    if world is None or world < 2 or not 0 <= receiver < world:
+        return None
+    if world == 2:
+        return 1 - receiver, "the only other rank of a 2-rank job"
+    ops = [c.get("call") for c in calls if isinstance(c.get("rank"), int) and c["rank"] != receiver]
+    if ops and all(op == "all_reduce" for op in ops):
+        return (receiver + 1) % world, "its ring neighbour in gloo's all_reduce (it receives from rank + 1)"
+    return None
+
+
+def size_error_rows(
+    events: Sequence[Event],
+    hosts: dict[int, str],
+    calls: Sequence[Row],
+    world: int | None = None,
+    aborted: Collection[int] = (),
+) -> list[Row]:
     """One row per end of each transfer whose sizes disagree: role receiver or sender.
 
     `p2p` says the transfer is shown to be point-to-point (either end in send/recv); `sender` is set on the
     receiver's row when exactly one rank can be the one that sent (the only rank behind the peer address
-    with a point-to-point op, or the only rank blocked in a send).
+    with a point-to-point op, or the only rank blocked in a send; for a gloo collective the ring sender,
+    see the module docstring). `aborted`: the ranks torchrun saw die of SIGABRT; a gloo size check
+    printed without a rank is the only one of them, when there is exactly one.
     """
     ip_ranks: dict[str, set[int]] = {}
     ip_hosts: dict[str, set[str]] = {}
@@ -65,16 +94,18 @@ def size_error_rows(events: Sequence[Event], hosts: dict[int, str], calls: Seque
     call_of = {c["rank"]: c.get("call") for c in calls if isinstance(c.get("rank"), int)}
     rows: list[Row] = []
     seen: set[int] = set()
+    only_aborted = next(iter(aborted)) if len(aborted) == 1 else None
     for e in events:
-        if e.rank is None or e.rank in seen:
-            continue
         if e.kind not in ("nccl_warn", "process_teardown"):
+            continue
+        rank = e.rank if e.rank is not None or e.kind == "nccl_warn" else only_aborted
+        if rank is None or rank in seen:
             continue
         text = str(e.get("message") or e.get("error") or "")
         m = TRUNCATED_RE.search(text) if e.kind == "nccl_warn" else GLOO_SIZE_RE.search(text)
         if m is None:
             continue
-        receiver = e.rank
+        receiver = rank
         if e.kind == "nccl_warn":  # the match is TRUNCATED_RE's
             ip = m["ip"]
             behind = set(ip_ranks.get(ip, set()))
@@ -89,8 +120,13 @@ def size_error_rows(events: Sequence[Event], hosts: dict[int, str], calls: Seque
             basis = "the only rank blocked in a send" if len(candidates) == 1 else "ranks blocked in a send"
         sender = candidates[0] if len(candidates) == 1 else None
         is_p2p = receiver in p2p or (sender is not None and sender in p2p)
+        if sender is None and e.kind == "process_teardown" and not is_p2p:
+            ring = _ring_sender(receiver, world, calls)
+            if ring is not None:
+                sender, basis = ring
         seen.add(receiver)
-        common = {"remote_bytes": int(m["remote"]), "local_bytes": int(m["local"]), "p2p": is_p2p,
+        sizes = {k: int(m[k]) if m[k] else None for k in ("remote", "local")}
+        common = {"remote_bytes": sizes["remote"], "local_bytes": sizes["local"], "p2p": is_p2p,
                   "path": e.ref.path, "line": e.ref.line}
         rows.append({"rank": receiver, "host": hosts.get(receiver), "role": "receiver", "peer": sender,
                      "basis": basis, **common})
