@@ -171,6 +171,10 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     del rank_rows
     tables["missing_ranks"] = frame("missing_ranks", status.missing_rank_rows(evs, files, world))
     tables["nccl_init_pending"] = frame("nccl_init_pending", facts_init.init_pending_rows(evs))
+    tables["init_key_missing"] = frame(
+        "init_key_missing",
+        [{**r, "host": hosts.get(r["rank"])} for r in facts_init.init_key_missing_rows(evs, world)],
+    )
     fr_dumps, fr_match = flight.flight_rows(evs, hosts, world)
     tables["fr_dumps"] = frame("fr_dumps", fr_dumps)
     tables["fr_match"] = frame("fr_match", fr_match)

@@ -56,6 +56,14 @@ FACT_SPECS: dict[str, FactSpec] = {
             "world-sized communicator.",
         ),
         FactSpec(
+            "init_key_missing",
+            ("rank", "host", "key", "waiting", "timeout_ms", *_EVIDENCE),
+            "Ranks whose gloo rendezvous key (`<rank>`, under the default process group's prefix) their "
+            "peers timed out waiting for in init_process_group (`wait timeout after <ms>ms, keys: ...`): the "
+            "rank never published its address, i.e. never reached init_process_group in time "
+            "(gloo/transport/tcp/context.cc createAndConnectAllPairs); `waiting` counts the errors naming it.",
+        ),
+        FactSpec(
             "collective_disagreement",
             (
                 "pg",
