@@ -163,8 +163,9 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     tables["rank_status"] = frame("rank_status", rank_rows)
     aborted = {r["rank"] for r in rank_rows if r.get("signal") == "SIGABRT"}
     tables["transfer_size_error"] = frame(
-        "transfer_size_error", transfers.size_error_rows(evs, hosts, calls, world, aborted)
+        "transfer_size_error", transfers.size_error_rows(evs, hosts, calls, world, aborted, seen)
     )
+    tables["recv_wait"] = frame("recv_wait", transfers.recv_wait_rows(evs, hosts, calls, world))
     del calls
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
     tables["host_failures"] = frame("host_failures", status.host_failure_rows(rank_rows))

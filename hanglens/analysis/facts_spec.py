@@ -112,6 +112,15 @@ FACT_SPECS: dict[str, FactSpec] = {
             "(hanglens/analysis/transfers.py).",
         ),
         FactSpec(
+            "recv_wait",
+            ("rank", "host", "src", "src_call", "src_waits", "basis", *_EVIDENCE),
+            "Ranks blocked in a point-to-point recv and the rank each waits for (`src`), read from the "
+            "receiver's own call in its traceback (`dist.recv(t, src=...)`: a literal, or its rank plus or "
+            "minus a constant) or, in a 2-rank job, the other rank; gloo's recv timeout names no peer. "
+            "`src_waits`: the source is itself blocked in a recv; `src_call`: what the source was blocked in "
+            "(hanglens/analysis/transfers.py).",
+        ),
+        FactSpec(
             "progress",
             (
                 "rank",

@@ -27,6 +27,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from hanglens import lazyre as re
+from hanglens.analysis.callsite import TORCH_DISTRIBUTED_RE, blocking_call
 from hanglens.model import Event
 
 Row = dict[str, Any]
@@ -53,15 +54,24 @@ def _p2p_ranks(events: Sequence[Event], calls: Sequence[Row]) -> dict[int, tuple
     return out
 
 
-def _ring_sender(receiver: int, world: int | None, calls: Sequence[Row]) -> tuple[int, str] | None:
-    """The rank a gloo collective's receiver got its data from, with the basis, when the logs fix it."""
-    if world is None or world < 2 or not 0 <= receiver < world:
-        return None
-    if world == 2:
+def _ring_sender(
+    receiver: int, world: int | None, calls: Sequence[Row], known: Collection[int]
+) -> tuple[int, str] | None:
+    """The rank a gloo collective's receiver got its data from, with the basis, when the logs fix it.
+
+    In an all_reduce that is rank + 1, or rank 0 for the last rank: known when the world size is, or when
+    rank + 1 is seen in the logs (then it is not the last rank).
+    """
+    if world == 2 and receiver in (0, 1):
         return 1 - receiver, "the only other rank of a 2-rank job"
     ops = [c.get("call") for c in calls if isinstance(c.get("rank"), int) and c["rank"] != receiver]
-    if ops and all(op == "all_reduce" for op in ops):
-        return (receiver + 1) % world, "its ring neighbour in gloo's all_reduce (it receives from rank + 1)"
+    if not ops or any(op != "all_reduce" for op in ops):
+        return None
+    basis = "its ring neighbour in gloo's all_reduce (it receives from rank + 1)"
+    if world is not None and world > 2 and 0 <= receiver < world:
+        return (receiver + 1) % world, basis
+    if world is None and receiver + 1 in known:
+        return receiver + 1, basis
     return None
 
 
@@ -71,6 +81,7 @@ def size_error_rows(
     calls: Sequence[Row],
     world: int | None = None,
     aborted: Collection[int] = (),
+    known: Collection[int] = (),
 ) -> list[Row]:
     """One row per end of each transfer whose sizes disagree: role receiver or sender.
 
@@ -78,7 +89,7 @@ def size_error_rows(
     receiver's row when exactly one rank can be the one that sent (the only rank behind the peer address
     with a point-to-point op, or the only rank blocked in a send; for a gloo collective the ring sender,
     see the module docstring). `aborted`: the ranks torchrun saw die of SIGABRT; a gloo size check
-    printed without a rank is the only one of them, when there is exactly one.
+    printed without a rank is the only one of them, when there is exactly one. `known`: ranks the logs show.
     """
     ip_ranks: dict[str, set[int]] = {}
     ip_hosts: dict[str, set[str]] = {}
@@ -121,7 +132,7 @@ def size_error_rows(
         sender = candidates[0] if len(candidates) == 1 else None
         is_p2p = receiver in p2p or (sender is not None and sender in p2p)
         if sender is None and e.kind == "process_teardown" and not is_p2p:
-            ring = _ring_sender(receiver, world, calls)
+            ring = _ring_sender(receiver, world, calls, known)
             if ring is not None:
                 sender, basis = ring
         seen.add(receiver)
@@ -137,4 +148,78 @@ def size_error_rows(
             if own:
                 row.update(path=own[1], line=own[2])
             rows.append(row)
+    return rows
+
+
+# The user's recv call and its source argument, read from the traceback's source line (a keyword `src=` or
+# the second positional argument): a literal rank, or the receiver's own rank plus or minus a constant.
+RECV_CALL_RE = re.compile(r"\b(?:recv|irecv|recv_object_list)\((?P<args>[^()]{0,300})\)")
+SRC_KW_RE = re.compile(r"\bsrc\s*=\s*(?P<expr>[^,]{1,80})")
+SRC_EXPR_RE = re.compile(
+    r"^\s*(?:(?P<lit>\d{1,7})|(?P<name>(?:self\.|args\.)?(?:global_)?rank|dist\.get_rank\(\))"
+    r"(?:\s*(?P<op>[-+])\s*(?P<k>\d{1,7}))?)\s*$"
+)
+
+
+def _recv_source(frames: Sequence[str], sources: Sequence[str], rank: int) -> tuple[int, str] | None:
+    """The src rank a stack's recv call names, with the call's text, when its source line gives it."""
+    found = blocking_call(frames)
+    if found is None or found[3] not in RECVS:
+        return None
+    for i in range(found[0] - 1, -1, -1):
+        if TORCH_DISTRIBUTED_RE.search(frames[i]):
+            continue
+        text = sources[i] if i < len(sources) else ""
+        call = RECV_CALL_RE.search(text)
+        if call is None:
+            return None
+        kw = SRC_KW_RE.search(call["args"])
+        args = call["args"].split(",")
+        expr = kw["expr"] if kw else (args[1] if len(args) > 1 and "=" not in args[1] else "")
+        m = SRC_EXPR_RE.match(expr)
+        if m is None:
+            return None
+        if m["lit"]:
+            return int(m["lit"]), text.strip()
+        k = int(m["k"]) if m["k"] else 0
+        return (rank - k if m["op"] == "-" else rank + k), text.strip()
+    return None
+
+
+def recv_wait_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequence[Row],
+                   world: int | None) -> list[Row]:
+    """One row per rank blocked in a point-to-point recv, with the rank it waits for when the logs say.
+
+    gloo's recv timeout (`Timed out waiting <ms>ms for recv operation to complete`,
+    gloo/transport/tcp/unbound_buffer.cc) does not name the peer; the receiver's own call does
+    (`dist.recv(t, src=...)` in its traceback, a literal or its own rank plus or minus a constant), and in a
+    2-rank job the peer is the other rank. `src_waits` says the source is itself blocked in a recv (a
+    victim further down a pipeline); `src_call` is what the source was blocked in, when known.
+    """
+    call_of = {c["rank"]: str(c.get("call")) for c in calls if isinstance(c.get("rank"), int)}
+    receivers = {r for r, c in call_of.items() if c in RECVS}
+    stacks: dict[int, Event] = {}
+    for e in events:
+        if e.rank in receivers and e.rank not in stacks and e.kind in ("exception", "error_file", "stack_dump"):
+            if e.get("frames"):
+                stacks[e.rank] = e
+    rows: list[Row] = []
+    for r in sorted(receivers):
+        e = stacks.get(r)
+        named = None
+        if e is not None:
+            named = _recv_source([str(f) for f in e.get("frames") or []],
+                                 [str(s) for s in e.get("sources") or []], r)
+        if named is not None:
+            src, text = named
+            basis = f"its own call `{text}`"
+        elif world == 2 and r in (0, 1):
+            src, basis = 1 - r, "the only other rank of a 2-rank job"
+        else:
+            continue
+        if src == r or src < 0 or (world is not None and src >= world):
+            continue
+        path, line = (e.ref.path, e.ref.line) if e is not None else (None, None)
+        rows.append({"rank": r, "host": hosts.get(r), "src": src, "src_call": call_of.get(src),
+                     "src_waits": src in receivers, "basis": basis, "path": path, "line": line})
     return rows
