@@ -162,11 +162,6 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     del victims
     tables["rank_status"] = frame("rank_status", rank_rows)
     aborted = {r["rank"] for r in rank_rows if r.get("signal") == "SIGABRT"}
-    tables["transfer_size_error"] = frame(
-        "transfer_size_error", transfers.size_error_rows(evs, hosts, calls, world, aborted, seen)
-    )
-    tables["recv_wait"] = frame("recv_wait", transfers.recv_wait_rows(evs, hosts, calls, world))
-    del calls
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
     tables["host_failures"] = frame("host_failures", status.host_failure_rows(rank_rows))
     del rank_rows
@@ -179,6 +174,12 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     fr_dumps, fr_match = flight.flight_rows(evs, hosts, world)
     tables["fr_dumps"] = frame("fr_dumps", fr_dumps)
     tables["fr_match"] = frame("fr_match", fr_match)
+    tables["transfer_size_error"] = frame(
+        "transfer_size_error",
+        transfers.size_error_rows(evs, hosts, calls, world, aborted, seen, transfers.posted_sizes(fr_match)),
+    )
+    tables["recv_wait"] = frame("recv_wait", transfers.recv_wait_rows(evs, hosts, calls, world))
+    del calls
     return Tables(
         events=evs,
         tables=tables,

@@ -75,6 +75,33 @@ def _ring_sender(
     return None
 
 
+def posted_sizes(fr_rows: Sequence[Row]) -> dict[int, str]:
+    """Each rank's recorded arguments (op, input sizes, dtypes) of the first unmatched collective of the
+    default process group in its Flight Recorder dump, where it wrote one."""
+    out: dict[int, str] = {}
+    for r in fr_rows:
+        if (r.get("kind") == "collective" and str(r.get("pg")) == "0" and r.get("has_dump")
+                and isinstance(r.get("rank"), int) and r.get("input_sizes") is not None):
+            out.setdefault(r["rank"], f"{r.get('op')} {r.get('input_sizes')} {r.get('dtypes')}")
+    return out
+
+
+def _odd_end(receiver: int, sender: int, sizes: dict[int, str], world: int) -> tuple[int, str] | None:
+    """The end of a rejected transfer whose size differs from what a majority of ranks posted, if shown."""
+    counts: dict[str, int] = {}
+    for sig in sizes.values():
+        counts[sig] = counts.get(sig, 0) + 1
+    top = max(counts.items(), key=lambda kv: (kv[1], kv[0]), default=None)
+    if top is None or 2 * top[1] <= world:
+        return None
+    sig, n = top
+    if sizes.get(sender) == sig and sizes.get(receiver) != sig:
+        return receiver, f"its sender posted what {n} of {world} ranks posted ({sig})"
+    if sizes.get(receiver) == sig and sizes.get(sender) != sig:
+        return sender, f"its receiver posted what {n} of {world} ranks posted ({sig})"
+    return None
+
+
 def size_error_rows(
     events: Sequence[Event],
     hosts: dict[int, str],
@@ -82,6 +109,7 @@ def size_error_rows(
     world: int | None = None,
     aborted: Collection[int] = (),
     known: Collection[int] = (),
+    sizes: dict[int, str] | None = None,
 ) -> list[Row]:
     """One row per end of each transfer whose sizes disagree: role receiver or sender.
 
@@ -90,6 +118,8 @@ def size_error_rows(
     with a point-to-point op, or the only rank blocked in a send; for a gloo collective the ring sender,
     see the module docstring). `aborted`: the ranks torchrun saw die of SIGABRT; a gloo size check
     printed without a rank is the only one of them, when there is exactly one. `known`: ranks the logs show.
+    `sizes`: what each rank posted (posted_sizes); `odd` marks the end whose size differs from what a strict
+    majority of the ranks posted, when the other end's is the majority's (both ends otherwise suspects).
     """
     ip_ranks: dict[str, set[int]] = {}
     ip_hosts: dict[str, set[str]] = {}
@@ -136,15 +166,19 @@ def size_error_rows(
             if ring is not None:
                 sender, basis = ring
         seen.add(receiver)
-        sizes = {k: int(m[k]) if m[k] else None for k in ("remote", "local")}
-        common = {"remote_bytes": sizes["remote"], "local_bytes": sizes["local"], "p2p": is_p2p,
+        nbytes = {k: int(m[k]) if m[k] else None for k in ("remote", "local")}
+        common = {"remote_bytes": nbytes["remote"], "local_bytes": nbytes["local"], "p2p": is_p2p,
                   "path": e.ref.path, "line": e.ref.line}
+        n = world if world is not None else len(known)
+        odd = _odd_end(receiver, sender, sizes or {}, n) if sender is not None and n else None
         rows.append({"rank": receiver, "host": hosts.get(receiver), "role": "receiver", "peer": sender,
-                     "basis": basis, **common})
+                     "basis": odd[1] if odd and odd[0] == receiver else basis,
+                     "odd": odd is not None and odd[0] == receiver, **common})
         if sender is not None:
             own = p2p.get(sender)
             row = {"rank": sender, "host": hosts.get(sender), "role": "sender", "peer": receiver,
-                   "basis": f"{basis}; its own {own[0]}" if own else basis, **common}
+                   "basis": odd[1] if odd and odd[0] == sender else (f"{basis}; its own {own[0]}" if own else basis),
+                   "odd": odd is not None and odd[0] == sender, **common}
             if own:
                 row.update(path=own[1], line=own[2])
             rows.append(row)
