@@ -33,13 +33,14 @@ from hanglens.model import Event
 Row = dict[str, Any]
 TRUNCATED_RE = re.compile(r"peer (?P<ip>[0-9A-Fa-f.:]{3,64})<\d{1,6}> message truncated : receiving "
                           r"(?P<remote>\d{1,15}) bytes instead of (?P<local>\d{1,15})")
-GLOO_SIZE_RE = re.compile(r"op\.preamble\.length <= op\.nbytes\.(?: (?P<remote>\d{1,15}) vs (?P<local>\d{1,15}))?"
-                          r"|Received data size doesn't match expected size")
+GLOO_SIZE_RE = re.compile(r"op\.preamble\.length <= op\.nbytes\.(?: (?P<remote>\d{1,15}) vs "
+                          r"(?P<local>\d{1,15}))?|Received data size doesn't match expected size")
 P2P_CALLS = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv", "send_object_list",
                        "recv_object_list"})
 P2P_OPS = frozenset({"SEND", "RECV", "RECV_ANY_SOURCE"})
 SENDS = frozenset({"send", "isend", "send_object_list"})
 RECVS = frozenset({"recv", "irecv", "recv_object_list"})
+STACK_KINDS = frozenset({"exception", "error_file", "stack_dump"})
 
 
 def _p2p_ranks(events: Sequence[Event], calls: Sequence[Row]) -> dict[int, tuple[str, str, int]]:
@@ -176,8 +177,9 @@ def size_error_rows(
                      "odd": odd is not None and odd[0] == receiver, **common})
         if sender is not None:
             own = p2p.get(sender)
+            said = f"{basis}; its own {own[0]}" if own else basis
             row = {"rank": sender, "host": hosts.get(sender), "role": "sender", "peer": receiver,
-                   "basis": odd[1] if odd and odd[0] == sender else (f"{basis}; its own {own[0]}" if own else basis),
+                   "basis": odd[1] if odd and odd[0] == sender else said,
                    "odd": odd is not None and odd[0] == sender, **common}
             if own:
                 row.update(path=own[1], line=own[2])
@@ -234,16 +236,16 @@ def recv_wait_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequen
     receivers = {r for r, c in call_of.items() if c in RECVS}
     stacks: dict[int, Event] = {}
     for e in events:
-        if e.rank in receivers and e.rank not in stacks and e.kind in ("exception", "error_file", "stack_dump"):
-            if e.get("frames"):
-                stacks[e.rank] = e
+        r = e.rank
+        if r is not None and r in receivers and r not in stacks and e.kind in STACK_KINDS and e.get("frames"):
+            stacks[r] = e
     rows: list[Row] = []
     for r in sorted(receivers):
-        e = stacks.get(r)
+        stack = stacks.get(r)
         named = None
-        if e is not None:
-            named = _recv_source([str(f) for f in e.get("frames") or []],
-                                 [str(s) for s in e.get("sources") or []], r)
+        if stack is not None:
+            named = _recv_source([str(f) for f in stack.get("frames") or []],
+                                 [str(s) for s in stack.get("sources") or []], r)
         if named is not None:
             src, text = named
             basis = f"its own call `{text}`"
@@ -253,7 +255,7 @@ def recv_wait_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequen
             continue
         if src == r or src < 0 or (world is not None and src >= world):
             continue
-        path, line = (e.ref.path, e.ref.line) if e is not None else (None, None)
+        path, line = (stack.ref.path, stack.ref.line) if stack is not None else (None, None)
         rows.append({"rank": r, "host": hosts.get(r), "src": src, "src_call": call_of.get(src),
                      "src_waits": src in receivers, "basis": basis, "path": path, "line": line})
     return rows
