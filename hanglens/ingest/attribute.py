@@ -223,8 +223,8 @@ def _local_to_global(files: list[FileEvents]) -> None:
     direct = _unique(((k, lr), g) for k, lr, g in triples)
     offsets = _unique((k, g - lr) for k, lr, g in triples)
     lone = _single_node(files)
-    if lone is not None and not any(k == lone for k, _, _ in triples):
-        offsets[lone] = 0   # nothing states this node's mapping, and it is the job's only node
+    if lone is not None and any(_node_of(k) == lone for k, _, _ in triples):
+        lone = None   # something states this node's mapping: use that
 
     def fill(f: FileEvents, e: Event) -> Event:
         if e.rank is not None or e.local_rank is None:
@@ -233,9 +233,17 @@ def _local_to_global(files: list[FileEvents]) -> None:
         rank = direct.get((key, e.local_rank))
         if rank is None and key in offsets:
             rank = e.local_rank + offsets[key]
+        if rank is None and lone is not None and _node_of(key) == lone:
+            rank = e.local_rank   # nothing states the mapping, and it is the job's only node
         return e if rank is None or rank < 0 else replace(e, rank=rank)
 
     _apply(files, fill)
+
+
+def _node_of(key: tuple[str, ...]) -> tuple[str, ...]:
+    """The agent a node key belongs to: a `--log-dir` tree's restart attempts (`attempt_<n>`) are the same
+    node's workers again, numbered by the same local ranks (log-formats.md section 3.1)."""
+    return key[:3] if key[0] == "tree" else key
 
 
 def _single_node(files: list[FileEvents]) -> tuple[str, ...] | None:
@@ -244,7 +252,8 @@ def _single_node(files: list[FileEvents]) -> tuple[str, ...] | None:
     torchrun numbers a node's workers node_rank * nproc_per_node + local_rank (log-formats.md section 3.5,
     the rendezvous result), and `--nnodes` defaults to `1:1` (torch/distributed/run.py): on a single node
     the local rank is the global rank. Read so only when every local rank of the job comes from one agent
-    (one `--tee` console or one `--log_dir` tree) and nothing names a second node: no node rank above 0 or
+    (one `--tee` console or one `--log_dir` tree, whose restart attempts count as that agent's) and nothing
+    names a second node: no node rank above 0 or
     node count above 1, no second host, no global rank or world size beyond that agent's local ranks, no
     failure table pairing a local rank with another global rank.
     """
@@ -255,7 +264,7 @@ def _single_node(files: list[FileEvents]) -> tuple[str, ...] | None:
     for f in files:
         for e in f.events:
             if e.local_rank is not None and not is_agent_event(e):
-                keys.add(_node_key(f, e))
+                keys.add(_node_of(_node_key(f, e)))
                 top_local = max(top_local, e.local_rank)
             for h in (e.host, e.get("nccl_host"), e.get("failed_host") if e.kind == "child_failed" else None):
                 if isinstance(h, str) and h:
@@ -364,7 +373,7 @@ def _only_exception_exit(files: list[FileEvents]) -> None:
                     pids.add(pid)
                 g = _int(e.get("failed_rank")) if e.kind == "child_failed" else None
                 lr = _int(e.get("local_rank"))
-                if g is None and lr is not None and lone is not None and _node_key(f, e) == lone:
+                if g is None and lr is not None and lone is not None and _node_of(_node_key(f, e)) == lone:
                     g = lr   # the job's only node: local rank = global rank (see _single_node)
                 if g is not None:
                     ranks.add(g)

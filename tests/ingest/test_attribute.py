@@ -214,3 +214,13 @@ def test_two_exit_code_1_workers_or_a_later_traceback_stay_unattributed() -> Non
     for c in (two, later, signalled):
         attribute([c])
         assert [e.rank for e in c.events[:3]] == [None, None, None]
+
+
+def test_restart_attempts_of_the_only_node_keep_local_ranks_as_global_ranks() -> None:
+    """`attempt_0` and `attempt_1` of one `--log-dir` tree are the same agent's workers restarted
+    (log-formats.md section 3.1); a single node's local ranks are its global ranks in every attempt."""
+    files = [FileEvents(f"run_q/attempt_{a}/{lr}/stderr.log",
+                        Origin(local_rank=lr, attempt=a, node_dir="run_q"), [ev(local_rank=lr)])
+             for a in (0, 1) for lr in (0, 2)]
+    attribute(files)
+    assert [f.events[0].rank for f in files] == [0, 2, 0, 2]
