@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -252,14 +252,18 @@ def enqueue_lag(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, 
                 }
             )
     seen = {(r["pg"], r["rank"]) for r in out}
+    to_global = pg_rank_to_global(events)
     for e in events:
         if e.kind != "desync_report":
             continue
         pg = _pg(e) or "0"
         seq = _num(e.get("seq"))
         for key, lag in (("lagging_ranks", 1), ("not_joined_ranks", 1), ("not_finished_ranks", 0)):
-            for rank in e.get(key) or []:
-                if not isinstance(rank, int) or (pg, rank) in seen or lag == 0:
+            for pg_rank in e.get(key) or []:
+                # The report names ranks of its PG (log-formats.md section 1.9); a rank in another group
+                # than the default one is a global rank only through that group's layout.
+                rank = to_global(pg, e.get("pg_desc"), pg_rank) if isinstance(pg_rank, int) else None
+                if rank is None or (pg, rank) in seen or lag == 0:
                     continue
                 seen.add((pg, rank))
                 joined = _num(e.get("joined_seq"))
@@ -278,6 +282,48 @@ def enqueue_lag(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, 
                     }
                 )
     return sorted(out, key=lambda r: (r["pg"], r["rank"]))
+
+
+def pg_rank_to_global(events: Sequence[Event]) -> Callable[[str, object, int], int | None]:
+    """PG rank -> global rank, per process group, where the logs state it.
+
+    The default PG's ranks are the global ranks. For another group, the lines that carry both the global
+    `[rankN]:` envelope and the `[PG ... Rank r]` prefix pair the two (failure-signatures.md section 0.5);
+    a PG rank no such line names is mapped only when two or more pairs lie on one arithmetic progression
+    `global = base + stride * pg_rank`, the layout frameworks give their groups (Megatron-LM's
+    `initialize_model_parallel`: contiguous tensor-parallel blocks, strided data-parallel groups; a
+    DeviceMesh dimension of a row-major mesh). Anything else stays unmapped (None): a group rank is not a
+    global rank.
+    """
+    pairs: dict[str, dict[int, set[int]]] = defaultdict(lambda: defaultdict(set))
+    for e in events:
+        pg, pg_rank = _pg(e), e.get("pg_rank")
+        if pg is not None and e.rank is not None and type(pg_rank) is int:
+            pairs[pg][pg_rank].add(e.rank)
+    layouts: dict[str, tuple[dict[int, int], tuple[int, int] | None]] = {}
+    for pg, seen in pairs.items():
+        known = {r: next(iter(gs)) for r, gs in seen.items() if len(gs) == 1}
+        if len(known) != len(seen):
+            continue                                   # a PG rank seen with two global ranks: no layout
+        line: tuple[int, int] | None = None
+        if len(known) >= 2:
+            (r0, g0), (r1, g1) = sorted(known.items())[:2]
+            stride, rem = divmod(g1 - g0, r1 - r0)
+            base = g0 - stride * r0
+            fits = all(base + stride * r == g for r, g in known.items())
+            if rem == 0 and stride > 0 and base >= 0 and fits:
+                line = (base, stride)
+        layouts[pg] = (known, line)
+
+    def to_global(pg: str, desc: object, pg_rank: int) -> int | None:
+        if pg == "0" or desc == "default_pg":
+            return pg_rank
+        known, line = layouts.get(pg, ({}, None))
+        if pg_rank in known:
+            return known[pg_rank]
+        return None if line is None else line[0] + line[1] * pg_rank
+
+    return to_global
 
 
 def _signature(r: Row) -> tuple[object, ...]:
