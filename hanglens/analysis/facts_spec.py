@@ -88,7 +88,7 @@ FACT_SPECS: dict[str, FactSpec] = {
         FactSpec(
             "collective_call",
             ("rank", "host", "call", "entry", "user_frame", "calls", "minority", "site_minority", "site",
-             "site_reason", "odd_site", *_EVIDENCE),
+             "site_reason", "odd_site", "subgroup", *_EVIDENCE),
             "The torch.distributed function each rank was inside when it failed (from its traceback or "
             "its main thread's py-spy stack dump), e.g. all_reduce vs barrier, or `backward` (DDP's "
             "gradient all_reduce runs under autograd); `entry` is the function the program called "
@@ -100,7 +100,9 @@ FACT_SPECS: dict[str, FactSpec] = {
             "backward, loss), boundary (a barrier outside the step), section (checkpoint, evaluation, "
             "logging, a main-process-only block, an object collective) or empty; `site_reason` names "
             "the frame; `odd_site` marks, when no call has a majority, the side whose site is further "
-            "from the step than every other side's.",
+            "from the step than every other side's. `subgroup` marks a call whose source line passes a "
+            "`group=` other than None or WORLD: that rank waits for the members of a subgroup the logs "
+            "do not list, not for the world.",
         ),
         FactSpec(
             "transfer_size_error",
