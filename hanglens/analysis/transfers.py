@@ -15,8 +15,9 @@ so the sender is named only when the transfer is shown to be point-to-point.
 In a gloo collective the size check says only that the receiver got more bytes than it posted: either
 the receiver's buffer is the odd, smaller one, or its sender's is the odd, larger one. Both ends are then
 reported (role receiver, and role sender with `p2p` false), never one of them as the culprit: the sender
-is the other rank of a 2-rank job, or in an all_reduce the receiver's ring neighbour rank + 1 (gloo's
-ring all_reduce receives from rank + 1 and sends to rank - 1: gloo/allreduce.cc ring, `recvRank`). A
+is the other rank of a 2-rank job, or the receiver's ring neighbour: rank + 1 in an all_reduce (gloo's
+ring all_reduce receives from rank + 1 and sends to rank - 1: gloo/allreduce.cc ring, `recvRank`), and
+rank minus 1 in an all_gather (gloo/allgather.cc). A
 size check printed without a rank is the rank torchrun saw die of SIGABRT (the uncaught
 gloo::EnforceNotMet terminates it), when exactly one did.
 """
@@ -41,6 +42,10 @@ P2P_OPS = frozenset({"SEND", "RECV", "RECV_ANY_SOURCE"})
 SENDS = frozenset({"send", "isend", "send_object_list"})
 RECVS = frozenset({"recv", "irecv", "recv_object_list"})
 STACK_KINDS = frozenset({"exception", "error_file", "stack_dump"})
+# Whom a rank receives from in gloo's ring collectives: gloo/allreduce.cc ring (`recvRank = rank + 1`),
+# gloo/allgather.cc (`recvRank = rank - 1`); both checked on torch 2.13 gloo runs (a larger buffer on
+# rank k aborts rank k - 1 in an all_reduce, rank k + 1 in an all_gather).
+RING_RECV_FROM = {"all_reduce": 1, "all_gather": -1}
 
 
 def _p2p_ranks(events: Sequence[Event], calls: Sequence[Row]) -> dict[int, tuple[str, str, int]]:
@@ -60,19 +65,22 @@ def _ring_sender(
 ) -> tuple[int, str] | None:
     """The rank a gloo collective's receiver got its data from, with the basis, when the logs fix it.
 
-    In an all_reduce that is rank + 1, or rank 0 for the last rank: known when the world size is, or when
-    rank + 1 is seen in the logs (then it is not the last rank).
+    In an all_reduce that is rank + 1 (rank 0 for the last rank), in an all_gather rank - 1 (the last rank
+    for rank 0): known when the world size is, or when that neighbour is seen in the logs (then the ring
+    does not wrap).
     """
     if world == 2 and receiver in (0, 1):
         return 1 - receiver, "the only other rank of a 2-rank job"
-    ops = [c.get("call") for c in calls if isinstance(c.get("rank"), int) and c["rank"] != receiver]
-    if not ops or any(op != "all_reduce" for op in ops):
+    ops = {c.get("call") for c in calls if isinstance(c.get("rank"), int) and c["rank"] != receiver}
+    op = ops.pop() if len(ops) == 1 else None
+    step = RING_RECV_FROM.get(str(op))
+    if step is None:
         return None
-    basis = "its ring neighbour in gloo's all_reduce (it receives from rank + 1)"
+    basis = f"its ring neighbour in gloo's {op} (it receives from rank {'+' if step > 0 else '-'} 1)"
     if world is not None and world > 2 and 0 <= receiver < world:
-        return (receiver + 1) % world, basis
-    if world is None and receiver + 1 in known:
-        return receiver + 1, basis
+        return (receiver + step) % world, basis
+    if world is None and receiver + step >= 0 and receiver + step in known:
+        return receiver + step, basis
     return None
 
 

@@ -86,6 +86,15 @@ def test_gloo_collective_size_check_names_both_ends_of_the_ring() -> None:
     assert not got["sender"]["p2p"] and not got["sender"]["odd"] and not got["receiver"]["odd"]
 
 
+def test_gloo_all_gather_receives_from_the_rank_below() -> None:
+    gather = [ev("exception", r, exc_type="RuntimeError", message="Connection reset by peer",
+                 frames=["/srv/train.py:52 in <module>", f"{C10D}:4280 in all_gather"],
+                 sources=["dist.all_gather(out, t)", "work.wait()"]) for r in (1, 2, 3)]
+    abort = ev("process_teardown", 0, error=SIZE_CHECK)
+    got = {r["role"]: r["rank"] for r in rows([*world(4), *gather, abort])}
+    assert got == {"receiver": 0, "sender": 3}
+
+
 def test_gloo_size_check_in_another_collective_names_no_sender_beyond_two_ranks() -> None:
     bcast = ev("exception", 0, exc_type="RuntimeError", message="Connection reset by peer",
                frames=["/srv/train.py:40 in <module>", f"{C10D}:2400 in broadcast"],
