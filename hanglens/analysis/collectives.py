@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from hanglens import lazyre as re
 from hanglens.analysis import callsite
 from hanglens.analysis.kinds import is_victim_exception
 from hanglens.model import Event
@@ -524,7 +525,8 @@ def _one_stack(events: Sequence[Event], hosts: dict[int, str], first: dict[int, 
                 peers[r] = {"rank": r, "host": hosts.get(r), "call": op, "entry": op, "user_frame": None,
                             "calls": 1, "minority": False, "site_minority": False, "site": None,
                             "site_reason": None,
-                            "odd_site": False, "path": e.ref.path, "line": e.ref.line}
+                            "odd_site": False, "subgroup": False, "path": e.ref.path,
+                            "line": e.ref.line}
     if site is None or not peers or callsite.odd_sites({rank: site}, unseen=len(peers)) != {rank}:
         return []
     row.update(calls=1, minority=False, site_minority=False, site=site.site, site_reason=site.reason,
@@ -533,19 +535,51 @@ def _one_stack(events: Sequence[Event], hosts: dict[int, str], first: dict[int, 
 
 
 _DISTRIBUTED_ERROR = ("Detected mismatch between collectives", "DistBackendError", "DistError")
+# Python's own errors, which torch.distributed raises for a call it refused (a bad argument: `ValueError:
+# Invalid src rank`, `TypeError`), or which the rank's code raised inside the call (pickling an object for
+# `broadcast_object_list`): the rank crashed in that call, it was not waiting in it. A wait that failed
+# raises RuntimeError or one of its subclasses (DistBackendError, DistNetworkError, DistStoreError;
+# torch/distributed/distributed_c10d.py, torch/csrc/distributed/c10d/exception.h).
+_RAISED_NOT_WAITING = frozenset((
+    "TypeError", "ValueError", "KeyError", "IndexError", "AttributeError", "AssertionError", "NameError",
+    "PicklingError", "UnpicklingError", "ZeroDivisionError", "NotImplementedError", "ImportError",
+    "ModuleNotFoundError", "FileNotFoundError", "RecursionError", "UnicodeDecodeError", "UnicodeEncodeError",
+))
 
 
 def _waits_in_collective(e: Event, site: callsite.CallSite) -> bool:
     """A stack in a c10d function always counts; one in autograd's backward only when what it raised is a
     distributed error (DDP's reducer waits there; an OOM in backward is the rank's own fault) or the stop
     itself: a Ctrl-C / SIGINT's KeyboardInterrupt shows where the main thread was waiting when the user
-    stopped it, like a stack dump (failure-signatures.md section 16 item 4)."""
-    if site.call != "backward" or e.kind == "stack_dump":
+    stopped it, like a stack dump (failure-signatures.md section 16 item 4). A Python error of the rank's
+    own (`_RAISED_NOT_WAITING`) raised inside the call is a crash there, not a wait."""
+    if e.kind == "stack_dump":
+        return True
+    if str(e.get("exc_type") or "").rsplit(".", 1)[-1] in _RAISED_NOT_WAITING:
+        return False
+    if site.call != "backward":
         return True
     text = f"{e.get('exc_type') or ''}: {e.get('message') or ''}"
     if str(e.get("exc_type") or "").endswith("KeyboardInterrupt"):
         return True
     return is_victim_exception(e) or any(m in text for m in _DISTRIBUTED_ERROR)
+
+
+# `group=<a process group>` in the source line of the call into torch.distributed (not None or WORLD).
+_SUBGROUP_ARG_RE = re.compile(r"\bgroup\s*=\s*(?!None\b|(?:[\w.]*\.)?WORLD\b)[A-Za-z_]")
+
+
+def _subgroup_call(frames: Sequence[str], sources: Sequence[str]) -> bool:
+    """Does the program's call into torch.distributed pass a subgroup (`group=tp_group`)?"""
+    found = callsite.blocking_call(frames)
+    if found is None or found[2] == "backward":
+        return False
+    for i in range(found[0] - 1, -1, -1):  # outward, past torch.distributed's own wrappers
+        if callsite.TORCH_DISTRIBUTED_RE.search(str(frames[i])):
+            continue
+        src = sources[i] if i < len(sources) else ""
+        return _SUBGROUP_ARG_RE.search(src) is not None
+    return False
 
 
 def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
@@ -583,6 +617,7 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 "call": site.call,
                 "entry": site.entry,
                 "user_frame": site.user_frame,
+                "subgroup": _subgroup_call(frames, sources),
                 "path": e.ref.path,
                 "line": e.ref.line,
             }
