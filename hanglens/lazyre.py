@@ -139,11 +139,7 @@ def required(pattern: str | bytes, flags: int = 0, fold: bool = False) -> tuple[
     except (re.error, TypeError, ValueError, RecursionError):
         return None
     needs = _needs(list(parsed), parsed.state.flags, fold)
-    if not needs:
-        return None
-    if isinstance(pattern, bytes):
-        return tuple(sorted(bytes(run) for run in needs))
-    return tuple(sorted("".join(map(chr, run)) for run in needs))
+    return _as_literals(needs, isinstance(pattern, bytes)) if needs else None
 
 
 def _needs(items: list[Any], flags: int, fold: bool) -> _Needs | None:
@@ -196,14 +192,20 @@ def gate_literals(compiled: re.Pattern[Any]) -> tuple[tuple[Any, ...], bool] | N
         first = _sre_parse.parse(pattern, compiled.flags)
     except (re.error, TypeError, ValueError, RecursionError):
         return None
-    items = list(first)
-    if items and str(items[0][0]) == "LITERAL" and not first.state.flags & re.IGNORECASE:
+    items, flags = list(first), first.state.flags
+    if items and str(items[0][0]) == "LITERAL" and not flags & re.IGNORECASE:
         return None
-    lits = required(pattern, compiled.flags)
-    if lits:
-        return lits, False
-    lits = required(pattern, compiled.flags, fold=True)
-    return (lits, True) if lits else None
+    for fold in (False, True):
+        needs = _needs(items, flags, fold)
+        if needs:
+            return _as_literals(needs, isinstance(pattern, bytes)), fold
+    return None
+
+
+def _as_literals(needs: _Needs, as_bytes: bool) -> tuple[Any, ...]:
+    if as_bytes:
+        return tuple(sorted(bytes(run) for run in needs))
+    return tuple(sorted("".join(map(chr, run)) for run in needs))
 
 
 def _gated(compiled: re.Pattern[Any], lits: tuple[Any, ...], fold: bool) -> tuple[Callable[..., Any], ...]:

@@ -167,7 +167,11 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
     mpi_rank: int | None = None
     year_default = year_hint if year_hint is not None else YEARLESS_YEAR
 
-    for _ in range(8):  # outer prefixes, in any order they were stacked
+    # A line starting with the `[rankN]:` envelope (a torchrun console's every line) has no outer prefix:
+    # none of them starts with `[rank` and a digit (`TEE_RE` excludes it, `OPENMPI_RE` needs a comma inside
+    # the brackets, the others another first character), so the loop below would try them all and stop.
+    lead = RANK_RE.match(s) if s.startswith("[rank") else None
+    for _ in range(0 if lead else 8):  # outer prefixes, in any order they were stacked
         m = CRI_RE.match(s)
         if m:
             time, year = _iso_time(m["ts"])
@@ -252,7 +256,7 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
         break
 
     # `[rankN]:` may be doubled, or glued after a tqdm bar / another rank's partial line.
-    m = RANK_RE.search(s)
+    m = lead or RANK_RE.search(s)
     if m:
         rank = int(m["rank"]) if rank is None else rank
         s = s[m.end():]

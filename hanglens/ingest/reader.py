@@ -75,16 +75,24 @@ _WRAP_START_RE = re.compile(
 # The clock time near the start of a line (the envelope's stamp): two lines equal apart from it are one
 # message printed again (a periodic info line, a retried warning). Bounded look-ahead: linear.
 _STAMP_RE = re.compile(r"^(.{0,48}?)\d\d:\d\d:\d\d(?:[.,]\d{1,9})?")
-_STAMP_B_RE = re.compile(_STAMP_RE.pattern.encode())
-# A physical line whose bytes are its one segment (`_handle` would feed it unchanged): the repeat check can
-# run on the bytes, before any decoding.
-_PLAIN_LINE_RE = re.compile(rb"[\t\x20-\x7e]*")
+# The same found by a search that starts at a digit (`re` skips to one) and looks no further than a stamp
+# starting at 48 can reach (`STAMP_END`): the first match, when it starts by 48 and no newline is before
+# it, is the one `_STAMP_RE` finds (its `.` stops at a newline).
+_STAMP_AT_RE = re.compile(r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})?")
+_STAMP_AT_B_RE = re.compile(_STAMP_AT_RE.pattern.encode())
+STAMP_START, STAMP_END = 48, 48 + 18
 
 
 def repeat_key(raw: str) -> str:
     """`raw` without its first clock time (within its first 48 characters): the key of a repeated line."""
-    m = _STAMP_RE.match(raw)
-    return raw if m is None else raw[:m.end(1)] + raw[m.end():]
+    m = _STAMP_AT_RE.search(raw, 0, STAMP_END)
+    if m is None:
+        return raw
+    at = m.start()
+    if at > STAMP_START or "\n" in raw[:at]:
+        m = _STAMP_RE.match(raw)
+        return raw if m is None else raw[:m.end(1)] + raw[m.end():]
+    return raw[:at] + raw[m.end():]
 
 
 def compile_triggers(parsers: Sequence[type[Parser]]) -> re.Pattern[bytes]:
@@ -678,15 +686,22 @@ class Reader:
     def _repeat(self, line: bytes) -> bool:
         """True (and counted) when `line` is one plain segment repeating an inert earlier one (see `seen`).
 
-        Decided on the bytes: a printable ASCII line with no second `[rank` is exactly the one segment
+        Decided on the bytes: an ASCII line within the line limit, without NUL, ESC or `\r` (the bytes
+        `_handle` removes, strips from or splits on) and with no second `[rank`, is exactly the one segment
         `_handle` would feed, and its key is the bytes of the key `_segment` would compute.
         """
         if self.active or not self.seen_b or line.find(b"[rank", 1) >= 0:
             return False
-        if _PLAIN_LINE_RE.fullmatch(line) is None:
+        if not line.isascii() or b"\r" in line or b"\x1b" in line or b"\x00" in line \
+                or len(line) > self.max_line:
             return False
-        m = _STAMP_B_RE.match(line)
-        key = line[:m.end(1)] + line[m.end():] if m is not None else line
+        m = _STAMP_AT_B_RE.search(line, 0, STAMP_END)
+        if m is None:
+            key = line
+        elif m.start() <= STAMP_START:  # (no newline in `line`)
+            key = line[:m.start()] + line[m.end():]
+        else:
+            key = line
         if key in self.seen_b:
             self.repeats += 1
             return True
