@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import calendar
 from dataclasses import dataclass
+from functools import lru_cache
 
 from hanglens import lazyre as re
 from hanglens.model import YEARLESS_YEAR
@@ -117,7 +118,7 @@ class Dialect:
 
 def detect_dialect(sample: list[str]) -> Dialect:
     """Enable the ambiguous prefixes only when most non-empty lines of the sample carry them."""
-    lines = [ANSI_RE.sub("", s) for s in sample if s.strip()]
+    lines = [ANSI_RE.sub("", s) if "\x1b" in s else s for s in sample if s.strip()]
     if len(lines) < 3:
         return Dialect()
     slurm = sum(1 for s in lines if SLURM_RE.match(s)) >= 0.6 * len(lines)
@@ -138,12 +139,18 @@ def _iso_time(ts: str) -> tuple[float | None, int | None]:
         return None, None
 
 
+@lru_cache(maxsize=1024)
+def _day_start(year: int, month: int, day: int) -> int:
+    """`calendar.timegm` of the day's midnight (its integer sum with the time of day is `timegm`'s)."""
+    return calendar.timegm((year, month, day, 0, 0, 0, 0, 0, 0))
+
+
 def _md_time(year: int, month: int, day: int, hms: str, frac: str | None) -> float | None:
     if not (1 <= month <= 12 and 1 <= day <= 31):
         return None
     try:
         hh, mm, ss = (int(x) for x in hms.split(":"))
-        return calendar.timegm((year, month, day, hh, mm, ss, 0, 0, 0)) + (
+        return _day_start(year, month, day) + hh * 3600 + mm * 60 + ss + (
             float("0." + frac) if frac else 0.0
         )
     except (ValueError, OverflowError):

@@ -28,7 +28,6 @@ from hanglens.ingest.prefilter import (
     FAST_BODY,
     FAST_HEAD_RE2,
     FAST_STEP_RE2,
-    PRINTABLE_RE,
     FastProgress,
     valid_date,
 )
@@ -115,6 +114,35 @@ _FAST_LINE_RE = re.compile(FAST_BODY)
 def _other_triggers(parsers: tuple[type[Parser], ...]) -> re.Pattern[bytes]:
     """Every trigger of a parser other than the progress parser (a step line holding one is not fast)."""
     return compile_triggers(tuple(p for p in parsers if p is not ProgressParser))
+
+
+# Whether a line holds one of the literals of a trigger pattern, per shape of line: the line with every
+# digit written as `0`. A literal without a digit lies within a run of non-digits, which the shape keeps as
+# it is, so a line holds one exactly when its shape does (patterns whose literals hold a digit are not
+# memoised). Step lines differ mostly in their digits: one search of the trie per shape, not per line.
+_ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_SHAPES: dict[tuple[bytes, bytes], bool] = {}
+MAX_SHAPES = 1 << 12
+
+
+def holds_trigger(triggers: re.Pattern[bytes], line: bytes) -> bool:
+    """`triggers.search(line) is not None` for a pattern built by `compile_triggers`, memoised by shape."""
+    pattern = triggers.pattern
+    if pattern not in _DIGIT_FREE:
+        _DIGIT_FREE[pattern] = not any(d in pattern for d in b"0123456789")
+    if not _DIGIT_FREE[pattern]:
+        return triggers.search(line) is not None
+    key = (pattern, line.translate(_ZERO_DIGITS))
+    got = _SHAPES.get(key)
+    if got is None:
+        if len(_SHAPES) >= MAX_SHAPES:
+            _SHAPES.clear()
+        got = _SHAPES[key] = triggers.search(line) is not None
+    return got
+
+
+_DIGIT_FREE: dict[bytes, bool] = {}  # trigger pattern -> no digit in it (so none in its literals)
+_PRINTABLE = bytes(range(0x20, 0x7F))  # printable ASCII: deleting it leaves nothing of a printable line
 
 
 @dataclass
@@ -715,7 +743,7 @@ class Reader:
         m = _FAST_LINE_RE.match(line)
         if m is None or len(line) > self.max_line or b"poch" in line or b"iteration" in line:
             return False
-        if not PRINTABLE_RE.fullmatch(line) or (not vetted and self.others.search(line) is not None):
+        if line.translate(None, _PRINTABLE) or (not vetted and holds_trigger(self.others, line)):
             return False
         assert self.fast is not None
         rank = self.fast.take((b"", b"", line, *m.groups()), num)
@@ -752,7 +780,7 @@ class Reader:
             # `\r` alone ends a progress bar's redraws (a worker's stderr.log holding only a tqdm bar):
             # the redraws have one width, but they are not a terminal's hard wrap of longer lines.
             return cr_only, None
-        return cr_only, _wrap_width([ANSI_RE.sub("", s) for s in sample])
+        return cr_only, _wrap_width([ANSI_RE.sub("", s) for s in sample] if b"\x1b" in text else sample)
 
     def read(self, stream: ReadableStream) -> FileResult:
         head = stream.read(BLOCK)
