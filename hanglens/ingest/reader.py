@@ -285,6 +285,8 @@ class Reader:
         self.other_literals = tuple(t for cls in parser_classes if cls is not ProgressParser
                                     for t in cls.triggers if t)
         self.triggers = triggers if triggers is not None else compile_triggers(parser_classes)
+        # Small blocks are read line by line (`_block_lines`) when no trigger holds a newline.
+        self.line_triggers = not any("\n" in lit for lit in self.literals)
         self.others = self.triggers
         self.result = FileResult()
         self.dialect = Dialect()
@@ -575,6 +577,8 @@ class Reader:
             self._scan_block_ranks(block)
         if n >= ROWS_MIN_BYTES and not self.reference:
             return self._block_rows(block, lineno)
+        if not self.reference and self.line_triggers:
+            return self._block_lines(block, lineno)
         while pos < n:
             if self.active:
                 end = block.find(b"\n", pos)
@@ -600,6 +604,24 @@ class Reader:
             lineno += 1
             pos = end + 1
         return lineno
+
+    def _block_lines(self, block: bytes, lineno: int) -> int:
+        """`_block` for a small block, line by line: whether a line holds a trigger is remembered per shape
+        (`holds_trigger`), so chatter seen before with other numbers costs no search of the trie.
+
+        The same lines as the search over the block: no trigger holds a newline (`line_triggers`), so every
+        match lies within one line.
+        """
+        lines = block.split(b"\n")
+        if not lines[-1]:
+            lines.pop()  # (the block ends with a newline)
+        triggers, fast = self.triggers, self.fast
+        for k, line in enumerate(lines, lineno + 1):
+            # (inside a multi-line block every line goes on; else a trigger line not read another way)
+            if self.active or (holds_trigger(triggers, line)
+                               and (fast is None or not self._take_fast(line, k)) and not self._repeat(line)):
+                self._handle(line, k)
+        return lineno + len(lines)
 
     def _block_rows(self, block: bytes, lineno: int) -> int:
         """`_block` for a big block: RE2 picks the trigger lines; Python sees only those (and the lines
