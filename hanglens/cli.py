@@ -466,6 +466,10 @@ def _event_row(e: Any, file_rank: dict[str, int]) -> dict[str, Any]:
         # a line without a rank of its own belongs to its file's rank, as in `inputs` and `analyze`
         "rank": e.rank if e.rank is not None else file_rank.get(e.ref.path),
         "host": e.host,
+        "local_rank": e.local_rank,
+        "attempt": e.attempt,
+        "writer": e.writer,
+        "level": e.level,
         "time": e.time,
         "kind": e.kind,
         "parser": e.parser,

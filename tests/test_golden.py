@@ -88,6 +88,19 @@ def test_verdict_matches_truth(scenario: str, docs: dict[str, dict[str, Any]]) -
     assert sorted(verdict["culprit_ranks"]) == sorted(truth.get("culprit_ranks") or []), (scenario, verdict)
 
 
+SUSPECT_SCENARIOS = [s for s in SCENARIOS if truth_of(s).get("suspect_ranks")]
+
+
+@pytest.mark.parametrize("scenario", SUSPECT_SCENARIOS)
+def test_suspects_match_truth(scenario: str, docs: dict[str, dict[str, Any]]) -> None:
+    """Where the logs cannot say which side is wrong, the truth lists the suspects a correct reading reports
+    (the injected culprit among them); checked even where the culprit check is a known gap."""
+    truth = truth_of(scenario)
+    verdict = docs[scenario]["verdict"]
+    assert set(truth["culprit_ranks"]) <= set(truth["suspect_ranks"]), scenario
+    assert sorted(verdict.get("suspect_ranks") or []) == sorted(truth["suspect_ranks"]), (scenario, verdict)
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_verdict_matches_golden(scenario: str, docs: dict[str, dict[str, Any]], update_golden: bool) -> None:
     path = GOLDEN / f"{scenario}.json"

@@ -152,8 +152,6 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     tables["silent_hang"] = frame("silent_hang", quiet)
     calls = collectives.call_rows(evs, hosts)
     tables["collective_call"] = frame("collective_call", calls)
-    tables["transfer_size_error"] = frame("transfer_size_error", transfers.size_error_rows(evs, hosts, calls))
-    del calls
     tables["slow_phase"] = frame("slow_phase", progress.slow_phase_rows(evs, hosts, world))
     tables["hang"] = frame("hang", status.hang_rows(evs, hosts))
     victims = status.victim_rows(evs, hosts)
@@ -163,14 +161,25 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     rank_rows = status.rank_status_rows(evs, ranks, hosts, victims, status.own_log_ranks(files), clean)
     del victims
     tables["rank_status"] = frame("rank_status", rank_rows)
+    aborted = {r["rank"] for r in rank_rows if r.get("signal") == "SIGABRT"}
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
     tables["host_failures"] = frame("host_failures", status.host_failure_rows(rank_rows))
     del rank_rows
     tables["missing_ranks"] = frame("missing_ranks", status.missing_rank_rows(evs, files, world))
     tables["nccl_init_pending"] = frame("nccl_init_pending", facts_init.init_pending_rows(evs))
+    tables["init_key_missing"] = frame(
+        "init_key_missing",
+        [{**r, "host": hosts.get(r["rank"])} for r in facts_init.init_key_missing_rows(evs, world)],
+    )
     fr_dumps, fr_match = flight.flight_rows(evs, hosts, world)
     tables["fr_dumps"] = frame("fr_dumps", fr_dumps)
     tables["fr_match"] = frame("fr_match", fr_match)
+    tables["transfer_size_error"] = frame(
+        "transfer_size_error",
+        transfers.size_error_rows(evs, hosts, calls, world, aborted, seen, transfers.posted_sizes(fr_match)),
+    )
+    tables["recv_wait"] = frame("recv_wait", transfers.recv_wait_rows(evs, hosts, calls, world))
+    del calls
     return Tables(
         events=evs,
         tables=tables,

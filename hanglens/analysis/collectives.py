@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
 
+from hanglens import lazyre as re
 from hanglens.analysis import callsite
 from hanglens.analysis.kinds import is_victim_exception
 from hanglens.model import Event
@@ -251,14 +252,18 @@ def enqueue_lag(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, 
                 }
             )
     seen = {(r["pg"], r["rank"]) for r in out}
+    to_global = pg_rank_to_global(events)
     for e in events:
         if e.kind != "desync_report":
             continue
         pg = _pg(e) or "0"
         seq = _num(e.get("seq"))
         for key, lag in (("lagging_ranks", 1), ("not_joined_ranks", 1), ("not_finished_ranks", 0)):
-            for rank in e.get(key) or []:
-                if not isinstance(rank, int) or (pg, rank) in seen or lag == 0:
+            for pg_rank in e.get(key) or []:
+                # The report names ranks of its PG (log-formats.md section 1.9); a rank in another group
+                # than the default one is a global rank only through that group's layout.
+                rank = to_global(pg, e.get("pg_desc"), pg_rank) if isinstance(pg_rank, int) else None
+                if rank is None or (pg, rank) in seen or lag == 0:
                     continue
                 seen.add((pg, rank))
                 joined = _num(e.get("joined_seq"))
@@ -277,6 +282,48 @@ def enqueue_lag(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, 
                     }
                 )
     return sorted(out, key=lambda r: (r["pg"], r["rank"]))
+
+
+def pg_rank_to_global(events: Sequence[Event]) -> Callable[[str, object, int], int | None]:
+    """PG rank -> global rank, per process group, where the logs state it.
+
+    The default PG's ranks are the global ranks. For another group, the lines that carry both the global
+    `[rankN]:` envelope and the `[PG ... Rank r]` prefix pair the two (failure-signatures.md section 0.5);
+    a PG rank no such line names is mapped only when two or more pairs lie on one arithmetic progression
+    `global = base + stride * pg_rank`, the layout frameworks give their groups (Megatron-LM's
+    `initialize_model_parallel`: contiguous tensor-parallel blocks, strided data-parallel groups; a
+    DeviceMesh dimension of a row-major mesh). Anything else stays unmapped (None): a group rank is not a
+    global rank.
+    """
+    pairs: dict[str, dict[int, set[int]]] = defaultdict(lambda: defaultdict(set))
+    for e in events:
+        pg, pg_rank = _pg(e), e.get("pg_rank")
+        if pg is not None and e.rank is not None and type(pg_rank) is int:
+            pairs[pg][pg_rank].add(e.rank)
+    layouts: dict[str, tuple[dict[int, int], tuple[int, int] | None]] = {}
+    for pg, seen in pairs.items():
+        known = {r: next(iter(gs)) for r, gs in seen.items() if len(gs) == 1}
+        if len(known) != len(seen):
+            continue                                   # a PG rank seen with two global ranks: no layout
+        line: tuple[int, int] | None = None
+        if len(known) >= 2:
+            (r0, g0), (r1, g1) = sorted(known.items())[:2]
+            stride, rem = divmod(g1 - g0, r1 - r0)
+            base = g0 - stride * r0
+            fits = all(base + stride * r == g for r, g in known.items())
+            if rem == 0 and stride > 0 and base >= 0 and fits:
+                line = (base, stride)
+        layouts[pg] = (known, line)
+
+    def to_global(pg: str, desc: object, pg_rank: int) -> int | None:
+        if pg == "0" or desc == "default_pg":
+            return pg_rank
+        known, line = layouts.get(pg, ({}, None))
+        if pg_rank in known:
+            return known[pg_rank]
+        return None if line is None else line[0] + line[1] * pg_rank
+
+    return to_global
 
 
 def _signature(r: Row) -> tuple[object, ...]:
@@ -478,7 +525,8 @@ def _one_stack(events: Sequence[Event], hosts: dict[int, str], first: dict[int, 
                 peers[r] = {"rank": r, "host": hosts.get(r), "call": op, "entry": op, "user_frame": None,
                             "calls": 1, "minority": False, "site_minority": False, "site": None,
                             "site_reason": None,
-                            "odd_site": False, "path": e.ref.path, "line": e.ref.line}
+                            "odd_site": False, "subgroup": False, "path": e.ref.path,
+                            "line": e.ref.line}
     if site is None or not peers or callsite.odd_sites({rank: site}, unseen=len(peers)) != {rank}:
         return []
     row.update(calls=1, minority=False, site_minority=False, site=site.site, site_reason=site.reason,
@@ -487,19 +535,51 @@ def _one_stack(events: Sequence[Event], hosts: dict[int, str], first: dict[int, 
 
 
 _DISTRIBUTED_ERROR = ("Detected mismatch between collectives", "DistBackendError", "DistError")
+# Python's own errors, which torch.distributed raises for a call it refused (a bad argument: `ValueError:
+# Invalid src rank`, `TypeError`), or which the rank's code raised inside the call (pickling an object for
+# `broadcast_object_list`): the rank crashed in that call, it was not waiting in it. A wait that failed
+# raises RuntimeError or one of its subclasses (DistBackendError, DistNetworkError, DistStoreError;
+# torch/distributed/distributed_c10d.py, torch/csrc/distributed/c10d/exception.h).
+_RAISED_NOT_WAITING = frozenset((
+    "TypeError", "ValueError", "KeyError", "IndexError", "AttributeError", "AssertionError", "NameError",
+    "PicklingError", "UnpicklingError", "ZeroDivisionError", "NotImplementedError", "ImportError",
+    "ModuleNotFoundError", "FileNotFoundError", "RecursionError", "UnicodeDecodeError", "UnicodeEncodeError",
+))
 
 
 def _waits_in_collective(e: Event, site: callsite.CallSite) -> bool:
     """A stack in a c10d function always counts; one in autograd's backward only when what it raised is a
     distributed error (DDP's reducer waits there; an OOM in backward is the rank's own fault) or the stop
     itself: a Ctrl-C / SIGINT's KeyboardInterrupt shows where the main thread was waiting when the user
-    stopped it, like a stack dump (failure-signatures.md section 16 item 4)."""
-    if site.call != "backward" or e.kind == "stack_dump":
+    stopped it, like a stack dump (failure-signatures.md section 16 item 4). A Python error of the rank's
+    own (`_RAISED_NOT_WAITING`) raised inside the call is a crash there, not a wait."""
+    if e.kind == "stack_dump":
+        return True
+    if str(e.get("exc_type") or "").rsplit(".", 1)[-1] in _RAISED_NOT_WAITING:
+        return False
+    if site.call != "backward":
         return True
     text = f"{e.get('exc_type') or ''}: {e.get('message') or ''}"
     if str(e.get("exc_type") or "").endswith("KeyboardInterrupt"):
         return True
     return is_victim_exception(e) or any(m in text for m in _DISTRIBUTED_ERROR)
+
+
+# `group=<a process group>` in the source line of the call into torch.distributed (not None or WORLD).
+_SUBGROUP_ARG_RE = re.compile(r"\bgroup\s*=\s*(?!None\b|(?:[\w.]*\.)?WORLD\b)[A-Za-z_]")
+
+
+def _subgroup_call(frames: Sequence[str], sources: Sequence[str]) -> bool:
+    """Does the program's call into torch.distributed pass a subgroup (`group=tp_group`)?"""
+    found = callsite.blocking_call(frames)
+    if found is None or found[2] == "backward":
+        return False
+    for i in range(found[0] - 1, -1, -1):  # outward, past torch.distributed's own wrappers
+        if callsite.TORCH_DISTRIBUTED_RE.search(str(frames[i])):
+            continue
+        src = sources[i] if i < len(sources) else ""
+        return _SUBGROUP_ARG_RE.search(src) is not None
+    return False
 
 
 def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
@@ -537,6 +617,7 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 "call": site.call,
                 "entry": site.entry,
                 "user_frame": site.user_frame,
+                "subgroup": _subgroup_call(frames, sources),
                 "path": e.ref.path,
                 "line": e.ref.line,
             }

@@ -1,4 +1,5 @@
-"""Communicators whose NCCL init started on some ranks and completed nowhere: who never arrived."""
+"""Init-time absences: NCCL communicators whose init started on some ranks and completed nowhere, and gloo
+rendezvous keys the waiting ranks timed out on: who never arrived."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.model import Event
 
 Row = dict[str, Any]
@@ -59,3 +61,36 @@ def init_pending_rows(events: Sequence[Event]) -> list[Row]:
                 }
             )
     return rows
+
+
+# gloo's full-mesh rendezvous (gloo/transport/tcp/context.cc Context::createAndConnectAllPairs): every rank
+# publishes its address under the key `<rank>` and reads its peers' keys; PyTorch's store prefixes the
+# process group and the device (`/default_pg/0//cpu//0/2` in torch 2.13). Only the default group's keys
+# name global ranks (a new_group's name their group ranks), and only gloo's CPU device keys end in a rank
+# (NCCL's `/default_pg//cuda//0` counts communicators).
+GLOO_RANK_KEY_RE = re.compile(r"(?:^|/)default_pg/[^,\s]{0,200}/cpu/[^,\s]{0,200}?/(?P<rank>\d{1,7})$")
+
+
+def init_key_missing_rows(events: Sequence[Event], world: int | None) -> list[Row]:
+    """One row per rank whose gloo rendezvous key its peers timed out waiting for in init_process_group.
+
+    `waiting` counts the ranks (or unattributed errors) that named it. A key naming the waiting rank itself,
+    or a rank outside a known world, is not read as anyone's absence.
+    """
+    found: dict[int, Row] = {}
+    waiters: dict[int, set[Any]] = defaultdict(set)
+    for e in events:
+        if e.kind != "store_error":
+            continue
+        keys = str(e.get("keys") or "")
+        for key in keys.replace(",", " ").split()[:64]:
+            m = GLOO_RANK_KEY_RE.search(key)
+            if m is None:
+                continue
+            rank = int(m["rank"])
+            if rank == e.rank or (world is not None and rank >= world):
+                continue
+            waiters[rank].add(e.rank if e.rank is not None else (e.ref.path, e.ref.line))
+            found.setdefault(rank, {"rank": rank, "key": key, "timeout_ms": _int(e.get("timeout_ms")),
+                                    "path": e.ref.path, "line": e.ref.line})
+    return [{**row, "waiting": len(waiters[r])} for r, row in sorted(found.items())]

@@ -56,6 +56,15 @@ FACT_SPECS: dict[str, FactSpec] = {
             "world-sized communicator.",
         ),
         FactSpec(
+            "init_key_missing",
+            ("rank", "host", "key", "waiting", "timeout_ms", *_EVIDENCE),
+            "Ranks whose gloo rendezvous key (`<rank>`, under the default process group's prefix) their "
+            "peers timed out waiting for in init_process_group (`wait timeout after <ms>ms, keys: ...`): the "
+            "rank never published its address, i.e. never reached init_process_group in time "
+            "(gloo/transport/tcp/context.cc createAndConnectAllPairs); `waiting` counts the errors naming "
+            "it.",
+        ),
+        FactSpec(
             "collective_disagreement",
             (
                 "pg",
@@ -79,7 +88,7 @@ FACT_SPECS: dict[str, FactSpec] = {
         FactSpec(
             "collective_call",
             ("rank", "host", "call", "entry", "user_frame", "calls", "minority", "site_minority", "site",
-             "site_reason", "odd_site", *_EVIDENCE),
+             "site_reason", "odd_site", "subgroup", *_EVIDENCE),
             "The torch.distributed function each rank was inside when it failed (from its traceback or "
             "its main thread's py-spy stack dump), e.g. all_reduce vs barrier, or `backward` (DDP's "
             "gradient all_reduce runs under autograd); `entry` is the function the program called "
@@ -91,16 +100,30 @@ FACT_SPECS: dict[str, FactSpec] = {
             "backward, loss), boundary (a barrier outside the step), section (checkpoint, evaluation, "
             "logging, a main-process-only block, an object collective) or empty; `site_reason` names "
             "the frame; `odd_site` marks, when no call has a majority, the side whose site is further "
-            "from the step than every other side's.",
+            "from the step than every other side's. `subgroup` marks a call whose source line passes a "
+            "`group=` other than None or WORLD: that rank waits for the members of a subgroup the logs "
+            "do not list, not for the world.",
         ),
         FactSpec(
             "transfer_size_error",
-            ("rank", "host", "role", "peer", "p2p", "remote_bytes", "local_bytes", "basis", *_EVIDENCE),
+            ("rank", "host", "role", "peer", "p2p", "remote_bytes", "local_bytes", "basis", "odd",
+             *_EVIDENCE),
             "Both ends of a transfer whose sizes disagree (NCCL `message truncated`, gloo's "
             "`op.preamble.length <= op.nbytes`): the receiver that detected it (role receiver) and, when "
             "the logs single it out, the rank that sent (role sender: the only rank behind the peer address "
-            "with a point-to-point op, or the only rank blocked in a send); `p2p` says an end was in "
-            "send/recv; remote_bytes is what was sent, local_bytes what the receiver posted "
+            "with a point-to-point op, or the only rank blocked in a send; in a gloo collective the other "
+            "rank of two or the all_reduce ring neighbour rank + 1); `odd` marks the end whose size differs "
+            "from what a majority of ranks posted (Flight Recorder), when the other end posted the "
+            "majority's; `p2p` says an end was in send/recv; remote_bytes is what was sent, local_bytes "
+            "what the receiver posted (hanglens/analysis/transfers.py).",
+        ),
+        FactSpec(
+            "recv_wait",
+            ("rank", "host", "src", "src_call", "src_waits", "basis", *_EVIDENCE),
+            "Ranks blocked in a point-to-point recv and the rank each waits for (`src`), read from the "
+            "receiver's own call in its traceback (`dist.recv(t, src=...)`: a literal, or its rank plus or "
+            "minus a constant) or, in a 2-rank job, the other rank; gloo's recv timeout names no peer. "
+            "`src_waits`: the source is itself blocked in a recv; `src_call`: what the source was blocked in "
             "(hanglens/analysis/transfers.py).",
         ),
         FactSpec(

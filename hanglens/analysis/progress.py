@@ -8,8 +8,16 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from hanglens import lazyre as re
 from hanglens.analysis.status import is_own_crash
 from hanglens.model import Event
+
+# A bar of dataset preprocessing as Hugging Face `datasets` prints it (`Map (num_proc=8)`, `Filter`,
+# `Running tokenizer on dataset`, ..., counted in `examples`): under `main_process_first()` (transformers,
+# accelerate, axolotl, LLaMA-Factory) the main process runs it while the other ranks wait in a barrier
+# (failure-signatures.md section 15: "very often global rank 0 or each node's local rank 0").
+_DATASET_BAR_RE = re.compile(
+    r"(?i)^(?:map|filter|tokeni[sz]|running tokenizer|grouping texts|packing|preprocess|pre-process)")
 
 
 def progress_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[dict[str, Any]]:
@@ -189,6 +197,8 @@ def slow_phase_rows(
     lone = None
     if world and len(waits.ranks) == world - 1 and all(0 <= r < world for r in waits.ranks):
         lone = next(r for r in range(world) if r not in waits.ranks)
+    # Rank 0 as the main process of a single-host job whose other ranks wait (see `_DATASET_BAR_RE`).
+    main_first = bool(waits.ranks) and 0 not in waits.ranks and len(set(hosts.values())) <= 1
     rows = []
     for (rank, path, label, _), bar in sorted(bars.items(), key=lambda kv: (kv[1].ref.path, kv[1].ref.line)):
         own_waits = rank is not None and waits.timeouts.get(rank, 0) > 0
@@ -196,6 +206,10 @@ def slow_phase_rows(
         owner, basis = rank, ("own" if rank is not None else None)
         if owner is None and lone is not None:
             owner, basis = lone, f"the only rank of {world} not seen waiting"
+        elif owner is None and main_first and (" examples/s" in bar.text or (
+                isinstance(label, str) and _DATASET_BAR_RE.match(label))):
+            owner, basis = 0, "the main process: dataset preprocessing runs on rank 0 first while the " \
+                "other ranks wait (`main_process_first`), and rank 0 was not seen waiting"
         step, total = bar.get("step"), bar.get("total")
         elapsed, remaining = bar.get("elapsed_s"), bar.get("remaining_s")
         if not isinstance(elapsed, int):

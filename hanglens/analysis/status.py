@@ -462,7 +462,7 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
             headers[(e.ref.path, e.ref.line)] = e.time
     out: set[int] = set()
     if not last_line:
-        return out
+        return _survived_unattributed(events, files, writer)
     for i, e in enumerate(events):
         logged = e.kind not in FAILURE_KINDS and (e.level or "") in ERROR_LEVELS
         if not (e.kind in _SURVIVABLE_KINDS or logged):
@@ -477,7 +477,67 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
         t = e.time if e.time is not None else headers.get((e.ref.path, e.ref.line - 1))
         if t is not None and key in last_time and last_time[key] > t:
             out.add(i)
-    return out
+    return out | _survived_unattributed(events, files, writer)
+
+
+def _survivable(e: Event) -> bool:
+    return e.kind in _SURVIVABLE_KINDS or (e.kind not in FAILURE_KINDS and (e.level or "") in ERROR_LEVELS)
+
+
+def _survived_unattributed(
+    events: Sequence[Event], files: Sequence[InputFile], writer: Any
+) -> set[int]:
+    """Indexes of unattributed errors in a job that demonstrably ran on and finished on every rank.
+
+    In a shared console without rank prefixes a logged traceback (`logging.exception` on a retryable
+    error) names no writer, so no process can be shown to have gone on after it. The job as a whole can:
+    the error is survived when every failure-looking event of the input is such an unattributed error,
+    the launcher's own output is in the same file (torchrun prints a failure table for any worker that
+    exits non-zero; none is here), and after the error (by time: a traceback takes the time of the log
+    record above it) at least one "finished" line per rank was printed there (per rank of the stated
+    world size, of the ranks seen, and at least two when the launcher started several workers).
+    """
+    candidates: list[int] = []
+    for i, e in enumerate(events):
+        failing = e.kind in FAILURE_KINDS or (e.level or "") in ERROR_LEVELS
+        if not failing:
+            continue
+        if not _survivable(e) or writer(e) is not None:
+            return set()  # a failure that is no unattributed survivable error: the job did not end clean
+        candidates.append(i)
+    if not candidates:
+        return set()
+    paths = {events[i].ref.path for i in candidates}
+    if len(paths) != 1:
+        return set()
+    path = paths.pop()
+    launch = [e for e in events if e.kind == "launch_config" and e.ref.path == path]
+    if not launch:
+        return set()
+    worlds = {e.get("world_size") for e in events if isinstance(e.get("world_size"), int)}
+    ranks = {e.rank for e in events if e.rank is not None}
+    for f in files:
+        ranks.update(f.ranks)
+    need = max([1, len(ranks), *(w for w in worlds if isinstance(w, int))])
+    if any(e.get("several_workers") for e in launch):
+        need = max(need, 2)
+    # Each event's time, or the time of the latest timed line above it in its file.
+    time_at: dict[int, float] = {}
+    last: float | None = None
+    for i, e in enumerate(events):
+        if e.ref.path != path:
+            continue
+        if e.time is not None:
+            last = e.time if last is None else max(last, e.time)
+        if last is not None:
+            time_at[i] = e.time if e.time is not None else last
+    if any(i not in time_at for i in candidates):
+        return set()
+    error_time = max(time_at[i] for i in candidates)
+    finished = sum(1 for i, e in enumerate(events)
+                   if e.kind == "run_finished" and e.ref.path == path and time_at.get(i, -1.0) >= error_time
+                   and e.ref.line > max(events[c].ref.line for c in candidates))
+    return set(candidates) if finished >= need else set()
 
 
 def clean_exit_ranks(events: Sequence[Event], files: Sequence[InputFile] = ()) -> set[int]:

@@ -11,25 +11,36 @@ before the data arrives, from the shape the code expects; the sender's tensor is
 (a longer sequence, a ragged micro-batch): the size that changed is the sender's ("which side's shape
 changed: dynamic sequence length, last micro-batch"). A collective's ring neighbour is no such culprit,
 so the sender is named only when the transfer is shown to be point-to-point.
+
+In a gloo collective the size check says only that the receiver got more bytes than it posted: either
+the receiver's buffer is the odd, smaller one, or its sender's is the odd, larger one. Both ends are then
+reported (role receiver, and role sender with `p2p` false), never one of them as the culprit: the sender
+is the other rank of a 2-rank job, or in an all_reduce the receiver's ring neighbour rank + 1 (gloo's
+ring all_reduce receives from rank + 1 and sends to rank - 1: gloo/allreduce.cc ring, `recvRank`). A
+size check printed without a rank is the rank torchrun saw die of SIGABRT (the uncaught
+gloo::EnforceNotMet terminates it), when exactly one did.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from hanglens import lazyre as re
+from hanglens.analysis.callsite import TORCH_DISTRIBUTED_RE, blocking_call
 from hanglens.model import Event
 
 Row = dict[str, Any]
 TRUNCATED_RE = re.compile(r"peer (?P<ip>[0-9A-Fa-f.:]{3,64})<\d{1,6}> message truncated : receiving "
                           r"(?P<remote>\d{1,15}) bytes instead of (?P<local>\d{1,15})")
-GLOO_SIZE_RE = re.compile(r"op\.preamble\.length <= op\.nbytes\. (?P<remote>\d{1,15}) vs (?P<local>\d{1,15})")
+GLOO_SIZE_RE = re.compile(r"op\.preamble\.length <= op\.nbytes\.(?: (?P<remote>\d{1,15}) vs "
+                          r"(?P<local>\d{1,15}))?|Received data size doesn't match expected size")
 P2P_CALLS = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv", "send_object_list",
                        "recv_object_list"})
 P2P_OPS = frozenset({"SEND", "RECV", "RECV_ANY_SOURCE"})
 SENDS = frozenset({"send", "isend", "send_object_list"})
 RECVS = frozenset({"recv", "irecv", "recv_object_list"})
+STACK_KINDS = frozenset({"exception", "error_file", "stack_dump"})
 
 
 def _p2p_ranks(events: Sequence[Event], calls: Sequence[Row]) -> dict[int, tuple[str, str, int]]:
@@ -44,12 +55,72 @@ def _p2p_ranks(events: Sequence[Event], calls: Sequence[Row]) -> dict[int, tuple
     return out
 
 
-def size_error_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequence[Row]) -> list[Row]:
+def _ring_sender(
+    receiver: int, world: int | None, calls: Sequence[Row], known: Collection[int]
+) -> tuple[int, str] | None:
+    """The rank a gloo collective's receiver got its data from, with the basis, when the logs fix it.
+
+    In an all_reduce that is rank + 1, or rank 0 for the last rank: known when the world size is, or when
+    rank + 1 is seen in the logs (then it is not the last rank).
+    """
+    if world == 2 and receiver in (0, 1):
+        return 1 - receiver, "the only other rank of a 2-rank job"
+    ops = [c.get("call") for c in calls if isinstance(c.get("rank"), int) and c["rank"] != receiver]
+    if not ops or any(op != "all_reduce" for op in ops):
+        return None
+    basis = "its ring neighbour in gloo's all_reduce (it receives from rank + 1)"
+    if world is not None and world > 2 and 0 <= receiver < world:
+        return (receiver + 1) % world, basis
+    if world is None and receiver + 1 in known:
+        return receiver + 1, basis
+    return None
+
+
+def posted_sizes(fr_rows: Sequence[Row]) -> dict[int, str]:
+    """Each rank's recorded arguments (op, input sizes, dtypes) of the first unmatched collective of the
+    default process group in its Flight Recorder dump, where it wrote one."""
+    out: dict[int, str] = {}
+    for r in fr_rows:
+        if (r.get("kind") == "collective" and str(r.get("pg")) == "0" and r.get("has_dump")
+                and isinstance(r.get("rank"), int) and r.get("input_sizes") is not None):
+            out.setdefault(r["rank"], f"{r.get('op')} {r.get('input_sizes')} {r.get('dtypes')}")
+    return out
+
+
+def _odd_end(receiver: int, sender: int, sizes: dict[int, str], world: int) -> tuple[int, str] | None:
+    """The end of a rejected transfer whose size differs from what a majority of ranks posted, if shown."""
+    counts: dict[str, int] = {}
+    for sig in sizes.values():
+        counts[sig] = counts.get(sig, 0) + 1
+    top = max(counts.items(), key=lambda kv: (kv[1], kv[0]), default=None)
+    if top is None or 2 * top[1] <= world:
+        return None
+    sig, n = top
+    if sizes.get(sender) == sig and sizes.get(receiver) != sig:
+        return receiver, f"its sender posted what {n} of {world} ranks posted ({sig})"
+    if sizes.get(receiver) == sig and sizes.get(sender) != sig:
+        return sender, f"its receiver posted what {n} of {world} ranks posted ({sig})"
+    return None
+
+
+def size_error_rows(
+    events: Sequence[Event],
+    hosts: dict[int, str],
+    calls: Sequence[Row],
+    world: int | None = None,
+    aborted: Collection[int] = (),
+    known: Collection[int] = (),
+    sizes: dict[int, str] | None = None,
+) -> list[Row]:
     """One row per end of each transfer whose sizes disagree: role receiver or sender.
 
     `p2p` says the transfer is shown to be point-to-point (either end in send/recv); `sender` is set on the
     receiver's row when exactly one rank can be the one that sent (the only rank behind the peer address
-    with a point-to-point op, or the only rank blocked in a send).
+    with a point-to-point op, or the only rank blocked in a send; for a gloo collective the ring sender,
+    see the module docstring). `aborted`: the ranks torchrun saw die of SIGABRT; a gloo size check
+    printed without a rank is the only one of them, when there is exactly one. `known`: ranks the logs show.
+    `sizes`: what each rank posted (posted_sizes); `odd` marks the end whose size differs from what a strict
+    majority of the ranks posted, when the other end's is the majority's (both ends otherwise suspects).
     """
     ip_ranks: dict[str, set[int]] = {}
     ip_hosts: dict[str, set[str]] = {}
@@ -65,16 +136,18 @@ def size_error_rows(events: Sequence[Event], hosts: dict[int, str], calls: Seque
     call_of = {c["rank"]: c.get("call") for c in calls if isinstance(c.get("rank"), int)}
     rows: list[Row] = []
     seen: set[int] = set()
+    only_aborted = next(iter(aborted)) if len(aborted) == 1 else None
     for e in events:
-        if e.rank is None or e.rank in seen:
-            continue
         if e.kind not in ("nccl_warn", "process_teardown"):
+            continue
+        rank = e.rank if e.rank is not None or e.kind == "nccl_warn" else only_aborted
+        if rank is None or rank in seen:
             continue
         text = str(e.get("message") or e.get("error") or "")
         m = TRUNCATED_RE.search(text) if e.kind == "nccl_warn" else GLOO_SIZE_RE.search(text)
         if m is None:
             continue
-        receiver = e.rank
+        receiver = rank
         if e.kind == "nccl_warn":  # the match is TRUNCATED_RE's
             ip = m["ip"]
             behind = set(ip_ranks.get(ip, set()))
@@ -89,16 +162,100 @@ def size_error_rows(events: Sequence[Event], hosts: dict[int, str], calls: Seque
             basis = "the only rank blocked in a send" if len(candidates) == 1 else "ranks blocked in a send"
         sender = candidates[0] if len(candidates) == 1 else None
         is_p2p = receiver in p2p or (sender is not None and sender in p2p)
+        if sender is None and e.kind == "process_teardown" and not is_p2p:
+            ring = _ring_sender(receiver, world, calls, known)
+            if ring is not None:
+                sender, basis = ring
         seen.add(receiver)
-        common = {"remote_bytes": int(m["remote"]), "local_bytes": int(m["local"]), "p2p": is_p2p,
+        nbytes = {k: int(m[k]) if m[k] else None for k in ("remote", "local")}
+        common = {"remote_bytes": nbytes["remote"], "local_bytes": nbytes["local"], "p2p": is_p2p,
                   "path": e.ref.path, "line": e.ref.line}
+        n = world if world is not None else len(known)
+        odd = _odd_end(receiver, sender, sizes or {}, n) if sender is not None and n else None
         rows.append({"rank": receiver, "host": hosts.get(receiver), "role": "receiver", "peer": sender,
-                     "basis": basis, **common})
+                     "basis": odd[1] if odd and odd[0] == receiver else basis,
+                     "odd": odd is not None and odd[0] == receiver, **common})
         if sender is not None:
             own = p2p.get(sender)
+            said = f"{basis}; its own {own[0]}" if own else basis
             row = {"rank": sender, "host": hosts.get(sender), "role": "sender", "peer": receiver,
-                   "basis": f"{basis}; its own {own[0]}" if own else basis, **common}
+                   "basis": odd[1] if odd and odd[0] == sender else said,
+                   "odd": odd is not None and odd[0] == sender, **common}
             if own:
                 row.update(path=own[1], line=own[2])
             rows.append(row)
+    return rows
+
+
+# The user's recv call and its source argument, read from the traceback's source line (a keyword `src=` or
+# the second positional argument): a literal rank, or the receiver's own rank plus or minus a constant.
+RECV_CALL_RE = re.compile(r"\b(?:recv|irecv|recv_object_list)\((?P<args>[^()]{0,300})\)")
+SRC_KW_RE = re.compile(r"\bsrc\s*=\s*(?P<expr>[^,]{1,80})")
+SRC_EXPR_RE = re.compile(
+    r"^\s*(?:(?P<lit>\d{1,7})|(?P<name>(?:self\.|args\.)?(?:global_)?rank|dist\.get_rank\(\))"
+    r"(?:\s*(?P<op>[-+])\s*(?P<k>\d{1,7}))?)\s*$"
+)
+
+
+def _recv_source(frames: Sequence[str], sources: Sequence[str], rank: int) -> tuple[int, str] | None:
+    """The src rank a stack's recv call names, with the call's text, when its source line gives it."""
+    found = blocking_call(frames)
+    if found is None or found[3] not in RECVS:
+        return None
+    for i in range(found[0] - 1, -1, -1):
+        if TORCH_DISTRIBUTED_RE.search(frames[i]):
+            continue
+        text = sources[i] if i < len(sources) else ""
+        call = RECV_CALL_RE.search(text)
+        if call is None:
+            return None
+        kw = SRC_KW_RE.search(call["args"])
+        args = call["args"].split(",")
+        expr = kw["expr"] if kw else (args[1] if len(args) > 1 and "=" not in args[1] else "")
+        m = SRC_EXPR_RE.match(expr)
+        if m is None:
+            return None
+        if m["lit"]:
+            return int(m["lit"]), text.strip()
+        k = int(m["k"]) if m["k"] else 0
+        return (rank - k if m["op"] == "-" else rank + k), text.strip()
+    return None
+
+
+def recv_wait_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequence[Row],
+                   world: int | None) -> list[Row]:
+    """One row per rank blocked in a point-to-point recv, with the rank it waits for when the logs say.
+
+    gloo's recv timeout (`Timed out waiting <ms>ms for recv operation to complete`,
+    gloo/transport/tcp/unbound_buffer.cc) does not name the peer; the receiver's own call does
+    (`dist.recv(t, src=...)` in its traceback, a literal or its own rank plus or minus a constant), and in a
+    2-rank job the peer is the other rank. `src_waits` says the source is itself blocked in a recv (a
+    victim further down a pipeline); `src_call` is what the source was blocked in, when known.
+    """
+    call_of = {c["rank"]: str(c.get("call")) for c in calls if isinstance(c.get("rank"), int)}
+    receivers = {r for r, c in call_of.items() if c in RECVS}
+    stacks: dict[int, Event] = {}
+    for e in events:
+        r = e.rank
+        if r is not None and r in receivers and r not in stacks and e.kind in STACK_KINDS and e.get("frames"):
+            stacks[r] = e
+    rows: list[Row] = []
+    for r in sorted(receivers):
+        stack = stacks.get(r)
+        named = None
+        if stack is not None:
+            named = _recv_source([str(f) for f in stack.get("frames") or []],
+                                 [str(s) for s in stack.get("sources") or []], r)
+        if named is not None:
+            src, text = named
+            basis = f"its own call `{text}`"
+        elif world == 2 and r in (0, 1):
+            src, basis = 1 - r, "the only other rank of a 2-rank job"
+        else:
+            continue
+        if src == r or src < 0 or (world is not None and src >= world):
+            continue
+        path, line = (stack.ref.path, stack.ref.line) if stack is not None else (None, None)
+        rows.append({"rank": r, "host": hosts.get(r), "src": src, "src_call": call_of.get(src),
+                     "src_waits": src in receivers, "basis": basis, "path": path, "line": line})
     return rows

@@ -49,12 +49,24 @@ def _unique(pairs: Iterable[tuple[Hashable, int]]) -> dict[Hashable, int]:
     return {k: next(iter(vs)) for k, vs in seen.items() if len(vs) == 1}
 
 
+def _scope(e: Event | None) -> str:
+    """The outer launcher stream a line came through (`task 1` of `srun -l`, `host gpu-07` of pdsh, `mpi
+    1,3` of Open MPI), "" when no outer prefix says: in a console that merges several nodes' agents, the
+    agent whose workers a `[defaultN]:` local rank counts (log-formats.md section 9.3)."""
+    w = e.writer if e is not None else None
+    if not w:
+        return ""
+    outer = w.split("/", 1)[0]
+    return "" if outer.startswith("tee ") else outer
+
+
 def _node_key(f: FileEvents, e: Event | None) -> tuple[str, ...]:
-    """Whose local ranks an event's local rank counts: the torchrun run dir, else the file and host."""
+    """Whose local ranks an event's local rank counts: the torchrun run dir, else the file, host and outer
+    launcher stream."""
     o = f.origin
     if o.node_dir is not None:
         return ("tree", o.host or "", o.node_dir, str(o.attempt))
-    return ("file", f.display, (e.host if e is not None else None) or "")
+    return ("file", f.display, (e.host if e is not None else None) or "", _scope(e))
 
 
 def _apply(files: list[FileEvents], fn: Callable[[FileEvents, Event], Event]) -> None:
@@ -69,6 +81,7 @@ def attribute(files: list[FileEvents]) -> None:
     _slurm_task_files(files)
     _nccl_pids(files)
     _stated_ranks(files)
+    _only_exception_exit(files)
     _hosts(files)
     rebase_years(files)
 
@@ -189,6 +202,11 @@ def _local_to_global(files: list[FileEvents]) -> None:
                 g, lr, h = _int(e.get("failed_rank")), _int(e.get("local_rank")), e.get("failed_host")
                 if g is not None and lr is not None and isinstance(h, str) and h:
                     failures.append((_short(h), lr, g))
+                if g is not None and lr is not None and key[0] == "file" and key[3]:
+                    # The table lists its own agent's workers (log-formats.md section 3.6), and a launcher
+                    # prefix (`srun -l` task, pdsh host) says which agent's stream the table and the
+                    # workers' `[defaultN]:` lines came through.
+                    triples.append((key, lr, g))
             # The agent's own lines name other processes' local ranks; they say nothing about their writer.
             if e.rank is not None and e.local_rank is not None and e.kind not in AGENT_EVENT_KINDS:
                 triples.append((key, e.local_rank, e.rank))
@@ -205,8 +223,8 @@ def _local_to_global(files: list[FileEvents]) -> None:
     direct = _unique(((k, lr), g) for k, lr, g in triples)
     offsets = _unique((k, g - lr) for k, lr, g in triples)
     lone = _single_node(files)
-    if lone is not None and not any(k == lone for k, _, _ in triples):
-        offsets[lone] = 0   # nothing states this node's mapping, and it is the job's only node
+    if lone is not None and any(_node_of(k) == lone for k, _, _ in triples):
+        lone = None   # something states this node's mapping: use that
 
     def fill(f: FileEvents, e: Event) -> Event:
         if e.rank is not None or e.local_rank is None:
@@ -215,9 +233,17 @@ def _local_to_global(files: list[FileEvents]) -> None:
         rank = direct.get((key, e.local_rank))
         if rank is None and key in offsets:
             rank = e.local_rank + offsets[key]
+        if rank is None and lone is not None and _node_of(key) == lone:
+            rank = e.local_rank   # nothing states the mapping, and it is the job's only node
         return e if rank is None or rank < 0 else replace(e, rank=rank)
 
     _apply(files, fill)
+
+
+def _node_of(key: tuple[str, ...]) -> tuple[str, ...]:
+    """The agent a node key belongs to: a `--log-dir` tree's restart attempts (`attempt_<n>`) are the same
+    node's workers again, numbered by the same local ranks (log-formats.md section 3.1)."""
+    return key[:3] if key[0] == "tree" else key
 
 
 def _single_node(files: list[FileEvents]) -> tuple[str, ...] | None:
@@ -226,7 +252,8 @@ def _single_node(files: list[FileEvents]) -> tuple[str, ...] | None:
     torchrun numbers a node's workers node_rank * nproc_per_node + local_rank (log-formats.md section 3.5,
     the rendezvous result), and `--nnodes` defaults to `1:1` (torch/distributed/run.py): on a single node
     the local rank is the global rank. Read so only when every local rank of the job comes from one agent
-    (one `--tee` console or one `--log_dir` tree) and nothing names a second node: no node rank above 0 or
+    (one `--tee` console or one `--log_dir` tree, whose restart attempts count as that agent's) and nothing
+    names a second node: no node rank above 0 or
     node count above 1, no second host, no global rank or world size beyond that agent's local ranks, no
     failure table pairing a local rank with another global rank.
     """
@@ -237,7 +264,7 @@ def _single_node(files: list[FileEvents]) -> tuple[str, ...] | None:
     for f in files:
         for e in f.events:
             if e.local_rank is not None and not is_agent_event(e):
-                keys.add(_node_key(f, e))
+                keys.add(_node_of(_node_key(f, e)))
                 top_local = max(top_local, e.local_rank)
             for h in (e.host, e.get("nccl_host"), e.get("failed_host") if e.kind == "child_failed" else None):
                 if isinstance(h, str) and h:
@@ -314,6 +341,65 @@ def _stated_ranks(files: list[FileEvents]) -> None:
         return e if e.rank is not None or r is None else replace(e, rank=r)
 
     _apply(files, fill)
+
+
+def _only_exception_exit(files: list[FileEvents]) -> None:
+    """An unprefixed Python traceback in an agent's console belongs to the agent's only worker that exited
+    with code 1.
+
+    A worker that dies of an uncaught Python exception exits with code 1 after printing its traceback;
+    workers killed by a signal (the agent's SIGTERM, the watchdog's SIGABRT) print none (log-formats.md
+    sections 3.5-3.6, J item 106; failure-signatures.md section 6). So when, in one file and launcher
+    stream, the agent reports exactly one worker with exit code 1 (`failed (exitcode: 1)`, the failure
+    table) and the table or a single-node job states its global rank, the exception lines of that stream
+    that no prefix attributes and that precede the report are that rank's. Two workers with exit code 1,
+    or no rank for the one, leave everything as it was.
+    """
+    lone = _single_node(files)
+    for f in files:
+        scopes: dict[str, list[Event]] = {}
+        for e in f.events:
+            scopes.setdefault(_scope(e), []).append(e)
+        owner: dict[tuple[str, int], int] = {}
+        for events in scopes.values():
+            pids: set[int] = set()
+            ranks: set[int] = set()
+            first_report: int | None = None
+            for e in events:
+                if e.kind not in ("worker_failed", "child_failed") or _int(e.get("exitcode")) != 1:
+                    continue
+                pid = _int(e.get("pid"))
+                if pid is not None:
+                    pids.add(pid)
+                g = _int(e.get("failed_rank")) if e.kind == "child_failed" else None
+                lr = _int(e.get("local_rank"))
+                if g is None and lr is not None and lone is not None and _node_of(_node_key(f, e)) == lone:
+                    g = lr   # the job's only node: local rank = global rank (see _single_node)
+                if g is not None:
+                    ranks.add(g)
+                line = e.ref.line
+                first_report = line if first_report is None else min(first_report, line)
+            if len(pids) != 1 or len(ranks) != 1 or first_report is None:
+                continue
+            rank = next(iter(ranks))
+            free = [e for e in events if e.rank is None and e.local_rank is None and not is_agent_event(e)
+                    and e.ref.line < first_report]
+            for exc in free:
+                if exc.kind != "exception":
+                    continue
+                # The exception event sits at `Traceback (most recent call last):`; the events other
+                # parsers read from its last line (`RuntimeError: CUDA error: ...`) share that line's text.
+                end = min((e.ref.line for e in free
+                           if e is not exc and e.ref.line >= exc.ref.line and e.text == exc.text),
+                          default=exc.ref.line)
+                for e in free:
+                    if exc.ref.line <= e.ref.line <= end:
+                        owner[(e.ref.path, e.ref.line)] = rank
+        if owner:
+            f.events = [replace(e, rank=owner[(e.ref.path, e.ref.line)])
+                        if e.rank is None and e.local_rank is None and not is_agent_event(e)
+                        and (e.ref.path, e.ref.line) in owner else e
+                        for e in f.events]
 
 
 def _hosts(files: list[FileEvents]) -> None:

@@ -54,7 +54,10 @@ RANK_TAG_RE = re.compile(r"^\[(?P<rank>\d{1,6})\]:")
 # Only the lower-case user form: `[Rank 3]` is ProcessGroupNCCL's work prefix, which can name a
 # sub-group rank, so the c10d parser reports it as `stated_rank` instead.
 USER_RANK_RE = re.compile(r"^\[rank ?(?P<rank>\d{1,6})\][ :]")
-LEVEL_WORD_RE = re.compile(r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?=\[)")
+# After the timestamp: `INFO [rank1] train: ...`, or a `|`-separated format (loguru's default
+# `<time> | INFO     | module:func:12 - msg`, `logging`'s `%(asctime)s | %(levelname)-8s | %(name)s | msg`).
+LEVEL_WORD_RE = re.compile(
+    r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL)(?: (?=\[)| {0,8}\| (?:[\w.<>:-]{1,200} (?:\| |- ))?)")
 MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
 
 # -- inner logging envelopes ---------------------------------------------------------------------

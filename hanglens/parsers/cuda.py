@@ -61,6 +61,13 @@ HOST_OOM_RE = re.compile(
     r"(?:Out of memory|out of memory)(?: \([^()]{0,256}\))?: Kill(?:ed)? process (?P<pid>\d{1,10}) "
     r"\((?P<comm>[^()]{0,256})\)"
 )
+# Kubernetes' record of a container the memory cgroup killed (failure-signatures.md section 5.2: "Kubernetes
+# `OOMKilled`/exit 137"): `kubectl describe pod` prints `Reason:       OOMKilled` under the container's State
+# or Last State; `kubectl get pods` prints it in the STATUS column (`<pod>   0/1   OOMKilled   0   2h`).
+CONTAINER_OOM_RE = re.compile(
+    r"^\s{0,40}Reason:\s{1,40}OOMKilled\s*$"
+    r"|^(?P<pod>[a-z0-9][a-z0-9.-]{0,252})\s{1,40}\d{1,4}/\d{1,4}\s{1,40}OOMKilled\s{1,40}\d"
+)
 # c10/core/impl/alloc_cpu.cpp (CAFFE_ENFORCE in alloc_cpu): posix_memalign failed ("can't allocate memory",
 # Linux/macOS) or memalign/_aligned_malloc returned NULL ("not enough memory", Android/Windows).
 CPU_ALLOC_RE = re.compile(
@@ -186,6 +193,7 @@ class CudaParser(Parser):
         "MemoryError",
         "of memory: Kill",
         "oom-kill:",
+        "OOMKilled",
         "Xid (",
     )
     emits = (
@@ -203,7 +211,8 @@ class CudaParser(Parser):
         EventSpec(
             "oom",
             ("device", "requested", "gpu", "total", "free", "pid", "process"),
-            "CUDA OOM (sizes in bytes), host OOM killer (`device: host`, pid, process name) or PyTorch's "
+            "CUDA OOM (sizes in bytes), host OOM killer (`device: host`, pid, process name), a Kubernetes "
+            "container OOMKilled (`device: container`, pod name when the line states it) or PyTorch's "
             "CPU allocator failing (`device: cpu`, requested bytes)",
         ),
         EventSpec("xid", ("xid", "pci", "detail", "pid", "nvswitch"), "NVIDIA driver Xid / NVSwitch SXid"),
@@ -377,6 +386,11 @@ class CudaParser(Parser):
             "numpy 1.17+ (numpy/_core/_exceptions.py; written here from that source)",
         ),
         Example("MemoryError", "oom", {"device": "cpu", "requested": None}, "CPython, any version"),
+        Example("      Reason:       OOMKilled", "oom", {"device": "container", "process": None},
+                "kubectl describe pod (written here from failure-signatures.md section 5.2)"),
+        Example("ft-job-worker-3   0/1     OOMKilled   0          2h41m", "oom",
+                {"device": "container", "process": "ft-job-worker-3"},
+                "kubectl get pods (written here from failure-signatures.md section 5.2)"),
         Example(
             "NVRM: Xid (PCI:0000:2b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
             "xid",
@@ -416,6 +430,8 @@ class CudaParser(Parser):
         "assert x > 0, 'Assertion failed in data pipeline'",
         "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
         "CUDA error checking is enabled",
+        "# restart the pod if it gets OOMKilled again",
+        "      Reason:       Completed",
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
@@ -449,6 +465,10 @@ class CudaParser(Parser):
             m = PY_MEMORY_RE.search(text)
             if m:
                 out.append(self.event("oom", line, device="cpu", requested=size_bytes(m["v"])))
+        if "OOMKilled" in text:
+            m = CONTAINER_OOM_RE.search(text)
+            if m:
+                out.append(self.event("oom", line, device="container", process=m["pod"]))
         if "oom-kill:" in text:
             m = match_at_keyword(OOM_KILL_RE, text, "oom-kill:")
             if m:

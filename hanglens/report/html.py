@@ -219,6 +219,8 @@ def _context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "victims": c.rank_list(verdict.get("victim_ranks") or []),
         "n_culprits": len(verdict.get("culprit_ranks") or []),
         "n_victims": len(verdict.get("victim_ranks") or []),
+        "suspects": c.rank_list(verdict.get("suspect_ranks") or []),
+        "n_suspects": len(verdict.get("suspect_ranks") or []),
         "observed": observed,
         "silent": _silent(doc),
         "first_step": first_step,

@@ -80,6 +80,9 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         who[0] += f" on {', '.join(md_code(h, 80) for h in sorted(hosts)[:4])}"
         if len(hosts) > 4:
             who[0] += f" and {len(hosts) - 4} more hosts"
+    suspects = verdict.get("suspect_ranks") or []
+    if suspects:
+        who.append(f"**Suspects (no side decided):** {md_text(c.rank_list(suspects))}")
     who.append(f"**Victims:** {md_text(c.rank_list(victims))} ({len(victims)})")
     if verdict.get("rule_id"):
         who.append(f"**Rule:** {md_code(verdict['rule_id'], 80)}")

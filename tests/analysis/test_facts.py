@@ -406,8 +406,9 @@ def test_two_ranks_on_different_releases_are_a_mismatch() -> None:
 
 
 def bar(rank: int | None, step: int, total: int, elapsed: int, remaining: int | None, **kw: Any) -> Event:
+    kw.setdefault("label", "packing")
     return ev("progress", rank, step=step, total=total, elapsed_s=elapsed, remaining_s=remaining,
-              pattern="tqdm", label="packing", **kw)
+              pattern="tqdm", **kw)
 
 
 def store_wait(rank: int | None, ms: int | None = 900000) -> Event:
@@ -463,8 +464,20 @@ def test_an_unnamed_bar_is_the_only_rank_of_a_known_world_not_waiting() -> None:
     world = [ev("world_info", r, world_size=3, global_rank=r) for r in range(3)]
     (row,) = rows(build([*world, bar(None, 700, 1000, 910, 390), store_wait(0), store_wait(2)]), "slow_phase")
     assert row["rank"] == 1 and row["owner_basis"] == "the only rank of 3 not seen waiting"
-    (row,) = rows(build([*world, bar(None, 700, 1000, 910, 390), store_wait(2)]), "slow_phase")
+    (row,) = rows(build([*world, bar(None, 700, 1000, 910, 390, label="compressing"), store_wait(2)]),
+                  "slow_phase")
     assert row["rank"] is None  # rank 0 is not seen at all: absence is no evidence
+
+
+def test_an_unnamed_dataset_bar_is_rank_0_when_rank_0_does_not_wait_on_one_host() -> None:
+    # `main_process_first()`: the main process preprocesses while the others wait in a barrier.
+    (row,) = rows(build([bar(None, 700, 1000, 910, 390), store_wait(2), store_wait(3)]), "slow_phase")
+    assert row["rank"] == 0 and row["owner_basis"].startswith("the main process")
+    (row,) = rows(build([bar(None, 700, 1000, 910, 390, label="Map (num_proc=8)"), store_wait(0),
+                         store_wait(2)]), "slow_phase")
+    assert row["rank"] is None  # rank 0 waits itself
+    (row,) = rows(build([bar(None, 700, 1000, 910, 390, label="Epoch 3"), store_wait(2)]), "slow_phase")
+    assert row["rank"] is None  # not a preprocessing bar
 
 
 def test_glued_marks_another_writers_line_on_the_bars_line() -> None:

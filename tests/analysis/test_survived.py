@@ -91,3 +91,49 @@ def test_in_a_shared_console_other_ranks_lines_prove_nothing(tmp_path: Path) -> 
         "step 32 loss 0.3981\n"
     )
     assert _verdict(tmp_path, {"console.log": console})[0] != "none"
+
+
+# A plain console (no --tee, Python logging without the rank): torchrun's own banner, a logged traceback
+# with no rank, and every rank training on to its end.
+AGENT = (
+    "W0412 08:01:10.510000 9120 torch/distributed/run.py:792] \n"
+    "W0412 08:01:10.510000 9120 torch/distributed/run.py:792] *****************************************\n"
+    "W0412 08:01:10.510000 9120 torch/distributed/run.py:792] Setting OMP_NUM_THREADS environment variable "
+    "for each process to be 1 in default, to avoid your system being overloaded, please further tune the "
+    "variable for optimal performance in your application as needed. \n"
+)
+UNRANKED_LOGGED = (
+    "2025-04-12 08:01:22,310 INFO run: rank 0 epoch 1 step 40 loss 0.812\n"
+    "2025-04-12 08:01:22,311 INFO run: rank 1 epoch 1 step 40 loss 0.790\n"
+    "2025-04-12 08:01:22,402 ERROR run.metrics: pushing metrics failed, retrying in 30 s\n"
+    "Traceback (most recent call last):\n"
+    '  File "/home/user/job/metrics.py", line 51, in push\n'
+    "    sock.connect(addr)\n"
+    "ConnectionRefusedError: [Errno 111] Connection refused\n"
+    "2025-04-12 08:01:25,010 INFO run: rank 0 epoch 1 step 80 loss 0.655\n"
+    "2025-04-12 08:01:25,012 INFO run: rank 1 epoch 1 step 80 loss 0.671\n"
+)
+FINISHED = (
+    "2025-04-12 08:01:30,118 INFO run: rank 1 training finished\n"
+    "2025-04-12 08:01:30,120 INFO run: rank 0 training finished\n"
+)
+
+
+def test_an_unranked_logged_traceback_in_a_job_finished_on_every_rank_is_survived(tmp_path: Path) -> None:
+    assert _verdict(tmp_path, {"console.log": AGENT + UNRANKED_LOGGED + FINISHED}) == ("none", [])
+
+
+def test_an_unranked_traceback_without_the_finish_of_every_rank_stays_a_failure(tmp_path: Path) -> None:
+    one_finish = FINISHED.splitlines(keepends=True)[0]
+    assert _verdict(tmp_path, {"console.log": AGENT + UNRANKED_LOGGED + one_finish})[0] != "none"
+
+
+def test_an_unranked_traceback_beside_a_launcher_failure_stays_a_failure(tmp_path: Path) -> None:
+    failed = ("E0412 08:01:31.200000 9120 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+              "(exitcode: 1) local_rank: 1 (pid: 9125) of binary: /home/user/venv/bin/python3\n")
+    assert _verdict(tmp_path, {"console.log": AGENT + UNRANKED_LOGGED + FINISHED + failed})[0] != "none"
+
+
+def test_an_unranked_traceback_without_the_launchers_output_stays_a_failure(tmp_path: Path) -> None:
+    # Without torchrun's own lines in the file nothing says that no worker failed unseen.
+    assert _verdict(tmp_path, {"console.log": UNRANKED_LOGGED + FINISHED})[0] != "none"

@@ -61,3 +61,85 @@ def test_gloo_size_check_on_a_receiver_in_recv_names_the_rank_in_send() -> None:
 def test_gloo_size_check_in_a_collective_is_not_point_to_point() -> None:
     abort = ev("process_teardown", 1, error="op.preamble.length <= op.nbytes. 24 vs 20.")
     assert [(r["role"], r["p2p"]) for r in rows([abort])] == [("receiver", False)]
+
+
+SIZE_CHECK = ("[enforce fail at pair.cc:456] op.preamble.length <= op.nbytes. 48 vs 44. Received data size "
+              "doesn't match expected size.")
+C10D = "/opt/py/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"
+
+
+def in_all_reduce(rank: int) -> Event:
+    return ev("exception", rank, exc_type="RuntimeError", message="Connection reset by peer",
+              frames=["/srv/train.py:40 in <module>", f"{C10D}:2800 in all_reduce"],
+              sources=["dist.all_reduce(grads)", "work.wait()"])
+
+
+def world(n: int) -> list[Event]:
+    return [ev("world_info", r, world_size=n, global_rank=r) for r in range(n)]
+
+
+def test_gloo_collective_size_check_names_both_ends_of_the_ring() -> None:
+    evs = [*world(4), in_all_reduce(0), in_all_reduce(1), in_all_reduce(2),
+           ev("process_teardown", 3, error=SIZE_CHECK)]
+    got = {r["role"]: r for r in rows(evs)}
+    assert got["receiver"]["rank"] == 3 and got["sender"]["rank"] == 0  # ring: 3 receives from (3 + 1) % 4
+    assert not got["sender"]["p2p"] and not got["sender"]["odd"] and not got["receiver"]["odd"]
+
+
+def test_gloo_size_check_in_another_collective_names_no_sender_beyond_two_ranks() -> None:
+    bcast = ev("exception", 0, exc_type="RuntimeError", message="Connection reset by peer",
+               frames=["/srv/train.py:40 in <module>", f"{C10D}:2400 in broadcast"],
+               sources=["dist.broadcast(t, src=0)", "work.wait()"])
+    got = rows([*world(4), bcast, ev("process_teardown", 2, error=SIZE_CHECK)])
+    assert [(r["role"], r["rank"]) for r in got] == [("receiver", 2)]
+
+
+def test_gloo_size_check_in_two_ranks_names_the_other_rank_whatever_the_call() -> None:
+    got = {r["role"]: r["rank"] for r in rows([*world(2), ev("process_teardown", 0, error=SIZE_CHECK)])}
+    assert got == {"receiver": 0, "sender": 1}
+
+
+def test_unranked_size_check_is_the_rank_that_died_of_sigabrt() -> None:
+    failed = ev("worker_failed", 2, exitcode=-6, local_rank=2, signal="SIGABRT")
+    got = {r["role"]: r["rank"] for r in rows([*world(4), in_all_reduce(0), in_all_reduce(1), failed,
+                                               ev("process_teardown", None, error=SIZE_CHECK)])}
+    assert got == {"receiver": 2, "sender": 3}
+
+
+def test_recorded_sizes_of_a_majority_name_the_odd_end() -> None:
+    from hanglens.analysis.transfers import _odd_end
+
+    sizes = {0: "ALLREDUCE [[90]] Float", 2: "ALLREDUCE [[90]] Float", 3: "ALLREDUCE [[90]] Float"}
+    said = "its sender posted what 3 of 4 ranks posted (ALLREDUCE [[90]] Float)"
+    assert _odd_end(1, 2, sizes, 4) == (1, said)
+    assert _odd_end(1, 2, {**sizes, 2: "ALLREDUCE [[92]] Float"}, 4) is None  # 2 of 4 is no majority
+    said = "its receiver posted what 3 of 4 ranks posted (a)"
+    assert _odd_end(1, 2, {0: "a", 1: "a", 3: "a"}, 4) == (2, said)
+
+
+def recv_stack(rank: int, call: str) -> Event:
+    return ev("exception", rank, exc_type="RuntimeError",
+              message="Timed out waiting 600000ms for recv operation to complete",
+              frames=["/srv/pp.py:12 in <module>", "/srv/pp.py:50 in stage", f"{C10D}:2500 in recv"],
+              sources=["main()", call, "work.wait()"])
+
+
+def waits(evs: list[Event]) -> list[tuple[int, int, bool]]:
+    got = build(evs).fact("recv_wait").to_dict(orient="records")
+    return [(r["rank"], r["src"], r["src_waits"]) for r in got]
+
+
+def test_recv_source_is_read_from_the_receivers_own_call() -> None:
+    call = "dist.recv(h, src=rank - 1)"
+    evs = [*world(4), recv_stack(2, call), recv_stack(3, call), in_all_reduce(0), in_all_reduce(1)]
+    assert waits(evs) == [(2, 1, False), (3, 2, True)]
+
+
+def test_recv_source_literal_positional_and_unreadable() -> None:
+    evs = [*world(4), recv_stack(1, "dist.recv(scores, 0)"), recv_stack(3, "dist.recv(h, src=self.prev)"),
+           in_all_reduce(0)]
+    assert waits(evs) == [(1, 0, False)]
+
+
+def test_recv_source_in_two_ranks_is_the_other_rank() -> None:
+    assert waits([*world(2), recv_stack(1, "comm.recv_next(h)"), in_all_reduce(0)]) == [(1, 0, False)]

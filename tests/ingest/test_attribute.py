@@ -158,3 +158,69 @@ def test_slurm_task_files_that_are_nodes_or_name_other_ranks_keep_no_rank() -> N
     for files in cases:
         attribute(files)
         assert files[0].events[0].rank is None, [f.display for f in files]
+
+
+def _e(kind: str, line: int, *, text: str = "", parser: str = "t", writer: str | None = None,
+       own_local_rank: int | None = None, **fields: Any) -> Event:
+    return Event(kind=kind, ref=SourceRef("console.log", line), text=text, parser=parser,
+                 local_rank=own_local_rank, fields=fields, writer=writer)
+
+
+def test_a_failure_table_maps_the_local_ranks_of_its_own_launcher_stream() -> None:
+    """`srun -l` with one torchrun per node: the table node 1's agent printed maps node 1's local rank 3;
+    node 0's local rank 3 is another process (log-formats.md sections 3.6, 9.3)."""
+    c = FileEvents("console.log", Origin(), [
+        _e("oom", 2, writer="task 1/tee default3", own_local_rank=3),
+        _e("hang_detected", 5, writer="task 0/tee default3", own_local_rank=3),
+        _e("child_failed", 9, parser="elastic", writer="task 1", failed_rank=7, local_rank=3,
+           failed_host="n2", exitcode=1, pid=60),
+    ])
+    attribute([c])
+    assert [e.rank for e in c.events[:2]] == [7, None]
+
+
+IMA = "RuntimeError: CUDA error: an illegal memory access was encountered"
+
+
+def _console_with_exit(*failures: Event, exc_line: int = 7) -> FileEvents:
+    return FileEvents("console.log", Origin(), [
+        _e("progress", 3, text="epoch 11 iter 1800/2600"),
+        _e("exception", exc_line, text=IMA, parser="traceback"),   # at `Traceback (most recent call last):`
+        _e("cuda_error", exc_line + 9, text=IMA, parser="cuda"),    # at the exception's own line
+        *failures,
+    ])
+
+
+def test_an_unprefixed_traceback_is_the_only_exit_code_1_workers() -> None:
+    """A worker dying of a Python exception exits with 1 after its traceback; signalled workers print none
+    (log-formats.md sections 3.5-3.6): the traceback before the agent's report is that worker's."""
+    c = _console_with_exit(
+        _e("worker_failed", 19, parser="elastic", exitcode=1, local_rank=1, pid=305),
+        _e("child_failed", 30, parser="elastic", exitcode=1, local_rank=1, pid=305, failed_rank=1,
+           failed_host="box"))
+    attribute([c])
+    assert [e.rank for e in c.events[:3]] == [None, 1, 1]      # the progress line is nobody's in particular
+    assert c.events[3].rank is None and c.events[4].rank is None
+
+
+def test_two_exit_code_1_workers_or_a_later_traceback_stay_unattributed() -> None:
+    two = _console_with_exit(
+        _e("child_failed", 30, parser="elastic", exitcode=1, local_rank=1, pid=305, failed_rank=1),
+        _e("child_failed", 31, parser="elastic", exitcode=1, local_rank=0, pid=304, failed_rank=0))
+    later = _console_with_exit(
+        _e("child_failed", 4, parser="elastic", exitcode=1, local_rank=1, pid=305, failed_rank=1))
+    signalled = _console_with_exit(
+        _e("child_failed", 30, parser="elastic", exitcode=-6, local_rank=1, pid=305, failed_rank=1))
+    for c in (two, later, signalled):
+        attribute([c])
+        assert [e.rank for e in c.events[:3]] == [None, None, None]
+
+
+def test_restart_attempts_of_the_only_node_keep_local_ranks_as_global_ranks() -> None:
+    """`attempt_0` and `attempt_1` of one `--log-dir` tree are the same agent's workers restarted
+    (log-formats.md section 3.1); a single node's local ranks are its global ranks in every attempt."""
+    files = [FileEvents(f"run_q/attempt_{a}/{lr}/stderr.log",
+                        Origin(local_rank=lr, attempt=a, node_dir="run_q"), [ev(local_rank=lr)])
+             for a in (0, 1) for lr in (0, 2)]
+    attribute(files)
+    assert [f.events[0].rank for f in files] == [0, 2, 0, 2]

@@ -35,6 +35,12 @@ CASES = [
     ("ERROR 04-15 00:31:11 worker_base.py:574] Traceback (most recent call last):", Dialect(),   # vLLM logger
      "Traceback (most recent call last):", None, None, None, "E"),
     ("INFO 04-15 00:31:11.123 llm_engine.py:2] ok", Dialect(), "ok", None, None, None, "I"),
+    # `|`-separated formats: logging's `%(asctime)s | %(levelname)-8s | %(name)s | %(message)s`, loguru's default
+    ("2026-03-09 11:20:41,805 | INFO     | trainer | [rank 2] step 40 loss 1.25", Dialect(),
+     "[rank 2] step 40 loss 1.25", 2, None, None, "I"),
+    ("2026-03-09 11:20:41.805 | WARNING  | train.loop:run:88 - [rank 5] slow batch", Dialect(),
+     "[rank 5] slow batch", 5, None, None, "W"),
+    ("2026-03-09 11:20:41,805 | INFO | epoch 1 - loss 2.1", Dialect(), "epoch 1 - loss 2.1", None, None, None, "I"),
 ]
 
 
