@@ -118,6 +118,7 @@ except ImportError:  # pragma: no cover
 
 MAX_GATE_LITERALS = 8  # a pattern needing one of more literals than this is not gated
 MIN_GATE_CHARS = 2     # nor one whose shortest needed literal is shorter (too common to skip much)
+MAX_GATE_SETS = 3      # sets tested per string (every match holds a literal of each)
 
 _Needs = frozenset[tuple[int, ...]]
 
@@ -143,6 +144,18 @@ def required(pattern: str | bytes, flags: int = 0, fold: bool = False) -> tuple[
 
 
 def _needs(items: list[Any], flags: int, fold: bool) -> _Needs | None:
+    """The best set `_all_needs` finds, or None."""
+    found = _all_needs(items, flags, fold)
+    return found[0] if found else None
+
+
+def _score(c: _Needs) -> tuple[int, int]:
+    return -min(len(r) for r in c), len(c)  # (the longest shortest literal, then the fewest literals, first)
+
+
+def _all_needs(items: list[Any], flags: int, fold: bool) -> list[_Needs]:
+    """Sets of literals each of which every match holds one of (all of them hold together), best first, at
+    most MAX_GATE_SETS of them, each of at most MAX_GATE_LITERALS literals of MIN_GATE_CHARS or more."""
     candidates: list[_Needs] = []
     run: list[int] = []
     for op, av in items:
@@ -157,34 +170,35 @@ def _needs(items: list[Any], flags: int, fold: bool) -> _Needs | None:
         if run:
             candidates.append(frozenset((tuple(run),)))
             run = []
-        got: _Needs | None = None
         if name == "SUBPATTERN":
             _, add, remove, sub = av
-            got = _needs(list(sub), (flags | add) & ~remove, fold)
+            candidates.extend(_all_needs(list(sub), (flags | add) & ~remove, fold))
         elif name == "ATOMIC_GROUP":
-            got = _needs(list(av), flags, fold)
+            candidates.extend(_all_needs(list(av), flags, fold))
         elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
             low, _, sub = av
-            got = _needs(list(sub), flags, fold) if low >= 1 else None
+            if low >= 1:
+                candidates.extend(_all_needs(list(sub), flags, fold))
         elif name == "BRANCH":
-            alts = [_needs(list(alt), flags, fold) for alt in av[1]]
+            # A match matches one alternative, so it holds one literal of the union of one set per
+            # alternative: the union of their best sets, of their second best (or best), and so on.
+            alts = [_all_needs(list(alt), flags, fold) for alt in av[1]]
             if all(alts):
-                got = frozenset().union(*alts)  # type: ignore[arg-type]
-        if got:
-            candidates.append(got)
+                for k in range(max(len(a) for a in alts)):
+                    candidates.append(frozenset().union(*(a[min(k, len(a) - 1)] for a in alts)))
     if run:
         candidates.append(frozenset((tuple(run),)))
-    good = [c for c in candidates
-            if len(c) <= MAX_GATE_LITERALS and min(len(r) for r in c) >= MIN_GATE_CHARS]
-    if not good:
-        return None
-    return max(good, key=lambda c: (min(len(r) for r in c), -len(c)))
+    good = sorted(dict.fromkeys(c for c in candidates  # (distinct, in order: ties keep it)
+                                if len(c) <= MAX_GATE_LITERALS and min(len(r) for r in c) >= MIN_GATE_CHARS),
+                  key=_score)
+    return good[:MAX_GATE_SETS]
 
 
-def gate_literals(compiled: re.Pattern[Any]) -> tuple[tuple[Any, ...], bool] | None:
-    """`required` for a compiled pattern that is worth gating (one not starting with a case-sensitive
-    literal: `re` finds such a pattern's first literal quickly itself), and whether the literals are to be
-    looked for in the lowered string (`fold`: the pattern needs no case-sensitive set). None: no gate."""
+def gate_literals(compiled: re.Pattern[Any]) -> tuple[tuple[tuple[Any, ...], ...], bool] | None:
+    """The literal sets (`_all_needs`) of a compiled pattern worth gating (one not starting with a
+    case-sensitive literal: `re` finds such a pattern's first literal quickly itself), and whether they are
+    to be looked for in the lowered string (`fold`: the pattern needs no case-sensitive set). A string
+    can match only when it holds a literal of every set. None: no gate."""
     pattern = compiled.pattern
     if not isinstance(pattern, (str, bytes)) or compiled.flags & re.LOCALE:
         return None
@@ -196,9 +210,9 @@ def gate_literals(compiled: re.Pattern[Any]) -> tuple[tuple[Any, ...], bool] | N
     if items and str(items[0][0]) == "LITERAL" and not flags & re.IGNORECASE:
         return None
     for fold in (False, True):
-        needs = _needs(items, flags, fold)
-        if needs:
-            return _as_literals(needs, isinstance(pattern, bytes)), fold
+        found = _all_needs(items, flags, fold)
+        if found:
+            return tuple(_as_literals(c, isinstance(pattern, bytes)) for c in found), fold
     return None
 
 
@@ -208,23 +222,25 @@ def _as_literals(needs: _Needs, as_bytes: bool) -> tuple[Any, ...]:
     return tuple(sorted("".join(map(chr, run)) for run in needs))
 
 
-def _gated(compiled: re.Pattern[Any], lits: tuple[Any, ...], fold: bool) -> tuple[Callable[..., Any], ...]:
+def _gated(compiled: re.Pattern[Any], sets: tuple[tuple[Any, ...], ...], fold: bool
+           ) -> tuple[Callable[..., Any], ...]:
     """`search`, `findall`, `finditer`, `sub`, `subn` of `compiled` that answer without `re` when the
-    string (a `str` or `bytes`, as the pattern) holds none of `lits` (`fold`: an ASCII string lowered holds
-    none; a string with other characters is searched)."""
-    kind = type(lits[0])
+    string (a `str` or `bytes`, as the pattern) lacks every literal of one of `sets` (`fold`: an ASCII
+    string lowered lacks them; a string with other characters is searched)."""
+    kind = type(sets[0][0])
     search, findall, finditer, sub, subn = (compiled.search, compiled.findall, compiled.finditer,
                                             compiled.sub, compiled.subn)
     if fold:
         def absent(string: Any) -> bool:
             if type(string) is not kind or not string.isascii():
                 return False
-            return not any(map(string.lower().__contains__, lits))
+            has = string.lower().__contains__
+            return not all(any(map(has, lits)) for lits in sets)
 
         def g_search(string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Any:
             return None if absent(string) else search(string, pos, endpos)
-    elif len(lits) == 1:
-        lit = lits[0]
+    elif len(sets) == 1 and len(sets[0]) == 1:
+        lit = sets[0][0]
 
         def absent(string: Any) -> bool:
             return type(string) is kind and lit not in string
@@ -235,7 +251,10 @@ def _gated(compiled: re.Pattern[Any], lits: tuple[Any, ...], fold: bool) -> tupl
             return search(string, pos, endpos)
     else:
         def absent(string: Any) -> bool:
-            return type(string) is kind and not any(map(string.__contains__, lits))
+            if type(string) is not kind:
+                return False
+            has = string.__contains__
+            return not all(any(map(has, lits)) for lits in sets)
 
         def g_search(string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Any:
             return None if absent(string) else search(string, pos, endpos)

@@ -59,8 +59,11 @@ def test_folded_literals_for_case_insensitive_patterns() -> None:
     assert required(r"(?i)hello world", fold=True) == ("hello world",)
     assert required(r"\d(?i:Nccl)x", fold=True) == ("nccl",)
     assert required(r"\d(?i:Nccl)x") is None
-    assert gate_literals(re.compile(r"(?i)\bcheckpoint")) == (("checkpoint",), True)
-    assert gate_literals(re.compile(r"(?<!\w)Python (?P<v>\d)")) == (("Python ",), False)
+    assert gate_literals(re.compile(r"(?i)\bcheckpoint")) == ((("checkpoint",),), True)
+    assert gate_literals(re.compile(r"(?<!\w)Python (?P<v>\d)")) == ((("Python ",),), False)
+    # Every set is needed: `checkpoint` and a word of saving (one per alternative of the branch).
+    both = re.compile(r"(?i)\bsav(?:e|ing)\b.{0,9}checkpoint|\bcheckpoint\b.{0,9}\bwritten")
+    assert gate_literals(both) == ((("checkpoint",), ("sav", "written")), True)
     assert gate_literals(re.compile(r"PyTorch version: \d")) is None  # starts with a literal: `re` is fast
 
 
