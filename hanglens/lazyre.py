@@ -10,11 +10,19 @@ and stores the compiled pattern's bound methods in the stand-in's slots, so ever
 a call on the compiled pattern costs. `pattern` is there without compiling (patterns built from others
 read it). Not a `re.Pattern` instance: pass `.compiled()` to code that checks the type, and tell patterns
 apart by what was searched, not by `match.re is NAME_RE` (`match.re` is the compiled pattern).
+
+A pattern that does not start with a literal but cannot match without one of a few literals (`required`:
+`(?<!\\w)PyTorch version: ...` needs `PyTorch version: `) searches only strings that hold one of them:
+`search`, `finditer`, `findall`, `sub` and `subn` first test them with `in` (the substring search of
+`str`, far faster than `re` trying the pattern at every position), and answer "no match" without `re`
+when none is there. The answer is the same either way: every match holds one of those literals.
 """
 
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Callable, Iterator
 from re import (
     ASCII,
     DOTALL,
@@ -78,6 +86,9 @@ class LazyPattern:
             compiled = re.compile(self.pattern, self._flags)
             for name in _FILLED:
                 setattr(self, name, getattr(compiled, name))
+            gate = gate_literals(compiled)
+            if gate:
+                self.search, self.findall, self.finditer, self.sub, self.subn = _gated(compiled, *gate)
             self._compiled = compiled
             return compiled
 
@@ -97,3 +108,167 @@ class LazyPattern:
 def compile(pattern: AnyStr, flags: int | re.RegexFlag = 0) -> re.Pattern[AnyStr]:
     """`re.compile(pattern, flags)`, done when the pattern is first used."""
     return cast("re.Pattern[AnyStr]", LazyPattern(pattern, int(flags)))
+
+
+# -- literal gates ------------------------------------------------------------------------------------------
+try:  # (Python 3.11+; `sre_parse` before, the same parser)
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    import sre_parse as _sre_parse  # type: ignore[no-redef,unused-ignore]
+
+MAX_GATE_LITERALS = 8  # a pattern needing one of more literals than this is not gated
+MIN_GATE_CHARS = 2     # nor one whose shortest needed literal is shorter (too common to skip much)
+MAX_GATE_SETS = 3      # sets tested per string (every match holds a literal of each)
+
+_Needs = frozenset[tuple[int, ...]]
+
+
+def required(pattern: str | bytes, flags: int = 0, fold: bool = False) -> tuple[Any, ...] | None:
+    """Literals (str or bytes, as `pattern`) of which every match of `pattern` holds at least one, or None
+    when no such set of at most MAX_GATE_LITERALS literals of MIN_GATE_CHARS or more is found.
+
+    Read from the parsed pattern: a run of case-sensitive literal characters in a sequence is needed by
+    the sequence, and so is what any one item it must match needs (a group, a repeat of at least one, one
+    literal of every branch); lookarounds, classes, case-insensitive parts and back references need
+    nothing here. Of the needed sets the one whose shortest literal is longest is kept.
+
+    `fold`: literals that an ASCII string lowered (`str.lower`) holds whenever the pattern matches it: every
+    ASCII literal character counts, lowered, case-insensitive or not (a non-ASCII one ends a run).
+    """
+    try:
+        parsed = _sre_parse.parse(pattern, flags)
+    except (re.error, TypeError, ValueError, RecursionError):
+        return None
+    needs = _needs(list(parsed), parsed.state.flags, fold)
+    return _as_literals(needs, isinstance(pattern, bytes)) if needs else None
+
+
+def _needs(items: list[Any], flags: int, fold: bool) -> _Needs | None:
+    """The best set `_all_needs` finds, or None."""
+    found = _all_needs(items, flags, fold)
+    return found[0] if found else None
+
+
+def _score(c: _Needs) -> tuple[int, int]:
+    return -min(len(r) for r in c), len(c)  # (the longest shortest literal, then the fewest literals, first)
+
+
+def _all_needs(items: list[Any], flags: int, fold: bool) -> list[_Needs]:
+    """Sets of literals each of which every match holds one of (all of them hold together), best first, at
+    most MAX_GATE_SETS of them, each of at most MAX_GATE_LITERALS literals of MIN_GATE_CHARS or more."""
+    candidates: list[_Needs] = []
+    run: list[int] = []
+    for op, av in items:
+        name = str(op)
+        if name == "LITERAL":
+            if fold and av < 128:
+                run.append(ord(chr(av).lower()))
+                continue
+            if not fold and not flags & re.IGNORECASE:
+                run.append(av)
+                continue
+        if run:
+            candidates.append(frozenset((tuple(run),)))
+            run = []
+        if name == "SUBPATTERN":
+            _, add, remove, sub = av
+            candidates.extend(_all_needs(list(sub), (flags | add) & ~remove, fold))
+        elif name == "ATOMIC_GROUP":
+            candidates.extend(_all_needs(list(av), flags, fold))
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            low, _, sub = av
+            if low >= 1:
+                candidates.extend(_all_needs(list(sub), flags, fold))
+        elif name == "BRANCH":
+            # A match matches one alternative, so it holds one literal of the union of one set per
+            # alternative: the union of their best sets, of their second best (or best), and so on.
+            alts = [_all_needs(list(alt), flags, fold) for alt in av[1]]
+            if all(alts):
+                for k in range(max(len(a) for a in alts)):
+                    candidates.append(frozenset().union(*(a[min(k, len(a) - 1)] for a in alts)))
+    if run:
+        candidates.append(frozenset((tuple(run),)))
+    good = sorted(dict.fromkeys(c for c in candidates  # (distinct, in order: ties keep it)
+                                if len(c) <= MAX_GATE_LITERALS and min(len(r) for r in c) >= MIN_GATE_CHARS),
+                  key=_score)
+    return good[:MAX_GATE_SETS]
+
+
+def gate_literals(compiled: re.Pattern[Any]) -> tuple[tuple[tuple[Any, ...], ...], bool] | None:
+    """The literal sets (`_all_needs`) of a compiled pattern worth gating (one not starting with a
+    case-sensitive literal: `re` finds such a pattern's first literal quickly itself), and whether they are
+    to be looked for in the lowered string (`fold`: the pattern needs no case-sensitive set). A string
+    can match only when it holds a literal of every set. None: no gate."""
+    pattern = compiled.pattern
+    if not isinstance(pattern, (str, bytes)) or compiled.flags & re.LOCALE:
+        return None
+    try:
+        first = _sre_parse.parse(pattern, compiled.flags)
+    except (re.error, TypeError, ValueError, RecursionError):
+        return None
+    items, flags = list(first), first.state.flags
+    if items and str(items[0][0]) == "LITERAL" and not flags & re.IGNORECASE:
+        return None
+    for fold in (False, True):
+        found = _all_needs(items, flags, fold)
+        if found:
+            return tuple(_as_literals(c, isinstance(pattern, bytes)) for c in found), fold
+    return None
+
+
+def _as_literals(needs: _Needs, as_bytes: bool) -> tuple[Any, ...]:
+    if as_bytes:
+        return tuple(sorted(bytes(run) for run in needs))
+    return tuple(sorted("".join(map(chr, run)) for run in needs))
+
+
+def _gated(compiled: re.Pattern[Any], sets: tuple[tuple[Any, ...], ...], fold: bool
+           ) -> tuple[Callable[..., Any], ...]:
+    """`search`, `findall`, `finditer`, `sub`, `subn` of `compiled` that answer without `re` when the
+    string (a `str` or `bytes`, as the pattern) lacks every literal of one of `sets` (`fold`: an ASCII
+    string lowered lacks them; a string with other characters is searched)."""
+    kind = type(sets[0][0])
+    search, findall, finditer, sub, subn = (compiled.search, compiled.findall, compiled.finditer,
+                                            compiled.sub, compiled.subn)
+    if fold:
+        def absent(string: Any) -> bool:
+            if type(string) is not kind or not string.isascii():
+                return False
+            has = string.lower().__contains__
+            return not all(any(map(has, lits)) for lits in sets)
+
+        def g_search(string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Any:
+            return None if absent(string) else search(string, pos, endpos)
+    elif len(sets) == 1 and len(sets[0]) == 1:
+        lit = sets[0][0]
+
+        def absent(string: Any) -> bool:
+            return type(string) is kind and lit not in string
+
+        def g_search(string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Any:
+            if type(string) is kind and lit not in string:  # (`absent`, inline: the hot one)
+                return None
+            return search(string, pos, endpos)
+    else:
+        def absent(string: Any) -> bool:
+            if type(string) is not kind:
+                return False
+            has = string.__contains__
+            return not all(any(map(has, lits)) for lits in sets)
+
+        def g_search(string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Any:
+            return None if absent(string) else search(string, pos, endpos)
+
+    def g_findall(string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Any:
+        return [] if absent(string) else findall(string, pos, endpos)
+
+    def g_finditer(string: Any, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[Any]:
+        return iter(()) if absent(string) else finditer(string, pos, endpos)
+
+    def g_sub(repl: Any, string: Any, count: int = 0) -> Any:
+        return string if absent(string) else sub(repl, string, count=count)
+
+    def g_subn(repl: Any, string: Any, count: int = 0) -> Any:
+        return (string, 0) if absent(string) else subn(repl, string, count=count)
+
+    return g_search, g_findall, g_finditer, g_sub, g_subn

@@ -5,6 +5,11 @@ literals the line holds, left to right without overlap. A literal hidden by a fo
 it (its parsers are folded into the found literal's mask beforehand) or starts inside it and runs past
 its end; those few candidates are checked with `in`. The mask is therefore exactly the set of parsers
 with a trigger in the line, as a per-parser `in` test over every trigger would give.
+
+Masks are remembered per shape of text (its UTF-8 bytes with every digit written as `0`): a literal without
+a digit occurs at the same places in a text and in its shape, so texts of one shape hold the same
+literals. Chatter repeats its shapes with other numbers (ranks, ids, stamps), so most lines cost one
+`bytes.translate` and a dict lookup instead of the trie search. Triggers holding a digit turn this off.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from typing import Any
 
 
 def trie_regex(words: Iterable[str], longest: bool = True) -> str:
@@ -45,6 +51,7 @@ class Dispatch:
     """The parsers (bit i = parser i) whose trigger literals a text holds."""
 
     def __init__(self, triggers: Sequence[tuple[str, ...]]) -> None:
+        self.triggers = tuple(tuple(ts) for ts in triggers)
         lits = sorted({t for ts in triggers for t in ts if t})
         own = {lit: 0 for lit in lits}
         for i, ts in enumerate(triggers):
@@ -59,8 +66,27 @@ class Dispatch:
         self.overlaps = {a: tuple(sorted({b for k in range(1, len(a)) for b in starting.get(a[-k:], ())
                                           if b not in a})) for a in lits}
         self.pattern = re.compile(trie_regex(lits)) if lits else None
+        self.shapes: dict[bytes, int] | None = None if any(
+            ch in "0123456789" for lit in lits for ch in lit) else {}
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled as its triggers (a reader sent between processes): the receiver's own, memo and all."""
+        return (dispatch_for, (self.triggers,))
 
     def mask(self, text: str) -> int:
+        shapes = self.shapes
+        if shapes is None:
+            return self.find(text)
+        shape = text.encode("utf-8", "surrogatepass").translate(_ZERO_DIGITS)
+        bits = shapes.get(shape)
+        if bits is None:
+            if len(shapes) >= MAX_SHAPES:
+                shapes.clear()
+            bits = shapes[shape] = self.find(text)
+        return bits
+
+    def find(self, text: str) -> int:
+        """The mask, found by searching `text` (`mask` without the memo)."""
         if self.pattern is None:
             return 0
         bits = 0
@@ -71,6 +97,12 @@ class Dispatch:
                 if other in text:
                     bits |= closure[other]
         return bits
+
+
+# UTF-8 bytes of a digit are that ASCII byte and no other character's bytes hold one, so these bytes are the
+# shape's UTF-8 (`str.translate` is several times slower).
+_ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+MAX_SHAPES = 1 << 13  # shapes remembered per trigger set (cleared when full)
 
 
 def _or(values: Iterable[int]) -> int:

@@ -9,7 +9,6 @@ import datetime
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hanglens import lazyre as re
 from hanglens.model import LogLine
 from hanglens.parsers.base import Parser
 from hanglens.parsers.progress import PATTERNS, ProgressParser, bar_fields, series_owner
@@ -26,7 +25,6 @@ FAST_BODY = (
     rb"\[rank(\d{1,6})\]:(?:\[[\w.-]+\] )?((\d{4}-\d\d-\d\d) (?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d)(?:,(\d{3}))?"
     rb" - [\w.<>-]+ - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - [ -~]*?" + _STEP
 ) if _STEP is not None else rb"(?!)()()()()(?P<step>)"
-PRINTABLE_RE = re.compile(rb"[ -~]*")
 # FAST_BODY for RE2 (Arrow), in two parts run over a block's lines (with their newlines): the envelope at
 # the start, and the first step report anywhere in the line. The envelope holds no `step:` (no colon
 # after a word in it), so that first report is the one FAST_BODY's lazy run reaches first; RE2 has no

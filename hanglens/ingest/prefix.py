@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import calendar
 from dataclasses import dataclass
+from functools import lru_cache
 
 from hanglens import lazyre as re
 from hanglens.model import YEARLESS_YEAR
@@ -120,7 +121,7 @@ class Dialect:
 
 def detect_dialect(sample: list[str]) -> Dialect:
     """Enable the ambiguous prefixes only when most non-empty lines of the sample carry them."""
-    lines = [ANSI_RE.sub("", s) for s in sample if s.strip()]
+    lines = [ANSI_RE.sub("", s) if "\x1b" in s else s for s in sample if s.strip()]
     if len(lines) < 3:
         return Dialect()
     slurm = sum(1 for s in lines if SLURM_RE.match(s)) >= 0.6 * len(lines)
@@ -141,12 +142,18 @@ def _iso_time(ts: str) -> tuple[float | None, int | None]:
         return None, None
 
 
+@lru_cache(maxsize=1024)
+def _day_start(year: int, month: int, day: int) -> int:
+    """`calendar.timegm` of the day's midnight (its integer sum with the time of day is `timegm`'s)."""
+    return calendar.timegm((year, month, day, 0, 0, 0, 0, 0, 0))
+
+
 def _md_time(year: int, month: int, day: int, hms: str, frac: str | None) -> float | None:
     if not (1 <= month <= 12 and 1 <= day <= 31):
         return None
     try:
         hh, mm, ss = (int(x) for x in hms.split(":"))
-        return calendar.timegm((year, month, day, hh, mm, ss, 0, 0, 0)) + (
+        return _day_start(year, month, day) + hh * 3600 + mm * 60 + ss + (
             float("0." + frac) if frac else 0.0
         )
     except (ValueError, OverflowError):
@@ -170,7 +177,11 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
     mpi_rank: int | None = None
     year_default = year_hint if year_hint is not None else YEARLESS_YEAR
 
-    for _ in range(8):  # outer prefixes, in any order they were stacked
+    # A line starting with the `[rankN]:` envelope (a torchrun console's every line) has no outer prefix:
+    # none of them starts with `[rank` and a digit (`TEE_RE` excludes it, `OPENMPI_RE` needs a comma inside
+    # the brackets, the others another first character), so the loop below would try them all and stop.
+    lead = RANK_RE.match(s) if s.startswith("[rank") else None
+    for _ in range(0 if lead else 8):  # outer prefixes, in any order they were stacked
         m = CRI_RE.match(s)
         if m:
             time, year = _iso_time(m["ts"])
@@ -255,7 +266,7 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
         break
 
     # `[rankN]:` may be doubled, or glued after a tqdm bar / another rank's partial line.
-    m = RANK_RE.search(s)
+    m = lead or RANK_RE.search(s)
     if m:
         rank = int(m["rank"]) if rank is None else rank
         s = s[m.end():]

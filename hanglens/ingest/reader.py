@@ -28,7 +28,6 @@ from hanglens.ingest.prefilter import (
     FAST_BODY,
     FAST_HEAD_RE2,
     FAST_STEP_RE2,
-    PRINTABLE_RE,
     FastProgress,
     valid_date,
 )
@@ -75,16 +74,24 @@ _WRAP_START_RE = re.compile(
 # The clock time near the start of a line (the envelope's stamp): two lines equal apart from it are one
 # message printed again (a periodic info line, a retried warning). Bounded look-ahead: linear.
 _STAMP_RE = re.compile(r"^(.{0,48}?)\d\d:\d\d:\d\d(?:[.,]\d{1,9})?")
-_STAMP_B_RE = re.compile(_STAMP_RE.pattern.encode())
-# A physical line whose bytes are its one segment (`_handle` would feed it unchanged): the repeat check can
-# run on the bytes, before any decoding.
-_PLAIN_LINE_RE = re.compile(rb"[\t\x20-\x7e]*")
+# The same found by a search that starts at a digit (`re` skips to one) and looks no further than a stamp
+# starting at 48 can reach (`STAMP_END`): the first match, when it starts by 48 and no newline is before
+# it, is the one `_STAMP_RE` finds (its `.` stops at a newline).
+_STAMP_AT_RE = re.compile(r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})?")
+_STAMP_AT_B_RE = re.compile(_STAMP_AT_RE.pattern.encode())
+STAMP_START, STAMP_END = 48, 48 + 18
 
 
 def repeat_key(raw: str) -> str:
     """`raw` without its first clock time (within its first 48 characters): the key of a repeated line."""
-    m = _STAMP_RE.match(raw)
-    return raw if m is None else raw[:m.end(1)] + raw[m.end():]
+    m = _STAMP_AT_RE.search(raw, 0, STAMP_END)
+    if m is None:
+        return raw
+    at = m.start()
+    if at > STAMP_START or "\n" in raw[:at]:
+        m = _STAMP_RE.match(raw)
+        return raw if m is None else raw[:m.end(1)] + raw[m.end():]
+    return raw[:at] + raw[m.end():]
 
 
 def compile_triggers(parsers: Sequence[type[Parser]]) -> re.Pattern[bytes]:
@@ -107,6 +114,35 @@ _FAST_LINE_RE = re.compile(FAST_BODY)
 def _other_triggers(parsers: tuple[type[Parser], ...]) -> re.Pattern[bytes]:
     """Every trigger of a parser other than the progress parser (a step line holding one is not fast)."""
     return compile_triggers(tuple(p for p in parsers if p is not ProgressParser))
+
+
+# Whether a line holds one of the literals of a trigger pattern, per shape of line: the line with every
+# digit written as `0`. A literal without a digit lies within a run of non-digits, which the shape keeps as
+# it is, so a line holds one exactly when its shape does (patterns whose literals hold a digit are not
+# memoised). Step lines differ mostly in their digits: one search of the trie per shape, not per line.
+_ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_SHAPES: dict[tuple[bytes, bytes], bool] = {}
+MAX_SHAPES = 1 << 12
+
+
+def holds_trigger(triggers: re.Pattern[bytes], line: bytes) -> bool:
+    """`triggers.search(line) is not None` for a pattern built by `compile_triggers`, memoised by shape."""
+    pattern = triggers.pattern
+    if pattern not in _DIGIT_FREE:
+        _DIGIT_FREE[pattern] = not any(d in pattern for d in b"0123456789")
+    if not _DIGIT_FREE[pattern]:
+        return triggers.search(line) is not None
+    key = (pattern, line.translate(_ZERO_DIGITS))
+    got = _SHAPES.get(key)
+    if got is None:
+        if len(_SHAPES) >= MAX_SHAPES:
+            _SHAPES.clear()
+        got = _SHAPES[key] = triggers.search(line) is not None
+    return got
+
+
+_DIGIT_FREE: dict[bytes, bool] = {}  # trigger pattern -> no digit in it (so none in its literals)
+_PRINTABLE = bytes(range(0x20, 0x7F))  # printable ASCII: deleting it leaves nothing of a printable line
 
 
 @dataclass
@@ -249,6 +285,8 @@ class Reader:
         self.other_literals = tuple(t for cls in parser_classes if cls is not ProgressParser
                                     for t in cls.triggers if t)
         self.triggers = triggers if triggers is not None else compile_triggers(parser_classes)
+        # Small blocks are read line by line (`_block_lines`) when no trigger holds a newline.
+        self.line_triggers = not any("\n" in lit for lit in self.literals)
         self.others = self.triggers
         self.result = FileResult()
         self.dialect = Dialect()
@@ -539,6 +577,8 @@ class Reader:
             self._scan_block_ranks(block)
         if n >= ROWS_MIN_BYTES and not self.reference:
             return self._block_rows(block, lineno)
+        if not self.reference and self.line_triggers:
+            return self._block_lines(block, lineno)
         while pos < n:
             if self.active:
                 end = block.find(b"\n", pos)
@@ -564,6 +604,24 @@ class Reader:
             lineno += 1
             pos = end + 1
         return lineno
+
+    def _block_lines(self, block: bytes, lineno: int) -> int:
+        """`_block` for a small block, line by line: whether a line holds a trigger is remembered per shape
+        (`holds_trigger`), so chatter seen before with other numbers costs no search of the trie.
+
+        The same lines as the search over the block: no trigger holds a newline (`line_triggers`), so every
+        match lies within one line.
+        """
+        lines = block.split(b"\n")
+        if not lines[-1]:
+            lines.pop()  # (the block ends with a newline)
+        triggers, fast = self.triggers, self.fast
+        for k, line in enumerate(lines, lineno + 1):
+            # (inside a multi-line block every line goes on; else a trigger line not read another way)
+            if self.active or (holds_trigger(triggers, line)
+                               and (fast is None or not self._take_fast(line, k)) and not self._repeat(line)):
+                self._handle(line, k)
+        return lineno + len(lines)
 
     def _block_rows(self, block: bytes, lineno: int) -> int:
         """`_block` for a big block: RE2 picks the trigger lines; Python sees only those (and the lines
@@ -678,15 +736,22 @@ class Reader:
     def _repeat(self, line: bytes) -> bool:
         """True (and counted) when `line` is one plain segment repeating an inert earlier one (see `seen`).
 
-        Decided on the bytes: a printable ASCII line with no second `[rank` is exactly the one segment
+        Decided on the bytes: an ASCII line within the line limit, without NUL, ESC or `\r` (the bytes
+        `_handle` removes, strips from or splits on) and with no second `[rank`, is exactly the one segment
         `_handle` would feed, and its key is the bytes of the key `_segment` would compute.
         """
         if self.active or not self.seen_b or line.find(b"[rank", 1) >= 0:
             return False
-        if _PLAIN_LINE_RE.fullmatch(line) is None:
+        if not line.isascii() or b"\r" in line or b"\x1b" in line or b"\x00" in line \
+                or len(line) > self.max_line:
             return False
-        m = _STAMP_B_RE.match(line)
-        key = line[:m.end(1)] + line[m.end():] if m is not None else line
+        m = _STAMP_AT_B_RE.search(line, 0, STAMP_END)
+        if m is None:
+            key = line
+        elif m.start() <= STAMP_START:  # (no newline in `line`)
+            key = line[:m.start()] + line[m.end():]
+        else:
+            key = line
         if key in self.seen_b:
             self.repeats += 1
             return True
@@ -700,7 +765,7 @@ class Reader:
         m = _FAST_LINE_RE.match(line)
         if m is None or len(line) > self.max_line or b"poch" in line or b"iteration" in line:
             return False
-        if not PRINTABLE_RE.fullmatch(line) or (not vetted and self.others.search(line) is not None):
+        if line.translate(None, _PRINTABLE) or (not vetted and holds_trigger(self.others, line)):
             return False
         assert self.fast is not None
         rank = self.fast.take((b"", b"", line, *m.groups()), num)
@@ -737,7 +802,7 @@ class Reader:
             # `\r` alone ends a progress bar's redraws (a worker's stderr.log holding only a tqdm bar):
             # the redraws have one width, but they are not a terminal's hard wrap of longer lines.
             return cr_only, None
-        return cr_only, _wrap_width([ANSI_RE.sub("", s) for s in sample])
+        return cr_only, _wrap_width([ANSI_RE.sub("", s) for s in sample] if b"\x1b" in text else sample)
 
     def read(self, stream: ReadableStream) -> FileResult:
         head = stream.read(BLOCK)

@@ -33,3 +33,21 @@ def test_overlapping_and_nested_triggers() -> None:
                  "ChildFailedError:", "plain text", ""):
         assert DISPATCH.mask(text) == _plain(text), text
     assert Dispatch([()]).mask("anything") == 0
+
+
+PIECES = ["0", "7", "12", "9.5", "é", "\udc80", " "]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(LITERALS), st.sampled_from(PIECES)),
+                max_size=10).map("".join))
+def test_masks_remembered_by_shape_are_the_searched_ones(text: str) -> None:
+    """`mask` remembers masks by the text with its digits zeroed: the same as the search, first and later."""
+    assert DISPATCH.shapes is not None  # (no built-in trigger holds a digit)
+    assert DISPATCH.mask(text) == DISPATCH.find(text) == _plain(text)
+    assert DISPATCH.mask(text) == _plain(text)
+    shifted = text.translate(str.maketrans("0123456789", "1234567890"))
+    assert DISPATCH.mask(shifted) == _plain(shifted)
+    digits = Dispatch([("e1", "x"), ("Error",)])
+    assert digits.shapes is None
+    assert digits.mask(text) == ("e1" in text or "x" in text) | ("Error" in text) << 1

@@ -64,6 +64,16 @@ CHATTER = (
     "[rank{r}]:[titan] 2025-06-02 08:04:{s:02d},001 - root - WARNING - step: 1234567890123456789  loss: 1",
     "[rank0{r}]:[titan] 2025-06-02 08:04:{s:02d},001 - root - INFO - step: {n}  loss: 1.5",
     "[rank{r}]:[titan] 2025-06-02 08:04:{s:02d},001 - root - INFO - xstep: 9  loss: 1 step:\t{n} loss: 2",
+    # Repeats decided on the bytes: control characters, a stamp past the first 48 characters, two stamps,
+    # a non-ASCII character, a NUL.
+    "[rank{r}]:\x0c[I1130 08:04:{s:02d}.12 ProcessGroupNCCL.cpp:925] x\x01y ProcessGroupNCCL created",
+    "[rank{r}]:[I1130 ProcessGroupNCCL.cpp:925] [PG ID 1 PG GUID 1(tp)] at 08:04:{s:02d}.5 ProcessGroupNCCL",
+    "[rank{r}]:08:04:{s:02d} ProcessGroupNCCL created ncclComm_ 0x7f00a0 at 09:1{n}:00.25",
+    "[rank{r}]:[I1130 08:04:{s:02d}.123 ProcessGroupNCCL.cpp:925] caf\u00e9 ProcessGroupNCCL created",
+    "[rank{r}]:[I1130 08:04:{s:02d}.123 ProcessGroupNCCL.cpp:925] \x00ProcessGroupNCCL created ncclComm_",
+    # Step lines holding another parser's trigger (not fast; memoised by shape: digits apart, the same).
+    "[rank{r}]:[titan] 2025-06-02 08:04:{s:02d},417 - root - INFO - step: {n:5d}  loss: 3.1 Error {n}",
+    "[rank{r}]:[titan] 2025-06-02 08:04:{s:02d},417 - root - INFO - step: {n:5d}  NCCL version {n}.1",
 )
 
 
@@ -263,3 +273,27 @@ def test_segments_no_parser_reads_still_count_for_ranks_and_dates() -> None:
     assert got == _events("".join(line + "\n" for line in lines).encode(), reference=True)
     _, lines_read, ranks, pairs, dated, _, _ = got[-1]
     assert lines_read == 5 and {17, 2, 3, 4, 6} <= ranks and (5, 2) in pairs and dated is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["x", "1", "12", ":", ".", ",", "\n", " ", "08:04:05", "23:59:59.123456789",
+                                 "é", "[rank3]:"]), max_size=40).map("".join))
+def test_repeat_key_drops_the_first_stamp_within_48_characters(raw: str) -> None:
+    m = reader_module._STAMP_RE.match(raw)  # (the definition: a stamp at most 48 characters in, no newline)
+    assert repeat_key(raw) == (raw if m is None else raw[:m.end(1)] + raw[m.end():])
+
+
+_OTHERS = reader_module._other_triggers(tuple(PARSERS))
+_WORDS = sorted({t for p in PARSERS if p is not ProgressParser for t in p.triggers if t})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_WORDS), st.sampled_from(["0", "12", "7", " ", "step: ", "x"])),
+                max_size=12).map("".join))
+def test_the_shape_memo_answers_as_the_trigger_search(text: str) -> None:
+    """`holds_trigger` memoises by the line with its digits zeroed: the same answer as the search."""
+    line = text.encode()
+    assert reader_module.holds_trigger(_OTHERS, line) == (_OTHERS.search(line) is not None)
+    assert reader_module.holds_trigger(_OTHERS, line) == (_OTHERS.search(line) is not None)  # (memoised)
+    digits = reader_module.compile_triggers([type("P", (Parser,), {"triggers": ("e1", "Error")})])
+    assert reader_module.holds_trigger(digits, line) == (digits.search(line) is not None)

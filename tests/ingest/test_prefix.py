@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from hanglens.ingest import prefix
 from hanglens.ingest.prefix import Dialect, detect_dialect, strip_prefixes
 
 CASES = [
@@ -91,3 +94,16 @@ def test_custom_prefix_template_rank_tag_only_when_most_lines_carry_it() -> None
     assert (env.rank, env.text) == (6, "Traceback (most recent call last):")
     assert strip_prefixes("[6]:x", Dialect()).rank is None
     assert not detect_dialect(["[1]: a", "plain", "plain too", "more plain"]).rank_tag
+
+
+@settings(max_examples=300, deadline=None)
+@given(rank=st.integers(min_value=0, max_value=999_999),
+       rest=st.lists(st.sampled_from([*"[]:,<>|() .-/_0123456789PJ\t", "stdout", "rank", "<stderr>"]),
+                     max_size=20).map("".join))
+def test_no_outer_prefix_starts_with_the_rank_envelope(rank: int, rest: str) -> None:
+    """`strip_prefixes` skips the outer prefixes of a line starting with `[rankN]:`: none can match there."""
+    line = f"[rank{rank}]:{rest}"
+    for rx in (prefix.CRI_RE, prefix.CLOUDWATCH_RE, prefix.OPENMPI_RE, prefix.SLURM_RE, prefix.PDSH_RE,
+               prefix.JOURNAL_RE, prefix.ISO_RE, prefix.TIME_ONLY_RE, prefix.DMESG_RE, prefix.RAY_RE,
+               prefix.TORCHX_RE, prefix.TEE_RE, prefix.RANK_TAG_RE):
+        assert rx.match(line) is None, rx.pattern
