@@ -62,6 +62,10 @@ __all__ = [
 ]
 
 # What the stand-in answers after compiling: re.Pattern's methods and attributes (not `pattern`).
+# Methods that answer "no match" without `re` once the pattern's literal gate is installed.
+_GATED = ("search", "findall", "finditer", "sub", "subn")
+# Calls of a pattern's gated methods before its literal gate is computed.
+GATE_AFTER = 256
 _FILLED = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split", "scanner",
            "groupindex", "groups", "flags")
 
@@ -69,7 +73,7 @@ _FILLED = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn",
 class LazyPattern:
     """A regular expression compiled the first time one of its methods or attributes is read."""
 
-    __slots__ = ("pattern", "_flags", "_compiled", *_FILLED)
+    __slots__ = ("pattern", "_flags", "_compiled", "_calls", *_FILLED)
     pattern: str | bytes
     _flags: int
     _compiled: re.Pattern[Any]
@@ -86,11 +90,32 @@ class LazyPattern:
             compiled = re.compile(self.pattern, self._flags)
             for name in _FILLED:
                 setattr(self, name, getattr(compiled, name))
-            gate = gate_literals(compiled)
-            if gate:
-                self.search, self.findall, self.finditer, self.sub, self.subn = _gated(compiled, *gate)
+            # The literal gate costs a second parse of the pattern: worth it for a pattern that reads many
+            # strings, not for one a short log calls a few times. The first `GATE_AFTER` calls are counted.
+            self._calls = 0
+            for name in _GATED:
+                setattr(self, name, self._counting(getattr(compiled, name)))
             self._compiled = compiled
             return compiled
+
+    def _counting(self, plain: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self._calls += 1
+            if self._calls >= GATE_AFTER:
+                self._install_gate()
+            return plain(*args, **kwargs)
+
+        return call
+
+    def _install_gate(self) -> None:
+        """Replace the counting methods by the gated ones (`gate_literals`), or by the pattern's own."""
+        compiled = self._compiled
+        gate = gate_literals(compiled)
+        if gate:
+            self.search, self.findall, self.finditer, self.sub, self.subn = _gated(compiled, *gate)
+        else:
+            for name in _GATED:
+                setattr(self, name, getattr(compiled, name))
 
     def __getattr__(self, name: str) -> Any:
         # Called only for a slot not filled yet (or a name the class lacks): compile, then answer.

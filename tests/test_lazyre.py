@@ -68,9 +68,25 @@ def test_folded_literals_for_case_insensitive_patterns() -> None:
 
 
 def _gated(pattern: str | bytes, flags: int = 0) -> LazyPattern:
-    rx = lazyre.compile(pattern, flags)
-    rx.search  # noqa: B018 (compiles, gates)
-    return rx  # type: ignore[return-value]
+    rx: LazyPattern = lazyre.compile(pattern, flags)  # type: ignore[assignment]
+    rx.compiled()
+    rx._install_gate()  # (done after `GATE_AFTER` calls otherwise)
+    return rx
+
+
+def test_the_gate_is_computed_after_gate_after_calls_and_answers_stay_the_same() -> None:
+    rx: LazyPattern = lazyre.compile(r"(?<!\w)Python (?P<v>\d\.\d+)")  # type: ignore[assignment]
+    plain = rx.compiled()
+    counting = rx.search
+    texts = ["Python 3.11", "no such thing", "x Python 3.1"]
+    for i in range(lazyre.GATE_AFTER - 1):
+        got, want = rx.search(texts[i % 3]), plain.search(texts[i % 3])
+        assert (got and got.span()) == (want and want.span())
+    assert rx.search is counting  # not gated yet: a short log never pays for the gate
+    rx.findall("Python 3.12")  # the GATE_AFTER-th call of a gated method
+    assert rx.search is not counting and rx.search is not plain.search
+    for text in texts:
+        _same(rx, plain, text)
 
 
 def _same(rx: LazyPattern, plain: re.Pattern[Any], text: Any) -> None:
