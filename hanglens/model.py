@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -243,3 +243,20 @@ def log_datetime(t: Any) -> datetime | None:
         return datetime.fromtimestamp(float(t), tz=timezone.utc).replace(tzinfo=None)
     except (OverflowError, OSError, ValueError):
         return None
+
+
+def event_order(e: Event) -> tuple[str, int, str, str]:
+    """The order of a job's events: by file, line, kind and parser (how the reader gives them)."""
+    return (e.ref.path, e.ref.line, e.kind, e.parser)
+
+
+def events_in_order(events: Iterable[Event]) -> bool:
+    """True when `events` are sorted by `event_order` already (as they mostly come): checked pair by pair,
+    so a big job needs no list of sort keys."""
+    prev: tuple[str, int, str, str] | None = None
+    for e in events:
+        key = event_order(e)
+        if prev is not None and key < prev:
+            return False
+        prev = key
+    return True

@@ -10,7 +10,7 @@ import pandas as pd
 
 from hanglens.analysis import clock, collectives, facts_init, flight, progress, silence, status, transfers
 from hanglens.analysis.facts_spec import FACT_SPECS
-from hanglens.model import Event, InputFile
+from hanglens.model import Event, InputFile, event_order, events_in_order
 
 
 @dataclass
@@ -88,20 +88,6 @@ def named_ranks(events: Sequence[Event]) -> set[int]:
     return out
 
 
-def _order(e: Event) -> tuple[str, int, str, str]:
-    return (e.ref.path, e.ref.line, e.kind, e.parser)
-
-
-def _in_order(events: Sequence[Event]) -> bool:
-    """True when `events` are sorted by `_order` already (as `read_inputs` gives them): checked pair by
-    pair, so a big job's events need no list of sort keys."""
-    prev: tuple[str, int, str, str] | None = None
-    for e in events:
-        key = _order(e)
-        if prev is not None and key < prev:
-            return False
-        prev = key
-    return True
 
 
 def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: bool = False) -> Tables:
@@ -110,7 +96,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     `consume`: `events` (a list) and its events are handed over: the list is emptied, and the clock shift
     changes the events themselves (a big job's events are not held twice); else they are left as they are.
     """
-    evs = list(events) if _in_order(events) else sorted(events, key=_order)
+    evs = list(events) if events_in_order(events) else sorted(events, key=event_order)
     if consume and isinstance(events, list):
         events.clear()
     hosts = rank_hosts(evs)

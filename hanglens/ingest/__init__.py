@@ -40,7 +40,7 @@ from hanglens.ingest.sources import (
 )
 from hanglens.ingest.split import SPLIT_MAX_BYTES, SPLIT_MIN_BYTES, PartOut, PartSpec, join, plan, read_part
 from hanglens.limits import DEFAULT_LIMITS, Limits
-from hanglens.model import Event, Fields, InputFile, Origin, Skipped, SourceRef
+from hanglens.model import Event, Fields, InputFile, Origin, Skipped, SourceRef, event_order, events_in_order
 from hanglens.parsers import PARSERS
 from hanglens.parsers.base import Parser
 
@@ -498,25 +498,11 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
         out.sources[f.display] = f.locator
         if f.notes:
             out.notes[f.display] = list(f.notes)
-    if not _in_order(out.events):
-        out.events.sort(key=_order)
+    if not events_in_order(out.events):
+        out.events.sort(key=event_order)
     return out
 
 
-def _order(e: Event) -> tuple[str, int, str, str]:
-    return (e.ref.path, e.ref.line, e.kind, e.parser)
-
-
-def _in_order(events: list[Event]) -> bool:
-    """True when `events` are sorted by `_order` already (files in display order and each file's events in
-    line order, as they mostly come): checked pair by pair, so a big job needs no list of sort keys."""
-    prev: tuple[str, int, str, str] | None = None
-    for e in events:
-        key = _order(e)
-        if prev is not None and key < prev:
-            return False
-        prev = key
-    return True
 
 
 def _share_file_strings(files: list[_FileOut]) -> None:
