@@ -1042,7 +1042,10 @@ class Reader:
         """
         res = self.result
         file_rank = self.origin.rank
-        if file_rank is None and len(self.envelope_ranks) == 1:
+        # A console where torchrun started several workers holds every worker's unprefixed output (a C++
+        # abort's `terminate called ...`, plain prints): one `[rankN]:` rank in it does not own the rest.
+        several = any(e.kind == "launch_config" and e.get("several_workers") for e in res.events)
+        if file_rank is None and len(self.envelope_ranks) == 1 and not several:
             file_rank = next(iter(self.envelope_ranks))
         by_local: dict[int, set[int]] = {}
         for lr, r in res.rank_pairs:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 from hanglens.ingest.reader import FileResult, Reader, compile_triggers
 from hanglens.model import Origin
@@ -113,3 +114,28 @@ def test_a_file_of_bar_redraws_only_is_not_a_hard_wrapped_paste() -> None:
     res = read(data, (ProgressParser,))
     assert not any("rejoined" in n for n in res.notes)
     assert [e.get("step") for e in res.events] == [0, 11] and res.events[-1].get("remaining_s") == 19
+
+
+def test_a_console_of_several_workers_is_not_credited_to_its_one_prefixed_rank(tmp_path: Path) -> None:
+    # torchrun 2.13 plain console (written here from a real run's shape): the agent's banner says it started
+    # several workers; rank 0's traceback carries `[rank0]:`, rank 1's C++ abort does not.
+    from hanglens import api
+
+    head = "W1202 08:37:30.550000 24159 torch/distributed/run.py:874] "
+    stars = head + "*" * 41 + "\n"
+    banner = (head + "\n" + stars + head + "Setting OMP_NUM_THREADS environment variable for each process "
+              "to be 1 in default, to avoid your system being overloaded, please further tune the variable "
+              "for optimal performance in your application as needed. \n" + stars)
+    data = (banner + "terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
+            "  what():  [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] "
+            "op.preamble.length <= op.nbytes. 364 vs 4. Received data size doesn't match expected size. "
+            "Is there a distributed collective mismatch in your code?\n"
+            "[rank0]: Traceback (most recent call last):\n"
+            "[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
+            "[127.0.0.1]:24809: Connection reset by peer.\n")
+    (tmp_path / "console.log").write_text(data)
+    events = api.read([tmp_path]).events
+    assert any(e.kind == "launch_config" for e in events)
+    aborts = [e for e in events if e.kind == "process_teardown"]  # (terminate called ... what(): ...)
+    assert aborts and all(e.rank is None for e in aborts)
+    assert any(e.rank == 0 and "Connection reset" in e.text for e in events)
