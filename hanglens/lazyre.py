@@ -61,11 +61,11 @@ __all__ = [
     "findall", "finditer", "fullmatch", "match", "purge", "search", "split", "sub", "subn",
 ]
 
-# What the stand-in answers after compiling: re.Pattern's methods and attributes (not `pattern`).
 # Methods that answer "no match" without `re` once the pattern's literal gate is installed.
 _GATED = ("search", "findall", "finditer", "sub", "subn")
 # Calls of a pattern's gated methods before its literal gate is computed.
 GATE_AFTER = 256
+# What the stand-in answers after compiling: re.Pattern's methods and attributes (not `pattern`).
 _FILLED = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split", "scanner",
            "groupindex", "groups", "flags")
 
@@ -160,18 +160,18 @@ def required(pattern: str | bytes, flags: int = 0, fold: bool = False) -> tuple[
     `fold`: literals that an ASCII string lowered (`str.lower`) holds whenever the pattern matches it: every
     ASCII literal character counts, lowered, case-insensitive or not (a non-ASCII one ends a run).
     """
+    parsed = _parse(pattern, flags)
+    found = _all_needs(*parsed, fold) if parsed else []
+    return _as_literals(found[0], isinstance(pattern, bytes)) if found else None
+
+
+def _parse(pattern: str | bytes, flags: int) -> tuple[list[Any], int] | None:
+    """The items of the parsed pattern and its flags (inline ones included), None when it does not parse."""
     try:
         parsed = _sre_parse.parse(pattern, flags)
     except (re.error, TypeError, ValueError, RecursionError):
         return None
-    needs = _needs(list(parsed), parsed.state.flags, fold)
-    return _as_literals(needs, isinstance(pattern, bytes)) if needs else None
-
-
-def _needs(items: list[Any], flags: int, fold: bool) -> _Needs | None:
-    """The best set `_all_needs` finds, or None."""
-    found = _all_needs(items, flags, fold)
-    return found[0] if found else None
+    return list(parsed), parsed.state.flags
 
 
 def _score(c: _Needs) -> tuple[int, int]:
@@ -227,11 +227,10 @@ def gate_literals(compiled: re.Pattern[Any]) -> tuple[tuple[tuple[Any, ...], ...
     pattern = compiled.pattern
     if not isinstance(pattern, (str, bytes)) or compiled.flags & re.LOCALE:
         return None
-    try:
-        first = _sre_parse.parse(pattern, compiled.flags)
-    except (re.error, TypeError, ValueError, RecursionError):
+    parsed = _parse(pattern, compiled.flags)
+    if parsed is None:
         return None
-    items, flags = list(first), first.state.flags
+    items, flags = parsed
     if items and str(items[0][0]) == "LITERAL" and not flags & re.IGNORECASE:
         return None
     for fold in (False, True):

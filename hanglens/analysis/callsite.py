@@ -115,6 +115,17 @@ def blocking_call(frames: Sequence[str]) -> tuple[int, int, str, str] | None:
     return None
 
 
+def caller_source(frames: Sequence[str], sources: Sequence[str], outer: int) -> str | None:
+    """The source line of the frame that called into torch.distributed (the nearest frame outside it above
+    `outer`, the outermost public c10d frame of `blocking_call`): "" when the stack gives no source for it,
+    None when every frame above is torch.distributed's own (its wrappers: `c10d_logger`)."""
+    for i in range(outer - 1, -1, -1):
+        if TORCH_DISTRIBUTED_RE.search(str(frames[i])):
+            continue
+        return sources[i] if i < len(sources) else ""
+    return None
+
+
 def common_prefix(stacks: Sequence[Sequence[str]]) -> int:
     """How many outermost frames every stack shares (same file, line and function)."""
     if not stacks:

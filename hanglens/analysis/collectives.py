@@ -574,12 +574,8 @@ def _subgroup_call(frames: Sequence[str], sources: Sequence[str]) -> bool:
     found = callsite.blocking_call(frames)
     if found is None or found[2] == "backward":
         return False
-    for i in range(found[0] - 1, -1, -1):  # outward, past torch.distributed's own wrappers
-        if callsite.TORCH_DISTRIBUTED_RE.search(str(frames[i])):
-            continue
-        src = sources[i] if i < len(sources) else ""
-        return _SUBGROUP_ARG_RE.search(src) is not None
-    return False
+    src = callsite.caller_source(frames, sources, found[0])
+    return src is not None and _SUBGROUP_ARG_RE.search(src) is not None
 
 
 def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:

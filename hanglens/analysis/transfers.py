@@ -28,7 +28,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from hanglens import lazyre as re
-from hanglens.analysis.callsite import TORCH_DISTRIBUTED_RE, blocking_call
+from hanglens.analysis.callsite import blocking_call, caller_source
 from hanglens.model import Event
 
 Row = dict[str, Any]
@@ -210,24 +210,20 @@ def _recv_source(frames: Sequence[str], sources: Sequence[str], rank: int) -> tu
     found = blocking_call(frames)
     if found is None or found[3] not in RECVS:
         return None
-    for i in range(found[0] - 1, -1, -1):
-        if TORCH_DISTRIBUTED_RE.search(frames[i]):
-            continue
-        text = sources[i] if i < len(sources) else ""
-        call = RECV_CALL_RE.search(text)
-        if call is None:
-            return None
-        kw = SRC_KW_RE.search(call["args"])
-        args = call["args"].split(",")
-        expr = kw["expr"] if kw else (args[1] if len(args) > 1 and "=" not in args[1] else "")
-        m = SRC_EXPR_RE.match(expr)
-        if m is None:
-            return None
-        if m["lit"]:
-            return int(m["lit"]), text.strip()
-        k = int(m["k"]) if m["k"] else 0
-        return (rank - k if m["op"] == "-" else rank + k), text.strip()
-    return None
+    text = caller_source(frames, sources, found[0])
+    call = RECV_CALL_RE.search(text) if text is not None else None
+    if text is None or call is None:
+        return None
+    kw = SRC_KW_RE.search(call["args"])
+    args = call["args"].split(",")
+    expr = kw["expr"] if kw else (args[1] if len(args) > 1 and "=" not in args[1] else "")
+    m = SRC_EXPR_RE.match(expr)
+    if m is None:
+        return None
+    if m["lit"]:
+        return int(m["lit"]), text.strip()
+    k = int(m["k"]) if m["k"] else 0
+    return (rank - k if m["op"] == "-" else rank + k), text.strip()
 
 
 def recv_wait_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequence[Row],

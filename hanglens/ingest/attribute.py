@@ -412,7 +412,7 @@ def _only_exception_exit(files: list[FileEvents]) -> None:
                     if exc.ref.line <= e.ref.line <= end:
                         owner[(e.ref.path, e.ref.line)] = rank
         if owner:
-            f.events = [replace(e, rank=owner[(e.ref.path, e.ref.line)])
+            f.events = [_with(f, e, "rank", owner[(e.ref.path, e.ref.line)])
                         if e.rank is None and e.local_rank is None and not is_agent_event(e)
                         and (e.ref.path, e.ref.line) in owner else e
                         for e in f.events]

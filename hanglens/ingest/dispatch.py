@@ -77,7 +77,7 @@ class Dispatch:
         shapes = self.shapes
         if shapes is None:
             return self.find(text)
-        shape = text.encode("utf-8", "surrogatepass").translate(_ZERO_DIGITS)
+        shape = text.encode("utf-8", "surrogatepass").translate(ZERO_DIGITS)
         bits = shapes.get(shape)
         if bits is None:
             if len(shapes) >= MAX_SHAPES:
@@ -101,7 +101,7 @@ class Dispatch:
 
 # UTF-8 bytes of a digit are that ASCII byte and no other character's bytes hold one, so these bytes are the
 # shape's UTF-8 (`str.translate` is several times slower).
-_ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 MAX_SHAPES = 1 << 13  # shapes remembered per trigger set (cleared when full)
 
 

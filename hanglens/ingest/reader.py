@@ -18,12 +18,12 @@ import codecs
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any, AnyStr, cast
 
 import numpy
 
 from hanglens import lazyre as re
-from hanglens.ingest.dispatch import dispatch_for, trie_regex
+from hanglens.ingest.dispatch import ZERO_DIGITS, dispatch_for, trie_regex
 from hanglens.ingest.prefilter import (
     FAST_BODY,
     FAST_HEAD_RE2,
@@ -84,14 +84,17 @@ STAMP_START, STAMP_END = 48, 48 + 18
 
 def repeat_key(raw: str) -> str:
     """`raw` without its first clock time (within its first 48 characters): the key of a repeated line."""
-    m = _STAMP_AT_RE.search(raw, 0, STAMP_END)
-    if m is None:
-        return raw
-    at = m.start()
-    if at > STAMP_START or "\n" in raw[:at]:
+    if "\n" in raw[:STAMP_END]:  # (`_STAMP_RE`'s `.` stops at a newline: the definition decides)
         m = _STAMP_RE.match(raw)
         return raw if m is None else raw[:m.end(1)] + raw[m.end():]
-    return raw[:at] + raw[m.end():]
+    return _without_stamp(raw, _STAMP_AT_RE)
+
+
+def _without_stamp(raw: AnyStr, stamp_at: re.Pattern[AnyStr]) -> AnyStr:
+    """`repeat_key` of a line without a newline in its first STAMP_END characters (str, or bytes with
+    `_STAMP_AT_B_RE`): the first stamp, when it starts by STAMP_START, cut out."""
+    m = stamp_at.search(raw, 0, STAMP_END)
+    return raw if m is None or m.start() > STAMP_START else raw[:m.start()] + raw[m.end():]
 
 
 def compile_triggers(parsers: Sequence[type[Parser]]) -> re.Pattern[bytes]:
@@ -120,8 +123,8 @@ def _other_triggers(parsers: tuple[type[Parser], ...]) -> re.Pattern[bytes]:
 # digit written as `0`. A literal without a digit lies within a run of non-digits, which the shape keeps as
 # it is, so a line holds one exactly when its shape does (patterns whose literals hold a digit are not
 # memoised). Step lines differ mostly in their digits: one search of the trie per shape, not per line.
-_ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 _SHAPES: dict[tuple[bytes, bytes], bool] = {}
+_DIGIT_FREE: dict[bytes, bool] = {}  # trigger pattern -> no digit in it (so none in its literals)
 MAX_SHAPES = 1 << 12
 
 
@@ -132,7 +135,7 @@ def holds_trigger(triggers: re.Pattern[bytes], line: bytes) -> bool:
         _DIGIT_FREE[pattern] = not any(d in pattern for d in b"0123456789")
     if not _DIGIT_FREE[pattern]:
         return triggers.search(line) is not None
-    key = (pattern, line.translate(_ZERO_DIGITS))
+    key = (pattern, line.translate(ZERO_DIGITS))
     got = _SHAPES.get(key)
     if got is None:
         if len(_SHAPES) >= MAX_SHAPES:
@@ -141,7 +144,6 @@ def holds_trigger(triggers: re.Pattern[bytes], line: bytes) -> bool:
     return got
 
 
-_DIGIT_FREE: dict[bytes, bool] = {}  # trigger pattern -> no digit in it (so none in its literals)
 _PRINTABLE = bytes(range(0x20, 0x7F))  # printable ASCII: deleting it leaves nothing of a printable line
 
 
@@ -745,13 +747,7 @@ class Reader:
         if not line.isascii() or b"\r" in line or b"\x1b" in line or b"\x00" in line \
                 or len(line) > self.max_line:
             return False
-        m = _STAMP_AT_B_RE.search(line, 0, STAMP_END)
-        if m is None:
-            key = line
-        elif m.start() <= STAMP_START:  # (no newline in `line`)
-            key = line[:m.start()] + line[m.end():]
-        else:
-            key = line
+        key = _without_stamp(line, _STAMP_AT_B_RE)  # (no newline in `line`)
         if key in self.seen_b:
             self.repeats += 1
             return True

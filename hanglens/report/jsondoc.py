@@ -82,18 +82,12 @@ def _scalar(o: Any) -> str | None:
 
 
 def _key(k: Any) -> str:
+    """A dict key as the standard encoder writes it: a string, or a number, bool or None as its scalar text
+    in quotes."""
     if isinstance(k, str):
         return encode_basestring(k)
-    if isinstance(k, float):
-        return encode_basestring(_float(k))
-    if k is True:
-        return '"true"'
-    if k is False:
-        return '"false"'
-    if k is None:
-        return '"null"'
-    if isinstance(k, int):
-        return encode_basestring(int.__repr__(k))
+    if k is None or isinstance(k, (int, float)):  # (bool is an int)
+        return encode_basestring(_scalar(k) or "")
     raise TypeError(f"keys must be str, int, float, bool or None, not {k.__class__.__name__}")
 
 
