@@ -220,7 +220,10 @@ def enqueue_lag(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, 
 
     A rank's position is the newest sequence number it enqueued (or timed out on). The majority
     position is the most common one among the ranks of that PG (ties: the higher). Desync reports name
-    lagging ranks outright; they are added with basis "desync".
+    lagging ranks outright; they are added with basis "desync". `idle` is true when the rank's own status
+    says it had completed everything it enqueued on that PG (`last completed work` >= `last enqueued
+    work`, no timeout of its own there): it was not waiting in one of this group's collectives when its
+    peers failed; false when it had work in flight; None when its status does not say.
     """
     out: list[Row] = []
     by_pg: dict[str, list[Row]] = defaultdict(list)
@@ -247,6 +250,7 @@ def enqueue_lag(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, 
                     "lag": max(0, majority - r["pos"]),
                     "ahead": max(0, r["pos"] - majority),
                     "basis": r.get("source") or "status",
+                    "idle": _idle(r),
                     "path": r.get("path"),
                     "line": r.get("line"),
                 }
@@ -277,11 +281,20 @@ def enqueue_lag(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, 
                         "lag": lag,
                         "ahead": 0,
                         "basis": "desync",
+                        "idle": None,
                         "path": e.ref.path,
                         "line": e.ref.line,
                     }
                 )
     return sorted(out, key=lambda r: (r["pg"], r["rank"]))
+
+
+def _idle(r: Row) -> bool | None:
+    """See `enqueue_lag`: None unless the rank's own status gave both its enqueued and completed work."""
+    done, enq = r.get("last_completed"), r.get("last_enqueued")
+    if done is None or enq is None:
+        return None
+    return r.get("timed_out_seq") is None and done >= enq
 
 
 def pg_rank_to_global(events: Sequence[Event]) -> Callable[[str, object, int], int | None]:

@@ -39,8 +39,13 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "pg_enqueue_lag",
-            ("pg", "rank", "host", "last_enqueued", "pg_max_enqueued", "lag", "ahead", "basis", *_EVIDENCE),
-            "Ranks behind (lag > 0) or ahead (ahead > 0) of their process group's majority sequence number.",
+            (
+                "pg", "rank", "host", "last_enqueued", "pg_max_enqueued", "lag", "ahead", "basis", "idle",
+                *_EVIDENCE,
+            ),
+            "Ranks behind (lag > 0) or ahead (ahead > 0) of their process group's majority sequence number; "
+            "`idle` when the rank's own status says it had completed all it enqueued on that group (not "
+            "waiting in one of its collectives), None when its status does not say.",
         ),
         FactSpec(
             "missing_ranks",
