@@ -142,9 +142,13 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "gap",
                 "gap_after",
                 "stopped_early",
+                "majority_step",
+                "position",
                 *_EVIDENCE,
             ),
-            "Last training step each rank reported, gaps in its steps, and ranks that stopped early.",
+            "Last training step each rank reported, gaps in its steps, and ranks that stopped early; "
+            "`majority_step` the last step a strict majority (two at least) of the reporting ranks stopped "
+            "at, `position` each rank's ahead / behind / same against it (null without such a majority).",
         ),
         FactSpec(
             "job_stopped",

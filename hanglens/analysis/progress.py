@@ -26,7 +26,9 @@ def progress_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[dict[s
     `gap` is true when a rank skipped a step its own cadence says it should have printed (e.g. 0,1,2,4);
     `gap_after` is the step before the hole (the progress parser tracks each series' increments).
     `stopped_early` is true when the rank's last step is behind the furthest rank's (so its peers went on
-    without it).
+    without it). `position` compares the rank's last step with `majority_step`, the last step a strict
+    majority (two at least) of the ranks that reported progress stopped at: ahead, behind or same; None
+    when no step has such a majority (two ranks, or ranks spread over several steps).
     """
     steps: dict[int, list[int]] = defaultdict(list)
     gaps: dict[int, int] = {}
@@ -44,6 +46,7 @@ def progress_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[dict[s
     if not steps:
         return []
     max_step = max(max(s) for s in steps.values())
+    majority = _majority_step({rank: max(s) for rank, s in steps.items()})
     rows = []
     for rank in sorted(steps):
         last = max(steps[rank])
@@ -59,11 +62,26 @@ def progress_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[dict[s
                 "gap": gap_after is not None,
                 "gap_after": gap_after,
                 "stopped_early": len(steps) > 1 and last < max_step,
+                "majority_step": majority,
+                "position": None if majority is None else
+                ("same" if last == majority else "ahead" if last > majority else "behind"),
                 "path": ev.ref.path,
                 "line": ev.ref.line,
             }
         )
     return rows
+
+
+def _majority_step(last: dict[int, int]) -> int | None:
+    """The last step held by a strict majority of the ranks, at least two of them (failure-signatures.md
+    section 1, "Culprit vs victims": the majority are the victims); None when no step has one."""
+    counts: dict[int, int] = defaultdict(int)
+    for step in last.values():
+        counts[step] += 1
+    for step, n in sorted(counts.items()):
+        if n >= 2 and 2 * n > len(last):
+            return step
+    return None
 
 
 # failure-signatures.md section 0.3: the timeouts a waiting peer most likely had when none is printed,

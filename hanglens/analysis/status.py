@@ -491,11 +491,13 @@ def _survived_unattributed(
 
     In a shared console without rank prefixes a logged traceback (`logging.exception` on a retryable
     error) names no writer, so no process can be shown to have gone on after it. The job as a whole can:
-    the error is survived when every failure-looking event of the input is such an unattributed error,
-    the launcher's own output is in the same file (torchrun prints a failure table for any worker that
-    exits non-zero; none is here), and after the error (by time: a traceback takes the time of the log
-    record above it) at least one "finished" line per rank was printed there (per rank of the stated
-    world size, of the ranks seen, and at least two when the launcher started several workers).
+    the error is survived when every failure-looking event of the input is such an unattributed error and,
+    after the error (by time: a traceback takes the time of the log record above it), either the
+    launcher's own output is in the same file (torchrun prints a failure table for any worker that exits
+    non-zero; none is here) and at least one "finished" line per rank was printed there (per rank of the
+    stated world size, of the ranks seen, and at least two when the launcher started several workers), or
+    every rank seen (two at least, and the stated world size) printed a "finished" line tagged with its
+    own rank.
     """
     candidates: list[int] = []
     for i, e in enumerate(events):
@@ -512,8 +514,6 @@ def _survived_unattributed(
         return set()
     path = paths.pop()
     launch = [e for e in events if e.kind == "launch_config" and e.ref.path == path]
-    if not launch:
-        return set()
     worlds = {e.get("world_size") for e in events if isinstance(e.get("world_size"), int)}
     ranks = {e.rank for e in events if e.rank is not None}
     for f in files:
@@ -534,10 +534,16 @@ def _survived_unattributed(
     if any(i not in time_at for i in candidates):
         return set()
     error_time = max(time_at[i] for i in candidates)
-    finished = sum(1 for i, e in enumerate(events)
-                   if e.kind == "run_finished" and e.ref.path == path and time_at.get(i, -1.0) >= error_time
-                   and e.ref.line > max(events[c].ref.line for c in candidates))
-    return set(candidates) if finished >= need else set()
+    after = [e for i, e in enumerate(events)
+             if e.kind == "run_finished" and e.ref.path == path and time_at.get(i, -1.0) >= error_time
+             and e.ref.line > max(events[c].ref.line for c in candidates)]
+    if launch:
+        return set(candidates) if len(after) >= need else set()
+    # Without the launcher's output in the file, its failure table cannot vouch for the end; the ranks can:
+    # every rank the logs show (two at least) said it finished, in a line tagged with its own rank, after the
+    # error. A rank that finishes has completed every collective with its peers, so none of them failed first.
+    said = {e.rank for e in after if e.rank is not None}
+    return set(candidates) if len(said) >= 2 and ranks <= said and len(said) >= need else set()
 
 
 def clean_exit_ranks(events: Sequence[Event], files: Sequence[InputFile] = ()) -> set[int]:

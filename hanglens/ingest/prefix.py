@@ -51,9 +51,12 @@ RANK_RE = re.compile(r"\[rank(?P<rank>\d{1,6})\]: ?")
 # 10): the global rank alone in brackets before each teed line; read only when most lines carry it.
 RANK_TAG_RE = re.compile(r"^\[(?P<rank>\d{1,6})\]:")
 # Training scripts' own rank tags at the start of a message: `[rank 3] step 1`, `[rank3] train: ...`.
-# Only the lower-case user form: `[Rank 3]` is ProcessGroupNCCL's work prefix, which can name a
-# sub-group rank, so the c10d parser reports it as `stated_rank` instead.
-USER_RANK_RE = re.compile(r"^\[rank ?(?P<rank>\d{1,6})\][ :]")
+# Only the lower-case and the all-capitals user forms (`[RANK 3]`, after the `RANK` variable torchrun
+# sets): `[Rank 3]` is ProcessGroupNCCL's work prefix, which can name a sub-group rank, so the c10d parser
+# reports it as `stated_rank` instead.
+USER_RANK_RE = re.compile(r"^\[(?:rank|RANK) ?(?P<rank>\d{1,6})\][ :]")
+# A bracketed level word before such a rank tag (`%(asctime)s [%(levelname)s] [RANK 3] ...`).
+BRACKET_LEVEL_RE = re.compile(r"^\[(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL)\] (?=\[(?:rank|RANK) ?\d)")
 # After the timestamp: `INFO [rank1] train: ...`, or a `|`-separated format (loguru's default
 # `<time> | INFO     | module:func:12 - msg`, `logging`'s `%(asctime)s | %(levelname)-8s | %(name)s | msg`).
 LEVEL_WORD_RE = re.compile(
@@ -320,7 +323,7 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
                 if m:
                     level = LEVEL_LETTER[m["lvl"]]
                     s = s[m.end():]
-    m = LEVEL_WORD_RE.match(s)  # `2024-01-01 10:00:00,123 INFO [rank1] train: ...` after the timestamp
+    m = LEVEL_WORD_RE.match(s) or BRACKET_LEVEL_RE.match(s)  # `... INFO [rank1] train:` after the time
     if m and level is None:
         level = LEVEL_LETTER[m["lvl"]]
         s = s[m.end():]

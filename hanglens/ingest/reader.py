@@ -1041,6 +1041,14 @@ class Reader:
         # A console where torchrun started several workers holds every worker's unprefixed output (a C++
         # abort's `terminate called ...`, plain prints): one `[rankN]:` rank in it does not own the rest.
         several = any(e.kind == "launch_config" and e.get("several_workers") for e in res.events)
+        if not several:
+            # torchrun prints no start banner when OMP_NUM_THREADS is set; its ChildFailedError table still
+            # lists the workers it started (elastic/multiprocessing/errors/__init__.py): two of them, or one
+            # that is not the `[rankN]:` rank, mean several workers wrote to this console.
+            failed = [e for e in res.events if e.kind == "child_failed"]
+            named = {e.get("failed_rank") for e in failed} - {None}
+            several = len(named) > 1 or not named <= self.envelope_ranks or any(
+                isinstance(t := e.get("table_local_ranks"), list) and len(t) > 1 for e in failed)
         if file_rank is None and len(self.envelope_ranks) == 1 and not several:
             file_rank = next(iter(self.envelope_ranks))
         by_local: dict[int, set[int]] = {}

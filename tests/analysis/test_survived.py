@@ -137,3 +137,30 @@ def test_an_unranked_traceback_beside_a_launcher_failure_stays_a_failure(tmp_pat
 def test_an_unranked_traceback_without_the_launchers_output_stays_a_failure(tmp_path: Path) -> None:
     # Without torchrun's own lines in the file nothing says that no worker failed unseen.
     assert _verdict(tmp_path, {"console.log": UNRANKED_LOGGED + FINISHED})[0] != "none"
+
+
+TAGGED = (
+    "2025-04-12 08:01:22,310 [INFO] [RANK 0] run: epoch 1 step 40 loss 0.812\n"
+    "2025-04-12 08:01:22,311 [INFO] [RANK 1] run: epoch 1 step 40 loss 0.790\n"
+    "2025-04-12 08:01:22,402 [WARNING] [RANK 1] run.metrics: pushing metrics failed, retrying in 30 s\n"
+    "Traceback (most recent call last):\n"
+    '  File "/home/user/job/metrics.py", line 51, in push\n'
+    "    sock.connect(addr)\n"
+    "ConnectionRefusedError: [Errno 111] Connection refused\n"
+    "2025-04-12 08:01:25,010 [INFO] [RANK 0] run: epoch 1 step 80 loss 0.655\n"
+    "2025-04-12 08:01:25,012 [INFO] [RANK 1] run: epoch 1 step 80 loss 0.671\n"
+)
+TAGGED_FINISHED = (
+    "2025-04-12 08:01:30,118 [INFO] [RANK 1] run: training finished\n"
+    "2025-04-12 08:01:30,120 [INFO] [RANK 0] run: training finished\n"
+)
+
+
+def test_an_unranked_traceback_then_every_tagged_rank_finished_is_survived(tmp_path: Path) -> None:
+    # No launcher output, but each rank says in a line tagged with its own rank that it finished.
+    assert _verdict(tmp_path, {"console.log": TAGGED + TAGGED_FINISHED}) == ("none", [])
+
+
+def test_an_unranked_traceback_then_one_tagged_rank_finished_stays_a_failure(tmp_path: Path) -> None:
+    one_finish = TAGGED_FINISHED.splitlines(keepends=True)[0]
+    assert _verdict(tmp_path, {"console.log": TAGGED + one_finish})[0] != "none"

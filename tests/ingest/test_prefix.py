@@ -41,6 +41,15 @@ CASES = [
     ("2026-03-09 11:20:41.805 | WARNING  | train.loop:run:88 - [rank 5] slow batch", Dialect(),
      "[rank 5] slow batch", 5, None, None, "W"),
     ("2026-03-09 11:20:41,805 | INFO | epoch 1 - loss 2.1", Dialect(), "epoch 1 - loss 2.1", None, None, None, "I"),
+    # `%(asctime)s [%(levelname)s] [RANK {rank}] %(name)s: %(message)s`: the all-capitals tag after `RANK`
+    ("2026-05-14 16:02:11,377 [WARNING] [RANK 6] trainer: grad norm 41.0 clipped", Dialect(),
+     "[RANK 6] trainer: grad norm 41.0 clipped", 6, None, None, "W"),
+    ("[RANK 2] epoch 3 batch 17 loss 0.41", Dialect(), "[RANK 2] epoch 3 batch 17 loss 0.41", 2, None, None, None),
+    # ProcessGroupNCCL's `[Rank 3]` can be a sub-group rank: never read as the global rank
+    ("[Rank 3] Watchdog caught collective operation timeout", Dialect(),
+     "[Rank 3] Watchdog caught collective operation timeout", None, None, None, None),
+    # a bracketed level alone is left in the text
+    ("2026-05-14 16:02:11,377 [INFO] loading shards", Dialect(), "[INFO] loading shards", None, None, None, None),
 ]
 
 

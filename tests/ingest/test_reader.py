@@ -139,3 +139,52 @@ def test_a_console_of_several_workers_is_not_credited_to_its_one_prefixed_rank(t
     aborts = [e for e in events if e.kind == "process_teardown"]  # (terminate called ... what(): ...)
     assert aborts and all(e.rank is None for e in aborts)
     assert any(e.rank == 0 and "Connection reset" in e.text for e in events)
+
+
+def _table(*rows: tuple[int, int]) -> str:
+    """A torch 2.13 ChildFailedError summary of one agent: (rank, exit code) rows, the last the root cause."""
+    out = ["torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ", "=" * 40,
+           "/home/user/job/train.py FAILED", "-" * 40, "Failures:"]
+    for i, (rank, code) in enumerate(rows):
+        if i == len(rows) - 1:
+            out += ["-" * 40, "Root Cause (first observed failure):", "[0]:"]
+        else:
+            out.append(f"[{i + 1}]:")
+        sig = {-15: "SIGTERM", -6: "SIGABRT"}.get(code)
+        out += ["  time      : 2026-05-11_10:02:07", "  host      : node-2",
+                f"  rank      : {rank} (local_rank: {rank})",
+                f"  exitcode  : {code} (pid: {4100 + rank})" + (f"  ({sig})" if sig else ""),
+                "  error_file: <N/A>",
+                f"  traceback : Signal {-code} ({sig}) received by PID {4100 + rank}" if sig else
+                "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"]
+    return "\n".join([*out, "=" * 40]) + "\n"
+
+
+def test_a_console_whose_failure_table_lists_another_worker_is_not_its_prefixed_ranks(tmp_path: Path) -> None:
+    # No start banner (torchrun prints none when OMP_NUM_THREADS is set), but the agent's table lists two
+    # workers: the unprefixed abort and prints are not rank 1's although only rank 1 printed `[rank1]:`.
+    from hanglens import api
+
+    data = ("step 2 loss 0.31\n"
+            "terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
+            "  what():  [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] "
+            "op.preamble.length <= op.nbytes. 2048 vs 4. Received data size doesn't match expected size. "
+            "Is there a distributed collective mismatch in your code?\n"
+            "[rank1]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
+            "[127.0.0.1]:3310: Connection reset by peer.\n" + _table((1, -15), (0, -6)))
+    (tmp_path / "console.log").write_text(data)
+    events = api.read([tmp_path]).events
+    aborts = [e for e in events if e.kind == "process_teardown"]
+    assert aborts and all(e.rank is None for e in aborts)
+    assert all(e.rank is None for e in events if e.kind == "progress")
+    assert any(e.rank == 1 and "Connection reset" in e.text for e in events)
+
+
+def test_a_console_whose_failure_table_lists_only_its_prefixed_rank_stays_that_ranks(tmp_path: Path) -> None:
+    from hanglens import api
+
+    data = ("step 2 loss 0.31\n"
+            "[rank1]: ValueError: bad sample\n" + _table((1, 1)))
+    (tmp_path / "console.log").write_text(data)
+    events = api.read([tmp_path]).events
+    assert [e.rank for e in events if e.kind == "progress"] == [1]
