@@ -48,7 +48,14 @@ from hanglens.ingest.streams import is_agent_event, stream_ranks
 from hanglens.limits import MINIMUMS, human_bytes
 from hanglens.model import Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
-from hanglens.parsers.progress import BAR_REDRAW_RE, ProgressParser, bar_fields, bar_label, series_owner
+from hanglens.parsers.progress import (
+    BAR_REDRAW_RE,
+    ProgressParser,
+    bar_fields,
+    bar_label,
+    bar_line,
+    series_owner,
+)
 
 BLOCK = 1 << 21            # bytes searched per regex call (4 MiB held ~18 MiB more per reader, no faster)
 MAX_LINE = 1 << 20         # a longer physical line is cut here (the rest of it is skipped, and said)
@@ -277,6 +284,8 @@ class Reader:
         # no repeat memo, no fast paths, blocks searched with `re`.
         self.reference = reference
         self.origin = origin
+        # The file's part of the LogLine of a tqdm redraw read in bulk (`progress.bar_line`).
+        self.bar_origin = (path, origin.rank, origin.host, origin.local_rank, origin.attempt, origin.stream)
         self.parser_classes = tuple(parser_classes)
         self.parsers = [cls() for cls in parser_classes]
         self.fast: FastProgress | None = None
@@ -430,8 +439,9 @@ class Reader:
         if fast.take_bar(key, int(m["step"]), num, piece, m):
             return True
         fast.sync_bar(key)
-        line, fields = self._bar_line(piece, num), bar_fields(m, key[3])
-        out = self._feed(fast.index, num, lambda p: cast(ProgressParser, p).feed_fields(line, fields))
+        stub, fields = (piece, num, self.bar_origin), bar_fields(m, key[3])
+        # (`key` is the series `feed_fields` would give the redraw's LogLine: see `_bar_head`)
+        out = self._feed(fast.index, num, lambda p: cast(ProgressParser, p).feed_bar(key, stub, fields))
         if out:
             self.result.events.extend(out)
             self.result.lines_with_events += 1
@@ -439,9 +449,7 @@ class Reader:
 
     def _bar_line(self, piece: str, num: int) -> LogLine:
         """`_line` of a redraw `_bar` reads: no prefix (checked per head by `_bar_head`), so the file's."""
-        o = self.origin
-        return LogLine(text=piece, raw=piece, ref=SourceRef(self.path, num), rank=o.rank, host=o.host,
-                       local_rank=o.local_rank, attempt=o.attempt, stream=o.stream)
+        return bar_line((piece, num, self.bar_origin))
 
     def _bar_head(self, piece: str, m: re.Match[str], head: str) -> tuple[Any, ...]:
         """The progress series of the redraws starting with `head` when they can be read in bulk (see
@@ -813,7 +821,7 @@ class Reader:
             fast_at = None if self.reference else FastProgress.usable(self.parser_classes)
             if fast_at is not None:
                 self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line,
-                                         self._bar_line)
+                                         self.bar_origin)
                 self.others = _other_triggers(self.parser_classes)
             self.scanned = not self.reference
             self._read_blocks(head, stream, cr_only, 0)
@@ -845,7 +853,7 @@ class Reader:
         fast_at = None if self.reference else FastProgress.usable(self.parser_classes)
         if fast_at is not None and self.fast is None:
             self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line,
-                                     self._bar_line)
+                                     self.bar_origin)
             self.others = _other_triggers(self.parser_classes)
         self.scanned = not self.reference
 
