@@ -104,6 +104,26 @@ def _without_stamp(raw: AnyStr, stamp_at: re.Pattern[AnyStr]) -> AnyStr:
     return raw if m is None or m.start() > STAMP_START else raw[:m.start()] + raw[m.end():]
 
 
+# Where `_without_stamp` cuts a line's bytes, per shape of its first STAMP_END bytes (digits written `0`): the
+# stamp pattern tells digits apart from other bytes but never one digit from another, so lines of one shape
+# have their first stamp at the same place (the search stops at STAMP_END). Chatter repeats a few shapes.
+_STAMP_SPANS: dict[bytes, tuple[int, int] | None] = {}
+
+
+def _bytes_key(line: bytes) -> bytes:
+    """`_without_stamp(line, _STAMP_AT_B_RE)`, the search memoised per shape of the line's head."""
+    shape = line[:STAMP_END].translate(ZERO_DIGITS)
+    try:
+        span = _STAMP_SPANS[shape]
+    except KeyError:
+        m = _STAMP_AT_B_RE.search(line, 0, STAMP_END)
+        span = None if m is None or m.start() > STAMP_START else m.span()
+        if len(_STAMP_SPANS) >= MAX_SHAPES:
+            _STAMP_SPANS.clear()
+        _STAMP_SPANS[shape] = span
+    return line if span is None else line[:span[0]] + line[span[1]:]
+
+
 def compile_triggers(parsers: Sequence[type[Parser]]) -> re.Pattern[bytes]:
     """One pattern matching any parser's literal trigger (a prefix trie of the literals).
 
@@ -152,6 +172,9 @@ def holds_trigger(triggers: re.Pattern[bytes], line: bytes) -> bool:
 
 
 _PRINTABLE = bytes(range(0x20, 0x7F))  # printable ASCII: deleting it leaves nothing of a printable line
+# ASCII but NUL, `\r` and ESC (what `_handle` removes, splits on or strips from): deleting it leaves nothing
+# of a line `_repeat` may decide on its bytes.
+_PLAIN = bytes(b for b in range(0x80) if b not in b"\x00\r\x1b")
 
 
 @dataclass
@@ -752,10 +775,9 @@ class Reader:
         """
         if self.active or not self.seen_b or line.find(b"[rank", 1) >= 0:
             return False
-        if not line.isascii() or b"\r" in line or b"\x1b" in line or b"\x00" in line \
-                or len(line) > self.max_line:
+        if line.translate(None, _PLAIN) or len(line) > self.max_line:
             return False
-        key = _without_stamp(line, _STAMP_AT_B_RE)  # (no newline in `line`)
+        key = _bytes_key(line)  # (no newline in `line`)
         if key in self.seen_b:
             self.repeats += 1
             return True

@@ -233,6 +233,25 @@ def test_bulk_paths_read_the_bars_and_step_lines() -> None:
     assert [e[9]["step"] for e in restarts][:3] == [0, 50, 0]
 
 
+# Pieces of lines around clock times (`_STAMP_AT_RE`: `hh:mm:ss` with an optional fraction).
+STAMP_BITS = ("08:04:26", "8:04:26", "08:04", ".123456789", ",417", ".", ":", "1", "23", "[I1130 ",
+              "[rank3]:", " ab ", "x")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(STAMP_BITS), max_size=14),
+       st.lists(st.lists(st.sampled_from(STAMP_BITS), max_size=10), min_size=1, max_size=6))
+def test_the_repeat_key_of_bytes_memoised_per_shape_is_the_plain_one(head: list[str], tails: list[list[str]]
+                                                                     ) -> None:
+    # Lines of one shape (digits apart) share the memo entry, lines with one head differ after it: each must
+    # still get its own key.
+    lines = ["".join(head + t) for t in tails]
+    for text in lines + [t.translate(str.maketrans("0123456789", "9876543210")) for t in lines]:
+        raw = text.encode()
+        plain = reader_module._without_stamp(raw, reader_module._STAMP_AT_B_RE)
+        assert reader_module._bytes_key(raw) == plain
+
+
 def test_repeated_inert_lines_are_parsed_once_and_counted() -> None:
     line = CHATTER[0]
     data = "".join(line.format(s=s, r=3) + "\n" for s in range(30)).encode()
