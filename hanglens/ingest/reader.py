@@ -369,6 +369,7 @@ class Reader:
                 self._cr_segment(cr_seg, num, scanned)
             return
         heads, seen, held_bars = self.bar_heads, self.seen, fast.bars
+        glued = False
         for cr_seg in text.split("\r"):
             m = _BAR_SEG_RE.match(cr_seg) if "%|" in cr_seg and not self.active else None
             if m is None:
@@ -383,8 +384,8 @@ class Reader:
             # `_bar`'s common case inline: a redraw moving a held series forward (see `take_bar`).
             key = heads.get(head)
             held = held_bars.get(key) if key else None
-            if held is not None and piece.count(":") <= 3 and piece not in seen and int(step_s) >= held[0]:
-                step = int(step_s)
+            if held is not None and (step := int(step_s)) >= held[0] and piece.count(":") <= 3 \
+                    and piece not in seen:
                 if step > held[0]:
                     self.parsers[fast.index].count_step(key, held[0], step)  # type: ignore[attr-defined]
                 held[0], held[1], held[2], held[3] = step, num, piece, m
@@ -393,7 +394,9 @@ class Reader:
                 continue
             if end < len(cr_seg):
                 rest = cr_seg[end:]
-                self._mark_glued(num)  # (as `_cr_segment` would)
+                if not glued:  # (as `_cr_segment` would; once is enough: `num` is this line's)
+                    self._mark_glued(num)
+                    glued = True
                 if env is not None and not self.active and rest in seen:
                     self.repeats += 1  # (`_segment` on a `[rankN]:` seen before)
                 else:
