@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import sys
+from array import array
 from collections.abc import Callable, Iterator
 from re import (
     ASCII,
@@ -87,7 +88,7 @@ class LazyPattern:
         try:
             return self._compiled
         except AttributeError:
-            compiled = re.compile(self.pattern, self._flags)
+            compiled = precompiled(self.pattern, self._flags) or re.compile(self.pattern, self._flags)
             for name in _FILLED:
                 setattr(self, name, getattr(compiled, name))
             # The literal gate costs a second parse of the pattern: worth it for a pattern that reads many
@@ -133,6 +134,71 @@ class LazyPattern:
 def compile(pattern: AnyStr, flags: int | re.RegexFlag = 0) -> re.Pattern[AnyStr]:
     """`re.compile(pattern, flags)`, done when the pattern is first used."""
     return cast("re.Pattern[AnyStr]", LazyPattern(pattern, int(flags)))
+
+
+# -- compiled code made at build time (tools/precompile_patterns.py writes hanglens/_patterns.py) ------------
+try:  # (Python 3.11+; `sre_compile` before)
+    import _sre
+    from re import _compiler as _sre_compile  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    import _sre  # type: ignore[no-redef,unused-ignore]
+    import sre_compile as _sre_compile  # type: ignore[no-redef,unused-ignore]
+
+_CODE_TYPE = "I"  # an unsigned int of _sre.CODESIZE bytes (4) per code word
+_TABLE: dict[tuple[Any, int], tuple[Any, ...]] | None = None
+
+
+def code_stamp() -> tuple[Any, ...]:
+    """What the compiled code of a pattern depends on beyond its text and flags: the interpreter's engine."""
+    return (sys.implementation.name, tuple(sys.version_info[:2]), _sre.MAGIC, _sre.CODESIZE,
+            array(_CODE_TYPE).itemsize, sys.byteorder)
+
+
+def compile_parts(pattern: str | bytes, flags: int = 0) -> tuple[Any, ...]:
+    """What `re.compile(pattern, flags)` hands `_sre.compile` after the pattern (as `re._compiler.compile`
+    makes it): the final flags, the code (as bytes), the number of groups less one, the group index and its
+    inverse."""
+    parsed = _sre_parse.parse(pattern, flags)
+    code = _sre_compile._code(parsed, flags)
+    groupindex = dict(parsed.state.groupdict)
+    indexgroup: list[str | None] = [None] * parsed.state.groups
+    for name, i in groupindex.items():
+        indexgroup[i] = name
+    words = array(_CODE_TYPE, code).tobytes()
+    return flags | parsed.state.flags, words, parsed.state.groups - 1, groupindex, tuple(indexgroup)
+
+
+def _table() -> dict[tuple[Any, int], tuple[Any, ...]]:
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = {}
+        try:
+            from hanglens import _patterns
+        except ImportError:  # pragma: no cover (a tree without the generated module)
+            return _TABLE
+        if code_stamp() == _patterns.STAMP:
+            import base64
+            import marshal
+            import zlib
+
+            _TABLE = marshal.loads(zlib.decompress(base64.b64decode(_patterns.DATA)))
+    return _TABLE
+
+
+def precompiled(pattern: str | bytes, flags: int = 0) -> re.Pattern[Any] | None:
+    """`re.compile(pattern, flags)` from the code hanglens/_patterns.py holds for it (no parse, no compile),
+    or None when it holds none for this pattern on this interpreter."""
+    parts = _table().get((pattern, flags))
+    if parts is None:
+        return None
+    final, code, groups, groupindex, indexgroup = parts
+    return cast("re.Pattern[Any]", _sre.compile(pattern, final, array(_CODE_TYPE, code).tolist(), groups,
+                                                groupindex, indexgroup))
+
+
+def compile_now(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
+    """`re.compile(pattern, flags)`, from the code made at build time when there is some."""
+    return precompiled(pattern, flags) or re.compile(pattern, flags)
 
 
 # -- literal gates ------------------------------------------------------------------------------------------

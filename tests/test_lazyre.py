@@ -11,6 +11,9 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -207,3 +210,35 @@ def test_random_patterns_answer_as_re(pattern: str, flags: int, texts: list[str]
         _same(rx, plain, text)  # type: ignore[arg-type]
         _same(lazyre.compile(pattern.encode(), flags), re.compile(pattern.encode(), flags),  # type: ignore[arg-type]
               text.encode())
+
+
+def test_every_precompiled_pattern_is_what_re_compiles() -> None:
+    # The code made at build time gives the pattern `re.compile` gives (the same code, flags and groups), on
+    # the interpreter the module was made for; on another one nothing is taken from it.
+    from hanglens import _patterns
+
+    table = lazyre._table()
+    if lazyre.code_stamp() != _patterns.STAMP:
+        assert table == {}
+        pytest.skip(f"hanglens/_patterns.py was made for {_patterns.STAMP}")
+    assert len(table) == _patterns.COUNT
+    for (pattern, flags), _ in sorted(table.items(), key=repr):
+        got, want = lazyre.precompiled(pattern, flags), re.compile(pattern, flags)
+        assert got is not None
+        assert (got == want, got.flags, got.groups, dict(got.groupindex)) == \
+            (True, want.flags, want.groups, dict(want.groupindex)), pattern
+        assert lazyre.compile_parts(pattern, flags) == table[(pattern, flags)]
+    assert lazyre.precompiled("not a built-in pattern (x)") is None
+
+
+def test_the_precompiled_module_is_up_to_date() -> None:
+    # Fails after a built-in pattern or a parser trigger changed: run `python tools/precompile_patterns.py`.
+    from hanglens import _patterns
+
+    if lazyre.code_stamp() != _patterns.STAMP:
+        pytest.skip(f"hanglens/_patterns.py was made for {_patterns.STAMP}")
+    tool = Path(__file__).resolve().parents[1] / "tools" / "precompile_patterns.py"
+    want = subprocess.run([sys.executable, str(tool), "--stdout"], check=True, capture_output=True,
+                          text=True).stdout
+    have = Path(_patterns.__file__).read_text(encoding="utf-8")
+    assert have == want, "run python tools/precompile_patterns.py"

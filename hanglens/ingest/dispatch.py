@@ -19,6 +19,8 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
+from hanglens.lazyre import compile_now
+
 
 def trie_regex(words: Iterable[str], longest: bool = True) -> str:
     """A regex matching any of `words`, factored by common prefix (one branch per distinct next char).
@@ -65,7 +67,7 @@ class Dispatch:
                 starting.setdefault(b[:k], set()).add(b)
         self.overlaps = {a: tuple(sorted({b for k in range(1, len(a)) for b in starting.get(a[-k:], ())
                                           if b not in a})) for a in lits}
-        self.pattern = re.compile(trie_regex(lits)) if lits else None
+        self.pattern = compile_now(trie_regex(lits)) if lits else None
         self.shapes: dict[bytes, int] | None = None if any(
             ch in "0123456789" for lit in lits for ch in lit) else {}
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from hanglens.model import LogLine
 from hanglens.parsers.base import Parser
-from hanglens.parsers.progress import PATTERNS, ProgressParser, bar_fields, series_owner
+from hanglens.parsers.progress import PATTERNS, ProgressParser, bar_fields
 
 _PATTERN_NAMES = [name for name, _ in PATTERNS]
 # The fast path relies on `megatron` being the only shape tried before `torchtitan`; if progress.py
@@ -85,12 +85,12 @@ class FastProgress:
 
     def __init__(self, parsers: list[Parser], index: int, local_rank: int | None,
                  make_line: Callable[[str, int], LogLine],
-                 make_bar_line: Callable[[str, int], LogLine] | None = None) -> None:
+                 bar_origin: tuple[Any, ...] = ()) -> None:
         self.parsers = parsers
         self.index = index
         self.local_rank = local_rank
         self.make_line = make_line
-        self.make_bar_line = make_bar_line or make_line  # the LogLine of a held tqdm redraw
+        self.bar_origin = bar_origin  # the file's part of a held tqdm redraw's `BarStub`
         # Per `[rankN]:` rank since the last sync: [series key, last step, (unused), line number and text
         # of the remembered report].
         self.state: dict[int, list[Any]] = {}
@@ -192,11 +192,9 @@ class FastProgress:
             self._put_bar(key, self.bars.pop(key))
 
     def _put_bar(self, key: tuple[Any, ...], held: list[Any]) -> None:
+        # (the series' rank and local rank are the file's, as are the stub's: see `Reader._bar_head`)
         _, num, text, m = held
-        line = self.make_bar_line(text, num)
-        if (series_owner(line), line.local_rank) != key[:2]:
-            raise FastPathMismatch(f"line {num}")
-        self._parser().remember(key, line, bar_fields(m, key[3]))
+        self._parser().remember_bar(key, (text, num, self.bar_origin), bar_fields(m, key[3]))
 
     def sync(self) -> None:
         """Put the remembered reports into the parser as real lines (before it sees anything else)."""

@@ -48,7 +48,14 @@ from hanglens.ingest.streams import is_agent_event, stream_ranks
 from hanglens.limits import MINIMUMS, human_bytes
 from hanglens.model import Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
-from hanglens.parsers.progress import BAR_REDRAW_RE, ProgressParser, bar_fields, bar_label, series_owner
+from hanglens.parsers.progress import (
+    BAR_REDRAW_RE,
+    ProgressParser,
+    bar_fields,
+    bar_label,
+    bar_line,
+    series_owner,
+)
 
 BLOCK = 1 << 21            # bytes searched per regex call (4 MiB held ~18 MiB more per reader, no faster)
 MAX_LINE = 1 << 20         # a longer physical line is cut here (the rest of it is skipped, and said)
@@ -95,6 +102,26 @@ def _without_stamp(raw: AnyStr, stamp_at: re.Pattern[AnyStr]) -> AnyStr:
     `_STAMP_AT_B_RE`): the first stamp, when it starts by STAMP_START, cut out."""
     m = stamp_at.search(raw, 0, STAMP_END)
     return raw if m is None or m.start() > STAMP_START else raw[:m.start()] + raw[m.end():]
+
+
+# Where `_without_stamp` cuts a line's bytes, per shape of its first STAMP_END bytes (digits written `0`): the
+# stamp pattern tells digits apart from other bytes but never one digit from another, so lines of one shape
+# have their first stamp at the same place (the search stops at STAMP_END). Chatter repeats a few shapes.
+_STAMP_SPANS: dict[bytes, tuple[int, int] | None] = {}
+
+
+def _bytes_key(line: bytes) -> bytes:
+    """`_without_stamp(line, _STAMP_AT_B_RE)`, the search memoised per shape of the line's head."""
+    shape = line[:STAMP_END].translate(ZERO_DIGITS)
+    try:
+        span = _STAMP_SPANS[shape]
+    except KeyError:
+        m = _STAMP_AT_B_RE.search(line, 0, STAMP_END)
+        span = None if m is None or m.start() > STAMP_START else m.span()
+        if len(_STAMP_SPANS) >= MAX_SHAPES:
+            _STAMP_SPANS.clear()
+        _STAMP_SPANS[shape] = span
+    return line if span is None else line[:span[0]] + line[span[1]:]
 
 
 def compile_triggers(parsers: Sequence[type[Parser]]) -> re.Pattern[bytes]:
@@ -145,6 +172,9 @@ def holds_trigger(triggers: re.Pattern[bytes], line: bytes) -> bool:
 
 
 _PRINTABLE = bytes(range(0x20, 0x7F))  # printable ASCII: deleting it leaves nothing of a printable line
+# ASCII but NUL, `\r` and ESC (what `_handle` removes, splits on or strips from): deleting it leaves nothing
+# of a line `_repeat` may decide on its bytes.
+_PLAIN = bytes(b for b in range(0x80) if b not in b"\x00\r\x1b")
 
 
 @dataclass
@@ -277,6 +307,8 @@ class Reader:
         # no repeat memo, no fast paths, blocks searched with `re`.
         self.reference = reference
         self.origin = origin
+        # The file's part of the LogLine of a tqdm redraw read in bulk (`progress.bar_line`).
+        self.bar_origin = (path, origin.rank, origin.host, origin.local_rank, origin.attempt, origin.stream)
         self.parser_classes = tuple(parser_classes)
         self.parsers = [cls() for cls in parser_classes]
         self.fast: FastProgress | None = None
@@ -337,6 +369,7 @@ class Reader:
                 self._cr_segment(cr_seg, num, scanned)
             return
         heads, seen, held_bars = self.bar_heads, self.seen, fast.bars
+        glued = False
         for cr_seg in text.split("\r"):
             m = _BAR_SEG_RE.match(cr_seg) if "%|" in cr_seg and not self.active else None
             if m is None:
@@ -351,8 +384,8 @@ class Reader:
             # `_bar`'s common case inline: a redraw moving a held series forward (see `take_bar`).
             key = heads.get(head)
             held = held_bars.get(key) if key else None
-            if held is not None and piece.count(":") <= 3 and piece not in seen and int(step_s) >= held[0]:
-                step = int(step_s)
+            if held is not None and (step := int(step_s)) >= held[0] and piece.count(":") <= 3 \
+                    and piece not in seen:
                 if step > held[0]:
                     self.parsers[fast.index].count_step(key, held[0], step)  # type: ignore[attr-defined]
                 held[0], held[1], held[2], held[3] = step, num, piece, m
@@ -361,7 +394,9 @@ class Reader:
                 continue
             if end < len(cr_seg):
                 rest = cr_seg[end:]
-                self._mark_glued(num)  # (as `_cr_segment` would)
+                if not glued:  # (as `_cr_segment` would; once is enough: `num` is this line's)
+                    self._mark_glued(num)
+                    glued = True
                 if env is not None and not self.active and rest in seen:
                     self.repeats += 1  # (`_segment` on a `[rankN]:` seen before)
                 else:
@@ -430,8 +465,9 @@ class Reader:
         if fast.take_bar(key, int(m["step"]), num, piece, m):
             return True
         fast.sync_bar(key)
-        line, fields = self._bar_line(piece, num), bar_fields(m, key[3])
-        out = self._feed(fast.index, num, lambda p: cast(ProgressParser, p).feed_fields(line, fields))
+        stub, fields = (piece, num, self.bar_origin), bar_fields(m, key[3])
+        # (`key` is the series `feed_fields` would give the redraw's LogLine: see `_bar_head`)
+        out = self._feed(fast.index, num, lambda p: cast(ProgressParser, p).feed_bar(key, stub, fields))
         if out:
             self.result.events.extend(out)
             self.result.lines_with_events += 1
@@ -439,9 +475,7 @@ class Reader:
 
     def _bar_line(self, piece: str, num: int) -> LogLine:
         """`_line` of a redraw `_bar` reads: no prefix (checked per head by `_bar_head`), so the file's."""
-        o = self.origin
-        return LogLine(text=piece, raw=piece, ref=SourceRef(self.path, num), rank=o.rank, host=o.host,
-                       local_rank=o.local_rank, attempt=o.attempt, stream=o.stream)
+        return bar_line((piece, num, self.bar_origin))
 
     def _bar_head(self, piece: str, m: re.Match[str], head: str) -> tuple[Any, ...]:
         """The progress series of the redraws starting with `head` when they can be read in bulk (see
@@ -744,10 +778,9 @@ class Reader:
         """
         if self.active or not self.seen_b or line.find(b"[rank", 1) >= 0:
             return False
-        if not line.isascii() or b"\r" in line or b"\x1b" in line or b"\x00" in line \
-                or len(line) > self.max_line:
+        if line.translate(None, _PLAIN) or len(line) > self.max_line:
             return False
-        key = _without_stamp(line, _STAMP_AT_B_RE)  # (no newline in `line`)
+        key = _bytes_key(line)  # (no newline in `line`)
         if key in self.seen_b:
             self.repeats += 1
             return True
@@ -813,7 +846,7 @@ class Reader:
             fast_at = None if self.reference else FastProgress.usable(self.parser_classes)
             if fast_at is not None:
                 self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line,
-                                         self._bar_line)
+                                         self.bar_origin)
                 self.others = _other_triggers(self.parser_classes)
             self.scanned = not self.reference
             self._read_blocks(head, stream, cr_only, 0)
@@ -845,7 +878,7 @@ class Reader:
         fast_at = None if self.reference else FastProgress.usable(self.parser_classes)
         if fast_at is not None and self.fast is None:
             self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line,
-                                     self._bar_line)
+                                     self.bar_origin)
             self.others = _other_triggers(self.parser_classes)
         self.scanned = not self.reference
 

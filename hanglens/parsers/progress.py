@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, cast
 
 from hanglens import lazyre as re
 from hanglens.errors import UsageError
-from hanglens.model import Event, LogLine
+from hanglens.model import Event, LogLine, SourceRef
 from hanglens.parsers.base import EventSpec, Example, Parser, to_int
 
 USER_TIMEOUT_S = 0.05
@@ -228,6 +227,55 @@ MAX_DIFFS = 32
 KEEP_RESTARTS = 8
 
 
+# A tqdm redraw the reader read in bulk, before its LogLine is built: its text, line number and the file's
+# (path, rank, host, local rank, attempt, stream), which `bar_line` makes the LogLine of.
+BarStub = tuple[str, int, tuple[Any, ...]]
+
+
+def bar_line(stub: BarStub) -> LogLine:
+    """The LogLine of a redraw read without prefixes (see `BarStub`): the file's rank, host and stream."""
+    text, num, (path, rank, host, local_rank, attempt, stream) = stub
+    return LogLine(text=text, raw=text, ref=SourceRef(path, num), rank=rank, host=host, local_rank=local_rank,
+                   attempt=attempt, stream=stream)
+
+
+class _Pending:
+    """A series' latest report: its line (from a `BarStub`, built when first needed) and its fields."""
+
+    __slots__ = ("_line", "_stub", "fields")
+
+    def __init__(self, line: LogLine | None, fields: dict[str, Any], stub: BarStub | None = None) -> None:
+        self._line, self._stub, self.fields = line, stub, fields
+
+    @property
+    def line(self) -> LogLine:
+        line = self._line
+        if line is None:
+            assert self._stub is not None
+            line = self._line = bar_line(self._stub)
+            self._stub = None
+        return line
+
+    @property
+    def num(self) -> int:
+        """The report's line number."""
+        return self._line.ref.line if self._line is not None else cast(BarStub, self._stub)[1]
+
+
+class _Held:
+    """A restart held back (past the first KEEP_RESTARTS of its series): its reports, made events only when
+    it is given out at the end (most held restarts are dropped before: an eval bar restarting thousands of
+    times would otherwise build two events and their lines per restart)."""
+
+    __slots__ = ("reports",)
+
+    def __init__(self, reports: tuple[_Pending, ...]) -> None:
+        self.reports = reports
+
+
+Pair = list[Event] | _Held
+
+
 def _count(seen: dict[int, list[int]], p_step: int, step: int) -> None:
     if step - p_step in seen:
         seen[step - p_step][0] += 1
@@ -235,9 +283,12 @@ def _count(seen: dict[int, list[int]], p_step: int, step: int) -> None:
         seen[step - p_step] = [1, p_step]
 
 
-def _drop(ext: dict[str, tuple[int, list[Event]]], old: list[Event]) -> None:
+def _drop(ext: dict[str, tuple[int, Pair]], old: Pair) -> None:
     """A held restart dropped from the window: keep it when it reached the highest or the lowest step."""
-    steps = [s for e in old if isinstance(s := e.get("step"), int)]
+    if isinstance(old, _Held):
+        steps = [s for p in old.reports if isinstance(s := p.fields.get("step"), int)]
+    else:
+        steps = [s for e in old if isinstance(s := e.get("step"), int)]
     if steps:
         for which, value in (("max", max(steps)), ("min", min(steps))):
             have = ext.get(which)
@@ -245,7 +296,7 @@ def _drop(ext: dict[str, tuple[int, list[Event]]], old: list[Event]) -> None:
                 ext[which] = (value, old)
 
 
-def _hold(held: deque[list[Event]], extremes: Any, key: Any, pair: list[Event]) -> None:
+def _hold(held: deque[Pair], extremes: Any, key: Any, pair: Pair) -> None:
     """Hold `pair` among the latest KEEP_RESTARTS restarts; the one it pushes out may be an extreme
     (`extremes` is the series' own mapping when `key` is None, else the parser's, by key)."""
     held.append(pair)
@@ -280,12 +331,6 @@ def series_owner(line: LogLine) -> Any:
     for a line without one its launcher-prefixed stream (`[1,2]<stdout>:`), so that two processes' step
     counters are not read as one going back and forth."""
     return line.rank if line.rank is not None or line.writer is None else line.writer
-
-
-@dataclass
-class _Pending:
-    line: LogLine
-    fields: dict[str, Any]
 
 
 class ProgressParser(Parser):
@@ -364,8 +409,8 @@ class ProgressParser(Parser):
         self.diffs: dict[tuple[Any, ...], dict[int, list[int]]] = {}
         # Per series: restarts seen, the held latest ones, the dropped ones reaching the max / min step.
         self.restarts: dict[tuple[Any, ...], int] = {}
-        self.held: dict[tuple[Any, ...], deque[list[Event]]] = {}
-        self.extremes: dict[tuple[Any, ...], dict[str, tuple[int, list[Event]]]] = {}
+        self.held: dict[tuple[Any, ...], deque[Pair]] = {}
+        self.extremes: dict[tuple[Any, ...], dict[str, tuple[int, Pair]]] = {}
         # Per series: its first report's event and fields, and the restarts given out as they came (for
         # `take_history`: a part of a file read from a fresh start emitted them as if the series began there).
         self.first: dict[tuple[Any, ...], tuple[Event, dict[str, Any]]] = {}
@@ -380,14 +425,24 @@ class ProgressParser(Parser):
     def feed_fields(self, line: LogLine, fields: dict[str, Any]) -> list[Event]:
         """`feed` of a line whose report the caller read already (`fields` as `_match` gives them)."""
         key = (series_owner(line), line.local_rank, fields["pattern"], fields["label"])
+        return self._report(key, _Pending(line, fields))
+
+    def feed_bar(self, key: tuple[Any, ...], stub: BarStub, fields: dict[str, Any]) -> list[Event]:
+        """`feed_fields` of a tqdm redraw the reader read in bulk (`bar_line(stub)` is its LogLine, `key` the
+        series `feed_fields` would give it): the LogLine is built only when an event or a later report
+        needs it (a restart held back past the first KEEP_RESTARTS needs none until the end)."""
+        return self._report(key, _Pending(None, fields, stub))
+
+    def _report(self, key: tuple[Any, ...], cur: _Pending) -> list[Event]:
+        fields = cur.fields
         prev = self.last.get(key)
-        self.last[key] = _Pending(line, fields)
+        self.last[key] = cur
         if prev is None:
             if len(self.emitted) >= MAX_KEYS:
                 del self.last[key]
                 return []
             self.emitted[key] = fields
-            first = self.event("progress", line, **fields)
+            first = self.event("progress", cur.line, **fields)
             self.first[key] = (first, fields)
             return [first]
         out: list[Event] = []
@@ -398,24 +453,30 @@ class ProgressParser(Parser):
             self.count_step(key, p_step, step)
         if backwards or new_epoch:
             self.diffs.pop(key, None)
-            if self.emitted.get(key) is not prev.fields:
-                out.append(self.event("progress", prev.line, **prev.fields))
-            out.append(self.event("progress", line, **fields))
+            reports = (cur,) if self.emitted.get(key) is prev.fields else (prev, cur)
             self.emitted[key] = fields
-            return self._restart(key, out)
+            return self._restart(key, reports)
         return out
 
-    def _restart(self, key: tuple[Any, ...], pair: list[Event]) -> list[Event]:
-        """The events of a restart to give out now: all of the first KEEP_RESTARTS of the series; later
-        ones are held (the latest KEEP_RESTARTS, and the extremes of those dropped) until `close`."""
+    def _restart(self, key: tuple[Any, ...], reports: tuple[_Pending, ...]) -> list[Event]:
+        """The events of a restart (its `reports`) to give out now: all of the first KEEP_RESTARTS of the
+        series; later ones are held (the latest KEEP_RESTARTS, and the extremes of those dropped) until
+        `close`, and become events only if given out then."""
         n = self.restarts.get(key, 0)
         self.restarts[key] = n + 1
         if n < KEEP_RESTARTS:
+            pair = [self.event("progress", p.line, **p.fields) for p in reports]
             self.told.setdefault(key, []).append(pair)
             return pair
         held = self.held.setdefault(key, deque())
-        _hold(held, self.extremes, key, pair)
+        _hold(held, self.extremes, key, _Held(reports))
         return []
+
+    def _events(self, pair: Pair) -> list[Event]:
+        """The events of a restart given out at the end."""
+        if isinstance(pair, _Held):
+            return [self.event("progress", p.line, **p.fields) for p in pair.reports]
+        return pair
 
     history = ("last", "emitted", "diffs", "restarts", "held", "extremes", "first", "told")
 
@@ -441,7 +502,7 @@ class ProgressParser(Parser):
                 continue  # a series this part began: its state stands
             d = {inc: list(v) for inc, v in before.diffs.get(key, {}).items()}
             n = before.restarts.get(key, 0)
-            hk: deque[list[Event]] = deque(before.held.get(key, ()))
+            hk: deque[Pair] = deque(before.held.get(key, ()))
             ext = dict(before.extremes.get(key, {}))
             told = before.emitted.get(key)
             p_step, step = p.fields["step"], fields1["step"]
@@ -476,14 +537,14 @@ class ProgressParser(Parser):
             if key in self.extremes:  # this part dropped held restarts itself: all before them go too
                 while hk:
                     _drop(ext, hk.popleft())
-                for which, (value, pair) in self.extremes[key].items():
+                for which, (value, kept) in self.extremes[key].items():
                     have = ext.get(which)
                     if have is None or (value > have[0] if which == "max" else value < have[0]):
-                        ext[which] = (value, pair)
+                        ext[which] = (value, kept)
                 hk = deque(self.held[key])
             else:
-                for pair in self.held.get(key, ()):
-                    _hold(hk, ext, None, pair)
+                for kept in self.held.get(key, ()):
+                    _hold(hk, ext, None, kept)
             if mine:
                 d = {inc: list(v) for inc, v in self.diffs.get(key, {}).items()}
                 told = self.emitted[key]
@@ -520,6 +581,10 @@ class ProgressParser(Parser):
         """Make `line` the series' latest report without emitting anything (it moved the series forward)."""
         self.last[key] = _Pending(line, fields)
 
+    def remember_bar(self, key: tuple[Any, ...], stub: BarStub, fields: dict[str, Any]) -> None:
+        """`remember` of a tqdm redraw read in bulk (see `feed_bar`)."""
+        self.last[key] = _Pending(None, fields, stub)
+
     def close(self) -> Iterable[Event]:
         out: list[Event] = []
         for k in sorted(self.held, key=repr):
@@ -528,9 +593,9 @@ class ProgressParser(Parser):
             for pair in kept:
                 if id(pair) not in seen:
                     seen.add(id(pair))
-                    out.extend(pair)
+                    out.extend(self._events(pair))
         self.held, self.extremes, self.restarts = {}, {}, {}
-        for k, p in sorted(self.last.items(), key=lambda kv: (kv[1].line.ref.line, repr(kv[0]))):
+        for k, p in sorted(self.last.items(), key=lambda kv: (kv[1].num, repr(kv[0]))):
             gap = _gap_after(self.diffs.get(k, {}))
             if self.emitted.get(k) is not p.fields or gap is not None:
                 out.append(self.event("progress", p.line, **{**p.fields, "gap_after": gap}))

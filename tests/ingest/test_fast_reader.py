@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -19,8 +20,9 @@ from hanglens.ingest.reader import Reader, repeat_key
 from hanglens.limits import Limits
 from hanglens.model import Event, LogLine, Origin
 from hanglens.parsers import PARSERS
+from hanglens.parsers import progress as progress_module
 from hanglens.parsers.base import Parser
-from hanglens.parsers.progress import ProgressParser
+from hanglens.parsers.progress import KEEP_RESTARTS, ProgressParser
 
 # Real-format lines: every parser's declared examples (one physical line each, or the whole block).
 EXAMPLES = sorted({ex.text for p in PARSERS for ex in p.examples})
@@ -150,6 +152,52 @@ def test_fast_reader_gives_the_reference_readers_events(picks: list[tuple[str, i
         reader_module.ROWS_MIN_BYTES = rows_min
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(("eval", "", "Training")), st.booleans(),
+       st.lists(st.lists(st.integers(0, 50), min_size=1, max_size=5), min_size=KEEP_RESTARTS + 1,
+                max_size=3 * KEEP_RESTARTS + 4),
+       st.lists(st.sampled_from(EXAMPLES + [c.format(s=7, n=3, r=1) for c in CHATTER]), max_size=6),
+       st.sampled_from(ORIGINS))
+def test_bars_restarting_past_the_kept_ones_give_the_reference_events(
+        label: str, glue: bool, runs: list[list[int]], others: list[str], origin: Origin) -> None:
+    # One bar restarting more often than KEEP_RESTARTS: the restarts held back until the end (built as events
+    # only if given out then) and the extremes of those dropped, among other lines now and then; against the
+    # reference reader with a parser that builds every restart's events when it happens.
+    lines = []
+    for k, steps in enumerate(runs):
+        env = "[rank1]:" if glue else ""
+        lines.append(env + "".join("\r" + _redraw(label, n, 50, 2 + k, False, False, False)
+                                   + (env if j + 1 < len(steps) else "") for j, n in enumerate(steps)))
+        if others and k % 3 == 0:
+            lines.append(others[k % len(others)])
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    lazy = ProgressParser._restart
+    ProgressParser._restart = _eager_restart  # type: ignore[method-assign]
+    try:
+        want = _events(data, reference=True, origin=origin)
+    finally:
+        ProgressParser._restart = lazy  # type: ignore[method-assign]
+    assert _events(data, reference=True, origin=origin) == want
+    assert _events(data, reference=False, origin=origin) == want
+    rows_min, reader_module.ROWS_MIN_BYTES = reader_module.ROWS_MIN_BYTES, 0
+    try:
+        assert _events(data, reference=False, origin=origin) == want
+    finally:
+        reader_module.ROWS_MIN_BYTES = rows_min
+
+
+def _eager_restart(self: ProgressParser, key: tuple[Any, ...], reports: tuple[Any, ...]) -> list[Event]:
+    """`ProgressParser._restart` building every restart's events when it happens (the held ones too)."""
+    n = self.restarts.get(key, 0)
+    self.restarts[key] = n + 1
+    pair = [self.event("progress", p.line, **p.fields) for p in reports]
+    if n < KEEP_RESTARTS:
+        self.told.setdefault(key, []).append(pair)
+        return pair
+    progress_module._hold(self.held.setdefault(key, deque()), self.extremes, key, pair)
+    return []
+
+
 def test_bulk_paths_read_the_bars_and_step_lines() -> None:
     # The property test above compares; this one checks that the bulk paths are the ones reading: a
     # console of tqdm redraws and step lines takes the parser's slow path only for restarts and firsts.
@@ -183,6 +231,25 @@ def test_bulk_paths_read_the_bars_and_step_lines() -> None:
     assert len([t for t in fed if "%|" in t]) == 3
     restarts = [e for e in got if e[0] == "progress" and e[9].get("label") == "eval"]
     assert [e[9]["step"] for e in restarts][:3] == [0, 50, 0]
+
+
+# Pieces of lines around clock times (`_STAMP_AT_RE`: `hh:mm:ss` with an optional fraction).
+STAMP_BITS = ("08:04:26", "8:04:26", "08:04", ".123456789", ",417", ".", ":", "1", "23", "[I1130 ",
+              "[rank3]:", " ab ", "x")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(STAMP_BITS), max_size=14),
+       st.lists(st.lists(st.sampled_from(STAMP_BITS), max_size=10), min_size=1, max_size=6))
+def test_the_repeat_key_of_bytes_memoised_per_shape_is_the_plain_one(head: list[str], tails: list[list[str]]
+                                                                     ) -> None:
+    # Lines of one shape (digits apart) share the memo entry, lines with one head differ after it: each must
+    # still get its own key.
+    lines = ["".join(head + t) for t in tails]
+    for text in lines + [t.translate(str.maketrans("0123456789", "9876543210")) for t in lines]:
+        raw = text.encode()
+        plain = reader_module._without_stamp(raw, reader_module._STAMP_AT_B_RE)
+        assert reader_module._bytes_key(raw) == plain
 
 
 def test_repeated_inert_lines_are_parsed_once_and_counted() -> None:
