@@ -228,7 +228,10 @@ _LAUNCHER_LINE = re.compile(
 
 
 def _unexplained(events: Sequence[Event], cited: set[SourceRef]) -> list[dict[str, Any]]:
-    explained = {e.ref for e in events if e.kind != "error_line"} | cited
+    # Only the error lines' refs are looked up: a set of every other event's ref (a dozen per rank of a big
+    # job) would be held beside the events for nothing.
+    errors = {e.ref for e in events if e.kind == "error_line"}
+    explained = {e.ref for e in events if e.kind != "error_line" and e.ref in errors} | cited
     groups: dict[str, list[Event]] = defaultdict(list)
     for e in events:
         if e.kind == "error_line" and e.ref not in explained and not _LAUNCHER_LINE.search(e.text):
@@ -521,6 +524,8 @@ def _silent_hang(tables: Tables, verdict: dict[str, Any]) -> dict[str, Any] | No
     Present when a silent-hang rule gave the verdict, or when nothing explained a job that was stopped from
     outside without any failure line of its own.
     """
+    if verdict.get("rule_id") not in SILENT_RULES and verdict.get("category") != "unknown":
+        return None   # (before the tables become dicts: a big job has a row per rank)
     rows = records(tables.fact("silent_hang"))
     stops = records(tables.fact("job_stopped"))
     quiet = bool(rows) and all(r.get("no_error") for r in rows)

@@ -136,6 +136,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     finished = silence.finished_before_stop(evs, stops, quiet)
     tables["job_stopped"] = frame("job_stopped", [{**r, "after_finish": finished} for r in stops])
     tables["silent_hang"] = frame("silent_hang", quiet)
+    del stops, quiet   # (a row of 24 values per rank: the tables below would be built beside them)
     calls = collectives.call_rows(evs, hosts)
     tables["collective_call"] = frame("collective_call", calls)
     tables["slow_phase"] = frame("slow_phase", progress.slow_phase_rows(evs, hosts, world))

@@ -193,14 +193,18 @@ def _local_to_global(files: list[FileEvents]) -> None:
     rank's own files, the ChildFailedError table of the agent's host, and a torchrun command line stating
     the node's rank and worker count (local rank 0 is node_rank * nproc_per_node).
     """
-    triples: list[tuple[tuple[str, ...], int, int]] = []
+    # A set: every worker's events repeat its (node, local rank, rank), and a big job's would otherwise be a
+    # tuple per event (tens of MiB at 16,384 ranks) held until the mappings are made (they only need each
+    # triple once).
+    triples: set[tuple[tuple[str, ...], int, int]] = set()
     key_hosts: dict[tuple[str, ...], set[str]] = {}
     failures: list[tuple[str, int, int]] = []
     for f in files:
         if f.origin.local_rank is not None and len(f.stated_ranks) == 1:
-            triples.append((_node_key(f, None), f.origin.local_rank, next(iter(f.stated_ranks))))
+            triples.add((_node_key(f, None), f.origin.local_rank, next(iter(f.stated_ranks))))
+        tree = _node_key(f, None) if f.origin.node_dir is not None else None   # (the same for its events)
         for e in f.events:
-            key = _node_key(f, e)
+            key = tree or _node_key(f, e)
             for h in (e.host, e.get("nccl_host"), e.get("hostname") if e.kind == "world_info" else None):
                 if isinstance(h, str) and h:
                     key_hosts.setdefault(key, set()).add(_short(h))
@@ -208,12 +212,12 @@ def _local_to_global(files: list[FileEvents]) -> None:
                 g, lr = _int(e.get("global_rank")), _int(e.get("local_rank"))
                 lr = lr if lr is not None else f.origin.local_rank
                 if g is not None and lr is not None:
-                    triples.append((key, lr, g))
+                    triples.add((key, lr, g))
             elif e.kind == "launch_config":
                 # torchrun's static rendezvous: global rank = node_rank * nproc_per_node + local_rank.
                 node, nproc = _int(e.get("node_rank")), _int(e.get("nproc_per_node"))
                 if node is not None and nproc:
-                    triples.append((key, 0, node * nproc))
+                    triples.add((key, 0, node * nproc))
             elif e.kind == "child_failed":
                 g, lr, h = _int(e.get("failed_rank")), _int(e.get("local_rank")), e.get("failed_host")
                 if g is not None and lr is not None and isinstance(h, str) and h:
@@ -222,10 +226,10 @@ def _local_to_global(files: list[FileEvents]) -> None:
                     # The table lists its own agent's workers (log-formats.md section 3.6), and a launcher
                     # prefix (`srun -l` task, pdsh host) says which agent's stream the table and the
                     # workers' `[defaultN]:` lines came through.
-                    triples.append((key, lr, g))
+                    triples.add((key, lr, g))
             # The agent's own lines name other processes' local ranks; they say nothing about their writer.
             if e.rank is not None and e.local_rank is not None and e.kind not in AGENT_EVENT_KINDS:
-                triples.append((key, e.local_rank, e.rank))
+                triples.add((key, e.local_rank, e.rank))
     # host -> torchrun trees seen on it, so a failure table of N rows costs N lookups, not N x trees
     trees_on: dict[str, list[tuple[str, ...]]] = {}
     for k, hs in key_hosts.items():
@@ -235,7 +239,7 @@ def _local_to_global(files: list[FileEvents]) -> None:
     for host, lr, g in failures:
         keys = trees_on.get(host, [])
         if len(keys) == 1:
-            triples.append((keys[0], lr, g))
+            triples.add((keys[0], lr, g))
     direct = _unique(((k, lr), g) for k, lr, g in triples)
     offsets = _unique((k, g - lr) for k, lr, g in triples)
     lone = _single_node(files)
@@ -276,7 +280,7 @@ def _single_node(files: list[FileEvents]) -> tuple[str, ...] | None:
     keys: set[tuple[str, ...]] = set()
     hosts: set[str] = set()
     top_local = -1
-    beyond: list[int] = []
+    beyond = 0   # the world the ranks and sizes stated need (a running maximum: a big job has many)
     for f in files:
         for e in f.events:
             if e.local_rank is not None and not is_agent_event(e):
@@ -289,19 +293,19 @@ def _single_node(files: list[FileEvents]) -> tuple[str, ...] | None:
                 node, nnodes = _int(e.get("node_rank")), _int(e.get("nnodes"))
                 if (node is not None and node > 0) or (nnodes is not None and nnodes > 1):
                     return None
-                beyond.append(_int(e.get("world_size")) or 0)
+                beyond = max(beyond, _int(e.get("world_size")) or 0)
             if e.kind == "child_failed":
                 g, lr = _int(e.get("failed_rank")), _int(e.get("local_rank"))
                 if g is not None and lr is not None and g != lr:
                     return None
             for r in (e.rank, _int(e.get("stated_rank")), _int(e.get("global_rank")),
                       _int(e.get("failed_rank"))):
-                if r is not None:
-                    beyond.append(r + 1)     # a global rank needs a world at least this big
-            beyond.append(_int(e.get("nranks")) or 0)
+                if r is not None and r >= beyond:
+                    beyond = r + 1     # a global rank needs a world at least this big
+            beyond = max(beyond, _int(e.get("nranks")) or 0)
     if len(keys) != 1 or len(hosts) > 1 or top_local < 0:
         return None
-    if max(beyond, default=0) > top_local + 1:
+    if beyond > top_local + 1:
         return None
     return next(iter(keys))
 
@@ -310,7 +314,7 @@ def _nccl_pids(files: list[FileEvents]) -> None:
     """NCCL `host:pid:tid` lines -> rank: the largest communicator's init lines, or the pid's ranked lines."""
     events = [e for f in files for e in f.events]
     world = max((_int(e.get("nranks")) or 0 for e in events if e.kind == "nccl_comm_init"), default=0)
-    pairs: list[tuple[Hashable, int]] = []
+    pairs: set[tuple[Hashable, int]] = set()   # (each pair once: a big job repeats them per line)
     for f in files:
         for e in f.events:
             host, pid = e.get("nccl_host"), _int(e.get("pid"))
@@ -319,14 +323,14 @@ def _nccl_pids(files: list[FileEvents]) -> None:
             if e.kind == "nccl_comm_init" and world and _int(e.get("nranks")) == world:
                 r = _int(e.get("comm_rank"))
                 if r is not None:
-                    pairs.append(((_short(host), pid), r))
+                    pairs.add(((_short(host), pid), r))
             elif e.rank is not None and (f.origin.rank is not None or f.origin.local_rank is not None):
-                pairs.append(((_short(host), pid), e.rank))
+                pairs.add(((_short(host), pid), e.rank))
     for e in events:
         if e.kind == "child_failed":
             g, pid, h = _int(e.get("failed_rank")), _int(e.get("pid")), e.get("failed_host")
             if g is not None and pid is not None and isinstance(h, str) and h:
-                pairs.append(((_short(h), pid), g))
+                pairs.add(((_short(h), pid), g))
     by_pid = _unique(pairs)
     # A stack dump names its process (`Process <pid>: ...`) but rarely its host: a pid that maps to one
     # rank across every host of the job is enough, one that two hosts' ranks share is not.
