@@ -100,6 +100,13 @@ def is_failure_warning(e: Event) -> bool:
     return e.kind == "nccl_warn" and not any(b in text for b in BENIGN_NCCL_WARNINGS)
 
 
+def is_retried_connect_warning(e: Event) -> bool:
+    """A store client's `[c10d] The client socket has failed to connect to [<host>]:<port> (errno: ...)`
+    warning: socket.cpp retries the connect until the store timeout (log-formats.md section 3.7, "W,
+    retried"), so alone it is no failure; the timeout or give-up line after it is."""
+    return e.kind == "store_error" and e.get("op") == "connect" and e.get("errno") is not None
+
+
 def is_victim_exception(e: Event) -> bool:
     """An exception that only reports that a collective/peer failed, not a fault of this rank's own."""
     text = f"{e.get('exc_type') or ''}: {e.get('message') or ''} {e.text}"
