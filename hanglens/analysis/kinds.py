@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hanglens.model import Event
+from hanglens.parsers.nccl import IB_MANAGEMENT_EVENTS
 
 # A rank that emits one of these failed on its own account (it may still be a victim of another rank).
 CRASH_KINDS = frozenset(
@@ -91,9 +92,19 @@ BENIGN_NCCL_WARNINGS = ("Could not find real path", "Failed to open libibverbs")
 
 
 def is_failure_warning(e: Event) -> bool:
-    """An NCCL WARN line that is failure evidence (communicator init or transport trouble), not noise."""
+    """An NCCL WARN line that is failure evidence (communicator init or transport trouble), not noise: not
+    one of the benign texts, nor an IB management async event (`Got async event : GID table change`)."""
     text = str(e.get("message") or e.text)
+    if "async event" in text and any(ev in text for ev in IB_MANAGEMENT_EVENTS):
+        return False
     return e.kind == "nccl_warn" and not any(b in text for b in BENIGN_NCCL_WARNINGS)
+
+
+def is_retried_connect_warning(e: Event) -> bool:
+    """A store client's `[c10d] The client socket has failed to connect to [<host>]:<port> (errno: ...)`
+    warning: socket.cpp retries the connect until the store timeout (log-formats.md section 3.7, "W,
+    retried"), so alone it is no failure; the timeout or give-up line after it is."""
+    return e.kind == "store_error" and e.get("op") == "connect" and e.get("errno") is not None
 
 
 def is_victim_exception(e: Event) -> bool:

@@ -275,6 +275,14 @@ def _launcher_pid_ranks(events: Sequence[Event], sn: bool) -> dict[Any, int]:
     return out
 
 
+def _kill_behind_exit(e: Event, cur: Event | None) -> bool:
+    """Is `e` the kernel's OOM kill of the process whose exit the launcher reported as `cur`? The kill is
+    that exit's cause (failure-signatures.md section 5.2: match the killed pid to the torchrun pid field),
+    whatever the two lines' clocks say (dmesg's is often unreadable or the host's own)."""
+    return (cur is not None and e.kind == "oom" and cur.kind in ("child_failed", "worker_failed")
+            and e.get("pid") is not None and e.get("pid") == cur.get("pid"))
+
+
 def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     """Each rank's earliest own fault; `first` marks the ranks that failed first."""
     sn = single_node(events)
@@ -289,6 +297,11 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         if rank is None or not is_own_crash(e):
             continue
         cur = best.get(rank)
+        if _kill_behind_exit(e, cur):
+            best[rank] = e
+            continue
+        if cur is not None and _kill_behind_exit(cur, e):
+            continue
         key = (e.time is None, e.time or 0.0, e.ref.path, e.ref.line)
         if cur is None or key < (cur.time is None, cur.time or 0.0, cur.ref.path, cur.ref.line):
             best[rank] = e

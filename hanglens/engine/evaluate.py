@@ -12,7 +12,7 @@ import pandas as pd
 
 from hanglens import lazyre as re
 from hanglens.analysis.facts_spec import FACT_SPECS
-from hanglens.analysis.kinds import FAILURE_KINDS, is_failure_warning
+from hanglens.analysis.kinds import FAILURE_KINDS, is_failure_warning, is_retried_connect_warning
 from hanglens.engine import template
 from hanglens.engine.schema import BASE_ATTRIBUTES, Condition, Rule
 from hanglens.limits import DEFAULT_LIMITS, Limits
@@ -646,8 +646,13 @@ def _failed(run: _Run) -> bool:
     the few that healthy jobs print too."""
     if _flagged_ranks(run):
         return True
-    return any(e.kind in FAILURE_KINDS or (e.level or "") in ERROR_LEVELS or is_failure_warning(e)
-               for e in run.tables.events)
+    events = run.tables.events
+    # A retried store connect is a failure only if the job never got going (failure-signatures.md
+    # section 12, "Contradicts"): with training progress after it, it is the IPv6 attempt or the late
+    # store host that the retry outlived.
+    progressed = any(e.kind in ("progress", "run_finished") for e in events)
+    return any((e.kind in FAILURE_KINDS or (e.level or "") in ERROR_LEVELS or is_failure_warning(e))
+               and not (progressed and is_retried_connect_warning(e)) for e in events)
 
 
 def _stopped_after_finish(run: _Run) -> str:

@@ -207,6 +207,22 @@ def _ib_completion(m: re.Match[str], msg: str) -> Classified:
     return [_net("ib", error, m["peer"], to_count(m["port"]), status, _from(m, msg))]
 
 
+# NCCL's IB async thread WARNs every verbs async event by its `ibv_event_type_str` name (log-formats.md
+# section 4.4; rdma-core libibverbs/enum_strs.c). These are management events (an address or the subnet
+# manager changed, a port came up, a queue pair reached a normal state), not errors: the link keeps
+# working, so they are no network_error.
+IB_MANAGEMENT_EVENTS = ("GID table change", "LID change", "P_Key change", "SM change",
+                        "client reregistration", "port active", "communication established",
+                        "send queue drained", "path migration successful", "SRQ limit reached",
+                        "last WQE reached")
+
+
+def _ib_async(event: str) -> Classified:
+    if event.startswith(IB_MANAGEMENT_EVENTS):
+        return []
+    return [_net("ib", "async_event", detail=event)]
+
+
 def _socket_call(m: re.Match[str], msg: str) -> Classified:
     peer, port = _split_addr(m["addr"])
     fallback = "recv_failed" if m["dir"].startswith("recv") else "send_failed"
@@ -238,7 +254,7 @@ def _socket_at(error: str, detail: Callable[[re.Match[str], str], str]) -> _Buil
 # NET/IB messages first, only when the message names NET/IB; otherwise the first pattern that hits decides.
 _IB_RULES: tuple[_Rule, ...] = (
     (IB_COMPLETION_RE, _ib_completion),
-    (IB_ASYNC_RE, lambda m, msg: [_net("ib", "async_event", detail=m["event"].strip())]),
+    (IB_ASYNC_RE, lambda m, msg: _ib_async(m["event"].strip())),
     (IB_MISMATCH_RE,
      lambda m, msg: [_net("ib", "collective_mismatch", m["peer"], to_count(m["port"]), detail=msg.strip())]),
 )

@@ -244,3 +244,14 @@ def test_nccl_warn_is_failure_evidence_but_benign_warnings_are_not() -> None:
     assert warned.verdict.category is Category.UNKNOWN
     benign = run([], ranks=[0, 1], events=[event("nccl_warn", 0, message="Failed to open libibverbs.so[.1]")])
     assert benign.verdict.category is Category.NONE
+
+
+def test_retried_store_connect_is_no_failure_once_the_job_progressed() -> None:
+    retry = event("store_error", 0, op="connect", errno=99, level="W")
+    outlived = run([], ranks=[0, 1], events=[retry, event("progress", 0, line=4, step=200)])
+    assert outlived.verdict.category is Category.NONE
+    stuck = run([], ranks=[0, 1], events=[retry])
+    assert stuck.verdict.category is Category.UNKNOWN
+    timed_out = run([], ranks=[0, 1], events=[event("store_error", 0, op="connect", error="timed out"),
+                                               event("progress", 0, line=4, step=200)])
+    assert timed_out.verdict.category is Category.UNKNOWN

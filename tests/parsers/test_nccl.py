@@ -96,3 +96,15 @@ def test_ib_status_of_older_comma_form() -> None:
             "10.1.2.3<51723> with error 13, opcode 1, len 0, vendor err 136")
     expected = {"status": 13, "error": "rnr_retry_exceeded", "peer": "10.1.2.3"}
     assert has(events(text, "network_error"), expected)
+
+
+@pytest.mark.parametrize(("event", "is_error"), [
+    ("port error", True), ("local catastrophic error", True), ("CQ error", True),
+    ("GID table change", False), ("LID change", False), ("SM change", False), ("port active", False),
+    ("client reregistration", False),
+])
+def test_ib_async_events_are_network_errors_only_when_they_are_errors(event: str, is_error: bool) -> None:
+    text = f"roce-h2:51120:51207 [2] transport/net_ib.cc:92 NCCL WARN NET/IB : Got async event : {event}"
+    net = events(text, "network_error")
+    assert [(e.get("error"), e.get("detail")) for e in net] == ([("async_event", event)] if is_error else [])
+    assert len(events(text, "nccl_warn")) == 1
