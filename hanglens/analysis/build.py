@@ -165,6 +165,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
         "transfer_size_error",
         transfers.size_error_rows(evs, hosts, calls, world, aborted, seen, transfers.posted_sizes(fr_match)),
     )
+    tables["ib_peer"] = frame("ib_peer", transfers.ib_peer_rows(evs, hosts))
     tables["recv_wait"] = frame("recv_wait", transfers.recv_wait_rows(evs, hosts, calls, world))
     del calls
     return Tables(

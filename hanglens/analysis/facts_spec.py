@@ -123,6 +123,14 @@ FACT_SPECS: dict[str, FactSpec] = {
             "what the receiver posted (hanglens/analysis/transfers.py).",
         ),
         FactSpec(
+            "ib_peer",
+            ("peer", "rank", "host", "reporters", "peers_named", "converged", *_EVIDENCE),
+            "Peers named by NCCL's InfiniBand completion errors: one row per rank behind each peer "
+            "address (`Bootstrap : Using` lines; rank None when unmapped), with the number of processes "
+            "reporting it; `converged` when two or more reporters all name this one peer "
+            "(failure-signatures.md section 9).",
+        ),
+        FactSpec(
             "recv_wait",
             ("rank", "host", "src", "src_call", "src_waits", "basis", *_EVIDENCE),
             "Ranks blocked in a point-to-point recv and the rank each waits for (`src`), read from the "

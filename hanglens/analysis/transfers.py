@@ -111,6 +111,70 @@ def _odd_end(receiver: int, sender: int, sizes: dict[int, str], world: int) -> t
     return None
 
 
+def _addresses(events: Sequence[Event]) -> tuple[dict[str, set[int]], dict[str, set[str]]]:
+    """NCCL address -> the ranks and hosts behind it, from each process's `Bootstrap : Using <if>:<ip>`."""
+    ip_ranks: dict[str, set[int]] = {}
+    ip_hosts: dict[str, set[str]] = {}
+    for e in events:
+        if e.kind == "nccl_bootstrap" and isinstance(e.get("ip"), str):
+            ip = str(e.get("ip"))
+            if e.rank is not None:
+                ip_ranks.setdefault(ip, set()).add(e.rank)
+            host = e.get("nccl_host") or e.host
+            if isinstance(host, str):
+                ip_hosts.setdefault(ip, set()).add(host)
+    return ip_ranks, ip_hosts
+
+
+def ib_peer_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+    """The peers NCCL's InfiniBand completion errors name (`Got completion from peer <ip><port> with
+    status=<n>`, log-formats.md section 4.4), one row per rank behind each peer address (one row with
+    `rank` None when no `Bootstrap : Using` line maps the address).
+
+    `reporters`: distinct processes (ranks, else NCCL hosts) whose errors name that peer; `peers_named`:
+    distinct peer addresses over every IB completion error of the job; `converged`: two or more reporters,
+    all naming this one peer, none of them behind it (failure-signatures.md section 9, culprit rule 2:
+    many ranks reporting errors toward one host point at that host, not at themselves).
+    """
+    ip_ranks, ip_hosts = _addresses(events)
+    said: dict[tuple[str, int], Event] = {}  # (address, rank) -> the rank's own `Bootstrap : Using` line
+    for e in events:
+        if e.kind == "nccl_bootstrap" and e.rank is not None and isinstance(e.get("ip"), str):
+            said.setdefault((str(e.get("ip")), e.rank), e)
+    reporters: dict[str, set[object]] = {}
+    first: dict[str, Event] = {}
+    for e in events:
+        if e.kind != "network_error" or e.get("transport") != "ib" or e.get("error") == "async_event":
+            continue
+        peer = e.get("peer")
+        if not isinstance(peer, str) or not peer:
+            continue
+        who: object = e.rank if e.rank is not None else (e.get("nccl_host") or e.host)
+        if who is None:
+            continue
+        reporters.setdefault(peer, set()).add(who)
+        first.setdefault(peer, e)
+    rows: list[Row] = []
+    for peer in sorted(reporters):
+        who = reporters[peer]
+        behind = set(ip_ranks.get(peer, set()))
+        peer_hosts = ip_hosts.get(peer, set())
+        behind |= {r for r, h in hosts.items() if h in peer_hosts}
+        converged = len(reporters) == 1 and len(who) >= 2 and not (who & behind) and not (who & peer_hosts)
+        e = first[peer]
+        base = {"peer": peer, "reporters": len(who), "peers_named": len(reporters), "converged": converged,
+                "path": e.ref.path, "line": e.ref.line}
+        named = min(peer_hosts) if peer_hosts else None
+        for r in sorted(behind):
+            # (a mapped rank's row cites its own address line, the evidence that it is behind the peer)
+            at = said.get((peer, r))
+            where = {"path": at.ref.path if at else None, "line": at.ref.line if at else None}
+            rows.append({**base, **where, "rank": r, "host": hosts.get(r) or named})
+        if not behind:
+            rows.append({**base, "rank": None, "host": named})
+    return rows
+
+
 def size_error_rows(
     events: Sequence[Event],
     hosts: dict[int, str],
@@ -130,16 +194,7 @@ def size_error_rows(
     `sizes`: what each rank posted (posted_sizes); `odd` marks the end whose size differs from what a strict
     majority of the ranks posted, when the other end's is the majority's (both ends otherwise suspects).
     """
-    ip_ranks: dict[str, set[int]] = {}
-    ip_hosts: dict[str, set[str]] = {}
-    for e in events:
-        if e.kind == "nccl_bootstrap" and isinstance(e.get("ip"), str):
-            ip = str(e.get("ip"))
-            if e.rank is not None:
-                ip_ranks.setdefault(ip, set()).add(e.rank)
-            host = e.get("nccl_host") or e.host
-            if isinstance(host, str):
-                ip_hosts.setdefault(ip, set()).add(host)
+    ip_ranks, ip_hosts = _addresses(events)
     p2p = _p2p_ranks(events, calls)
     call_of = {c["rank"]: c.get("call") for c in calls if isinstance(c.get("rank"), int)}
     rows: list[Row] = []
