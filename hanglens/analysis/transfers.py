@@ -111,19 +111,24 @@ def _odd_end(receiver: int, sender: int, sizes: dict[int, str], world: int) -> t
     return None
 
 
-def _addresses(events: Sequence[Event]) -> tuple[dict[str, set[int]], dict[str, set[str]]]:
-    """NCCL address -> the ranks and hosts behind it, from each process's `Bootstrap : Using <if>:<ip>`."""
+def _addresses(
+    events: Sequence[Event],
+) -> tuple[dict[str, set[int]], dict[str, set[str]], dict[tuple[str, int], Event]]:
+    """NCCL address -> the ranks and hosts behind it, from each process's `Bootstrap : Using <if>:<ip>`;
+    and (address, rank) -> the first such line of that rank (the evidence that it is behind the address)."""
     ip_ranks: dict[str, set[int]] = {}
     ip_hosts: dict[str, set[str]] = {}
+    said: dict[tuple[str, int], Event] = {}
     for e in events:
         if e.kind == "nccl_bootstrap" and isinstance(e.get("ip"), str):
             ip = str(e.get("ip"))
             if e.rank is not None:
                 ip_ranks.setdefault(ip, set()).add(e.rank)
+                said.setdefault((ip, e.rank), e)
             host = e.get("nccl_host") or e.host
             if isinstance(host, str):
                 ip_hosts.setdefault(ip, set()).add(host)
-    return ip_ranks, ip_hosts
+    return ip_ranks, ip_hosts, said
 
 
 def ib_peer_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
@@ -136,11 +141,7 @@ def ib_peer_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     all naming this one peer, none of them behind it (failure-signatures.md section 9, culprit rule 2:
     many ranks reporting errors toward one host point at that host, not at themselves).
     """
-    ip_ranks, ip_hosts = _addresses(events)
-    said: dict[tuple[str, int], Event] = {}  # (address, rank) -> the rank's own `Bootstrap : Using` line
-    for e in events:
-        if e.kind == "nccl_bootstrap" and e.rank is not None and isinstance(e.get("ip"), str):
-            said.setdefault((str(e.get("ip")), e.rank), e)
+    ip_ranks, ip_hosts, said = _addresses(events)
     reporters: dict[str, set[object]] = {}
     first: dict[str, Event] = {}
     for e in events:
@@ -194,7 +195,7 @@ def size_error_rows(
     `sizes`: what each rank posted (posted_sizes); `odd` marks the end whose size differs from what a strict
     majority of the ranks posted, when the other end's is the majority's (both ends otherwise suspects).
     """
-    ip_ranks, ip_hosts = _addresses(events)
+    ip_ranks, ip_hosts, _ = _addresses(events)
     p2p = _p2p_ranks(events, calls)
     call_of = {c["rank"]: c.get("call") for c in calls if isinstance(c.get("rank"), int)}
     rows: list[Row] = []
