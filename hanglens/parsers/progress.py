@@ -465,18 +465,20 @@ class ProgressParser(Parser):
         n = self.restarts.get(key, 0)
         self.restarts[key] = n + 1
         if n < KEEP_RESTARTS:
-            pair = [self.event("progress", p.line, **p.fields) for p in reports]
+            pair = self._made(reports)
             self.told.setdefault(key, []).append(pair)
             return pair
         held = self.held.setdefault(key, deque())
         _hold(held, self.extremes, key, _Held(reports))
         return []
 
+    def _made(self, reports: tuple[_Pending, ...]) -> list[Event]:
+        """The progress events of a restart's reports."""
+        return [self.event("progress", p.line, **p.fields) for p in reports]
+
     def _events(self, pair: Pair) -> list[Event]:
         """The events of a restart given out at the end."""
-        if isinstance(pair, _Held):
-            return [self.event("progress", p.line, **p.fields) for p in pair.reports]
-        return pair
+        return self._made(pair.reports) if isinstance(pair, _Held) else pair
 
     history = ("last", "emitted", "diffs", "restarts", "held", "extremes", "first", "told")
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 import json
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -129,6 +130,17 @@ def _events(data: bytes, reference: bool, origin: Origin | None = None) -> list[
          res.lines_with_events)]
 
 
+@contextmanager
+def _big_blocks() -> Iterator[None]:
+    """Every block read as a big one (RE2 rows pick the lines), however small the input; a context manager
+    rather than pytest's monkeypatch, which hypothesis's repeated examples cannot share."""
+    rows_min, reader_module.ROWS_MIN_BYTES = reader_module.ROWS_MIN_BYTES, 0
+    try:
+        yield
+    finally:
+        reader_module.ROWS_MIN_BYTES = rows_min
+
+
 ORIGINS = (Origin(), Origin(rank=2, local_rank=2, host="node-5", stream="stderr"))
 
 
@@ -145,11 +157,8 @@ def test_fast_reader_gives_the_reference_readers_events(picks: list[tuple[str, i
     want = _events(data, reference=True, origin=origin)
     assert _events(data, reference=False, origin=origin) == want
     # The same bytes as a big block: RE2 rows pick the lines (the reference always searches with `re`).
-    rows_min, reader_module.ROWS_MIN_BYTES = reader_module.ROWS_MIN_BYTES, 0
-    try:
+    with _big_blocks():
         assert _events(data, reference=False, origin=origin) == want
-    finally:
-        reader_module.ROWS_MIN_BYTES = rows_min
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -179,18 +188,15 @@ def test_bars_restarting_past_the_kept_ones_give_the_reference_events(
         ProgressParser._restart = lazy  # type: ignore[method-assign]
     assert _events(data, reference=True, origin=origin) == want
     assert _events(data, reference=False, origin=origin) == want
-    rows_min, reader_module.ROWS_MIN_BYTES = reader_module.ROWS_MIN_BYTES, 0
-    try:
+    with _big_blocks():
         assert _events(data, reference=False, origin=origin) == want
-    finally:
-        reader_module.ROWS_MIN_BYTES = rows_min
 
 
 def _eager_restart(self: ProgressParser, key: tuple[Any, ...], reports: tuple[Any, ...]) -> list[Event]:
     """`ProgressParser._restart` building every restart's events when it happens (the held ones too)."""
     n = self.restarts.get(key, 0)
     self.restarts[key] = n + 1
-    pair = [self.event("progress", p.line, **p.fields) for p in reports]
+    pair = self._made(reports)
     if n < KEEP_RESTARTS:
         self.told.setdefault(key, []).append(pair)
         return pair
@@ -216,13 +222,12 @@ def test_bulk_paths_read_the_bars_and_step_lines() -> None:
         fed.append(line.text)
         return feed(self, line)
 
-    rows_min, reader_module.ROWS_MIN_BYTES = reader_module.ROWS_MIN_BYTES, 0
     ProgressParser.feed = spy  # type: ignore[method-assign]
     try:
-        got = _events(data, reference=False)
+        with _big_blocks():
+            got = _events(data, reference=False)
     finally:
         ProgressParser.feed = feed  # type: ignore[method-assign]
-        reader_module.ROWS_MIN_BYTES = rows_min
     assert got == _events(data, reference=True)
     # Per rank the first step line and the restart at k=30 (4 ranks), and the bar's first redraw per text
     # before its counter (`eval:   0%`, `eval:  20%`, `eval: 100%`: tqdm pads the percentage), which sets up
