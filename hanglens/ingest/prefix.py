@@ -50,6 +50,9 @@ RANK_RE = re.compile(r"\[rank(?P<rank>\d{1,6})\]: ?")
 # torchrun 2.2+ `TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[${rank}]:"` (log-formats.md sections 3.3 and 10 item
 # 10): the global rank alone in brackets before each teed line; read only when most lines carry it.
 RANK_TAG_RE = re.compile(r"^\[(?P<rank>\d{1,6})\]:")
+# MPICH/Hydra `mpiexec -prepend-rank` (log-formats.md section 9.3): `[<rank>] ` before each line of the
+# process of that MPI rank; read only when most lines carry it (a payload may start with `[3] ` too).
+MPICH_RE = re.compile(r"^\[(?P<rank>\d{1,6})\] (?=.)")
 # Training scripts' own rank tags at the start of a message: `[rank 3] step 1`, `[rank3] train: ...`.
 # Only the lower-case and the all-capitals user forms (`[RANK 3]`, after the `RANK` variable torchrun
 # sets): `[Rank 3]` is ProcessGroupNCCL's work prefix, which can name a sub-group rank, so the c10d parser
@@ -120,6 +123,7 @@ class Dialect:
     slurm: bool = False
     pdsh: bool = False
     rank_tag: bool = False
+    mpich: bool = False
 
 
 def detect_dialect(sample: list[str]) -> Dialect:
@@ -130,7 +134,9 @@ def detect_dialect(sample: list[str]) -> Dialect:
     slurm = sum(1 for s in lines if SLURM_RE.match(s)) >= 0.6 * len(lines)
     pdsh = sum(1 for s in lines if PDSH_RE.match(s)) >= 0.6 * len(lines)
     tag = sum(1 for s in lines if RANK_TAG_RE.match(s)) >= 0.6 * len(lines)
-    return Dialect(slurm=slurm, pdsh=pdsh and not slurm, rank_tag=tag and not slurm and not pdsh)
+    mpich = sum(1 for s in lines if MPICH_RE.match(s)) >= 0.6 * len(lines)
+    return Dialect(slurm=slurm, pdsh=pdsh and not slurm, rank_tag=tag and not slurm and not pdsh,
+                   mpich=mpich and not slurm and not pdsh and not tag)
 
 
 def _iso_time(ts: str) -> tuple[float | None, int | None]:
@@ -247,6 +253,9 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
         m = RAY_RE.match(s)
         if m:
             host = host or m["ip"]
+            # Ray (and vLLM's multiprocessing workers) tag each worker process's lines in the driver's
+            # console: the tagged lines are that process's stream, not the driver's.
+            writers.append(f"ray {m['actor']} {m['pid']}")
             s = s[m.end():]
             continue
         m = TORCHX_RE.match(s)
@@ -259,6 +268,13 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
             writers.append(f"tee {m['role']}{local_rank}")
             s = s[m.end():]
             continue
+        if dialect.mpich and mpi_rank is None:
+            m = MPICH_RE.match(s)
+            if m:
+                task = mpi_rank = int(m["rank"])
+                writers.append(f"mpi hydra,{mpi_rank}")
+                s = s[m.end():]
+                continue
         if dialect.rank_tag and rank is None:
             m = RANK_TAG_RE.match(s)
             if m:

@@ -116,3 +116,15 @@ def test_no_outer_prefix_starts_with_the_rank_envelope(rank: int, rest: str) -> 
                prefix.JOURNAL_RE, prefix.ISO_RE, prefix.TIME_ONLY_RE, prefix.DMESG_RE, prefix.RAY_RE,
                prefix.TORCHX_RE, prefix.TEE_RE, prefix.RANK_TAG_RE):
         assert rx.match(line) is None, rx.pattern
+
+
+def test_mpich_prepend_rank_only_when_most_lines_carry_it() -> None:
+    """MPICH/Hydra `mpiexec -prepend-rank` (log-formats.md section 9.3): `[3] ` is the MPI rank's stream."""
+    lines = ["[0] rank=0 ready", "[1] rank=1 ready", "[3] Traceback (most recent call last):",
+             "[3] KeyError: 'label_ids'", "= BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES"]
+    d = detect_dialect(lines)
+    assert d.mpich and not d.rank_tag
+    env = strip_prefixes("[3] KeyError: 'label_ids'", d)
+    assert (env.mpi_rank, env.writer, env.text) == (3, "mpi hydra,3", "KeyError: 'label_ids'")
+    assert strip_prefixes("[3] KeyError: 'x'", Dialect()).mpi_rank is None
+    assert not detect_dialect(["[1] a", "plain", "plain too", "more plain"]).mpich
