@@ -1082,6 +1082,12 @@ class Reader:
             named = {e.get("failed_rank") for e in failed} - {None}
             several = len(named) > 1 or not named <= self.envelope_ranks or any(
                 isinstance(t := e.get("table_local_ranks"), list) and len(t) > 1 for e in failed)
+        if not several:
+            # Two launcher-tagged streams (Open MPI `[job,0]` and `[job,1]`, two `srun -l` tasks, two pdsh
+            # hosts) are two processes' output: the one `[rankN]:` among them speaks for its own stream only.
+            # A Ray/vLLM worker tag (`(RayWorker pid=...)`) marks another process in the driver's console.
+            writers = {e.writer for e in res.events if e.writer}
+            several = len(writers) > 1 or any(w.startswith("ray ") for w in writers)
         if file_rank is None and len(self.envelope_ranks) == 1 and not several:
             file_rank = next(iter(self.envelope_ranks))
         by_local: dict[int, set[int]] = {}

@@ -188,3 +188,40 @@ def test_a_console_whose_failure_table_lists_only_its_prefixed_rank_stays_that_r
     (tmp_path / "console.log").write_text(data)
     events = api.read([tmp_path]).events
     assert [e.rank for e in events if e.kind == "progress"] == [1]
+
+
+def test_two_open_mpi_streams_are_not_credited_to_the_one_rank_envelope(tmp_path: Path) -> None:
+    """Open MPI tags two processes, one printed `[rank0]:`: the other tag's traceback is its own rank's."""
+    from hanglens import api
+
+    a, b = "[prterun-h-1@1,0][node-a:41]<stderr>: ", "[prterun-h-1@1,1][node-b:52]<stderr>: "
+    data = "".join(f"{p}{t}\n" for p, t in [
+        (a, "epoch 3"), (b, "epoch 3"), (b, "Traceback (most recent call last):"),
+        (b, '  File "/home/user/t.py", line 9, in <module>'), (b, "    main()"), (b, "ValueError: bad loss"),
+        (a, "[rank0]:[E1130 11:02:40.551203311 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=90000) ran for 90312 milliseconds before timing out.")])
+    (tmp_path / "job.out").write_text(data)
+    events = api.read([tmp_path]).events
+    assert {e.rank for e in events if e.kind == "exception"} == {1}
+    assert {e.rank for e in events if e.kind == "hang_detected"} == {0}
+
+
+def test_a_ray_tagged_workers_lines_are_not_the_drivers_rank(tmp_path: Path) -> None:
+    """`(Worker pid=...)` lines are another process's in the driver's console: the driver's one `[rank0]:`
+    does not make the worker's traceback rank 0's (log-formats.md section 9.2)."""
+    from hanglens import api
+
+    w = "(VllmWorkerProcess pid=61302) ERROR 11-24 08:01:41 multiproc_worker_utils.py:233] "
+    data = "".join(f"{t}\n" for t in [
+        "INFO 11-24 08:01:12 config.py:1020] Defaulting to use mp for distributed inference",
+        w + "Traceback (most recent call last):",
+        w + '  File "/home/user/srv/loader.py", line 40, in load_model', w + "    load(w)",
+        w + "KeyError: 'w2'",
+        "[rank0]:[E1124 08:11:42.002211876 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=90000) "
+        "ran for 90120 milliseconds before timing out."])
+    (tmp_path / "serve.log").write_text(data)
+    events = api.read([tmp_path]).events
+    assert [e.rank for e in events if e.kind == "exception"] == [None]
+    assert {e.rank for e in events if e.kind == "hang_detected"} == {0}
