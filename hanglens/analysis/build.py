@@ -113,6 +113,11 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     bound = world if world and world <= 65536 else (max(seen) + 1 if seen and max(seen) < 65536 else 0)
     ranks = sorted(seen | set(range(bound)))
 
+    # A line that reports an error is no progress report: `ValueError: non-finite loss at step 5120` names
+    # a step, but the rank did not get past it (and must not seem to have trained on after its traceback).
+    errs = {(e.ref.path, e.ref.line) for e in evs if e.kind == "error_line"}
+    if errs:
+        evs = [e for e in evs if e.kind != "progress" or (e.ref.path, e.ref.line) not in errs]
     # Errors their writer trained on after (caught, logged, retried) did not end the job: not failures.
     survived = status.survived_failures(evs, files)
     if survived:
@@ -150,6 +155,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     tables["rank_status"] = frame("rank_status", rank_rows)
     aborted = {r["rank"] for r in rank_rows if r.get("signal") == "SIGABRT"}
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
+    tables["unowned_crash"] = frame("unowned_crash", status.unowned_crash_rows(evs, hosts, world))
     tables["host_failures"] = frame("host_failures", status.host_failure_rows(rank_rows))
     del rank_rows
     tables["missing_ranks"] = frame("missing_ranks", status.missing_rank_rows(evs, files, world))

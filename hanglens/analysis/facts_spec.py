@@ -284,6 +284,14 @@ FACT_SPECS: dict[str, FactSpec] = {
             "type at the same innermost frame (or with the same message).",
         ),
         FactSpec(
+            "unowned_crash",
+            ("rank", "host", "exc_type", "before_hangs", "time", "text", *_EVIDENCE),
+            "Python exceptions of a process's own (not a peer's failure) that no line attributes to a rank "
+            "(tracebacks before torch 2.4 carry no `[rankN]:`); `before_hangs` when earlier than the first "
+            "hang report (by the clock, else by line order in one file); `rank` only when the world size is "
+            "stated and every other rank of it reported a hang or a failure of its own.",
+        ),
+        FactSpec(
             "fr_dumps",
             ("rank", "host", "has_dump", "dumps", "entries", "version", "format", *_EVIDENCE),
             "Flight Recorder dumps per rank of the job (world size from the logs or the dumps' pg_config): "

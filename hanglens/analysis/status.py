@@ -58,7 +58,8 @@ def single_node(events: Sequence[Event]) -> bool:
     task) are two nodes too: there the task id is the node index, not a rank (log-formats.md section 9.3).
     So is an agent naming local ranks below every global rank its workers print (`[5]:`, `[rank5]:`): a
     node's ranks are node_rank * nproc_per_node + local_rank, so its workers' ranks start above 0 only on a
-    node other than the first (section 3.5).
+    node other than the first (section 3.5), and so is one worker line whose global rank differs from its
+    torchrun local rank (`[default1]:[rank5]:`).
     """
     hosts = set()
     agents = set()
@@ -81,6 +82,9 @@ def single_node(events: Sequence[Event]) -> bool:
                 hosts.add(str(h))
         if len(hosts) > 1:  # a second host settles it (the rest of a big job need not be read)
             return False
+        if (e.rank is not None and e.local_rank is not None and e.rank != e.local_rank
+                and e.kind not in AGENT_EVENT_KINDS):
+            return False   # `[default1]:[rank5]:`: rank = node_rank * nproc + local rank, node_rank > 0
     return not (printed and named_local and min(printed) > max(named_local))
 
 
@@ -265,13 +269,27 @@ def _crash_site(e: Event) -> str | None:
 
 
 def _launcher_pid_ranks(events: Sequence[Event], sn: bool) -> dict[Any, int]:
-    """pid -> rank from the launcher's failure lines (`failed (exitcode ...) (pid: P)`, its failure table)."""
+    """pid -> rank from the launcher's failure lines (`failed (exitcode ...) (pid: P)`, its failure table),
+    else from the ranks' own NCCL lines (`<host>:<pid>:<tid> [<dev>] NCCL ...`, log-formats.md section 4.1).
+
+    A pid is a process's only on its host, and containers give every node's workers the same small pids:
+    an NCCL pid names a rank only when no other rank's NCCL lines show the same pid.
+    """
     out: dict[Any, int] = {}
+    nccl: dict[int, set[int]] = defaultdict(set)
     for e in events:
-        if e.kind in ("child_failed", "worker_failed") and isinstance(e.get("pid"), int):
+        pid = e.get("pid")
+        if not isinstance(pid, int):
+            continue
+        if e.kind in ("child_failed", "worker_failed"):
             rank = _rank_of(e, sn)
             if rank is not None:
-                out.setdefault(e.get("pid"), rank)
+                out.setdefault(pid, rank)
+        elif e.rank is not None and e.get("nccl_host") and e.parser != "pyspy":
+            nccl[pid].add(e.rank)
+    for pid, ranks in nccl.items():
+        if len(ranks) == 1 and pid not in out:
+            out[pid] = next(iter(ranks))
     return out
 
 
@@ -294,6 +312,8 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         rank = _rank_of(e, sn)
         if rank is None and e.kind == "oom":
             rank = pid_ranks.get(e.get("pid"))  # the kernel's OOM killer names a pid, the launcher its rank
+            if rank is not None and e.host and hosts.get(rank) not in (None, e.host):
+                rank = None   # the same pid on another host is another process
         if rank is None or not is_own_crash(e):
             continue
         cur = best.get(rank)
@@ -328,6 +348,73 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 "line": e.ref.line,
             }
         )
+    return rows
+
+
+def _agent_exception(e: Event) -> bool:
+    """The torchrun agent's own traceback (`SignalException` when the job is stopped, `ChildFailedError`):
+    raised in torch.distributed.elastic or through the `torchrun` entry point, not a worker's."""
+    if str(e.get("exc_type") or "").startswith("torch.distributed.elastic"):
+        return True
+    frames = e.get("frames")
+    return isinstance(frames, list) and any(
+        isinstance(f, str) and ("/bin/torchrun:" in f or "torch/distributed/elastic/" in f or
+                                "torch/distributed/run.py" in f) for f in frames)
+
+
+# How long before its peers' wait began an unattributed crash may be and still be why they waited (the
+# crashed rank dies in the step whose collective the others then enter).
+UNOWNED_CRASH_SLACK_S = 300.0
+
+
+def unowned_crash_rows(events: Sequence[Event], hosts: dict[int, str], world: int | None) -> list[Row]:
+    """Python exceptions of a process's own (not a peer's failure) that no line attributes to a rank, and
+    whether each came before every rank's hang report.
+
+    Before torch 2.4 an uncaught traceback carries no `[rankN]:` prefix, so a console or an excerpt often
+    holds a crash nobody's name is on beside the timeouts of the ranks that waited for it (failure-signatures
+    section 6: the earliest non-distributed traceback is the cause; the later timeouts are its victims).
+    `rank` is the writer only where the logs leave one choice: the world size is stated and every other rank
+    of it reported a hang or a failure of its own (a rank that raised cannot also wait in the collective).
+    `before_hangs`: earlier than the first hang report by the clock (and no more than UNOWNED_CRASH_SLACK_S
+    before the earliest wait began, its report time less its `ran for`), or by line order in the same file
+    when either is untimed; untimed in different files counts as before (the timeouts fire a timeout later).
+    """
+    sn = single_node(events)
+    hangs = [e for e in events if e.kind == "hang_detected"]
+    first_time = min((e.time for e in hangs if e.time is not None), default=None)
+    # The waits began a timeout before the reports: a crash long before that (the job trained on) is not why.
+    starts = [e.time - ms / 1000.0 for e in hangs
+              if e.time is not None and isinstance(ms := e.get("elapsed_ms"), (int, float)) and ms >= 0]
+    wait_start = min(starts) if starts else None
+    first_line: dict[str, int] = {}
+    for e in hangs:
+        first_line[e.ref.path] = min(first_line.get(e.ref.path, e.ref.line), e.ref.line)
+    failed = {r for e in events if e.kind in FAILURE_KINDS and (r := _rank_of(e, sn)) is not None}
+    rows: list[Row] = []
+    for e in events:
+        if e.kind != "exception" or _rank_of(e, sn) is not None or not is_own_crash(e):
+            continue
+        if not e.get("exc_type") or _agent_exception(e):
+            continue
+        if e.time is not None and first_time is not None:
+            before = first_time >= e.time >= (wait_start or e.time) - UNOWNED_CRASH_SLACK_S
+        elif e.ref.path in first_line:
+            before = e.ref.line < first_line[e.ref.path]
+        else:
+            before = True
+        left = set(range(world)) - failed if world and world <= 65536 else set()
+        rank = next(iter(left)) if len(left) == 1 else None
+        rows.append({
+            "rank": rank,
+            "host": e.host or (host_of(e, hosts, rank) if rank is not None else None),
+            "exc_type": e.get("exc_type"),
+            "before_hangs": bool(hangs) and before,
+            "time": e.time,
+            "text": e.text[:300],
+            "path": e.ref.path,
+            "line": e.ref.line,
+        })
     return rows
 
 

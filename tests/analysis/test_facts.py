@@ -527,3 +527,26 @@ def test_an_agents_local_rank_is_not_global_when_its_workers_print_higher_ranks(
     failed = ev("worker_failed", None, exitcode=1, local_rank=1, signal=None)
     assert not single_node([*workers, failed])
     assert single_node([ev("progress", r, step=10) for r in (0, 1, 3)] + [failed])
+
+
+def test_a_worker_line_whose_global_rank_is_not_its_local_rank_is_a_second_node() -> None:
+    """`[default1]:[rank5]:`: rank = node_rank * nproc + local rank, so this worker's node is not the first
+    and the agent's `failed ... local_rank: 1` does not name rank 1 (log-formats.md section 3.5)."""
+    from dataclasses import replace
+
+    from hanglens.analysis.status import single_node
+
+    failed = ev("worker_failed", None, exitcode=1, local_rank=1, signal=None)
+    worker = replace(ev("progress", 5, step=800), local_rank=1)
+    first = replace(ev("progress", 0, step=800), local_rank=0)
+    assert not single_node([first, worker, failed])
+    assert single_node([first, replace(ev("progress", 1, step=800), local_rank=1), failed])
+
+
+def test_a_line_that_reports_an_error_is_no_progress() -> None:
+    """`ValueError: non-finite loss at step 5120` names a step; the rank did not train on after it."""
+    err = ev("error_line", 1, template="ValueError: non-finite loss at step <num>")
+    step = Event(kind="progress", ref=err.ref, text=err.text, parser="progress", rank=1,
+                 fields={"step": 5120, "pattern": "step"})
+    tables = build([ev("progress", 1, step=10), err, step])
+    assert [r["last_step"] for r in rows(tables, "silent_hang") if r["rank"] == 1] == [10]
