@@ -622,8 +622,12 @@ def build_document(
                 ev["host"] = file_host[ev["path"]]
             ev["time_text"] = time_text(ev.get("time"))
             around = ctx.get(SourceRef(ev["path"], ev["line"]), [])
+            # `line` is the cited line as it stands in the file: a traceback's evidence `text` is its
+            # exception line while `line` numbers its `Traceback` header, so the context shows the file.
+            at = [t[:500] for n, t in around if n == ev["line"]]
             ev["context"] = {
                 "before": [t[:500] for n, t in around if n < ev["line"]],
+                "line": at[0] if at else None,
                 "after": [t[:500] for n, t in around if n > ev["line"]],
             }
     culprits = set(verdict.get("culprit_ranks") or [])

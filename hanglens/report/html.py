@@ -295,7 +295,7 @@ def _finding(f: Mapping[str, Any], primary: bool) -> dict[str, Any]:
         line = ev.get("line")
         n = line if isinstance(line, int) else None
         rows = [((n - len(before) + i) if n is not None else None, t, False) for i, t in enumerate(before)]
-        rows.append((n, str(ev.get("text") or ""), True))
+        rows.append((n, str(ctx.get("line") or ev.get("text") or ""), True))
         rows += [((n + 1 + i) if n is not None else None, t, False) for i, t in enumerate(after)]
         evidence.append({**ev, "rows": rows})
     return {**f, "primary": primary, "evidence_rows": evidence}

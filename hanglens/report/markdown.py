@@ -117,7 +117,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         ctx = first.get("context") or {}
         before, after = (ctx.get("before") or [])[-3:], (ctx.get("after") or [])[:3]
         if before or after:
-            block = [*before, str(first.get("text") or ""), *after]
+            block = [*before, str(ctx.get("line") or first.get("text") or ""), *after]
             out += [
                 "<details><summary>Context of the first cited line</summary>",
                 "",
