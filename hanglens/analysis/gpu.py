@@ -64,7 +64,8 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     the pid of that line's `<host>:<pid>:<tid>` envelope (section 4.1). The Xid's PCI address is
     matched against the bus ids, its `pid=` (when the driver names one) against the pids, both on the Xid's
     host (the journal's host field, else the one NCCL host the file's name contains, else every host): a
-    match that names one rank maps the line (`mapped_by` bus_id or pid; two that disagree map nothing).
+    match that names one rank maps the line (`mapped_by` bus_id or pid; two that disagree map nothing, and
+    so does a `pid=` that is not the pid of the rank on that bus).
     `fault`: memory_access (Xid 13, 31), hardware (48, 61, 62, 64, 74, 79, 94, 95, 109, 119, 120) or other.
     """
     inits = [e for e in events if e.kind == "nccl_comm_init"]
@@ -94,9 +95,12 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         by_bus = {r for h, b, _, r in here if bus is not None and b == bus}
         pid = e.get("pid")
         by_pid = {r for h, _, p, r in here if isinstance(pid, int) and p == pid}
+        # A driver line naming a process that is not the rank's own (NCCL pid known and different) is about
+        # another process on that GPU (an earlier job's): it says nothing about this rank.
+        other = isinstance(pid, int) and any(p is not None and p != pid for _, _, p, r in here if r in by_bus)
         rank: int | None = None
         how: str | None = None
-        if len(by_bus) == 1 and (not by_pid or by_pid == by_bus):
+        if len(by_bus) == 1 and (not by_pid or by_pid == by_bus) and not other:
             rank, how = next(iter(by_bus)), "bus_id"
         elif not by_bus and len(by_pid) == 1:
             rank, how = next(iter(by_pid)), "pid"

@@ -67,3 +67,7 @@ def test_bus_id_and_pid_that_disagree_map_nothing() -> None:
 
 def test_a_warning_xid_is_no_fault() -> None:
     assert rows([init(1, "n1", "2a000", 900), xid(63, "0000:2a:00", host="n1")])[0]["fault"] == "other"
+
+
+def test_an_xid_of_another_process_on_the_ranks_gpu_maps_nothing() -> None:
+    assert rows([init(1, "n1", "2a000", 900), xid(31, "0000:2a:00", host="n1", pid=12345)])[0]["rank"] is None
