@@ -8,7 +8,17 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from hanglens.analysis import clock, collectives, facts_init, flight, progress, silence, status, transfers
+from hanglens.analysis import (
+    clock,
+    collectives,
+    facts_init,
+    flight,
+    gpu,
+    progress,
+    silence,
+    status,
+    transfers,
+)
 from hanglens.analysis.facts_spec import FACT_SPECS
 from hanglens.model import Event, InputFile, event_order, events_in_order
 
@@ -172,6 +182,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
         transfers.size_error_rows(evs, hosts, calls, world, aborted, seen, transfers.posted_sizes(fr_match)),
     )
     tables["ib_peer"] = frame("ib_peer", transfers.ib_peer_rows(evs, hosts))
+    tables["gpu_fault"] = frame("gpu_fault", gpu.gpu_fault_rows(evs, hosts))
     tables["recv_wait"] = frame("recv_wait", transfers.recv_wait_rows(evs, hosts, calls, world))
     del calls
     return Tables(

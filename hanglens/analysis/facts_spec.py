@@ -131,6 +131,15 @@ FACT_SPECS: dict[str, FactSpec] = {
             "(failure-signatures.md section 9).",
         ),
         FactSpec(
+            "gpu_fault",
+            ("rank", "host", "xid", "fault", "pci", "mapped_by", "time", *_EVIDENCE),
+            "NVIDIA driver Xid lines, one row each: `fault` memory_access (Xid 13, 31), hardware (48, 61, "
+            "62, 64, 74, 79, 94, 95, 109, 119, 120) or other; `rank` the rank whose GPU the line names, by "
+            "its PCI address matched to that rank's NCCL `busId` or its pid to the NCCL envelope's "
+            "(`mapped_by`), None when no line maps it (log-formats.md sections 4.3 and 5.3; "
+            "hanglens/analysis/gpu.py).",
+        ),
+        FactSpec(
             "recv_wait",
             ("rank", "host", "src", "src_call", "src_waits", "basis", *_EVIDENCE),
             "Ranks blocked in a point-to-point recv and the rank each waits for (`src`), read from the "

@@ -532,6 +532,11 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
     prints land late, so there the progress line's own time must be later than the error's (a logged
     traceback takes the time of the log record just above it). With worker-group restarts in a shared
     file, a later attempt's progress is not the same process either.
+
+    Another rank's progress counts too, once it is well past the error (by more than PEER_PROGRESS_S, so
+    that neither a step in flight nor two hosts' clocks explain it): ranks of one job block in their next
+    collective when a peer is gone (failure-signatures.md section 0.1, step 2), so a peer that trained on
+    for minutes proves the writer did as well.
     """
     one_stream = {f.path for f in files if f.origin.stream is not None}
     own = {f.path for f in files if f.origin.rank is not None or f.origin.local_rank is not None}
@@ -563,6 +568,7 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
     out: set[int] = set()
     if not last_line:
         return _survived_unattributed(events, files, writer)
+    out |= _survived_by_peers(events, restarted)
     for i, e in enumerate(events):
         logged = e.kind not in FAILURE_KINDS and (e.level or "") in ERROR_LEVELS
         if not (e.kind in _SURVIVABLE_KINDS or logged):
@@ -578,6 +584,34 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
         if t is not None and key in last_time and last_time[key] > t:
             out.add(i)
     return out | _survived_unattributed(events, files, writer)
+
+
+PEER_PROGRESS_S = 300.0
+
+
+def _survived_by_peers(events: Sequence[Event], restarted: set[str]) -> set[int]:
+    """Indexes of a rank's errors after which another rank's progress went on for over PEER_PROGRESS_S
+    (see survived_failures); an untimed error takes the time of its rank's latest timed line above it in its
+    file (never another writer's: that could be earlier than the error)."""
+    latest: dict[int, float] = {}
+    for e in events:
+        if e.kind == "progress" and e.rank is not None and e.time is not None:
+            latest[e.rank] = max(latest.get(e.rank, e.time), e.time)
+    if len(latest) == 0:
+        return set()
+    out: set[int] = set()
+    above: dict[tuple[str, int], float] = {}
+    for i, e in sorted(enumerate(events), key=lambda ie: (ie[1].ref.path, ie[1].ref.line)):
+        if e.rank is None:
+            continue
+        if e.time is not None:
+            above[(e.ref.path, e.rank)] = e.time
+        if e.ref.path in restarted or not _survivable(e):
+            continue
+        t = e.time if e.time is not None else above.get((e.ref.path, e.rank))
+        if t is not None and any(t + PEER_PROGRESS_S < last for r, last in latest.items() if r != e.rank):
+            out.add(i)
+    return out
 
 
 def _survivable(e: Event) -> bool:

@@ -24,6 +24,8 @@ YEAR2000 = float(calendar.timegm((YEARLESS_YEAR, 1, 1, 0, 0, 0)))  # yearless st
 YEAR2001 = float(calendar.timegm((YEARLESS_YEAR + 1, 1, 1, 0, 0, 0)))
 HALF_YEAR = 183 * 86400.0
 _LAST_NUMBER_RE = re.compile(r"^(?P<pre>.*?)(?P<n>\d{1,6})(?P<post>\D*)$")
+# A Kubeflow PyTorchJob pod's log saved under the pod's name (`<job>-master-0.log`, `<job>-worker-2.txt`).
+_KUBEFLOW_POD_RE = re.compile(r"^(?P<job>[A-Za-z0-9][\w.-]{0,200}?)-(?P<role>master|worker)-(?P<i>\d{1,5})$")
 
 
 @dataclass
@@ -92,6 +94,7 @@ def _apply(files: list[FileEvents], fn: Callable[[FileEvents, Event], Event]) ->
 
 def attribute(files: list[FileEvents]) -> None:
     """Fill rank and host of every event where the job's inputs allow it (in place)."""
+    _kubeflow_pods(files)
     _local_to_global(files)
     _numbered_series(files)
     _slurm_task_files(files)
@@ -116,6 +119,54 @@ def _world_size(files: list[FileEvents]) -> int | None:
     if nranks:
         sizes.add(max(nranks))  # sub-communicators are smaller than the world
     return next(iter(sizes)) if len(sizes) == 1 else None
+
+
+def _kubeflow_pods(files: list[FileEvents]) -> None:
+    """Pod logs of a Kubeflow PyTorchJob that has a master: `<job>-worker-<i>` is node i+1, not rank i.
+
+    The operator gives the master replica RANK 0 and worker replica i RANK i+1 (node rank when each pod runs
+    torchrun; log-formats.md section 9.3, Kubernetes pod logs), while a file name `worker-<i>` alone reads
+    as rank i. So when the inputs hold the master's log beside the workers' (same folder and job name), the
+    rank that name gave the unprefixed lines of a worker's log is replaced: by i+1 when the pod is one rank
+    (the stated world size is the number of pods, or unknown, and no `[rankN]:` line in it names another
+    rank), else by the one rank the file's `[rankN]:` lines state, else by none. The master's log gets rank
+    0 only when the stated world size equals the number of pods (one process per pod).
+    """
+    groups: dict[tuple[str, str], list[tuple[str, int, FileEvents]]] = {}
+    for f in files:
+        head, _, name = f.display.replace("!", "/").rpartition("/")
+        m = _KUBEFLOW_POD_RE.match(name.split(".")[0])
+        if m is not None and f.origin.node_dir is None and f.origin.local_rank is None:
+            groups.setdefault((head, m["job"]), []).append((m["role"], int(m["i"]), f))
+    world = _world_size(files)
+    for pods in groups.values():
+        if not any(role == "master" for role, _, _ in pods):
+            continue
+        one_each = world is None or world == len(pods)
+        for role, i, f in pods:
+            node = 0 if role == "master" else i + 1
+            hinted = f.origin.rank if role == "worker" else None
+            if hinted is not None and hinted in f.stated_ranks:
+                continue   # the name's rank is also one a line states: leave the file as it is
+            if f.stated_ranks <= {node} and (one_each if role == "worker" else world == len(pods)):
+                rank: int | None = node
+            elif len(f.stated_ranks) == 1:
+                rank = next(iter(f.stated_ranks))
+            else:
+                rank = None
+            if rank == hinted:
+                continue
+            f.origin = replace(f.origin, rank=rank if rank == node else None)
+
+            def fix(f: FileEvents, e: Event, hinted: int | None = hinted, rank: int | None = rank,
+                    node: int = node) -> Event:
+                if e.rank != hinted:
+                    return e
+                if is_agent_event(e) and rank != node:
+                    return _with(f, e, "rank", None)
+                return _with(f, e, "rank", rank)
+
+            f.events = [fix(f, e) for e in f.events]
 
 
 def _numbered_series(files: list[FileEvents]) -> None:
@@ -373,13 +424,19 @@ def _only_exception_exit(files: list[FileEvents]) -> None:
     stream, the agent reports exactly one worker with exit code 1 (`failed (exitcode: 1)`, the failure
     table) and the table or a single-node job states its global rank, the exception lines of that stream
     that no prefix attributes and that precede the report are that rank's. Two workers with exit code 1,
-    or no rank for the one, leave everything as it was.
+    or no rank for the one, leave everything as it was. An agent that restarts its workers (`Worker group
+    FAILED. <k>/<m> attempts left; will restart worker group`, section 3.5) starts new workers: each attempt
+    of the stream is read on its own.
     """
     lone = _single_node(files)
     for f in files:
-        scopes: dict[str, list[Event]] = {}
+        scopes: dict[tuple[str, int], list[Event]] = {}
+        attempt: dict[str, int] = {}
         for e in f.events:
-            scopes.setdefault(_scope(e), []).append(e)
+            scope = _scope(e)
+            scopes.setdefault((scope, attempt.get(scope, 0)), []).append(e)
+            if e.kind == "worker_group_restart":
+                attempt[scope] = attempt.get(scope, 0) + 1
         owner: dict[tuple[str, int], int] = {}
         for events in scopes.values():
             pids: set[int] = set()

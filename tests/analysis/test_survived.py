@@ -164,3 +164,25 @@ def test_an_unranked_traceback_then_every_tagged_rank_finished_is_survived(tmp_p
 def test_an_unranked_traceback_then_one_tagged_rank_finished_stays_a_failure(tmp_path: Path) -> None:
     one_finish = TAGGED_FINISHED.splitlines(keepends=True)[0]
     assert _verdict(tmp_path, {"console.log": TAGGED + one_finish})[0] != "none"
+
+
+def _srun(last_step_time: str) -> str:
+    """`srun -l`, one task per rank: task 1 logs a caught error and never prints a step; task 0 trains on."""
+    return (
+        "0: 2026-02-11 10:00:05 | INFO | step 100/900 loss=2.91\n"
+        "1: 2026-02-11 10:03:40 | ERROR | pushing metrics failed, will retry\n"
+        "1: Traceback (most recent call last):\n"
+        '1:   File "/home/user/job/metrics.py", line 40, in push\n'
+        "1:     conn.request(\"POST\", path, body)\n"
+        "1: ConnectionResetError: [Errno 104] Connection reset by peer\n"
+        f"0: {last_step_time} | INFO | step 900/900 loss=1.77\n"
+    )
+
+
+def test_an_error_then_a_peer_training_on_for_minutes_is_survived(tmp_path: Path) -> None:
+    # rank 0 could not have finished 800 more steps of a job whose rank 1 was gone (failure-signatures 0.1)
+    assert _verdict(tmp_path, {"slurm-5120.out": _srun("2026-02-11 10:41:12")})[0] == "none"
+
+
+def test_a_peers_step_just_after_the_error_proves_nothing(tmp_path: Path) -> None:
+    assert _verdict(tmp_path, {"slurm-5120.out": _srun("2026-02-11 10:04:01")})[0] != "none"

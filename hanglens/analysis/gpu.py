@@ -1,0 +1,119 @@
+"""GPU faults the NVIDIA driver logged (Xid lines), mapped to the rank that used that GPU."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+
+from hanglens.model import Event
+
+Row = dict[str, object]
+
+# NVIDIA's Xid catalog as log-formats.md section 5.3 lists it: 13/31 are a kernel's bad access on the
+# owning process (illegal memory access); 48, 61/62, 64, 74, 79, 94/95, 109, 119/120 are hardware or
+# firmware faults of that GPU. The others there (43, 45, 63, 92, 154) follow another fault or only warn.
+MEMORY_ACCESS_XIDS = frozenset({13, 31})
+HARDWARE_XIDS = frozenset({48, 61, 62, 64, 74, 79, 94, 95, 109, 119, 120})
+
+
+def _bus_number(text: object) -> int | None:
+    """A PCI address as one number: `0000:3b:00` / `0000:3b:00.0` (driver) and NCCL's `busId 3b000` (the
+    same digits, domain:bus:device.function, printed as one hex number, log-formats.md section 4.3)."""
+    if not isinstance(text, str) or not text:
+        return None
+    s = text.strip().lower()
+    if ":" in s and "." not in s:
+        s += ".0"     # the driver's `PCI:<dddd:bb:dd>` leaves the function out; GPUs are function 0
+    digits = s.replace(":", "").replace(".", "")
+    if not digits or len(digits) > 16 or any(c not in "0123456789abcdef" for c in digits):
+        return None
+    return int(digits, 16)
+
+
+def _short(host: object) -> str | None:
+    if not isinstance(host, str) or not host:
+        return None
+    return host if host.replace(".", "").isdigit() else host.split(".")[0]
+
+
+def _names(name: str, host: str) -> bool:
+    """Does a file name hold `host` as a whole token (`dmesg-gpu-d04.txt` names gpu-d04, not gpu-d0)?"""
+    start = name.find(host)
+    while start >= 0:
+        end = start + len(host)
+        if (start == 0 or not name[start - 1].isalnum()) and (end == len(name) or not name[end].isalnum()):
+            return True
+        start = name.find(host, start + 1)
+    return False
+
+
+def fault_class(xid: object) -> str:
+    if isinstance(xid, int) and xid in MEMORY_ACCESS_XIDS:
+        return "memory_access"
+    if isinstance(xid, int) and xid in HARDWARE_XIDS:
+        return "hardware"
+    return "other"
+
+
+def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+    """One row per driver Xid line (`NVRM: Xid (PCI:<addr>): <n>, ...`, log-formats.md section 5.3), with
+    the rank whose GPU it names when the logs say so without ambiguity.
+
+    A rank's GPU is the `busId` of its own NCCL `comm ... rank <r> ... busId <hex>` line (section 4.3; in the
+    communicator of the whole job, the one with the most ranks, `rank <r>` is the global rank), its process
+    the pid of that line's `<host>:<pid>:<tid>` envelope (section 4.1). The Xid's PCI address is
+    matched against the bus ids, its `pid=` (when the driver names one) against the pids, both on the Xid's
+    host (the journal's host field, else the one NCCL host the file's name contains, else every host): a
+    match that names one rank maps the line (`mapped_by` bus_id or pid; two that disagree map nothing, and
+    so does a `pid=` that is not the pid of the rank on that bus).
+    `fault`: memory_access (Xid 13, 31), hardware (48, 61, 62, 64, 74, 79, 94, 95, 109, 119, 120) or other.
+    """
+    inits = [e for e in events if e.kind == "nccl_comm_init"]
+    world = max((n for e in inits if isinstance(n := e.get("nranks"), int)), default=None)
+    gpus: list[tuple[str | None, int, int | None, int]] = []   # (host, bus number, pid, rank)
+    for e in inits:
+        # In the job-wide communicator the comm rank is the global rank; the line states it itself.
+        own = e.get("comm_rank")
+        whose = own if isinstance(own, int) and world is not None and e.get("nranks") == world else e.rank
+        bus = _bus_number(e.get("bus_id"))
+        if bus is None or whose is None:
+            continue
+        pid = e.get("pid")
+        gpus.append((_short(e.get("nccl_host") or e.host), bus, pid if isinstance(pid, int) else None, whose))
+    known = sorted({h for h, _, _, _ in gpus if h})
+    rows: list[Row] = []
+    for e in events:
+        if e.kind != "xid" or e.get("nvswitch"):
+            continue
+        host = _short(e.host)
+        if host is None:
+            name = PurePosixPath(e.ref.path.replace("!", "/")).name.lower()
+            named = [h for h in known if _names(name, h.lower())]
+            host = named[0] if len(named) == 1 else None
+        here = [g for g in gpus if host is None or g[0] in (host, None)]
+        bus = _bus_number(e.get("pci"))
+        by_bus = {r for h, b, _, r in here if bus is not None and b == bus}
+        pid = e.get("pid")
+        by_pid = {r for h, _, p, r in here if isinstance(pid, int) and p == pid}
+        # A driver line naming a process that is not the rank's own (NCCL pid known and different) is about
+        # another process on that GPU (an earlier job's): it says nothing about this rank.
+        other = isinstance(pid, int) and any(p is not None and p != pid for _, _, p, r in here if r in by_bus)
+        rank: int | None = None
+        how: str | None = None
+        if len(by_bus) == 1 and (not by_pid or by_pid == by_bus) and not other:
+            rank, how = next(iter(by_bus)), "bus_id"
+        elif not by_bus and len(by_pid) == 1:
+            rank, how = next(iter(by_pid)), "pid"
+        xid = e.get("xid")
+        rows.append({
+            "rank": rank,
+            "host": hosts.get(rank, host) if rank is not None else host,
+            "xid": xid,
+            "fault": fault_class(xid),
+            "pci": e.get("pci"),
+            "mapped_by": how,
+            "time": e.time,
+            "path": e.ref.path,
+            "line": e.ref.line,
+        })
+    return rows
