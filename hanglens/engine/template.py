@@ -44,37 +44,44 @@ def _plain(value: Any) -> Any:
 class BindingView:
     """Read-only view of a binding for templates: `b.column` is the column's values as a list.
 
-    Wrapping matters because DataFrame attributes (`rank`, `min`, `count`) would shadow columns.
+    Wrapping matters because DataFrame attributes (`rank`, `min`, `count`) would shadow columns. A column's
+    list is made when a template asks for it, and a row's dict when a loop reaches it: a binding may hold a
+    row per rank of a big job, and a template reads a few columns of it.
     """
 
-    __slots__ = ("_columns", "_rows")
+    __slots__ = ("_at", "_columns", "_frame")
 
     def __init__(self, frame: pd.DataFrame) -> None:
+        self._frame = frame
         self._columns = tuple(str(c) for c in frame.columns)
-        self._rows = [{c: _plain(v) for c, v in zip(self._columns, row, strict=True)}
-                      for row in frame.itertuples(index=False, name=None)]
+        self._at = {c: j for j, c in enumerate(self._columns)}   # (a repeated name: its last column)
+
+    def _column(self, name: str) -> list[Any]:
+        return [_plain(v) for v in self._frame.iloc[:, self._at[name]]]
 
     def __getattr__(self, name: str) -> list[Any]:
-        if name.startswith("_") or name not in self._columns:
+        if name.startswith("_") or name not in self._at:
             raise AttributeError(name)
-        return [r[name] for r in self._rows]
+        return self._column(name)
 
     def __getitem__(self, name: str) -> list[Any]:
-        if name not in self._columns:
+        if name not in self._at:
             raise KeyError(name)
-        return [r[name] for r in self._rows]
+        return self._column(name)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter(self._rows)
+        cols = self._columns
+        return ({c: _plain(v) for c, v in zip(cols, row, strict=True)}
+                for row in self._frame.itertuples(index=False, name=None))
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._frame)
 
     def __bool__(self) -> bool:
-        return bool(self._rows)
+        return len(self._frame) > 0
 
     def __str__(self) -> str:
-        return f"{len(self._rows)} row(s)"
+        return f"{len(self._frame)} row(s)"
 
 
 def _values(value: Any) -> list[Any]:

@@ -487,20 +487,51 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
         f.events = []  # `job` holds them now
     attribute(job)
     out = Ingested(skipped=skipped)
+    tuples: dict[tuple[Any, ...], tuple[Any, ...]] = {}   # (a rank's files name its rank, a node's its host)
     for f, fe in zip(files, job, strict=True):
         ranks = {e.rank for e in fe.events if e.rank is not None} | f.envelope_ranks
         if fe.origin.rank is not None:   # attribution may learn a file's rank from its series (Slurm tasks)
             ranks.add(fe.origin.rank)
         hosts = {e.host for e in fe.events if e.host} | ({f.origin.host} if f.origin.host else set())
-        out.files.append(InputFile(f.display, f.size, f.lines, fe.origin, tuple(sorted(ranks)),
-                                   tuple(sorted(hosts)), len(fe.events)))
+        rank_t, host_t = tuple(sorted(ranks)), tuple(sorted(hosts))
+        out.files.append(InputFile(f.display, f.size, f.lines, fe.origin, tuples.setdefault(rank_t, rank_t),
+                                   tuples.setdefault(host_t, host_t), len(fe.events)))
         out.events.extend(fe.events)
         out.sources[f.display] = f.locator
         if f.notes:
             out.notes[f.display] = list(f.notes)
     if not events_in_order(out.events):
         out.events.sort(key=event_order)
+    _share_job(out.events)
     return out
+
+
+def _share_job(events: list[Event]) -> None:
+    """Equal texts and ranks of the job's events made one object each, and the refs of one line one ref.
+
+    `Sharer` does so per batch of files (a worker's pickle carries each once); thousands of batches still
+    repeat the lines every rank prints, every rank's number once per event (attribution gives each its own
+    int), and the refs of a line's events that were made apart. The events are the job's own (`read_inputs`).
+    """
+    setter = object.__setattr__
+    strs: dict[str, str] = {}
+    ints: dict[int, int] = {}
+    prev = SourceRef("", 0)
+    for e in events:   # (sorted by path and line: a line's events are neighbours)
+        ref = e.ref
+        if ref is not prev:
+            if ref.line == prev.line and ref.path == prev.path:
+                setter(e, "ref", prev)
+            else:
+                prev = ref
+        text = strs.setdefault(e.text, e.text)
+        if text is not e.text:
+            setter(e, "text", text)
+        rank = e.rank
+        if rank is not None and rank.__class__ is int and not -5 <= rank <= 256:   # (smaller ints are shared)
+            same = ints.setdefault(rank, rank)
+            if same is not rank:
+                setter(e, "rank", same)
 
 
 
