@@ -330,6 +330,7 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "exitcode",
                 "signal",
                 "exited_clean",
+                "signalled_outside",
             ),
             "One row per known rank: did it crash, hang, only suffer, or look fine. `quiet` ranks reported "
             "no hang, no fault and no lost peer of their own (being stopped by the agent's SIGTERM or seeing "
@@ -337,7 +338,10 @@ FACT_SPECS: dict[str, FactSpec] = {
             "`own_log` marks ranks whose own output is in the input (a file of their own, or lines "
             "attributed to them): only then is a quiet rank's silence evidence; a rank never seen may just "
             "be cut out. `exited_clean`: its agent's whole ChildFailedError table lists its other local "
-            "workers but not this one, so it had already exited 0 (and no fault or hang of its own is seen).",
+            "workers but not this one, so it had already exited 0 (and no fault or hang of its own is seen). "
+            "`signalled_outside`: the agent found it dead of SIGTERM, SIGINT or SIGHUP while its own "
+            "closing signals went to other pids (and the agent itself was not told to stop): someone else "
+            "stopped it.",
         ),
     )
 }
