@@ -177,10 +177,18 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     fr_dumps, fr_match = flight.flight_rows(evs, hosts, world)
     tables["fr_dumps"] = frame("fr_dumps", fr_dumps)
     tables["fr_match"] = frame("fr_match", fr_match)
-    tables["transfer_size_error"] = frame(
-        "transfer_size_error",
-        transfers.size_error_rows(evs, hosts, calls, world, aborted, seen, transfers.posted_sizes(fr_match)),
+    size_rows = transfers.size_error_rows(
+        evs, hosts, calls, world, aborted, seen, transfers.posted_sizes(fr_match)
     )
+    tables["transfer_size_error"] = frame("transfer_size_error", size_rows)
+    # Each rank's own call, also where only one rank left a stack (call_rows then judges no sides): read only
+    # when a transfer was rejected.
+    own_calls = collectives.stack_calls(evs, hosts) if size_rows else []
+    tables["gradient_sync_split"] = frame(
+        "gradient_sync_split", transfers.gradient_sync_rows(size_rows, own_calls, hosts, world, seen)
+    )
+    del own_calls
+    del size_rows
     tables["ib_peer"] = frame("ib_peer", transfers.ib_peer_rows(evs, hosts))
     tables["gpu_fault"] = frame("gpu_fault", gpu.gpu_fault_rows(evs, hosts))
     tables["recv_wait"] = frame("recv_wait", transfers.recv_wait_rows(evs, hosts, calls, world))

@@ -536,14 +536,14 @@ def _one_stack(events: Sequence[Event], hosts: dict[int, str], first: dict[int, 
         for r, op in found:
             if r != rank and r not in peers:
                 peers[r] = {"rank": r, "host": hosts.get(r), "call": op, "entry": op, "user_frame": None,
-                            "calls": 1, "minority": False, "site_minority": False, "site": None,
-                            "site_reason": None,
+                            "calls": 1, "site_differs": False, "minority": False,
+                            "site_minority": False, "site": None, "site_reason": None,
                             "odd_site": False, "subgroup": False, "path": e.ref.path,
                             "line": e.ref.line}
     if site is None or not peers or callsite.odd_sites({rank: site}, unseen=len(peers)) != {rank}:
         return []
-    row.update(calls=1, minority=False, site_minority=False, site=site.site, site_reason=site.reason,
-               odd_site=True)
+    row.update(calls=1, site_differs=False, minority=False, site_minority=False,
+               site=site.site, site_reason=site.reason, odd_site=True)
     return [row, *(peers[r] for r in sorted(peers))]
 
 
@@ -602,6 +602,26 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     `odd_site` marks the side whose call site is further from the training step than every other side's
     (hanglens/analysis/callsite.py).
     """
+    first, stacks = _first_calls(events, hosts)
+    if len(first) == 1:
+        return _one_stack(events, hosts, first, stacks)
+    if len(first) < 2:
+        return []
+    return _mark_calls(first, stacks)
+
+
+def stack_calls(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+    """Each rank's own blocking collective as its stack shows it (call, entry, user_frame, path, line),
+    unmarked and also for a single rank: what call_rows compares before it judges the sides."""
+    first, _ = _first_calls(events, hosts)
+    return [first[k] for k in sorted(first)]
+
+
+def _first_calls(
+    events: Sequence[Event], hosts: dict[int, str]
+) -> tuple[dict[int, Row], dict[int, tuple[list[str], list[str]]]]:
+    """Per rank, its first stack that waits in a collective (own traceback, else error file, else the main
+    thread's stack dump): the call row and the stack's frames and source lines."""
     first: dict[int, Row] = {}
     stacks: dict[int, tuple[list[str], list[str]]] = {}
     dumped: set[int] = set()
@@ -630,10 +650,11 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 "path": e.ref.path,
                 "line": e.ref.line,
             }
-    if len(first) == 1:
-        return _one_stack(events, hosts, first, stacks)
-    if len(first) < 2:
-        return []
+    return first, stacks
+
+
+def _mark_calls(first: dict[int, Row], stacks: dict[int, tuple[list[str], list[str]]]) -> list[Row]:
+    """The rows of two or more ranks' calls with minority, site_minority, site and odd_site set."""
     counts = Counter(r["call"] for r in first.values())
     ranked = counts.most_common()
     majority = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else None
@@ -654,4 +675,10 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         r["site"] = s.site if s else None
         r["site_reason"] = s.reason if s else None
         r["odd_site"] = rank in odd
+    # The kind of place (step, boundary, section, or none shown) most ranks called from, and who differs:
+    # another line of the same step is not another phase of the program.
+    kinds = Counter(r["site"] for r in first.values()).most_common()
+    usual_kind = kinds[0][0] if len(kinds) == 1 or kinds[0][1] > kinds[1][1] else None
+    for r in first.values():
+        r["site_differs"] = len(kinds) > 1 and usual_kind is not None and r["site"] != usual_kind
     return [first[k] for k in sorted(first)]

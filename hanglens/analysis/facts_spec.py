@@ -93,7 +93,7 @@ FACT_SPECS: dict[str, FactSpec] = {
         FactSpec(
             "collective_call",
             ("rank", "host", "call", "entry", "user_frame", "calls", "minority", "site_minority", "site",
-             "site_reason", "odd_site", "subgroup", *_EVIDENCE),
+             "site_reason", "odd_site", "site_differs", "subgroup", *_EVIDENCE),
             "The torch.distributed function each rank was inside when it failed (from its traceback or "
             "its main thread's py-spy stack dump), e.g. all_reduce vs barrier, or `backward` (DDP's "
             "gradient all_reduce runs under autograd); `entry` is the function the program called "
@@ -105,9 +105,11 @@ FACT_SPECS: dict[str, FactSpec] = {
             "backward, loss), boundary (a barrier outside the step), section (checkpoint, evaluation, "
             "logging, a main-process-only block, an object collective) or empty; `site_reason` names "
             "the frame; `odd_site` marks, when no call has a majority, the side whose site is further "
-            "from the step than every other side's. `subgroup` marks a call whose source line passes a "
-            "`group=` other than None or WORLD: that rank waits for the members of a subgroup the logs "
-            "do not list, not for the world.",
+            "from the step than every other side's. `site_differs` marks a rank whose site is not the one "
+            "a strict majority of the ranks show "
+            "(another line of the same step does not count). `subgroup` marks a call whose source line "
+            "passes a `group=` other than None or WORLD: that rank waits for the members of a subgroup the "
+            "logs do not list, not for the world.",
         ),
         FactSpec(
             "transfer_size_error",
@@ -121,6 +123,16 @@ FACT_SPECS: dict[str, FactSpec] = {
             "from what a majority of ranks posted (Flight Recorder), when the other end posted the "
             "majority's; `p2p` says an end was in send/recv; remote_bytes is what was sent, local_bytes "
             "what the receiver posted (hanglens/analysis/transfers.py).",
+        ),
+        FactSpec(
+            "gradient_sync_split",
+            ("rank", "host", "in_sync", "call", "sender", "minority", "basis", *_EVIDENCE),
+            "When gloo rejected a message sent by a rank blocked in DDP's gradient all_reduce (`backward`): "
+            "bucket sizes are the same on every rank (DDP verifies parameter shapes at construction), so the "
+            "receiver was in another collective. One row per rank whose side is known: the receiver and "
+            "every rank with a stack (`in_sync`: in the gradient all_reduce; `call`: what its stack shows; "
+            "`sender`: the rank whose message was rejected). `minority` marks the side held by fewer than "
+            "half of these ranks while the other side has two at least (hanglens/analysis/transfers.py).",
         ),
         FactSpec(
             "ib_peer",
@@ -335,6 +347,7 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "exitcode",
                 "signal",
                 "exited_clean",
+                "signalled_outside",
             ),
             "One row per known rank: did it crash, hang, only suffer, or look fine. `quiet` ranks reported "
             "no hang, no fault and no lost peer of their own (being stopped by the agent's SIGTERM or seeing "
@@ -342,7 +355,10 @@ FACT_SPECS: dict[str, FactSpec] = {
             "`own_log` marks ranks whose own output is in the input (a file of their own, or lines "
             "attributed to them): only then is a quiet rank's silence evidence; a rank never seen may just "
             "be cut out. `exited_clean`: its agent's whole ChildFailedError table lists its other local "
-            "workers but not this one, so it had already exited 0 (and no fault or hang of its own is seen).",
+            "workers but not this one, so it had already exited 0 (and no fault or hang of its own is seen). "
+            "`signalled_outside`: the agent found it dead of SIGTERM, SIGINT or SIGHUP while its own "
+            "closing signals went to other pids (and the agent itself was not told to stop): someone else "
+            "stopped it.",
         ),
     )
 }

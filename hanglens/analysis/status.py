@@ -724,6 +724,37 @@ def clean_exit_ranks(events: Sequence[Event], files: Sequence[InputFile] = ()) -
     return out
 
 
+# Signals a person or a scheduler sends to one process (kill, Ctrl-C, a closed terminal).
+_OUTSIDE_SIGNALS = frozenset({-15, -2, -1})
+
+
+def _signalled_outside(events: Sequence[Event], single: bool) -> set[int]:
+    """Ranks the agent found dead of SIGTERM/SIGINT/SIGHUP although it signalled only other workers.
+
+    torchrun's agent logs `failed (exitcode: <c>) local_rank: <l> (pid: <p>)` for the worker it found dead
+    and sends `Sending process <pid> closing signal SIGTERM` to the workers still running
+    (torch/distributed/elastic/multiprocessing/api.py `_poll`, `_close`; failure-signatures.md section
+    0.6). A worker dead of SIGTERM whose pid is not among the agent's own closing signals (in the same file,
+    which shows some) was signalled by someone else first: it was stopped from outside, not as a victim of
+    the teardown (section 17.4). Not when the agent itself was told to stop (`Received 15 death signal`):
+    then it signalled every worker.
+    """
+    if any(e.kind == "job_stopped" for e in events):
+        return set()
+    stopped: dict[str, set[object]] = defaultdict(set)
+    for e in events:
+        if e.kind == "closing_signal":
+            stopped[e.ref.path].add(e.get("pid"))
+    out: set[int] = set()
+    for e in events:
+        if e.kind != "worker_failed" or _exitcode(e) not in _OUTSIDE_SIGNALS or not stopped.get(e.ref.path):
+            continue
+        rank = _rank_of(e, single)
+        if rank is not None and e.get("pid") is not None and e.get("pid") not in stopped[e.ref.path]:
+            out.add(rank)
+    return out
+
+
 def rank_status_rows(
     events: Sequence[Event],
     ranks: Sequence[int],
@@ -745,6 +776,7 @@ def rank_status_rows(
         v["rank"] for v in victims if v["rank"] is not None and v["signal"] not in _TEARDOWN_SIGNALS
     }
     exit_only = _exit_only_crashes(events)
+    outside = _signalled_outside(events, sn)
     clean = clean or set()
     rows = []
     for rank in sorted(set(ranks) | set(by_rank)):
@@ -785,6 +817,7 @@ def rank_status_rows(
                 "exitcode": exitcode,
                 "signal": exit_signal(exitcode),
                 "exited_clean": rank in clean and exitcode is None and not crashed and not hung,
+                "signalled_outside": rank in outside and not crashed and not hung,
             }
         )
     return rows

@@ -46,6 +46,11 @@ STACK_KINDS = frozenset({"exception", "error_file", "stack_dump"})
 # gloo/allgather.cc (`recvRank = rank - 1`); both checked on torch 2.13 gloo runs (a larger buffer on
 # rank k aborts rank k - 1 in an all_reduce, rank k + 1 in an all_gather).
 RING_RECV_FROM = {"all_reduce": 1, "all_gather": -1}
+# DDP's gradient sync: a rank whose stack ends in autograd's backward waits in the reducer's bucket
+# all_reduce (callsite.py), the same ProcessGroupGloo allreduce, hence the same ring, as a direct all_reduce
+# (torch/csrc/distributed/c10d/reducer.cpp runs the default comm hook, `process_group->allreduce`).
+GRADIENT_SYNC = "backward"
+RING_OF = {"all_reduce": "all_reduce", "all_gather": "all_gather", GRADIENT_SYNC: "all_reduce"}
 
 
 def _p2p_ranks(events: Sequence[Event], calls: Sequence[Row]) -> dict[int, tuple[str, str, int]]:
@@ -71,10 +76,12 @@ def _ring_sender(
     """
     if world == 2 and receiver in (0, 1):
         return 1 - receiver, "the only other rank of a 2-rank job"
-    ops = {c.get("call") for c in calls if isinstance(c.get("rank"), int) and c["rank"] != receiver}
+    # Every other rank in a ring algorithm of one direction: only the neighbour on that side sends to it.
+    ops = {RING_OF.get(str(c.get("call"))) for c in calls
+           if isinstance(c.get("rank"), int) and c["rank"] != receiver}
     op = ops.pop() if len(ops) == 1 else None
     step = RING_RECV_FROM.get(str(op))
-    if step is None:
+    if op is None or step is None:
         return None
     basis = f"its ring neighbour in gloo's {op} (it receives from rank {'+' if step > 0 else '-'} 1)"
     if world is not None and world > 2 and 0 <= receiver < world:
@@ -319,3 +326,59 @@ def recv_wait_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequen
         rows.append({"rank": r, "host": hosts.get(r), "src": src, "src_call": call_of.get(src),
                      "src_waits": src in receivers, "basis": basis, "path": path, "line": line})
     return rows
+
+
+def gradient_sync_rows(size_rows: Sequence[Row], calls: Sequence[Row], hosts: dict[int, str],
+                       world: int | None = None, known: Collection[int] = ()) -> list[Row]:
+    """Which ranks were in DDP's gradient all_reduce when gloo rejected a gradient bucket message.
+
+    DDP checks at construction that every rank holds parameters of the same shapes
+    (torch/nn/parallel/distributed.py `_verify_param_shape_across_processes`) and keeps one bucket layout on
+    all ranks (rank 0's rebuilt buckets are broadcast, reducer.cpp `sync_bucket_indices`): a gradient
+    bucket has the same size on every rank. A gloo receiver that rejected the message of a sender blocked
+    in `backward` (a collective, not point-to-point) therefore posted a buffer of another size: it was not
+    in the gradient all_reduce but in another collective (a metric all_reduce or a barrier after its data
+    ran out, a sync the sender skipped). One row per rank whose side is known: the receiver (`in_sync`
+    false), and every rank whose own stack shows its call (`in_sync` true for `backward`). `minority`
+    marks the side held by fewer than half of these ranks while the other side has two at least
+    (failure-signatures.md section 1, "Culprit vs victims"); with two ranks neither side is marked.
+    `calls`: each rank's own call (collectives.stack_calls); the sender is the receiver's row's peer, else
+    its ring neighbour by these calls.
+    """
+    call_of = {c["rank"]: c for c in calls if isinstance(c.get("rank"), int)}
+    for rcv in size_rows:
+        if rcv.get("role") != "receiver" or rcv.get("p2p"):
+            continue
+        sender = rcv.get("peer")
+        if not isinstance(sender, int):
+            ring = _ring_sender(rcv["rank"], world, calls, {*known, *call_of})
+            if ring is None:
+                continue
+            sender = ring[0]
+        sent = call_of.get(sender)
+        own = call_of.get(rcv["rank"])
+        if sent is None or sent.get("call") != GRADIENT_SYNC or (own and own.get("call") == GRADIENT_SYNC):
+            continue
+        side = {rank: c.get("call") == GRADIENT_SYNC for rank, c in call_of.items()}
+        side[rcv["rank"]] = False
+        n_in = sum(side.values())
+        n_out = len(side) - n_in
+        rows: list[Row] = []
+        for rank in sorted(side):
+            mine, other = (n_in, n_out) if side[rank] else (n_out, n_in)
+            c = call_of.get(rank)
+            if rank == rcv["rank"]:
+                elsewhere = f" but in {own.get('call')}" if own else ""
+                basis = (f"rejected rank {sender}'s gradient bucket message: it was not in the gradient "
+                         f"all_reduce{elsewhere}")
+                where = (rcv.get("path"), rcv.get("line"))
+            else:
+                basis = "its stack ends in backward (DDP's gradient all_reduce)" if side[rank] else \
+                    f"its stack is in {c.get('call') if c else None}, not in the gradient all_reduce"
+                where = (c.get("path"), c.get("line")) if c else (None, None)
+            rows.append({"rank": rank, "host": hosts.get(rank), "in_sync": side[rank],
+                         "call": c.get("call") if c else None, "sender": sender,
+                         "minority": 2 * mine < len(side) and other >= 2, "basis": basis,
+                         "path": where[0], "line": where[1]})
+        return rows
+    return []

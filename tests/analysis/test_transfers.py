@@ -152,3 +152,36 @@ def test_recv_source_literal_positional_and_unreadable() -> None:
 
 def test_recv_source_in_two_ranks_is_the_other_rank() -> None:
     assert waits([*world(2), recv_stack(1, "comm.recv_next(h)"), in_all_reduce(0)]) == [(1, 0, False)]
+
+
+AUTOGRAD = "/opt/py/lib/python3.11/site-packages/torch/autograd/__init__.py"
+
+
+def in_backward(rank: int) -> Event:
+    return ev("exception", rank, exc_type="RuntimeError", message="Connection closed by peer [10.1.1.4]:5120",
+              frames=["/srv/train.py:77 in <module>", f"{AUTOGRAD}:251 in backward"],
+              sources=["loss.backward()", "_engine_run_backward("])
+
+
+def split(evs: list[Event]) -> dict[int, tuple[bool, bool]]:
+    got = build(evs).fact("gradient_sync_split").to_dict(orient="records")
+    return {r["rank"]: (r["in_sync"], r["minority"]) for r in got}
+
+
+def test_receiver_of_a_gradient_bucket_was_outside_the_sync_and_alone() -> None:
+    # rank 1 rejects what rank 2 (in backward) sent: the bucket is the same size everywhere, so rank 1 is
+    # the one in another collective; ranks 0 and 2 in backward are two against one.
+    evs = [*world(3), in_backward(0), in_backward(2), ev("process_teardown", 1, error=SIZE_CHECK)]
+    assert split(evs) == {0: (True, False), 1: (False, True), 2: (True, False)}
+
+
+def test_a_rank_alone_in_backward_is_the_minority() -> None:
+    evs = [*world(3), in_all_reduce(0), in_backward(2), ev("process_teardown", 1, error=SIZE_CHECK)]
+    assert split(evs) == {0: (False, False), 1: (False, False), 2: (True, True)}
+
+
+def test_two_ranks_have_no_minority_and_a_plain_sender_no_split() -> None:
+    assert split([*world(2), in_backward(1), ev("process_teardown", 0, error=SIZE_CHECK)]) == {
+        0: (False, False), 1: (True, False)}
+    assert split([*world(3), in_all_reduce(0), in_all_reduce(2),
+                  ev("process_teardown", 1, error=SIZE_CHECK)]) == {}
