@@ -127,10 +127,23 @@ def detect_dialect(sample: list[str]) -> Dialect:
     lines = [ANSI_RE.sub("", s) if "\x1b" in s else s for s in sample if s.strip()]
     if len(lines) < 3:
         return Dialect()
-    slurm = sum(1 for s in lines if SLURM_RE.match(s)) >= 0.6 * len(lines)
-    pdsh = sum(1 for s in lines if PDSH_RE.match(s)) >= 0.6 * len(lines)
-    tag = sum(1 for s in lines if RANK_TAG_RE.match(s)) >= 0.6 * len(lines)
-    return Dialect(slurm=slurm, pdsh=pdsh and not slurm, rank_tag=tag and not slurm and not pdsh)
+    slurm = _most(SLURM_RE, lines)
+    pdsh = not slurm and _most(PDSH_RE, lines)
+    tag = not slurm and not pdsh and _most(RANK_TAG_RE, lines)
+    return Dialect(slurm=slurm, pdsh=pdsh, rank_tag=tag)
+
+
+def _most(rx: re.Pattern[str], lines: list[str]) -> bool:
+    """At least 60 % of `lines` start with `rx` (the answer is known once too many do not: most files'
+    first lines say no)."""
+    need = 0.6 * len(lines)
+    left = len(lines)   # lines that may still match
+    for s in lines:
+        if not rx.match(s):
+            left -= 1
+            if left < need:
+                return False
+    return left >= need
 
 
 def _iso_time(ts: str) -> tuple[float | None, int | None]:

@@ -3,6 +3,8 @@
 # ruff: noqa: E501 - one log template per case line reads better than templates cut mid-token
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -116,3 +118,12 @@ def test_no_outer_prefix_starts_with_the_rank_envelope(rank: int, rest: str) -> 
                prefix.JOURNAL_RE, prefix.ISO_RE, prefix.TIME_ONLY_RE, prefix.DMESG_RE, prefix.RAY_RE,
                prefix.TORCHX_RE, prefix.TEE_RE, prefix.RANK_TAG_RE):
         assert rx.match(line) is None, rx.pattern
+
+
+def test_most_is_sixty_percent_of_lines_matching() -> None:
+    from hanglens.ingest.prefix import SLURM_RE, _most
+
+    rng = random.Random(5)
+    for _ in range(400):
+        lines = [rng.choice(["0: x", "12: y", "x", "node-1: y", ""]) for _ in range(rng.randint(0, 12))]
+        assert _most(SLURM_RE, lines) == (sum(1 for s in lines if SLURM_RE.match(s)) >= 0.6 * len(lines))
