@@ -168,7 +168,7 @@ def _md_time(year: int, month: int, day: int, hms: str, frac: str | None) -> flo
     if not (1 <= month <= 12 and 1 <= day <= 31):
         return None
     try:
-        hh, mm, ss = (int(x) for x in hms.split(":"))
+        hh, mm, ss = map(int, hms.split(":"))
         return _day_start(year, month, day) + hh * 3600 + mm * 60 + ss + (
             float("0." + frac) if frac else 0.0
         )
