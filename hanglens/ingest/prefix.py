@@ -131,12 +131,24 @@ def detect_dialect(sample: list[str]) -> Dialect:
     lines = [ANSI_RE.sub("", s) if "\x1b" in s else s for s in sample if s.strip()]
     if len(lines) < 3:
         return Dialect()
-    slurm = sum(1 for s in lines if SLURM_RE.match(s)) >= 0.6 * len(lines)
-    pdsh = sum(1 for s in lines if PDSH_RE.match(s)) >= 0.6 * len(lines)
-    tag = sum(1 for s in lines if RANK_TAG_RE.match(s)) >= 0.6 * len(lines)
-    mpich = sum(1 for s in lines if MPICH_RE.match(s)) >= 0.6 * len(lines)
-    return Dialect(slurm=slurm, pdsh=pdsh and not slurm, rank_tag=tag and not slurm and not pdsh,
-                   mpich=mpich and not slurm and not pdsh and not tag)
+    slurm = _most(SLURM_RE, lines)
+    pdsh = not slurm and _most(PDSH_RE, lines)
+    tag = not slurm and not pdsh and _most(RANK_TAG_RE, lines)
+    mpich = not slurm and not pdsh and not tag and _most(MPICH_RE, lines)
+    return Dialect(slurm=slurm, pdsh=pdsh, rank_tag=tag, mpich=mpich)
+
+
+def _most(rx: re.Pattern[str], lines: list[str]) -> bool:
+    """At least 60 % of `lines` start with `rx` (the answer is known once too many do not: most files'
+    first lines say no)."""
+    need = 0.6 * len(lines)
+    left = len(lines)   # lines that may still match
+    for s in lines:
+        if not rx.match(s):
+            left -= 1
+            if left < need:
+                return False
+    return left >= need
 
 
 def _iso_time(ts: str) -> tuple[float | None, int | None]:
@@ -161,7 +173,7 @@ def _md_time(year: int, month: int, day: int, hms: str, frac: str | None) -> flo
     if not (1 <= month <= 12 and 1 <= day <= 31):
         return None
     try:
-        hh, mm, ss = (int(x) for x in hms.split(":"))
+        hh, mm, ss = map(int, hms.split(":"))
         return _day_start(year, month, day) + hh * 3600 + mm * 60 + ss + (
             float("0." + frac) if frac else 0.0
         )

@@ -171,6 +171,10 @@ def holds_trigger(triggers: re.Pattern[bytes], line: bytes) -> bool:
     return got
 
 
+# `Reader._bar_head`'s answer per (head, dialect, parser classes, their triggers): (the label,) of a bar whose
+# redraws are read in bulk, or None.
+_BAR_HEADS: dict[tuple[Any, ...], tuple[str | None] | None] = {}
+
 _PRINTABLE = bytes(range(0x20, 0x7F))  # printable ASCII: deleting it leaves nothing of a printable line
 # ASCII but NUL, `\r` and ESC (what `_handle` removes, splits on or strips from): deleting it leaves nothing
 # of a line `_repeat` may decide on its bytes.
@@ -479,20 +483,40 @@ class Reader:
 
     def _bar_head(self, piece: str, m: re.Match[str], head: str) -> tuple[Any, ...]:
         """The progress series of the redraws starting with `head` when they can be read in bulk (see
-        `_bar`), else ()."""
+        `_bar`), else ().
+
+        Whether they can is decided once per process for a head, dialect and set of parsers (and which of
+        them hold state): the checks read the redraw's text only (a redraw without prefix has the file's
+        LogLine whatever the file), and `_bar` takes them for every later redraw with that head, as those
+        differ only in digits and bar characters; thousands of per-rank files show the same bar.
+        """
+        # (whether each parser holds state now is part of the key: a parser may take state as it reads)
+        key = (head, self.dialect, self.parser_classes, tuple(self.trig_text),
+               tuple(getattr(p, "__dict__", None) != {} for p in self.parsers))
+        if key in _BAR_HEADS:
+            got = _BAR_HEADS[key]
+        else:
+            got = self._bar_usable(piece, m, head)
+            if len(_BAR_HEADS) >= MAX_SHAPES:
+                _BAR_HEADS.clear()
+            _BAR_HEADS[key] = got
+        return () if got is None else (self.origin.rank, self.origin.local_rank, "tqdm", got[0])
+
+    def _bar_usable(self, piece: str, m: re.Match[str], head: str) -> tuple[str | None] | None:
+        """(the label,) of the redraws starting with `head` when they can be read in bulk, else None."""
         usable, label = bar_label(head)
         if not usable or ProgressParser._builtin(piece) != bar_fields(m, label):
-            return ()
+            return None
         fast = self.fast
         assert fast is not None
         bits = self.dispatch.mask(piece)
         if not bits >> fast.index & 1:
-            return ()
+            return None
         if strip_prefixes(piece, self.dialect, None) != Envelope(text=piece):
-            return ()
+            return None
         line = self._bar_line(piece, 0)
         if line != self._line(piece, 0):  # (which records nothing: no prefix)
-            return ()
+            return None
         for i, parser in enumerate(self.parsers):
             if i == fast.index or not bits >> i & 1:
                 continue
@@ -500,13 +524,13 @@ class Reader:
             state = getattr(parser, "__dict__", None)
             if state is None or state or cls.wants_more is not Parser.wants_more \
                     or cls.close is not Parser.close:
-                return ()  # a parser with state: it must see every redraw
+                return None  # a parser with state: it must see every redraw
             try:
                 if list(parser.feed(line)) or parser.wants_more():
-                    return ()
+                    return None
             except Exception:
-                return ()
-        return (self.origin.rank, self.origin.local_rank, "tqdm", label)
+                return None
+        return (label,)
 
     def _line(self, raw: str, num: int) -> LogLine:
         """The LogLine of one segment; records its rank, rank pairing and dated stamp on the way."""

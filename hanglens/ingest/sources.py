@@ -449,24 +449,26 @@ def _open_stream(unit: Unit, raw: BinaryIO, member: str | None, limits: Limits,
     except OSError as exc:
         yield Skipped(unit.display, f"cannot read: {exc.strerror or exc}")
         return
-    raw.seek(0)
     if is_zip(first):
+        raw.seek(0)
         yield from _open_zip(unit, raw, member, limits, budget)
         return
     codec = codec_of(first)
     stream: ReadableStream = raw
     capped: Capped | None = None
+    head, error = first, None   # (a plain file: the bytes sniffed are its head, not read again)
     if codec is not None:
+        raw.seek(0)
         packed = Counting(raw)
         capped = Capped(decompress(codec, packed), lambda: packed.count, limits, budget)  # type: ignore[arg-type]
         stream = capped
-    h = Head(b"", stream)
-    head = h.read(SNIFF)
-    if h.error is not None and not head:
-        yield Skipped(unit.display, f"corrupt {codec} stream ({h.error})")
-        return
+        h = Head(b"", stream)
+        head, error = h.read(SNIFF), h.error
+        if error is not None and not head:
+            yield Skipped(unit.display, f"corrupt {codec} stream ({error})")
+            return
     body = Head(head, stream)
-    body.error = h.error
+    body.error = error
     if is_tar(head):
         if capped is not None:
             capped.member_cap = False

@@ -34,6 +34,32 @@ class Example:
     era: str = ""
 
 
+class QuietTexts:
+    """Texts (a line's `text`, its prefixes stripped) that a parser read without any event and without
+    changing its state, kept for the whole process: thousands of ranks print the same message (the same
+    environment echo, the same init line without its clock time and `[rankN]:` envelope), and each file's
+    fresh parser would search it again with every pattern. Only for a parser whose answer to an idle
+    line depends on the text alone (each parser says why where it uses this).
+
+    Bounded: at most `cap` texts of at most `max_len` characters (past `cap`, it starts over empty).
+    """
+
+    __slots__ = ("cap", "max_len", "texts")
+
+    def __init__(self, cap: int = 1 << 12, max_len: int = 600) -> None:
+        self.texts: set[str] = set()
+        self.cap, self.max_len = cap, max_len
+
+    def __contains__(self, text: str) -> bool:
+        return text in self.texts
+
+    def add(self, text: str) -> None:
+        if len(text) <= self.max_len:
+            if len(self.texts) >= self.cap:
+                self.texts.clear()
+            self.texts.add(text)
+
+
 class Parser:
     """Base class. One instance per input file, so parsers may keep state across lines.
 

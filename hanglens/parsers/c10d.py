@@ -23,7 +23,7 @@ from typing import Any
 
 from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count, to_int
+from hanglens.parsers.base import EventSpec, Example, Parser, QuietTexts, int_list, to_count, to_int
 
 _PGP_SRC = (
     r"\[PG ID (?P<pg_id>\d{1,10}) PG GUID (?P<pg_guid>[^\s()\[\]]{1,128})(?:\((?P<pg_desc>[^()]{0,256})\))? "
@@ -151,6 +151,20 @@ DESYNC_HEADER_ONLY_RE = re.compile(
     r"(?:^|\]\s)\s*(?:Rank (?P<r>\d+)|" + _PGP_SRC.replace("?P<", "?P<h_") + r")\s*$"
 )
 
+
+
+def _bare_prefix(text: str) -> re.Match[str] | None:
+    """`DESYNC_HEADER_ONLY_RE.search(text)`, without the search when `text` cannot end as it must (`]`, or
+    `Rank ` and digits, then only whitespace): most lines holding its literals end otherwise."""
+    end = text.rstrip()
+    if not end.endswith("]"):
+        rest = end.rstrip("0123456789")
+        # (a digit other than 0-9 the pattern's `\d` may take: the pattern decides)
+        if not (rest.endswith("Rank ") or rest[-1:].isdecimal()):
+            return None
+    return DESYNC_HEADER_ONLY_RE.search(text)
+
+
 PROBE_LINES = 2  # lines after a timeout/what()/bare prefix in which a desync report may start
 HB_WINDOW = 12  # lines a heartbeat "timed out" waits for the "got stuck for N seconds" verdict
 TERMINATE_WINDOW = 3  # lines between "terminate called" and its `what():`
@@ -275,6 +289,12 @@ class _Desync:
     texts: list[str] = field(default_factory=list)
 
 
+# Texts an idle parser reads without a trace, and how often others were read without one (`_maybe_quiet`).
+_QUIET = QuietTexts()
+_SIGHTED: dict[str, int] = {}
+QUIET_AFTER = 3
+
+
 class C10dParser(Parser):
     """ProcessGroupNCCL, torch 1.10-2.9: hangs, PG status, dump signals, flight recorder, desync, teardown."""
 
@@ -366,6 +386,9 @@ class C10dParser(Parser):
     def feed(self, line: LogLine) -> Iterable[Event]:
         out: list[Event] = []
         text = line.text
+        idle = not self.wants_more()
+        if idle and text in _QUIET:
+            return out
         if self._desync is not None:
             if self._desync.lines < DESYNC_MAX and DESYNC_CONT_RE.match(text):
                 self._desync_line(self._desync, text)
@@ -392,7 +415,31 @@ class C10dParser(Parser):
             out.extend(self._flush_hb())
         if self._term is not None and self._term_left <= 0:
             out.extend(self._flush_term(None))
+        if idle and not out and not self.wants_more() and "ProcessGroupNCCL" in line.raw:
+            self._maybe_quiet(line)
         return out
+
+    @staticmethod
+    def _maybe_quiet(line: LogLine) -> None:
+        """Remember `line.text` as quiet when a fresh parser reading it gives nothing and stays fresh (on the
+        text's QUIET_AFTER-th such sighting: a text seen once or twice, as most are, costs no second reading).
+
+        Idle, this parser's answer to a line depends on its text, on `ProcessGroupNCCL` in its raw line
+        (required here, so a quiet text is quiet without it too) and on its first-seen memos, which only
+        hold back an event a fresh parser would give: what a fresh parser reads without a trace, any idle
+        one does.
+        """
+        text = line.text
+        seen = _SIGHTED.get(text, 0) + 1
+        if seen < QUIET_AFTER:
+            if len(text) <= _QUIET.max_len:
+                if len(_SIGHTED) >= _QUIET.cap:
+                    _SIGHTED.clear()
+                _SIGHTED[text] = seen
+            return
+        fresh = C10dParser()
+        if not fresh._match(line) and not fresh.wants_more() and not fresh._seen and not fresh._dump_seen:
+            _QUIET.add(text)
 
     # -- one line ----------------------------------------------------------------------------------
     def _match(self, line: LogLine) -> list[Event]:
@@ -451,7 +498,7 @@ class C10dParser(Parser):
             self._desync = _Desync(line, who)
             self._desync_line(self._desync, text)
             probe = False
-        elif DESYNC_HEADER_ONLY_RE.search(text) and "ProcessGroupNCCL" in line.raw:
+        elif _bare_prefix(text) and "ProcessGroupNCCL" in line.raw:
             probe = True
         if probe and self._desync is None:
             self._probe = PROBE_LINES

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, to_count
+from hanglens.parsers.base import EventSpec, Example, Parser, QuietTexts, to_count
 
 VERSION = r"v?(?P<v>\d+\.\d+(?:\.\d+)*(?:[a-z]+\d*)?(?:\+[\w.]+)?)"
 
@@ -40,6 +40,7 @@ HOST_RE = re.compile(
     r"(?<![\w])(?:[Hh]ostname\s*[:=]\s*|Running on (?:host|node)\s+)"
     r"['\"]?(?P<host>[A-Za-z0-9][\w.-]*[\w])(?![\w.(])"
 )
+_QUIET = QuietTexts()   # texts that gave nothing (see `feed`)
 ENV_FIELD = {"RANK": "global_rank", "LOCAL_RANK": "local_rank", "WORLD_SIZE": "world_size",
              "NODE_RANK": "node_rank", "GROUP_RANK": "node_rank", "MASTER_ADDR": "master_addr"}
 
@@ -102,6 +103,15 @@ class EnvironmentParser(Parser):
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
+        text = line.text
+        if text in _QUIET:
+            return ()
+        out = self._read(line)
+        if not out:
+            _QUIET.add(text)   # (no state: what this parser gives depends on the text alone)
+        return out
+
+    def _read(self, line: LogLine) -> list[Event]:
         text = line.text
         out: list[Event] = []
         seen: set[str] = set()

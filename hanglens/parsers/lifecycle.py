@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, to_int
+from hanglens.parsers.base import EventSpec, Example, Parser, QuietTexts, to_int
 
 # torch/distributed/elastic/agent/server/api.py `run`: `Received {e.sigval} death signal, shutting down
 # workers` (failure-signatures.md section 17.4; log-formats.md section 3.5). `sigval` prints as a number
@@ -56,6 +56,7 @@ PHASE_TRIGGERS = ("heckpoint", "alidat", "valuat", "eval", "Eval", "est loop", "
 # Lines of a stack or a traceback mention these words as code, not as a phase.
 _CODE_LINE = re.compile(r"^\s*(?:File \"|at |#\d|Traceback|\w+Error\b|\w+Exception\b)")
 MAX_PHASE_LINE = 400
+_QUIET = QuietTexts()   # texts that gave nothing (see `LifecycleParser.feed`)
 
 
 class LifecycleParser(Parser):
@@ -114,6 +115,15 @@ class LifecycleParser(Parser):
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
+        text = line.text
+        if text in _QUIET:
+            return ()
+        out = self._read(line)
+        if not out:
+            _QUIET.add(text)   # (no state: what this parser gives depends on the text alone)
+        return out
+
+    def _read(self, line: LogLine) -> tuple[Event, ...]:
         text = line.text
         if "death signal" in text:
             m = DEATH_SIGNAL_RE.search(text)

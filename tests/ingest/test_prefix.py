@@ -3,6 +3,8 @@
 # ruff: noqa: E501 - one log template per case line reads better than templates cut mid-token
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -128,3 +130,10 @@ def test_mpich_prepend_rank_only_when_most_lines_carry_it() -> None:
     assert (env.mpi_rank, env.writer, env.text) == (3, "mpi hydra,3", "KeyError: 'label_ids'")
     assert strip_prefixes("[3] KeyError: 'x'", Dialect()).mpi_rank is None
     assert not detect_dialect(["[1] a", "plain", "plain too", "more plain"]).mpich
+def test_most_is_sixty_percent_of_lines_matching() -> None:
+    from hanglens.ingest.prefix import SLURM_RE, _most
+
+    rng = random.Random(5)
+    for _ in range(400):
+        lines = [rng.choice(["0: x", "12: y", "x", "node-1: y", ""]) for _ in range(rng.randint(0, 12))]
+        assert _most(SLURM_RE, lines) == (sum(1 for s in lines if SLURM_RE.match(s)) >= 0.6 * len(lines))

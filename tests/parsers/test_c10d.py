@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from hanglens.parsers.c10d import C10dParser, _demangle
+from hanglens.parsers.c10d import DESYNC_HEADER_ONLY_RE, QUIET_AFTER, C10dParser, _bare_prefix, _demangle
 
 from .harness import events as read_events
 from .harness import has
@@ -210,3 +210,30 @@ def test_remote_dump_signal_then_bookkeeping_is_one_signal() -> None:
     )
     found = events(text, "dump_signal")
     assert [e.get("from_rank") for e in found] == [None, 6]
+
+
+def test_a_line_deduplicated_in_every_file_still_gives_its_event_in_each() -> None:
+    # The third line gives nothing in its file (the signal was reported), read in many files it stays a
+    # first sighting in each: the process-wide memo of quiet texts must not take it for one.
+    text = "\n".join(
+        [
+            "[rank1]:[E703 10:00:01.111111111 ProcessGroupNCCL.cpp:1801] [PG ID 0 PG GUID 0(default_pg) "
+            "Rank 1] Observed flight recorder dump signal from another rank via TCPStore.",
+            "[rank1]:[I703 10:00:01.222222222 ProcessGroupNCCL.cpp:2384] [PG ID 0 PG GUID 0(default_pg) "
+            "Rank 1] ProcessGroupNCCL created ncclComm_ 0x7f3a00000001 on CUDA device: 1",
+            "[rank1]:[E703 10:00:01.333333333 ProcessGroupNCCL.cpp:1801] [PG ID 0 PG GUID 0(default_pg) "
+            "Rank 1] Observed flight recorder dump signal from another rank via TCPStore.",
+        ]
+    )
+    for _ in range(QUIET_AFTER + 3):
+        assert [e.ref.line for e in events(text, "dump_signal")] == [1]
+
+
+def test_bare_prefix_answers_as_the_pattern() -> None:
+    texts = ["", "  ", "Rank 3", "Rank 3 \n", "x] Rank 12", "[PG ID 0 PG GUID 0(default_pg) Rank 3]",
+             "a [PG ID 0 PG GUID 0 Rank 3]  ", "] Rank \u0663", "] Rank 3x", "[Rank 3]", "] Rank 33]",
+             "x]\tRank 4\n", "1", "Rank", "] Rank ", "] Rank 5\x1c", "[PG 7 (dp) Rank 2] ",
+             "[PG ID 1 PG GUID 1(tp) Rank 5] ProcessGroupNCCL initialization options: size: 8, PG Name: 1"]
+    for text in texts:
+        want, got = DESYNC_HEADER_ONLY_RE.search(text), _bare_prefix(text)
+        assert (want and want.span()) == (got and got.span()), text
