@@ -599,6 +599,15 @@ def _survived_by_peers(events: Sequence[Event], restarted: set[str]) -> set[int]
             latest[e.rank] = max(latest.get(e.rank, e.time), e.time)
     if len(latest) == 0:
         return set()
+    # The latest progress of any rank but one's own: the two latest ranks answer for every rank.
+    top = sorted(latest.items(), key=lambda kv: (-kv[1], kv[0]))[:2]
+
+    def others_latest(rank: int) -> float | None:
+        for r, last in top:
+            if r != rank:
+                return last
+        return None
+
     out: set[int] = set()
     above: dict[tuple[str, int], float] = {}
     for i, e in sorted(enumerate(events), key=lambda ie: (ie[1].ref.path, ie[1].ref.line)):
@@ -609,7 +618,8 @@ def _survived_by_peers(events: Sequence[Event], restarted: set[str]) -> set[int]
         if e.ref.path in restarted or not _survivable(e):
             continue
         t = e.time if e.time is not None else above.get((e.ref.path, e.rank))
-        if t is not None and any(t + PEER_PROGRESS_S < last for r, last in latest.items() if r != e.rank):
+        last = others_latest(e.rank) if t is not None else None
+        if t is not None and last is not None and t + PEER_PROGRESS_S < last:
             out.add(i)
     return out
 
