@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -58,6 +58,16 @@ class QuietTexts:
             if len(self.texts) >= self.cap:
                 self.texts.clear()
             self.texts.add(text)
+
+    def read(self, line: LogLine, read: Callable[[LogLine], Sequence[Event]]) -> Sequence[Event]:
+        """`read(line)`, skipped for a text that gave nothing before, remembered when it gives nothing (for
+        a parser without state: what it gives depends on the text alone)."""
+        if line.text in self.texts:
+            return ()
+        out = read(line)
+        if not out:
+            self.add(line.text)
+        return out
 
 
 class Parser:

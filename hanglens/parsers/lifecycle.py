@@ -115,13 +115,7 @@ class LifecycleParser(Parser):
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
-        text = line.text
-        if text in _QUIET:
-            return ()
-        out = self._read(line)
-        if not out:
-            _QUIET.add(text)   # (no state: what this parser gives depends on the text alone)
-        return out
+        return _QUIET.read(line, self._read)   # (no state: what it gives depends on the text alone)
 
     def _read(self, line: LogLine) -> tuple[Event, ...]:
         text = line.text
