@@ -391,6 +391,8 @@ def unowned_crash_rows(events: Sequence[Event], hosts: dict[int, str], world: in
     for e in hangs:
         first_line[e.ref.path] = min(first_line.get(e.ref.path, e.ref.line), e.ref.line)
     failed = {r for e in events if e.kind in FAILURE_KINDS and (r := _rank_of(e, sn)) is not None}
+    left = set(range(world)) - failed if world and world <= 65536 else set()
+    rank = next(iter(left)) if len(left) == 1 else None   # the one rank of the world not heard failing
     rows: list[Row] = []
     for e in events:
         if e.kind != "exception" or _rank_of(e, sn) is not None or not is_own_crash(e):
@@ -403,8 +405,6 @@ def unowned_crash_rows(events: Sequence[Event], hosts: dict[int, str], world: in
             before = e.ref.line < first_line[e.ref.path]
         else:
             before = True
-        left = set(range(world)) - failed if world and world <= 65536 else set()
-        rank = next(iter(left)) if len(left) == 1 else None
         rows.append({
             "rank": rank,
             "host": e.host or (host_of(e, hosts, rank) if rank is not None else None),
