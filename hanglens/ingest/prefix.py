@@ -44,6 +44,20 @@ OPENMPI_RE = re.compile(
 # `[\w-]*\d[\w.-]*` (quadratic on a long token).
 PDSH_RE = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|(?=[\w.-]{0,253}\d)[A-Za-z][\w.-]{0,252}): (?=.)")
 RAY_RE = re.compile(r"^\((?P<actor>[\w.]{1,128}) pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[\w.:]{1,64}))?\) ")
+# vLLM's V1 worker processes (vllm/v1/executor/multiproc_executor.py `WorkerProc`: `_add_prefix(sys.stdout,
+# f"VllmWorker rank={rank}", pid)`; later `Worker_TP<n>`, shown simplified as `Worker (TP<n>)`): the tag names
+# the worker's rank in the executor, which is its torch.distributed rank when tensor parallelism is the
+# only split (a `_PP` name is left to `RAY_RE`, a writer without a rank).
+VLLM_WORKER_RE = re.compile(
+    r"^\((?:VllmWorker rank=(?P<rank>\d{1,6}) pid=\d{1,10}|Worker_TP(?P<tp>\d{1,6}) pid=\d{1,10}"
+    r"|Worker \(TP(?P<tp2>\d{1,6})\))\) "
+)
+# vLLM V0 runs its driver worker, global rank 0, inside the engine's own process (vllm/executor/
+# mp_distributed_executor.py and ray_distributed_executor.py create it with `rank=0`) and tags the other
+# workers' lines (`(VllmWorkerProcess pid=N)`, `(RayWorkerWrapper pid=N, ip=...)`); a V1 engine process runs
+# no worker except the single one of `UniProcExecutor`, rank 0 too. So a vLLM logger line from a worker
+# module with no worker tag was written by rank 0.
+VLLM_DRIVER_FILES = frozenset({"worker_base.py", "worker.py", "model_runner.py", "model_runner_base.py"})
 TORCHX_RE = re.compile(r"^(?P<app>[\w.\-]+)/(?P<replica>\d+) (?=\[)")
 TEE_RE = re.compile(r"^\[(?!rank\d)(?P<role>[A-Za-z_][\w-]{0,63}?)(?P<local_rank>\d{1,6})\]:")
 RANK_RE = re.compile(r"\[rank(?P<rank>\d{1,6})\]: ?")
@@ -87,11 +101,12 @@ PYFMT_RE = re.compile(
     r"^(?:\[[\w.-]+\] )?(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:,(?P<ms>\d{3}))? - [\w.<>-]+ - "
     r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
 )
-# vLLM's logger: `%(levelname)s %(asctime)s %(filename)s:%(lineno)d]` with a yearless `%m-%d %H:%M:%S`.
+# vLLM's logger: `%(levelname)s %(asctime)s %(filename)s:%(lineno)d]` with a yearless `%m-%d %H:%M:%S`
+# (0.8 and later: `[%(filename)s:%(lineno)d]`).
 VLLM_RE = re.compile(
     r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<mm>\d\d)-(?P<dd>\d\d) "
     r"(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d+))? "
-    r"(?P<file>[\w.-]+\.py):(?P<line>\d+)\] ?"
+    r"\[?(?P<file>[\w.-]+\.py):(?P<line>\d+)\] ?"
 )
 STDLIB_RE = re.compile(r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<logger>[\w.]+):")
 LEVEL_LETTER = {"DEBUG": "D", "INFO": "I", "WARNING": "W", "ERROR": "E", "CRITICAL": "C"}
@@ -262,6 +277,13 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
         if m:
             s = s[m.end():]
             continue
+        m = VLLM_WORKER_RE.match(s) if s.startswith("(") else None
+        if m:
+            r = int(m["rank"] or m["tp"] or m["tp2"])
+            rank = r if rank is None else rank
+            writers.append(f"vllm rank {r}")
+            s = s[m.end():]
+            continue
         m = RAY_RE.match(s)
         if m:
             host = host or m["ip"]
@@ -346,6 +368,9 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
                     t = _md_time(year_default, int(m["mm"]), int(m["dd"]), m["hms"], m["frac"])
                     if time is None:
                         time, clock, year_known = t, "pylog", year_hint is not None
+                    if rank is None and not writers and m["file"] in VLLM_DRIVER_FILES:
+                        rank = 0
+                        writers.append("vllm driver")
                     s = s[m.end():]
                 m = None if m else STDLIB_RE.match(s)
                 if m:

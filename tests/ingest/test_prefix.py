@@ -34,8 +34,20 @@ CASES = [
     ("(RayWorkerWrapper pid=2702, ip=10.1.2.3) [rank3]:[E219 08:58:32.606233339 ProcessGroupNCCL.cpp:1] r",
      Dialect(), "r", 3, None, "10.1.2.3", "E"),
     ("2024-11-30T08:04:26.123456789Z stderr F [rank1]: ValueError: v", Dialect(), "ValueError: v", 1, None, None, None),
-    ("ERROR 04-15 00:31:11 worker_base.py:574] Traceback (most recent call last):", Dialect(),   # vLLM logger
-     "Traceback (most recent call last):", None, None, None, "E"),
+    # vLLM's logger; an untagged line of a worker module is V0's driver worker (rank 0, in the engine process)
+    ("ERROR 07-02 09:14:55 worker_base.py:620] Traceback (most recent call last):", Dialect(),
+     "Traceback (most recent call last):", 0, None, None, "E"),
+    ("(VllmWorkerProcess pid=5120) ERROR 07-02 09:14:55 worker_base.py:620] Traceback (most recent call last):",
+     Dialect(), "Traceback (most recent call last):", None, None, None, "E"),
+    ("(RayWorkerWrapper pid=881, ip=10.0.3.7) ERROR 07-02 09:14:55 worker_base.py:620] x", Dialect(), "x",
+     None, None, "10.0.3.7", "E"),
+    ("ERROR 07-02 09:14:55 llm_engine.py:213] engine step failed", Dialect(), "engine step failed",
+     None, None, None, "E"),
+    # vLLM V1 workers tag their lines with their rank (0.8+: `[file:line]` in brackets)
+    ("(VllmWorker rank=3 pid=6016) ERROR 07-02 09:14:55 [multiproc_executor.py:512] WorkerProc hit an exception.",
+     Dialect(), "WorkerProc hit an exception.", 3, None, None, "E"),
+    ("(Worker_TP1 pid=6017) INFO 07-02 09:14:50 [gpu_worker.py:88] ready", Dialect(), "ready", 1, None, None, "I"),
+    ("(Worker (TP2)) WARNING 07-02 09:14:51 [worker.py:3] slow", Dialect(), "slow", 2, None, None, "W"),
     ("INFO 04-15 00:31:11.123 llm_engine.py:2] ok", Dialect(), "ok", None, None, None, "I"),
     # `|`-separated formats: logging's `%(asctime)s | %(levelname)-8s | %(name)s | %(message)s`, loguru's default
     ("2026-03-09 11:20:41,805 | INFO     | trainer | [rank 2] step 40 loss 1.25", Dialect(),
