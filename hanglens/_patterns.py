@@ -6,7 +6,7 @@ pattern}, for the interpreter `STAMP` names (see `hanglens.lazyre.precompiled`).
 """
 
 STAMP = ('cpython', (3, 11), 20220615, 4, 4, 'little')
-COUNT = 390
+COUNT = 391
 DATA = (
     "eNrsvQtwJGd6GNZ4LLBP7oM8Lsl7sPlc9C5e3CN55NwCIBbALve4i4UALHkiBgQbMz1A385Mz3X3ALtk791JOklnS2VdnJN8is4q"
     "2T5Fp0S2JVtOHJWdkl1ySnFkO6m4YsuWY0mlODpHqihxEjuUncv/nPn6m//vx2Cwuzzt1mIePd1///3/3/v5x1b/B384MnPhqbV3"
@@ -752,6 +752,6 @@ DATA = (
     "yRBU36v2pT3+CNFhhsTyk0sO3vO0kM+6a1Dfz1nF+c8qeL8ce3rsczHvl/YcyaCOCR0Rj+2YEW5eul8c2xdDQ0OIqZrE9jXFtY4S"
     "ujmEBcVtlvai/FHRk+oe2Ec3R/LhaE3HFTH200YrBP51Eou5IY59FtliUTmKqmvJ+51Az3gpYQ4tjhlcJMdeJfmAV8lxs5ocLt0Y"
     "gkA+QASypCv4/uNoHgbE3PQQ2qBz5Rl6GAbcZVMqAi+J6w2S59xPaG4f4XMPR9DoANoXRcf70bP0JHyWKL+GR0UiMJM3vtIPgoR9"
-    "Pp0ZvA4/7t9m3T//BBJVQepNNjYg/SbG8kzqvLjTbHTO5Eu/UOiG0DsdTcDn4njJbhx/TMyRgWhmkNiGYwr5tT9izo626Myn/38B"
-    "Y3JT"
+    "Pp0ZvA4/7t9m3T//BBJVQepNNjYg/SbG8kzqvLjTbHTO5Eu/UOiG0DsdTcDn4njJbhx/TMyRgWhmkNiGYwr5tT9izo6qdOZhNoYh"
+    "JSI0aJ8xwlrwAfHvfhFC4Rc6/f8DQjB9zg=="
 )

@@ -139,6 +139,23 @@ class Dialect:
     pdsh: bool = False
     rank_tag: bool = False
     mpich: bool = False
+    lead: str = ""       # a paste's indentation or `> ` quote that every line of the file carries
+
+
+# A paste into an issue or e-mail can indent every line (a code block inside a list) or quote it (`> `); the
+# lines under it are the log's own. Taken off only when nearly every non-empty line of the sample has it.
+LEAD_SHARE = 0.9
+
+
+def _lead(lines: list[str]) -> str:
+    if sum(s.startswith(">") for s in lines) >= LEAD_SHARE * len(lines):
+        return "> " if sum(s.startswith("> ") for s in lines) >= LEAD_SHARE * len(lines) else ">"
+    indented = [s for s in lines if s[:1] in (" ", "\t")]
+    if len(indented) < LEAD_SHARE * len(lines) or len(indented) < len(lines) - 2:
+        return ""
+    width = min(len(s) - len(s.lstrip(" \t")) for s in indented)
+    lead = indented[0][:width]
+    return lead if (width >= 2 or lead == "\t") and all(s.startswith(lead) for s in indented) else ""
 
 
 def detect_dialect(sample: list[str]) -> Dialect:
@@ -146,11 +163,14 @@ def detect_dialect(sample: list[str]) -> Dialect:
     lines = [ANSI_RE.sub("", s) if "\x1b" in s else s for s in sample if s.strip()]
     if len(lines) < 3:
         return Dialect()
+    lead = _lead(lines)
+    if lead:
+        lines = [x[len(lead):] if x.startswith(lead) else x for x in lines]
     slurm = _most(SLURM_RE, lines)
     pdsh = not slurm and _most(PDSH_RE, lines)
     tag = not slurm and not pdsh and _most(RANK_TAG_RE, lines)
     mpich = not slurm and not pdsh and not tag and _most(MPICH_RE, lines)
-    return Dialect(slurm=slurm, pdsh=pdsh, rank_tag=tag, mpich=mpich)
+    return Dialect(slurm=slurm, pdsh=pdsh, rank_tag=tag, mpich=mpich, lead=lead)
 
 
 def _most(rx: re.Pattern[str], lines: list[str]) -> bool:
@@ -198,7 +218,7 @@ def _md_time(year: int, month: int, day: int, hms: str, frac: str | None) -> flo
 
 def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None = None) -> Envelope:
     """Remove every recognised prefix of `raw` (already ANSI-stripped) and return the payload and fields."""
-    s = raw
+    s = raw[len(dialect.lead):] if dialect.lead and raw.startswith(dialect.lead) else raw
     rank: int | None = None
     host: str | None = None
     local_rank: int | None = None

@@ -255,6 +255,7 @@ def _long_line_note(num: int, max_line: int) -> str:
 # What `_inert` looks for: a date with its year (every stamp `_line` dates has one), a launcher tag such as
 # `[default3]:` (a local rank), and the `[rankN]:` envelope the block scan records.
 _YEAR_DATE_RE = re.compile(r"\d{4}-\d\d-\d\d")
+_YEAR_DATE_BYTES_RE = re.compile(rb"\d{4}-\d\d-\d\d")
 _TAG_RE = re.compile(r"\[(?!rank\d)[A-Za-z_][\w-]{0,63}?\d{1,6}\]:")
 _RANK_ENVELOPE_RE = re.compile(r"\[rank\d{1,6}\]:")
 
@@ -463,6 +464,8 @@ class Reader:
         # (`repeat_key` cuts nothing unless a time has hours: the label holds no colon, the times one each)
         if (repeat_key(piece) if piece.count(":") > 3 else piece) in self.seen:
             self.repeats += 1
+            if _YEAR_DATE_RE.search(piece) is not None:
+                self._line(piece, num)
             return True
         fast = self.fast
         assert fast is not None
@@ -572,6 +575,8 @@ class Reader:
             key = repeat_key(raw)
             if key in self.seen:
                 self.repeats += 1
+                if _YEAR_DATE_RE.search(raw) is not None:
+                    self._line(raw, num)  # (a repeat differs in its clock time: its dated stamp still counts)
                 return
             misses = self.misses
             if misses is not None and (key in misses or len(misses) < MAX_SEEN):
@@ -805,7 +810,7 @@ class Reader:
         if line.translate(None, _PLAIN) or len(line) > self.max_line:
             return False
         key = _bytes_key(line)  # (no newline in `line`)
-        if key in self.seen_b:
+        if key in self.seen_b and _YEAR_DATE_BYTES_RE.search(line) is None:  # (a dated one: see `_segment`)
             self.repeats += 1
             return True
         return False

@@ -149,3 +149,18 @@ def test_most_is_sixty_percent_of_lines_matching() -> None:
     for _ in range(400):
         lines = [rng.choice(["0: x", "12: y", "x", "node-1: y", ""]) for _ in range(rng.randint(0, 12))]
         assert _most(SLURM_RE, lines) == (sum(1 for s in lines if SLURM_RE.match(s)) >= 0.6 * len(lines))
+
+
+def test_paste_indentation_and_quote_are_taken_off_when_every_line_has_them() -> None:
+    block = ["[rank1]:[E702 09:24:55.118204532 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught x",
+             "[rank1]: Traceback (most recent call last):",
+             '[rank1]:   File "/home/user/train.py", line 40, in <module>',
+             "[rank1]: RuntimeError: boom"]
+    for lead in ("    ", "\t", "> "):
+        d = detect_dialect([lead + s for s in block])
+        assert d.lead == lead
+        env = strip_prefixes(lead + block[2], d)
+        assert env.rank == 1 and env.text == '  File "/home/user/train.py", line 40, in <module>'
+    # a traceback's own indentation is not a paste's: most lines start at column 0
+    assert detect_dialect(["Traceback (most recent call last):", '  File "a.py", line 1, in f', "    f()",
+                           "ValueError: x"]).lead == ""
