@@ -1086,6 +1086,25 @@ class Reader:
             self._segment("".join(pending).rstrip(), pending_num)
         self.result.lines = lineno
 
+    def _drop_contradicted_name_rank(self) -> None:
+        """Forget a rank read from the file name (`worker1.out`) that the file's own launcher table denies.
+
+        torchrun's agent prints its ChildFailedError table into the console it was started from, listing
+        the failed workers of that node by global rank (log-formats.md section 3.6, elastic/multiprocessing/
+        errors/__init__.py). A file holding such a table is a node's console: when the table names two
+        ranks, or ranks that are not the one in the file name, and no line of the file carries that rank's
+        own `[rankN]:` envelope, the number in the name is a node or machine index, not the rank of the
+        file's unprefixed lines.
+        """
+        own = self.origin.rank
+        if own is None or own in self.envelope_ranks:
+            return
+        named = {e.get("failed_rank") for e in self.result.events if e.kind == "child_failed"} - {None}
+        if not named or (len(named) == 1 and own in named):
+            return
+        self.origin = replace(self.origin, rank=None)
+        self.result.events = [replace(e, rank=None) if e.rank == own else e for e in self.result.events]
+
     def _attribute(self) -> None:
         """Give rank-less events the rank the file states unambiguously.
 
@@ -1094,6 +1113,7 @@ class Reader:
         console that interleaves several local ranks is not credited to the one that printed `[rankN]:`.
         """
         res = self.result
+        self._drop_contradicted_name_rank()
         file_rank = self.origin.rank
         # A console where torchrun started several workers holds every worker's unprefixed output (a C++
         # abort's `terminate called ...`, plain prints): one `[rankN]:` rank in it does not own the rest.

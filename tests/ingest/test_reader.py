@@ -190,6 +190,29 @@ def test_a_console_whose_failure_table_lists_only_its_prefixed_rank_stays_that_r
     assert [e.rank for e in events if e.kind == "progress"] == [1]
 
 
+def test_a_file_named_worker1_whose_own_table_names_rank_6_is_a_node_console(tmp_path: Path) -> None:
+    # A node's console saved as `worker1.out` (the second machine); torch 1.x prints no `[rankN]:` prefix on
+    # the traceback and the agent's table says rank 6 failed: the 1 in the name is not a rank.
+    from hanglens import api
+
+    data = ("step 40 loss 0.27\nTraceback (most recent call last):\n"
+            '  File "/home/user/job/train.py", line 12, in <module>\n    main()\nValueError: bad sample\n'
+            + _table((6, 1)))
+    (tmp_path / "worker1.out").write_text(data)
+    events = api.read([tmp_path]).events
+    assert not any(e.rank == 1 for e in events)
+    assert [e.get("failed_rank") for e in events if e.kind == "child_failed"] == [6]
+
+
+def test_a_file_named_rank6_whose_table_names_rank_6_keeps_its_rank(tmp_path: Path) -> None:
+    from hanglens import api
+
+    data = "step 40 loss 0.27\nValueError: bad sample\n" + _table((6, 1))
+    (tmp_path / "rank6.log").write_text(data)
+    events = api.read([tmp_path]).events
+    assert [e.rank for e in events if e.kind == "progress"] == [6]
+
+
 def test_two_open_mpi_streams_are_not_credited_to_the_one_rank_envelope(tmp_path: Path) -> None:
     """Open MPI tags two processes, one printed `[rank0]:`: the other tag's traceback is its own rank's."""
     from hanglens import api
