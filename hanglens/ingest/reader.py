@@ -71,10 +71,15 @@ _RANK_SCAN_RE = re.compile(rb"(?:\[(?!rank)[A-Za-z_][\w-]*?(\d{1,4})\]:)?\[rank(
 # that ends right before a `[rank`, so there both patterns find the same ranks.
 _RANK_ONLY_RE = re.compile(rb"\[rank(\d{1,6})\]:")
 _TAGGED_RANK = b"]:[rank"
+# A line that starts a log record, so it cannot continue a hard-wrapped one. NCCL's envelope is
+# `<host>:<pid>:<tid> [<dev>] NCCL INFO` and, for WARNs, `... [<dev>] <file>:<line> NCCL WARN` (log-formats.md
+# section 4.1); a launcher prefix may come first: pdsh `<host>: `, `srun -l` `<task>: `, Open MPI
+# `[<job>,<rank>]<stream>:` (section 9.3). Several ranks' WARNs of one width are separate records.
 _WRAP_START_RE = re.compile(
-    r"^(?:\[rank\d+\]|\[default\d+\]|\[[VIWEF]\d{0,4}[ \d:.]*[\w.+-]*\.(?:cpp|cc|h|hpp)|[VIWEC]\d{4} |"
-    r"\d{4}-\d\d-\d\d|Traceback|\s+File \"|\w*(?:Error|Exception)\b|\[\d{4}-|\S+:\d+:\d+ \[\d+\] NCCL|"
-    r"frame #\d+:|Exception raised from |#\d+ )"
+    r"^(?:[A-Za-z0-9][\w.-]{0,63}: |\s{0,4}\d{1,5}: |\[[\w.@-]+,\d+\]<\w+>: ?)?"
+    r"(?:\[rank\d+\]|\[default\d+\]|\[[VIWEF]\d{0,4}[ \d:.]*[\w.+-]*\.(?:cpp|cc|h|hpp)|[VIWEC]\d{4} |"
+    r"\d{4}-\d\d-\d\d|Traceback|\s+File \"|\w*(?:Error|Exception)\b|\[\d{4}-|"
+    r"\S+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ )?NCCL|frame #\d+:|Exception raised from |#\d+ )"
 )
 
 

@@ -248,3 +248,15 @@ def test_a_ray_tagged_workers_lines_are_not_the_drivers_rank(tmp_path: Path) -> 
     events = api.read([tmp_path]).events
     assert [e.rank for e in events if e.kind == "exception"] == [None]
     assert {e.rank for e in events if e.kind == "hang_detected"} == {0}
+
+
+def test_equal_length_nccl_warns_of_several_hosts_are_not_a_hard_wrap(mark: tuple[type[Parser], ...]) -> None:
+    # NCCL WARN lines carry `<file>:<line>` before `NCCL WARN` (log-formats.md section 4.1); pdsh puts the
+    # host first. Five ranks printing one WARN of the same width are five records, not one wrapped line.
+    warns = [f"node-{c}: node-{c}:{5100 + i}:{5170 + i} [{i}] init.cc:1010 NCCL WARN MARK k={i}"
+             for i, c in enumerate("abcde")]
+    res = read(("\n".join(warns) + "\nMARK end=1\n").encode(), mark)
+    assert not any("rejoined" in n for n in res.notes) and res.lines == 6
+    plain = [w.split(": ", 1)[1] for w in warns]
+    res = read(("\n".join(plain) + "\nMARK end=1\n").encode(), mark)
+    assert not any("rejoined" in n for n in res.notes)
