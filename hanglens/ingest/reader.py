@@ -208,6 +208,9 @@ def _wrap_width(sample: list[str]) -> int | None:
 
     A wrapped paste has no line longer than some width W >= 60, most lines exactly W long, and most
     of those followed by a line that does not start like a log line (it continues the message).
+    A log of many short lines (launcher output, progress prints, a failure table) wrapped at a terminal's
+    width has fewer lines at W: from a quarter of the lines, W >= 80 (terminals are 80 columns or wider;
+    torchrun's table rules are 60) and at least three in four of them continued is a wrap as well.
     """
     lines = [s for s in sample[:-1] if s]
     if len(lines) < 4:
@@ -215,10 +218,13 @@ def _wrap_width(sample: list[str]) -> int | None:
     lengths = [len(s) for s in lines]
     width = max(lengths)
     at_width = [i for i, n in enumerate(lengths) if n == width]
-    if width < 60 or len(at_width) < 0.5 * len(lines):
+    if width < 60 or len(at_width) < 4 and len(at_width) < 0.5 * len(lines):
         return None
     continued = sum(1 for i in at_width if i + 1 < len(lines) and not _WRAP_START_RE.match(lines[i + 1]))
-    return width if continued >= 0.5 * len(at_width) else None
+    if len(at_width) >= 0.5 * len(lines):
+        return width if continued >= 0.5 * len(at_width) else None
+    relaxed = width >= 80 and len(at_width) >= 0.25 * len(lines) and continued >= 0.75 * len(at_width)
+    return width if relaxed else None
 
 
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")

@@ -260,3 +260,27 @@ def test_equal_length_nccl_warns_of_several_hosts_are_not_a_hard_wrap(mark: tupl
     plain = [w.split(": ", 1)[1] for w in warns]
     res = read(("\n".join(plain) + "\nMARK end=1\n").encode(), mark)
     assert not any("rejoined" in n for n in res.notes)
+
+
+def test_hard_wrapped_paste_with_many_short_lines_is_rejoined(mark: tuple[type[Parser], ...]) -> None:
+    # A 100-column terminal paste where most lines are short prints: under half of the lines sit at the width,
+    # every one of them continued on the next line.
+    width = 100
+    short = [f"step {i} loss 0.{i}" for i in range(3)]
+    lines = list(short)
+    for r in (1, 2, 3):
+        msg = f"[rank{r}]:[E1105 09:44:11.50122900{r} ProcessGroupNCCL.cpp:632] [Rank {r}] " + "word " * 30
+        msg += f"MARK end={r}"
+        lines += [msg[i:i + width] for i in range(0, len(msg), width)] + short
+    res = read(("\n".join(lines) + "\n").encode(), mark)
+    assert [(e.rank, e.text.endswith(f"MARK end={e.rank}")) for e in res.events] == [(1, True), (2, True), (3, True)]
+
+
+def test_torchrun_table_rules_are_not_a_hard_wrap(mark: tuple[type[Parser], ...]) -> None:
+    # ChildFailedError rules are 60 characters and each is followed by a line of the table, not a record.
+    rule, dash = "=" * 60, "-" * 60
+    text = "\n".join(["MARK a=1", rule, "train.py FAILED", dash, "Failures:", "  <NO_OTHER_FAILURES>", dash,
+                      "Root Cause (first observed failure):", "[0]:", "  rank      : 3 (local_rank: 3)", rule,
+                      "MARK b=1"]) + "\n"
+    res = read(text.encode(), mark)
+    assert not any("rejoined" in n for n in res.notes) and len(res.events) == 2
