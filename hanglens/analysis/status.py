@@ -468,7 +468,7 @@ _NCCL_MISMATCH_RE = re.compile(
 
 
 def decode_nccl_code(code: int) -> str:
-    """NCCL_VERSION_CODE as `maj.min.patch` (failure-signatures.md section 0.4: the encoding changed at 2.9)."""
+    """NCCL_VERSION_CODE as `maj.min.patch` (failure-signatures.md section 0.4: encoding changed at 2.9)."""
     if code >= 20900:
         return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
     return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"

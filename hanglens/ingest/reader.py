@@ -218,7 +218,7 @@ def _wrap_width(sample: list[str]) -> int | None:
     lengths = [len(s) for s in lines]
     width = max(lengths)
     at_width = [i for i, n in enumerate(lengths) if n == width]
-    if width < 60 or len(at_width) < 4 and len(at_width) < 0.5 * len(lines):
+    if width < 60 or (len(at_width) < 4 and len(at_width) < 0.5 * len(lines)):
         return None
     continued = sum(1 for i in at_width if i + 1 < len(lines) and not _WRAP_START_RE.match(lines[i + 1]))
     if len(at_width) >= 0.5 * len(lines):

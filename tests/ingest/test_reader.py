@@ -273,7 +273,8 @@ def test_hard_wrapped_paste_with_many_short_lines_is_rejoined(mark: tuple[type[P
         msg += f"MARK end={r}"
         lines += [msg[i:i + width] for i in range(0, len(msg), width)] + short
     res = read(("\n".join(lines) + "\n").encode(), mark)
-    assert [(e.rank, e.text.endswith(f"MARK end={e.rank}")) for e in res.events] == [(1, True), (2, True), (3, True)]
+    got = [(e.rank, e.text.endswith(f"MARK end={e.rank}")) for e in res.events]
+    assert got == [(1, True), (2, True), (3, True)]
 
 
 def test_torchrun_table_rules_are_not_a_hard_wrap(mark: tuple[type[Parser], ...]) -> None:
