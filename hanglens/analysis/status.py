@@ -460,6 +460,31 @@ def normalise_version(component: str, version: str) -> str:
     return ".".join(str(int(p)) for p in parts)
 
 
+# NCCL 2.23+ `initTransportsRank` (src/init.cc): each rank compares every peer's version with its own and
+# stops at the first peer that differs, printing that peer first and itself second:
+# `Mismatched NCCL version detected : rank <peer> version <code> rank <self> version <code>`.
+_NCCL_MISMATCH_RE = re.compile(
+    r"Mismatched NCCL version detected : rank (\d{1,7}) version (\d{4,6}) rank (\d{1,7}) version (\d{4,6})")
+
+
+def decode_nccl_code(code: int) -> str:
+    """NCCL_VERSION_CODE as `maj.min.patch` (failure-signatures.md section 0.4: encoding changed at 2.9)."""
+    if code >= 20900:
+        return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
+    return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
+
+
+def _mismatch_statements(e: Event, hosts: dict[int, str]) -> list[tuple[str | None, int | None, str]]:
+    """(host, rank, version) of both sides of NCCL's version-check WARN; the printing rank runs on the
+    line's host, the peer on the host its own lines show (else the peer is counted by its rank)."""
+    m = _NCCL_MISMATCH_RE.search(str(e.get("message") or e.text))
+    if m is None:
+        return []
+    peer, peer_code, me, my_code = (int(g) for g in m.groups())
+    my_host = e.host or e.get("nccl_host") or hosts.get(me)
+    return [(my_host, me, decode_nccl_code(my_code)), (hosts.get(peer), peer, decode_nccl_code(peer_code))]
+
+
 def version_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     """Distinct (host, rank, component, version) statements, with how many versions each component has.
 
@@ -476,6 +501,10 @@ def version_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             comp, ver = "nccl", e.get("version")
         elif e.kind == "nccl_error" and e.get("nccl_version"):
             comp, ver = "nccl", e.get("nccl_version")
+        elif e.kind == "nccl_warn":
+            for h, r, v in _mismatch_statements(e, hosts):
+                seen.add((h, r, "nccl", normalise_version("nccl", v)))
+            continue
         else:
             continue
         if comp not in _COMPONENTS or not ver:

@@ -71,10 +71,15 @@ _RANK_SCAN_RE = re.compile(rb"(?:\[(?!rank)[A-Za-z_][\w-]*?(\d{1,4})\]:)?\[rank(
 # that ends right before a `[rank`, so there both patterns find the same ranks.
 _RANK_ONLY_RE = re.compile(rb"\[rank(\d{1,6})\]:")
 _TAGGED_RANK = b"]:[rank"
+# A line that starts a log record, so it cannot continue a hard-wrapped one. NCCL's envelope is
+# `<host>:<pid>:<tid> [<dev>] NCCL INFO` and, for WARNs, `... [<dev>] <file>:<line> NCCL WARN` (log-formats.md
+# section 4.1); a launcher prefix may come first: pdsh `<host>: `, `srun -l` `<task>: `, Open MPI
+# `[<job>,<rank>]<stream>:` (section 9.3). Several ranks' WARNs of one width are separate records.
 _WRAP_START_RE = re.compile(
-    r"^(?:\[rank\d+\]|\[default\d+\]|\[[VIWEF]\d{0,4}[ \d:.]*[\w.+-]*\.(?:cpp|cc|h|hpp)|[VIWEC]\d{4} |"
-    r"\d{4}-\d\d-\d\d|Traceback|\s+File \"|\w*(?:Error|Exception)\b|\[\d{4}-|\S+:\d+:\d+ \[\d+\] NCCL|"
-    r"frame #\d+:|Exception raised from |#\d+ )"
+    r"^(?:[A-Za-z0-9][\w.-]{0,63}: |\s{0,4}\d{1,5}: |\[[\w.@-]+,\d+\]<\w+>: ?)?"
+    r"(?:\[rank\d+\]|\[default\d+\]|\[[VIWEF]\d{0,4}[ \d:.]*[\w.+-]*\.(?:cpp|cc|h|hpp)|[VIWEC]\d{4} |"
+    r"\d{4}-\d\d-\d\d|Traceback|\s+File \"|\w*(?:Error|Exception)\b|\[\d{4}-|"
+    r"\S+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ )?NCCL|frame #\d+:|Exception raised from |#\d+ )"
 )
 
 
@@ -203,6 +208,9 @@ def _wrap_width(sample: list[str]) -> int | None:
 
     A wrapped paste has no line longer than some width W >= 60, most lines exactly W long, and most
     of those followed by a line that does not start like a log line (it continues the message).
+    A log of many short lines (launcher output, progress prints, a failure table) wrapped at a terminal's
+    width has fewer lines at W: from a quarter of the lines, W >= 80 (terminals are 80 columns or wider;
+    torchrun's table rules are 60) and at least three in four of them continued is a wrap as well.
     """
     lines = [s for s in sample[:-1] if s]
     if len(lines) < 4:
@@ -210,10 +218,13 @@ def _wrap_width(sample: list[str]) -> int | None:
     lengths = [len(s) for s in lines]
     width = max(lengths)
     at_width = [i for i, n in enumerate(lengths) if n == width]
-    if width < 60 or len(at_width) < 0.5 * len(lines):
+    if width < 60 or (len(at_width) < 4 and len(at_width) < 0.5 * len(lines)):
         return None
     continued = sum(1 for i in at_width if i + 1 < len(lines) and not _WRAP_START_RE.match(lines[i + 1]))
-    return width if continued >= 0.5 * len(at_width) else None
+    if len(at_width) >= 0.5 * len(lines):
+        return width if continued >= 0.5 * len(at_width) else None
+    relaxed = width >= 80 and len(at_width) >= 0.25 * len(lines) and continued >= 0.75 * len(at_width)
+    return width if relaxed else None
 
 
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
@@ -1091,6 +1102,25 @@ class Reader:
             self._segment("".join(pending).rstrip(), pending_num)
         self.result.lines = lineno
 
+    def _drop_contradicted_name_rank(self) -> None:
+        """Forget a rank read from the file name (`worker1.out`) that the file's own launcher table denies.
+
+        torchrun's agent prints its ChildFailedError table into the console it was started from, listing
+        the failed workers of that node by global rank (log-formats.md section 3.6, elastic/multiprocessing/
+        errors/__init__.py). A file holding such a table is a node's console: when the table names two
+        ranks, or ranks that are not the one in the file name, and no line of the file carries that rank's
+        own `[rankN]:` envelope, the number in the name is a node or machine index, not the rank of the
+        file's unprefixed lines.
+        """
+        own = self.origin.rank
+        if own is None or own in self.envelope_ranks:
+            return
+        named = {e.get("failed_rank") for e in self.result.events if e.kind == "child_failed"} - {None}
+        if not named or (len(named) == 1 and own in named):
+            return
+        self.origin = replace(self.origin, rank=None)
+        self.result.events = [replace(e, rank=None) if e.rank == own else e for e in self.result.events]
+
     def _attribute(self) -> None:
         """Give rank-less events the rank the file states unambiguously.
 
@@ -1099,6 +1129,7 @@ class Reader:
         console that interleaves several local ranks is not credited to the one that printed `[rankN]:`.
         """
         res = self.result
+        self._drop_contradicted_name_rank()
         file_rank = self.origin.rank
         # A console where torchrun started several workers holds every worker's unprefixed output (a C++
         # abort's `terminate called ...`, plain prints): one `[rankN]:` rank in it does not own the rest.

@@ -190,6 +190,29 @@ def test_a_console_whose_failure_table_lists_only_its_prefixed_rank_stays_that_r
     assert [e.rank for e in events if e.kind == "progress"] == [1]
 
 
+def test_a_file_named_worker1_whose_own_table_names_rank_6_is_a_node_console(tmp_path: Path) -> None:
+    # A node's console saved as `worker1.out` (the second machine); torch 1.x prints no `[rankN]:` prefix on
+    # the traceback and the agent's table says rank 6 failed: the 1 in the name is not a rank.
+    from hanglens import api
+
+    data = ("step 40 loss 0.27\nTraceback (most recent call last):\n"
+            '  File "/home/user/job/train.py", line 12, in <module>\n    main()\nValueError: bad sample\n'
+            + _table((6, 1)))
+    (tmp_path / "worker1.out").write_text(data)
+    events = api.read([tmp_path]).events
+    assert not any(e.rank == 1 for e in events)
+    assert [e.get("failed_rank") for e in events if e.kind == "child_failed"] == [6]
+
+
+def test_a_file_named_rank6_whose_table_names_rank_6_keeps_its_rank(tmp_path: Path) -> None:
+    from hanglens import api
+
+    data = "step 40 loss 0.27\nValueError: bad sample\n" + _table((6, 1))
+    (tmp_path / "rank6.log").write_text(data)
+    events = api.read([tmp_path]).events
+    assert [e.rank for e in events if e.kind == "progress"] == [6]
+
+
 def test_two_open_mpi_streams_are_not_credited_to_the_one_rank_envelope(tmp_path: Path) -> None:
     """Open MPI tags two processes, one printed `[rank0]:`: the other tag's traceback is its own rank's."""
     from hanglens import api
@@ -225,3 +248,40 @@ def test_a_ray_tagged_workers_lines_are_not_the_drivers_rank(tmp_path: Path) -> 
     events = api.read([tmp_path]).events
     assert [e.rank for e in events if e.kind == "exception"] == [None]
     assert {e.rank for e in events if e.kind == "hang_detected"} == {0}
+
+
+def test_equal_length_nccl_warns_of_several_hosts_are_not_a_hard_wrap(mark: tuple[type[Parser], ...]) -> None:
+    # NCCL WARN lines carry `<file>:<line>` before `NCCL WARN` (log-formats.md section 4.1); pdsh puts the
+    # host first. Five ranks printing one WARN of the same width are five records, not one wrapped line.
+    warns = [f"node-{c}: node-{c}:{5100 + i}:{5170 + i} [{i}] init.cc:1010 NCCL WARN MARK k={i}"
+             for i, c in enumerate("abcde")]
+    res = read(("\n".join(warns) + "\nMARK end=1\n").encode(), mark)
+    assert not any("rejoined" in n for n in res.notes) and res.lines == 6
+    plain = [w.split(": ", 1)[1] for w in warns]
+    res = read(("\n".join(plain) + "\nMARK end=1\n").encode(), mark)
+    assert not any("rejoined" in n for n in res.notes)
+
+
+def test_hard_wrapped_paste_with_many_short_lines_is_rejoined(mark: tuple[type[Parser], ...]) -> None:
+    # A 100-column terminal paste where most lines are short prints: under half of the lines sit at the width,
+    # every one of them continued on the next line.
+    width = 100
+    short = [f"step {i} loss 0.{i}" for i in range(3)]
+    lines = list(short)
+    for r in (1, 2, 3):
+        msg = f"[rank{r}]:[E1105 09:44:11.50122900{r} ProcessGroupNCCL.cpp:632] [Rank {r}] " + "word " * 30
+        msg += f"MARK end={r}"
+        lines += [msg[i:i + width] for i in range(0, len(msg), width)] + short
+    res = read(("\n".join(lines) + "\n").encode(), mark)
+    got = [(e.rank, e.text.endswith(f"MARK end={e.rank}")) for e in res.events]
+    assert got == [(1, True), (2, True), (3, True)]
+
+
+def test_torchrun_table_rules_are_not_a_hard_wrap(mark: tuple[type[Parser], ...]) -> None:
+    # ChildFailedError rules are 60 characters and each is followed by a line of the table, not a record.
+    rule, dash = "=" * 60, "-" * 60
+    text = "\n".join(["MARK a=1", rule, "train.py FAILED", dash, "Failures:", "  <NO_OTHER_FAILURES>", dash,
+                      "Root Cause (first observed failure):", "[0]:", "  rank      : 3 (local_rank: 3)", rule,
+                      "MARK b=1"]) + "\n"
+    res = read(text.encode(), mark)
+    assert not any("rejoined" in n for n in res.notes) and len(res.events) == 2
