@@ -557,6 +557,11 @@ class ProgressParser(Parser):
                 # This part's first restart right after its first report did not give that report again
                 # (it was given as the first); the file had not given it.
                 whole = [e1, *pair] if i == 0 and not back and len(pair) == 1 else pair
+                if whole is not pair and redraw_in_place(p.fields, fields1):
+                    # That first report redrew the earlier part's latest in place: the restart's report
+                    # before it is the earlier part's (given already, or not), as a whole read has it.
+                    lead = [] if told is p.fields else [self.event("progress", p.line, **p.fields)]
+                    whole = [*lead, *pair] if lead else pair
                 if n + i < KEEP_RESTARTS:
                     if whole is not pair:
                         out[id(pair[0])] = whole
