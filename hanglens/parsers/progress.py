@@ -519,10 +519,10 @@ class ProgressParser(Parser):
         last, emitted = {**before.last, **self.last}, {**before.emitted, **self.emitted}
         for key, (_, fields1) in self.first.items():
             # This part's series stayed at the count the earlier part left it: a redraw in place, no report.
-            p, mine = before.last.get(key), self.last.get(key)
-            if p is not None and mine is not None and mine.fields is fields1 \
-                    and redraw_in_place(p.fields, fields1):
-                last[key] = p
+            prior, latest = before.last.get(key), self.last.get(key)
+            if prior is not None and latest is not None and latest.fields is fields1 \
+                    and redraw_in_place(prior.fields, fields1):
+                last[key] = prior
         diffs, restarts = {**before.diffs, **self.diffs}, {**before.restarts, **self.restarts}
         held, extremes = {**before.held, **self.held}, {**before.extremes, **self.extremes}
         out: dict[int, list[Event]] = {}

@@ -241,8 +241,8 @@ def test_ddp_forward_broadcast_and_backward_are_one_step_a_barrier_is_not() -> N
     same = build([exc(0, *back, closed), exc(1, *fwd, closed), exc(2, *back, closed)]).fact("collective_call")
     assert not same["minority"].any()
     timeout = "Timed out waiting 600000ms for recv operation to complete"
-    rows = build([exc(0, *bar, timeout), exc(1, *fwd, timeout), exc(2, *fwd, timeout), exc(3, *back, timeout)])
-    odd = rows.fact("collective_call").query("minority")["rank"].tolist()
+    evs = [exc(0, *bar, timeout), exc(1, *fwd, timeout), exc(2, *fwd, timeout), exc(3, *back, timeout)]
+    odd = build(evs).fact("collective_call").query("minority")["rank"].tolist()
     assert odd == [0]
 
 
