@@ -37,6 +37,17 @@ AUTOGRAD_RE = re.compile(r"(?:^|/)torch/autograd/")
 OBJECT_COLLECTIVES = frozenset({"broadcast_object_list", "all_gather_object", "gather_object",
                                 "scatter_object_list", "send_object_list", "recv_object_list"})
 BARRIERS = frozenset({"barrier", "monitored_barrier"})
+# The functions that broadcast module state with `dist._broadcast_coalesced` (a C++ binding, no frame in
+# distributed_c10d.py): DDP's forward syncs the module's buffers from rank 0 before every forward when
+# `broadcast_buffers=True`, the default (torch/nn/parallel/distributed.py `_pre_forward` -> `_sync_buffers`
+# -> `_default_broadcast_coalesced` -> `_distributed_broadcast_coalesced`), and DDP's construction
+# broadcasts rank 0's parameters and buffers (torch/distributed/utils.py `_sync_params_and_buffers`).
+DDP_BROADCASTS = frozenset({"_distributed_broadcast_coalesced", "_sync_params_and_buffers"})
+DDP_FILE = "nn/parallel/distributed.py"
+# The entry of the buffer broadcast DDP's forward makes: with the gradient all_reduce under `backward` it is
+# one of the training step's own collectives (collectives.STEP_SYNC).
+DDP_FORWARD = "DDP forward"
+DDP_BROADCAST_FILE_RE = re.compile(r"(?:^|/)torch/(?:nn/parallel/distributed|distributed/utils)\.py$")
 SECTION_WORDS = frozenset({
     "save", "saving", "saver", "checkpoint", "checkpoints", "checkpointing", "checkpointer", "ckpt",
     "eval", "evaluate", "evaluation", "evaluator", "validate", "validation", "val", "metric", "metrics",
@@ -94,10 +105,15 @@ def blocking_call(frames: Sequence[str]) -> tuple[int, int, str, str] | None:
     """(index of the outermost, index of the innermost public c10d frame, entry, call) of a stack, or None.
 
     A stack without a c10d frame that ends in autograd's backward is DDP's gradient reduction: the reducer
-    runs its all_reduce from autograd hooks, so the main thread waits in `backward`.
+    runs its all_reduce from autograd hooks, so the main thread waits in `backward`. One that ends in DDP's
+    or torch.distributed's own buffer and parameter sync calls the C++ binding `dist._broadcast_coalesced`
+    directly, past distributed_c10d.py: a broadcast from the authoritative rank (`DDP_BROADCASTS`), whose
+    entry is `DDP_FORWARD` when DDP's forward made it.
     """
     found: list[tuple[int, str]] = []
     autograd: int | None = None
+    ddp_broadcast: int | None = None
+    in_forward = False
     for i, fr in enumerate(frames):
         parts = _split(fr)
         if parts is None:
@@ -108,10 +124,16 @@ def blocking_call(frames: Sequence[str]) -> tuple[int, int, str, str] | None:
             found.append((i, name))
         elif autograd is None and AUTOGRAD_RE.search(path):
             autograd = i
+        elif name in DDP_BROADCASTS and DDP_BROADCAST_FILE_RE.search(path):
+            ddp_broadcast = i if ddp_broadcast is None else ddp_broadcast
+        elif name == "_pre_forward" and path.endswith(DDP_FILE):
+            in_forward = True
     if found:
         return found[0][0], found[-1][0], found[0][1], found[-1][1]
     if autograd is not None:
         return autograd, autograd, "backward", "backward"
+    if ddp_broadcast is not None:
+        return ddp_broadcast, ddp_broadcast, DDP_FORWARD if in_forward else "broadcast", "broadcast"
     return None
 
 

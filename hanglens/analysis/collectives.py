@@ -653,16 +653,30 @@ def _first_calls(
     return first, stacks
 
 
+# DDP's own collectives of one training step: the buffer broadcast its forward makes (`_sync_buffers`,
+# rank 0 sends) and the gradient all_reduce under `backward`. A rank still in the first while its peers are
+# in the second is at another point of the same step, not on another code path: the broadcast's root and
+# the ranks that received it went on to backward (torch/nn/parallel/distributed.py `_pre_forward`).
+STEP_SYNC = "DDP training step"
+
+
+def _step_sync(row: Row) -> str:
+    """The call a rank's row is compared by: DDP's step collectives are one."""
+    if row["call"] == "backward" or row.get("entry") == callsite.DDP_FORWARD:
+        return STEP_SYNC
+    return str(row["call"])
+
+
 def _mark_calls(first: dict[int, Row], stacks: dict[int, tuple[list[str], list[str]]]) -> list[Row]:
     """The rows of two or more ranks' calls with minority, site_minority, site and odd_site set."""
-    counts = Counter(r["call"] for r in first.values())
+    counts = Counter(_step_sync(r) for r in first.values())
     ranked = counts.most_common()
     majority = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else None
     places = Counter(r["user_frame"] for r in first.values()).most_common()
     usual = places[0][0] if len(places) == 1 or places[0][1] > places[1][1] else None
     for r in first.values():
         r["calls"] = len(counts)
-        r["minority"] = majority is not None and r["call"] != majority
+        r["minority"] = majority is not None and _step_sync(r) != majority
         # Called from another place than most ranks: blocked elsewhere, not still working (a straggler).
         r["site_minority"] = usual is not None and r["user_frame"] != usual
     shared = callsite.common_prefix([f for f, _ in stacks.values()])

@@ -159,8 +159,8 @@ class FastProgress:
         return parser
 
     def take_bar(self, key: tuple[Any, ...], step: int, num: int, text: str, m: Any) -> bool:
-        """Hold a tqdm redraw that moves its series forward or repeats its step; False when the parser must
-        read it (the series' first report, or a restart: both are emitted).
+        """Hold a tqdm redraw that moves its series forward (drop one that repeats its step); False when the
+        parser must read it (the series' first report, or a restart: both are emitted).
 
         As for the step lines, the parser would only count the increment and remember the redraw as the
         series' latest report; the redraw becomes a real line when anything else reaches that series.
@@ -172,6 +172,8 @@ class FastProgress:
             started, p_step = self._parser().last_step(key)
             if not started:
                 return False
+        if step == p_step:
+            return True   # a redraw at the same count is no report (progress.redraw_in_place)
         if not self._advance(key, p_step, step):
             return False
         if held is None:

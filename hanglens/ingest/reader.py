@@ -402,9 +402,9 @@ class Reader:
             held = held_bars.get(key) if key else None
             if held is not None and (step := int(step_s)) >= held[0] and piece.count(":") <= 3 \
                     and piece not in seen:
-                if step > held[0]:
+                if step > held[0]:  # (a redraw at the held count is no report: progress.redraw_in_place)
                     self.parsers[fast.index].count_step(key, held[0], step)  # type: ignore[attr-defined]
-                held[0], held[1], held[2], held[3] = step, num, piece, m
+                    held[0], held[1], held[2], held[3] = step, num, piece, m
             elif not self._bar(piece, m, num):
                 self._cr_segment(cr_seg, num, scanned)
                 continue

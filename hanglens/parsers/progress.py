@@ -326,6 +326,26 @@ def _gap_after(diffs: dict[int, list[int]]) -> int | None:
     return min(jumps) if jumps else None
 
 
+# Bars drawn by tqdm (plain tqdm, and Lightning's TQDMProgressBar).
+_TQDM_PATTERNS = frozenset({"tqdm", "lightning"})
+
+
+def redraw_in_place(prev: dict[str, Any], cur: dict[str, Any]) -> bool:
+    """Is `cur` a tqdm redraw of the bar `prev` left, at the same count: no report of its own?
+
+    tqdm draws a bar on `update()` (and on `set_postfix`/`refresh`), and once more when the bar is closed:
+    `tqdm.close()` redraws it with the count it had and the time elapsed since it started (tqdm/std.py
+    `close`, `self.display(pos=0)`), and `__del__` calls `close()` when the bar is collected, which after
+    an uncaught exception is at interpreter exit, after the traceback. That redraw comes after the rank's
+    error with a longer `elapsed`, but the count did not move: the bar stopped where the earlier redraw
+    left it. The series keeps the earlier report (the one that reached the count), so the error does not
+    look survived and the bar does not look like a slow phase still running when the peers gave up.
+    """
+    step = cur["step"]
+    return (cur["pattern"] in _TQDM_PATTERNS and step is not None and step == prev["step"]
+            and cur["epoch"] == prev["epoch"] and prev["pattern"] == cur["pattern"])
+
+
 def series_owner(line: LogLine) -> Any:
     """Whose progress series `line` continues (the first field of the parser's series key): its rank, or
     for a line without one its launcher-prefixed stream (`[1,2]<stdout>:`), so that two processes' step
@@ -436,6 +456,8 @@ class ProgressParser(Parser):
     def _report(self, key: tuple[Any, ...], cur: _Pending) -> list[Event]:
         fields = cur.fields
         prev = self.last.get(key)
+        if prev is not None and redraw_in_place(prev.fields, fields):
+            return []
         self.last[key] = cur
         if prev is None:
             if len(self.emitted) >= MAX_KEYS:
@@ -495,6 +517,12 @@ class ProgressParser(Parser):
         if any(len(self.diffs.get(k, ())) >= MAX_DIFFS for k in self.last if k in before.last):
             return None
         last, emitted = {**before.last, **self.last}, {**before.emitted, **self.emitted}
+        for key, (_, fields1) in self.first.items():
+            # This part's series stayed at the count the earlier part left it: a redraw in place, no report.
+            prior, latest = before.last.get(key), self.last.get(key)
+            if prior is not None and latest is not None and latest.fields is fields1 \
+                    and redraw_in_place(prior.fields, fields1):
+                last[key] = prior
         diffs, restarts = {**before.diffs, **self.diffs}, {**before.restarts, **self.restarts}
         held, extremes = {**before.held, **self.held}, {**before.extremes, **self.extremes}
         out: dict[int, list[Event]] = {}
@@ -529,6 +557,11 @@ class ProgressParser(Parser):
                 # This part's first restart right after its first report did not give that report again
                 # (it was given as the first); the file had not given it.
                 whole = [e1, *pair] if i == 0 and not back and len(pair) == 1 else pair
+                if whole is not pair and redraw_in_place(p.fields, fields1):
+                    # That first report redrew the earlier part's latest in place: the restart's report
+                    # before it is the earlier part's (given already, or not), as a whole read has it.
+                    lead = [] if told is p.fields else [self.event("progress", p.line, **p.fields)]
+                    whole = [*lead, *pair] if lead else pair
                 if n + i < KEEP_RESTARTS:
                     if whole is not pair:
                         out[id(pair[0])] = whole

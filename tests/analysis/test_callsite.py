@@ -205,3 +205,50 @@ def test_a_ctrl_c_in_backward_shows_where_the_rank_waited() -> None:
            .fact("collective_call").to_dict(orient="records")}
     assert (got[0]["call"], got[0]["site"], got[0]["odd_site"]) == ("backward", "step", False)
     assert (got[1]["call"], got[1]["site"], got[1]["odd_site"]) == ("barrier", "boundary", True)
+
+
+DDP = f"{LIB}/nn/parallel/distributed.py"
+MODULE = f"{LIB}/nn/modules/module.py"
+# DDP's forward broadcasting the module's buffers (torch/nn/parallel/distributed.py `_pre_forward`).
+DDP_FORWARD_TAIL = (
+    (MODULE, 1751, "_call_impl", "return forward_call(*args, **kwargs)"),
+    (DDP, 1640, "forward", "inputs, kwargs = self._pre_forward(*inputs, **kwargs)"),
+    (DDP, 1535, "_pre_forward", "self._sync_buffers()"),
+    (DDP, 2190, "_sync_buffers", "self._sync_module_buffers(authoritative_rank)"),
+    (DDP, 2194, "_sync_module_buffers", "self._default_broadcast_coalesced(authoritative_rank=r)"),
+    (DDP, 2215, "_default_broadcast_coalesced", "self._distributed_broadcast_coalesced(bufs, size, r)"),
+    (DDP, 2131, "_distributed_broadcast_coalesced", "dist._broadcast_coalesced("),
+)
+
+
+def test_ddp_buffer_broadcast_before_forward_is_a_broadcast_in_the_step() -> None:
+    """DDP's forward broadcasts the module's buffers from rank 0 with `dist._broadcast_coalesced`, a C++
+    binding with no frame in distributed_c10d.py."""
+    f, s = stack(MAIN, ("/srv/app/loop.py", 61, "run", "out = model(batch)"), tail=DDP_FORWARD_TAIL)
+    got = site(f, s)
+    assert (got.call, got.entry, got.site) == ("broadcast", callsite.DDP_FORWARD, "step")
+    assert got.user_frame == "loop.py:61 in run"
+
+
+def test_ddp_forward_broadcast_and_backward_are_one_step_a_barrier_is_not() -> None:
+    """A rank still in DDP's forward buffer broadcast while its peers are in backward is in the same step
+    (a peer died mid-step); a rank in a barrier while the others are in the step went elsewhere."""
+    fwd = stack(MAIN, ("/srv/app/loop.py", 61, "run", "out = model(batch)"), tail=DDP_FORWARD_TAIL)
+    back = stack(MAIN, ("/srv/app/loop.py", 63, "run", "loss.backward()"),
+                 (f"{LIB}/autograd/__init__.py", 280, "backward", "_engine_run_backward("))
+    bar = stack(MAIN, ("/srv/app/loop.py", 80, "run", "dist.barrier()"), tail=c10d("barrier"))
+    closed = "Connection closed by peer [10.1.1.2]:3301"
+    same = build([exc(0, *back, closed), exc(1, *fwd, closed), exc(2, *back, closed)]).fact("collective_call")
+    assert not same["minority"].any()
+    timeout = "Timed out waiting 600000ms for recv operation to complete"
+    evs = [exc(0, *bar, timeout), exc(1, *fwd, timeout), exc(2, *fwd, timeout), exc(3, *back, timeout)]
+    odd = build(evs).fact("collective_call").query("minority")["rank"].tolist()
+    assert odd == [0]
+
+
+def test_a_module_forward_without_ddp_frames_waits_in_no_collective() -> None:
+    f, s = stack(MAIN, ("/srv/app/loop.py", 61, "run", "out = model(batch)"), tail=(
+        (MODULE, 1751, "_call_impl", "return forward_call(*args, **kwargs)"),
+        (f"{LIB}/nn/modules/linear.py", 125, "forward", "return F.linear(input, self.weight, self.bias)"),
+    ))
+    assert callsite.call_site(f, s) is None

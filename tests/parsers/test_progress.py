@@ -80,3 +80,24 @@ def test_interval_reads_tqdm_formats_only() -> None:
     assert [interval_s(t) for t in ("00:07", "59:59", "2:03:04", "?", "", None, "1:2:3:4", "a:01")] == [
         7, 3599, 7384, None, None, None, None, None]
     assert events("step 7 loss 2.0\n", "progress")[0].get("elapsed_s") is None
+
+
+def test_a_tqdm_redraw_at_the_same_count_is_no_new_report() -> None:
+    """tqdm's close() (run by __del__ at exit, after a traceback) redraws the bar at the count it had with a
+    later elapsed time: the series keeps the redraw that reached the count, not the late one."""
+    bar = "Epoch 1:  50%|█████     | {n}/12 [00:{e}<00:{r}, 1.25it/s]"
+    text = (
+        "\r".join(bar.format(n=n, e=f"{n:02d}", r="07") for n in (4, 5, 6)) + "\n"
+        "Traceback (most recent call last):\n"
+        "RuntimeError: something failed\n"
+        "\r" + bar.format(n=6, e="47", r="47") + "\n"
+    )
+    got = events(text, "progress")
+    assert [(e.get("step"), e.get("elapsed_s"), e.ref.line) for e in got] == [(4, 4, 1), (6, 6, 1)]
+
+
+def test_a_tqdm_bar_moving_on_keeps_its_latest_redraw() -> None:
+    bar = "Epoch 1:  50%|█████     | {n}/12 [00:{e}<00:07, 1.25it/s]"
+    text = "".join(bar.format(n=n, e=f"{10 + n:02d}") + "\n" for n in (4, 5, 5, 6))
+    got = events(text, "progress")
+    assert [(e.get("step"), e.get("elapsed_s"), e.ref.line) for e in got] == [(4, 14, 1), (6, 16, 4)]
