@@ -18,9 +18,7 @@ import codecs
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any, AnyStr, cast
-
-import numpy
+from typing import TYPE_CHECKING, Any, AnyStr, cast
 
 from hanglens import lazyre as re
 from hanglens.ingest.dispatch import ZERO_DIGITS, dispatch_for, trie_regex
@@ -32,17 +30,6 @@ from hanglens.ingest.prefilter import (
     valid_date,
 )
 from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, Envelope, detect_dialect, strip_prefixes
-from hanglens.ingest.rows import (
-    Digits,
-    Rows,
-    alternation,
-    index_array,
-    ints,
-    matching,
-    offsets_of,
-    release_arrow_memory,
-    true_at,
-)
 from hanglens.ingest.sources import ReadableStream
 from hanglens.ingest.streams import is_agent_event, stream_ranks
 from hanglens.limits import MINIMUMS, human_bytes
@@ -56,6 +43,11 @@ from hanglens.parsers.progress import (
     bar_line,
     series_owner,
 )
+
+if TYPE_CHECKING:
+    import numpy
+
+    from hanglens.ingest.rows import Rows
 
 BLOCK = 1 << 21            # bytes searched per regex call (4 MiB held ~18 MiB more per reader, no faster)
 MAX_LINE = 1 << 20         # a longer physical line is cut here (the rest of it is skipped, and said)
@@ -706,6 +698,10 @@ class Reader:
         The torchtitan step lines are sorted out for the whole block in Arrow before the loop (rank, step
         and stamp extracted by RE2), so `FastProgress.take_row` only compares integers for each.
         """
+        # (numpy and Arrow only for big blocks: a job of small files is read, here and in every worker forked
+        # from this process, without their 16 MB and more)
+        from hanglens.ingest.rows import Rows, release_arrow_memory
+
         rows = Rows(block)
         hits = rows.hits(self.literals)
         count = rows.count
@@ -754,7 +750,10 @@ class Reader:
         ASCII, no other parser's trigger, no `poch` or `iteration`, within the line limit, a valid date,
         a step of at most 18 digits.
         """
+        import numpy
         import pyarrow.compute as pc
+
+        from hanglens.ingest.rows import Digits, alternation, index_array, ints, matching, offsets_of, true_at
 
         n = len(hits)
         rank_of = numpy.full(n, -1, dtype=numpy.int64)
