@@ -856,18 +856,17 @@ class Reader:
         at = true_at(pc.match_substring_regex(arr, "step:"))  # (RE2's literal search beats `match_substring`)
         at = at[rows.ends[hits[at]] - rows.starts[hits[at]] <= self.max_line]
         if len(at):
+            # Rank, stamp and step by place from the block's bytes (extracting the envelope's groups with
+            # RE2 costs 12 MB per reader): the envelope matched, so the rank's digits start at `[rank`'s
+            # end, the first `YYYY-MM-DD ` is its date; the step is the one group extracted. (Over every
+            # `step:` line, not only those the checks keep: nearly all of them are kept, and one array less.)
             sub = arr.take(index_array(at))
             ok = matching(sub, FAST_HEAD_RE2 + r"[ -~]*\n?$")
             ok &= ~matching(sub, alternation(("poch", "iteration", *self.other_literals)))
-            at = at[ok]
-        if len(at):
-            # Rank, stamp and step by place from the block's bytes (extracting the envelope's groups with
-            # RE2 costs 12 MB per reader): the envelope matched, so the rank's digits start at `[rank`'s
-            # end, the first `YYYY-MM-DD ` is its date; the step is the one group extracted.
-            sub = arr.take(index_array(at))
             steps = pc.extract_regex(sub, FAST_STEP_RE2)
-            idx = true_at(pc.and_(steps.is_valid(),
-                                  pc.match_substring_regex(steps.field("step"), r"^\d{1,18}$")))
+            ok[true_at(pc.invert(steps.is_valid()))] = False
+            ok[true_at(pc.invert(pc.match_substring_regex(steps.field("step"), r"^\d{1,18}$")))] = False
+            idx = numpy.flatnonzero(ok)
             dates = offsets_of(pc.find_substring_regex(sub, r"\d{4}-\d\d-\d\d "))[idx]
             at, got = at[idx], steps.field("step").take(index_array(idx))
         if len(at):

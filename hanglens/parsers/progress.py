@@ -583,7 +583,14 @@ class ProgressParser(Parser):
 
     def count_step(self, key: tuple[Any, ...], p_step: int, step: int) -> None:
         """Count one forward increment of a series (bounded: at most MAX_DIFFS distinct increments)."""
-        _count(self.diffs.setdefault(key, {}), p_step, step)
+        seen = self.diffs.get(key)
+        if seen is None:
+            seen = self.diffs[key] = {}
+        have = seen.get(step - p_step)  # (`_count` inline: the reader's fast paths count every increment)
+        if have is not None:
+            have[0] += 1
+        elif len(seen) < MAX_DIFFS:
+            seen[step - p_step] = [1, p_step]
 
     def remember(self, key: tuple[Any, ...], line: LogLine, fields: dict[str, Any]) -> None:
         """Make `line` the series' latest report without emitting anything (it moved the series forward)."""
