@@ -879,10 +879,11 @@ class Reader:
             comma = digits.bytes[date_at + 19] == 44
             stamp = stamp * 1000 + numpy.where(comma & (ms_len == 3), ms, 0)
             day = stamp // 1_000_000_000  # YYYYMMDD
-            days = numpy.unique(day)
+            days = day[:1] if day.min() == day.max() else numpy.unique(day)  # (a block spans a day or two)
             good = [d for d in days.tolist()
                     if valid_date(f"{d // 10000:04d}-{d // 100 % 100:02d}-{d % 100:02d}".encode())]
-            keep = numpy.flatnonzero(numpy.isin(day, good))
+            keep = numpy.arange(len(day)) if len(good) == len(days) else \
+                numpy.flatnonzero(numpy.isin(day, good))
             pos = at[keep]
             rank_of[pos] = rank[keep]
             step_of[pos] = ints(got.take(index_array(keep)))
