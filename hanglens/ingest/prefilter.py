@@ -202,7 +202,7 @@ class FastProgress:
         """Put the remembered reports into the parser as real lines (before it sees anything else)."""
         for st in self.state.values():
             self._put(st)
-        self.state = {}
+        self.state.clear()  # (in place: the reader holds it while it reads a block)
         for key in list(self.bars):
             self._put_bar(key, self.bars.pop(key))
 

@@ -18,7 +18,7 @@ import codecs
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, AnyStr, cast
+from typing import TYPE_CHECKING, Any, AnyStr, NamedTuple, cast
 
 from hanglens import lazyre as re
 from hanglens.ingest.dispatch import ZERO_DIGITS, dispatch_for, trie_regex
@@ -37,6 +37,7 @@ from hanglens.model import Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
 from hanglens.parsers.progress import (
     BAR_REDRAW_RE,
+    Groups,
     ProgressParser,
     bar_fields,
     bar_label,
@@ -283,6 +284,75 @@ _BAR_SEG_RE = re.compile(BAR_REDRAW_RE.pattern + r"(?=(?P<env>\[rank\d{1,6}\]: ?
 _ENVELOPE_ONLY_RE = re.compile(r"\[rank\d{1,6}\]: ?")
 
 
+class SegMatch:
+    """A `_BAR_SEG_RE` match of a line's `\r`-segment as `_bar` and `progress.bar_fields` read it (its
+    groups by name), from the spans in the line that its plan holds (`_cr_plan`)."""
+
+    __slots__ = ("spans", "string")
+
+    def __init__(self, string: str, spans: dict[str, tuple[int, int] | None]) -> None:
+        self.string, self.spans = string, spans
+
+    def __getitem__(self, name: str) -> str | None:
+        span = self.spans[name]
+        return None if span is None else self.string[span[0]:span[1]]
+
+
+# What a line's `\r`-segment is, as `_handle` reads it: its start and end in the line, whether it is a
+# `[rankN]:` envelope alone, and when it starts with a plain tqdm redraw (`_BAR_SEG_RE`), a `BarSeg`.
+class BarSeg(NamedTuple):
+    """A `\r`-segment starting with a plain tqdm redraw: where the redraw ends, its `head` group, where its
+    step is, the colons in it, whether a `[rankN]:` envelope alone follows it, and its groups' spans."""
+
+    end: int
+    head: str
+    step: tuple[int, int]
+    colons: int
+    env: bool
+    spans: dict[str, tuple[int, int] | None]
+
+
+CrPlan = tuple[tuple[int, int, BarSeg | None, bool], ...]
+_SEG_GROUPS = ("head", "pct", "step", "total", "elapsed", "remaining", "env")
+# Plans per shape of line (its bytes with every digit written `0`): `_BAR_SEG_RE` and `_ENVELOPE_ONLY_RE` tell
+# ASCII digits apart from other characters but never one digit from another (`\d`, and classes holding all
+# of 0-9), and UTF-8 decoding cuts two lines of one shape at the same places, so they have their segments,
+# matches and groups at the same places, the same `head` (it holds no digit) and as many colons. A tqdm bar
+# prints a few shapes (one per count of redraws and width of its numbers): the regexes run once per shape.
+_CR_PLANS: dict[bytes, CrPlan] = {}
+MAX_PLAN_LINE = 1 << 12  # a longer line is planned each time it is read (a plan is held per shape)
+
+
+def _cr_plan_of(text: str) -> CrPlan:
+    """The plan of `text` (see `CrPlan`), found with the regexes."""
+    out = []
+    a = 0
+    for seg in text.split("\r"):
+        b = a + len(seg)
+        m = _BAR_SEG_RE.match(seg) if "%|" in seg else None
+        bar = None
+        if m is not None:
+            spans = {g: (None if m.start(g) < 0 else (a + m.start(g), a + m.end(g))) for g in _SEG_GROUPS}
+            bar = BarSeg(a + m.end(), m["head"], cast(tuple[int, int], spans["step"]), m[0].count(":"),
+                         m["env"] is not None, spans)
+        out.append((a, b, bar, _ENVELOPE_ONLY_RE.fullmatch(seg) is not None))
+        a = b + 1
+    return tuple(out)
+
+
+def _cr_plan(bline: bytes, text: str) -> CrPlan:
+    """`_cr_plan_of(text)` for `text` decoded from `bline` (without NUL or ESC), memoised per shape."""
+    if len(bline) > MAX_PLAN_LINE:
+        return _cr_plan_of(text)
+    shape = bline.translate(ZERO_DIGITS)
+    plan = _CR_PLANS.get(shape)
+    if plan is None:
+        if len(_CR_PLANS) >= MAX_SHAPES:
+            _CR_PLANS.clear()
+        plan = _CR_PLANS[shape] = _cr_plan_of(text)
+    return plan
+
+
 def split_glued(seg: str) -> list[str]:
     """`seg` cut after every tqdm bar that has text glued to it (the bar, then what followed it)."""
     if "<" not in seg and "it [" not in seg:
@@ -378,34 +448,39 @@ class Reader:
             return
         heads, seen, held_bars = self.bar_heads, self.seen, fast.bars
         glued = False
-        for cr_seg in text.split("\r"):
-            m = _BAR_SEG_RE.match(cr_seg) if "%|" in cr_seg and not self.active else None
-            if m is None:
-                if cr_seg in seen and not self.active and _ENVELOPE_ONLY_RE.fullmatch(cr_seg):
+        for a, b, bar, env_only in (_cr_plan(bline, text) if clean else _cr_plan_of(text)):
+            if bar is None or self.active:  # (not read as a redraw inside a block, as `_cr_segment` would)
+                cr_seg = text[a:b]
+                if env_only and not self.active and cr_seg in seen:
                     self.repeats += 1  # (`_segment` on a `[rankN]:` seen before: a redraw's envelope)
                 else:
                     self._cr_segment(cr_seg, num, scanned)
                 continue
-            end = m.end()
-            piece = cr_seg[:end]
-            head, step_s, env = m.group("head", "step", "env")
-            # `_bar`'s common case inline: a redraw moving a held series forward (see `take_bar`).
-            key = heads.get(head)
-            held = held_bars.get(key) if key else None
-            if held is not None and (step := int(step_s)) >= held[0] and piece.count(":") <= 3 \
-                    and piece not in seen:
-                if step > held[0]:  # (a redraw at the held count is no report: progress.redraw_in_place)
-                    self.parsers[fast.index].count_step(key, held[0], step)  # type: ignore[attr-defined]
-                    held[0], held[1], held[2], held[3] = step, num, piece, m
-            elif not self._bar(piece, m, num):
-                self._cr_segment(cr_seg, num, scanned)
+            end = bar.end
+            piece = text[a:end]
+            key = heads.get(bar.head)
+            if key and bar.colons <= 3:
+                # `_bar` inline for a head read in bulk (its repeat key is the redraw: no time has hours)
+                if piece in seen:
+                    self.repeats += 1
+                else:
+                    step = int(text[bar.step[0]:bar.step[1]])
+                    held = held_bars.get(key)
+                    if held is not None and step >= held[0]:  # the common case: a held series moves on
+                        if step > held[0]:  # (a redraw at the held count is no report: progress.redraw_in_place)
+                            self.parsers[fast.index].count_step(key, held[0], step)  # type: ignore[attr-defined]
+                            held[0], held[1], held[2], held[3] = step, num, piece, SegMatch(text, bar.spans)
+                    elif not fast.take_bar(key, step, num, piece, m := SegMatch(text, bar.spans)):
+                        self._bar_report(key, piece, m, num)
+            elif not self._bar(piece, SegMatch(text, bar.spans), num):
+                self._cr_segment(text[a:b], num, scanned)
                 continue
-            if end < len(cr_seg):
-                rest = cr_seg[end:]
+            if end < b:
+                rest = text[end:b]
                 if not glued:  # (as `_cr_segment` would; once is enough: `num` is this line's)
                     self._mark_glued(num)
                     glued = True
-                if env is not None and not self.active and rest in seen:
+                if bar.env and not self.active and rest in seen:
                     self.repeats += 1  # (`_segment` on a `[rankN]:` seen before)
                 else:
                     self._cr_segment(rest, num, scanned)
@@ -448,7 +523,7 @@ class Reader:
             if key.isascii():
                 self.seen_b.add(key.encode())
 
-    def _bar(self, piece: str, m: re.Match[str], num: int) -> bool:
+    def _bar(self, piece: str, m: Groups, num: int) -> bool:
         """Read one plain tqdm redraw (`BAR_REDRAW_RE`) in bulk; False when `_cr_segment` must.
 
         Per distinct text before the percentage (`head`), the first redraw is read the ordinary way, and
@@ -472,8 +547,15 @@ class Reader:
             return True
         fast = self.fast
         assert fast is not None
-        if fast.take_bar(key, int(m["step"]), num, piece, m):
-            return True
+        if not fast.take_bar(key, int(cast(str, m["step"])), num, piece, m):
+            self._bar_report(key, piece, m, num)
+        return True
+
+    def _bar_report(self, key: tuple[Any, ...], piece: str, m: Groups, num: int) -> None:
+        """Feed the progress parser a redraw of series `key` that `take_bar` did not take (the series' first
+        report, or a restart), after the redraw held back for that series."""
+        fast = self.fast
+        assert fast is not None
         fast.sync_bar(key)
         stub, fields = (piece, num, self.bar_origin), bar_fields(m, key[3])
         # (`key` is the series `feed_fields` would give the redraw's LogLine: see `_bar_head`)
@@ -481,13 +563,12 @@ class Reader:
         if out:
             self.result.events.extend(out)
             self.result.lines_with_events += 1
-        return True
 
     def _bar_line(self, piece: str, num: int) -> LogLine:
         """`_line` of a redraw `_bar` reads: no prefix (checked per head by `_bar_head`), so the file's."""
         return bar_line((piece, num, self.bar_origin))
 
-    def _bar_head(self, piece: str, m: re.Match[str], head: str) -> tuple[Any, ...]:
+    def _bar_head(self, piece: str, m: Groups, head: str) -> tuple[Any, ...]:
         """The progress series of the redraws starting with `head` when they can be read in bulk (see
         `_bar`), else ().
 
@@ -508,7 +589,7 @@ class Reader:
             _BAR_HEADS[key] = got
         return () if got is None else (self.origin.rank, self.origin.local_rank, "tqdm", got[0])
 
-    def _bar_usable(self, piece: str, m: re.Match[str], head: str) -> tuple[str | None] | None:
+    def _bar_usable(self, piece: str, m: Groups, head: str) -> tuple[str | None] | None:
         """(the label,) of the redraws starting with `head` when they can be read in bulk, else None."""
         usable, label = bar_label(head)
         if not usable or ProgressParser._builtin(piece) != bar_fields(m, label):
@@ -721,7 +802,10 @@ class Reader:
         release_arrow_memory()
         starts = rows.starts[hits].tolist()
         ends = rows.ends[hits].tolist()
-        take = fast.take_row if fast is not None else None
+        # `FastProgress.take_row` and `_repeat` inline (their common cases), as these are most of the hits.
+        state: dict[int, list[Any]] = fast.state if fast is not None else {}
+        lo, hi = (fast.lo, fast.hi) if fast is not None else ((0, 0, b""), (0, 0, b""))
+        seen_b, max_line = self.seen_b, self.max_line
         for j, i in enumerate(hits.tolist()):
             if i < upto:
                 continue
@@ -729,16 +813,40 @@ class Reader:
             line = block[starts[j]:ends[j]]
             r = rank_of[j]
             if r >= 0:
-                assert take is not None
-                if take(r, step_of[j], num, line, stamp_of[j]):
+                assert fast is not None
+                step = step_of[j]
+                st = state.get(r)
+                if st is not None and st[1] is not None and step >= st[1]:  # a series moving on
+                    if step > st[1]:
+                        self.parsers[fast.index].count_step(st[0], st[1], step)  # type: ignore[attr-defined]
+                    st[1], st[3], st[4] = step, num, line
+                    stamp = stamp_of[j]
+                    if stamp < lo[0]:
+                        lo = (stamp, num, line)
+                    if stamp > hi[0]:
+                        hi = (stamp, num, line)
                     continue
-            if not self._repeat(line):
-                self._handle(line, num)
+                fast.lo, fast.hi = lo, hi
+                took = fast.take_row(r, step, num, line, stamp_of[j])
+                lo, hi = fast.lo, fast.hi
+                if took:
+                    continue
+            if seen_b and not self.active and line.find(b"[rank", 1) < 0 and len(line) <= max_line \
+                    and not line.translate(None, _PLAIN) and _bytes_key(line) in seen_b:
+                self.repeats += 1
+                continue
+            if fast is not None:
+                fast.lo, fast.hi = lo, hi
+            self._handle(line, num)
             i += 1
             while self.active and i < count:
                 self._handle(rows.line(i), lineno + i + 1)
                 i += 1
             upto = i
+            if fast is not None:
+                lo, hi = fast.lo, fast.hi
+        if fast is not None:
+            fast.lo, fast.hi = lo, hi
         return lineno + count
 
     def _step_rows(self, rows: Rows, hits: numpy.ndarray, arr: Any
@@ -763,18 +871,17 @@ class Reader:
         at = true_at(pc.match_substring_regex(arr, "step:"))  # (RE2's literal search beats `match_substring`)
         at = at[rows.ends[hits[at]] - rows.starts[hits[at]] <= self.max_line]
         if len(at):
+            # Rank, stamp and step by place from the block's bytes (extracting the envelope's groups with
+            # RE2 costs 12 MB per reader): the envelope matched, so the rank's digits start at `[rank`'s
+            # end, the first `YYYY-MM-DD ` is its date; the step is the one group extracted. (Over every
+            # `step:` line, not only those the checks keep: nearly all of them are kept, and one array less.)
             sub = arr.take(index_array(at))
             ok = matching(sub, FAST_HEAD_RE2 + r"[ -~]*\n?$")
             ok &= ~matching(sub, alternation(("poch", "iteration", *self.other_literals)))
-            at = at[ok]
-        if len(at):
-            # Rank, stamp and step by place from the block's bytes (extracting the envelope's groups with
-            # RE2 costs 12 MB per reader): the envelope matched, so the rank's digits start at `[rank`'s
-            # end, the first `YYYY-MM-DD ` is its date; the step is the one group extracted.
-            sub = arr.take(index_array(at))
             steps = pc.extract_regex(sub, FAST_STEP_RE2)
-            idx = true_at(pc.and_(steps.is_valid(),
-                                  pc.match_substring_regex(steps.field("step"), r"^\d{1,18}$")))
+            ok[true_at(pc.invert(steps.is_valid()))] = False
+            ok[true_at(pc.invert(pc.match_substring_regex(steps.field("step"), r"^\d{1,18}$")))] = False
+            idx = numpy.flatnonzero(ok)
             dates = offsets_of(pc.find_substring_regex(sub, r"\d{4}-\d\d-\d\d "))[idx]
             at, got = at[idx], steps.field("step").take(index_array(idx))
         if len(at):
@@ -787,10 +894,11 @@ class Reader:
             comma = digits.bytes[date_at + 19] == 44
             stamp = stamp * 1000 + numpy.where(comma & (ms_len == 3), ms, 0)
             day = stamp // 1_000_000_000  # YYYYMMDD
-            days = numpy.unique(day)
+            days = day[:1] if day.min() == day.max() else numpy.unique(day)  # (a block spans a day or two)
             good = [d for d in days.tolist()
                     if valid_date(f"{d // 10000:04d}-{d // 100 % 100:02d}-{d % 100:02d}".encode())]
-            keep = numpy.flatnonzero(numpy.isin(day, good))
+            keep = numpy.arange(len(day)) if len(good) == len(days) else \
+                numpy.flatnonzero(numpy.isin(day, good))
             pos = at[keep]
             rank_of[pos] = rank[keep]
             step_of[pos] = ints(got.take(index_array(keep)))

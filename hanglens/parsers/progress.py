@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Protocol, cast
 
 from hanglens import lazyre as re
 from hanglens.errors import UsageError
@@ -93,7 +93,13 @@ def bar_label(head: str) -> tuple[bool, str | None]:
     return True, _label(head, len(head))
 
 
-def bar_fields(m: re.Match[str], label: str | None) -> dict[str, Any]:
+class Groups(Protocol):
+    """A regex match's groups by name (an `re.Match`, or the reader's match read from a line's plan)."""
+
+    def __getitem__(self, name: str, /) -> str | Any: ...
+
+
+def bar_fields(m: Groups, label: str | None) -> dict[str, Any]:
     """The fields `_builtin` gives for the redraw `m` (a `BAR_REDRAW_RE` match) whose label is `label`."""
     return {"step": int(m["step"]), "total": int(m["total"]), "epoch": None, "pattern": "tqdm",
             "label": label, "elapsed_s": _interval(m["elapsed"]), "remaining_s": _interval(m["remaining"])}
@@ -610,7 +616,14 @@ class ProgressParser(Parser):
 
     def count_step(self, key: tuple[Any, ...], p_step: int, step: int) -> None:
         """Count one forward increment of a series (bounded: at most MAX_DIFFS distinct increments)."""
-        _count(self.diffs.setdefault(key, {}), p_step, step)
+        seen = self.diffs.get(key)
+        if seen is None:
+            seen = self.diffs[key] = {}
+        have = seen.get(step - p_step)  # (`_count` inline: the reader's fast paths count every increment)
+        if have is not None:
+            have[0] += 1
+        elif len(seen) < MAX_DIFFS:
+            seen[step - p_step] = [1, p_step]
 
     def remember(self, key: tuple[Any, ...], line: LogLine, fields: dict[str, Any]) -> None:
         """Make `line` the series' latest report without emitting anything (it moved the series forward)."""
