@@ -467,7 +467,7 @@ class Reader:
                     step = int(text[bar.step[0]:bar.step[1]])
                     held = held_bars.get(key)
                     if held is not None and step >= held[0]:  # the common case: a held series moves on
-                        if step > held[0]:  # (a redraw at the held count is no report: progress.redraw_in_place)
+                        if step > held[0]:  # (same count: no report, see redraw_in_place)
                             self.parsers[fast.index].count_step(key, held[0], step)  # type: ignore[attr-defined]
                             held[0], held[1], held[2], held[3] = step, num, piece, SegMatch(text, bar.spans)
                     elif not fast.take_bar(key, step, num, piece, m := SegMatch(text, bar.spans)):
