@@ -55,7 +55,7 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
         if isinstance(r, Mapping) and r.get("status") == "silent"
     ]
     if silent:
-        who += [("", "   Silent "), ("dim", c.rank_list(silent))]
+        who += [("", "   No log from "), ("dim", c.rank_list(silent))]  # (absent, not shown quiet)
     out.append(who)
 
     observed = doc.get("observed") if category == "unknown" else None

@@ -15,7 +15,7 @@ def test_plain_summary_has_the_answer(doc: dict[str, Any]) -> None:
     lines = out.splitlines()
     assert lines[0].startswith("hanglens: Control-flow divergence  [high confidence]")
     assert "Culprit rank 2 on gpu-node-a.cluster.example.com" in lines[1]
-    assert "Victims 0-1, 3-6 (6)" in lines[1] and "Silent 7" in lines[1]
+    assert "Victims 0-1, 3-6 (6)" in lines[1] and "No log from 7" in lines[1]
     assert "/home/jdoe/runs/llm-7b/logs/rank0.log:4120" in out
     assert "/home/jdoe/runs/llm-7b/logs/rank2.log:4087" in out
     assert out.count("rank0.log:4120") == 1  # a line cited twice is shown once
