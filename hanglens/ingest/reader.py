@@ -542,8 +542,6 @@ class Reader:
         # (`repeat_key` cuts nothing unless a time has hours: the label holds no colon, the times one each)
         if (repeat_key(piece) if piece.count(":") > 3 else piece) in self.seen:
             self.repeats += 1
-            if _YEAR_DATE_RE.search(piece) is not None:
-                self._line(piece, num)
             return True
         fast = self.fast
         assert fast is not None

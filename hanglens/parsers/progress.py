@@ -283,8 +283,9 @@ Pair = list[Event] | _Held
 
 
 def _count(seen: dict[int, list[int]], p_step: int, step: int) -> None:
-    if step - p_step in seen:
-        seen[step - p_step][0] += 1
+    have = seen.get(step - p_step)
+    if have is not None:
+        have[0] += 1
     elif len(seen) < MAX_DIFFS:
         seen[step - p_step] = [1, p_step]
 
@@ -619,11 +620,7 @@ class ProgressParser(Parser):
         seen = self.diffs.get(key)
         if seen is None:
             seen = self.diffs[key] = {}
-        have = seen.get(step - p_step)  # (`_count` inline: the reader's fast paths count every increment)
-        if have is not None:
-            have[0] += 1
-        elif len(seen) < MAX_DIFFS:
-            seen[step - p_step] = [1, p_step]
+        _count(seen, p_step, step)
 
     def remember(self, key: tuple[Any, ...], line: LogLine, fields: dict[str, Any]) -> None:
         """Make `line` the series' latest report without emitting anything (it moved the series forward)."""
