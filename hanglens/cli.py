@@ -754,8 +754,9 @@ def scan(
     s = done[0]
     parquet = f" (jobs.parquet skipped: {s.parquet})" if s.parquet else ""
     typer.echo(
-        f"scanned {s.jobs} jobs: {s.analysed} analysed, {s.cached} from cache, {s.errors} could not "
-        f"be analysed, {len(s.skipped)} paths skipped -> {term_text(out / 'index.html')}{parquet}",
+        f"scanned {s.jobs} jobs: {s.jobs - s.errors} analysed, {s.errors} could not be analysed "
+        f"({s.analysed} run now, {s.cached} from cache), {len(s.skipped)} paths skipped "
+        f"-> {term_text(out / 'index.html')}{parquet}",
         err=True,
     )
     for line in _category_summary(table):

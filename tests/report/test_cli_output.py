@@ -179,6 +179,19 @@ def test_scan_prints_jobs_per_category_and_iso_times(tmp_path: Path, inline_scan
     assert written and {stat.S_IMODE(p.stat().st_mode) for p in written} == {0o644}
 
 
+def test_scan_closing_line_adds_up_when_a_job_cannot_be_analysed(tmp_path: Path, inline_scan: None) -> None:
+    root = tmp_path / "archive"
+    write_job(root / "job-a", {"rank1.log": OOM})
+    (root / "job-b").mkdir(parents=True)
+    (root / "job-b" / "rank0.log").write_bytes(b"\x00\xff" * 4096)   # binary: no log in this job
+    res = run("scan", str(root), "--out", str(tmp_path / "out"))
+    assert res.exit_code == 1, res.output
+    # 2 jobs = 1 analysed + 1 not; how many ran now or came from the cache is said apart
+    assert "scanned 2 jobs: 1 analysed, 1 could not be analysed (2 run now, 0 from cache)" in res.output
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "2 jobs: 1 analysed, 1 could not be analysed" in page
+
+
 def test_yearless_times_are_empty_in_jobs_csv(tmp_path: Path, inline_scan: None) -> None:
     log = (
         "[rank0]:[E0611 14:02:29.118204511 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective "
