@@ -562,6 +562,13 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
     traceback takes the time of the log record just above it). With worker-group restarts in a shared
     file, a later attempt's progress is not the same process either.
 
+    Lines the `logging` module wrote keep their order in any file: `StreamHandler.emit` flushes after each
+    record (CPython Lib/logging/__init__.py), so a progress record of the writer below its error record was
+    written after it. `Logger.exception` writes the record and its traceback in one `write`
+    (`Formatter.format` appends the formatted exception to the message), so an unprefixed traceback right
+    under a writer's error record is that writer's logged exception, and the traceback's exception line is
+    part of it.
+
     Another rank's progress counts too, once it is well past the error (by more than PEER_PROGRESS_S, so
     that neither a step in flight nor two hosts' clocks explain it): ranks of one job block in their next
     collective when a peer is gone (failure-signatures.md section 0.1, step 2), so a peer that trained on
@@ -583,27 +590,42 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
         return None
 
     last_line: dict[tuple[Any, ...], int] = {}
+    last_record: dict[tuple[Any, ...], int] = {}   # the writer's latest progress line written by `logging`
     last_time: dict[tuple[Any, ...], float] = {}
     headers: dict[tuple[str, int], float] = {}
+    records: dict[tuple[str, int], tuple[Any, ...]] = {}   # an error record's line -> its writer
     for e in events:
         if e.kind == "progress":
             key = writer(e)
             if key is not None:
                 last_line[key] = max(last_line.get(key, 0), e.ref.line)
+                if e.level is not None:
+                    last_record[key] = max(last_record.get(key, 0), e.ref.line)
                 if e.time is not None:
                     last_time[key] = max(last_time.get(key, e.time), e.time)
-        elif e.time is not None and (e.kind == "error_line" or (e.level or "") in ERROR_LEVELS):
-            headers[(e.ref.path, e.ref.line)] = e.time
+        elif e.kind == "error_line" or (e.level or "") in ERROR_LEVELS:
+            if e.time is not None:
+                headers[(e.ref.path, e.ref.line)] = e.time
+            key = writer(e)
+            if key is not None and (e.level or "") in ERROR_LEVELS:
+                records[(e.ref.path, e.ref.line)] = key
     out: set[int] = set()
     if not last_line:
         return _survived_unattributed(events, files, writer)
     out |= _survived_by_peers(events, restarted)
+    logged_tracebacks = _logged_tracebacks(events, records)
     for i, e in enumerate(events):
         logged = e.kind not in FAILURE_KINDS and (e.level or "") in ERROR_LEVELS
         if not (e.kind in _SURVIVABLE_KINDS or logged):
             continue
         key = writer(e)
+        by_record = key is None and i in logged_tracebacks
+        if by_record:
+            key = logged_tracebacks[i]
         if key is None or key not in last_line:
+            continue
+        if (logged or by_record) and last_record.get(key, 0) > e.ref.line:
+            out.add(i)
             continue
         if e.ref.path in one_stream:
             if last_line[key] > e.ref.line:
@@ -613,6 +635,34 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
         if t is not None and key in last_time and last_time[key] > t:
             out.add(i)
     return out | _survived_unattributed(events, files, writer)
+
+
+def _logged_tracebacks(
+    events: Sequence[Event], records: dict[tuple[str, int], tuple[Any, ...]]
+) -> dict[int, tuple[Any, ...]]:
+    """Indexes of unattributed traceback events right under a writer's error record -> that writer.
+
+    The traceback's header is the line after the record (`Logger.exception`, see survived_failures); its
+    exception line (an `error_line` of the same file within the traceback's extent: the header, up to three
+    lines per frame, the exception line) goes with it.
+    """
+    out: dict[int, tuple[Any, ...]] = {}
+    spans: list[tuple[str, int, int, tuple[Any, ...]]] = []
+    for i, e in enumerate(events):
+        if e.kind == "exception" and e.rank is None and not e.writer:
+            key = records.get((e.ref.path, e.ref.line - 1))
+            if key is not None:
+                out[i] = key
+                frames = e.get("frames")
+                n = len(frames) if isinstance(frames, list) else 0
+                spans.append((e.ref.path, e.ref.line, e.ref.line + 3 * n + 2, key))
+    if spans:
+        for i, e in enumerate(events):
+            if e.kind == "error_line" and e.rank is None and not e.writer:
+                for path, first, last, key in spans:
+                    if e.ref.path == path and first <= e.ref.line <= last:
+                        out[i] = key
+    return out
 
 
 PEER_PROGRESS_S = 300.0

@@ -101,6 +101,14 @@ PYFMT_RE = re.compile(
     r"^(?:\[[\w.-]+\] )?(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:,(?P<ms>\d{3}))? - [\w.<>-]+ - "
     r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
 )
+# Hydra's job logging (`hydra/conf/hydra/job_logging/default.yaml`: `[%(asctime)s][%(name)s][%(levelname)s] -
+# %(message)s`), and the same bracketed fields with a `datefmt` of the time alone or a user's `[rank N]` field
+# before the ` - `.
+HYDRA_RE = re.compile(
+    r"^\[(?:(?P<date>\d{4}-\d\d-\d\d) )?(?P<hms>\d\d:\d\d:\d\d)(?:[,.](?P<ms>\d{3}))?\]"
+    r"\[(?P<logger>[\w.-]{1,200})\]\[(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL)\]"
+    r"(?: - |(?=\[(?:rank|RANK) ?\d))"
+)
 # vLLM's logger: `%(levelname)s %(asctime)s %(filename)s:%(lineno)d]` with a yearless `%m-%d %H:%M:%S`
 # (0.8 and later: `[%(filename)s:%(lineno)d]`).
 VLLM_RE = re.compile(
@@ -392,7 +400,19 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
                         rank = 0
                         writers.append("vllm driver")
                     s = s[m.end():]
-                m = None if m else STDLIB_RE.match(s)
+                m = None if m else HYDRA_RE.match(s) if s.startswith("[") else None
+                if m:
+                    level = LEVEL_LETTER[m["lvl"]]
+                    if m["date"] and time is None:
+                        time, year = _iso_time(f"{m['date']} {m['hms']},{m['ms'] or '0'}")
+                        year_known, clock = True, "pylog"
+                    s = s[m.end():]
+                    m = USER_RANK_RE.match(s)
+                    if m and rank is None:
+                        rank = int(m["rank"])
+                        s = s[m.end():].removeprefix("- ")
+                    m = None
+                m = None if level is not None else STDLIB_RE.match(s)
                 if m:
                     level = LEVEL_LETTER[m["lvl"]]
                     s = s[m.end():]

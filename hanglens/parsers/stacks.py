@@ -19,6 +19,12 @@ C10D_FILE = "torch/distributed/distributed_c10d.py"
 DATALOADER_WAITS = frozenset({"_get_data", "_try_get_data"})
 # Frames a thread waiting on a queue, lock or pipe passes through below the DataLoader (stdlib only).
 WAIT_LIBRARY = ("multiprocessing/", "queue.py", "threading.py", "selectors.py", "synchronize.py")
+# A queue's blocking `get` (`queue.Queue.get`, `multiprocessing.queues.Queue.get`): the call a batch iterator
+# makes to take the next item a producer thread or process puts there.
+QUEUE_FILES = ("/queue.py", "multiprocessing/queues.py")
+# The iterator protocol: a training loop's `for batch in loader` runs the loader's `__iter__` (a generator)
+# or `__next__`.
+ITERATOR_FUNCS = frozenset({"__iter__", "__next__"})
 # Decorators torch wraps the c10d functions in (`_exception_logger.<locals>.wrapper`, ...).
 C10D_WRAPPERS = frozenset({"wrapper", "inner", "_fn", "decorate_context"})
 # c10d function name -> the OpType spelling watchdog lines use (`OpType=ALLREDUCE`), for `hang_detected.op`.
@@ -67,7 +73,20 @@ def waits_on(frames: Sequence[Frame]) -> tuple[str | None, str | None]:
             if func in DATALOADER_WAITS and waiting:
                 return "dataloader", None
             return None, None
+        if func in ITERATOR_FUNCS and _waits_on_queue(frames[i + 1:]):
+            return "dataloader", None
     return None, None
+
+
+def _waits_on_queue(deeper: Sequence[Frame]) -> bool:
+    """Whether the frames below an iterator's `__iter__`/`__next__` are a queue's `get` and the stdlib waits
+    under it: the iterator waits for the batch a producer (a prefetch thread, a worker process) puts there,
+    the shape of the DataLoader's own pin-memory path (`_try_get_data` -> `get (queue.py)` -> `wait
+    (threading.py)`, failure-signatures.md §7) in a user-written or third-party prefetcher."""
+    if not deeper or not all(any(w in _path(f) for w in WAIT_LIBRARY) for f, _, _ in deeper):
+        return False
+    file, _, name = deeper[0]
+    return _func(name) == "get" and _path(file).endswith(QUEUE_FILES)
 
 
 def stack_fields(frames: Sequence[Frame], thread_name: str | None) -> dict[str, object]:

@@ -186,3 +186,40 @@ def test_an_error_then_a_peer_training_on_for_minutes_is_survived(tmp_path: Path
 
 def test_a_peers_step_just_after_the_error_proves_nothing(tmp_path: Path) -> None:
     assert _verdict(tmp_path, {"slurm-5120.out": _srun("2026-02-11 10:04:01")})[0] != "none"
+
+
+# A shared console without launcher prefixes: rank 0's logging records carry its rank, and `logger.exception`
+# puts the traceback (unprefixed) right under its ERROR record; rank 0's later records show it trained on.
+LOGGED_UNPREFIXED = """\
+[10:02:11][fit][INFO][rank 0] - epoch 0 step 1 loss 1.3021
+[10:02:11][fit][INFO][rank 1] - epoch 0 step 1 loss 1.2877
+[10:02:12][fit][ERROR][rank 0] - metrics sidecar unreachable, continuing without it
+Traceback (most recent call last):
+  File "/home/user/fit/metrics.py", line 31, in connect
+    sock.connect((host, port))
+ConnectionRefusedError: [Errno 111] Connection refused
+[10:02:12][fit][INFO][rank 1] - epoch 0 step 2 loss 1.1130
+[10:02:12][fit][INFO][rank 0] - epoch 0 step 2 loss 1.0964
+[10:02:13][fit][INFO][rank 0] - epoch 1 step 3 loss 0.9120
+[10:02:13][fit][INFO][rank 1] - epoch 1 step 3 loss 0.9391
+[10:02:13][fit][INFO][rank 0] - training done after 3 steps
+"""
+
+# The same console, but the traceback is no logged record's: it is an uncaught exception of a process.
+UNCAUGHT_UNPREFIXED = """\
+[10:02:11][fit][INFO][rank 0] - epoch 0 step 1 loss 1.3021
+[10:02:11][fit][INFO][rank 1] - epoch 0 step 1 loss 1.2877
+Traceback (most recent call last):
+  File "/home/user/fit/train.py", line 88, in <module>
+    batch = next(it)
+ValueError: shard 17 has no rows
+[10:02:12][fit][INFO][rank 0] - epoch 0 step 2 loss 1.0964
+"""
+
+
+def test_logged_exception_under_its_record_is_survived_by_line_order(tmp_path: Path) -> None:
+    assert _verdict(tmp_path, {"train.log": LOGGED_UNPREFIXED})[0] == "none"
+
+
+def test_uncaught_traceback_without_a_record_above_stays_a_failure(tmp_path: Path) -> None:
+    assert _verdict(tmp_path, {"train.log": UNCAUGHT_UNPREFIXED})[0] != "none"

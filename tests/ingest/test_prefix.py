@@ -55,6 +55,13 @@ CASES = [
     ("2026-03-09 11:20:41.805 | WARNING  | train.loop:run:88 - [rank 5] slow batch", Dialect(),
      "[rank 5] slow batch", 5, None, None, "W"),
     ("2026-03-09 11:20:41,805 | INFO | epoch 1 - loss 2.1", Dialect(), "epoch 1 - loss 2.1", None, None, None, "I"),
+    # Hydra's job logging `[%(asctime)s][%(name)s][%(levelname)s] - %(message)s`, and with a time-only datefmt
+    # and a user's `[rank N]` field before the ` - `
+    ("[2026-04-02 09:15:31,482][__main__][INFO] - epoch 2 step 118 loss 0.731", Dialect(),
+     "epoch 2 step 118 loss 0.731", None, None, None, "I"),
+    ("[09:15:31][fit.loop][ERROR][rank 5] - could not read ckpt/meta.json", Dialect(),
+     "could not read ckpt/meta.json", 5, None, None, "E"),
+    ("[09:15:31][fit.loop] - not a level", Dialect(), "[09:15:31][fit.loop] - not a level", None, None, None, None),
     # `%(asctime)s [%(levelname)s] [RANK {rank}] %(name)s: %(message)s`: the all-capitals tag after `RANK`
     ("2026-05-14 16:02:11,377 [WARNING] [RANK 6] trainer: grad norm 41.0 clipped", Dialect(),
      "[RANK 6] trainer: grad norm 41.0 clipped", 6, None, None, "W"),

@@ -176,3 +176,18 @@ def test_one_rank_in_the_loader_while_the_others_wait_in_all_reduce(tmp_path: Pa
         for r in range(3)}
     doc = api.analyze([_write(tmp_path, files)]).to_dict()["verdict"]
     assert doc["category"] == "dataloader_stall" and doc["culprit_ranks"] == [1]
+
+
+def test_iterator_waiting_on_its_queue_is_a_data_wait() -> None:
+    """A prefetcher's `__next__`/`__iter__` blocked in `queue.get`: the main thread waits for a batch."""
+    user = [("/job/fit.py", 140, "<module>"), ("/job/fit.py", 79, "fit"),
+            ("/job/loader_utils.py", 63, "__next__")]
+    queue_get = [("/usr/lib/python3.10/queue.py", 171, "get"),
+                 ("/usr/lib/python3.10/threading.py", 320, "wait")]
+    assert waits_on(user + queue_get) == ("dataloader", None)
+    mp_get = [("/usr/lib/python3.10/multiprocessing/queues.py", 103, "get"),
+              ("/usr/lib/python3.10/multiprocessing/synchronize.py", 95, "__enter__")]
+    assert waits_on(user + mp_get) == ("dataloader", None)
+    # A lock wait or a queue get outside an iterator says nothing about data.
+    assert waits_on(user + queue_get[1:]) == (None, None)
+    assert waits_on(user[:2] + queue_get) == (None, None)
