@@ -36,6 +36,15 @@ SCALED = r"\d{1,20}(?:\.\d{1,6})?[kMGTPEZY]?(?![\w.])"
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("megatron", re.compile(rf"\biteration{SP1}(?P<step>{NUM}){SP}/{SP}(?P<total>{NUM}){SP}\|")),
     ("torchtitan", re.compile(rf"(?<![\w])step:{SP}(?P<step>{NUM}){SP1}loss:")),
+    # A serving engine's periodic throughput report: vLLM's stat logger (V0 `vllm/engine/metrics.py`
+    # LoggingStatLogger, V1 `vllm/v1/metrics/loggers.py`: `Avg prompt throughput: <x> tokens/s, Avg
+    # generation throughput: <y> tokens/s, Running: <n> reqs`) and sglang's scheduler (`Decode batch. ...
+    # gen throughput (token/s): <y>`, python/sglang/srt/managers/scheduler.py). No step; a report with
+    # tokens served is progress (an engine that logged an error and then served tokens kept running), an
+    # all-zero one is not (an idle or stuck engine prints those too).
+    ("throughput", re.compile(
+        r"(?:Avg prompt throughput: (?P<tp_in>\d{1,12}(?:\.\d{1,6})?) tokens/s, Avg generation throughput: "
+        r"|gen throughput \(token/s\): )(?P<tp_out>\d{1,12}(?:\.\d{1,6})?)")),
     ("lightning", re.compile(
         rf"(?<![\w])Epoch (?P<epoch>{NUM}):{SP}(?P<pct>\d{{1,3}})%{BAR}{SP}"
         rf"(?P<step>{NUM})/(?P<total>{NUM})")),
@@ -59,7 +68,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 # A substring every match of PATTERNS[i] contains: a line without it skips that pattern.
 PATTERN_LITERALS: tuple[str, ...] = (
-    "iteration", "step:", "%|", "%|", " [", "it [", "{'loss': ", "poch", "Epoch [", "tep", "t",
+    "iteration", "step:", "throughput", "%|", "%|", " [", "it [", "{'loss': ", "poch", "Epoch [", "tep", "t",
 )
 EPOCH_RE = re.compile(
     rf"(?<![\w])[Ee]poch{SP}(?:[:=]{SP})?\[?(?P<epoch>\d{{1,20}}(?:\.\d{{1,20}})?)(?!\d)(?:{SP}/{SP}(?P<total>{NUM}))?"
@@ -386,7 +395,8 @@ class ProgressParser(Parser):
     """Training progress → `progress` (first and last report of each series, plus restarts)."""
 
     name = "progress"
-    triggers: ClassVar[tuple[str, ...]] = ("step", "Step", "iter", "Iter", "poch", "%|", "it/s", "s/it")
+    triggers: ClassVar[tuple[str, ...]] = ("step", "Step", "iter", "Iter", "poch", "%|", "it/s", "s/it",
+                                           "throughput")
     user_triggers: ClassVar[tuple[str, ...]] = ()
     repeats_matter: ClassVar[bool] = True
     emits = (
@@ -444,6 +454,12 @@ class ProgressParser(Parser):
         Example("Train Epoch: 1 [25600/60000 (43%)]\tLoss: 0.290", "progress",
                 {"epoch": 1, "step": 25600, "total": 60000, "pattern": "epoch_samples"},
                 "pytorch/examples (samples seen in the epoch)"),
+        Example("INFO 03-11 14:10:02 [loggers.py:80] Avg prompt throughput: 2210.7 tokens/s, Avg generation "
+                "throughput: 402.3 tokens/s, Running: 12 reqs, Waiting: 0 reqs, GPU KV cache usage: 7.1%",
+                "progress", {"step": None, "pattern": "throughput"}, "vLLM 0.8 V1 stat logger"),
+        Example("[2025-01-22 08:30:11 TP0] Decode batch. #running-req: 31, #token: 9120, token usage: 0.06, "
+                "gen throughput (token/s): 1201.55, #queue-req: 0",
+                "progress", {"step": None, "pattern": "throughput"}, "sglang scheduler"),
         Example("INFO:root:epoch: 4", "progress", {"epoch": 4, "step": None, "pattern": "epoch"},
                 "generic training loops"),
     )
@@ -456,6 +472,7 @@ class ProgressParser(Parser):
         "gradient_accumulation_steps: 4",
         "Number of iterations to run: 1000",
         "GPU memory 61.2G/80.0G reserved",
+        "Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 48 reqs",
     )
 
     def __init__(self) -> None:
@@ -713,6 +730,10 @@ class ProgressParser(Parser):
             if not m2:
                 continue
             gd = m2.groupdict()
+            if name == "throughput":
+                if not any(float(v) for v in (gd.get("tp_in"), gd["tp_out"]) if v is not None):
+                    return None     # nothing served since the last report
+                return {"step": None, "total": None, "epoch": None, "pattern": name, "label": None}
             epoch = _num(gd.get("epoch"))
             if epoch is None:
                 e = EPOCH_RE.search(text)
