@@ -49,6 +49,16 @@ TORCH_ERROR_RE = re.compile(
     r"NCCL (?P<kind>error|timeout) in: (?P<loc>[^,\s]{1,256}:\d{1,8}), (?P<errstr>.{1,2048}?), NCCL version "
     r"(?P<ver>\d{1,4}\.\d{1,4}\.\d{1,4})"
 )
+# The same message cut before its version, at the end of the physical line: a terminal that hard-wrapped
+# the paste, or a log shipper's line limit, left `…, remote process exited or there was a network error, N`
+# with `CCL version 2.21.5` on the next line (log-formats.md section 1.6 template; NCCL's error strings have
+# no comma, so the reason ends at the first one). `VERSION_TAIL_RE` reads the rest of the cut tail.
+TORCH_ERROR_CUT_RE = re.compile(
+    r"NCCL (?P<kind>error|timeout) in: (?P<loc>[^,\s]{1,256}:\d{1,8}), (?P<errstr>[^,\r\n]{1,512}?)"
+    r"(?P<cut>, ?[NCLversion ]{0,13})?$"
+)
+VERSION_TAIL = ", NCCL version "
+VERSION_TAIL_RE = re.compile(r"^(?P<head>[A-Za-z ]{0,13}?)(?P<ver>\d{1,4}\.\d{1,4}\.\d{1,4})\s*$")
 TORCH_ASYNC_RE = re.compile(
     r"NCCL (?P<kind>error): (?P<errstr>.{1,2048}?), NCCL version (?P<ver>\d{1,4}\.\d{1,4}\.\d{1,4})"
 )
@@ -301,6 +311,7 @@ class _ErrorBlock:
     awaiting_last: bool = False
     done: bool = False
     seen: int = 0
+    cut: str | None = None  # the head line's cut-off version tail (`, N`), completed by the next line
     extra: list[tuple[str, Fields]] = field(default_factory=list)
 
 
@@ -467,6 +478,14 @@ class NcclParser(Parser):
                 "failed.\nLast error:\nBootstrap : no socket interface "
                 "found", "network_error", {"error": "no_interface", "transport": "socket"},
                 "torch 2.1 / NCCL 2.18"),
+        Example("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+                "NCCLUtils.hpp:317, remote process exited or there was a network error, N\nCCL version "
+                "2.21.5\nncclRemoteError: A call failed possibly due to a network error or a remote process "
+                "exiting prematurely.\nLast error:\nsocketProgress: Connection closed by remote peer "
+                "node11<51210>", "nccl_error",
+                {"error_type": "ncclRemoteError", "nccl_version": "2.21.5", "reason":
+                 "remote process exited or there was a network error"},
+                "torch 2.5 / NCCL 2.21, the message cut before its version by a terminal's hard wrap"),
         Example("[rank1]:[E ProcessGroupNCCL.cpp:1414] [PG 0 Rank 1] Process group watchdog thread "
                 "terminated with exception: NCCL error: remote process exited or there was a network error, "
                 "NCCL version 2.20.5\nncclRemoteError: A call failed possibly due to a network error or a "
@@ -504,6 +523,7 @@ class NcclParser(Parser):
         "Setting NCCL_DEBUG=INFO may print the NCCL version",
         "    raise RuntimeError(f'NCCL error in: {loc}')",
         "pip install nvidia-nccl-cu12==2.18.5  # pin the NCCL version",
+        "grep 'NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error, see above' issue.md",
     )
 
     def __init__(self) -> None:
@@ -633,9 +653,13 @@ class NcclParser(Parser):
     def _torch_error(self, line: LogLine) -> list[Event]:
         text = line.text
         m = TORCH_ERROR_RE.search(text) or TORCH_ASYNC_RE.search(text)
+        cut = None
         if not m:
-            return []
-        version = normalize_version(m["ver"])
+            m = TORCH_ERROR_CUT_RE.search(text.rstrip())
+            if not m or not VERSION_TAIL.startswith(m["cut"] or ""):
+                return []
+            cut = m["cut"] or ""
+        version = normalize_version(m["ver"]) if cut is None else None
         errstr = m["errstr"].strip()
         error_type = next((t for needle, t in ERRSTR_TYPES if needle in errstr), None)
         fields: Fields = {
@@ -643,9 +667,11 @@ class NcclParser(Parser):
             "location": m.groupdict().get("loc"), "detail": None, "last_error": None,
             "timeout": m["kind"] == "timeout", **pg_fields(text[: m.start()]),
         }
-        out = [self.event("nccl_version", line, version=version, cuda=None, pid=None, nccl_host=None,
-                          source="torch_error")]
-        self._block = _ErrorBlock(head=line, fields=fields)
+        out = [] if version is None else [self.event("nccl_version", line, version=version, cuda=None, pid=None,
+                                                      nccl_host=None, source="torch_error")]
+        self._block = _ErrorBlock(head=line, fields=fields, cut=cut)
+        if cut is not None:
+            return out
         tail = text[m.end():]
         if "\\n" in tail or "\n" in tail:  # the whole message on one physical line (repr / JSON)
             code = INLINE_CODE_RE.search(tail)
@@ -663,6 +689,12 @@ class NcclParser(Parser):
         assert block is not None
         block.seen += 1
         text = line.text
+        if block.cut is not None:
+            cut, block.cut = block.cut, None
+            v = VERSION_TAIL_RE.match(text)
+            if v and VERSION_TAIL.startswith(cut + v["head"]) and len(cut + v["head"]) == len(VERSION_TAIL):
+                block.fields["nccl_version"] = normalize_version(v["ver"])
+                return True
         if block.awaiting_last:
             self._set_last(text.strip())
             return True
