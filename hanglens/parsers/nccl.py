@@ -59,6 +59,7 @@ TORCH_ERROR_CUT_RE = re.compile(
 )
 VERSION_TAIL = ", NCCL version "
 VERSION_TAIL_RE = re.compile(r"^(?P<head>[A-Za-z ]{0,13}?)(?P<ver>\d{1,4}\.\d{1,4}\.\d{1,4})\s*$")
+CUT_WARN_MIN = 80   # a terminal is this wide at least: a shorter WARN line was not cut by one
 TORCH_ASYNC_RE = re.compile(
     r"NCCL (?P<kind>error): (?P<errstr>.{1,2048}?), NCCL version (?P<ver>\d{1,4}\.\d{1,4}\.\d{1,4})"
 )
@@ -528,6 +529,9 @@ class NcclParser(Parser):
 
     def __init__(self) -> None:
         self._block: _ErrorBlock | None = None
+        # A long WARN that named nothing: (its line, message, pid and host), in case the next physical line
+        # is the rest of it (see `_rest_of_cut_warn`).
+        self._cut_warn: tuple[LogLine, str, Fields] | None = None   # (line, message, nccl_warn's fields)
         # ProcessGroupNCCL prints its environments line for every process group it creates: the version
         # it states is one fact per rank, so it becomes one event per rank and version in a file.
         # (Each key's event is kept with it, for `take_history`.)
@@ -551,13 +555,48 @@ class NcclParser(Parser):
         return out
 
     def wants_more(self) -> bool:
-        return self._block is not None
+        return self._block is not None or self._cut_warn is not None
+
+    def _rest_of_cut_warn(self, line: LogLine) -> tuple[list[Event], bool]:
+        """The events of the held WARN (`_cut_warn`), and whether `line` was the rest of its message.
+
+        NCCL writes each message as one line of its own envelope (log-formats.md section 4.1), so a line
+        right after a long WARN that has no envelope, starts with no blank and is no longer than the WARN's
+        line is the rest of a message a terminal cut at its width (`... collective mismatch erro` /
+        `r, local size ...`); the joined message is classified again.
+        """
+        assert self._cut_warn is not None
+        head, msg, warn = self._cut_warn
+        text = line.text
+        found = None
+        if not (not text or text[:1].isspace() or len(line.raw) > len(head.raw) or text.startswith("[")
+                or "NCCL " in text or envelope(text) is not None):
+            found = classify_message(msg + text)
+        if not found:
+            return self._release_cut_warn(), False
+        self._cut_warn = None
+        ctx = {"pid": warn["pid"], "nccl_host": warn["nccl_host"]}
+        return [self.event("nccl_warn", head, message=msg + text, **warn),
+                *(self.event(kind, head, **fields, **ctx) for kind, fields in found)], True
 
     def close(self) -> Iterable[Event]:
-        return self._flush()
+        return [*self._release_cut_warn(), *self._flush()]
+
+    def _release_cut_warn(self) -> list[Event]:
+        """The held WARN's event as it was (no line completed it)."""
+        held, self._cut_warn = self._cut_warn, None
+        if held is None:
+            return []
+        head, msg, warn = held
+        return [self.event("nccl_warn", head, message=msg, **warn)]
 
     def feed(self, line: LogLine) -> Iterable[Event]:
         out: list[Event] = []
+        if self._cut_warn is not None:
+            held, joined = self._rest_of_cut_warn(line)
+            if joined:
+                return held
+            out.extend(held)
         if self._block is not None:
             if self._continue(line):
                 if self._block is not None and (self._block.done or self._block.seen > 6):
@@ -604,8 +643,11 @@ class NcclParser(Parser):
         ctx: Fields = {"pid": pid, "nccl_host": host}
         if env["lvl"] == "WARN":
             src = f"{env['src']}:{env['line']}" if env["src"] else None
-            out.append(self.event("nccl_warn", line, message=msg, src=src, cuda_dev=to_count(env["dev"]),
-                                  **ctx))
+            if len(line.raw) >= CUT_WARN_MIN and not classify_message(msg):
+                self._cut_warn = (line, msg, {"src": src, "cuda_dev": to_count(env["dev"]), **ctx})
+            else:
+                out.append(self.event("nccl_warn", line, message=msg, src=src, cuda_dev=to_count(env["dev"]),
+                                      **ctx))
         if " nranks " in msg:
             out.extend(self._lifecycle(line, msg, ctx))
         if env["lvl"] == "INFO" and msg.startswith("Bootstrap"):
@@ -667,8 +709,10 @@ class NcclParser(Parser):
             "location": m.groupdict().get("loc"), "detail": None, "last_error": None,
             "timeout": m["kind"] == "timeout", **pg_fields(text[: m.start()]),
         }
-        out = [] if version is None else [self.event("nccl_version", line, version=version, cuda=None, pid=None,
-                                                      nccl_host=None, source="torch_error")]
+        out: list[Event] = []
+        if version is not None:
+            out.append(self.event("nccl_version", line, version=version, cuda=None, pid=None, nccl_host=None,
+                                  source="torch_error"))
         self._block = _ErrorBlock(head=line, fields=fields, cut=cut)
         if cut is not None:
             return out

@@ -48,7 +48,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("lightning", re.compile(
         rf"(?<![\w])Epoch (?P<epoch>{NUM}):{SP}(?P<pct>\d{{1,3}})%{BAR}{SP}"
         rf"(?P<step>{NUM})/(?P<total>{NUM})")),
-    ("tqdm", re.compile(rf"(?<!\d)(?P<pct>\d{{1,3}})%{BAR}{SP}(?P<step>{SCALED})/(?P<total>{SCALED})(?={SP}\[)")),
+    ("tqdm", re.compile(
+        rf"(?<!\d)(?P<pct>\d{{1,3}})%{BAR}{SP}(?P<step>{SCALED})/(?P<total>{SCALED})(?={SP}\[)")),
     ("tqdm", re.compile(
         rf"(?<![\w/.])(?P<step>{SCALED})/(?P<total>{SCALED}) \[\d{{1,9}}:\d\d(?::\d\d)?<"
         rf"(?:\d{{1,9}}:\d\d(?::\d\d)?|\?)")),
@@ -432,8 +433,9 @@ class ProgressParser(Parser):
         Example(" 25/100 [00:10<00:30,  2.50it/s]", "progress", {"step": 25, "total": 100, "pattern": "tqdm"},
                 "HF Trainer / tqdm without bar"),
         Example("Downloading data:  31%|███       | 6.19G/20.0G [13:02<29:05, 7.91MB/s]", "progress",
-                {"step": 6_190_000_000, "total": 20_000_000_000, "pattern": "tqdm", "label": "Downloading data",
-                 "elapsed_s": 782, "remaining_s": 1745}, "tqdm 4.x with unit_scale (HF datasets download)"),
+                {"step": 6_190_000_000, "total": 20_000_000_000, "pattern": "tqdm",
+                 "label": "Downloading data", "elapsed_s": 782, "remaining_s": 1745},
+                "tqdm 4.x with unit_scale (HF datasets download)"),
         Example("model.safetensors:  51%|█████     | 512k/1.00M [00:01<00:01, 410kB/s]", "progress",
                 {"step": 512_000, "total": 1_000_000, "pattern": "tqdm", "label": "model.safetensors"},
                 "tqdm 4.x with unit_scale (HF hub download)"),

@@ -292,7 +292,8 @@ def test_hard_wrapped_paste_with_few_wrapped_messages_is_rejoined(mark: tuple[ty
     assert got == [(1, True), (2, True)]
 
 
-def test_repeated_warnings_with_their_source_lines_are_not_a_hard_wrap(mark: tuple[type[Parser], ...]) -> None:
+def test_repeated_warnings_with_their_source_lines_are_not_a_hard_wrap(
+        mark: tuple[type[Parser], ...]) -> None:
     # Four ranks print one warning of the same (longest) width, each followed by the indented source line
     # Python's warnings module prints: one message repeated, continued by blanks, is not a terminal's cut.
     warn = "/home/user/venv/lib/python3.11/site-packages/torch/utils/checkpoint.py:1399: FutureWarning: " \
