@@ -181,6 +181,23 @@ def _duration(value: Any) -> str:
     return " ".join(p for p in parts if p)
 
 
+def _tally(value: Any) -> str:
+    """A count as tqdm's `unit_scale` prints it once it is large (`14.4G`, `1.83M`: three significant digits
+    and an SI suffix, tqdm/std.py format_sizeof), plain below a million; other values unchanged."""
+    n = _as_int(value)
+    if n is None:
+        return "" if value is None else str(value)
+    if abs(n) < 10**6:
+        return str(n)
+    x = float(n)
+    for suffix in ("", "k", "M", "G", "T", "P", "E", "Z"):
+        if abs(x) < 999.5:
+            return f"{x:.2f}{suffix}" if abs(x) < 9.995 else f"{x:.1f}{suffix}" if abs(x) < 99.95 \
+                else f"{x:.0f}{suffix}"
+        x /= 1000
+    return f"{x:.1f}Y"
+
+
 @jinja2.pass_context
 def _hosts(ctx: jinja2.runtime.Context, value: Any) -> list[str]:
     by_rank: Mapping[int, str] = ctx.get("hosts_by_rank") or {}
@@ -300,7 +317,7 @@ def environment(max_output: int = DEFAULT_LIMITS.max_template_output) -> Sandbox
     env = BoundedSandbox(max_output, undefined=jinja2.StrictUndefined, autoescape=False)
     env.filters.update({"rank_list": rank_list, "first": _first, "min": _min, "max": _max, "count": _count,
                         "unique": _unique, "join": _join, "hosts": _hosts, "size": _size,
-                        "duration": _duration})
+                        "duration": _duration, "tally": _tally})
     env.filters.update({name: _bounded_filter(env, name, env.filters[name])
                         for name in (*_WIDTH_FILTERS, "format") if name in env.filters})
     env.globals.pop("namespace", None)  # a namespace lets a loop double a string 60 times

@@ -217,7 +217,18 @@ def _wrap_width(sample: list[str]) -> int | None:
     if len(at_width) >= 0.5 * len(lines):
         return width if continued >= 0.5 * len(at_width) else None
     relaxed = width >= 80 and len(at_width) >= 0.25 * len(lines) and continued >= 0.75 * len(at_width)
-    return width if relaxed else None
+    if relaxed:
+        return width
+    # A longer log with only a few wrapped messages (two ranks' DETAIL mismatch reports among short
+    # lines): three or more lines of exactly W >= 80 that are not one message repeated, every one followed
+    # by a line that does not start a record and most of those going on mid-text (a terminal cuts at the
+    # column, not at a space; a warning's source line or an indented context line starts with blanks).
+    if width >= 80 and len(at_width) >= 3 and continued == len(at_width) \
+            and len({lines[i] for i in at_width}) >= 2:
+        mid = sum(1 for i in at_width if i + 1 < len(lines) and not lines[i + 1][:1].isspace())
+        if mid >= 0.75 * len(at_width):
+            return width
+    return None
 
 
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")

@@ -135,6 +135,14 @@ class _Record:
     tb: _Callstack | None = None   # the worker's py_callstack printed in the `traceback :` field
 
 
+def untab(text: str) -> str:
+    """`text` with its leading tabs as four spaces each: the launcher's table and its callstack are read by
+    their indentation (log-formats.md section 3.6: two spaces for a field, two more for the callstack's
+    frames), and a paste whose editor turned every four spaces into a tab keeps that structure."""
+    body = text.lstrip("\t")
+    return " " * (4 * (len(text) - len(body))) + body
+
+
 @dataclass
 class _Callstack:
     """A worker's traceback as the agent prints it (table field, or after naming the child's error.json)."""
@@ -398,6 +406,16 @@ class ElasticParser(Parser):
                 "      work = group.broadcast([tensor], opts)\n",
                 "error_file", {"exc_type": None, "frame_func": "broadcast", "frame_line": 2231},
                 "torch 2.1-2.2 (the table's head cut away: the callstack follows the named error file)"),
+        Example("[2025-03-02 11:05:09,412] torch.distributed.elastic.multiprocessing.errors.error_handler: "
+                "[ERROR] no error file defined for parent, to copy child error file "
+                "(/tmp/torchelastic_q1w2e3r4/none_zx81k2lm/attempt_0/3/error.json)\n"
+                "\tFile \"/srv/job/fit.py\", line 212, in step\n"
+                "\t  dist.all_gather(parts, t)\n"
+                "\tFile \"/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py\", "
+                "line 2950, in all_gather\n"
+                "\t  work = group.allgather([tensor_list], [tensor])\n",
+                "error_file", {"exc_type": None, "frame_func": "all_gather", "frame_line": 2950},
+                "the same pasted through an editor that turned each four-space indent into a tab"),
     )
     near_misses = (
         "    raise ChildFailedError(",
@@ -431,6 +449,8 @@ class ElasticParser(Parser):
 
     def feed(self, line: LogLine) -> Iterable[Event]:
         out: list[Event] = []
+        if line.text[:1] == "\t":
+            line = replace(line, text=untab(line.text))
         text = line.text
         if self.callstack is not None:
             if self.callstack.feed(text):

@@ -49,6 +49,17 @@ TORCH_ERROR_RE = re.compile(
     r"NCCL (?P<kind>error|timeout) in: (?P<loc>[^,\s]{1,256}:\d{1,8}), (?P<errstr>.{1,2048}?), NCCL version "
     r"(?P<ver>\d{1,4}\.\d{1,4}\.\d{1,4})"
 )
+# The same message cut before its version, at the end of the physical line: a terminal that hard-wrapped
+# the paste, or a log shipper's line limit, left `…, remote process exited or there was a network error, N`
+# with `CCL version 2.21.5` on the next line (log-formats.md section 1.6 template; NCCL's error strings have
+# no comma, so the reason ends at the first one). `VERSION_TAIL_RE` reads the rest of the cut tail.
+TORCH_ERROR_CUT_RE = re.compile(
+    r"NCCL (?P<kind>error|timeout) in: (?P<loc>[^,\s]{1,256}:\d{1,8}), (?P<errstr>[^,\r\n]{1,512}?)"
+    r"(?P<cut>, ?[NCLversion ]{0,13})?$"
+)
+VERSION_TAIL = ", NCCL version "
+VERSION_TAIL_RE = re.compile(r"^(?P<head>[A-Za-z ]{0,13}?)(?P<ver>\d{1,4}\.\d{1,4}\.\d{1,4})\s*$")
+CUT_WARN_MIN = 80   # a terminal is this wide at least: a shorter WARN line was not cut by one
 TORCH_ASYNC_RE = re.compile(
     r"NCCL (?P<kind>error): (?P<errstr>.{1,2048}?), NCCL version (?P<ver>\d{1,4}\.\d{1,4}\.\d{1,4})"
 )
@@ -301,6 +312,7 @@ class _ErrorBlock:
     awaiting_last: bool = False
     done: bool = False
     seen: int = 0
+    cut: str | None = None  # the head line's cut-off version tail (`, N`), completed by the next line
     extra: list[tuple[str, Fields]] = field(default_factory=list)
 
 
@@ -467,6 +479,14 @@ class NcclParser(Parser):
                 "failed.\nLast error:\nBootstrap : no socket interface "
                 "found", "network_error", {"error": "no_interface", "transport": "socket"},
                 "torch 2.1 / NCCL 2.18"),
+        Example("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+                "NCCLUtils.hpp:317, remote process exited or there was a network error, N\nCCL version "
+                "2.21.5\nncclRemoteError: A call failed possibly due to a network error or a remote process "
+                "exiting prematurely.\nLast error:\nsocketProgress: Connection closed by remote peer "
+                "node11<51210>", "nccl_error",
+                {"error_type": "ncclRemoteError", "nccl_version": "2.21.5", "reason":
+                 "remote process exited or there was a network error"},
+                "torch 2.5 / NCCL 2.21, the message cut before its version by a terminal's hard wrap"),
         Example("[rank1]:[E ProcessGroupNCCL.cpp:1414] [PG 0 Rank 1] Process group watchdog thread "
                 "terminated with exception: NCCL error: remote process exited or there was a network error, "
                 "NCCL version 2.20.5\nncclRemoteError: A call failed possibly due to a network error or a "
@@ -504,10 +524,14 @@ class NcclParser(Parser):
         "Setting NCCL_DEBUG=INFO may print the NCCL version",
         "    raise RuntimeError(f'NCCL error in: {loc}')",
         "pip install nvidia-nccl-cu12==2.18.5  # pin the NCCL version",
+        "grep 'NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error, see above' issue.md",
     )
 
     def __init__(self) -> None:
         self._block: _ErrorBlock | None = None
+        # A long WARN that named nothing: (its line, message, pid and host), in case the next physical line
+        # is the rest of it (see `_rest_of_cut_warn`).
+        self._cut_warn: tuple[LogLine, str, Fields] | None = None   # (line, message, nccl_warn's fields)
         # ProcessGroupNCCL prints its environments line for every process group it creates: the version
         # it states is one fact per rank, so it becomes one event per rank and version in a file.
         # (Each key's event is kept with it, for `take_history`.)
@@ -531,13 +555,48 @@ class NcclParser(Parser):
         return out
 
     def wants_more(self) -> bool:
-        return self._block is not None
+        return self._block is not None or self._cut_warn is not None
+
+    def _rest_of_cut_warn(self, line: LogLine) -> tuple[list[Event], bool]:
+        """The events of the held WARN (`_cut_warn`), and whether `line` was the rest of its message.
+
+        NCCL writes each message as one line of its own envelope (log-formats.md section 4.1), so a line
+        right after a long WARN that has no envelope, starts with no blank and is no longer than the WARN's
+        line is the rest of a message a terminal cut at its width (`... collective mismatch erro` /
+        `r, local size ...`); the joined message is classified again.
+        """
+        assert self._cut_warn is not None
+        head, msg, warn = self._cut_warn
+        text = line.text
+        found = None
+        if not (not text or text[:1].isspace() or len(line.raw) > len(head.raw) or text.startswith("[")
+                or "NCCL " in text or envelope(text) is not None):
+            found = classify_message(msg + text)
+        if not found:
+            return self._release_cut_warn(), False
+        self._cut_warn = None
+        ctx = {"pid": warn["pid"], "nccl_host": warn["nccl_host"]}
+        return [self.event("nccl_warn", head, message=msg + text, **warn),
+                *(self.event(kind, head, **fields, **ctx) for kind, fields in found)], True
 
     def close(self) -> Iterable[Event]:
-        return self._flush()
+        return [*self._release_cut_warn(), *self._flush()]
+
+    def _release_cut_warn(self) -> list[Event]:
+        """The held WARN's event as it was (no line completed it)."""
+        held, self._cut_warn = self._cut_warn, None
+        if held is None:
+            return []
+        head, msg, warn = held
+        return [self.event("nccl_warn", head, message=msg, **warn)]
 
     def feed(self, line: LogLine) -> Iterable[Event]:
         out: list[Event] = []
+        if self._cut_warn is not None:
+            held, joined = self._rest_of_cut_warn(line)
+            if joined:
+                return held
+            out.extend(held)
         if self._block is not None:
             if self._continue(line):
                 if self._block is not None and (self._block.done or self._block.seen > 6):
@@ -584,8 +643,11 @@ class NcclParser(Parser):
         ctx: Fields = {"pid": pid, "nccl_host": host}
         if env["lvl"] == "WARN":
             src = f"{env['src']}:{env['line']}" if env["src"] else None
-            out.append(self.event("nccl_warn", line, message=msg, src=src, cuda_dev=to_count(env["dev"]),
-                                  **ctx))
+            if len(line.raw) >= CUT_WARN_MIN and not classify_message(msg):
+                self._cut_warn = (line, msg, {"src": src, "cuda_dev": to_count(env["dev"]), **ctx})
+            else:
+                out.append(self.event("nccl_warn", line, message=msg, src=src, cuda_dev=to_count(env["dev"]),
+                                      **ctx))
         if " nranks " in msg:
             out.extend(self._lifecycle(line, msg, ctx))
         if env["lvl"] == "INFO" and msg.startswith("Bootstrap"):
@@ -633,9 +695,13 @@ class NcclParser(Parser):
     def _torch_error(self, line: LogLine) -> list[Event]:
         text = line.text
         m = TORCH_ERROR_RE.search(text) or TORCH_ASYNC_RE.search(text)
+        cut = None
         if not m:
-            return []
-        version = normalize_version(m["ver"])
+            m = TORCH_ERROR_CUT_RE.search(text.rstrip())
+            if not m or not VERSION_TAIL.startswith(m["cut"] or ""):
+                return []
+            cut = m["cut"] or ""
+        version = normalize_version(m["ver"]) if cut is None else None
         errstr = m["errstr"].strip()
         error_type = next((t for needle, t in ERRSTR_TYPES if needle in errstr), None)
         fields: Fields = {
@@ -643,9 +709,13 @@ class NcclParser(Parser):
             "location": m.groupdict().get("loc"), "detail": None, "last_error": None,
             "timeout": m["kind"] == "timeout", **pg_fields(text[: m.start()]),
         }
-        out = [self.event("nccl_version", line, version=version, cuda=None, pid=None, nccl_host=None,
-                          source="torch_error")]
-        self._block = _ErrorBlock(head=line, fields=fields)
+        out: list[Event] = []
+        if version is not None:
+            out.append(self.event("nccl_version", line, version=version, cuda=None, pid=None, nccl_host=None,
+                                  source="torch_error"))
+        self._block = _ErrorBlock(head=line, fields=fields, cut=cut)
+        if cut is not None:
+            return out
         tail = text[m.end():]
         if "\\n" in tail or "\n" in tail:  # the whole message on one physical line (repr / JSON)
             code = INLINE_CODE_RE.search(tail)
@@ -663,6 +733,12 @@ class NcclParser(Parser):
         assert block is not None
         block.seen += 1
         text = line.text
+        if block.cut is not None:
+            cut, block.cut = block.cut, None
+            v = VERSION_TAIL_RE.match(text)
+            if v and VERSION_TAIL.startswith(cut + v["head"]) and len(cut + v["head"]) == len(VERSION_TAIL):
+                block.fields["nccl_version"] = normalize_version(v["ver"])
+                return True
         if block.awaiting_last:
             self._set_last(text.strip())
             return True

@@ -27,17 +27,31 @@ NUM = r"\d{1,20}(?!\d)"
 SP = r"[ \t]{0,64}"
 SP1 = r"[ \t]{1,64}"
 BAR = r"\|[^|\r\n]{0,512}\|"
+# A tqdm counter: a plain count, or with `unit_scale` tqdm's `format_sizeof` text (3 significant digits
+# and an SI suffix: `14.2G/20.0G`, `512k/1.00M`, `0.00/20.0G`; tqdm/std.py `format_meter`), read by
+# `scaled_int` as the count it stands for.
+SCALED = r"\d{1,20}(?:\.\d{1,6})?[kMGTPEZY]?(?![\w.])"
 
 # Named shapes, most specific first; each has a `step` group and may have `total`, `epoch`.
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("megatron", re.compile(rf"\biteration{SP1}(?P<step>{NUM}){SP}/{SP}(?P<total>{NUM}){SP}\|")),
     ("torchtitan", re.compile(rf"(?<![\w])step:{SP}(?P<step>{NUM}){SP1}loss:")),
+    # A serving engine's periodic throughput report: vLLM's stat logger (V0 `vllm/engine/metrics.py`
+    # LoggingStatLogger, V1 `vllm/v1/metrics/loggers.py`: `Avg prompt throughput: <x> tokens/s, Avg
+    # generation throughput: <y> tokens/s, Running: <n> reqs`) and sglang's scheduler (`Decode batch. ...
+    # gen throughput (token/s): <y>`, python/sglang/srt/managers/scheduler.py). No step; a report with
+    # tokens served is progress (an engine that logged an error and then served tokens kept running), an
+    # all-zero one is not (an idle or stuck engine prints those too).
+    ("throughput", re.compile(
+        r"(?:Avg prompt throughput: (?P<tp_in>\d{1,12}(?:\.\d{1,6})?) tokens/s, Avg generation throughput: "
+        r"|gen throughput \(token/s\): )(?P<tp_out>\d{1,12}(?:\.\d{1,6})?)")),
     ("lightning", re.compile(
         rf"(?<![\w])Epoch (?P<epoch>{NUM}):{SP}(?P<pct>\d{{1,3}})%{BAR}{SP}"
         rf"(?P<step>{NUM})/(?P<total>{NUM})")),
-    ("tqdm", re.compile(rf"(?<!\d)(?P<pct>\d{{1,3}})%{BAR}{SP}(?P<step>{NUM})/(?P<total>{NUM})(?={SP}\[)")),
     ("tqdm", re.compile(
-        rf"(?<![\w/.])(?P<step>{NUM})/(?P<total>{NUM}) \[\d{{1,9}}:\d\d(?::\d\d)?<"
+        rf"(?<!\d)(?P<pct>\d{{1,3}})%{BAR}{SP}(?P<step>{SCALED})/(?P<total>{SCALED})(?={SP}\[)")),
+    ("tqdm", re.compile(
+        rf"(?<![\w/.])(?P<step>{SCALED})/(?P<total>{SCALED}) \[\d{{1,9}}:\d\d(?::\d\d)?<"
         rf"(?:\d{{1,9}}:\d\d(?::\d\d)?|\?)")),
     ("tqdm", re.compile(rf"(?<![\w/.])(?P<step>{NUM})it \[\d{{1,9}}:\d\d(?::\d\d)?[,\]]")),
     ("hf_trainer", re.compile(r"\{'loss': [^{}]{0,2048}?'epoch': (?P<epoch>\d{1,20}(?:\.\d{1,20})?)")),
@@ -55,7 +69,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 # A substring every match of PATTERNS[i] contains: a line without it skips that pattern.
 PATTERN_LITERALS: tuple[str, ...] = (
-    "iteration", "step:", "%|", "%|", " [", "it [", "{'loss': ", "poch", "Epoch [", "tep", "t",
+    "iteration", "step:", "throughput", "%|", "%|", " [", "it [", "{'loss': ", "poch", "Epoch [", "tep", "t",
 )
 EPOCH_RE = re.compile(
     rf"(?<![\w])[Ee]poch{SP}(?:[:=]{SP})?\[?(?P<epoch>\d{{1,20}}(?:\.\d{{1,20}})?)(?!\d)(?:{SP}/{SP}(?P<total>{NUM}))?"
@@ -216,6 +230,24 @@ def _times(text: str, start: int, end: int) -> tuple[int | None, int | None]:
     return interval_s(m["elapsed"]), interval_s(m["remaining"])
 
 
+_SI = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18, "Z": 10**21, "Y": 10**24}
+
+
+def scaled_int(value: str | None) -> int | None:
+    """A tqdm counter as an integer: `450` -> 450, `14.2G` -> 14_200_000_000, `0.00` -> 0 (see `SCALED`;
+    the factor is 1000 whatever `unit_divisor` was: the counter only has to order the reports)."""
+    if value is None or not value:
+        return None
+    mult = _SI.get(value[-1])
+    number = value[:-1] if mult else value
+    if mult is None and "." not in number:
+        return to_int(number)
+    try:
+        return to_int(str(int(float(number) * (mult or 1))))
+    except ValueError:
+        return None
+
+
 def _num(value: str | None) -> int | float | None:
     if value is None:
         return None
@@ -364,7 +396,8 @@ class ProgressParser(Parser):
     """Training progress → `progress` (first and last report of each series, plus restarts)."""
 
     name = "progress"
-    triggers: ClassVar[tuple[str, ...]] = ("step", "Step", "iter", "Iter", "poch", "%|", "it/s", "s/it")
+    triggers: ClassVar[tuple[str, ...]] = ("step", "Step", "iter", "Iter", "poch", "%|", "it/s", "s/it",
+                                           "throughput")
     user_triggers: ClassVar[tuple[str, ...]] = ()
     repeats_matter: ClassVar[bool] = True
     emits = (
@@ -399,6 +432,13 @@ class ProgressParser(Parser):
                 {"epoch": 0.5, "pattern": "hf_trainer", "step": None}, "HF Trainer 4.x"),
         Example(" 25/100 [00:10<00:30,  2.50it/s]", "progress", {"step": 25, "total": 100, "pattern": "tqdm"},
                 "HF Trainer / tqdm without bar"),
+        Example("Downloading data:  31%|███       | 6.19G/20.0G [13:02<29:05, 7.91MB/s]", "progress",
+                {"step": 6_190_000_000, "total": 20_000_000_000, "pattern": "tqdm",
+                 "label": "Downloading data", "elapsed_s": 782, "remaining_s": 1745},
+                "tqdm 4.x with unit_scale (HF datasets download)"),
+        Example("model.safetensors:  51%|█████     | 512k/1.00M [00:01<00:01, 410kB/s]", "progress",
+                {"step": 512_000, "total": 1_000_000, "pattern": "tqdm", "label": "model.safetensors"},
+                "tqdm 4.x with unit_scale (HF hub download)"),
         Example("Epoch 3:  45%|████▌     | 450/1000 [01:30<01:50, 4.98it/s, v_num=0]", "progress",
                 {"step": 450, "total": 1000, "epoch": 3, "pattern": "lightning"}, "Lightning 2.x"),
         Example("[rank0]:[titan] 2025-01-01 09:14:03,120 - root - INFO - step:  10  loss:  7.8213  memory: "
@@ -416,6 +456,12 @@ class ProgressParser(Parser):
         Example("Train Epoch: 1 [25600/60000 (43%)]\tLoss: 0.290", "progress",
                 {"epoch": 1, "step": 25600, "total": 60000, "pattern": "epoch_samples"},
                 "pytorch/examples (samples seen in the epoch)"),
+        Example("INFO 03-11 14:10:02 [loggers.py:80] Avg prompt throughput: 2210.7 tokens/s, Avg generation "
+                "throughput: 402.3 tokens/s, Running: 12 reqs, Waiting: 0 reqs, GPU KV cache usage: 7.1%",
+                "progress", {"step": None, "pattern": "throughput"}, "vLLM 0.8 V1 stat logger"),
+        Example("[2025-01-22 08:30:11 TP0] Decode batch. #running-req: 31, #token: 9120, token usage: 0.06, "
+                "gen throughput (token/s): 1201.55, #queue-req: 0",
+                "progress", {"step": None, "pattern": "throughput"}, "sglang scheduler"),
         Example("INFO:root:epoch: 4", "progress", {"epoch": 4, "step": None, "pattern": "epoch"},
                 "generic training loops"),
     )
@@ -427,6 +473,8 @@ class ProgressParser(Parser):
         "lr_scheduler: StepLR step size 30",
         "gradient_accumulation_steps: 4",
         "Number of iterations to run: 1000",
+        "GPU memory 61.2G/80.0G reserved",
+        "Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 48 reqs",
     )
 
     def __init__(self) -> None:
@@ -684,6 +732,10 @@ class ProgressParser(Parser):
             if not m2:
                 continue
             gd = m2.groupdict()
+            if name == "throughput":
+                if not any(float(v) for v in (gd.get("tp_in"), gd["tp_out"]) if v is not None):
+                    return None     # nothing served since the last report
+                return {"step": None, "total": None, "epoch": None, "pattern": name, "label": None}
             epoch = _num(gd.get("epoch"))
             if epoch is None:
                 e = EPOCH_RE.search(text)
@@ -691,7 +743,8 @@ class ProgressParser(Parser):
             label = _label(text, m2.start()) if name == "tqdm" and gd.get("pct") else None
             if label is not None and EPOCH_RE.fullmatch(label):
                 label = None
-            out: dict[str, Any] = {"step": to_int(gd.get("step")), "total": to_int(gd.get("total")),
+            conv = scaled_int if name == "tqdm" else to_int
+            out: dict[str, Any] = {"step": conv(gd.get("step")), "total": conv(gd.get("total")),
                                    "epoch": epoch, "pattern": name, "label": label}
             if name in ("tqdm", "lightning"):
                 out["elapsed_s"], out["remaining_s"] = _times(text, m2.start(), m2.end())

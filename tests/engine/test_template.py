@@ -36,6 +36,8 @@ FRAME = pd.DataFrame({"rank": [2, 0, 1, None], "pg": ["0", "0", "1", None], "seq
     ("  padded  \n", "padded"),
     ("{{ 352321536 | size }} {{ 4670874419 | size }} {{ 140737488355328 | size }} {{ 512 | size }}",
      "336.00 MiB 4.35 GiB 128.00 TiB 512 bytes"),
+    ("{{ 14400000000 | tally }}/{{ 20000000000 | tally }} {{ 1830000 | tally }} {{ 999999 | tally }}",
+     "14.4G/20.0G 1.83M 999999"),
 ])
 def test_filters(source: str, text: str) -> None:
     out, error = render(source, {"b": FRAME}, {"world_size": 8, "hosts_by_rank": {0: "node-a", 2: "node-c"}})

@@ -277,6 +277,34 @@ def test_hard_wrapped_paste_with_many_short_lines_is_rejoined(mark: tuple[type[P
     assert got == [(1, True), (2, True), (3, True)]
 
 
+def test_hard_wrapped_paste_with_few_wrapped_messages_is_rejoined(mark: tuple[type[Parser], ...]) -> None:
+    # A 120-column paste of a long log where only two messages among many short prints were long enough
+    # to wrap (four cut lines): each cut line goes on mid-word on the next one.
+    width = 120
+    lines = [f"epoch 1 step {i} loss 0.{i}" for i in range(16)]
+    for r in (1, 2):
+        msg = f"[rank{r}]:[E1105 09:44:11.50122900{r} ProcessGroupNCCL.cpp:632] [Rank {r}] " + "tensor" * 45
+        msg += f" MARK end={r}"
+        lines += [msg[i:i + width] for i in range(0, len(msg), width)] + ["validation done"]
+    res = read(("\n".join(lines) + "\n").encode(), mark)
+    assert any("rejoined" in n for n in res.notes)
+    got = [(e.rank, e.text.endswith(f"MARK end={e.rank}")) for e in res.events]
+    assert got == [(1, True), (2, True)]
+
+
+def test_repeated_warnings_with_their_source_lines_are_not_a_hard_wrap(
+        mark: tuple[type[Parser], ...]) -> None:
+    # Four ranks print one warning of the same (longest) width, each followed by the indented source line
+    # Python's warnings module prints: one message repeated, continued by blanks, is not a terminal's cut.
+    warn = "/home/user/venv/lib/python3.11/site-packages/torch/utils/checkpoint.py:1399: FutureWarning: " \
+           "MARK a=1 deprecated, pass use_reentrant explicitly"
+    lines = [f"step {i}" for i in range(12)]
+    for _ in range(4):
+        lines += [warn, "  return fn(*args, **kwargs)"]
+    res = read(("\n".join(lines) + "\n").encode(), mark)
+    assert not any("rejoined" in n for n in res.notes)
+
+
 def test_torchrun_table_rules_are_not_a_hard_wrap(mark: tuple[type[Parser], ...]) -> None:
     # ChildFailedError rules are 60 characters and each is followed by a line of the table, not a record.
     rule, dash = "=" * 60, "-" * 60

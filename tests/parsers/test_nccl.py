@@ -108,3 +108,36 @@ def test_ib_async_events_are_network_errors_only_when_they_are_errors(event: str
     net = events(text, "network_error")
     assert [(e.get("error"), e.get("detail")) for e in net] == ([("async_event", event)] if is_error else [])
     assert len(events(text, "nccl_warn")) == 1
+
+
+CUT_HEAD = ("node07:41233:41410 [3] transport/net_ib.cc:1092 NCCL WARN NET/IB : req 0/1 tag 7 peer "
+            "10.2.0.9<41120> collective mismatch erro")
+
+
+def test_warn_cut_by_a_terminal_is_completed_by_the_next_line() -> None:
+    # NCCL prints each message on one line (log-formats.md section 4.1): a bare line after a long WARN that
+    # named nothing is the rest of it, cut at the terminal's width.
+    found = events(CUT_HEAD + "\nr, local size 131072 remote size 65536\nstep 12 loss 0.3\n")
+    warn = [e.get("message") for e in found if e.kind == "nccl_warn"]
+    assert len(warn) == 1
+    assert warn[0].endswith("collective mismatch error, local size 131072 remote size 65536")
+    assert has(found, {"error": "collective_mismatch"})
+    assert all(e.ref.line == 1 for e in found if e.kind != "progress")
+
+
+@pytest.mark.parametrize("after", [
+    "  indented context line that is not the rest of it",
+    "[rank0]: Traceback (most recent call last):",
+    "node07:41233:41411 [3] NCCL INFO transport/net.cc:1302 -> 6",
+    "",
+])
+def test_a_long_warn_followed_by_a_record_or_blank_stays_as_it_was(after: str) -> None:
+    found = events(CUT_HEAD + "\n" + after + "\n")
+    warn = [e for e in found if e.kind == "nccl_warn"]
+    assert [e.get("message") for e in warn][:1] == [CUT_HEAD.split("NCCL WARN ", 1)[1]]
+    assert not has(found, {"error": "collective_mismatch"})
+
+
+def test_a_long_warn_at_the_end_of_the_file_is_kept() -> None:
+    found = events(CUT_HEAD)
+    assert [e.get("message") for e in found if e.kind == "nccl_warn"] == [CUT_HEAD.split("NCCL WARN ", 1)[1]]
