@@ -562,6 +562,11 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
     traceback takes the time of the log record just above it). With worker-group restarts in a shared
     file, a later attempt's progress is not the same process either.
 
+    A finish line of the same writer after the error (`run_finished`: `Training completed`, `done in 41s`)
+    counts by line order alone, in any file: buffering can move a print, but a process that an uncaught
+    exception ended never reaches the end of its script to print it (an error after the finish, at teardown,
+    stays below that line).
+
     Another rank's progress counts too, once it is well past the error (by more than PEER_PROGRESS_S, so
     that neither a step in flight nor two hosts' clocks explain it): ranks of one job block in their next
     collective when a peer is gone (failure-signatures.md section 0.1, step 2), so a peer that trained on
@@ -584,9 +589,14 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
 
     last_line: dict[tuple[Any, ...], int] = {}
     last_time: dict[tuple[Any, ...], float] = {}
+    finished: dict[tuple[Any, ...], int] = {}
     headers: dict[tuple[str, int], float] = {}
     for e in events:
-        if e.kind == "progress":
+        if e.kind == "run_finished":
+            key = writer(e)
+            if key is not None:
+                finished[key] = max(finished.get(key, 0), e.ref.line)
+        elif e.kind == "progress":
             key = writer(e)
             if key is not None:
                 last_line[key] = max(last_line.get(key, 0), e.ref.line)
@@ -595,7 +605,7 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
         elif e.time is not None and (e.kind == "error_line" or (e.level or "") in ERROR_LEVELS):
             headers[(e.ref.path, e.ref.line)] = e.time
     out: set[int] = set()
-    if not last_line:
+    if not last_line and not finished:
         return _survived_unattributed(events, files, writer)
     out |= _survived_by_peers(events, restarted)
     for i, e in enumerate(events):
@@ -603,6 +613,9 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
         if not (e.kind in _SURVIVABLE_KINDS or logged):
             continue
         key = writer(e)
+        if key is not None and finished.get(key, 0) > e.ref.line:
+            out.add(i)
+            continue
         if key is None or key not in last_line:
             continue
         if e.ref.path in one_stream:
