@@ -51,7 +51,8 @@ FINISHED_RE = re.compile(
     r"|`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d{1,12}` reached"
     # A script's own last line giving the run's duration: `done in 41s`, `All done in 3.2 min`. The whole
     # line only: `epoch 3 done in 12s` is an epoch, not the run.
-    r"|^(?:\[?rank ?\d{1,7}\]?:? )?(?:all |job |run |training )?done in \d{1,9}(?:\.\d{1,3})? ?(?:s|secs?|seconds|m|mins?|minutes|h|hours?)\.?$"
+    r"|^(?:\[?rank ?\d{1,7}\]?:? )?(?:all |job |run |training )?done in \d{1,9}(?:\.\d{1,3})? ?"
+    r"(?:s|secs?|seconds|m|mins?|minutes|h|hours?)\.?$"
 )
 FINISHED_TRIGGERS = ("raining", "Trainer.fit", "one in ")
 PHASE_TRIGGERS = ("heckpoint", "alidat", "valuat", "eval", "Eval", "est loop", "est epoch", "okeniz",

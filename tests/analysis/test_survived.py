@@ -188,8 +188,8 @@ def test_a_peers_step_just_after_the_error_proves_nothing(tmp_path: Path) -> Non
     assert _verdict(tmp_path, {"slurm-5120.out": _srun("2026-02-11 10:04:01")})[0] != "none"
 
 
-# A caught traceback (stderr) amid untimed prints: the prints prove nothing by their place (buffering), but the
-# same rank's finish line does: an uncaught exception ends the process before the end of its script.
+# A caught traceback (stderr) amid untimed prints: the prints prove nothing by their place (buffering),
+# but the same rank's finish line does: an uncaught exception ends the process before the end of its script.
 CAUGHT_THEN_DONE = """\
 [default0]:[rank 0] epoch 0 step 0 loss 3.10
 [default1]:[rank 1] epoch 0 step 0 loss 3.12
