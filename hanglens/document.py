@@ -515,6 +515,8 @@ def _rank_note(r: dict[str, Any]) -> str:
         notes.append("ahead of the others" if r["position"] == "ahead" else "behind the others")
     if r.get("first_silent"):
         notes.append(f"went quiet first ({r['silent_for_s']:.3g} s before the last report of any rank)")
+    if r.get("unranked_note"):
+        notes.append(str(r["unranked_note"]))
     return "; ".join(notes)
 
 

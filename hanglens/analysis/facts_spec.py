@@ -215,6 +215,7 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "stalled_start",
                 "boundary",
                 "no_error",
+                "unranked_note",
                 *_EVIDENCE,
             ),
             "Where each rank stopped when a job goes quiet (failure-signatures.md section 16): last "
@@ -227,7 +228,8 @@ FACT_SPECS: dict[str, FactSpec] = {
             "`stalled_start` when its last report is 0 of N right after a completed unit, `boundary` the "
             "phase it stopped at (epoch_start, validation, checkpoint_save, ...); `no_error` when the logs "
             "hold no failure line but the stop itself. One row with rank null stands for unattributed "
-            "output when no rank has its own.",
+            "output when no rank has its own: its `last_step` is the highest step printed (how far some "
+            "rank got; the last line is any rank's), `unranked_note` says so in words.",
         ),
         FactSpec(
             "slow_phase",

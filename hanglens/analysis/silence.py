@@ -284,10 +284,21 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row
             (e.get("gap_after") for e in reversed(stepped) if isinstance(e.get("gap_after"), int)), None
         )
         steps = [s for s in (_step(e) for e in stepped) if s is not None]
+        last_step = _step(stepped[-1]) if stepped else None
+        unranked_note = None
+        if rank is None and steps and max(steps) != last_step:
+            # Interleaved lines of several ranks with no rank on them: the last line is whichever rank
+            # printed last, not where the job stopped; the highest step printed is how far some rank got.
+            unranked_note = (f"no line names its rank: some rank printed step {max(steps)}, the last line is "
+                             f"step {last_step}; which rank stopped where cannot be told")
+            last_step = max(steps)
+        elif rank is None and steps:
+            unranked_note = "no line names its rank: which rank stopped where cannot be told"
         base.append({
             "rank": rank,
             "host": hosts.get(rank) if rank is not None else None,
-            "last_step": _step(stepped[-1]) if stepped else None,
+            "last_step": last_step,
+            "unranked_note": unranked_note,
             "first_step": min(steps) if steps else None,
             "last_epoch": next(
                 (e.get("epoch") for e in reversed(stepped or progress) if e.get("epoch") is not None), None

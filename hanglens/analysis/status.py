@@ -569,6 +569,11 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
     under a writer's error record is that writer's logged exception, and the traceback's exception line is
     part of it.
 
+    A finish line of the same writer after the error (`run_finished`: `Training completed`, `done in 41s`)
+    counts by line order alone, in any file: buffering can move a print, but a process that an uncaught
+    exception ended never reaches the end of its script to print it (an error after the finish, at teardown,
+    stays below that line).
+
     Another rank's progress counts too, once it is well past the error (by more than PEER_PROGRESS_S, so
     that neither a step in flight nor two hosts' clocks explain it): ranks of one job block in their next
     collective when a peer is gone (failure-signatures.md section 0.1, step 2), so a peer that trained on
@@ -592,10 +597,15 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
     last_line: dict[tuple[Any, ...], int] = {}
     last_record: dict[tuple[Any, ...], int] = {}   # the writer's latest progress line written by `logging`
     last_time: dict[tuple[Any, ...], float] = {}
+    finished: dict[tuple[Any, ...], int] = {}
     headers: dict[tuple[str, int], float] = {}
     records: dict[tuple[str, int], tuple[Any, ...]] = {}   # an error record's line -> its writer
     for e in events:
-        if e.kind == "progress":
+        if e.kind == "run_finished":
+            key = writer(e)
+            if key is not None:
+                finished[key] = max(finished.get(key, 0), e.ref.line)
+        elif e.kind == "progress":
             key = writer(e)
             if key is not None:
                 last_line[key] = max(last_line.get(key, 0), e.ref.line)
@@ -610,7 +620,7 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
             if key is not None and (e.level or "") in ERROR_LEVELS:
                 records[(e.ref.path, e.ref.line)] = key
     out: set[int] = set()
-    if not last_line:
+    if not last_line and not finished:
         return _survived_unattributed(events, files, writer)
     out |= _survived_by_peers(events, restarted)
     logged_tracebacks = _logged_tracebacks(events, records)
@@ -622,6 +632,9 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
         by_record = key is None and i in logged_tracebacks
         if by_record:
             key = logged_tracebacks[i]
+        if key is not None and finished.get(key, 0) > e.ref.line:
+            out.add(i)
+            continue
         if key is None or key not in last_line:
             continue
         if (logged or by_record) and last_record.get(key, 0) > e.ref.line:

@@ -49,8 +49,12 @@ FINISHED_RE = re.compile(
     r"(?i)(?<![\w-])training (?:is |has )?(?:complete|completed|finished|done)(?![\w-])"
     r"|(?<![\w-])(?:finished|completed|done with) (?:the )?training(?![\w-])"
     r"|`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d{1,12}` reached"
+    # A script's own last line giving the run's duration: `done in 41s`, `All done in 3.2 min`. The whole
+    # line only: `epoch 3 done in 12s` is an epoch, not the run.
+    r"|^(?:\[?rank ?\d{1,7}\]?:? )?(?:all |job |run |training )?done in \d{1,9}(?:\.\d{1,3})? ?"
+    r"(?:s|secs?|seconds|m|mins?|minutes|h|hours?)\.?$"
 )
-FINISHED_TRIGGERS = ("raining", "Trainer.fit")
+FINISHED_TRIGGERS = ("raining", "Trainer.fit", "one in ")
 PHASE_TRIGGERS = ("heckpoint", "alidat", "valuat", "eval", "Eval", "est loop", "est epoch", "okeniz",
                   "reprocess", "ataset")
 # Lines of a stack or a traceback mention these words as code, not as a phase.
@@ -103,6 +107,11 @@ class LifecycleParser(Parser):
                 {"phrase": "`Trainer.fit` stopped: `max_epochs=20` reached"}, "Lightning 2.x fit loop"),
         Example("[rank 0] finished training after 12 epochs", "run_finished", {"phrase": "finished training"},
                 "generic training loops"),
+        Example("done in 41s", "run_finished", {"phrase": "done in 41s"}, "generic training scripts"),
+        Example("All done in 3.5 min", "run_finished", {"phrase": "All done in 3.5 min"},
+                "generic training scripts"),
+        Example("[rank 1] done in 41s", "run_finished", {"phrase": "[rank 1] done in 41s"},
+                "generic training scripts"),
     )
     near_misses = (
         "  File \"/opt/lib/python3.11/site-packages/trainer/checkpoint.py\", line 40, in save_checkpoint",
@@ -112,6 +121,9 @@ class LifecycleParser(Parser):
         "checkpoint_dir: /ckpt",
         "eval_steps=500",
         "Sending process 4411 closing signal SIGTERM",
+        "epoch 3 done in 12s",
+        "[rank 1] epoch 3 done in 12s",
+        "done in 41s, retrying",
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:

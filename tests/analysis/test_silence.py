@@ -208,3 +208,23 @@ def test_a_stop_that_is_still_a_hang_after_a_finish_line() -> None:
                frames=["/opt/venv/lib/python3.11/site-packages/torch/distributed/elastic/agent/server/api.py:"
                        "870 in _invoke_run"])
     assert _finished([*evs, agent])                                    # the agent's own sleep says nothing
+
+
+def test_unattributed_output_stops_at_the_highest_step_printed_not_the_last_line() -> None:
+    # Bare `step N` lines of three ranks, interleaved: the one that went ahead printed step 5 before the
+    # others' step 4 lines; the last line is any rank's.
+    rows = by_rank([step(None, 0), step(None, 2), step(None, 0), step(None, 5), step(None, 3), step(None, 4)])
+    row = rows[None]
+    assert row["last_step"] == 5
+    assert "step 5" in row["unranked_note"] and "step 4" in row["unranked_note"]
+
+
+def test_unattributed_output_ending_on_its_highest_step_still_says_the_ranks_are_unknown() -> None:
+    row = by_rank([step(None, 0), step(None, 1), step(None, 2)])[None]
+    assert row["last_step"] == 2
+    assert "cannot be told" in row["unranked_note"]
+
+
+def test_ranked_rows_have_no_unranked_note() -> None:
+    rows = by_rank([step(0, 1), step(1, 2)])
+    assert rows[0]["unranked_note"] is None and rows[1]["unranked_note"] is None

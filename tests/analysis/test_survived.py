@@ -223,3 +223,37 @@ def test_logged_exception_under_its_record_is_survived_by_line_order(tmp_path: P
 
 def test_uncaught_traceback_without_a_record_above_stays_a_failure(tmp_path: Path) -> None:
     assert _verdict(tmp_path, {"train.log": UNCAUGHT_UNPREFIXED})[0] != "none"
+# A caught traceback (stderr) amid untimed prints: the prints prove nothing by their place (buffering),
+# but the same rank's finish line does: an uncaught exception ends the process before the end of its script.
+CAUGHT_THEN_DONE = """\
+[default0]:[rank 0] epoch 0 step 0 loss 3.10
+[default1]:[rank 1] epoch 0 step 0 loss 3.12
+[default0]:Traceback (most recent call last):
+[default0]:  File "/home/user/job/train.py", line 120, in save_preview
+[default0]:    img.save(path)
+[default0]:PermissionError: [Errno 13] Permission denied: '/data/previews/step0.png'
+[default0]:[rank 0] epoch 0 step 1 loss 2.80
+[default1]:[rank 1] epoch 0 step 1 loss 2.81
+[default0]:[rank 0] done in 41s
+[default1]:[rank 1] done in 41s
+"""
+
+
+def test_a_traceback_then_the_same_ranks_finish_line_is_survived(tmp_path: Path) -> None:
+    assert _verdict(tmp_path, {"console.log": CAUGHT_THEN_DONE})[0] == "none"
+
+
+def test_a_finish_line_above_the_traceback_does_not_cover_it(tmp_path: Path) -> None:
+    # The crash came after the finish line (at teardown): the finish line says nothing of it.
+    lines = CAUGHT_THEN_DONE.splitlines(keepends=True)
+    done = [ln for ln in lines if "done in" in ln and "[default0]" in ln]
+    rest = [ln for ln in lines if ln not in done]
+    category, culprits = _verdict(tmp_path, {"console.log": "".join(done + rest)})
+    assert category != "none"
+    assert culprits == [0]
+
+
+def test_another_ranks_finish_line_does_not_cover_the_error(tmp_path: Path) -> None:
+    text = "".join(ln for ln in CAUGHT_THEN_DONE.splitlines(keepends=True)
+                   if not ("done in" in ln and "[default0]" in ln))
+    assert _verdict(tmp_path, {"console.log": text})[0] != "none"
