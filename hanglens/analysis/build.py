@@ -160,7 +160,8 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     tables["victim_signals"] = frame("victim_signals", victims)
     tables["first_failure"] = frame("first_failure", status.first_failure_rows(evs, hosts))
     tables["versions"] = frame("versions", status.version_rows(evs, hosts))
-    rank_rows = status.rank_status_rows(evs, ranks, hosts, victims, status.own_log_ranks(files), clean)
+    rank_rows = status.rank_status_rows(evs, ranks, hosts, victims, status.own_log_ranks(files), clean,
+                                      status.printed_ranks(files))
     del victims
     tables["rank_status"] = frame("rank_status", rank_rows)
     aborted = {r["rank"] for r in rank_rows if r.get("signal") == "SIGABRT"}

@@ -545,6 +545,12 @@ def own_log_ranks(files: Sequence[InputFile]) -> set[int]:
     return {f.origin.rank for f in files if f.origin.rank is not None}
 
 
+def printed_ranks(files: Sequence[InputFile]) -> set[int]:
+    """Ranks with any line of their own in the input: a file of their own, or lines that carry their rank
+    (`[rankN]:`), read into an event or not (a warning no parser knows is still the rank's output)."""
+    return {r for f in files for r in f.ranks} | own_log_ranks(files)
+
+
 # A rank's own error that it can live through: caught and logged (`logging.exception`), a retried upload,
 # an OOM a batch-size finder catches. A hang, a launcher's failure line or a sticky CUDA error never is.
 _SURVIVABLE_KINDS = frozenset({"exception", "error_line", "oom", "dataloader_error"})
@@ -864,8 +870,12 @@ def rank_status_rows(
     victims: Sequence[Row],
     own_logs: set[int] | None = None,
     clean: set[int] | None = None,
+    printed: set[int] | None = None,
 ) -> list[Row]:
-    """One row per known rank: crashed (own fault), hung, victim (consequence signals), ok or silent."""
+    """One row per known rank: crashed (own fault), hung, victim (consequence signals), ok or silent.
+
+    "silent" is a rank with no line of its own in the input (`printed`, else no event of its own); a rank
+    whose lines were read but matched no parser is "ok": it wrote, and nothing it wrote is a failure."""
     sn = single_node(events)
     by_rank: dict[int, list[Event]] = defaultdict(list)
     for e in events:
@@ -901,7 +911,8 @@ def rank_status_rows(
             None,
         )
         status = (
-            "crashed" if crashed else "hung" if hung else "victim" if victim else "ok" if evs else "silent"
+            "crashed" if crashed else "hung" if hung else "victim" if victim
+            else "ok" if evs or rank in (printed or set()) else "silent"
         )
         rows.append(
             {

@@ -54,7 +54,10 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
         for r in doc.get("ranks") or []
         if isinstance(r, Mapping) and r.get("status") == "silent"
     ]
-    if silent:
+    inputs = doc.get("inputs") if isinstance(doc.get("inputs"), Mapping) else {}
+    # Without a stated world size the ranks between those seen are only assumed to exist, and an excerpt
+    # leaves most of them out: naming them says nothing (the HTML rank map still shows each).
+    if silent and inputs.get("world_size"):
         who += [("", "   No log from "), ("dim", c.rank_list(silent))]  # (absent, not shown quiet)
     out.append(who)
 

@@ -52,3 +52,11 @@ def test_wants_color(monkeypatch: pytest.MonkeyPatch) -> None:
     assert wants_color(Tty()) and not wants_color(io.StringIO())
     monkeypatch.setenv("NO_COLOR", "1")
     assert not wants_color(Tty())
+
+
+def test_no_log_from_only_when_the_world_size_is_stated(doc: dict[str, Any]) -> None:
+    # Without a stated world size the ranks between those seen are assumed, and an excerpt leaves most out.
+    doc.setdefault("inputs", {})["world_size"] = None
+    assert "No log from" not in render_text(doc, color=False).splitlines()[1]
+    doc["inputs"]["world_size"] = 8
+    assert "No log from 7" in render_text(doc, color=False).splitlines()[1]
