@@ -8,9 +8,9 @@ from hanglens import api
 
 # Four ranks each print a warning no parser reads, then a shared progress bar finishes: every rank wrote.
 CONSOLE = "".join(
-    f"[rank{r}]:[W0310 09:14:02.11820{r}000 ProcessGroupNCCL.cpp:4115] [PG 0 (default_pg) Rank {r}]  using GPU {r}"
-    " to perform barrier as devices used by this process are currently unknown. This can potentially cause a"
-    " hang if this rank to GPU mapping is incorrect.\n"
+    f"[rank{r}]:[W0310 09:14:02.11820{r}000 ProcessGroupNCCL.cpp:4115] [PG 0 (default_pg) Rank {r}]"
+    f"  using GPU {r} to perform barrier as devices used by this process are currently unknown."
+    " This can potentially cause a hang if this rank to GPU mapping is incorrect.\n"
     for r in (1, 0, 3, 2)
 ) + "100%|##########| 120/120 [04:10<00:00,  2.09s/it]\n"
 
