@@ -29,6 +29,12 @@ def _status(key: str) -> float:
 def main() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")     # as hanglens.__main__
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
+    try:
+        from hanglens._malloc import fix_mmap_threshold   # as hanglens.__main__ (absent from older trees)
+
+        fix_mmap_threshold()
+    except ImportError:
+        pass
     corpus = sys.argv[1]
     last = [time.process_time()]
 
