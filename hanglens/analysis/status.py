@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from hanglens import lazyre as re
@@ -803,6 +803,25 @@ def rank_status_rows(
     clean: set[int] | None = None,
 ) -> list[Row]:
     """One row per known rank: crashed (own fault), hung, victim (consequence signals), ok or silent."""
+    cols = rank_status_columns(events, ranks, hosts, victims, own_logs, clean)
+    return [dict(zip(cols, values, strict=True)) for values in zip(*cols.values(), strict=True)]
+
+
+RANK_STATUS_KEYS = ("rank", "host", "status", "crashed", "hung", "victim", "quiet", "own_log",
+                    "first_error_kind", "first_error_time", "exitcode", "signal", "exited_clean",
+                    "signalled_outside")
+
+
+def rank_status_columns(
+    events: Sequence[Event],
+    ranks: Sequence[int],
+    hosts: dict[int, str],
+    victims: Sequence[Row],
+    own_logs: set[int] | None = None,
+    clean: set[int] | None = None,
+) -> dict[str, list[Any]]:
+    """`rank_status_rows` as one list per key (RANK_STATUS_KEYS, in order): a job of N ranks has N rows, and
+    N dicts of 14 keys would cost about 650 bytes each beside the table made from them."""
     sn = single_node(events)
     by_rank: dict[int, list[Event]] = defaultdict(list)
     for e in events:
@@ -817,9 +836,13 @@ def rank_status_rows(
     exit_only = _exit_only_crashes(events)
     outside = _signalled_outside(events, sn)
     clean = clean or set()
-    rows = []
+    own_logs = own_logs or set()
+    cols: dict[str, list[Any]] = {k: [] for k in RANK_STATUS_KEYS}
+    (c_rank, c_host, c_status, c_crashed, c_hung, c_victim, c_quiet, c_own, c_kind, c_time, c_exit, c_signal,
+     c_clean, c_outside) = cols.values()
+    no_events: list[Event] = []
     for rank in sorted(set(ranks) | set(by_rank)):
-        evs = by_rank.get(rank, [])
+        evs = by_rank.get(rank, no_events)
         crashed = rank in exit_only or any(is_own_crash(e) for e in evs)
         hung = any(e.kind == "hang_detected" for e in evs)
         # Its own watchdog stated a failed work (2.4+ status lines): it waited in a collective, not quiet.
@@ -840,36 +863,37 @@ def rank_status_rows(
         status = (
             "crashed" if crashed else "hung" if hung else "victim" if victim else "ok" if evs else "silent"
         )
-        rows.append(
-            {
-                "rank": rank,
-                "host": hosts.get(rank),
-                "status": status,
-                "crashed": crashed,
-                "hung": hung,
-                "victim": victim,
-                "quiet": not crashed and not hung and not watched and rank not in loud_ranks,
-                # Its own output is here: a file of its own, or lines attributed to it ([rankN]:).
-                "own_log": rank in (own_logs or set()) or bool(evs),
-                "first_error_kind": fails[0].kind if fails else None,
-                "first_error_time": fails[0].time if fails else None,
-                "exitcode": exitcode,
-                "signal": exit_signal(exitcode),
-                "exited_clean": rank in clean and exitcode is None and not crashed and not hung,
-                "signalled_outside": rank in outside and not crashed and not hung,
-            }
-        )
-    return rows
+        c_rank.append(rank)
+        c_host.append(hosts.get(rank))
+        c_status.append(status)
+        c_crashed.append(crashed)
+        c_hung.append(hung)
+        c_victim.append(victim)
+        c_quiet.append(not crashed and not hung and not watched and rank not in loud_ranks)
+        # Its own output is here: a file of its own, or lines attributed to it ([rankN]:).
+        c_own.append(rank in own_logs or bool(evs))
+        c_kind.append(fails[0].kind if fails else None)
+        c_time.append(fails[0].time if fails else None)
+        c_exit.append(exitcode)
+        c_signal.append(exit_signal(exitcode))
+        c_clean.append(rank in clean and exitcode is None and not crashed and not hung)
+        c_outside.append(rank in outside and not crashed and not hung)
+    return cols
 
 
 def host_failure_rows(rank_rows: Sequence[Row]) -> list[Row]:
-    per: dict[str, list[Row]] = defaultdict(list)
-    for r in rank_rows:
-        if r["host"]:
-            per[r["host"]].append(r)
+    return host_failures((r["host"], r["crashed"]) for r in rank_rows)
+
+
+def host_failures(host_crashed: Iterable[tuple[str | None, bool]]) -> list[Row]:
+    """`host_failure_rows` from each rank's (host, crashed)."""
+    per: dict[str, list[bool]] = defaultdict(list)
+    for host, crashed in host_crashed:
+        if host:
+            per[host].append(crashed)
     rows = []
     for host, rs in sorted(per.items()):
-        failing = sum(1 for r in rs if r["crashed"])
+        failing = sum(1 for c in rs if c)
         rows.append(
             {
                 "host": host,
