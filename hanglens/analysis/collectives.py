@@ -218,29 +218,30 @@ def enqueue_lag(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, 
     peers failed; false when it had work in flight; None when its status does not say.
     """
     out: list[Row] = []
-    by_pg: dict[str, list[Row]] = defaultdict(list)
+    # (each state row with its position, not a copy of it: a big job has a row per rank)
+    by_pg: dict[str, list[tuple[Row, int]]] = defaultdict(list)
     for r in state:
         pos = r.get("last_enqueued")
         if pos is None:
             pos = r.get("timed_out_seq")
         if pos is not None:
-            by_pg[r["pg"]].append({**r, "pos": pos})
+            by_pg[r["pg"]].append((r, pos))
     for pg, rows in sorted(by_pg.items()):
         if len(rows) < 2:
             continue
-        counts = Counter(r["pos"] for r in rows)
+        counts = Counter(pos for _, pos in rows)
         majority = max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
         top = max(counts)
-        for r in rows:
+        for r, pos in rows:
             out.append(
                 {
                     "pg": pg,
                     "rank": r["rank"],
                     "host": r.get("host"),
-                    "last_enqueued": r["pos"],
+                    "last_enqueued": pos,
                     "pg_max_enqueued": top,
-                    "lag": max(0, majority - r["pos"]),
-                    "ahead": max(0, r["pos"] - majority),
+                    "lag": max(0, majority - pos),
+                    "ahead": max(0, pos - majority),
                     "basis": r.get("source") or "status",
                     "idle": _idle(r),
                     "path": r.get("path"),

@@ -639,7 +639,7 @@ def _survived_by_peers(events: Sequence[Event], restarted: set[str]) -> set[int]
 
     out: set[int] = set()
     above: dict[tuple[str, int], float] = {}
-    for i, e in sorted(enumerate(events), key=lambda ie: (ie[1].ref.path, ie[1].ref.line)):
+    for i, e in _in_line_order(events):
         if e.rank is None:
             continue
         if e.time is not None:
@@ -651,6 +651,19 @@ def _survived_by_peers(events: Sequence[Event], restarted: set[str]) -> set[int]
         if t is not None and last is not None and t + PEER_PROGRESS_S < last:
             out.add(i)
     return out
+
+
+def _in_line_order(events: Sequence[Event]) -> Iterable[tuple[int, Event]]:
+    """`enumerate(events)` sorted by path and line (stable). A job's events come in that order already
+    (`build` sorts them): then they are taken as they are, without a pair and a key per event (tens of
+    MiB at 16,384 ranks)."""
+    prev: tuple[str, int] | None = None
+    for e in events:
+        key = (e.ref.path, e.ref.line)
+        if prev is not None and key < prev:
+            return sorted(enumerate(events), key=lambda ie: (ie[1].ref.path, ie[1].ref.line))
+        prev = key
+    return enumerate(events)
 
 
 def _survivable(e: Event) -> bool:
