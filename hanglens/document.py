@@ -231,7 +231,8 @@ def _unexplained(events: Sequence[Event], cited: set[SourceRef]) -> list[dict[st
     # Only the error lines' refs are looked up: a set of every other event's ref (a dozen per rank of a big
     # job) would be held beside the events for nothing.
     errors = {e.ref for e in events if e.kind == "error_line"}
-    explained = {e.ref for e in events if e.kind != "error_line" and e.ref in errors} | cited
+    explained = {e.ref for e in events if e.kind != "error_line" and e.ref in errors}
+    explained |= cited   # (in place: no third set)
     groups: dict[str, list[Event]] = defaultdict(list)
     for e in events:
         if e.kind == "error_line" and e.ref not in explained and not _LAUNCHER_LINE.search(e.text):
