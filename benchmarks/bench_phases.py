@@ -29,12 +29,6 @@ def _status(key: str) -> float:
 def main() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")     # as hanglens.__main__
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
-    try:
-        from hanglens._malloc import fix_mmap_threshold   # as hanglens.__main__ (absent from older trees)
-
-        fix_mmap_threshold()
-    except ImportError:
-        pass
     corpus = sys.argv[1]
     last = [time.process_time()]
 
@@ -59,6 +53,12 @@ def main() -> None:
     ingested = api.read([corpus], limits=cli._limits(None))
     pool = resource.getrusage(resource.RUSAGE_CHILDREN)
     phase(f"read (pool CPU {pool.ru_utime + pool.ru_stime:.1f} s)")
+    try:
+        from hanglens._malloc import fix_mmap_threshold   # as cli._read_and_analyze (absent from older trees)
+
+        fix_mmap_threshold()
+    except ImportError:
+        pass
     cli._import_analysis()
     phase("imports of the analysis")
     from hanglens.analysis import build

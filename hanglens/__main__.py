@@ -30,10 +30,6 @@ def main() -> None:
     # off itself): looking for pydantic plugins scans the metadata of every installed package (about 0.01 s
     # on a small environment, more on a big one) for hooks that have nothing of the user's to observe.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
-    # Freed blocks of 128 KiB or more go back to the system, not into holes the process keeps (`_malloc`).
-    from hanglens._malloc import fix_mmap_threshold
-
-    fix_mmap_threshold()
     # typer and the command definitions live until exit: imported with the collector paused, then frozen,
     # no collection walks them (hanglens.cli._import_frozen does the same for the reader and pandas).
     from hanglens._frozen import import_frozen
