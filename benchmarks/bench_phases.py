@@ -53,6 +53,12 @@ def main() -> None:
     ingested = api.read([corpus], limits=cli._limits(None))
     pool = resource.getrusage(resource.RUSAGE_CHILDREN)
     phase(f"read (pool CPU {pool.ru_utime + pool.ru_stime:.1f} s)")
+    try:
+        from hanglens._malloc import fix_mmap_threshold  # as cli._read_and_analyze (absent from older trees)
+
+        fix_mmap_threshold()
+    except ImportError:
+        pass
     cli._import_analysis()
     phase("imports of the analysis")
     from hanglens.analysis import build

@@ -390,6 +390,12 @@ def _read_and_analyze(inputs: list[str], command: str, limits: Any, rules_dirs: 
     processes fork from a parent without it, and what is imported is frozen (`_import_frozen`)."""
     _import_frozen("hanglens.api")
     ingested = api.read(inputs, limits=limits, progress=progress)
+    if OWNS_PROCESS:
+        # From here on, freed blocks of 128 KiB or more go back to the system, not into holes the process
+        # keeps (`_malloc`); not while reading, whose big blocks would pay a fresh mapping each.
+        from hanglens._malloc import fix_mmap_threshold
+
+        fix_mmap_threshold()
     _import_analysis()
     return api.analyze_read(ingested, inputs, rules_dirs=rules_dirs or [], command=command, limits=limits,
                             keep_events=False)

@@ -208,7 +208,7 @@ def _disagreement(tables: Tables) -> dict[str, Any] | None:
 def _versions(tables: Tables) -> dict[str, Any]:
     by_host: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     distinct: dict[str, set[str]] = defaultdict(set)
-    for r in records(tables.fact("versions")):
+    for r in each_record(tables.fact("versions")):
         host = r["host"] or "(unknown host)"
         by_host[host][r["component"]].add(r["version"])
         distinct[r["component"]].add(r["version"])
@@ -231,7 +231,8 @@ def _unexplained(events: Sequence[Event], cited: set[SourceRef]) -> list[dict[st
     # Only the error lines' refs are looked up: a set of every other event's ref (a dozen per rank of a big
     # job) would be held beside the events for nothing.
     errors = {e.ref for e in events if e.kind == "error_line"}
-    explained = {e.ref for e in events if e.kind != "error_line" and e.ref in errors} | cited
+    explained = {e.ref for e in events if e.kind != "error_line" and e.ref in errors}
+    explained |= cited   # (in place: no third set)
     groups: dict[str, list[Event]] = defaultdict(list)
     for e in events:
         if e.kind == "error_line" and e.ref not in explained and not _LAUNCHER_LINE.search(e.text):
@@ -680,7 +681,8 @@ def build_document(
         "ruled_out": [clean(r.to_dict()) for r in result.ruled_out],
         "not_evaluable": [clean(r.to_dict()) for r in result.not_evaluable],
         "ranks": _ranks_section(tables, culprits, victims),
-        "collectives": records(tables.collectives),
+        # (a slice at a time: a big job has a few rows per rank, each cleaned into a new dict)
+        "collectives": list(each_record(tables.collectives)),
         "disagreement": _disagreement(tables),
         "timeline": timeline,
         "clock": {"offsets": clean(dict(sorted(tables.offsets.items()))), "note": tables.clock_note},

@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from hanglens.analysis import (
@@ -48,8 +49,27 @@ def frame(name: str, rows: Iterable[dict[str, object]]) -> pd.DataFrame:
     """A fact table with exactly its spec's columns, in order (missing values as None)."""
     cols = list(FACT_SPECS[name].columns)
     rows = rows if isinstance(rows, list) else list(rows)
-    # Column by column: no second copy of every row as a dict (a big job has one row per rank in several)
-    return pd.DataFrame({c: [r.get(c) for r in rows] for c in cols}, columns=cols, dtype=object)
+    return object_frame(cols, ((r.get(c) for r in rows) for c in cols), len(rows))
+
+
+def frame_columns(name: str, columns: dict[str, list[object]]) -> pd.DataFrame:
+    """`frame` of rows given as one list per key (every list as long)."""
+    cols = list(FACT_SPECS[name].columns)
+    n = len(next(iter(columns.values()))) if columns else 0
+    return object_frame(cols, [columns.get(c) or [None] * n for c in cols], n)
+
+
+def object_frame(cols: list[str], values: Iterable[Iterable[object]], n: int) -> pd.DataFrame:
+    """A DataFrame of object columns, the values of column j from the j-th of `values`, written straight into
+    the one 2-D block pandas keeps (columns x rows), not as a list and an array per column that pandas then
+    copies into that block (a big job has one row per rank in several tables). Each column is read to its end
+    before the next is taken (a generator of generators may bind its loop variable late)."""
+    block = np.empty((len(cols), n), dtype=object)
+    for j, col in enumerate(values):
+        if n:
+            # (fromiter: a value that is a list or a tuple is kept as one object, not read as a row of them)
+            block[j] = np.fromiter(col, dtype=object, count=n)
+    return pd.DataFrame(block.T, columns=cols, dtype=object, copy=False)
 
 
 def rank_hosts(events: Sequence[Event]) -> dict[int, str]:
@@ -160,15 +180,17 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     tables["victim_signals"] = frame("victim_signals", victims)
     tables["first_failure"] = frame("first_failure", status.first_failure_rows(evs, hosts))
     tables["versions"] = frame("versions", status.version_rows(evs, hosts))
-    rank_rows = status.rank_status_rows(evs, ranks, hosts, victims, status.own_log_ranks(files), clean,
+    # One row per rank of the world: as columns, not a dict per rank (`rank_status_columns`).
+    rank_cols = status.rank_status_columns(evs, ranks, hosts, victims, status.own_log_ranks(files), clean,
                                       status.printed_ranks(files))
     del victims
-    tables["rank_status"] = frame("rank_status", rank_rows)
-    aborted = {r["rank"] for r in rank_rows if r.get("signal") == "SIGABRT"}
+    tables["rank_status"] = frame_columns("rank_status", rank_cols)
+    aborted = {r for r, s in zip(rank_cols["rank"], rank_cols["signal"], strict=True) if s == "SIGABRT"}
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
     tables["unowned_crash"] = frame("unowned_crash", status.unowned_crash_rows(evs, hosts, world))
-    tables["host_failures"] = frame("host_failures", status.host_failure_rows(rank_rows))
-    del rank_rows
+    tables["host_failures"] = frame(
+        "host_failures", status.host_failures(zip(rank_cols["host"], rank_cols["crashed"], strict=True)))
+    del rank_cols
     tables["missing_ranks"] = frame("missing_ranks", status.missing_rank_rows(evs, files, world))
     tables["nccl_init_pending"] = frame("nccl_init_pending", facts_init.init_pending_rows(evs))
     tables["init_key_missing"] = frame(

@@ -15,6 +15,8 @@ from hanglens.model import Event
 
 Row = dict[str, Any]
 COLLECTIVE_COLUMNS = ("pg", "rank", "seq", "op", "numel_in", "numel_out", "state")
+_COLL_AT = {c: i for i, c in enumerate(COLLECTIVE_COLUMNS)}
+_STATE = _COLL_AT["state"]
 _SEQ_DETECTORS = ("watchdog", "blocking_wait")
 
 
@@ -66,7 +68,8 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
     """
     pgs = _resolve_pgs(events)
     st: dict[tuple[str, int], Row] = {}
-    coll: dict[tuple[str, int, int], Row] = {}
+    # Per (pg, rank, seq): a list in COLLECTIVE_COLUMNS' order, not a dict (a big job has a few per rank)
+    coll: dict[tuple[str, int, int], list[Any]] = {}
 
     def slot(pg: str, rank: int) -> Row:
         return st.setdefault((pg, rank), {"pg": pg, "rank": rank, "host": hosts.get(rank), "source": set()})
@@ -76,21 +79,12 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
             row[key] = value
 
     def cell(pg: str, rank: int, seq: int, **kw: Any) -> None:
-        row = coll.setdefault(
-            (pg, rank, seq),
-            {
-                "pg": pg,
-                "rank": rank,
-                "seq": seq,
-                "op": None,
-                "numel_in": None,
-                "numel_out": None,
-                "state": "enqueued",
-            },
-        )
+        row = coll.get((pg, rank, seq))
+        if row is None:
+            row = coll[(pg, rank, seq)] = [pg, rank, seq, None, None, None, "enqueued"]
         for k, v in kw.items():
-            if v is not None and (k != "state" or row["state"] != "mismatch"):
-                row[k] = v
+            if v is not None and (k != "state" or row[_STATE] != "mismatch"):
+                row[_COLL_AT[k]] = v
 
     for i, e in enumerate(events):
         if e.rank is None:
@@ -175,9 +169,7 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
         else:
             row.pop("oldest_unnumbered", None)
     rows = sorted(st.values(), key=lambda r: (r["pg"], r["rank"]))
-    coll_df = pd.DataFrame(
-        sorted(coll.values(), key=lambda r: (r["pg"], r["rank"], r["seq"])), columns=list(COLLECTIVE_COLUMNS)
-    )
+    coll_df = pd.DataFrame([coll[k] for k in sorted(coll)], columns=list(COLLECTIVE_COLUMNS))
     return rows, coll_df
 
 
@@ -226,29 +218,30 @@ def enqueue_lag(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, 
     peers failed; false when it had work in flight; None when its status does not say.
     """
     out: list[Row] = []
-    by_pg: dict[str, list[Row]] = defaultdict(list)
+    # (each state row with its position, not a copy of it: a big job has a row per rank)
+    by_pg: dict[str, list[tuple[Row, int]]] = defaultdict(list)
     for r in state:
         pos = r.get("last_enqueued")
         if pos is None:
             pos = r.get("timed_out_seq")
         if pos is not None:
-            by_pg[r["pg"]].append({**r, "pos": pos})
+            by_pg[r["pg"]].append((r, pos))
     for pg, rows in sorted(by_pg.items()):
         if len(rows) < 2:
             continue
-        counts = Counter(r["pos"] for r in rows)
+        counts = Counter(pos for _, pos in rows)
         majority = max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
         top = max(counts)
-        for r in rows:
+        for r, pos in rows:
             out.append(
                 {
                     "pg": pg,
                     "rank": r["rank"],
                     "host": r.get("host"),
-                    "last_enqueued": r["pos"],
+                    "last_enqueued": pos,
                     "pg_max_enqueued": top,
-                    "lag": max(0, majority - r["pos"]),
-                    "ahead": max(0, r["pos"] - majority),
+                    "lag": max(0, majority - pos),
+                    "ahead": max(0, pos - majority),
                     "basis": r.get("source") or "status",
                     "idle": _idle(r),
                     "path": r.get("path"),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from hanglens import lazyre as re
@@ -708,7 +708,7 @@ def _survived_by_peers(events: Sequence[Event], restarted: set[str]) -> set[int]
 
     out: set[int] = set()
     above: dict[tuple[str, int], float] = {}
-    for i, e in sorted(enumerate(events), key=lambda ie: (ie[1].ref.path, ie[1].ref.line)):
+    for i, e in _in_line_order(events):
         if e.rank is None:
             continue
         if e.time is not None:
@@ -720,6 +720,19 @@ def _survived_by_peers(events: Sequence[Event], restarted: set[str]) -> set[int]
         if t is not None and last is not None and t + PEER_PROGRESS_S < last:
             out.add(i)
     return out
+
+
+def _in_line_order(events: Sequence[Event]) -> Iterable[tuple[int, Event]]:
+    """`enumerate(events)` sorted by path and line (stable). A job's events come in that order already
+    (`build` sorts them): then they are taken as they are, without a pair and a key per event (tens of
+    MiB at 16,384 ranks)."""
+    prev: tuple[str, int] | None = None
+    for e in events:
+        key = (e.ref.path, e.ref.line)
+        if prev is not None and key < prev:
+            return sorted(enumerate(events), key=lambda ie: (ie[1].ref.path, ie[1].ref.line))
+        prev = key
+    return enumerate(events)
 
 
 def _survivable(e: Event) -> bool:
@@ -876,6 +889,26 @@ def rank_status_rows(
 
     "silent" is a rank with no line of its own in the input (`printed`, else no event of its own); a rank
     whose lines were read but matched no parser is "ok": it wrote, and nothing it wrote is a failure."""
+    cols = rank_status_columns(events, ranks, hosts, victims, own_logs, clean, printed)
+    return [dict(zip(cols, values, strict=True)) for values in zip(*cols.values(), strict=True)]
+
+
+RANK_STATUS_KEYS = ("rank", "host", "status", "crashed", "hung", "victim", "quiet", "own_log",
+                    "first_error_kind", "first_error_time", "exitcode", "signal", "exited_clean",
+                    "signalled_outside")
+
+
+def rank_status_columns(
+    events: Sequence[Event],
+    ranks: Sequence[int],
+    hosts: dict[int, str],
+    victims: Sequence[Row],
+    own_logs: set[int] | None = None,
+    clean: set[int] | None = None,
+    printed: set[int] | None = None,
+) -> dict[str, list[Any]]:
+    """`rank_status_rows` as one list per key (RANK_STATUS_KEYS, in order): a job of N ranks has N rows, and
+    N dicts of 14 keys would cost about 650 bytes each beside the table made from them."""
     sn = single_node(events)
     by_rank: dict[int, list[Event]] = defaultdict(list)
     for e in events:
@@ -890,9 +923,13 @@ def rank_status_rows(
     exit_only = _exit_only_crashes(events)
     outside = _signalled_outside(events, sn)
     clean = clean or set()
-    rows = []
+    own_logs = own_logs or set()
+    cols: dict[str, list[Any]] = {k: [] for k in RANK_STATUS_KEYS}
+    (c_rank, c_host, c_status, c_crashed, c_hung, c_victim, c_quiet, c_own, c_kind, c_time, c_exit, c_signal,
+     c_clean, c_outside) = cols.values()
+    no_events: list[Event] = []
     for rank in sorted(set(ranks) | set(by_rank)):
-        evs = by_rank.get(rank, [])
+        evs = by_rank.get(rank, no_events)
         crashed = rank in exit_only or any(is_own_crash(e) for e in evs)
         hung = any(e.kind == "hang_detected" for e in evs)
         # Its own watchdog stated a failed work (2.4+ status lines): it waited in a collective, not quiet.
@@ -914,36 +951,37 @@ def rank_status_rows(
             "crashed" if crashed else "hung" if hung else "victim" if victim
             else "ok" if evs or rank in (printed or set()) else "silent"
         )
-        rows.append(
-            {
-                "rank": rank,
-                "host": hosts.get(rank),
-                "status": status,
-                "crashed": crashed,
-                "hung": hung,
-                "victim": victim,
-                "quiet": not crashed and not hung and not watched and rank not in loud_ranks,
-                # Its own output is here: a file of its own, or lines attributed to it ([rankN]:).
-                "own_log": rank in (own_logs or set()) or bool(evs),
-                "first_error_kind": fails[0].kind if fails else None,
-                "first_error_time": fails[0].time if fails else None,
-                "exitcode": exitcode,
-                "signal": exit_signal(exitcode),
-                "exited_clean": rank in clean and exitcode is None and not crashed and not hung,
-                "signalled_outside": rank in outside and not crashed and not hung,
-            }
-        )
-    return rows
+        c_rank.append(rank)
+        c_host.append(hosts.get(rank))
+        c_status.append(status)
+        c_crashed.append(crashed)
+        c_hung.append(hung)
+        c_victim.append(victim)
+        c_quiet.append(not crashed and not hung and not watched and rank not in loud_ranks)
+        # Its own output is here: a file of its own, or lines attributed to it ([rankN]:).
+        c_own.append(rank in own_logs or bool(evs))
+        c_kind.append(fails[0].kind if fails else None)
+        c_time.append(fails[0].time if fails else None)
+        c_exit.append(exitcode)
+        c_signal.append(exit_signal(exitcode))
+        c_clean.append(rank in clean and exitcode is None and not crashed and not hung)
+        c_outside.append(rank in outside and not crashed and not hung)
+    return cols
 
 
 def host_failure_rows(rank_rows: Sequence[Row]) -> list[Row]:
-    per: dict[str, list[Row]] = defaultdict(list)
-    for r in rank_rows:
-        if r["host"]:
-            per[r["host"]].append(r)
+    return host_failures((r["host"], r["crashed"]) for r in rank_rows)
+
+
+def host_failures(host_crashed: Iterable[tuple[str | None, bool]]) -> list[Row]:
+    """`host_failure_rows` from each rank's (host, crashed)."""
+    per: dict[str, list[bool]] = defaultdict(list)
+    for host, crashed in host_crashed:
+        if host:
+            per[host].append(crashed)
     rows = []
     for host, rs in sorted(per.items()):
-        failing = sum(1 for r in rs if r["crashed"])
+        failing = sum(1 for c in rs if c)
         rows.append(
             {
                 "host": host,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -11,6 +12,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from hanglens import lazyre as re
+from hanglens.analysis.build import object_frame
 from hanglens.analysis.facts_spec import FACT_SPECS
 from hanglens.analysis.kinds import FAILURE_KINDS, is_failure_warning, is_retried_connect_warning
 from hanglens.engine import template
@@ -389,12 +391,15 @@ class _Run:
             names.update(e.fields)
         extra = sorted(names - set(BASE_ATTRIBUTES))
         columns = [*BASE_ATTRIBUTES, *extra]
-        # Column by column: no tuple per event beside the frame (a big job has one event of a kind per rank)
-        values = ([e.rank for e in evs], [e.host for e in evs], [e.level for e in evs], [e.text for e in evs],
-                  [e.ref.path for e in evs], [e.ref.line for e in evs], [e.time for e in evs],
-                  [e.kind for e in evs], *([e.get(n) for e in evs] for n in extra))
-        frame = (pd.DataFrame(dict(zip(columns, values, strict=True)), columns=columns, dtype=object) if evs
-                 else pd.DataFrame(columns=columns))
+        # Column by column, straight into the frame's one block: no tuple per event, and no list per column
+        # beside the frame (a big job has one event of a kind per rank)
+        # (lazy: `object_frame` reads each column to its end before it takes the next, so `n` is bound right)
+        values = itertools.chain(
+            ((e.rank for e in evs), (e.host for e in evs), (e.level for e in evs), (e.text for e in evs),
+             (e.ref.path for e in evs), (e.ref.line for e in evs), (e.time for e in evs),
+             (e.kind for e in evs)),
+            ((e.get(n) for e in evs) for n in extra))
+        frame = object_frame(columns, values, len(evs)) if evs else pd.DataFrame(columns=columns)
         del values
         self._events[kind] = frame
         return frame
