@@ -54,7 +54,8 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
         for r in doc.get("ranks") or []
         if isinstance(r, Mapping) and r.get("status") == "silent"
     ]
-    inputs = doc.get("inputs") if isinstance(doc.get("inputs"), Mapping) else {}
+    inputs = doc.get("inputs")
+    inputs = inputs if isinstance(inputs, Mapping) else {}
     # Without a stated world size the ranks between those seen are only assumed to exist, and an excerpt
     # leaves most of them out: naming them says nothing (the HTML rank map still shows each).
     if silent and inputs.get("world_size"):
