@@ -659,10 +659,10 @@ def _ended_badly(e: Event) -> bool:
             or (e.level or "") in ERROR_LEVELS)
 
 
-def origin_tree(origin: dict[str, Any], e: Event) -> set[str]:
-    """The event's file when it sits in a torchrun `--log-dir` tree (else nothing)."""
+def _in_tree(origin: dict[str, Any], e: Event) -> bool:
+    """Does the event's file sit in a torchrun `--log-dir` tree (`attempt_<n>/<local_rank>/`)?"""
     o = origin.get(e.ref.path)
-    return {e.ref.path} if o is not None and o.attempt is not None else set()
+    return o is not None and o.attempt is not None
 
 
 def _survived_by_success(events: Sequence[Event], files: Sequence[InputFile]) -> set[int]:
@@ -687,8 +687,8 @@ def _survived_by_success(events: Sequence[Event], files: Sequence[InputFile]) ->
     for e in events:
         if e.kind == "agent_succeeded":
             success[e.ref.path] = max(success.get(e.ref.path, 0), e.ref.line)
-    first_progress = min((e.time for e in events if e.kind in ("progress", "run_finished") and e.time is not None),
-                         default=None)
+    first_progress = min((e.time for e in events
+                          if e.kind in ("progress", "run_finished") and e.time is not None), default=None)
     for i, e in enumerate(events):
         if e.ref.path in success and e.ref.line < success[e.ref.path] and _ended_badly(e):
             out.add(i)
@@ -701,7 +701,7 @@ def _survived_by_success(events: Sequence[Event], files: Sequence[InputFile]) ->
         o = f.origin
         if o.attempt is not None and o.local_rank is not None and o.node_dir:
             trees.setdefault((o.host, o.node_dir), {}).setdefault(o.attempt, set()).add(f.path)
-    for key, attempts in trees.items():
+    for attempts in trees.values():
         newest = max(attempts)
         if newest == 0 or not attempts.get(0):
             continue
@@ -718,7 +718,7 @@ def _survived_by_success(events: Sequence[Event], files: Sequence[InputFile]) ->
         # agent logs its `failed (exitcode: ...)` line once per failed poll: with no table, and no more
         # such lines than the attempts the tree shows restarted, they are the earlier attempts' failures.
         agent = [i for i, e in enumerate(events)
-                 if e.kind in ("worker_failed", "closing_signal") and e.ref.path not in origin_tree(origin, e)]
+                 if e.kind in ("worker_failed", "closing_signal") and not _in_tree(origin, e)]
         failed = sum(1 for i in agent if events[i].kind == "worker_failed")
         whole = (len(trees) == 1 and failed <= newest and not any(e.kind == "child_failed" for e in events))
         for i, e in enumerate(events):

@@ -705,7 +705,8 @@ def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
     confidence = Confidence.MEDIUM if len(ranks) >= 2 else Confidence.LOW
     seen = f"the logs of {len(ranks)} rank(s)" if ranks else "the logs"
     return Verdict(category=Category.NONE, rule_id=None, confidence=confidence, culprit_ranks=(),
-                   culprit_hosts=(), victim_ranks=(), summary=f"No failure signal in {seen}." + _restarted(run),
+                   culprit_hosts=(), victim_ranks=(),
+                   summary=f"No failure signal in {seen}." + _restarted(run),
                    first_step="")
 
 

@@ -341,8 +341,9 @@ class ElasticParser(Parser):
                 "group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for other agents to finish",
                 "agent_succeeded", {"role": None},
                 "torch 2.x (written from agent/server/api.py `_exit_barrier`)"),
-        Example("INFO:torch.distributed.elastic.agent.server.api:[trainer] worker group successfully finished. "
-                "Waiting 300 seconds for other agents to finish.", "agent_succeeded", {"role": "trainer"},
+        Example("INFO:torch.distributed.elastic.agent.server.api:[trainer] worker group successfully "
+                "finished. Waiting 300 seconds for other agents to finish.", "agent_succeeded",
+                {"role": "trainer"},
                 "torch 1.10-2.0 (written from agent/server/api.py `_invoke_run`)"),
         Example("INFO:torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 3/3 attempts "
                 "left; will restart worker group", "worker_group_restart",
