@@ -105,7 +105,11 @@ def is_own_crash(e: Event) -> bool:
     if e.kind == "nccl_error":
         etype = str(e.get("error_type") or "")
         reason = str(e.get("reason") or "")
-        return etype not in ("ncclRemoteError", "ncclSystemError") and "remote process exited" not in reason
+        # `remote error detected from rank: <k>` (TORCH_NCCL_PROPAGATE_ERROR, 2.7+; ProcessGroupNCCL.cpp's
+        # watchdog reads rank k's error from the store) reports a peer's failure: the rank printing it is a
+        # victim (failure-signatures.md section 0.2 R4, section 17.6; log-formats.md section 1.5).
+        return (etype not in ("ncclRemoteError", "ncclSystemError", "remote_error")
+                and "remote process exited" not in reason)
     if e.kind == "watchdog_terminated":
         err = str(e.get("error") or "")
         return "CUDA error" in err or ("CUDA" in err and "timeout" not in err.lower())
@@ -625,9 +629,9 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
             key = writer(e)
             if key is not None and (e.level or "") in ERROR_LEVELS:
                 records[(e.ref.path, e.ref.line)] = key
-    out: set[int] = set()
+    out: set[int] = _survived_by_success(events, files)
     if not last_line and not finished:
-        return _survived_unattributed(events, files, writer)
+        return out | _survived_unattributed(events, files, writer)
     out |= _survived_by_peers(events, restarted)
     logged_tracebacks = _logged_tracebacks(events, records)
     for i, e in enumerate(events):
@@ -654,6 +658,81 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
         if t is not None and key in last_time and last_time[key] > t:
             out.add(i)
     return out | _survived_unattributed(events, files, writer)
+
+
+def _ended_badly(e: Event) -> bool:
+    return (e.kind in FAILURE_KINDS or e.kind in _SURVIVABLE_KINDS or e.kind == "nccl_error"
+            or (e.level or "") in ERROR_LEVELS)
+
+
+def _in_tree(origin: dict[str, Any], e: Event) -> bool:
+    """Does the event's file sit in a torchrun `--log-dir` tree (`attempt_<n>/<local_rank>/`)?"""
+    o = origin.get(e.ref.path)
+    return o is not None and o.attempt is not None
+
+
+def _survived_by_success(events: Sequence[Event], files: Sequence[InputFile]) -> set[int]:
+    """Indexes of errors that a successful end of the worker group shows were survived.
+
+    The torchrun agent logs `Local worker group finished (WorkerState.SUCCEEDED)` / `worker group
+    successfully finished` only when every local worker exited 0 (torch/distributed/elastic/agent/server/
+    api.py `_invoke_run`, `_exit_barrier`; log-formats.md section 3.5); with `--max-restarts` a failed
+    attempt is followed by a restarted one (`Worker group FAILED. <k>/<m> attempts left`). So in the file
+    holding the agent's success line, the error lines above it did not end the run: a failure of an earlier
+    attempt, or store-gone warnings of the heartbeat monitor at teardown once the store host exited first
+    (failure-signatures.md section 17.7). Store errors elsewhere in such a run (another node's console) are
+    that teardown noise too, unless dated before training began (a rendezvous failure, section 18 table).
+
+    A `--log-dir` tree (`<run_id>/attempt_<n>/<local_rank>/`) whose newest attempt holds no error and a
+    finish line (`run_finished`) from every one of its local ranks ran to completion after a restart: the
+    errors of its earlier attempts, and agent lines (`failed (exitcode: 1)`, closing signals) dated before
+    the newest attempt, are the survived failure of an earlier attempt, not the job's.
+    """
+    out: set[int] = set()
+    success: dict[str, int] = {}
+    for e in events:
+        if e.kind == "agent_succeeded":
+            success[e.ref.path] = max(success.get(e.ref.path, 0), e.ref.line)
+    first_progress = min((e.time for e in events
+                          if e.kind in ("progress", "run_finished") and e.time is not None), default=None)
+    for i, e in enumerate(events):
+        if e.ref.path in success and e.ref.line < success[e.ref.path] and _ended_badly(e):
+            out.add(i)
+        elif (success and e.kind == "store_error"
+              and (e.time is None or first_progress is None or e.time > first_progress)):
+            out.add(i)   # a store that went away after training began, in a run an agent saw succeed: §17.7
+    origin = {f.path: f.origin for f in files}
+    trees: dict[tuple[Any, ...], dict[int, set[str]]] = {}
+    for f in files:
+        o = f.origin
+        if o.attempt is not None and o.local_rank is not None and o.node_dir:
+            trees.setdefault((o.host, o.node_dir), {}).setdefault(o.attempt, set()).add(f.path)
+    for attempts in trees.values():
+        newest = max(attempts)
+        if newest == 0 or not attempts.get(0):
+            continue
+        paths = attempts[newest]
+        ranks = {origin[p].local_rank for p in paths}
+        ranks0 = {origin[p].local_rank for p in attempts[0]}
+        done = {origin[e.ref.path].local_rank for e in events
+                if e.kind == "run_finished" and e.ref.path in paths}
+        if ranks != ranks0 or done != ranks or any(_ended_badly(e) for e in events if e.ref.path in paths):
+            continue
+        earlier = {p for a, ps in attempts.items() if a < newest for p in ps}
+        # The agent's reports outside the tree (its console): torchrun raises ChildFailedError (the summary
+        # table) only when the run ends failed (torch/distributed/launcher/api.py `launch_agent`), and the
+        # agent logs its `failed (exitcode: ...)` line once per failed poll: with no table, and no more
+        # such lines than the attempts the tree shows restarted, they are the earlier attempts' failures.
+        agent = [i for i, e in enumerate(events)
+                 if e.kind in ("worker_failed", "closing_signal") and not _in_tree(origin, e)]
+        failed = sum(1 for i in agent if events[i].kind == "worker_failed")
+        whole = (len(trees) == 1 and failed <= newest and not any(e.kind == "child_failed" for e in events))
+        for i, e in enumerate(events):
+            if e.ref.path in earlier and _ended_badly(e):
+                out.add(i)
+        if whole:
+            out.update(agent)
+    return out
 
 
 def _logged_tracebacks(

@@ -710,7 +710,25 @@ def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
     confidence = Confidence.MEDIUM if len(ranks) >= 2 else Confidence.LOW
     seen = f"the logs of {len(ranks)} rank(s)" if ranks else "the logs"
     return Verdict(category=Category.NONE, rule_id=None, confidence=confidence, culprit_ranks=(),
-                   culprit_hosts=(), victim_ranks=(), summary=f"No failure signal in {seen}.", first_step="")
+                   culprit_hosts=(), victim_ranks=(),
+                   summary=f"No failure signal in {seen}." + _restarted(run),
+                   first_step="")
+
+
+_LATER_ATTEMPT = re.compile(r"(?:^|/)attempt_[1-9]\d*/")
+
+
+def _restarted(run: _Run) -> str:
+    """Context for a `none` verdict: torchrun restarted the worker group (`--max-restarts`; the agent's
+    `Worker group FAILED. <k>/<m> attempts left` line or a `--log-dir` tree's `attempt_<n>` folder, n > 0;
+    torch/distributed/elastic/agent/server/api.py) and the run finished after it, so an earlier attempt's
+    failure was survived (hanglens/analysis/status.py `_survived_by_success`)."""
+    events = run.tables.events
+    if any(e.kind == "worker_group_restart" for e in events) or any(
+            _LATER_ATTEMPT.search(e.ref.path) for e in events):
+        return (" The worker group was restarted (torchrun `--max-restarts`) and the last attempt finished:"
+                " the failure of an earlier attempt was survived, not the job's end.")
+    return ""
 
 
 def evaluate(rules: Sequence[Rule], tables: TablesLike,

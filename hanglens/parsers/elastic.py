@@ -41,6 +41,13 @@ MEMBERSHIP_RE = re.compile(
     r"(?:\[(?P<role>[\w-]+)\] )?Detected (?P<n>\d+) new nodes? from group_rank=(?P<g>\d+); will restart "
     r"worker group"
 )
+# torch/distributed/elastic/agent/server/api.py `_invoke_run` / `_exit_barrier` (INFO, torch 1.9+): the
+# worker group's every local worker exited 0 (log-formats.md section 3.5). The state is printed as
+# `WorkerState.SUCCEEDED` from torch 2.x (a str enum's repr) and as `SUCCEEDED` before.
+SUCCEEDED_RE = re.compile(
+    r"(?:\[(?P<role>[\w-]+)\] )?worker group successfully finished\."
+    r"|Local worker group finished \((?:WorkerState\.)?SUCCEEDED\)"
+)
 DEEPSPEED_EXIT_RE = re.compile(r"exits with return code = (?P<code>-?\d+)")
 LOCAL_RANK_ARG_RE = re.compile(r"--local[_-]rank=(?P<lr>\d+)")
 CHILD_EXIT_RE = re.compile(
@@ -204,6 +211,7 @@ class ElasticParser(Parser):
         "Closing process",
         "exit code",
         "orker group",
+        "SUCCEEDED",
         "return code",
         "Rendezvous complete",
         "copy child error file",
@@ -223,6 +231,9 @@ class ElasticParser(Parser):
                   "the whole table lists (only when the table was read from its header to its closing rule)"),
         EventSpec("worker_group_restart", ("restarts_left", "max_restarts", "state", "role"),
                   "the agent restarts the worker group"),
+        EventSpec("agent_succeeded", ("role",),
+                  "the torchrun agent reports its worker group finished with every worker exiting 0 "
+                  "(`WorkerState.SUCCEEDED`)"),
         EventSpec("launcher_exit", ("exitcode", "pid", "launcher", "signal", "local_rank"),
                   "a launcher (DeepSpeed, a serving framework) reports a child's exit status"),
         EventSpec("world_info", ("node_rank", "nnodes", "world_size", "master_addr", "local_ranks",
@@ -326,6 +337,14 @@ class ElasticParser(Parser):
                 {"failed_rank": 8, "local_rank": 0, "failed_host": "node-02", "exitcode": -6, "pid": 2197,
                  "signal": "SIGABRT", "root_cause": True},
                 "torch 1.10-2.9 (table flattened one row per rank by a log shipper)"),
+        Example("I0412 06:30:11.402000 5120 torch/distributed/elastic/agent/server/api.py:932] Local worker "
+                "group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for other agents to finish",
+                "agent_succeeded", {"role": None},
+                "torch 2.x (written from agent/server/api.py `_exit_barrier`)"),
+        Example("INFO:torch.distributed.elastic.agent.server.api:[trainer] worker group successfully "
+                "finished. Waiting 300 seconds for other agents to finish.", "agent_succeeded",
+                {"role": "trainer"},
+                "torch 1.10-2.0 (written from agent/server/api.py `_invoke_run`)"),
         Example("INFO:torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 3/3 attempts "
                 "left; will restart worker group", "worker_group_restart",
                 {"restarts_left": 3, "max_restarts": 3, "state": "FAILED", "role": "default"},
@@ -422,8 +441,8 @@ class ElasticParser(Parser):
         "from torch.distributed.elastic.multiprocessing.errors import ChildFailedError",
         "Sending process group status to the monitor",
         "train step 10 failed (retrying)",
-        "Local worker group finished (SUCCEEDED). Waiting 300 seconds for other agents to finish",
         "the return code of the job was fine",
+        "Local worker group finished (FAILED). Waiting 300 seconds for other agents to finish",
         "  File \"/usr/local/bin/torchrun\", line 8, in <module>",
         "torchrun failed again, see above",
     )
@@ -547,6 +566,10 @@ class ElasticParser(Parser):
         if m:
             out.append(self.event("worker_group_restart", line, restarts_left=to_count(m["left"]),
                                   max_restarts=to_count(m["max"]), state=m["state"], role=m["role"]))
+            return out
+        m = SUCCEEDED_RE.search(text)
+        if m:
+            out.append(self.event("agent_succeeded", line, role=m["role"]))
             return out
         m = MEMBERSHIP_RE.search(text)
         if m:

@@ -257,3 +257,55 @@ def test_another_ranks_finish_line_does_not_cover_the_error(tmp_path: Path) -> N
     text = "".join(ln for ln in CAUGHT_THEN_DONE.splitlines(keepends=True)
                    if not ("done in" in ln and "[default0]" in ln))
     assert _verdict(tmp_path, {"console.log": text})[0] != "none"
+
+
+# torchrun `--max-restarts 1 --log-dir logs` (log-formats.md section 3.5; agent/server/api.py): attempt 0
+# fails on local rank 1, attempt 1 finishes on both ranks, and the agent's console (WARNING level, no INFO
+# lines) holds only attempt 0's failure report. Written here.
+RESTART_TREE = {
+    "console.log": (
+        "W0407 16:02:10.310000 8120 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process "
+        "8125 closing signal SIGTERM\n"
+        "E0407 16:02:10.340000 8120 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: "
+        "1) local_rank: 1 (pid: 8126) of binary: /home/user/venv/bin/python\n"
+    ),
+    "logs/run_q1/attempt_0/0/stdout.log": "epoch 0 step 4 loss 0.73\n",
+    "logs/run_q1/attempt_0/1/stderr.log": (
+        "Traceback (most recent call last):\n"
+        '  File "/home/user/job/train.py", line 61, in <module>\n'
+        "    rows = read_rows(part)\n"
+        "OSError: part-0009 could not be read\n"
+    ),
+    "logs/run_q1/attempt_1/0/stdout.log": "epoch 1 step 8 loss 0.41\ntraining complete\n",
+    "logs/run_q1/attempt_1/1/stdout.log": "epoch 1 step 8 loss 0.41\ntraining complete\n",
+}
+
+
+def test_a_failed_attempt_followed_by_a_finished_restart_is_survived(tmp_path: Path) -> None:
+    assert _verdict(tmp_path, RESTART_TREE) == ("none", [])
+    v = api.analyze([tmp_path]).result.verdict
+    assert "restarted" in v.summary
+
+
+def test_a_restart_whose_last_attempt_did_not_finish_is_still_a_failure(tmp_path: Path) -> None:
+    files = dict(RESTART_TREE)
+    files["logs/run_q1/attempt_1/1/stdout.log"] = "epoch 1 step 3 loss 0.52\n"
+    assert _verdict(tmp_path, files)[0] != "none"
+
+
+# A successful run's agent (torch 2.x INFO) after the heartbeat monitor lost the store at teardown
+# (failure-signatures.md section 17.7). Written here.
+STORE_GONE_AFTER_SUCCESS = (
+    "[rank3]:step 500/500 loss 0.2011\n"
+    '[rank3]:[W0407 16:40:02.120300400 ProcessGroupNCCL.cpp:1371] [PG ID 0 PG GUID 0(default_pg) Rank 3] '
+    'Failed to check the "should dump" flag on TCPStore, (maybe TCPStore server has shut down too early), '
+    "with error: Connection reset by peer\n"
+    "I0407 16:40:03.500000 9001 torch/distributed/elastic/agent/server/api.py:932] Local worker group "
+    "finished (WorkerState.SUCCEEDED). Waiting 300 seconds for other agents to finish\n"
+)
+
+
+def test_store_gone_after_the_agent_reported_success_is_teardown_noise(tmp_path: Path) -> None:
+    assert _verdict(tmp_path, {"node1.log": STORE_GONE_AFTER_SUCCESS}) == ("none", [])
+    head = STORE_GONE_AFTER_SUCCESS.rsplit("I0407", 1)[0]
+    assert _verdict(tmp_path / "b", {"node1.log": head})[0] != "none"
