@@ -382,6 +382,25 @@ def recv_wait_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequen
         path, line = (stack.ref.path, stack.ref.line) if stack is not None else (None, None)
         rows.append({"rank": r, "host": hosts.get(r), "op": op, "src": src, "src_call": call_of.get(src),
                      "src_waits": src in p2p, "basis": basis, "path": path, "line": line})
+    # NCCL: the watchdog's timeout line names the op a rank was blocked in (`WorkNCCL(SeqNum=.., OpType=RECV,
+    # ..)`, ProcessGroupNCCL.cpp; log-formats.md section 1) but never its peer, and no Python stack is printed
+    # (the watchdog takes the process down): in a 2-rank job the peer is the other rank.
+    nccl_op: dict[int, str] = {}
+    nccl_ref: dict[int, Event] = {}
+    for e in events:
+        if e.kind == "hang_detected" and e.rank is not None and e.get("op") and e.rank not in nccl_op:
+            nccl_op[e.rank] = str(e.get("op")).upper()
+            nccl_ref[e.rank] = e
+    listed = {row["rank"] for row in rows}
+    for r, op_name in sorted(nccl_op.items()):
+        if world != 2 or r not in (0, 1) or r in listed or op_name not in ("SEND", "RECV"):
+            continue
+        other = 1 - r
+        other_op = call_of.get(other) or (nccl_op[other].lower() if other in nccl_op else None)
+        rows.append({"rank": r, "host": hosts.get(r), "op": op_name.lower(), "src": other, "src_call": other_op,
+                     "src_waits": other_op in RECVS or other_op in SENDS,
+                     "basis": f"its watchdog's OpType={op_name}; the only other rank of a 2-rank job",
+                     "path": nccl_ref[r].ref.path, "line": nccl_ref[r].ref.line})
     waits_for = {row["rank"]: row["src"] for row in rows}
     for row in rows:
         r, src = row["rank"], row["src"]
