@@ -283,7 +283,9 @@ USER_FRAME_RE = re.compile(r"^(?P<file>.+?):(?P<line>\d{1,7}) in (?P<func>\S+)$"
 
 def _top_level_args(text: str) -> list[str]:
     """`text` split at the commas outside parentheses and brackets."""
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "([{":
             depth += 1
@@ -340,7 +342,7 @@ def _user_site(call: Row | None) -> tuple[str, int, str] | None:
 
 def recv_wait_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequence[Row],
                    world: int | None) -> list[Row]:
-    """One row per rank blocked in a point-to-point recv or send, with the rank it waits for when the logs say.
+    """One row per rank blocked in a point-to-point recv or send, and the rank it waits for when the logs say.
 
     A recv completes only when its source sends; a gloo send, only when its destination has posted the
     matching recv (the sender times out with `Timed out waiting <ms>ms for send operation to complete`,
@@ -397,7 +399,8 @@ def recv_wait_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequen
             continue
         other = 1 - r
         other_op = call_of.get(other) or (nccl_op[other].lower() if other in nccl_op else None)
-        rows.append({"rank": r, "host": hosts.get(r), "op": op_name.lower(), "src": other, "src_call": other_op,
+        rows.append({"rank": r, "host": hosts.get(r), "op": op_name.lower(), "src": other,
+                     "src_call": other_op,
                      "src_waits": other_op in RECVS or other_op in SENDS,
                      "basis": f"its watchdog's OpType={op_name}; the only other rank of a 2-rank job",
                      "path": nccl_ref[r].ref.path, "line": nccl_ref[r].ref.line})
@@ -406,7 +409,8 @@ def recv_wait_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequen
         r, src = row["rank"], row["src"]
         row["mutual"] = waits_for.get(src) == r
         mine, theirs = _user_site(row_of.get(r)), _user_site(row_of.get(src))
-        row["ahead"] = bool(row["mutual"] and mine and theirs and mine[0] == theirs[0] and mine[2] == theirs[2]
+        same_function = bool(mine and theirs and mine[0] == theirs[0] and mine[2] == theirs[2])
+        row["ahead"] = bool(row["mutual"] and same_function and mine and theirs
                             and mine[1] > theirs[1])
         row["peer_site"] = row_of[src].get("user_frame") if src in row_of else None
         row["site"] = row_of[r].get("user_frame") if r in row_of else None

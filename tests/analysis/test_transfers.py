@@ -200,7 +200,8 @@ def pairs(evs: list[Event]) -> list[tuple[int, str, int, bool, bool, bool]]:
 
 
 def test_src_expression_in_any_case_but_never_local_rank() -> None:
-    evs = [*world(4), recv_stack(1, "dist.recv(h, src=RANK - 1)"), recv_stack(2, "dist.recv(h, src=local_rank - 1)"),
+    evs = [*world(4), recv_stack(1, "dist.recv(h, src=RANK - 1)"),
+           recv_stack(2, "dist.recv(h, src=local_rank - 1)"),
            recv_stack(3, "dist.recv(h, src=self.global_rank - 1)"), in_all_reduce(0)]
     assert waits(evs) == [(1, 0, False), (3, 2, True)]
 
@@ -212,7 +213,8 @@ def test_sender_waits_for_its_destination_read_from_nested_call() -> None:
 
 
 def test_mutual_receivers_in_one_function_the_later_line_is_ahead() -> None:
-    evs = [*world(2), p2p_stack(0, "dist.recv(g, src=rank + 1)", 80), p2p_stack(1, "dist.recv(x, src=rank - 1)", 60)]
+    evs = [*world(2), p2p_stack(0, "dist.recv(g, src=rank + 1)", 80),
+           p2p_stack(1, "dist.recv(x, src=rank - 1)", 60)]
     assert pairs(evs) == [(0, "recv", 1, True, True, True), (1, "recv", 0, True, True, False)]
     other_function = [*world(2), p2p_stack(0, "dist.recv(g, src=1)", 80, func="backward_step"),
                       p2p_stack(1, "dist.recv(x, src=0)", 60, func="forward_step")]
