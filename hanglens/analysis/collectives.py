@@ -14,6 +14,8 @@ from hanglens.analysis.kinds import is_victim_exception
 from hanglens.model import Event
 
 Row = dict[str, Any]
+# WorkNCCL OpType names of point-to-point ops (c10d OpType: SEND, RECV, RECVANYSOURCE).
+P2P_OPTYPES = frozenset({"SEND", "RECV", "RECVANYSOURCE"})
 COLLECTIVE_COLUMNS = ("pg", "rank", "seq", "op", "numel_in", "numel_out", "state")
 _COLL_AT = {c: i for i, c in enumerate(COLLECTIVE_COLUMNS)}
 _STATE = _COLL_AT["state"]
@@ -92,6 +94,12 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
         pg = _pg(e) or pgs.get(i, "0")
         if e.kind == "hang_detected" and e.get("detector") in _SEQ_DETECTORS:
             seq = _num(e.get("seq"))
+            if str(e.get("op") or "").upper() in P2P_OPTYPES:
+                # A point-to-point op's SeqNum counts that rank's own sends and receives (`seqP2P_`), not the
+                # group's collectives (`seqCollective_`; ProcessGroupNCCL.hpp "Counting for the sequential
+                # number of NCCL P2P calls", ProcessGroupNCCL.cpp pointToPoint): it is no position among the
+                # group's collectives, and pipeline stages issue different numbers of them by design.
+                continue
             row = slot(pg, e.rank)
             row["source"].add("watchdog")
             if seq is not None and (row.get("timed_out_seq") is None or seq < row["timed_out_seq"]):

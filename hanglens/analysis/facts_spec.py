@@ -153,11 +153,16 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "recv_wait",
-            ("rank", "host", "src", "src_call", "src_waits", "basis", *_EVIDENCE),
-            "Ranks blocked in a point-to-point recv and the rank each waits for (`src`), read from the "
-            "receiver's own call in its traceback (`dist.recv(t, src=...)`: a literal, or its rank plus or "
-            "minus a constant) or, in a 2-rank job, the other rank; gloo's recv timeout names no peer. "
-            "`src_waits`: the source is itself blocked in a recv; `src_call`: what the source was blocked in "
+            ("rank", "host", "op", "src", "src_call", "src_waits", "mutual", "ahead", "site", "peer_site",
+             "basis", *_EVIDENCE),
+            "Ranks blocked in a point-to-point recv or send (`op`) and the rank each waits for (`src`: the "
+            "recv's source, the send's destination; a gloo send completes only once its destination posted "
+            "the recv, unbound_buffer.cc `waitSend`), read from the rank's own call in its traceback "
+            "(`dist.recv(t, src=...)`, `dist.send(t, dst=...)`: a literal, or its rank plus or minus a "
+            "constant) or, for a receiver in a 2-rank job, the other rank; gloo's timeouts name no peer. "
+            "`src_waits`: that rank is itself blocked in a point-to-point op; `src_call`: what it was "
+            "blocked in; `mutual`: it waits for this rank in turn; `ahead`: of a mutual pair, this rank's "
+            "call is at a later line of the same function (`site`, `peer_site`: the user frames) "
             "(hanglens/analysis/transfers.py).",
         ),
         FactSpec(

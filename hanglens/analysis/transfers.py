@@ -260,71 +260,160 @@ def size_error_rows(
 
 # The user's recv call and its source argument, read from the traceback's source line (a keyword `src=` or
 # the second positional argument): a literal rank, or the receiver's own rank plus or minus a constant.
-RECV_CALL_RE = re.compile(r"\b(?:recv|irecv|recv_object_list)\((?P<args>[^()]{0,300})\)")
+# Arguments may hold calls two levels deep (`dist.send(out.detach().contiguous(), dst=rank + 1)`).
+_ARGS = r"(?P<args>(?:[^()]|\((?:[^()]|\([^()]{0,200}\)){0,200}\)){0,300})"
+RECV_CALL_RE = re.compile(r"\b(?:recv|irecv|recv_object_list)\(" + _ARGS + r"\)")
 SRC_KW_RE = re.compile(r"\bsrc\s*=\s*(?P<expr>[^,]{1,80})")
+# The rank's own name in any case (`rank`, `RANK` read from the environment, `self.global_rank`, `my_rank`,
+# `dist.get_rank()`); not `local_rank`, which differs from the global rank `src` means on every node but the
+# first (torch/distributed/distributed_c10d.py `recv`: "src (int): Source rank on global process group").
 SRC_EXPR_RE = re.compile(
-    r"^\s*(?:(?P<lit>\d{1,7})|(?P<name>(?:self\.|args\.)?(?:global_)?rank|dist\.get_rank\(\))"
-    r"(?:\s*(?P<op>[-+])\s*(?P<k>\d{1,7}))?)\s*$"
+    r"^\s*(?:(?P<lit>\d{1,7})|(?P<name>(?:(?:self|args|cfg|config)\.)?(?:global_|my_|this_|cur_)?rank"
+    r"|(?:dist|torch\.distributed)\.get_rank\(\))"
+    r"(?:\s*(?P<op>[-+])\s*(?P<k>\d{1,7}))?)\s*$",
+    re.IGNORECASE,
 )
 
 
-def _recv_source(frames: Sequence[str], sources: Sequence[str], rank: int) -> tuple[int, str] | None:
-    """The src rank a stack's recv call names, with the call's text, when its source line gives it."""
+SEND_CALL_RE = re.compile(r"\b(?:send|isend|send_object_list)\(" + _ARGS + r"\)")
+DST_KW_RE = re.compile(r"\bdst\s*=\s*(?P<expr>[^,]{1,80})")
+# A user frame as collectives.stack_calls writes it: "file.py:LINE in FUNCTION".
+USER_FRAME_RE = re.compile(r"^(?P<file>.+?):(?P<line>\d{1,7}) in (?P<func>\S+)$")
+
+
+def _top_level_args(text: str) -> list[str]:
+    """`text` split at the commas outside parentheses and brackets."""
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    return out
+
+
+def _peer_of_call(frames: Sequence[str], sources: Sequence[str], rank: int) -> tuple[str, int, str] | None:
+    """The rank a stack's point-to-point call names (recv's `src`, send's `dst`), with the op and call text.
+
+    torch/distributed/distributed_c10d.py: `recv(tensor, src=None, ...)` and `send(tensor, dst=None, ...)`,
+    both global ranks, as keyword or second positional argument.
+    """
     found = blocking_call(frames)
-    if found is None or found[3] not in RECVS:
+    if found is None or (found[3] not in RECVS and found[3] not in SENDS):
         return None
+    op = "recv" if found[3] in RECVS else "send"
     text = caller_source(frames, sources, found[0])
-    call = RECV_CALL_RE.search(text) if text is not None else None
+    call_re, kw_re = (RECV_CALL_RE, SRC_KW_RE) if op == "recv" else (SEND_CALL_RE, DST_KW_RE)
+    call = call_re.search(text) if text is not None else None
     if text is None or call is None:
         return None
-    kw = SRC_KW_RE.search(call["args"])
-    args = call["args"].split(",")
+    kw = kw_re.search(call["args"])
+    args = _top_level_args(call["args"])
     expr = kw["expr"] if kw else (args[1] if len(args) > 1 and "=" not in args[1] else "")
     m = SRC_EXPR_RE.match(expr)
     if m is None:
         return None
     if m["lit"]:
-        return int(m["lit"]), text.strip()
+        return op, int(m["lit"]), text.strip()
     k = int(m["k"]) if m["k"] else 0
-    return (rank - k if m["op"] == "-" else rank + k), text.strip()
+    return op, (rank - k if m["op"] == "-" else rank + k), text.strip()
+
+
+def _recv_source(frames: Sequence[str], sources: Sequence[str], rank: int) -> tuple[int, str] | None:
+    """The src rank a stack's recv call names, with the call's text, when its source line gives it."""
+    got = _peer_of_call(frames, sources, rank)
+    if got is None or got[0] != "recv":
+        return None
+    return got[1], got[2]
+
+
+def _user_site(call: Row | None) -> tuple[str, int, str] | None:
+    m = USER_FRAME_RE.match(str(call.get("user_frame") or "")) if call else None
+    return (m["file"], int(m["line"]), m["func"]) if m else None
 
 
 def recv_wait_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequence[Row],
                    world: int | None) -> list[Row]:
-    """One row per rank blocked in a point-to-point recv, with the rank it waits for when the logs say.
+    """One row per rank blocked in a point-to-point recv or send, and the rank it waits for when the logs say.
 
-    gloo's recv timeout (`Timed out waiting <ms>ms for recv operation to complete`,
-    gloo/transport/tcp/unbound_buffer.cc) does not name the peer; the receiver's own call does
-    (`dist.recv(t, src=...)` in its traceback, a literal or its own rank plus or minus a constant), and in a
-    2-rank job the peer is the other rank. `src_waits` says the source is itself blocked in a recv (a
-    victim further down a pipeline); `src_call` is what the source was blocked in, when known.
+    A recv completes only when its source sends; a gloo send, only when its destination has posted the
+    matching recv (the sender times out with `Timed out waiting <ms>ms for send operation to complete`,
+    gloo/transport/tcp/unbound_buffer.cc `waitSend`). gloo's timeouts name no peer; the rank's own call
+    does (`dist.recv(t, src=...)`, `dist.send(t, dst=...)` in its traceback: a literal or its rank plus or
+    minus a constant), and in a 2-rank job a receiver's peer is the other rank. `src` is the rank waited
+    for (recv's source, send's destination) and `op` the rank's own op; `src_waits` says that rank is itself
+    blocked in a point-to-point op (a victim further down a pipeline); `src_call` is what it was blocked
+    in, when known. `mutual`: the waited-for rank waits for this one in turn (two receives that can
+    never complete). `ahead`: of such a pair, this rank's blocking call is at a later line of the same
+    function in the same file than its peer's: within one pass of that code it has gone past the point
+    where its peer still waits (hence past the send its peer expects).
     """
     call_of = {c["rank"]: str(c.get("call")) for c in calls if isinstance(c.get("rank"), int)}
+    row_of = {c["rank"]: c for c in calls if isinstance(c.get("rank"), int)}
     receivers = {r for r, c in call_of.items() if c in RECVS}
+    p2p = {r for r, c in call_of.items() if c in RECVS or c in SENDS}
     stacks: dict[int, Event] = {}
     for e in events:
         r = e.rank
-        if r is not None and r in receivers and r not in stacks and e.kind in STACK_KINDS and e.get("frames"):
+        if r is not None and r in p2p and r not in stacks and e.kind in STACK_KINDS and e.get("frames"):
             stacks[r] = e
     rows: list[Row] = []
-    for r in sorted(receivers):
+    for r in sorted(p2p):
         stack = stacks.get(r)
         named = None
         if stack is not None:
-            named = _recv_source([str(f) for f in stack.get("frames") or []],
-                                 [str(s) for s in stack.get("sources") or []], r)
+            named = _peer_of_call([str(f) for f in stack.get("frames") or []],
+                                  [str(s) for s in stack.get("sources") or []], r)
         if named is not None:
-            src, text = named
+            op, src, text = named
             basis = f"its own call `{text}`"
-        elif world == 2 and r in (0, 1):
-            src, basis = 1 - r, "the only other rank of a 2-rank job"
+        elif r in receivers and world == 2 and r in (0, 1):
+            op, src, basis = "recv", 1 - r, "the only other rank of a 2-rank job"
         else:
             continue
         if src == r or src < 0 or (world is not None and src >= world):
             continue
         path, line = (stack.ref.path, stack.ref.line) if stack is not None else (None, None)
-        rows.append({"rank": r, "host": hosts.get(r), "src": src, "src_call": call_of.get(src),
-                     "src_waits": src in receivers, "basis": basis, "path": path, "line": line})
+        rows.append({"rank": r, "host": hosts.get(r), "op": op, "src": src, "src_call": call_of.get(src),
+                     "src_waits": src in p2p, "basis": basis, "path": path, "line": line})
+    # NCCL: the watchdog's timeout line names the op a rank was blocked in (`WorkNCCL(SeqNum=.., OpType=RECV,
+    # ..)`, ProcessGroupNCCL.cpp; log-formats.md section 1) but never its peer, and no Python stack is printed
+    # (the watchdog takes the process down): in a 2-rank job the peer is the other rank.
+    nccl_op: dict[int, str] = {}
+    nccl_ref: dict[int, Event] = {}
+    for e in events:
+        if e.kind == "hang_detected" and e.rank is not None and e.get("op") and e.rank not in nccl_op:
+            nccl_op[e.rank] = str(e.get("op")).upper()
+            nccl_ref[e.rank] = e
+    listed = {row["rank"] for row in rows}
+    for r, op_name in sorted(nccl_op.items()):
+        if world != 2 or r not in (0, 1) or r in listed or op_name not in ("SEND", "RECV"):
+            continue
+        other = 1 - r
+        other_op = call_of.get(other) or (nccl_op[other].lower() if other in nccl_op else None)
+        rows.append({"rank": r, "host": hosts.get(r), "op": op_name.lower(), "src": other,
+                     "src_call": other_op,
+                     "src_waits": other_op in RECVS or other_op in SENDS,
+                     "basis": f"its watchdog's OpType={op_name}; the only other rank of a 2-rank job",
+                     "path": nccl_ref[r].ref.path, "line": nccl_ref[r].ref.line})
+    waits_for = {row["rank"]: row["src"] for row in rows}
+    for row in rows:
+        r, src = row["rank"], row["src"]
+        row["mutual"] = waits_for.get(src) == r
+        mine, theirs = _user_site(row_of.get(r)), _user_site(row_of.get(src))
+        same_function = bool(mine and theirs and mine[0] == theirs[0] and mine[2] == theirs[2])
+        row["ahead"] = bool(row["mutual"] and same_function and mine and theirs
+                            and mine[1] > theirs[1])
+        row["peer_site"] = row_of[src].get("user_frame") if src in row_of else None
+        row["site"] = row_of[r].get("user_frame") if r in row_of else None
     return rows
 
 

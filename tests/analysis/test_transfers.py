@@ -185,3 +185,37 @@ def test_two_ranks_have_no_minority_and_a_plain_sender_no_split() -> None:
         0: (False, False), 1: (True, False)}
     assert split([*world(3), in_all_reduce(0), in_all_reduce(2),
                   ev("process_teardown", 1, error=SIZE_CHECK)]) == {}
+
+
+def p2p_stack(rank: int, call: str, line: int, func: str = "stage", op: str = "recv") -> Event:
+    return ev("exception", rank, exc_type="RuntimeError",
+              message=f"Timed out waiting 600000ms for {op} operation to complete",
+              frames=["/srv/pp.py:12 in <module>", f"/srv/pp.py:{line} in {func}", f"{C10D}:2500 in {op}"],
+              sources=["main()", call, "work.wait()"])
+
+
+def pairs(evs: list[Event]) -> list[tuple[int, str, int, bool, bool, bool]]:
+    got = build(evs).fact("recv_wait").to_dict(orient="records")
+    return [(r["rank"], r["op"], r["src"], r["src_waits"], r["mutual"], r["ahead"]) for r in got]
+
+
+def test_src_expression_in_any_case_but_never_local_rank() -> None:
+    evs = [*world(4), recv_stack(1, "dist.recv(h, src=RANK - 1)"),
+           recv_stack(2, "dist.recv(h, src=local_rank - 1)"),
+           recv_stack(3, "dist.recv(h, src=self.global_rank - 1)"), in_all_reduce(0)]
+    assert waits(evs) == [(1, 0, False), (3, 2, True)]
+
+
+def test_sender_waits_for_its_destination_read_from_nested_call() -> None:
+    evs = [*world(4), p2p_stack(2, "dist.send(out.detach().contiguous(), dst=rank + 1)", 60, op="send"),
+           recv_stack(1, "dist.recv(g, src=rank + 1)"), in_all_reduce(3)]
+    assert pairs(evs) == [(1, "recv", 2, True, False, False), (2, "send", 3, False, False, False)]
+
+
+def test_mutual_receivers_in_one_function_the_later_line_is_ahead() -> None:
+    evs = [*world(2), p2p_stack(0, "dist.recv(g, src=rank + 1)", 80),
+           p2p_stack(1, "dist.recv(x, src=rank - 1)", 60)]
+    assert pairs(evs) == [(0, "recv", 1, True, True, True), (1, "recv", 0, True, True, False)]
+    other_function = [*world(2), p2p_stack(0, "dist.recv(g, src=1)", 80, func="backward_step"),
+                      p2p_stack(1, "dist.recv(x, src=0)", 60, func="forward_step")]
+    assert [p[-1] for p in pairs(other_function)] == [False, False]
