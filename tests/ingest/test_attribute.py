@@ -68,9 +68,8 @@ def test_nccl_init_line_outranks_a_file_name_rank() -> None:
     f = FileEvents("worker-0.log", Origin(rank=0), [init3, init0, warn3, warn0, plain])
     attribute([f])
     assert [e.rank for e in f.events] == [3, 0, 3, 0, 0]
-    stated = FileEvents("worker-0.log", Origin(rank=0), [ev(kind="nccl_comm_init", rank=0, comm_rank=3, nranks=8,
-                                                          nccl_host="pod-a", pid=215)],
-                        stated_ranks=frozenset({0}))
+    init = ev(kind="nccl_comm_init", rank=0, comm_rank=3, nranks=8, nccl_host="pod-a", pid=215)
+    stated = FileEvents("worker-0.log", Origin(rank=0), [init], stated_ranks=frozenset({0}))
     attribute([stated])
     assert stated.events[0].rank == 0   # a `[rank0]:` line in the file: the name's rank is stated, kept
 
