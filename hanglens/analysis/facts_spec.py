@@ -257,9 +257,13 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "glued",
                 "fault_seen",
                 "text",
+                "pattern",
                 *_EVIDENCE,
             ),
-            "One row per progress bar with times (the last report of each tqdm series), compared with the "
+            "One row per progress bar (`pattern` tqdm or the like; `took` for a phase that printed its "
+            "duration once over, `elapsed time to <what> (seconds): <s>`, outlasting the timeout when it "
+            "took at least the printed timeout and was printed after a peer's wait report in the same file) "
+            "with times (the last report of each tqdm series), compared with the "
             "timeout its peers waited for (failure-signatures.md section 15): `running` (unfinished), "
             "`elapsed_s`, `remaining_s`, `projected_s` (elapsed + remaining), `timeout_s` and "
             "`timeout_basis` (printed by the waiting processes, or the section 0.3 default assumed), "

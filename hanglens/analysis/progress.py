@@ -188,17 +188,29 @@ def slow_phase_rows(
     showed (`timeout`, or only a `traceback`); `glued` marks a bar with another writer's line glued to it
     (printed at that moment); `fault_seen` marks jobs where
     another process had a fault of its own.
+
+    A phase that printed its duration once over (`phase_took`, pattern `took`) outlasts the timeout when
+    the duration is at least the timeout the peers printed and its line comes after a peer's own timeout
+    report in the same file (the peers' wait fell inside it). A rank-less one is the rank's whose own
+    timeout report is the only one printed after it while others' came before (section 15: "the
+    straggler's own error comes last").
     """
     bars: dict[tuple[Any, ...], Event] = {}
     # Every wait and fault is summed up once, per rank: a bar's peers are every rank but its own, so what
     # its peers did is the job's total minus the bar's rank's share (linear in events, whatever the ranks).
     waits = _Tally()
     faults: dict[int | None, int] = defaultdict(int)
+    # Timeout waits by file, in line order: a phase that printed its duration after them outlasted them.
+    timed_out: dict[str, list[tuple[int, int | None]]] = defaultdict(list)
     for e in events:
         if e.kind == "progress" and isinstance(e.get("elapsed_s"), int):
             bars[(e.rank, e.ref.path, e.get("label"), e.get("pattern"))] = e  # events are in line order
+        elif e.kind == "phase_took" and isinstance(e.get("duration_s"), int):
+            bars[(e.rank, e.ref.path, e.get("label"), "took")] = e
         elif (kind := _wait(e)) is not None:
             waits.add(e, kind)
+            if kind == "timeout":
+                timed_out[e.ref.path].append((e.ref.line, e.rank))
         elif _fault(e):
             faults[e.rank] += 1
     if not bars:
@@ -218,10 +230,22 @@ def slow_phase_rows(
     # Rank 0 as the main process of a single-host job whose other ranks wait (see `_DATASET_BAR_RE`).
     main_first = bool(waits.ranks) and 0 not in waits.ranks and len(set(hosts.values())) <= 1
     rows = []
-    for (rank, path, label, _), bar in sorted(bars.items(), key=lambda kv: (kv[1].ref.path, kv[1].ref.line)):
+    for (rank, path, label, pattern), bar in sorted(bars.items(),
+                                                    key=lambda kv: (kv[1].ref.path, kv[1].ref.line)):
+        took = pattern == "took"
         own_waits = rank is not None and waits.timeouts.get(rank, 0) > 0
         peer_waits = waits.total - (waits.count.get(rank, 0) if rank is not None else 0) > 0
         owner, basis = rank, ("own" if rank is not None else None)
+        before = {r for ln, r in timed_out.get(path, ()) if ln < bar.ref.line}
+        after = {r for ln, r in timed_out.get(path, ()) if ln > bar.ref.line}
+        if took and owner is None and len(after) == 1 and None not in after and before - {None} \
+                and not after & before:
+            # A phase over after some ranks' timeouts, with one rank whose own timeout comes only after it:
+            # that rank entered the collective when the phase ended (section 15: "the straggler's own
+            # error comes last").
+            owner = next(iter(after))
+            basis = ("the only rank whose own timeout was printed after the phase ended; the other ranks' "
+                     "timeouts came before it (the straggler's own error comes last)")
         if owner is None and lone is not None:
             owner, basis = lone, f"the only rank of {world} not seen waiting"
         elif owner is None and main_first and (" examples/s" in bar.text or (
@@ -230,6 +254,8 @@ def slow_phase_rows(
                 "other ranks wait (`main_process_first`), and rank 0 was not seen waiting"
         step, total = bar.get("step"), bar.get("total")
         elapsed, remaining = bar.get("elapsed_s"), bar.get("remaining_s")
+        if took:
+            elapsed, remaining = bar.get("duration_s"), 0
         if not isinstance(elapsed, int):
             continue
         running = (isinstance(step, int) and isinstance(total, int) and step < total) or (
@@ -250,6 +276,12 @@ def slow_phase_rows(
             and NEAR_TIMEOUT * timeout_s <= elapsed <= LATE_TIMEOUT * timeout_s
             and (projected is None or projected >= timeout_s)
         )
+        if took:
+            # Over, but it took at least the timeout the peers printed, and it was printed after a peer's
+            # own timeout report in the same file: the peers' whole wait fell inside it.
+            outlasts = bool(printed is not None and timeout_s and not own_waits
+                            and timeout_s <= elapsed <= LATE_TIMEOUT * timeout_s
+                            and before - ({owner} if owner is not None else set()))
         glued = any(r is None or r != rank for r in others_at.get((path, bar.ref.line), ()))
         rows.append(
             {
@@ -267,12 +299,13 @@ def slow_phase_rows(
                 "outlasts_timeout": outlasts,
                 # Listed for a bar that outlasted the wait only (the rules' victims): one list of every
                 # other waiting rank per bar would be quadratic in ranks.
-                "waiting_ranks": sorted(r for r in waits.ranks if r != rank) if outlasts else [],
+                "waiting_ranks": sorted(r for r in waits.ranks if r not in (rank, owner)) if outlasts else [],
                 "wait": waits.kind_without(rank),
                 "owner_basis": basis,
                 "glued": glued,
                 "fault_seen": all_faults - (faults.get(rank, 0) if rank is not None else 0) > 0,
                 "text": bar.text[:MAX_TEXT],
+                "pattern": "took" if took else bar.get("pattern"),
                 "path": bar.ref.path,
                 "line": bar.ref.line,
             }

@@ -361,11 +361,26 @@ def _single_node(files: list[FileEvents]) -> tuple[str, ...] | None:
     return next(iter(keys))
 
 
+def _name_rank_only(f: FileEvents, e: Event) -> bool:
+    """`e`'s rank is only the number in its file's name (`worker-0.log`): no `[rankN]:` line of the file
+    states that rank, and no launcher tag gave it."""
+    r = f.origin.rank
+    return r is not None and e.rank == r and r not in f.stated_ranks and e.local_rank is None and not e.writer
+
+
 def _nccl_pids(files: list[FileEvents]) -> None:
-    """NCCL `host:pid:tid` lines -> rank: the largest communicator's init lines, or the pid's ranked lines."""
+    """NCCL `host:pid:tid` lines -> rank: the largest communicator's init lines, or the pid's ranked lines.
+
+    The `Init START`/`Init COMPLETE` line of the world communicator is the process's own statement of its
+    rank (`comm <ptr> rank <r> nranks <n>`, log-formats.md section 4.3; NVIDIA/nccl src/init.cc): it wins
+    over a rank that only a file's name gave its lines. A pod's or node's console named `worker-0.log`
+    holds the NCCL lines of all its local processes, each with its own pid; the pid whose init line says
+    rank 3 is rank 3 there, not the name's rank 0.
+    """
     events = [e for f in files for e in f.events]
     world = max((_int(e.get("nranks")) or 0 for e in events if e.kind == "nccl_comm_init"), default=0)
-    pairs: set[tuple[Hashable, int]] = set()   # (each pair once: a big job repeats them per line)
+    init_pairs: set[tuple[Hashable, int]] = set()
+    ranked: list[tuple[tuple[Hashable, int], bool]] = []
     for f in files:
         for e in f.events:
             host, pid = e.get("nccl_host"), _int(e.get("pid"))
@@ -374,9 +389,13 @@ def _nccl_pids(files: list[FileEvents]) -> None:
             if e.kind == "nccl_comm_init" and world and _int(e.get("nranks")) == world:
                 r = _int(e.get("comm_rank"))
                 if r is not None:
-                    pairs.add(((_short(host), pid), r))
+                    init_pairs.add(((_short(host), pid), r))
             elif e.rank is not None and (f.origin.rank is not None or f.origin.local_rank is not None):
-                pairs.add(((_short(host), pid), e.rank))
+                ranked.append((((_short(host), pid), e.rank), _name_rank_only(f, e)))
+    by_init = _unique(init_pairs)
+    pairs: set[tuple[Hashable, int]] = set(init_pairs)   # (each pair once: a big job repeats them per line)
+    # A name-given rank does not contest what the pid's own init line states.
+    pairs.update(p for p, by_name in ranked if not (by_name and p[0] in by_init))
     for e in events:
         if e.kind == "child_failed":
             g, pid, h = _int(e.get("failed_rank")), _int(e.get("pid")), e.get("failed_host")
@@ -389,7 +408,13 @@ def _nccl_pids(files: list[FileEvents]) -> None:
 
     def fill(f: FileEvents, e: Event) -> Event:
         if e.rank is not None:
-            return e
+            if not by_init or not _name_rank_only(f, e):
+                return e
+            host, pid = e.get("nccl_host"), _int(e.get("pid"))
+            if not isinstance(host, str) or pid is None or e.parser in DUMP_PARSERS:
+                return e
+            rank = by_init.get((_short(host), pid))
+            return e if rank is None or rank == e.rank else _with(f, e, "rank", rank)
         host, pid = e.get("nccl_host"), _int(e.get("pid"))
         if pid is not None and e.parser in DUMP_PARSERS:
             host = host if isinstance(host, str) else e.host

@@ -55,6 +55,16 @@ FINISHED_RE = re.compile(
     r"(?:s|secs?|seconds|m|mins?|minutes|h|hours?)\.?$"
 )
 FINISHED_TRIGGERS = ("raining", "Trainer.fit", "one in ")
+# A phase that reports how long it took once it is over: `elapsed time to build and save doc-idx mapping
+# (seconds): 702.55` (Megatron-LM's dataset index builders, megatron/core/datasets/gpt_dataset.py, print
+# `elapsed time to build and save <what> (seconds): <s>`), `elapsed time for <what> (seconds): <s>`. A
+# phase that took longer than the timeout its peers waited with is what they waited for
+# (failure-signatures.md section 15).
+PHASE_TOOK_RE = re.compile(
+    r"(?i)\belapsed time (?:to|for) (?P<what>[\w ,/.-]{1,120}?) \((?:seconds|secs?|s)\) ?: ?"
+    r"(?P<secs>\d{1,9})(?:\.\d{1,9})?\b"
+)
+PHASE_TOOK_TRIGGERS = ("lapsed time",)
 PHASE_TRIGGERS = ("heckpoint", "alidat", "valuat", "eval", "Eval", "est loop", "est epoch", "okeniz",
                   "reprocess", "ataset")
 # Lines of a stack or a traceback mention these words as code, not as a phase.
@@ -67,7 +77,7 @@ class LifecycleParser(Parser):
     """How the job was stopped from outside (`job_stopped`) and which phase it was in (`phase`)."""
 
     name = "lifecycle"
-    triggers = ("death signal", "CANCELLED AT", *PHASE_TRIGGERS, *FINISHED_TRIGGERS)
+    triggers = ("death signal", "CANCELLED AT", *PHASE_TRIGGERS, *FINISHED_TRIGGERS, *PHASE_TOOK_TRIGGERS)
     emits = (
         EventSpec("job_stopped", ("how", "signal", "job_id", "stopped_host", "reason"),
                   "the job was stopped from outside: torchrun's agent received a signal (`how` agent_signal, "
@@ -76,6 +86,9 @@ class LifecycleParser(Parser):
         EventSpec("phase", ("phase",),
                   "a training-loop phase began or ended: checkpoint_save, checkpoint_load, validation, "
                   "data_prep (the phase a silent hang most often stops in)"),
+        EventSpec("phase_took", ("label", "duration_s"),
+                  "a phase reported how long it took once it was over (`elapsed time to <what> (seconds): "
+                  "<s>`): `duration_s` whole seconds"),
         EventSpec("run_finished", ("phrase",),
                   "the training script said its run is over (`Training complete`, HF Trainer's `Training "
                   "completed.`, Lightning's `` `Trainer.fit` stopped: `max_epochs=N` reached``)"),
@@ -101,6 +114,9 @@ class LifecycleParser(Parser):
         Example("Running validation at epoch 2", "phase", {"phase": "validation"}, "generic training loops"),
         Example("Running tokenizer on dataset (num_proc=8)", "phase", {"phase": "data_prep"},
                 "HF datasets map with a desc"),
+        Example("    elapsed time to build and save sample-idx mapping (seconds): 1204.5", "phase_took",
+                {"label": "build and save sample-idx mapping", "duration_s": 1204},
+                "Megatron-LM gpt_dataset"),
         Example("Training completed. Do not forget to share your model on huggingface.co/models =)",
                 "run_finished", {"phrase": "Training completed"}, "HF transformers Trainer"),
         Example("`Trainer.fit` stopped: `max_epochs=20` reached.", "run_finished",
@@ -124,6 +140,7 @@ class LifecycleParser(Parser):
         "epoch 3 done in 12s",
         "[rank 1] epoch 3 done in 12s",
         "done in 41s, retrying",
+        "elapsed time: 12.5",
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
@@ -149,6 +166,9 @@ class LifecycleParser(Parser):
         m = FINISHED_RE.search(text)
         if m:
             return (self.event("run_finished", line, phrase=m.group(0)),)
+        m = PHASE_TOOK_RE.search(text) if "lapsed time" in text else None
+        if m:
+            return (self.event("phase_took", line, label=m["what"].strip(), duration_s=int(m["secs"])),)
         for phase, rx in PHASE_RES:
             if rx.search(text):
                 return (self.event("phase", line, phase=phase),)

@@ -57,6 +57,23 @@ def test_nccl_pid_through_largest_communicator() -> None:
     assert (f.events[4].rank, f.events[4].host) == (None, "h2")
 
 
+def test_nccl_init_line_outranks_a_file_name_rank() -> None:
+    """A console named after node 0 holds its local processes' NCCL lines: the pid whose own init line
+    says rank 3 is rank 3 (log-formats.md section 4.3), not the name's 0; a stated `[rank0]:` rank stays."""
+    init3 = ev(kind="nccl_comm_init", rank=0, comm_rank=3, nranks=8, nccl_host="pod-a", pid=215)
+    init0 = ev(kind="nccl_comm_init", rank=0, comm_rank=0, nranks=8, nccl_host="pod-a", pid=212)
+    warn3 = ev(kind="nccl_warn", rank=0, nccl_host="pod-a", pid=215)
+    warn0 = ev(kind="nccl_warn", rank=0, nccl_host="pod-a", pid=212)
+    plain = ev(kind="exception", rank=0)
+    f = FileEvents("worker-0.log", Origin(rank=0), [init3, init0, warn3, warn0, plain])
+    attribute([f])
+    assert [e.rank for e in f.events] == [3, 0, 3, 0, 0]
+    init = ev(kind="nccl_comm_init", rank=0, comm_rank=3, nranks=8, nccl_host="pod-a", pid=215)
+    stated = FileEvents("worker-0.log", Origin(rank=0), [init], stated_ranks=frozenset({0}))
+    attribute([stated])
+    assert stated.events[0].rank == 0   # a `[rank0]:` line in the file: the name's rank is stated, kept
+
+
 def test_stated_rank_is_the_last_resort() -> None:
     f = FileEvents("c.log", Origin(), [ev(kind="hang_detected", stated_rank=3),
                                        ev(kind="y", rank=1, stated_rank=3)])
