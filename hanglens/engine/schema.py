@@ -217,6 +217,17 @@ class Rule(_Strict):
     _root: Path | None = PrivateAttr(default=None)
     _builtin: bool = PrivateAttr(default=False)
 
+    @model_validator(mode="after")
+    def _plain_advice(self) -> Rule:
+        """`remediation` and `collect` are shown as written (only `explanation` is a template): a `{{ }}`
+        there would reach the user unrendered."""
+        for name in ("remediation", "collect"):
+            for text in getattr(self, name):
+                if "{{" in text or "{%" in text:
+                    raise ValueError(f"{name} is plain text, not a template (only explanation is rendered): "
+                                     f"{text[:80]!r}")
+        return self
+
     @property
     def path(self) -> Path | None:
         return self._path

@@ -125,3 +125,14 @@ def test_template_syntax_error_points_into_the_block(tmp_path: Path) -> None:
     assert len(problems) == 1 and problems[0].message.startswith("template error")
     lines = bad.splitlines()
     assert "{{ others" in lines[problems[0].line - 1] or "{{ others" in lines[problems[0].line - 2]
+
+
+def test_remediation_with_template_syntax_is_a_rule_problem(tmp_path: Path) -> None:
+    # Only `explanation` is rendered: a `{{ }}` in a remediation would reach the user as written.
+    source = (EXAMPLE_RULES / "straggler" / "rank-behind-in-steps.yaml").read_text()
+    bad = source.replace("GPU health of ranks that fall behind.",
+                         "GPU health of rank {{ behind.rank | first }}.")
+    assert bad != source
+    _write(tmp_path, "straggler/rank-behind-in-steps.yaml", bad)
+    _, problems = collect_rules([tmp_path], builtin=False, catalog=CATALOG)
+    assert len(problems) == 1 and "remediation is plain text, not a template" in str(problems[0])
