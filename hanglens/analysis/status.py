@@ -91,7 +91,7 @@ def single_node(events: Sequence[Event]) -> bool:
 def is_own_crash(e: Event) -> bool:
     """Did this event report a fault of the rank itself (not a consequence of a peer's failure)?
 
-    Exit codes alone are judged in `crash_rows`/`rank_status_rows`: a positive exit code only says a
+    Exit codes alone are judged in `crash_rows`/`rank_status_columns`: a positive exit code only says a
     Python exception ended the worker, which may itself be a victim's timeout.
     """
     if e.kind in ("exception", "error_file"):
@@ -955,23 +955,6 @@ def _signalled_outside(events: Sequence[Event], single: bool) -> set[int]:
     return out
 
 
-def rank_status_rows(
-    events: Sequence[Event],
-    ranks: Sequence[int],
-    hosts: dict[int, str],
-    victims: Sequence[Row],
-    own_logs: set[int] | None = None,
-    clean: set[int] | None = None,
-    printed: set[int] | None = None,
-) -> list[Row]:
-    """One row per known rank: crashed (own fault), hung, victim (consequence signals), ok or silent.
-
-    "silent" is a rank with no line of its own in the input (`printed`, else no event of its own); a rank
-    whose lines were read but matched no parser is "ok": it wrote, and nothing it wrote is a failure."""
-    cols = rank_status_columns(events, ranks, hosts, victims, own_logs, clean, printed)
-    return [dict(zip(cols, values, strict=True)) for values in zip(*cols.values(), strict=True)]
-
-
 RANK_STATUS_KEYS = ("rank", "host", "status", "crashed", "hung", "victim", "quiet", "own_log",
                     "first_error_kind", "first_error_time", "exitcode", "signal", "exited_clean",
                     "signalled_outside")
@@ -986,8 +969,12 @@ def rank_status_columns(
     clean: set[int] | None = None,
     printed: set[int] | None = None,
 ) -> dict[str, list[Any]]:
-    """`rank_status_rows` as one list per key (RANK_STATUS_KEYS, in order): a job of N ranks has N rows, and
-    N dicts of 14 keys would cost about 650 bytes each beside the table made from them."""
+    """One row per known rank, as one list per key (RANK_STATUS_KEYS, in order): crashed (own fault), hung,
+    victim (consequence signals), ok or silent. Columns, not a dict per rank: a job of N ranks has N rows,
+    and N dicts of 14 keys would cost about 650 bytes each beside the table made from them.
+
+    "silent" is a rank with no line of its own in the input (`printed`, else no event of its own); a rank
+    whose lines were read but matched no parser is "ok": it wrote, and nothing it wrote is a failure."""
     sn = single_node(events)
     by_rank: dict[int, list[Event]] = defaultdict(list)
     for e in events:
@@ -1003,6 +990,7 @@ def rank_status_columns(
     outside = _signalled_outside(events, sn)
     clean = clean or set()
     own_logs = own_logs or set()
+    printed = printed or set()
     cols: dict[str, list[Any]] = {k: [] for k in RANK_STATUS_KEYS}
     (c_rank, c_host, c_status, c_crashed, c_hung, c_victim, c_quiet, c_own, c_kind, c_time, c_exit, c_signal,
      c_clean, c_outside) = cols.values()
@@ -1028,7 +1016,7 @@ def rank_status_columns(
         )
         status = (
             "crashed" if crashed else "hung" if hung else "victim" if victim
-            else "ok" if evs or rank in (printed or set()) else "silent"
+            else "ok" if evs or rank in printed else "silent"
         )
         c_rank.append(rank)
         c_host.append(hosts.get(rank))
@@ -1048,12 +1036,8 @@ def rank_status_columns(
     return cols
 
 
-def host_failure_rows(rank_rows: Sequence[Row]) -> list[Row]:
-    return host_failures((r["host"], r["crashed"]) for r in rank_rows)
-
-
 def host_failures(host_crashed: Iterable[tuple[str | None, bool]]) -> list[Row]:
-    """`host_failure_rows` from each rank's (host, crashed)."""
+    """Per host, how many of its ranks crashed, from each rank's (host, crashed)."""
     per: dict[str, list[bool]] = defaultdict(list)
     for host, crashed in host_crashed:
         if host:

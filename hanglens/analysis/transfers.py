@@ -327,14 +327,6 @@ def _peer_of_call(frames: Sequence[str], sources: Sequence[str], rank: int) -> t
     return op, (rank - k if m["op"] == "-" else rank + k), text.strip()
 
 
-def _recv_source(frames: Sequence[str], sources: Sequence[str], rank: int) -> tuple[int, str] | None:
-    """The src rank a stack's recv call names, with the call's text, when its source line gives it."""
-    got = _peer_of_call(frames, sources, rank)
-    if got is None or got[0] != "recv":
-        return None
-    return got[1], got[2]
-
-
 def _user_site(call: Row | None) -> tuple[str, int, str] | None:
     m = USER_FRAME_RE.match(str(call.get("user_frame") or "")) if call else None
     return (m["file"], int(m["line"]), m["func"]) if m else None
@@ -409,9 +401,8 @@ def recv_wait_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequen
         r, src = row["rank"], row["src"]
         row["mutual"] = waits_for.get(src) == r
         mine, theirs = _user_site(row_of.get(r)), _user_site(row_of.get(src))
-        same_function = bool(mine and theirs and mine[0] == theirs[0] and mine[2] == theirs[2])
-        row["ahead"] = bool(row["mutual"] and same_function and mine and theirs
-                            and mine[1] > theirs[1])
+        row["ahead"] = bool(row["mutual"] and mine and theirs and mine[0] == theirs[0]
+                            and mine[2] == theirs[2] and mine[1] > theirs[1])
         row["peer_site"] = row_of[src].get("user_frame") if src in row_of else None
         row["site"] = row_of[r].get("user_frame") if r in row_of else None
     return rows
