@@ -145,9 +145,11 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
 
     # A line that reports an error is no progress report: `ValueError: non-finite loss at step 5120` names
     # a step, but the rank did not get past it (and must not seem to have trained on after its traceback).
-    errs = {(e.ref.path, e.ref.line) for e in evs if e.kind == "error_line"}
+    # (the refs themselves, not a (path, line) tuple per error line: a big job has one or two per rank)
+    errs = {e.ref for e in evs if e.kind == "error_line"}
     if errs:
-        evs = [e for e in evs if e.kind != "progress" or (e.ref.path, e.ref.line) not in errs]
+        evs = [e for e in evs if e.kind != "progress" or e.ref not in errs]
+    del errs
     # Errors their writer trained on after (caught, logged, retried) did not end the job: not failures.
     survived = status.survived_failures(evs, files)
     if survived:

@@ -372,15 +372,16 @@ def _compare(rows: list[Row]) -> list[Row]:
         silent_for = newest - r["last_time"] if newest is not None and r["last_time"] is not None else None
         cad = r["cadence_s"]
         first_silent = bool(silent_for is not None and cad and silent_for > CADENCE_FACTOR * cad)
-        out.append({
-            **r,
-            "common_step": common,
-            "common_epoch": common_epoch,
-            "position": position,
-            "differs": position in ("ahead", "behind") or sequence is not None,
-            "sequence": sequence,
-            "skipped_after": skipped_after,
-            "silent_for_s": silent_for,
-            "first_silent": first_silent,
-        })
+        # (the row made here, completed in place: a big job has one per rank, and a copy would double them)
+        r.update(
+            common_step=common,
+            common_epoch=common_epoch,
+            position=position,
+            differs=position in ("ahead", "behind") or sequence is not None,
+            sequence=sequence,
+            skipped_after=skipped_after,
+            silent_for_s=silent_for,
+            first_silent=first_silent,
+        )
+        out.append(r)
     return out

@@ -18,7 +18,7 @@ from hanglens.analysis.kinds import FAILURE_KINDS, is_failure_warning, is_retrie
 from hanglens.engine import template
 from hanglens.engine.schema import BASE_ATTRIBUTES, Condition, Rule
 from hanglens.limits import DEFAULT_LIMITS, Limits
-from hanglens.model import ERROR_LEVELS, Category, Confidence, Event
+from hanglens.model import ERROR_LEVELS, Category, Confidence, Event, SourceRef
 
 __all__ = ["REGEX_TIMEOUT_S", "EngineResult", "Evidence", "Finding", "NotEvaluable", "RuledOut", "TablesLike",
            "Verdict", "describe_condition", "evaluate"]
@@ -374,7 +374,7 @@ class _Run:
     limits: Limits = DEFAULT_LIMITS
     clock: _Clock | None = None  # the regex time left to the rule being evaluated
     _events: dict[str, pd.DataFrame] = field(default_factory=dict)
-    _texts: dict[tuple[str, int], str] | None = None
+    _texts: dict[SourceRef, str] | None = None
     _by_kind: dict[str, list[Any]] | None = None
 
     def event_frame(self, kind: str) -> pd.DataFrame:
@@ -416,10 +416,12 @@ class _Run:
 
     def text_at(self, path: str, line: int) -> str:
         if self._texts is None:
+            # (keyed by the events' own refs: a (path, line) tuple per event would be a big job's largest
+            # object of the rules' phase)
             self._texts = {}
             for e in self.tables.events:
-                self._texts.setdefault((e.ref.path, e.ref.line), e.text)
-        return self._texts.get((path, line), "")
+                self._texts.setdefault(e.ref, e.text)
+        return self._texts.get(SourceRef(path, line), "")
 
     def denominator(self) -> int | None:
         return self.tables.world_size or (len(self.tables.ranks) or None)

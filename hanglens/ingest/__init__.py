@@ -71,6 +71,11 @@ class Ingested:
         return read_context(self, refs, before=before, after=after)
 
 
+# (one empty set for every file whose lines state no rank: each of thousands of files would hold its own, and
+# a frozenset takes 216 bytes)
+_NO_RANKS: frozenset[int] = frozenset()
+
+
 @dataclass(slots=True)
 class _FileOut:
     """What the job keeps of one file read (a FileResult's working sets are left behind: thousands of
@@ -91,7 +96,7 @@ class _FileOut:
     def of(cls, display: str, size: int, origin: Origin, pid: int | None, res: FileResult,
            locator: Locator) -> _FileOut:
         return cls(display, size, origin, pid, locator, res.events, res.lines, res.dated,
-                   frozenset(res.envelope_ranks), tuple(res.notes))
+                   frozenset(res.envelope_ranks) if res.envelope_ranks else _NO_RANKS, tuple(res.notes))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # From a worker to the job's process the events travel as columns: unpickling builds each Event at
@@ -127,7 +132,8 @@ def _file_out(display: str, size: int, origin: Origin, pid: int | None, locator:
               cols: tuple[list[Any], ...], lines: int, dated: tuple[float, float] | None,
               envelope_ranks: frozenset[int], notes: tuple[str, ...]) -> _FileOut:
     """A `_FileOut` unpickled (see `_FileOut.__reduce__`)."""
-    return _FileOut(display, size, origin, pid, locator, _unpack(cols), lines, dated, envelope_ranks, notes)
+    return _FileOut(display, size, origin, pid, locator, _unpack(cols), lines, dated,
+                    envelope_ranks or _NO_RANKS, notes)
 
 
 @lru_cache(maxsize=8)
@@ -323,10 +329,71 @@ class Sharer:
                 maps[key] = f
 
 
-def _share_all(sharer: Sharer, items: list[_FileOut | Skipped]) -> None:
+def _share_all(sharer: Sharer | JobSharer, items: list[_FileOut | Skipped]) -> None:
     for item in items:
         if isinstance(item, _FileOut):
             sharer.share(item.events)
+
+
+_KEYABLE = frozenset({str, int, type(None)})   # (no bool or float: True == 1 == 1.0 and 0.0 == -0.0)
+
+
+class JobSharer:
+    """Makes equal texts, hosts, ranks and field mappings of the whole job one object each, batch by batch as
+    the batches reach the job's process (from a worker's pickle, or read here).
+
+    `Sharer` does so within a batch; across batches every rank prints the same lines and fields, and a
+    pickle gives each batch its own copies (ints are never shared by pickle). Shared as each batch
+    arrives, a copy is freed while the next batch can still reuse its memory; shared once at the end
+    (`_share_job`), the job's copies would all be freed at once, leaving holes among the events that the
+    process never gives back (round 11: shape (c) at 16,384 ranks held 40 MiB of such holes after reading).
+    Only for the job's own events, fresh from the reader: it sets their fields in place.
+    """
+
+    def __init__(self) -> None:
+        self.strs: dict[str, str] = {}
+        self.ints: dict[int, int] = {}
+        # id of a `Fields` key layout -> (the layout, kept alive so its id stays its own; values -> mapping)
+        self.fields: dict[int, tuple[dict[str, int], dict[tuple[Any, ...], Fields]]] = {}
+
+    def share(self, events: Iterable[Event]) -> None:
+        strs, ints, keyable = self.strs, self.ints, _KEYABLE
+        setter = object.__setattr__
+        for e in events:
+            text = strs.setdefault(e.text, e.text)
+            if text is not e.text:
+                setter(e, "text", text)
+            if e.host is not None:
+                host = strs.setdefault(e.host, e.host)
+                if host is not e.host:
+                    setter(e, "host", host)
+            rank = e.rank
+            if rank is not None and rank.__class__ is int and not -5 <= rank <= 256:
+                same_rank = ints.setdefault(rank, rank)
+                if same_rank is not rank:
+                    setter(e, "rank", same_rank)
+            f = e.fields
+            if f.__class__ is not Fields or not f._values:
+                continue
+            values = f._values
+            if not all(v.__class__ in keyable for v in values):
+                continue
+            at = f._at
+            slot = self.fields.get(id(at))
+            if slot is None:
+                slot = self.fields[id(at)] = (at, {})
+            same = slot[1].get(values)
+            if same is not None:
+                if same is not f:
+                    setter(e, "fields", same)
+                continue
+            # The job's first mapping with these values: its strings and ints become the job's.
+            own = tuple(strs.setdefault(v, v) if v.__class__ is str
+                        else ints.setdefault(v, v) if v.__class__ is int and not -5 <= v <= 256 else v
+                        for v in values)
+            if any(a is not b for a, b in zip(own, values, strict=True)):
+                f._values = own
+            slot[1][own] = f
 
 
 
@@ -354,21 +421,67 @@ def _joined(unit: Unit, specs: list[PartSpec], parts: list[PartOut], chosen: tup
     return [_FileOut.of(unit.display, size, hints.origin, hints.pid, res, Locator(unit.fs_path))]
 
 
+class _Pool:
+    """The reader's worker processes, started while `discover` is still finding the inputs.
+
+    A forked worker starts with this process's memory, and the memory of a job is summed over every
+    process: forked after a folder of 32,768 files was listed, each worker held the list too (about 20 MiB
+    of shape (c)'s 16,384 ranks). So the pool starts as soon as the files found so far are enough to
+    read in parallel (what `_workers` asks: PARALLEL_MIN_BYTES, and a file per process), with the list
+    still short. Smaller inputs start it after `discover`, when `_read_parallel` needs it, or never.
+    """
+
+    def __init__(self, jobs: int | None, limits: Limits) -> None:
+        self.limits = limits
+        self.want = jobs if jobs is not None else (os.cpu_count() or 1)
+        self.bytes = 0
+        self.files = 0
+        self.executor: Any = None
+        self.shared: Any = None
+
+    def found(self, size: int) -> None:
+        """`discover` found a file of `size` bytes."""
+        if self.executor is not None or self.want < 2:
+            return
+        self.bytes += size
+        self.files += 1
+        if self.bytes >= PARALLEL_MIN_BYTES and self.files >= self.want:
+            self.start(self.want)
+
+    def start(self, workers: int) -> None:
+        """A pool of `workers - 1` processes (this one is the other reader), forked now."""
+        # Imported here: a job read by this process alone (most small ones) never loads them.
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.shared = multiprocessing.get_context().Value("q", self.limits.max_job_bytes)
+        self.executor = ProcessPoolExecutor(max_workers=workers - 1, initializer=_init_worker,
+                                            initargs=(self.limits.max_job_bytes, self.shared))
+        # (a forked pool starts all its processes at its first task)
+        self.executor.submit(int)
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(wait=True, cancel_futures=True)
+            self.executor = None
+
+
 def _read_parallel(units: list[Unit], chosen: tuple[type[Parser], ...], limits: Limits, workers: int,
-                   meter: Meter) -> list[list[_FileOut | Skipped]]:
-    """Read `units` with `workers` processes: this one and a pool of `workers - 1`.
+                   meter: Meter, job: JobSharer, pool: _Pool) -> list[list[_FileOut | Skipped]]:
+    """Read `units` with `workers` processes: this one and a pool of `workers - 1` (`pool`'s, started here
+    unless `discover` started it; shut down before the parts of big files are joined).
 
     The pool takes batches from the big end (the parts of big files first, then batches biggest first, a
     few in flight per worker); this process reads from the small end while they run, so it is not one
     more process that only waits (the memory of a job is summed over every process). Results are put
     back in display order; a file read in parts is joined when its parts are in (`split.py`).
     """
-    # Imported here: a job read by this process alone (most small ones) never loads them.
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, wait
 
-    shared = multiprocessing.get_context().Value("q", limits.max_job_bytes)
-    budget = ByteBudget(limits.max_job_bytes, shared)
+    if pool.executor is None:
+        pool.start(workers)
+    workers = min(workers, pool.want)   # (a pool started early has `want` processes with this one)
+    budget = ByteBudget(limits.max_job_bytes, pool.shared)
     splits = _split_plans(units, chosen, limits, workers)
     whole = [i for i in range(len(units)) if i not in splits]
     pending: deque[list[int] | PartSpec] = deque(
@@ -380,6 +493,7 @@ def _read_parallel(units: list[Unit], chosen: tuple[type[Parser], ...], limits: 
 
     def store(batch: list[int], results: list[list[_FileOut | Skipped]]) -> None:
         for i, items in zip(batch, results, strict=True):
+            _share_all(job, items)
             done[i] = items
             meter.file_done(units[i].size)
 
@@ -392,17 +506,17 @@ def _read_parallel(units: list[Unit], chosen: tuple[type[Parser], ...], limits: 
         else:
             store(item, fut.result())
 
-    with ProcessPoolExecutor(max_workers=workers - 1, initializer=_init_worker,
-                             initargs=(limits.max_job_bytes, shared)) as pool:
+    executor = pool.executor
+    try:
         inflight: dict[Future[Any], list[int] | PartSpec] = {}
         while pending or inflight:
             # (the last item pending is left to this process: one big file's last part, say)
             while len(pending) > 1 and len(inflight) < 2 * (workers - 1):
                 item = pending.popleft()
                 if isinstance(item, PartSpec):
-                    inflight[pool.submit(read_part, item)] = item
+                    inflight[executor.submit(read_part, item)] = item
                 else:
-                    inflight[pool.submit(_read_batch, [units[i] for i in item], chosen, limits)] = item
+                    inflight[executor.submit(_read_batch, [units[i] for i in item], chosen, limits)] = item
             for fut in [f for f in inflight if f.done()]:
                 finish(inflight.pop(fut), fut)
             if pending:
@@ -415,6 +529,8 @@ def _read_parallel(units: list[Unit], chosen: tuple[type[Parser], ...], limits: 
                 finished, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
                 for fut in finished:
                     finish(inflight.pop(fut), fut)
+    finally:
+        pool.close()
     # The parts are joined once the pool is gone: its processes' memory is not held beside the join's.
     for i, specs in splits.items():
         parts = [part_outs.pop((i, s.index)) for s in specs]
@@ -438,7 +554,17 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
     passes one is skipped. `progress` is told the bytes (on disk) and input files read so far as each
     input finishes.
     """
-    units, skipped = discover([os.fspath(p) for p in paths])
+    pool = _Pool(jobs, limits)
+    try:
+        return _read_inputs(paths, jobs, parsers, limits, progress, pool)
+    finally:
+        pool.close()
+
+
+def _read_inputs(paths: Sequence[str | os.PathLike[str]], jobs: int | None,
+                 parsers: Sequence[type[Parser]] | None, limits: Limits, progress: OnProgress | None,
+                 pool: _Pool) -> Ingested:
+    units, skipped = discover([os.fspath(p) for p in paths], pool.found)
     if len(units) > limits.max_files:
         # A folder of a hundred thousand files: read the first ones (display order), say what was left.
         rest = units[limits.max_files:]
@@ -449,9 +575,11 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
     chosen = tuple(PARSERS if parsers is None else parsers)
     workers = _workers(jobs, units)
     meter = Meter(sum(u.size for u in units), len(units), progress)
+    shared_job = JobSharer()
     if workers > 1:
-        outs = _read_parallel(units, chosen, limits, workers, meter)
+        outs = _read_parallel(units, chosen, limits, workers, meter, shared_job, pool)
     else:
+        pool.close()   # (started for files that turned out to be too few, say past max_files)
         budget = ByteBudget(limits.max_job_bytes)
         outs = []
         sharer, held = Sharer(compact=True), 0
@@ -460,6 +588,7 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
                 sharer, held = Sharer(compact=True), 0
             items = _read_unit(u, chosen, limits, budget=budget)
             _share_all(sharer, items)
+            _share_all(shared_job, items)
             held += 1
             outs.append(items)
             meter.file_done(u.size)
@@ -484,7 +613,7 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
     job = [FileEvents(f.display, f.origin, f.events, f.pid, f.dated, f.envelope_ranks, owned=True)
            for f in files]
     for f in files:
-        f.events = []  # `job` holds them now
+        del f.events  # `job` holds them now
     attribute(job)
     out = Ingested(skipped=skipped)
     tuples: dict[tuple[Any, ...], tuple[Any, ...]] = {}   # (a rank's files name its rank, a node's its host)
@@ -502,11 +631,11 @@ def read_inputs(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = N
             out.notes[f.display] = list(f.notes)
     if not events_in_order(out.events):
         out.events.sort(key=event_order)
-    _share_job(out.events)
+    _share_job(out.events, shared_job)
     return out
 
 
-def _share_job(events: list[Event]) -> None:
+def _share_job(events: list[Event], job: JobSharer | None = None) -> None:
     """Equal texts and ranks of the job's events made one object each, and the refs of one line one ref.
 
     `Sharer` does so per batch of files (a worker's pickle carries each once); thousands of batches still
@@ -514,8 +643,8 @@ def _share_job(events: list[Event]) -> None:
     int), and the refs of a line's events that were made apart. The events are the job's own (`read_inputs`).
     """
     setter = object.__setattr__
-    strs: dict[str, str] = {}
-    ints: dict[int, int] = {}
+    strs: dict[str, str] = job.strs if job is not None else {}
+    ints: dict[int, int] = job.ints if job is not None else {}
     prev = SourceRef("", 0)
     for e in events:   # (sorted by path and line: a line's events are neighbours)
         ref = e.ref

@@ -28,7 +28,7 @@ _LAST_NUMBER_RE = re.compile(r"^(?P<pre>.*?)(?P<n>\d{1,6})(?P<post>\D*)$")
 _KUBEFLOW_POD_RE = re.compile(r"^(?P<job>[A-Za-z0-9][\w.-]{0,200}?)-(?P<role>master|worker)-(?P<i>\d{1,5})$")
 
 
-@dataclass
+@dataclass(slots=True)
 class FileEvents:
     """One read input as attribution sees it: where it sits and the events it produced."""
 

@@ -350,11 +350,14 @@ def _rel(path: str, base: str) -> str:
     return Path(rel).as_posix() if not rel.startswith("..") else Path(path).as_posix()
 
 
-def discover(paths: list[str]) -> tuple[list[Unit], list[Skipped]]:
+def discover(paths: list[str],
+             found: Callable[[int], None] | None = None) -> tuple[list[Unit], list[Skipped]]:
     """Every regular file under `paths` (files, folders, globs), sorted by display path, and what was skipped.
 
     Symbolic links to files and folders are followed once (a folder reached twice is not walked again,
     which also ends symlink loops); fifos, devices and sockets are skipped without being opened.
+    `found` is told each file's size as it is found (the reader starts its worker processes while few are
+    known, `hanglens.ingest._Pool`).
     """
     roots = _expand([os.fspath(p) for p in paths])
     base = _display_base(roots)
@@ -385,6 +388,8 @@ def discover(paths: list[str]) -> tuple[list[Unit], list[Skipped]]:
             return
         seen_files[key] = display
         units[display] = Unit(fs_path=path, display=display, rel=display, size=st.st_size)
+        if found is not None:
+            found(st.st_size)
 
     def walk(top: str, shown: str) -> None:
         """`top` (shown as `shown`, its `_rel`): each entry's display path is `shown` and its name, as

@@ -287,3 +287,52 @@ def test_worker_results_travel_as_columns_and_come_back_equal(tmp_path: Path) ->
         assert b.events == a.events and (b.display, b.lines, b.notes, b.dated) == (a.display, a.lines, a.notes, a.dated)
     line_refs = {(e.ref.path, e.ref.line): e.ref for e in back[0].events}
     assert all(e.ref is line_refs[(e.ref.path, e.ref.line)] for e in back[0].events)  # one ref per line
+
+
+def test_job_sharer_shares_across_batches_but_never_mixes_types() -> None:
+    import pickle
+
+    from hanglens.ingest import JobSharer, Sharer
+
+    def batch() -> list[Event]:
+        # (each batch as a worker's pickle gives it: its own copies of every text, int and mapping)
+        evs = [Event(kind="k", ref=SourceRef("a.log", 1), text="the same line", parser="p", rank=4099,
+                     fields={"n": n, "s": "abc", "big": 70000}) for n in (1, True)]
+        evs.append(Event(kind="k", ref=SourceRef("a.log", 2), text="t", parser="p", fields={"x": -0.0}))
+        Sharer(compact=True).share(evs)
+        return pickle.loads(pickle.dumps(evs))
+
+    one, two = batch(), batch()
+    assert one[0].fields is not two[0].fields and one[0].text is not two[0].text
+    job = JobSharer()
+    job.share(one)
+    job.share(two)
+    assert two[0].fields is one[0].fields and two[0].text is one[0].text and two[0].rank is one[0].rank
+    assert two[0].get("big") is one[0].get("big")
+    # True == 1 and 0.0 == -0.0: mappings holding a bool or a float are left as they are
+    assert two[1].fields is not one[1].fields and type(two[1].get("n")) is bool
+    assert str(two[2].get("x")) == "-0.0"
+    assert [dict(e.fields) for e in two] == [dict(e.fields) for e in one]
+
+
+def test_pool_starts_while_files_are_found(tmp_path: Path, mark: tuple[type[Parser], ...],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool forked once enough files are found (before the whole list is made) reads as the serial path."""
+    import hanglens.ingest as ingest
+
+    for r in range(6):
+        (tmp_path / f"rank{r}.log").write_bytes(LOG * 3)
+    monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 1)
+    started: list[int] = []
+    real_start = ingest._Pool.start
+
+    def start(self: ingest._Pool, workers: int) -> None:
+        started.append(self.files)
+        real_start(self, workers)
+
+    monkeypatch.setattr(ingest._Pool, "start", start)
+    one = read_inputs([tmp_path], jobs=1, parsers=mark)
+    assert started == []
+    many = read_inputs([tmp_path], jobs=2, parsers=mark)
+    assert started == [2]   # at the second file of six, not after the sixth
+    assert one.events == many.events and one.files == many.files
