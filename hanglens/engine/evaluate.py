@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import time
@@ -514,24 +515,37 @@ def _cite(rows: pd.DataFrame) -> str:
     return f" ({first['path']}:{first['line']})" if not _is_null(first["path"]) else ""
 
 
-def _sorted_rows(frame: pd.DataFrame) -> Iterator[dict[str, Any]]:
+def _sorted_rows(frame: pd.DataFrame, first: int = 32) -> Iterator[dict[str, Any]]:
     """The rows of `frame` as dicts, by time, path and line (stable), each dict made when it is reached: the
-    evidence takes the first few of a frame that may hold one row per rank."""
+    evidence takes the first few of a frame that may hold one row per rank.
+
+    The `first` smallest come from a heap over the row numbers (a big job's frame is not turned into a tuple
+    and a sort key per row for a few rows of evidence); past them, the rest is sorted.
+    """
     cols = list(frame.columns)
-    rows = list(frame.itertuples(index=False, name=None))
+    columns = [frame.iloc[:, j].tolist() for j in range(len(cols))]   # (Python values, as itertuples gives)
     at = {c: j for j, c in enumerate(cols)}   # (a repeated name: the last column, as a dict of the row says)
 
-    def get(row: tuple[Any, ...], name: str) -> Any:
+    def column(name: str) -> Any:
         j = at.get(name)
-        return None if j is None else row[j]
+        return None if j is None else columns[j]
+
+    times, paths, lines = column("time"), column("path"), column("line")
 
     def key(i: int) -> tuple[Any, ...]:
-        r = rows[i]
-        t = _number(get(r, "time"))
-        return (t is None, t or 0.0, str(get(r, "path") or ""), _number(get(r, "line")) or 0.0)
+        t = _number(times[i]) if times is not None else None
+        return (t is None, t or 0.0, str((paths[i] if paths is not None else None) or ""),
+                (_number(lines[i]) if lines is not None else None) or 0.0, i)
 
-    for i in sorted(range(len(rows)), key=key):
-        yield dict(zip(cols, rows[i], strict=True))
+    def row(i: int) -> dict[str, Any]:
+        return {c: columns[j][i] for j, c in enumerate(cols)}
+
+    n = len(frame)
+    head = heapq.nsmallest(first, range(n), key=key)
+    yield from map(row, head)
+    if n > len(head):
+        taken = set(head)
+        yield from map(row, sorted((i for i in range(n) if i not in taken), key=key))
 
 
 def _evidence(rule: Rule, run: _Run, bindings: Mapping[str, pd.DataFrame],
