@@ -33,9 +33,21 @@ def progress_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[dict[s
     steps: dict[int, list[int]] = defaultdict(list)
     gaps: dict[int, int] = {}
     last_ev: dict[int, Event] = {}
+    # A bar with its own label (tqdm's `desc`: "Rebuilding token cache", "Downloading") counts the items of
+    # that loop, not training steps: its count is compared with other ranks' only where another rank prints
+    # a bar of the same label (failure-signatures.md section 15: a straggler's own phase bar advances while
+    # its peers wait; read as steps, it makes the peers look behind).
+    label_ranks: dict[str, set[int]] = defaultdict(set)
+    for e in events:
+        label = e.get("label") if e.kind == "progress" else None
+        if isinstance(label, str) and e.rank is not None:
+            label_ranks[label].add(e.rank)
     for e in events:
         step = e.get("step")
         if e.kind != "progress" or e.rank is None or not isinstance(step, int):
+            continue
+        label = e.get("label")
+        if isinstance(label, str) and len(label_ranks[label]) < 2:
             continue
         steps[e.rank].append(step)
         gap = e.get("gap_after")

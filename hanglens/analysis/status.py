@@ -880,6 +880,10 @@ def _survived_unattributed(
     return set(candidates) if len(said) >= 2 and ranks <= said and len(said) >= need else set()
 
 
+# The local rank at the end of a `--tee` writer name (`tee default3`: role `default`, local rank 3).
+_TEE_LOCAL_RE = re.compile(r"(\d{1,4})$")
+
+
 def clean_exit_ranks(events: Sequence[Event], files: Sequence[InputFile] = ()) -> set[int]:
     """Ranks that exited 0 while their agent's other workers failed, read off a whole ChildFailedError table.
 
@@ -889,7 +893,10 @@ def clean_exit_ranks(events: Sequence[Event], files: Sequence[InputFile] = ()) -
     lines show it stopped nobody the table leaves out: its `failed (exitcode ...)` line is in the same file
     and every pid it sent a closing signal to is in the table. The agent's local ranks are those below the
     highest one the table lists, all below `--nproc-per-node` when the command line states it, and the
-    local-rank folders of its `--log-dir` tree when the input holds one agent's tree and one agent's table.
+    local-rank folders of its `--log-dir` tree when the input holds one agent's tree and one agent's table,
+    and the local ranks of the `--tee` prefixes (`[<role><local_rank>]:`, log-formats.md section 3) in the
+    table's own file when that file holds one agent's `failed (exitcode ...)` line: a worker that printed
+    through the agent's tee was one of its workers.
     """
     nprocs = {e.get("nproc_per_node") for e in events if e.kind == "launch_config"} - {None}
     nproc = next(iter(nprocs)) if len(nprocs) == 1 else None
@@ -899,11 +906,14 @@ def clean_exit_ranks(events: Sequence[Event], files: Sequence[InputFile] = ()) -
     if len(tree_agents) != 1 or len(table_files) != 1:
         tree_locals = set()
     by_path: dict[str, list[Event]] = defaultdict(list)
+    tee_locals: dict[str, set[int]] = defaultdict(set)
     for e in events:
         if e.kind in ("child_failed", "closing_signal", "worker_failed"):
             by_path[e.ref.path].append(e)
+        elif e.writer is not None and e.writer.startswith("tee ") and (m := _TEE_LOCAL_RE.search(e.writer)):
+            tee_locals[e.ref.path].add(int(m.group(1)))
     out: set[int] = set()
-    for evs in by_path.values():
+    for path, evs in by_path.items():
         listed_pids = {e.get("pid") for e in evs if e.kind == "child_failed"}
         stopped = {e.get("pid") for e in evs if e.kind == "closing_signal"}
         if not any(e.kind == "worker_failed" for e in evs) or not stopped <= listed_pids:
@@ -920,6 +930,8 @@ def clean_exit_ranks(events: Sequence[Event], files: Sequence[InputFile] = ()) -
             if isinstance(nproc, int) and max(listed) < nproc <= 4096:
                 span |= set(range(nproc))
             span |= {v for v in tree_locals if 0 <= v <= 4096}
+            if sum(1 for x in evs if x.kind == "worker_failed") == 1:
+                span |= {v for v in tee_locals.get(path, ()) if 0 <= v <= 4096}
             out |= {rank - local + v for v in span - listed}
     return out
 

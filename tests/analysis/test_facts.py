@@ -275,6 +275,24 @@ def test_progress_gap_and_early_stop() -> None:
     assert not prog[0]["gap"] and not prog[0]["stopped_early"]
 
 
+def test_a_bar_of_one_rank_own_phase_is_not_its_training_step() -> None:
+    # rank 3's "Rebuilding token cache" bar counts cache items, not steps: read as steps it put rank 0 (the
+    # only rank logging training steps) 19 steps behind a rank that was not training at all
+    evs = [
+        ev("progress", 0, step=2, pattern="step"),
+        ev("progress", 0, step=4, pattern="step"),
+        ev("progress", 3, step=1, total=45, pattern="tqdm", label="Rebuilding token cache"),
+        ev("progress", 3, step=23, total=45, pattern="tqdm", label="Rebuilding token cache"),
+    ]
+    prog = {r["rank"]: r for r in rows(build(evs), "progress")}
+    assert set(prog) == {0}
+    assert not prog[0]["stopped_early"]
+    # the same label on two ranks is one loop, compared as such
+    evs += [ev("progress", 1, step=40, total=45, pattern="tqdm", label="Rebuilding token cache")]
+    prog = {r["rank"]: r for r in rows(build(evs), "progress")}
+    assert prog[3]["stopped_early"] and prog[3]["last_step"] == 23
+
+
 def test_a_rank_that_raised_first_is_the_crash_and_peers_are_victims() -> None:
     evs = [
         ev("exception", 2, time=100.0, exc_type="ValueError", message="bad batch"),

@@ -28,3 +28,56 @@ def test_ranks_whose_lines_no_parser_reads_are_not_silent(tmp_path: Path) -> Non
 def test_a_rank_below_the_highest_with_no_line_is_silent(tmp_path: Path) -> None:
     text = "".join(ln + "\n" for ln in CONSOLE.splitlines() if not ln.startswith("[rank1]"))
     assert _statuses(tmp_path, text)[1] == "silent"
+
+
+# torch 2.13 `--tee 3` console (written here from log-formats.md section 3.5 and the gloo lost-peer template):
+# local rank 3 stops early and exits 0, so the agent's table lists 0-2 only; its tee prefix shows it was
+# one of this agent's workers.
+TEE_EXIT0 = """\
+[default0]:step 1 loss 0.5120
+[default1]:step 1 loss 0.5305
+[default2]:step 1 loss 0.4988
+[default3]:step 1 loss 0.5077
+[default3]:step 2 loss 0.4811
+[default1]:[rank1]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:40213
+W0519 10:02:11.512000 4410 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 4412 closing signal SIGTERM
+W0519 10:02:11.513000 4410 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 4414 closing signal SIGTERM
+E0519 10:02:11.700000 4410 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 1 (pid: 4413) of binary: /home/user/venv/bin/python
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-05-19_10:02:11
+  host      : node-4
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 4412)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 4412
+[2]:
+  time      : 2026-05-19_10:02:11
+  host      : node-4
+  rank      : 2 (local_rank: 2)
+  exitcode  : -15 (pid: 4414)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 4414
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-05-19_10:02:11
+  host      : node-4
+  rank      : 1 (local_rank: 1)
+  exitcode  : 1 (pid: 4413)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+
+
+def test_a_teed_worker_missing_from_a_whole_table_exited_clean(tmp_path: Path) -> None:
+    (tmp_path / "console.log").write_text(TEE_EXIT0)
+    a = api.analyze([tmp_path])
+    status = a.tables.fact("rank_status")
+    assert set(status[status["exited_clean"]]["rank"]) == {3}
+    assert list(a.result.verdict.culprit_ranks) == [3]
