@@ -58,8 +58,8 @@ class FrtraceParser(Parser):
     name = "frtrace"
     triggers = ("Not all ranks joining collective",)  # the detail lines are read while the block is open
     emits = (
-        EventSpec("fr_report_missing", ("seq", "entry", "pg", "pg_desc", "op", "missing_ranks", "expected_ranks",
-                                        "state"),
+        EventSpec("fr_report_missing", ("seq", "entry", "pg", "pg_desc", "op", "missing_ranks",
+                                        "expected_ranks", "state"),
                   "fr_trace's `Not all ranks joining collective` block: the ranks without an entry for that "
                   "collective (`missing_ranks`, global ranks) and the group's size (`expected_ranks`)"),
     )

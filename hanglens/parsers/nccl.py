@@ -270,8 +270,8 @@ def _socket_at(error: str, detail: Callable[[re.Match[str], str], str]) -> _Buil
 # Two ranks of one communicator on the same physical GPU (failure-signatures.md section 10.2; NVIDIA/nccl
 # src/init.cc initTransportsRank, NCCL 2.10-2.29): `Duplicate GPU detected : rank <r> and rank <k> both on
 # CUDA device <busId>`. The ranks are communicator ranks: global ranks for the default group.
-DUP_GPU_RE = re.compile(r"Duplicate GPU detected : rank (?P<a>\d{1,7}) and rank (?P<b>\d{1,7}) both on CUDA device "
-                        r"(?P<bus>[0-9a-fA-F]{1,16})")
+DUP_GPU_RE = re.compile(r"Duplicate GPU detected : rank (?P<a>\d{1,7}) and rank (?P<b>\d{1,7}) both on "
+                        r"CUDA device (?P<bus>[0-9a-fA-F]{1,16})")
 
 
 def _dup_gpu(m: re.Match[str], msg: str) -> Classified:
@@ -384,9 +384,9 @@ class NcclParser(Parser):
                 "TORCH_NCCL_ASYNC_ERROR_HANDLING: "
                 "3", "nccl_version", {"version": "2.20.5", "source": "torch_env"},
                 "torch 2.2+ with TORCH_CPP_LOG_LEVEL=INFO"),
-        Example("\ngpu-b:4417:4417 [0] init.cc:706 NCCL WARN Duplicate GPU detected : rank 15 and rank 8 both "
-                "on CUDA device 1b000", "nccl_duplicate_gpu", {"comm_ranks": [8, 15], "bus_id": "1b000",
-                                                              "nccl_host": "gpu-b"}, "NCCL 2.10-2.29"),
+        Example("\ngpu-b:4417:4417 [0] init.cc:706 NCCL WARN Duplicate GPU detected : rank 15 and rank 8 "
+                "both on CUDA device 1b000", "nccl_duplicate_gpu",
+                {"comm_ranks": [8, 15], "bus_id": "1b000", "nccl_host": "gpu-b"}, "NCCL 2.10-2.29"),
         Example("trn-b7:50211:50211 [2] NCCL INFO Bootstrap : Using ib0:10.71.3.40<0>", "nccl_bootstrap",
                 {"iface": "ib0", "ip": "10.71.3.40", "pid": 50211, "nccl_host": "trn-b7"}, "NCCL 2.10-2.2x"),
         Example("node07:41233:41410 [3] NCCL INFO comm 0x5590ec4762b0 rank 2 nranks 8 cudaDev 3 busId 85000 "
