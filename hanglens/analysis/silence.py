@@ -306,6 +306,7 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row
                 (e.get("epoch") for e in reversed(stepped or progress) if e.get("epoch") is not None), None
             ),
             "total": _total(stepped[-1]) if stepped else None,
+            "_series": _series(stepped[-1]) if stepped else None,   # (compared in `_compare`, then dropped)
             "last_time": stepped[-1].time if stepped else (progress[-1].time if progress else None),
             "last_phase": str(phases[-1].get("phase")) if phases else None,
             "last_dist": dist[-1].kind if dist else None,
@@ -353,8 +354,11 @@ def _compare(rows: list[Row]) -> list[Row]:
 
     # The totals the majority's loop counts to: a rank whose own loop ended at a smaller total while the
     # majority were still inside theirs ran out of batches (uneven shards, failure-signatures.md section 1).
-    majority_totals = [r["total"] for r in rows
-                       if majority is not None and r["last_step"] is not None and _point(r) == majority]
+    at_majority = [r for r in rows
+                   if majority is not None and r["last_step"] is not None and _point(r) == majority]
+    majority_totals = [r["total"] for r in at_majority]
+    # ... counting the same series (a tokenizer bar that ends at 300/300 is no shorter training loop)
+    majority_series = {r["_series"] for r in at_majority}
     out: list[Row] = []
     for r in rows:
         step = _point(r) if r["last_step"] is not None else None
@@ -382,10 +386,11 @@ def _compare(rows: list[Row]) -> list[Row]:
         ran_out = bool(
             position == "ahead" and majority is not None and step is not None and step[0] == majority[0]
             and isinstance(total, int) and r["last_step"] == total and majority_totals
+            and majority_series == {r["_series"]}
             and all(isinstance(t, int) and t > total and majority[1] < t for t in majority_totals)
         )
         out.append({
-            **r,
+            **{k: v for k, v in r.items() if k != "_series"},
             "ran_out": ran_out,
             "common_step": common,
             "common_epoch": common_epoch,
