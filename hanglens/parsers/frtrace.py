@@ -56,7 +56,9 @@ class FrtraceParser(Parser):
     """
 
     name = "frtrace"
-    triggers = ("Not all ranks joining collective",)  # the detail lines are read while the block is open
+    # The detail lines are read while a block is open; their own words are triggers too, so a detail line
+    # is fed (and ignored) outside a block as well.
+    triggers = ("Not all ranks joining collective", "missing ranks: ", "group info: ", "expected ranks: ")
     emits = (
         EventSpec("fr_report_missing", ("seq", "entry", "pg", "pg_desc", "op", "missing_ranks",
                                         "expected_ranks", "state"),
