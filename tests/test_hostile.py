@@ -209,7 +209,9 @@ def test_max_line_bytes_flag_cuts_lines_on_both_read_paths(tmp_path: Path) -> No
     """`--limit max_line_bytes` is read by the line reader, for a small file and for one over 1 MB."""
     job = tmp_path / "job"
     job.mkdir()
-    late = "I1201 03:14:15.000000 1 x.py:1] " + "x" * 3000 + " NCCL WARN late trigger\n"
+    # (an NCCL WARN glued after a long partial line keeps NCCL's own `host:pid:tid [dev] file:line` envelope)
+    late = ("I1201 03:14:15.000000 1 x.py:1] " + "x" * 3000
+            + " node1:7:7 [0] misc/socket.cc:50 NCCL WARN late trigger\n")
     (job / "rank0.log").write_text("[rank0]:I1201 03:14:14.000000 1 x.py:1] start\n" + late)
     long_line = "y" * (600 << 10) + "\n"  # 1.2 MB: past the size where plain files take the fast path
     (job / "rank1.log").write_text("I1201 03:14:15.000000 1 x.py:1] a\n" + long_line * 2 + "end\n")

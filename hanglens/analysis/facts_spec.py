@@ -220,6 +220,7 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "stalled_start",
                 "boundary",
                 "no_error",
+                "ran_out",
                 "unranked_note",
                 *_EVIDENCE,
             ),
@@ -232,7 +233,10 @@ FACT_SPECS: dict[str, FactSpec] = {
             "`first_silent` when quiet for more than three of its own step intervals while others printed; "
             "`stalled_start` when its last report is 0 of N right after a completed unit, `boundary` the "
             "phase it stopped at (epoch_start, validation, checkpoint_save, ...); `no_error` when the logs "
-            "hold no failure line but the stop itself. One row with rank null stands for unattributed "
+            "hold no failure line but the stop itself; `ran_out` when its loop ended (last step = its total) "
+            "in the epoch most ranks stopped in, at a smaller total than theirs, while they were still "
+            "inside "
+            "their loop (uneven shards). One row with rank null stands for unattributed "
             "output when no rank has its own: its `last_step` is the highest step printed (how far some "
             "rank got; the last line is any rank's), `unranked_note` says so in words.",
         ),

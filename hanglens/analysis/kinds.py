@@ -41,6 +41,7 @@ FAILURE_KINDS = (
             "store_error",
             "collective_mismatch",
             "monitored_barrier_failure",
+            "fr_report_missing",
             "desync_report",
             "dump_signal",
             "job_stopped",

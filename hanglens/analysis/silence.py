@@ -252,7 +252,9 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row
     hole) or extra (it printed a step most peers skipped); `cadence_s`, `silent_for_s` (how long before the
     last rank's last report it went quiet) and `first_silent` (quiet for more than CADENCE_FACTOR of its own
     step intervals while others still printed); `stalled_start`/`boundary` (see `_boundary`); `no_error`
-    (the job's logs hold no failure line but the stop itself). Output of several ranks attributed to none
+    (the job's logs hold no failure line but the stop itself); `ran_out` when its loop ended (last step =
+    its total) in the epoch the majority stopped in, at a total smaller than the majority's, while the
+    majority were still inside theirs. Output of several ranks attributed to none
     is one row with rank None, only when no rank has a row of its own.
     """
     by_rank: dict[int | None, list[Event]] = defaultdict(list)
@@ -304,6 +306,7 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row
                 (e.get("epoch") for e in reversed(stepped or progress) if e.get("epoch") is not None), None
             ),
             "total": _total(stepped[-1]) if stepped else None,
+            "_series": _series(stepped[-1]) if stepped else None,   # (compared in `_compare`, then dropped)
             "last_time": stepped[-1].time if stepped else (progress[-1].time if progress else None),
             "last_phase": str(phases[-1].get("phase")) if phases else None,
             "last_dist": dist[-1].kind if dist else None,
@@ -349,6 +352,13 @@ def _compare(rows: list[Row]) -> list[Row]:
             witnessed[g] = any(first <= g < last for first, last in spans)
         return witnessed[g]
 
+    # The totals the majority's loop counts to: a rank whose own loop ended at a smaller total while the
+    # majority were still inside theirs ran out of batches (uneven shards, failure-signatures.md section 1).
+    at_majority = [r for r in rows
+                   if majority is not None and r["last_step"] is not None and _point(r) == majority]
+    majority_totals = [r["total"] for r in at_majority]
+    # ... counting the same series (a tokenizer bar that ends at 300/300 is no shorter training loop)
+    majority_series = {r["_series"] for r in at_majority}
     out: list[Row] = []
     for r in rows:
         step = _point(r) if r["last_step"] is not None else None
@@ -372,8 +382,17 @@ def _compare(rows: list[Row]) -> list[Row]:
         silent_for = newest - r["last_time"] if newest is not None and r["last_time"] is not None else None
         cad = r["cadence_s"]
         first_silent = bool(silent_for is not None and cad and silent_for > CADENCE_FACTOR * cad)
+        total = r["total"]
+        ran_out = bool(
+            position == "ahead" and majority is not None and step is not None and step[0] == majority[0]
+            and isinstance(total, int) and r["last_step"] == total and majority_totals
+            and majority_series == {r["_series"]}
+            and all(isinstance(t, int) and t > total and majority[1] < t for t in majority_totals)
+        )
         # (the row made here, completed in place: a big job has one per rank, and a copy would double them)
+        del r["_series"]
         r.update(
+            ran_out=ran_out,
             common_step=common,
             common_epoch=common_epoch,
             position=position,

@@ -11,6 +11,7 @@ from hanglens.parsers.ddp import DdpParser
 from hanglens.parsers.elastic import ElasticParser
 from hanglens.parsers.environment import EnvironmentParser
 from hanglens.parsers.faulthandler import FaulthandlerParser
+from hanglens.parsers.frtrace import FrtraceParser
 from hanglens.parsers.gloo import GlooParser
 from hanglens.parsers.lifecycle import LifecycleParser
 from hanglens.parsers.nccl import NcclParser
@@ -23,6 +24,7 @@ from hanglens.parsers.wrapper import WrapperParser
 PARSERS: tuple[type[Parser], ...] = (
     C10dParser,
     WrapperParser,
+    FrtraceParser,
     DdpParser,
     NcclParser,
     CudaParser,

@@ -35,6 +35,11 @@ def envelope(text: str) -> dict[str, str | None] | None:
     fields: dict[str, str | None] = dict.fromkeys(("host", "pid", "tid", "dev", "src", "line", "func"))
     if pre is not None:
         fields.update(pre.groupdict())
+    if fields["pid"] is None and fields["src"] is None and tail.strip():
+        # ncclDebugLog always writes `host:pid:tid [dev] ` and, for WARN, `file:line ` before the level
+        # (log-formats.md section 4.1). With neither, and words before it, the line only mentions NCCL's
+        # level in prose ("is this NCCL WARN something to fix?"): no NCCL line at all.
+        return None
     fields["lvl"] = m["lvl"]
     fields["msg"] = text[m.end():]
     return fields
@@ -262,6 +267,18 @@ def _socket_at(error: str, detail: Callable[[re.Match[str], str], str]) -> _Buil
     return build
 
 
+# Two ranks of one communicator on the same physical GPU (failure-signatures.md section 10.2; NVIDIA/nccl
+# src/init.cc initTransportsRank, NCCL 2.10-2.29): `Duplicate GPU detected : rank <r> and rank <k> both on
+# CUDA device <busId>`. The ranks are communicator ranks: global ranks for the default group.
+DUP_GPU_RE = re.compile(r"Duplicate GPU detected : rank (?P<a>\d{1,7}) and rank (?P<b>\d{1,7}) both on "
+                        r"CUDA device (?P<bus>[0-9a-fA-F]{1,16})")
+
+
+def _dup_gpu(m: re.Match[str], msg: str) -> Classified:
+    ranks = sorted({int(m["a"]), int(m["b"])})
+    return [("nccl_duplicate_gpu", {"comm_ranks": ranks, "bus_id": m["bus"].lower()})]
+
+
 # NET/IB messages first, only when the message names NET/IB; otherwise the first pattern that hits decides.
 _IB_RULES: tuple[_Rule, ...] = (
     (IB_COMPLETION_RE, _ib_completion),
@@ -270,6 +287,7 @@ _IB_RULES: tuple[_Rule, ...] = (
      lambda m, msg: [_net("ib", "collective_mismatch", m["peer"], to_count(m["port"]), detail=msg.strip())]),
 )
 _RULES: tuple[_Rule, ...] = (
+    (DUP_GPU_RE, _dup_gpu),
     (VERBS_RE, lambda m, msg: [_net("ib", "verbs_call_failed", detail=_from(m, msg))]),
     (SOCK_CALL_RE, _socket_call),
     (CLOSED_RE, _closed),
@@ -335,6 +353,9 @@ class NcclParser(Parser):
                   "communicator lifecycle: phase init_start, init_complete, destroy_complete, "
                   "abort_complete, init_timings"),
         EventSpec("nccl_warn", ("message", "pid", "nccl_host", "src", "cuda_dev"), "any NCCL WARN line"),
+        EventSpec("nccl_duplicate_gpu", ("comm_ranks", "bus_id", "pid", "nccl_host"),
+                  "`Duplicate GPU detected : rank <r> and rank <k> both on CUDA device <busId>` (NCCL "
+                  "2.10-2.29): the two communicator ranks sharing one GPU"),
         EventSpec("nccl_bootstrap", ("iface", "ip", "pid", "nccl_host"),
                   "`Bootstrap : Using <if>:<ip><port>` (INFO): the interface and address of this process's "
                   "NCCL, which peers' WARN lines name as `peer <ip><port>`"),
@@ -363,6 +384,9 @@ class NcclParser(Parser):
                 "TORCH_NCCL_ASYNC_ERROR_HANDLING: "
                 "3", "nccl_version", {"version": "2.20.5", "source": "torch_env"},
                 "torch 2.2+ with TORCH_CPP_LOG_LEVEL=INFO"),
+        Example("\ngpu-b:4417:4417 [0] init.cc:706 NCCL WARN Duplicate GPU detected : rank 15 and rank 8 "
+                "both on CUDA device 1b000", "nccl_duplicate_gpu",
+                {"comm_ranks": [8, 15], "bus_id": "1b000", "nccl_host": "gpu-b"}, "NCCL 2.10-2.29"),
         Example("trn-b7:50211:50211 [2] NCCL INFO Bootstrap : Using ib0:10.71.3.40<0>", "nccl_bootstrap",
                 {"iface": "ib0", "ip": "10.71.3.40", "pid": 50211, "nccl_host": "trn-b7"}, "NCCL 2.10-2.2x"),
         Example("node07:41233:41410 [3] NCCL INFO comm 0x5590ec4762b0 rank 2 nranks 8 cudaDev 3 busId 85000 "
@@ -525,6 +549,8 @@ class NcclParser(Parser):
         "    raise RuntimeError(f'NCCL error in: {loc}')",
         "pip install nvidia-nccl-cu12==2.18.5  # pin the NCCL version",
         "grep 'NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error, see above' issue.md",
+        "**Question: is this NCCL WARN something I need to fix?**",
+        "Every run prints a NCCL WARN at startup and then trains fine.",
     )
 
     def __init__(self) -> None:
