@@ -72,7 +72,7 @@ Root Cause (first observed failure):
   error_file: <N/A>
   traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
 ============================================================
-"""
+"""  # noqa: E501
 
 
 def test_a_teed_worker_missing_from_a_whole_table_exited_clean(tmp_path: Path) -> None:
