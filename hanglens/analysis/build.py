@@ -22,6 +22,7 @@ from hanglens.analysis import (
 )
 from hanglens.analysis.facts_spec import FACT_SPECS
 from hanglens.model import Event, InputFile, event_order, events_in_order
+from hanglens.parsers.elastic import LAYOUT_KINDS, layout_of
 
 
 @dataclass
@@ -73,15 +74,25 @@ def object_frame(cols: list[str], values: Iterable[Iterable[object]], n: int) ->
 
 
 def rank_hosts(events: Sequence[Event]) -> dict[int, str]:
-    """Each rank's host: the most common host named on its events."""
+    """Each rank's host: the most common host named on its events, else the host a launcher placed it on
+    (`layout_of`: DeepSpeed's `global_rank_mapping=`, torchrun's rendezvous result or command line), so a
+    rank that left no line of its own still has the host a node-level fault names."""
     seen: dict[int, Counter[str]] = defaultdict(Counter)
+    placed: dict[int, set[str]] = defaultdict(set)
     for e in events:
+        if e.kind in LAYOUT_KINDS:
+            for h, _, g in layout_of(e):
+                placed[g].add(h)
         if e.rank is not None and e.host:
             seen[e.rank][e.host] += 1
         failed_rank, failed_host = e.get("failed_rank"), e.get("failed_host")
         if e.kind == "child_failed" and isinstance(failed_rank, int) and failed_host:
             seen[failed_rank][str(failed_host)] += 1
-    return {r: sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] for r, c in seen.items()}
+    out = {r: sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] for r, c in seen.items()}
+    for r, hs in placed.items():
+        if r not in out and len(hs) == 1:
+            out[r] = next(iter(hs))
+    return out
 
 
 def world_size_of(events: Sequence[Event]) -> int | None:

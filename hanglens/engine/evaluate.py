@@ -585,12 +585,27 @@ def _flagged_ranks(run: _Run) -> set[int]:
     return _ranks_of(status[flagged])
 
 
+def _host_ranks(rows: pd.DataFrame, column: str, hosts: Mapping[int, str]) -> set[int]:
+    """Every rank placed on a host that a row names without a rank of its own (`culprits: {by_host: true}`)."""
+    if "host" not in rows.columns or column not in rows.columns or not hosts:
+        return set()
+    named = {_short_host(h) for x, h in zip(rows[column], rows["host"], strict=True)
+             if _as_rank(x) is None and isinstance(h, str) and h}
+    return {r for r, h in hosts.items() if _short_host(h) in named} if named else set()
+
+
+def _short_host(host: str) -> str:
+    return host if host.replace(".", "").isdigit() else host.split(".")[0]
+
+
 def _finding(rule: Rule, run: _Run, bindings: dict[str, pd.DataFrame]) -> Finding:
     culprits: set[int] = set()
     culprit_hosts: set[str] = set()
     if rule.culprits is not None:
         source = bindings.get(rule.culprits.from_, pd.DataFrame())
         culprits = _ranks_of(source, rule.culprits.column)
+        if rule.culprits.by_host:
+            culprits |= _host_ranks(source, rule.culprits.column, run.tables.hosts)
         for r in sorted(culprits):
             host = run.tables.hosts.get(r)
             if host is None and "host" in source.columns and rule.culprits.column in source.columns:

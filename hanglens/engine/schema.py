@@ -150,6 +150,10 @@ class SourceSpec(_Strict):
 
     from_: str = Field(alias="from")
     column: str = "rank"
+    # The fault is the node's (its driver, its HCA port, its interfaces), so a bound row that names a host
+    # but no rank stands for every rank a launcher placed on that host (DeepSpeed's `global_rank_mapping=`,
+    # torchrun's rendezvous result or a command line with `--node-rank` and `--nproc-per-node`).
+    by_host: bool = False
 
 
 class EvidenceSpec(_Strict):

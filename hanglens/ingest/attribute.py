@@ -19,6 +19,7 @@ from hanglens.ingest.origin import slurm_task
 from hanglens.ingest.streams import DUMP_PARSERS, is_agent_event, several_processes
 from hanglens.ingest.streams import non_negative_int as _int
 from hanglens.model import AGENT_EVENT_KINDS, YEARLESS_YEAR, Event, Origin
+from hanglens.parsers.elastic import LAYOUT_KINDS, layout_of
 
 YEAR2000 = float(calendar.timegm((YEARLESS_YEAR, 1, 1, 0, 0, 0)))  # yearless stamps are read into this year
 YEAR2001 = float(calendar.timegm((YEARLESS_YEAR + 1, 1, 1, 0, 0, 0)))
@@ -250,6 +251,7 @@ def _local_to_global(files: list[FileEvents]) -> None:
     triples: set[tuple[tuple[str, ...], int, int]] = set()
     key_hosts: dict[tuple[str, ...], set[str]] = {}
     failures: list[tuple[str, int, int]] = []
+    layout: set[tuple[str, int, int]] = set()   # (host, local rank, global rank) a launcher stated
     for f in files:
         if f.origin.local_rank is not None and len(f.stated_ranks) == 1:
             triples.add((_node_key(f, None), f.origin.local_rank, next(iter(f.stated_ranks))))
@@ -269,6 +271,11 @@ def _local_to_global(files: list[FileEvents]) -> None:
                 node, nproc = _int(e.get("node_rank")), _int(e.get("nproc_per_node"))
                 if node is not None and nproc:
                     triples.add((key, 0, node * nproc))
+            if e.kind in LAYOUT_KINDS:
+                for host, lr, g in layout_of(e):
+                    layout.add((_short(host), lr, g))
+                    if e.kind == "world_info":
+                        triples.add((key, lr, g))   # the agent's own workers: the stream it printed in
             elif e.kind == "child_failed":
                 g, lr, h = _int(e.get("failed_rank")), _int(e.get("local_rank")), e.get("failed_host")
                 if g is not None and lr is not None and isinstance(h, str) and h:
@@ -291,6 +298,16 @@ def _local_to_global(files: list[FileEvents]) -> None:
         keys = trees_on.get(host, [])
         if len(keys) == 1:
             triples.add((keys[0], lr, g))
+    if layout:
+        # A launcher's layout names hosts: it numbers the local ranks of every stream that came from one
+        # of them (its `--log-dir` tree, its pdsh / `srun -l` stream, a file of that host alone).
+        on_host: dict[str, list[tuple[str, ...]]] = {}
+        for k, hs in key_hosts.items():
+            if len(hs) == 1:
+                on_host.setdefault(next(iter(hs)), []).append(k)
+        for host, lr, g in layout:
+            for k in on_host.get(host, ()):
+                triples.add((k, lr, g))
     direct = _unique(((k, lr), g) for k, lr, g in triples)
     offsets = _unique((k, g - lr) for k, lr, g in triples)
     lone = _single_node(files)
@@ -519,6 +536,8 @@ def _hosts(files: list[FileEvents]) -> None:
                 pairs.append((_int(e.get("failed_rank")), e.get("failed_host")))
             elif e.kind == "world_info":
                 pairs.append((_int(e.get("global_rank")), e.get("hostname")))
+            if e.kind in LAYOUT_KINDS:
+                pairs.extend((g, h) for h, _, g in layout_of(e))
             for r, h in pairs:
                 if r is not None and isinstance(h, str) and h:
                     seen.setdefault(r, set()).add(h)

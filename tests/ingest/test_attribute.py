@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from typing import Any
 
 from hanglens.ingest.attribute import FileEvents, attribute
@@ -241,3 +242,29 @@ def test_restart_attempts_of_the_only_node_keep_local_ranks_as_global_ranks() ->
              for a in (0, 1) for lr in (0, 2)]
     attribute(files)
     assert [f.events[0].rank for f in files] == [0, 2, 0, 2]
+
+
+def test_a_launcher_layout_maps_the_local_ranks_of_its_hosts_streams() -> None:
+    """DeepSpeed's `global_rank_mapping=` names every host's ranks in local-rank order
+    (deepspeed/launcher/launch.py): a pdsh stream of host gpu-w2 numbers its local rank 1 as rank 3, and
+    the ranks that left no line get their host too; host gpu-w1's stream is not renumbered by gpu-w2's."""
+    layout = [_e("rank_layout", 1, parser="elastic", writer="host gpu-w1", node_host="gpu-w1", node_index=0,
+                 global_ranks=[0, 1]),
+              _e("rank_layout", 1, parser="elastic", writer="host gpu-w1", node_host="gpu-w2", node_index=1,
+                 global_ranks=[2, 3])]
+    w2 = replace(_e("exception", 4, writer="host gpu-w2/tee default1", own_local_rank=1), host="gpu-w2")
+    w1 = replace(_e("exception", 6, writer="host gpu-w1/tee default1", own_local_rank=1), host="gpu-w1")
+    c = FileEvents("console.log", Origin(), [*(replace(e, host="gpu-w1") for e in layout), w2, w1])
+    attribute([c])
+    assert [e.rank for e in c.events[2:]] == [3, 1]
+
+
+def test_a_rendezvous_result_maps_its_agents_workers_and_names_their_host() -> None:
+    """torchrun's rendezvous result lists its own workers' local and global ranks (log-formats.md 3.5)."""
+    c = FileEvents("console.log", Origin(), [
+        replace(_e("world_info", 1, parser="elastic", writer="host n7", local_ranks=[0, 1, 2],
+                   global_ranks=[6, 7, 8], node_rank=2), host="n7"),
+        replace(_e("oom", 3, writer="host n7/tee default2", own_local_rank=2), host="n7"),
+    ])
+    attribute([c])
+    assert c.events[1].rank == 8
