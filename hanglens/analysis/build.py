@@ -41,6 +41,7 @@ class Tables:
     collectives: pd.DataFrame
     offsets: dict[str, float] = field(default_factory=dict)
     clock_note: str = ""
+    files: list[InputFile] = field(default_factory=list)   # every input read (events or not)
 
     def fact(self, name: str) -> pd.DataFrame:
         return self.tables[name]
@@ -236,4 +237,5 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
         collectives=coll,
         offsets=offsets,
         clock_note=note,
+        files=list(files),
     )

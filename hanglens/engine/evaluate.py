@@ -737,10 +737,16 @@ def _restarted(run: _Run) -> str:
     """Context for a `none` verdict: torchrun restarted the worker group (`--max-restarts`; the agent's
     `Worker group FAILED. <k>/<m> attempts left` line or a `--log-dir` tree's `attempt_<n>` folder, n > 0;
     torch/distributed/elastic/agent/server/api.py) and the run finished after it, so an earlier attempt's
-    failure was survived (hanglens/analysis/status.py `_survived_by_success`)."""
-    events = run.tables.events
-    if any(e.kind == "worker_group_restart" for e in events) or any(
-            _LATER_ATTEMPT.search(e.ref.path) for e in events):
+    failure was survived (hanglens/analysis/status.py `_survived_by_success`).
+
+    The attempt folders are read from the inputs (one name per file), not from every event's path: a big
+    job's events are millions, its files thousands. Tables without a file list (a caller's own) fall back
+    to the events' distinct paths."""
+    files = getattr(run.tables, "files", None)
+    paths = {f.path for f in files} if files else {e.ref.path for e in run.tables.events}
+    # (the events by kind were grouped once for the rules: this asks that index, not every event again)
+    if len(run.event_frame("worker_group_restart")) or any(f.origin.attempt for f in files or ()) or any(
+            _LATER_ATTEMPT.search(p) for p in paths):
         return (" The worker group was restarted (torchrun `--max-restarts`) and the last attempt finished:"
                 " the failure of an earlier attempt was survived, not the job's end.")
     return ""

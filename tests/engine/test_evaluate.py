@@ -272,3 +272,25 @@ def test_by_host_culprits_stand_for_every_rank_placed_on_a_rankless_rows_host() 
     assert run([plain], events=evs, hosts=hosts).findings[0].culprit_ranks == (5,)
     assert run([by_host], events=evs[:1]).findings[0].culprit_ranks == ()   # no layout: no ranks
 
+
+def test_a_none_verdict_says_the_worker_group_was_restarted_from_the_file_list() -> None:
+    """A `--log-dir` tree's `attempt_1` folder is read from the inputs, also one whose files hold no event."""
+    from dataclasses import dataclass, field
+
+    from hanglens.model import InputFile, Origin
+
+    @dataclass
+    class WithFiles:
+        events: list[Any] = field(default_factory=list)
+        tables: dict[str, Any] = field(default_factory=dict)
+        world_size: int | None = None
+        ranks: list[int] = field(default_factory=list)
+        hosts: dict[int, str] = field(default_factory=dict)
+        files: list[InputFile] = field(default_factory=list)
+
+    base = tables(ranks=[0, 1])
+    files = [InputFile("logs/run_x/attempt_1/0/stderr.log", 10, 1, Origin(local_rank=0, attempt=1))]
+    restarted = evaluate([], WithFiles(base.events, base.tables, None, [0, 1], {}, files))
+    assert restarted.verdict.category is Category.NONE and "restarted" in restarted.verdict.summary
+    first = [InputFile("logs/run_x/attempt_0/0/stderr.log", 10, 1, Origin(local_rank=0, attempt=0))]
+    assert "restarted" not in evaluate([], WithFiles(base.events, base.tables, None, [0, 1], {}, first)).verdict.summary
