@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from hanglens.analysis import (
+    barriers,
     clock,
     collectives,
     facts_init,
@@ -204,6 +205,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
         "host_failures", status.host_failures(zip(rank_cols["host"], rank_cols["crashed"], strict=True)))
     del rank_cols
     tables["missing_ranks"] = frame("missing_ranks", status.missing_rank_rows(evs, files, world))
+    tables["barrier_report"] = frame("barrier_report", barriers.subgroup_barrier_rows(evs, world))
     tables["nccl_init_pending"] = frame("nccl_init_pending", facts_init.init_pending_rows(evs))
     tables["init_key_missing"] = frame(
         "init_key_missing",
