@@ -12,6 +12,7 @@ when one global rank fits (the world size bounding the top), it is that rank.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,7 +36,7 @@ def _learned(events: Sequence[Event]) -> dict[int, int] | None:
     if not seen or any(len(v) > 1 for v in seen.values()):
         return None
     pairs = sorted((g, next(iter(v))) for g, v in seen.items())
-    if any(b[1] - a[1] < b[0] - a[0] for a, b in zip(pairs, pairs[1:])):
+    if any(b[1] - a[1] < b[0] - a[0] for a, b in itertools.pairwise(pairs)):
         return None   # not increasing with the group rank: not one sorted membership
     return dict(pairs)
 

@@ -586,7 +586,8 @@ def _flagged_ranks(run: _Run) -> set[int]:
 
 
 def _host_ranks(rows: pd.DataFrame, column: str, hosts: Mapping[int, str]) -> set[int]:
-    """Every rank placed on a host that a row names without a rank of its own (`culprits: {by_host: true}`)."""
+    """Every rank placed on a host that a row names without a rank of its own (`culprits: {by_host:
+    true}`)."""
     if "host" not in rows.columns or column not in rows.columns or not hosts:
         return set()
     named = {_short_host(h) for x, h in zip(rows[column], rows["host"], strict=True)

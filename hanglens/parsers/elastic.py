@@ -57,9 +57,10 @@ CHILD_EXIT_RE = re.compile(
 )
 # deepspeed/launcher/launch.py `main` (every DeepSpeed release with the multi-node runner): each node's
 # launcher logs the job's whole layout, `global_rank_mapping=defaultdict(<class 'list'>, {'<host>': [<global
-# ranks>], ...})`, built by numbering the hosts' slots in the order of its world_info: host h's local rank i is
-# global rank mapping[h][i] (the launcher starts its local procs in that order).
-DS_MAPPING_RE = re.compile(r"global_rank_mapping=(?:defaultdict\(<class 'list'>, )?\{(?P<body>[^{}]{0,200000})\}")
+# ranks>], ...})`, built by numbering the hosts' slots in the order of its world_info: host h's local rank i
+# is global rank mapping[h][i] (the launcher starts its local procs in that order).
+DS_MAPPING_RE = re.compile(
+    r"global_rank_mapping=(?:defaultdict\(<class 'list'>, )?\{(?P<body>[^{}]{0,200000})\}")
 DS_MAPPING_ENTRY_RE = re.compile(r"'(?P<host>[^'\s]{1,255})': \[(?P<ranks>[\d, ]{0,100000})\]")
 RDZV_DONE_RE = re.compile(r"(?:\[(?P<role>[\w-]+)\] )?Rendezvous complete for workers\. Result:")
 RDZV_KV_RE = re.compile(r"^\s*(?P<key>[a-z_]+)=(?P<val>.*?)\s*$")
@@ -248,8 +249,8 @@ class ElasticParser(Parser):
                   "rendezvous result: which global ranks this agent's local workers got"),
         EventSpec("rank_layout", ("node_host", "node_index", "global_ranks"),
                   "a launcher's statement of which global ranks run on a host (DeepSpeed's "
-                  "`global_rank_mapping=`): `global_ranks` in local-rank order, `node_index` the host's place "
-                  "in the mapping (its node rank); one event per host"),
+                  "`global_rank_mapping=`): `global_ranks` in local-rank order, `node_index` the host's "
+                  "place in the mapping (its node rank); one event per host"),
         EventSpec("launch_config", ("launcher", "nnodes", "node_rank", "nproc_per_node", "several_workers"),
                   "a torchrun / torch.distributed.run / launch command line (node_rank only when the "
                   "static rendezvous uses it), or torchrun's OMP_NUM_THREADS banner, which it prints only "
@@ -770,7 +771,8 @@ def layout_of(e: Event) -> list[tuple[str, int, int]]:
         return []
     if e.kind == "world_info":
         locals_, globals_ = e.get("local_ranks"), e.get("global_ranks")
-        if isinstance(locals_, list) and isinstance(globals_, list) and locals_ and len(locals_) == len(globals_):
+        if (isinstance(locals_, list) and isinstance(globals_, list) and locals_
+                and len(locals_) == len(globals_)):
             return [(host, lr, g) for lr, g in zip(locals_, globals_, strict=True)
                     if isinstance(lr, int) and isinstance(g, int)]
     elif e.kind == "launch_config":

@@ -55,8 +55,8 @@ def test_a_group_rank_seen_as_two_global_ranks_is_left_alone() -> None:
 def _barrier(rank: int, stated: int, missing: list[int] | None, line: int) -> Event:
     from hanglens.model import SourceRef
 
-    return Event(kind="monitored_barrier_failure", ref=SourceRef("console.log", line), text="", parser="wrapper",
-                 rank=rank, fields={"stated_rank": stated, "missing_ranks": missing,
+    return Event(kind="monitored_barrier_failure", ref=SourceRef("console.log", line), text="",
+                 parser="wrapper", rank=rank, fields={"stated_rank": stated, "missing_ranks": missing,
                                     "points_to_rank0": missing is None})
 
 

@@ -293,4 +293,5 @@ def test_a_none_verdict_says_the_worker_group_was_restarted_from_the_file_list()
     restarted = evaluate([], WithFiles(base.events, base.tables, None, [0, 1], {}, files))
     assert restarted.verdict.category is Category.NONE and "restarted" in restarted.verdict.summary
     first = [InputFile("logs/run_x/attempt_0/0/stderr.log", 10, 1, Origin(local_rank=0, attempt=0))]
-    assert "restarted" not in evaluate([], WithFiles(base.events, base.tables, None, [0, 1], {}, first)).verdict.summary
+    once = evaluate([], WithFiles(base.events, base.tables, None, [0, 1], {}, first))
+    assert "restarted" not in once.verdict.summary

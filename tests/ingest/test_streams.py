@@ -279,7 +279,7 @@ COLOREDLOGS = """\
 2026-01-05 10:11:10 host-3 trainer[1234] INFO [rank 0] step 1 loss 0.912
 2026-01-05 10:11:10 host-3 trainer[1235] INFO [rank 1] step 1 loss 0.907
 2026-01-05 10:11:11 host-3 trainer[1234] INFO [rank 0] step 2 loss 0.874
-2026-01-05 10:11:12 host-3 trainer[1235] ERROR step 2 failed: CUDA error: an illegal memory access was encountered
+2026-01-05 10:11:12 host-3 trainer[1235] ERROR step 2: CUDA error: an illegal memory access was encountered
 """
 
 
@@ -290,4 +290,5 @@ def test_a_coloredlogs_process_is_one_stream_whose_stated_rank_owns_its_error(tm
     a = api.analyze([tmp_path])
     err = [e for e in a.tables.events if e.kind == "cuda_error"]
     assert [(e.rank, e.host, e.level) for e in err] == [(1, "host-3", "E")]
-    assert (a.result.verdict.category.value, a.result.verdict.culprit_ranks) == ("illegal_memory_access", (1,))
+    verdict = a.result.verdict
+    assert (verdict.category.value, verdict.culprit_ranks) == ("illegal_memory_access", (1,))
