@@ -70,7 +70,8 @@ def subgroup_barrier_rows(events: Sequence[Event], world: int | None) -> list[Ro
             mapped = [_global(r, known, world) for r in printed] if known else [None]
             missing = None if any(m is None for m in mapped) else sorted({m for m in mapped if m is not None})
         rows.append({"rank": e.rank, "subgroup": sub, "missing": missing, "printed": printed,
-                     "members": present if sub else None, "path": e.ref.path, "line": e.ref.line})
+                     "members": present if sub else None, "timeout_ms": e.get("timeout_ms"),
+                     "path": e.ref.path, "line": e.ref.line})
     # A default-group report whose missing ranks are all present in a subgroup's barrier: they did not
     # arrive because they wait there (for that subgroup's missing ranks), not because they were slow.
     inside = set(present) if any(r["subgroup"] and r["missing"] for r in rows) else set()

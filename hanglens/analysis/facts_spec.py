@@ -49,7 +49,8 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "barrier_report",
-            ("rank", "subgroup", "missing", "printed", "members", "waits_in_subgroup", *_EVIDENCE),
+            ("rank", "subgroup", "missing", "printed", "members", "waits_in_subgroup", "timeout_ms",
+             *_EVIDENCE),
             "Monitored-barrier reports naming missing ranks: `subgroup` when the printed reporter rank is "
             "not the writer's global rank (ProcessGroupGloo numbers a `new_group` by its group ranks), "
             "`missing` the missing ranks as global ranks (a subgroup's group ranks placed by new_group's "
