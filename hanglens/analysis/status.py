@@ -33,6 +33,9 @@ def _rank_of(e: Event, single_node: bool = True) -> int | None:
         r = e.get("failed_rank")
         return r if isinstance(r, int) and r >= 0 else None
     if e.kind in ("worker_failed", "launcher_exit"):
+        placed = e.get("placed_rank")   # the launcher's layout of the host (ingest/attribute.py)
+        if isinstance(placed, int) and placed >= 0:
+            return placed
         lr = e.get("local_rank")
         return lr if single_node and isinstance(lr, int) and lr >= 0 else None
     if e.kind in AGENT_EVENT_KINDS:

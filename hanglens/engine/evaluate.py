@@ -586,12 +586,16 @@ def _flagged_ranks(run: _Run) -> set[int]:
 
 
 def _host_ranks(rows: pd.DataFrame, column: str, hosts: Mapping[int, str]) -> set[int]:
-    """Every rank placed on a host that a row names without a rank of its own (`culprits: {by_host:
-    true}`)."""
+    """Every rank on a host a row names, or on the host of a row's rank (`culprits: {by_host: true}`): the
+    fault is the node's, so it is every rank's the job placed there."""
     if "host" not in rows.columns or column not in rows.columns or not hosts:
         return set()
-    named = {_short_host(h) for x, h in zip(rows[column], rows["host"], strict=True)
-             if _as_rank(x) is None and isinstance(h, str) and h}
+    named: set[str] = set()
+    for x, h in zip(rows[column], rows["host"], strict=True):
+        r = _as_rank(x)
+        h = h if isinstance(h, str) and h else hosts.get(r) if r is not None else None
+        if h:
+            named.add(_short_host(h))
     return {r for r, h in hosts.items() if _short_host(h) in named} if named else set()
 
 

@@ -229,8 +229,9 @@ class ElasticParser(Parser):
         "global_rank_mapping=",
     )
     emits = (
-        EventSpec("worker_failed", ("exitcode", "local_rank", "pid", "signal", "entrypoint"),
-                  "the agent saw a local worker exit non-zero"),
+        EventSpec("worker_failed", ("exitcode", "local_rank", "pid", "signal", "entrypoint", "placed_rank"),
+                  "the agent saw a local worker exit non-zero; `placed_rank`: its global rank, where a "
+                  "launcher's layout of the agent's host states it (set job-wide, after reading)"),
         EventSpec("closing_signal", ("pid", "signal"),
                   "the agent is signalling a surviving local worker to stop"),
         EventSpec("child_failed", ("failed_rank", "local_rank", "failed_host", "exitcode", "pid", "signal",
@@ -242,8 +243,9 @@ class ElasticParser(Parser):
         EventSpec("agent_succeeded", ("role",),
                   "the torchrun agent reports its worker group finished with every worker exiting 0 "
                   "(`WorkerState.SUCCEEDED`)"),
-        EventSpec("launcher_exit", ("exitcode", "pid", "launcher", "signal", "local_rank"),
-                  "a launcher (DeepSpeed, a serving framework) reports a child's exit status"),
+        EventSpec("launcher_exit", ("exitcode", "pid", "launcher", "signal", "local_rank", "placed_rank"),
+                  "a launcher (DeepSpeed, a serving framework) reports a child's exit status; `placed_rank` "
+                  "as for worker_failed"),
         EventSpec("world_info", ("node_rank", "nnodes", "world_size", "master_addr", "local_ranks",
                                  "global_ranks"),
                   "rendezvous result: which global ranks this agent's local workers got"),

@@ -257,9 +257,9 @@ def test_retried_store_connect_is_no_failure_once_the_job_progressed() -> None:
     assert timed_out.verdict.category is Category.UNKNOWN
 
 
-def test_by_host_culprits_stand_for_every_rank_placed_on_a_rankless_rows_host() -> None:
-    """`culprits: {by_host: true}`: a row naming host b2 but no rank gives every rank the layout put on b2;
-    a row with its own rank keeps just that rank; without the option the rankless row names nobody."""
+def test_by_host_culprits_stand_for_every_rank_on_a_rows_host() -> None:
+    """`culprits: {by_host: true}`: a row naming host b2 but no rank gives every rank put on b2, a row of
+    rank 5 every rank on rank 5's host; without the option the rankless row names nobody."""
     evs = [event("exception", None, line=3, host="b2.cluster", exc_type="RuntimeError"),
            event("exception", 5, line=4, host="b3", exc_type="RuntimeError")]
     hosts = {0: "b1", 1: "b1", 2: "b2", 3: "b2", 4: "b3", 5: "b3"}
@@ -267,7 +267,7 @@ def test_by_host_culprits_stand_for_every_rank_placed_on_a_rankless_rows_host() 
     by_host = rule(match=match, culprits={"from": "raised", "by_host": True},
                    explanation="{{ culprit_ranks | rank_list }}")
     f = run([by_host], events=evs, hosts=hosts).findings[0]
-    assert f.culprit_ranks == (2, 3, 5) and f.culprit_hosts == ("b2", "b3")
+    assert f.culprit_ranks == (2, 3, 4, 5) and f.culprit_hosts == ("b2", "b3")
     plain = rule(match=match, culprits={"from": "raised"}, explanation="x")
     assert run([plain], events=evs, hosts=hosts).findings[0].culprit_ranks == (5,)
     assert run([by_host], events=evs[:1]).findings[0].culprit_ranks == ()   # no layout: no ranks

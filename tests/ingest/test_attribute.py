@@ -268,3 +268,38 @@ def test_a_rendezvous_result_maps_its_agents_workers_and_names_their_host() -> N
     ])
     attribute([c])
     assert c.events[1].rank == 8
+
+
+# DeepSpeed under pdsh with torch 2.3 (no `[rankN]: ` on tracebacks, log-formats.md section 3.3): the
+# launcher's layout and its exit line for local rank 1 of gpu-w2 name the crashed worker. Written here.
+DS_CRASH = """\
+gpu-w1: [2025-02-11 08:30:01,004] [INFO] [launch.py:163:main] global_rank_mapping=defaultdict(\
+<class 'list'>, {'gpu-w1': [0, 1], 'gpu-w2': [2, 3]})
+gpu-w2: [2025-02-11 08:30:01,211] [INFO] [launch.py:163:main] global_rank_mapping=defaultdict(\
+<class 'list'>, {'gpu-w1': [0, 1], 'gpu-w2': [2, 3]})
+gpu-w1: step 10 loss 2.113
+gpu-w2: step 10 loss 2.108
+gpu-w2: Traceback (most recent call last):
+gpu-w2:   File "/home/user/job/fit.py", line 88, in <module>
+gpu-w2:     batch = next(it)
+gpu-w2: KeyError: 'input_ids'
+gpu-w2: [2025-02-11 08:31:04,870] [INFO] [launch.py:319:sigkill_handler] Killing subprocess 7120
+gpu-w2: [2025-02-11 08:31:04,990] [ERROR] [launch.py:325:sigkill_handler] ['/home/user/venv/bin/python', \
+'-u', 'fit.py', '--local_rank=1', '--deepspeed', 'ds.json'] exits with return code = 1
+"""
+
+
+def test_a_deepspeed_exit_line_and_layout_name_the_crashed_worker(tmp_path: Any) -> None:
+    from hanglens import api
+
+    (tmp_path / "launch.log").write_text(DS_CRASH)
+    a = api.analyze([tmp_path])
+    exits = [e for e in a.tables.events if e.kind == "launcher_exit"]
+    assert [(e.rank, e.get("placed_rank")) for e in exits] == [(None, 3)]   # the launcher's own line
+    assert [e.rank for e in a.tables.events if e.kind == "exception"] == [3]
+    assert a.result.verdict.culprit_ranks == (3,)
+    # two exit lines in one launcher stream: nobody is its only failed worker
+    tail = DS_CRASH.splitlines(keepends=True)
+    twice = DS_CRASH + tail[-2] + tail[-1]
+    (tmp_path / "launch.log").write_text(twice)
+    assert [e.rank for e in api.analyze([tmp_path]).tables.events if e.kind == "exception"] == [None]
