@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from hanglens.analysis import (
+    barriers,
     clock,
     collectives,
     facts_init,
@@ -22,6 +23,7 @@ from hanglens.analysis import (
 )
 from hanglens.analysis.facts_spec import FACT_SPECS
 from hanglens.model import Event, InputFile, event_order, events_in_order
+from hanglens.parsers.elastic import LAYOUT_KINDS, layout_of
 
 
 @dataclass
@@ -40,6 +42,7 @@ class Tables:
     collectives: pd.DataFrame
     offsets: dict[str, float] = field(default_factory=dict)
     clock_note: str = ""
+    files: list[InputFile] = field(default_factory=list)   # every input read (events or not)
 
     def fact(self, name: str) -> pd.DataFrame:
         return self.tables[name]
@@ -73,15 +76,25 @@ def object_frame(cols: list[str], values: Iterable[Iterable[object]], n: int) ->
 
 
 def rank_hosts(events: Sequence[Event]) -> dict[int, str]:
-    """Each rank's host: the most common host named on its events."""
+    """Each rank's host: the most common host named on its events, else the host a launcher placed it on
+    (`layout_of`: DeepSpeed's `global_rank_mapping=`, torchrun's rendezvous result or command line), so a
+    rank that left no line of its own still has the host a node-level fault names."""
     seen: dict[int, Counter[str]] = defaultdict(Counter)
+    placed: dict[int, set[str]] = defaultdict(set)
     for e in events:
+        if e.kind in LAYOUT_KINDS:
+            for h, _, g in layout_of(e):
+                placed[g].add(h)
         if e.rank is not None and e.host:
             seen[e.rank][e.host] += 1
         failed_rank, failed_host = e.get("failed_rank"), e.get("failed_host")
         if e.kind == "child_failed" and isinstance(failed_rank, int) and failed_host:
             seen[failed_rank][str(failed_host)] += 1
-    return {r: sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] for r, c in seen.items()}
+    out = {r: sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] for r, c in seen.items()}
+    for r, hs in placed.items():
+        if r not in out and len(hs) == 1:
+            out[r] = next(iter(hs))
+    return out
 
 
 def world_size_of(events: Sequence[Event]) -> int | None:
@@ -194,6 +207,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
         "host_failures", status.host_failures(zip(rank_cols["host"], rank_cols["crashed"], strict=True)))
     del rank_cols
     tables["missing_ranks"] = frame("missing_ranks", status.missing_rank_rows(evs, files, world))
+    tables["barrier_report"] = frame("barrier_report", barriers.subgroup_barrier_rows(evs, world))
     tables["nccl_init_pending"] = frame("nccl_init_pending", facts_init.init_pending_rows(evs))
     tables["init_key_missing"] = frame(
         "init_key_missing",
@@ -227,4 +241,5 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
         collectives=coll,
         offsets=offsets,
         clock_note=note,
+        files=list(files),
     )

@@ -48,6 +48,17 @@ FACT_SPECS: dict[str, FactSpec] = {
             "waiting in one of its collectives), None when its status does not say.",
         ),
         FactSpec(
+            "barrier_report",
+            ("rank", "subgroup", "missing", "printed", "members", "waits_in_subgroup", "timeout_ms",
+             *_EVIDENCE),
+            "Monitored-barrier reports naming missing ranks: `subgroup` when the printed reporter rank is "
+            "not the writer's global rank (ProcessGroupGloo numbers a `new_group` by its group ranks), "
+            "`missing` the missing ranks as global ranks (a subgroup's group ranks placed by new_group's "
+            "sorted membership; None where that cannot be told), `printed` as printed, `members` the "
+            "subgroup's global ranks its reports show present; `waits_in_subgroup`: a default-group report "
+            "whose missing ranks all sit in a subgroup's barrier (hanglens/analysis/barriers.py).",
+        ),
+        FactSpec(
             "missing_ranks",
             ("rank", "world_size", "basis"),
             "Ranks that never appear in any log although the world size is known and every rank that does "

@@ -33,6 +33,9 @@ def _rank_of(e: Event, single_node: bool = True) -> int | None:
         r = e.get("failed_rank")
         return r if isinstance(r, int) and r >= 0 else None
     if e.kind in ("worker_failed", "launcher_exit"):
+        placed = e.get("placed_rank")   # the launcher's layout of the host (ingest/attribute.py)
+        if isinstance(placed, int) and placed >= 0:
+            return placed
         lr = e.get("local_rank")
         return lr if single_node and isinstance(lr, int) and lr >= 0 else None
     if e.kind in AGENT_EVENT_KINDS:
@@ -671,6 +674,53 @@ def _in_tree(origin: dict[str, Any], e: Event) -> bool:
     return o is not None and o.attempt is not None
 
 
+class _Nodes:
+    """The nodes whose torchrun agent reported success, as far as their lines tell them apart.
+
+    Each node runs its own agent, and an agent's `SUCCEEDED` says only that its own local workers exited 0
+    (torch/distributed/elastic/agent/server/api.py `_invoke_run`): another node of the same job may have
+    been lost meanwhile, and its workers' store errors are then that loss, not teardown. A node is told by
+    the host a line names (a pdsh prefix, an NCCL envelope), else by its outer launcher stream in a merged
+    console (`srun -l` task, log-formats.md section 9.3), else by the console of its own agent.
+    """
+
+    def __init__(self) -> None:
+        self.hosts: set[str] = set()
+        self.streams: set[tuple[str, str]] = set()
+        self.files: set[str] = set()
+        self.unplaced = False   # a success whose node no line tells (it may be any node's)
+
+    def add(self, e: Event) -> None:
+        host, stream = _node_of(e)
+        if host is not None:
+            self.hosts.add(host)
+        elif stream is not None:
+            self.streams.add((e.ref.path, stream))
+        else:
+            self.files.add(e.ref.path)
+            self.unplaced = True
+
+    def may_hold(self, e: Event, agent_console: bool) -> bool:
+        """Could the node that wrote `e` be one of these? False only when its lines show it is another."""
+        host, stream = _node_of(e)
+        if host is not None and self.hosts:
+            return host in self.hosts or bool(self.streams) or self.unplaced
+        if stream is not None and self.streams:
+            return (e.ref.path, stream) in self.streams or bool(self.hosts) or self.unplaced
+        if agent_console and host is None and stream is None:
+            # the file is an agent's console (its own agent's lines are in it): that agent must be the one
+            return e.ref.path in self.files or bool(self.hosts) or bool(self.streams)
+        return True
+
+
+def _node_of(e: Event) -> tuple[str | None, str | None]:
+    """(short host, outer launcher stream) of the node an event's line came from, None where unknown."""
+    host = e.host.split(".")[0] if e.host and not e.host.replace(".", "").isdigit() else e.host
+    w = e.writer
+    outer = w.split("/", 1)[0] if w else ""
+    return (host or None), (outer if outer and not outer.startswith("tee ") else None)
+
+
 def _survived_by_success(events: Sequence[Event], files: Sequence[InputFile]) -> set[int]:
     """Indexes of errors that a successful end of the worker group shows were survived.
 
@@ -680,8 +730,9 @@ def _survived_by_success(events: Sequence[Event], files: Sequence[InputFile]) ->
     attempt is followed by a restarted one (`Worker group FAILED. <k>/<m> attempts left`). So in the file
     holding the agent's success line, the error lines above it did not end the run: a failure of an earlier
     attempt, or store-gone warnings of the heartbeat monitor at teardown once the store host exited first
-    (failure-signatures.md section 17.7). Store errors elsewhere in such a run (another node's console) are
-    that teardown noise too, unless dated before training began (a rendezvous failure, section 18 table).
+    (failure-signatures.md section 17.7). Store errors elsewhere in such a run are that teardown noise too,
+    unless dated before training began (a rendezvous failure, section 18 table) or written on a node whose
+    own agent did not report success (`_Nodes`: a node lost while another finished).
 
     A `--log-dir` tree (`<run_id>/attempt_<n>/<local_rank>/`) whose newest attempt holds no error and a
     finish line (`run_finished`) from every one of its local ranks ran to completion after a restart: the
@@ -690,17 +741,23 @@ def _survived_by_success(events: Sequence[Event], files: Sequence[InputFile]) ->
     """
     out: set[int] = set()
     success: dict[str, int] = {}
+    succeeded = _Nodes()
+    agent_files: set[str] = set()
     for e in events:
         if e.kind == "agent_succeeded":
             success[e.ref.path] = max(success.get(e.ref.path, 0), e.ref.line)
+            succeeded.add(e)
+        if e.kind in AGENT_EVENT_KINDS:
+            agent_files.add(e.ref.path)
     first_progress = min((e.time for e in events
                           if e.kind in ("progress", "run_finished") and e.time is not None), default=None)
     for i, e in enumerate(events):
         if e.ref.path in success and e.ref.line < success[e.ref.path] and _ended_badly(e):
             out.add(i)
         elif (success and e.kind == "store_error"
-              and (e.time is None or first_progress is None or e.time > first_progress)):
-            out.add(i)   # a store that went away after training began, in a run an agent saw succeed: §17.7
+              and (e.time is None or first_progress is None or e.time > first_progress)
+              and succeeded.may_hold(e, e.ref.path in agent_files)):
+            out.add(i)   # a store that went away after training began, on a node whose agent succeeded: §17.7
     origin = {f.path: f.origin for f in files}
     trees: dict[tuple[Any, ...], dict[int, set[str]]] = {}
     for f in files:

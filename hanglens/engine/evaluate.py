@@ -601,12 +601,32 @@ def _flagged_ranks(run: _Run) -> set[int]:
     return _ranks_of(status[flagged])
 
 
+def _host_ranks(rows: pd.DataFrame, column: str, hosts: Mapping[int, str]) -> set[int]:
+    """Every rank on a host a row names, or on the host of a row's rank (`culprits: {by_host: true}`): the
+    fault is the node's, so it is every rank's the job placed there."""
+    if "host" not in rows.columns or column not in rows.columns or not hosts:
+        return set()
+    named: set[str] = set()
+    for x, h in zip(rows[column], rows["host"], strict=True):
+        r = _as_rank(x)
+        h = h if isinstance(h, str) and h else hosts.get(r) if r is not None else None
+        if h:
+            named.add(_short_host(h))
+    return {r for r, h in hosts.items() if _short_host(h) in named} if named else set()
+
+
+def _short_host(host: str) -> str:
+    return host if host.replace(".", "").isdigit() else host.split(".")[0]
+
+
 def _finding(rule: Rule, run: _Run, bindings: dict[str, pd.DataFrame]) -> Finding:
     culprits: set[int] = set()
     culprit_hosts: set[str] = set()
     if rule.culprits is not None:
         source = bindings.get(rule.culprits.from_, pd.DataFrame())
         culprits = _ranks_of(source, rule.culprits.column)
+        if rule.culprits.by_host:
+            culprits |= _host_ranks(source, rule.culprits.column, run.tables.hosts)
         for r in sorted(culprits):
             host = run.tables.hosts.get(r)
             if host is None and "host" in source.columns and rule.culprits.column in source.columns:
@@ -738,10 +758,16 @@ def _restarted(run: _Run) -> str:
     """Context for a `none` verdict: torchrun restarted the worker group (`--max-restarts`; the agent's
     `Worker group FAILED. <k>/<m> attempts left` line or a `--log-dir` tree's `attempt_<n>` folder, n > 0;
     torch/distributed/elastic/agent/server/api.py) and the run finished after it, so an earlier attempt's
-    failure was survived (hanglens/analysis/status.py `_survived_by_success`)."""
-    events = run.tables.events
-    if any(e.kind == "worker_group_restart" for e in events) or any(
-            _LATER_ATTEMPT.search(e.ref.path) for e in events):
+    failure was survived (hanglens/analysis/status.py `_survived_by_success`).
+
+    The attempt folders are read from the inputs (one name per file), not from every event's path: a big
+    job's events are millions, its files thousands. Tables without a file list (a caller's own) fall back
+    to the events' distinct paths."""
+    files = getattr(run.tables, "files", None)
+    paths = {f.path for f in files} if files else {e.ref.path for e in run.tables.events}
+    # (the events by kind were grouped once for the rules: this asks that index, not every event again)
+    if len(run.event_frame("worker_group_restart")) or any(f.origin.attempt for f in files or ()) or any(
+            _LATER_ATTEMPT.search(p) for p in paths):
         return (" The worker group was restarted (torchrun `--max-restarts`) and the last attempt finished:"
                 " the failure of an earlier attempt was survived, not the job's end.")
     return ""

@@ -150,6 +150,11 @@ class SourceSpec(_Strict):
 
     from_: str = Field(alias="from")
     column: str = "rank"
+    # The fault is the node's (its driver, its HCA port, its interfaces), so a bound row stands for every
+    # rank on its host (the row's host, or its rank's): those a launcher placed there (DeepSpeed's
+    # `global_rank_mapping=`, torchrun's rendezvous result or a command line with `--node-rank` and
+    # `--nproc-per-node`) and those the logs show there.
+    by_host: bool = False
 
 
 class EvidenceSpec(_Strict):

@@ -19,6 +19,7 @@ from hanglens.ingest.origin import slurm_task
 from hanglens.ingest.streams import DUMP_PARSERS, is_agent_event, several_processes
 from hanglens.ingest.streams import non_negative_int as _int
 from hanglens.model import AGENT_EVENT_KINDS, YEARLESS_YEAR, Event, Origin
+from hanglens.parsers.elastic import LAYOUT_KINDS, layout_of
 
 YEAR2000 = float(calendar.timegm((YEARLESS_YEAR, 1, 1, 0, 0, 0)))  # yearless stamps are read into this year
 YEAR2001 = float(calendar.timegm((YEARLESS_YEAR + 1, 1, 1, 0, 0, 0)))
@@ -250,6 +251,7 @@ def _local_to_global(files: list[FileEvents]) -> None:
     triples: set[tuple[tuple[str, ...], int, int]] = set()
     key_hosts: dict[tuple[str, ...], set[str]] = {}
     failures: list[tuple[str, int, int]] = []
+    layout: set[tuple[str, int, int]] = set()   # (host, local rank, global rank) a launcher stated
     for f in files:
         if f.origin.local_rank is not None and len(f.stated_ranks) == 1:
             triples.add((_node_key(f, None), f.origin.local_rank, next(iter(f.stated_ranks))))
@@ -269,6 +271,11 @@ def _local_to_global(files: list[FileEvents]) -> None:
                 node, nproc = _int(e.get("node_rank")), _int(e.get("nproc_per_node"))
                 if node is not None and nproc:
                     triples.add((key, 0, node * nproc))
+            if e.kind in LAYOUT_KINDS:
+                for host, lr, g in layout_of(e):
+                    layout.add((_short(host), lr, g))
+                    if e.kind == "world_info":
+                        triples.add((key, lr, g))   # the agent's own workers: the stream it printed in
             elif e.kind == "child_failed":
                 g, lr, h = _int(e.get("failed_rank")), _int(e.get("local_rank")), e.get("failed_host")
                 if g is not None and lr is not None and isinstance(h, str) and h:
@@ -291,6 +298,18 @@ def _local_to_global(files: list[FileEvents]) -> None:
         keys = trees_on.get(host, [])
         if len(keys) == 1:
             triples.add((keys[0], lr, g))
+    if layout:
+        # A launcher's layout names hosts: it numbers the local ranks of every stream that came from one
+        # of them (its `--log-dir` tree, its pdsh / `srun -l` stream, a file of that host alone).
+        on_host: dict[str, list[tuple[str, ...]]] = {}
+        for k, hs in key_hosts.items():
+            if len(hs) == 1:
+                on_host.setdefault(next(iter(hs)), []).append(k)
+        for host, lr, g in layout:
+            for k in on_host.get(host, ()):
+                triples.add((k, lr, g))
+    if layout:
+        _placed_ranks(files, layout)
     direct = _unique(((k, lr), g) for k, lr, g in triples)
     offsets = _unique((k, g - lr) for k, lr, g in triples)
     lone = _single_node(files)
@@ -307,6 +326,26 @@ def _local_to_global(files: list[FileEvents]) -> None:
         if rank is None and lone is not None and _node_of(key) == lone:
             rank = e.local_rank   # nothing states the mapping, and it is the job's only node
         return e if rank is None or rank < 0 else _with(f, e, "rank", rank)
+
+    _apply(files, fill)
+
+
+def _placed_ranks(files: list[FileEvents], layout: set[tuple[str, int, int]]) -> None:
+    """A launcher's exit line for a local rank of a host whose ranks a launcher stated gets `placed_rank`.
+
+    `failed (exitcode: ...) local_rank: <l>` (torchrun's agent) and `[... '--local_rank=<l>'] exits with
+    return code = <c>` (DeepSpeed's launcher, deepspeed/launcher/launch.py `sigkill_handler`) name a local
+    rank of their own host; a layout of that host (`layout_of`) says which global rank it is. The line
+    stays the agent's own (no `rank`): only the rank it is about is added.
+    """
+    by_host = _unique(((h, lr), g) for h, lr, g in layout)
+
+    def fill(f: FileEvents, e: Event) -> Event:
+        if e.kind not in ("worker_failed", "launcher_exit") or not e.host:
+            return e
+        lr = _int(e.get("local_rank"))
+        g = by_host.get((_short(e.host), lr)) if lr is not None else None
+        return e if g is None else _with(f, e, "fields", {**e.fields, "placed_rank": g})
 
     _apply(files, fill)
 
@@ -451,7 +490,10 @@ def _only_exception_exit(files: list[FileEvents]) -> None:
     that no prefix attributes and that precede the report are that rank's. Two workers with exit code 1,
     or no rank for the one, leave everything as it was. An agent that restarts its workers (`Worker group
     FAILED. <k>/<m> attempts left; will restart worker group`, section 3.5) starts new workers: each attempt
-    of the stream is read on its own.
+    of the stream is read on its own. DeepSpeed's launcher (deepspeed/launcher/launch.py `sigkill_handler`)
+    logs the first of its workers to exit non-zero (`... '--local_rank=<l>'] exits with return code = 1`),
+    kills the others and exits: one such line in a stream is that stream's only failed worker, and a
+    launcher's layout of its host (`placed_rank`) states its global rank.
     """
     lone = _single_node(files)
     for f in files:
@@ -467,13 +509,17 @@ def _only_exception_exit(files: list[FileEvents]) -> None:
             pids: set[int] = set()
             ranks: set[int] = set()
             first_report: int | None = None
+            deepspeed = 0   # DeepSpeed's exit lines: no pid, but one per launcher (it kills the rest)
             for e in events:
-                if e.kind not in ("worker_failed", "child_failed") or _int(e.get("exitcode")) != 1:
+                ds = e.kind == "launcher_exit" and e.get("launcher") == "deepspeed"
+                if _int(e.get("exitcode")) != 1 or (e.kind not in ("worker_failed", "child_failed")
+                                                     and not ds):
                     continue
+                deepspeed += ds
                 pid = _int(e.get("pid"))
                 if pid is not None:
                     pids.add(pid)
-                g = _int(e.get("failed_rank")) if e.kind == "child_failed" else None
+                g = _int(e.get("failed_rank")) if e.kind == "child_failed" else _int(e.get("placed_rank"))
                 lr = _int(e.get("local_rank"))
                 if g is None and lr is not None and lone is not None and _node_of(_node_key(f, e)) == lone:
                     g = lr   # the job's only node: local rank = global rank (see _single_node)
@@ -481,7 +527,8 @@ def _only_exception_exit(files: list[FileEvents]) -> None:
                     ranks.add(g)
                 line = e.ref.line
                 first_report = line if first_report is None else min(first_report, line)
-            if len(pids) != 1 or len(ranks) != 1 or first_report is None:
+            one_worker = len(pids) == 1 or (not pids and deepspeed == 1)
+            if not one_worker or len(ranks) != 1 or first_report is None:
                 continue
             rank = next(iter(ranks))
             free = [e for e in events if e.rank is None and e.local_rank is None and not is_agent_event(e)
@@ -519,6 +566,8 @@ def _hosts(files: list[FileEvents]) -> None:
                 pairs.append((_int(e.get("failed_rank")), e.get("failed_host")))
             elif e.kind == "world_info":
                 pairs.append((_int(e.get("global_rank")), e.get("hostname")))
+            if e.kind in LAYOUT_KINDS:
+                pairs.extend((g, h) for h, _, g in layout_of(e))
             for r, h in pairs:
                 if r is not None and isinstance(h, str) and h:
                     seen.setdefault(r, set()).add(h)

@@ -29,6 +29,15 @@ CLOUDWATCH_RE = re.compile(r"^\s*\|\s*(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.
 ISO_RE = re.compile(
     r"^\[?(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]?(?: \|)? "
 )
+# coloredlogs' default format (coloredlogs/__init__.py DEFAULT_LOG_FORMAT `%(asctime)s %(hostname)s
+# %(name)s[%(process)d] %(levelname)s %(message)s`, DEFAULT_DATE_FORMAT `%Y-%m-%d %H:%M:%S`; `,%(msecs)03d`
+# with `milliseconds=True`), also written by hand with `logging`: date, host, logger[pid], level. verboselogs
+# adds SPAM, VERBOSE, NOTICE and SUCCESS. The pid makes the line's process a stream of its own.
+COLOREDLOGS_RE = re.compile(
+    r"^(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:[,.](?P<ms>\d{3}))? "
+    r"(?P<host>[A-Za-z0-9][\w.-]{0,252}) (?P<name>[\w.<>-]{1,200})\[(?P<pid>\d{1,10})\] "
+    r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL|SPAM|VERBOSE|NOTICE|SUCCESS) "
+)
 TIME_ONLY_RE = re.compile(r"^(?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))? (?=\S)")
 DMESG_RE = re.compile(r"^\[\s*(?P<uptime>\d+\.\d+)\] ")
 JOURNAL_RE = re.compile(
@@ -117,7 +126,8 @@ VLLM_RE = re.compile(
     r"\[?(?P<file>[\w.-]+\.py):(?P<line>\d+)\] ?"
 )
 STDLIB_RE = re.compile(r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<logger>[\w.]+):")
-LEVEL_LETTER = {"DEBUG": "D", "INFO": "I", "WARNING": "W", "ERROR": "E", "CRITICAL": "C"}
+LEVEL_LETTER = {"DEBUG": "D", "INFO": "I", "WARNING": "W", "ERROR": "E", "CRITICAL": "C",
+                "SPAM": "D", "VERBOSE": "D", "NOTICE": "I", "SUCCESS": "I"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +298,14 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
             t = _md_time(year_default, MONTHS[m["mon"]], int(m["day"]), m["hms"], None)
             if time is None:
                 time, clock = t, "journal"
+            s = s[m.end():]
+            continue
+        m = COLOREDLOGS_RE.match(s) if time is None and s[:1].isdigit() else None
+        if m:
+            host = host or m["host"]
+            time, year = _iso_time(f"{m['date']} {m['hms']},{m['ms'] or '0'}")
+            year_known, clock, level = True, "pylog", LEVEL_LETTER[m["lvl"]]
+            writers.append(f"proc {m['host']}:{m['pid']}")
             s = s[m.end():]
             continue
         m = ISO_RE.match(s)

@@ -55,6 +55,13 @@ CHILD_EXIT_RE = re.compile(
     r"\bexit ?code[ =:]+(?P<code>-?\d+)"
     r"(?:\W{1,3}pid[ =:]+(?P<pid>\d+))?"
 )
+# deepspeed/launcher/launch.py `main` (every DeepSpeed release with the multi-node runner): each node's
+# launcher logs the job's whole layout, `global_rank_mapping=defaultdict(<class 'list'>, {'<host>': [<global
+# ranks>], ...})`, built by numbering the hosts' slots in the order of its world_info: host h's local rank i
+# is global rank mapping[h][i] (the launcher starts its local procs in that order).
+DS_MAPPING_RE = re.compile(
+    r"global_rank_mapping=(?:defaultdict\(<class 'list'>, )?\{(?P<body>[^{}]{0,200000})\}")
+DS_MAPPING_ENTRY_RE = re.compile(r"'(?P<host>[^'\s]{1,255})': \[(?P<ranks>[\d, ]{0,100000})\]")
 RDZV_DONE_RE = re.compile(r"(?:\[(?P<role>[\w-]+)\] )?Rendezvous complete for workers\. Result:")
 RDZV_KV_RE = re.compile(r"^\s*(?P<key>[a-z_]+)=(?P<val>.*?)\s*$")
 
@@ -219,10 +226,12 @@ class ElasticParser(Parser):
         "torch.distributed.run",
         "torch.distributed.launch",
         "OMP_NUM_THREADS environment variable",
+        "global_rank_mapping=",
     )
     emits = (
-        EventSpec("worker_failed", ("exitcode", "local_rank", "pid", "signal", "entrypoint"),
-                  "the agent saw a local worker exit non-zero"),
+        EventSpec("worker_failed", ("exitcode", "local_rank", "pid", "signal", "entrypoint", "placed_rank"),
+                  "the agent saw a local worker exit non-zero; `placed_rank`: its global rank, where a "
+                  "launcher's layout of the agent's host states it (set job-wide, after reading)"),
         EventSpec("closing_signal", ("pid", "signal"),
                   "the agent is signalling a surviving local worker to stop"),
         EventSpec("child_failed", ("failed_rank", "local_rank", "failed_host", "exitcode", "pid", "signal",
@@ -234,11 +243,16 @@ class ElasticParser(Parser):
         EventSpec("agent_succeeded", ("role",),
                   "the torchrun agent reports its worker group finished with every worker exiting 0 "
                   "(`WorkerState.SUCCEEDED`)"),
-        EventSpec("launcher_exit", ("exitcode", "pid", "launcher", "signal", "local_rank"),
-                  "a launcher (DeepSpeed, a serving framework) reports a child's exit status"),
+        EventSpec("launcher_exit", ("exitcode", "pid", "launcher", "signal", "local_rank", "placed_rank"),
+                  "a launcher (DeepSpeed, a serving framework) reports a child's exit status; `placed_rank` "
+                  "as for worker_failed"),
         EventSpec("world_info", ("node_rank", "nnodes", "world_size", "master_addr", "local_ranks",
                                  "global_ranks"),
                   "rendezvous result: which global ranks this agent's local workers got"),
+        EventSpec("rank_layout", ("node_host", "node_index", "global_ranks"),
+                  "a launcher's statement of which global ranks run on a host (DeepSpeed's "
+                  "`global_rank_mapping=`): `global_ranks` in local-rank order, `node_index` the host's "
+                  "place in the mapping (its node rank); one event per host"),
         EventSpec("launch_config", ("launcher", "nnodes", "node_rank", "nproc_per_node", "several_workers"),
                   "a torchrun / torch.distributed.run / launch command line (node_rank only when the "
                   "static rendezvous uses it), or torchrun's OMP_NUM_THREADS banner, which it prints only "
@@ -369,6 +383,14 @@ class ElasticParser(Parser):
                 {"node_rank": 1, "nnodes": 2, "world_size": 4, "master_addr": "node-01",
                  "local_ranks": [0, 1], "global_ranks": [2, 3]},
                 "torch 1.10-2.9 with LOGLEVEL=INFO"),
+        Example("worker-2: [2025-02-11 08:30:02,114] [INFO] [launch.py:163:main] global_rank_mapping="
+                "defaultdict(<class 'list'>, {'worker-0': [0, 1], 'worker-1': [2, 3], 'worker-2': [4, 5]})",
+                "rank_layout", {"node_host": "worker-2", "node_index": 2, "global_ranks": [4, 5]},
+                "DeepSpeed launcher (deepspeed/launcher/launch.py), under pdsh"),
+        Example("[2025-02-11 08:30:02,114] [INFO] [launch.py:163:main] global_rank_mapping="
+                "defaultdict(<class 'list'>, {'10.0.3.7': [0, 1, 2, 3], 'gpu-b2.cluster': [4, 5, 6, 7]})",
+                "rank_layout", {"node_host": "10.0.3.7", "node_index": 0, "global_ranks": [0, 1, 2, 3]},
+                "DeepSpeed launcher, hosts named by address"),
         Example("user@n2:~/job$ torchrun --nnodes=2 --node-rank=1 --nproc-per-node=4 --master-addr=10.2.0.5 "
                 "--master-port=29411 train.py --lr 3e-4",
                 "launch_config", {"launcher": "torchrun", "nnodes": 2, "node_rank": 1, "nproc_per_node": 4,
@@ -445,6 +467,7 @@ class ElasticParser(Parser):
         "Local worker group finished (FAILED). Waiting 300 seconds for other agents to finish",
         "  File \"/usr/local/bin/torchrun\", line 8, in <module>",
         "torchrun failed again, see above",
+        "global_rank_mapping={}",
     )
 
     def __init__(self) -> None:
@@ -584,6 +607,12 @@ class ElasticParser(Parser):
                                   signal=shell_signal_name(code),
                                       local_rank=to_count(lr["lr"]) if lr else None))
             return out
+        m = DS_MAPPING_RE.search(text)
+        if m:
+            for i, entry in enumerate(DS_MAPPING_ENTRY_RE.finditer(m["body"])):
+                out.append(self.event("rank_layout", line, node_host=entry["host"], node_index=i,
+                                      global_ranks=int_list("[" + entry["ranks"] + "]")))
+            return out
         if RDZV_DONE_RE.search(text):
             self.rdzv = (line, {})
             self.rdzv_lines = 0
@@ -717,3 +746,39 @@ class ElasticParser(Parser):
                 rec.tb.failed_rank, rec.tb.local_rank = f.get("failed_rank"), f.get("local_rank")
                 out.append(self._error_file(rec.tb))
         return out
+
+
+LAYOUT_KINDS = frozenset({"rank_layout", "world_info", "launch_config"})   # events `layout_of` reads
+MAX_LAYOUT_PROCS = 4096   # a node's worker count read from a command line (bounds the ranks it spans)
+
+
+def layout_of(e: Event) -> list[tuple[str, int, int]]:
+    """(host, local rank, global rank) a launcher's own line states for a host's workers; [] for other events.
+
+    DeepSpeed's `global_rank_mapping=` (deepspeed/launcher/launch.py) lists each host's ranks; torchrun's
+    rendezvous result (`local_ranks=[...]` / `global_ranks=[...]`, log-formats.md section 3.5) lists those of
+    the agent that printed it; a torchrun command line with a static node rank and a worker count states
+    its node's ranks, node_rank * nproc_per_node + local_rank (the same section). The host of the last two
+    is the host the line came from (a pdsh or `srun -l` prefix, a file of that host); without one there is
+    no host to map.
+    """
+    host: object
+    if e.kind == "rank_layout":
+        host, ranks = e.get("node_host"), e.get("global_ranks")
+        if isinstance(host, str) and host and isinstance(ranks, list):
+            return [(host, lr, g) for lr, g in enumerate(ranks) if isinstance(g, int)]
+        return []
+    host = e.host
+    if not isinstance(host, str) or not host:
+        return []
+    if e.kind == "world_info":
+        locals_, globals_ = e.get("local_ranks"), e.get("global_ranks")
+        if (isinstance(locals_, list) and isinstance(globals_, list) and locals_
+                and len(locals_) == len(globals_)):
+            return [(host, lr, g) for lr, g in zip(locals_, globals_, strict=True)
+                    if isinstance(lr, int) and isinstance(g, int)]
+    elif e.kind == "launch_config":
+        node, nproc = e.get("node_rank"), e.get("nproc_per_node")
+        if isinstance(node, int) and isinstance(nproc, int) and 0 < nproc <= MAX_LAYOUT_PROCS:
+            return [(host, lr, node * nproc + lr) for lr in range(nproc)]
+    return []

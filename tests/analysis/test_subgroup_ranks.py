@@ -50,3 +50,31 @@ def test_a_group_rank_seen_as_two_global_ranks_is_left_alone() -> None:
     b = report(7, 1, 0, ("[2]", "[5]"))
     c = report(2, 0, 1, ("[5]", "[2]"))
     assert mismatch_global_ranks([a, b, c]) == {}  # c's peer, group rank 1, is 3 or 7
+
+
+def _barrier(rank: int, stated: int, missing: list[int] | None, line: int) -> Event:
+    from hanglens.model import SourceRef
+
+    return Event(kind="monitored_barrier_failure", ref=SourceRef("console.log", line), text="",
+                 parser="wrapper", rank=rank, fields={"stated_rank": stated, "missing_ranks": missing,
+                                    "points_to_rank0": missing is None})
+
+
+def test_subgroup_barrier_group_ranks_are_placed_by_sorted_membership() -> None:
+    """new_group sorts its ranks (distributed_c10d.py): group [1, 2, x] of a world of 4 has x = 3."""
+    from hanglens.analysis.barriers import subgroup_barrier_rows
+
+    evs = [_barrier(0, 0, [1, 2], 1), _barrier(1, 0, [2], 2), _barrier(2, 1, None, 3)]
+    rows = subgroup_barrier_rows(evs, 4)
+    assert [(r["subgroup"], r["missing"], r["members"], r["waits_in_subgroup"]) for r in rows] == [
+        (False, [1, 2], None, True), (True, [3], [1, 2], False)]
+    # a world of 6 leaves 3, 4 and 5 for group rank 2: not placed
+    assert subgroup_barrier_rows(evs, 6)[1]["missing"] is None
+    # a group rank between two known ones with exactly one global rank between them
+    gap = [_barrier(1, 0, [1], 1), _barrier(5, 2, None, 2)]
+    assert subgroup_barrier_rows(gap, None)[0]["missing"] is None          # 2, 3 or 4
+    tight = [_barrier(1, 0, [1], 1), _barrier(3, 2, None, 2)]
+    assert subgroup_barrier_rows(tight, None)[0]["missing"] == [2]
+    # two reports giving one group rank two global ranks: two subgroups, nothing is placed
+    two = [_barrier(1, 0, [2], 1), _barrier(4, 0, [1], 2)]
+    assert [r["missing"] for r in subgroup_barrier_rows(two, 8)] == [None, None]

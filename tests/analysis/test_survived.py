@@ -309,3 +309,37 @@ def test_store_gone_after_the_agent_reported_success_is_teardown_noise(tmp_path:
     assert _verdict(tmp_path, {"node1.log": STORE_GONE_AFTER_SUCCESS}) == ("none", [])
     head = STORE_GONE_AFTER_SUCCESS.rsplit("I0407", 1)[0]
     assert _verdict(tmp_path / "b", {"node1.log": head})[0] != "none"
+
+
+# Two nodes under pdsh (log-formats.md section 9.3): gpu-n1's agent reports success, gpu-n2's workers lose the
+# store and the node's output ends there (lost). Written here.
+TWO_NODES = (
+    "gpu-n1: [rank0]:step 500/500 loss 0.2011\n"
+    "gpu-n2: [rank2]:step 480/500 loss 0.2150\n"
+    "gpu-n1: I0407 16:40:03.500000 9001 torch/distributed/elastic/agent/server/api.py:932] Local worker "
+    "group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for other agents to finish\n"
+    "gpu-n2: [rank2]:[W0407 16:40:04.120300400 TCPStore.cpp:125] [c10d] recvValue failed on "
+    "SocketImpl(fd=41, addr=[gpu-n2]:51812, remote=[gpu-n1]:29500): Connection reset by peer\n"
+)
+
+
+def test_a_store_error_on_a_node_whose_own_agent_did_not_succeed_is_a_failure(tmp_path: Path) -> None:
+    """Each agent's success is its own node's: gpu-n2 was lost while gpu-n1 finished."""
+    assert _verdict(tmp_path, {"pdsh.log": TWO_NODES})[0] != "none"
+    # the same lines when gpu-n2's agent also reported success: teardown on both nodes
+    both = TWO_NODES + (
+        "gpu-n2: I0407 16:40:05.000000 7120 torch/distributed/elastic/agent/server/api.py:932] Local worker "
+        "group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for other agents to finish\n")
+    assert _verdict(tmp_path / "b", {"pdsh.log": both}) == ("none", [])
+
+
+def test_a_store_error_in_another_agents_console_without_success_is_a_failure(tmp_path: Path) -> None:
+    # node1.log is its own agent's console (torchrun's OMP_NUM_THREADS banner, run.py) with no success line
+    node1 = ("W0407 09:00:00.100000 7120 torch/distributed/run.py:793] Setting OMP_NUM_THREADS environment "
+             "variable for each process to be 1 in default, to avoid your system being overloaded, please "
+             "further tune the variable for optimal performance in your application as needed.\n"
+             + STORE_GONE_AFTER_SUCCESS.rsplit("I0407", 1)[0])
+    node0 = ("[rank0]:step 500/500 loss 0.2011\n"
+             "I0407 16:40:03.500000 9001 torch/distributed/elastic/agent/server/api.py:932] Local worker "
+             "group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for other agents to finish\n")
+    assert _verdict(tmp_path, {"node0.log": node0, "node1.log": node1})[0] != "none"

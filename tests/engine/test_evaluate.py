@@ -255,3 +255,43 @@ def test_retried_store_connect_is_no_failure_once_the_job_progressed() -> None:
     timed_out = run([], ranks=[0, 1], events=[event("store_error", 0, op="connect", error="timed out"),
                                                event("progress", 0, line=4, step=200)])
     assert timed_out.verdict.category is Category.UNKNOWN
+
+
+def test_by_host_culprits_stand_for_every_rank_on_a_rows_host() -> None:
+    """`culprits: {by_host: true}`: a row naming host b2 but no rank gives every rank put on b2, a row of
+    rank 5 every rank on rank 5's host; without the option the rankless row names nobody."""
+    evs = [event("exception", None, line=3, host="b2.cluster", exc_type="RuntimeError"),
+           event("exception", 5, line=4, host="b3", exc_type="RuntimeError")]
+    hosts = {0: "b1", 1: "b1", 2: "b2", 3: "b2", 4: "b3", 5: "b3"}
+    match = {"all": [{"event": "exception", "bind": "raised"}]}
+    by_host = rule(match=match, culprits={"from": "raised", "by_host": True},
+                   explanation="{{ culprit_ranks | rank_list }}")
+    f = run([by_host], events=evs, hosts=hosts).findings[0]
+    assert f.culprit_ranks == (2, 3, 4, 5) and f.culprit_hosts == ("b2", "b3")
+    plain = rule(match=match, culprits={"from": "raised"}, explanation="x")
+    assert run([plain], events=evs, hosts=hosts).findings[0].culprit_ranks == (5,)
+    assert run([by_host], events=evs[:1]).findings[0].culprit_ranks == ()   # no layout: no ranks
+
+
+def test_a_none_verdict_says_the_worker_group_was_restarted_from_the_file_list() -> None:
+    """A `--log-dir` tree's `attempt_1` folder is read from the inputs, also one whose files hold no event."""
+    from dataclasses import dataclass, field
+
+    from hanglens.model import InputFile, Origin
+
+    @dataclass
+    class WithFiles:
+        events: list[Any] = field(default_factory=list)
+        tables: dict[str, Any] = field(default_factory=dict)
+        world_size: int | None = None
+        ranks: list[int] = field(default_factory=list)
+        hosts: dict[int, str] = field(default_factory=dict)
+        files: list[InputFile] = field(default_factory=list)
+
+    base = tables(ranks=[0, 1])
+    files = [InputFile("logs/run_x/attempt_1/0/stderr.log", 10, 1, Origin(local_rank=0, attempt=1))]
+    restarted = evaluate([], WithFiles(base.events, base.tables, None, [0, 1], {}, files))
+    assert restarted.verdict.category is Category.NONE and "restarted" in restarted.verdict.summary
+    first = [InputFile("logs/run_x/attempt_0/0/stderr.log", 10, 1, Origin(local_rank=0, attempt=0))]
+    once = evaluate([], WithFiles(base.events, base.tables, None, [0, 1], {}, first))
+    assert "restarted" not in once.verdict.summary

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from typing import Any
 
 from hanglens.ingest.attribute import FileEvents, attribute
@@ -241,3 +242,64 @@ def test_restart_attempts_of_the_only_node_keep_local_ranks_as_global_ranks() ->
              for a in (0, 1) for lr in (0, 2)]
     attribute(files)
     assert [f.events[0].rank for f in files] == [0, 2, 0, 2]
+
+
+def test_a_launcher_layout_maps_the_local_ranks_of_its_hosts_streams() -> None:
+    """DeepSpeed's `global_rank_mapping=` names every host's ranks in local-rank order
+    (deepspeed/launcher/launch.py): a pdsh stream of host gpu-w2 numbers its local rank 1 as rank 3, and
+    the ranks that left no line get their host too; host gpu-w1's stream is not renumbered by gpu-w2's."""
+    layout = [_e("rank_layout", 1, parser="elastic", writer="host gpu-w1", node_host="gpu-w1", node_index=0,
+                 global_ranks=[0, 1]),
+              _e("rank_layout", 1, parser="elastic", writer="host gpu-w1", node_host="gpu-w2", node_index=1,
+                 global_ranks=[2, 3])]
+    w2 = replace(_e("exception", 4, writer="host gpu-w2/tee default1", own_local_rank=1), host="gpu-w2")
+    w1 = replace(_e("exception", 6, writer="host gpu-w1/tee default1", own_local_rank=1), host="gpu-w1")
+    c = FileEvents("console.log", Origin(), [*(replace(e, host="gpu-w1") for e in layout), w2, w1])
+    attribute([c])
+    assert [e.rank for e in c.events[2:]] == [3, 1]
+
+
+def test_a_rendezvous_result_maps_its_agents_workers_and_names_their_host() -> None:
+    """torchrun's rendezvous result lists its own workers' local and global ranks (log-formats.md 3.5)."""
+    c = FileEvents("console.log", Origin(), [
+        replace(_e("world_info", 1, parser="elastic", writer="host n7", local_ranks=[0, 1, 2],
+                   global_ranks=[6, 7, 8], node_rank=2), host="n7"),
+        replace(_e("oom", 3, writer="host n7/tee default2", own_local_rank=2), host="n7"),
+    ])
+    attribute([c])
+    assert c.events[1].rank == 8
+
+
+# DeepSpeed under pdsh with torch 2.3 (no `[rankN]: ` on tracebacks, log-formats.md section 3.3): the
+# launcher's layout and its exit line for local rank 1 of gpu-w2 name the crashed worker. Written here.
+DS_CRASH = """\
+gpu-w1: [2025-02-11 08:30:01,004] [INFO] [launch.py:163:main] global_rank_mapping=defaultdict(\
+<class 'list'>, {'gpu-w1': [0, 1], 'gpu-w2': [2, 3]})
+gpu-w2: [2025-02-11 08:30:01,211] [INFO] [launch.py:163:main] global_rank_mapping=defaultdict(\
+<class 'list'>, {'gpu-w1': [0, 1], 'gpu-w2': [2, 3]})
+gpu-w1: step 10 loss 2.113
+gpu-w2: step 10 loss 2.108
+gpu-w2: Traceback (most recent call last):
+gpu-w2:   File "/home/user/job/fit.py", line 88, in <module>
+gpu-w2:     batch = next(it)
+gpu-w2: KeyError: 'input_ids'
+gpu-w2: [2025-02-11 08:31:04,870] [INFO] [launch.py:319:sigkill_handler] Killing subprocess 7120
+gpu-w2: [2025-02-11 08:31:04,990] [ERROR] [launch.py:325:sigkill_handler] ['/home/user/venv/bin/python', \
+'-u', 'fit.py', '--local_rank=1', '--deepspeed', 'ds.json'] exits with return code = 1
+"""
+
+
+def test_a_deepspeed_exit_line_and_layout_name_the_crashed_worker(tmp_path: Any) -> None:
+    from hanglens import api
+
+    (tmp_path / "launch.log").write_text(DS_CRASH)
+    a = api.analyze([tmp_path])
+    exits = [e for e in a.tables.events if e.kind == "launcher_exit"]
+    assert [(e.rank, e.get("placed_rank")) for e in exits] == [(None, 3)]   # the launcher's own line
+    assert [e.rank for e in a.tables.events if e.kind == "exception"] == [3]
+    assert a.result.verdict.culprit_ranks == (3,)
+    # two exit lines in one launcher stream: nobody is its only failed worker
+    tail = DS_CRASH.splitlines(keepends=True)
+    twice = DS_CRASH + tail[-2] + tail[-1]
+    (tmp_path / "launch.log").write_text(twice)
+    assert [e.rank for e in api.analyze([tmp_path]).tables.events if e.kind == "exception"] == [None]

@@ -69,6 +69,15 @@ CASES = [
     # ProcessGroupNCCL's `[Rank 3]` can be a sub-group rank: never read as the global rank
     ("[Rank 3] Watchdog caught collective operation timeout", Dialect(),
      "[Rank 3] Watchdog caught collective operation timeout", None, None, None, None),
+    # coloredlogs' default `%(asctime)s %(hostname)s %(name)s[%(process)d] %(levelname)s %(message)s`
+    ("2026-01-05 10:11:12 host-3 trainer[1234] ERROR loss is nan at step 88", Dialect(),
+     "loss is nan at step 88", None, None, "host-3", "E"),
+    ("2026-01-05 10:11:12,407 gpu-b7.cluster fit.data[55120] WARNING [rank 6] slow shard", Dialect(),
+     "[rank 6] slow shard", 6, None, "gpu-b7.cluster", "W"),
+    ("[default2]:2026-01-05 10:11:12 gpu-b7 __main__[55121] VERBOSE step 3", Dialect(), "step 3",
+     None, 2, "gpu-b7", "D"),
+    ("2026-01-05 10:11:12 host-3 trainer ERROR no pid", Dialect(), "host-3 trainer ERROR no pid",
+     None, None, None, None),
     # a bracketed level alone is left in the text
     ("2026-05-14 16:02:11,377 [INFO] loading shards", Dialect(), "[INFO] loading shards", None, None, None, None),
 ]
@@ -171,3 +180,9 @@ def test_paste_indentation_and_quote_are_taken_off_when_every_line_has_them() ->
     # a traceback's own indentation is not a paste's: most lines start at column 0
     assert detect_dialect(["Traceback (most recent call last):", '  File "a.py", line 1, in f', "    f()",
                            "ValueError: x"]).lead == ""
+
+
+def test_coloredlogs_envelope_gives_time_host_level_and_a_stream_per_process() -> None:
+    env = strip_prefixes("2026-01-05 10:11:12,250 host-3 trainer[1234] ERROR boom")
+    assert env.time is not None and env.year == 2026 and env.year_known and env.writer == "proc host-3:1234"
+    assert strip_prefixes("2026-01-05 10:11:13 host-3 trainer[1235] INFO x").writer == "proc host-3:1235"

@@ -271,3 +271,24 @@ def test_srun_label_tasks_are_ranks_only_when_srun_started_the_workers() -> None
     assert "task 2" not in stream_ranks(torchrun, {}, set(), tasks)
     other = [_task(0), _task(1, stated_rank=5), _task(2)]
     assert "task 2" not in stream_ranks(other, {}, set(), tasks)
+
+
+# coloredlogs' default format (date, host, logger[pid], level; written here): each process is its own
+# stream, so the error line of pid 1235 belongs to the rank its other lines state.
+COLOREDLOGS = """\
+2026-01-05 10:11:10 host-3 trainer[1234] INFO [rank 0] step 1 loss 0.912
+2026-01-05 10:11:10 host-3 trainer[1235] INFO [rank 1] step 1 loss 0.907
+2026-01-05 10:11:11 host-3 trainer[1234] INFO [rank 0] step 2 loss 0.874
+2026-01-05 10:11:12 host-3 trainer[1235] ERROR step 2: CUDA error: an illegal memory access was encountered
+"""
+
+
+def test_a_coloredlogs_process_is_one_stream_whose_stated_rank_owns_its_error(tmp_path: Path) -> None:
+    from hanglens import api
+
+    (tmp_path / "train.log").write_text(COLOREDLOGS)
+    a = api.analyze([tmp_path])
+    err = [e for e in a.tables.events if e.kind == "cuda_error"]
+    assert [(e.rank, e.host, e.level) for e in err] == [(1, "host-3", "E")]
+    verdict = a.result.verdict
+    assert (verdict.category.value, verdict.culprit_ranks) == ("illegal_memory_access", (1,))
