@@ -659,6 +659,8 @@ def _first_calls(
 # in the second is at another point of the same step, not on another code path: the broadcast's root and
 # the ranks that received it went on to backward (torch/nn/parallel/distributed.py `_pre_forward`).
 STEP_SYNC = "DDP training step"
+# The kind of a place most ranks share by user frame that callsite.call_site does not classify.
+UNRECOGNISED = "unrecognised"
 
 
 def _step_sync(row: Row) -> str:
@@ -692,8 +694,19 @@ def _mark_calls(first: dict[int, Row], stacks: dict[int, tuple[list[str], list[s
         r["odd_site"] = rank in odd
     # The kind of place (step, boundary, section, or none shown) most ranks called from, and who differs:
     # another line of the same step is not another phase of the program.
-    kinds = Counter(r["site"] for r in first.values()).most_common()
+    # A place shown by a user frame but not recognised is a kind of its own when most ranks share that
+    # frame (failure-signatures.md section 1: different call sites mean divergence); no frame shows none.
+    sharing = sum(r["user_frame"] == usual for r in first.values())
+    usual_frame = usual if usual is not None and 2 * sharing > len(first) else None
+
+    def kind(r: Row) -> str | None:
+        if r["site"] is not None or r["user_frame"] is None:
+            return None if r["site"] is None else str(r["site"])
+        return UNRECOGNISED if r["user_frame"] == usual_frame else None
+
+    kinds = Counter(kind(r) for r in first.values()).most_common()
     usual_kind = kinds[0][0] if len(kinds) == 1 or kinds[0][1] > kinds[1][1] else None
     for r in first.values():
-        r["site_differs"] = len(kinds) > 1 and usual_kind is not None and r["site"] != usual_kind
+        r["site_differs"] = (len(kinds) > 1 and usual_kind is not None and kind(r) != usual_kind
+                             and (usual_kind != UNRECOGNISED or kind(r) is not None))
     return [first[k] for k in sorted(first)]

@@ -118,9 +118,10 @@ FACT_SPECS: dict[str, FactSpec] = {
             "the frame; `odd_site` marks, when no call has a majority, the side whose site is further "
             "from the step than every other side's. `site_differs` marks a rank whose site is not the one "
             "a strict majority of the ranks show "
-            "(another line of the same step does not count). `subgroup` marks a call whose source line "
-            "passes a `group=` other than None or WORLD: that rank waits for the members of a subgroup the "
-            "logs do not list, not for the world.",
+            "(another line of the same step does not count; where most ranks share one "
+            "unrecognised user frame, a rank whose site is recognised differs). `subgroup` marks a "
+            "call whose source line passes a `group=` other than None or WORLD: that rank waits for the "
+            "members of a subgroup the logs do not list, not for the world.",
         ),
         FactSpec(
             "transfer_size_error",
