@@ -289,14 +289,8 @@ class Sharer:
     def share(self, events: Iterable[Event]) -> None:
         strs, ints, maps, cap, compact = self.strs, self.ints, self.maps, self.MAX_VALUE, self.compact
         setter = object.__setattr__  # the events are frozen dataclasses, fresh from the reader
+        events = _share_texts(events, strs)
         for e in events:
-            text = strs.setdefault(e.text, e.text)
-            if text is not e.text:
-                setter(e, "text", text)
-            if e.host is not None:
-                host = strs.setdefault(e.host, e.host)
-                if host is not e.host:
-                    setter(e, "host", host)
             f = e.fields
             if type(f) is not dict:
                 continue
@@ -329,6 +323,31 @@ class Sharer:
                 maps[key] = f
 
 
+def _share_texts(events: Iterable[Event], strs: dict[str, str]) -> list[Event]:
+    """`events` (as a list) with their equal texts and hosts made one object each through `strs`; the events
+    are fresh from the reader and changed in place."""
+    events = events if isinstance(events, list) else list(events)
+    setter = object.__setattr__  # (frozen dataclasses)
+    for e in events:
+        text = strs.setdefault(e.text, e.text)
+        if text is not e.text:
+            setter(e, "text", text)
+        if e.host is not None:
+            host = strs.setdefault(e.host, e.host)
+            if host is not e.host:
+                setter(e, "host", host)
+    return events
+
+
+def _share_rank(e: Event, ints: dict[int, int]) -> None:
+    """`e`'s rank made the job's one int object of that value (ints past 256 are one object per event)."""
+    rank = e.rank
+    if rank is not None and rank.__class__ is int and not -5 <= rank <= 256:   # (smaller ints are shared)
+        same = ints.setdefault(rank, rank)
+        if same is not rank:
+            object.__setattr__(e, "rank", same)
+
+
 def _share_all(sharer: Sharer | JobSharer, items: list[_FileOut | Skipped]) -> None:
     for item in items:
         if isinstance(item, _FileOut):
@@ -359,19 +378,8 @@ class JobSharer:
     def share(self, events: Iterable[Event]) -> None:
         strs, ints, keyable = self.strs, self.ints, _KEYABLE
         setter = object.__setattr__
-        for e in events:
-            text = strs.setdefault(e.text, e.text)
-            if text is not e.text:
-                setter(e, "text", text)
-            if e.host is not None:
-                host = strs.setdefault(e.host, e.host)
-                if host is not e.host:
-                    setter(e, "host", host)
-            rank = e.rank
-            if rank is not None and rank.__class__ is int and not -5 <= rank <= 256:
-                same_rank = ints.setdefault(rank, rank)
-                if same_rank is not rank:
-                    setter(e, "rank", same_rank)
+        for e in _share_texts(events, strs):
+            _share_rank(e, ints)
             f = e.fields
             if f.__class__ is not Fields or not f._values:
                 continue
@@ -635,34 +643,25 @@ def _read_inputs(paths: Sequence[str | os.PathLike[str]], jobs: int | None,
     return out
 
 
-def _share_job(events: list[Event], job: JobSharer | None = None) -> None:
-    """Equal texts and ranks of the job's events made one object each, and the refs of one line one ref.
+def _share_job(events: list[Event], job: JobSharer) -> None:
+    """The refs of one line made one ref, and every rank one int object, job-wide.
 
-    `Sharer` does so per batch of files (a worker's pickle carries each once); thousands of batches still
-    repeat the lines every rank prints, every rank's number once per event (attribution gives each its own
-    int), and the refs of a line's events that were made apart. The events are the job's own (`read_inputs`).
+    `job` made the texts, hosts and field mappings one object each as the batches arrived; attribution has
+    since given events ranks of their own (one int per event), and the refs of a line's events made apart
+    (in different batches, or by different parsers) are still apart. The events are the job's own
+    (`read_inputs`), sorted by path and line: a line's events are neighbours.
     """
     setter = object.__setattr__
-    strs: dict[str, str] = job.strs if job is not None else {}
-    ints: dict[int, int] = job.ints if job is not None else {}
+    ints = job.ints
     prev = SourceRef("", 0)
-    for e in events:   # (sorted by path and line: a line's events are neighbours)
+    for e in events:
         ref = e.ref
         if ref is not prev:
             if ref.line == prev.line and ref.path == prev.path:
                 setter(e, "ref", prev)
             else:
                 prev = ref
-        text = strs.setdefault(e.text, e.text)
-        if text is not e.text:
-            setter(e, "text", text)
-        rank = e.rank
-        if rank is not None and rank.__class__ is int and not -5 <= rank <= 256:   # (smaller ints are shared)
-            same = ints.setdefault(rank, rank)
-            if same is not rank:
-                setter(e, "rank", same)
-
-
+        _share_rank(e, ints)
 
 
 def _share_file_strings(files: list[_FileOut]) -> None:
