@@ -45,6 +45,7 @@ from typing import Any
 from hanglens import lazyre as re
 from hanglens.limits import DEFAULT_LIMITS, Limits
 from hanglens.model import Event, Origin, Skipped, SourceRef
+from hanglens.parsers.base import op_type as op_name
 
 MAX_ENTRIES = 2000        # newest entries read per dump (the default ring-buffer size)
 MAX_FRAMES = 64
@@ -55,9 +56,7 @@ TRAILING_DIGITS_RE = re.compile(r"(?<!\d)(?P<rank>\d{1,6})$")
 JSON_NAME_RE = re.compile(r"(?<!\d)(?P<rank>\d{1,6})\.json$")
 _JSON_KEYS = (b'"profiling_name"', b'"pg_config"', b'"pg_status"', b'"comm_lib_version"')
 # `nccl:all_reduce`, `gloo:_allgather_base`, `nccl:send 0->1`: backend prefix, then the op name.
-_PROFILING_RE = re.compile(r"^(?:[\w-]+:)?(?P<op>[A-Za-z_]\w*)")
 _P2P_RE = re.compile(r"^(?:[\w-]+:)?(?P<op>send|recv) (?P<a>\d{1,9})(?:->|<-)(?P<b>\d{1,9})$")
-_OP_WORDS = (("all_reduce", "allreduce"), ("all_gather", "allgather"), ("all_to_all", "alltoall"))
 # Opcodes that name or call something: a dump needs none of them (find_class refuses them too).
 _CODE_OPS = frozenset({"GLOBAL", "STACK_GLOBAL", "INST", "OBJ", "REDUCE", "BUILD", "NEWOBJ", "NEWOBJ_EX",
                        "EXT1", "EXT2", "EXT4", "PERSID", "BINPERSID"})
@@ -273,19 +272,6 @@ def _as_int(v: object) -> object:
     if isinstance(v, str) and re.fullmatch(r"-?\d{1,19}", v):
         return int(v)
     return v
-
-
-def op_name(profiling_name: object) -> str | None:
-    """The watchdog's OpType spelling of a profiling name: `nccl:all_reduce` → ALLREDUCE."""
-    if not isinstance(profiling_name, str):
-        return None
-    m = _PROFILING_RE.match(profiling_name.strip())
-    if not m:
-        return None
-    op = m["op"].lower()
-    for old, new in _OP_WORDS:
-        op = op.replace(old, new)
-    return op.upper()
 
 
 def p2p_peers(profiling_name: object) -> tuple[int, int] | None:

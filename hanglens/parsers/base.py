@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from hanglens import lazyre
 from hanglens.model import Event, LogLine
 
 
@@ -160,6 +161,25 @@ class Parser:
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 MAX_INT_DIGITS = 19  # int64 holds every 18-digit number and some 19-digit ones; 20 digits never fit
+
+
+_PROFILING_RE = lazyre.compile(r"^(?:[\w-]+:)?(?P<op>[A-Za-z_]\w*)")
+_OP_WORDS = (("all_reduce", "allreduce"), ("all_gather", "allgather"), ("all_to_all", "alltoall"))
+
+
+def op_type(profiling_name: object) -> str | None:
+    """The watchdog's OpType spelling of a c10d profiling name: `nccl:all_reduce` → ALLREDUCE,
+    `_all_gather_base` → _ALLGATHER_BASE, `_reduce_scatter_base` → _REDUCE_SCATTER_BASE (Flight Recorder
+    dumps and the fr_trace analyzer's report name collectives this way)."""
+    if not isinstance(profiling_name, str):
+        return None
+    m = _PROFILING_RE.match(profiling_name.strip())
+    if not m:
+        return None
+    op = m["op"].lower()
+    for old, new in _OP_WORDS:
+        op = op.replace(old, new)
+    return op.upper()
 
 
 def to_int(value: str | None) -> int | None:

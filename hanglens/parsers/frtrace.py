@@ -28,7 +28,7 @@ from typing import Any
 
 from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count
+from hanglens.parsers.base import EventSpec, Example, Parser, int_list, op_type, to_count
 
 HEAD_RE = re.compile(
     r"Not all ranks joining collective(?:, sequence number: (?P<seq>\d{1,19})|"
@@ -40,13 +40,6 @@ MISSING_RE = re.compile(r"^\s*missing ranks: (?P<ranks>\{[\d, ]{0,100000}\}|set\
 EXPECTED_RE = re.compile(r"^\s*expected ranks: (?P<n>\d{1,7})\s*$")
 STATE_RE = re.compile(r"^\s*collective state: (?P<state>\w{1,32})\s*$")
 BLOCK_LINES = 12  # the detail lines follow the head; a longer gap ends the block
-
-
-def op_name(profiling: str) -> str:
-    """`all_reduce` → ALLREDUCE, `_all_gather_base` → _ALLGATHER_BASE (WorkNCCL's OpType spelling)."""
-    name = profiling.strip().split(" ")[0]
-    lead = "_" if name.startswith("_") else ""
-    return lead + name.lstrip("_").replace("_", "").upper().replace("BASE", "_BASE")
 
 
 class FrtraceParser(Parser):
@@ -116,7 +109,7 @@ class FrtraceParser(Parser):
             fields["pg"], fields["pg_desc"] = g["pg"], g["desc"] or None
         o = OP_RE.match(text)
         if o and fields["op"] is None:
-            fields["op"] = op_name(o["op"])
+            fields["op"] = op_type(o["op"])
         mr = MISSING_RE.match(text)
         if mr and fields["missing_ranks"] is None:
             fields["missing_ranks"] = int_list(mr["ranks"])
