@@ -218,6 +218,12 @@ class InputFile:
     unknown_lines: int = 0
 
 
+def short_host(host: str) -> str:
+    """A host name without its domain (`gpu-07.cluster.local` → gpu-07), an IP address as it is: launchers,
+    NCCL and the kernel name one node in both forms."""
+    return host if host.replace(".", "").isdigit() else host.split(".")[0]
+
+
 def utf8_text(s: str) -> str:
     """Text that encodes as UTF-8: undecodable file-name bytes (surrogate-escaped) show as `\\xNN`."""
     if s.isascii():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
-from hanglens.model import Event
+from hanglens.model import Event, short_host
 
 Row = dict[str, object]
 
@@ -31,9 +31,7 @@ def _bus_number(text: object) -> int | None:
 
 
 def _short(host: object) -> str | None:
-    if not isinstance(host, str) or not host:
-        return None
-    return host if host.replace(".", "").isdigit() else host.split(".")[0]
+    return short_host(host) if isinstance(host, str) and host else None
 
 
 def _names(name: str, host: str) -> bool:

@@ -14,7 +14,7 @@ from hanglens.analysis.kinds import (
     host_of,
     is_victim_exception,
 )
-from hanglens.model import AGENT_EVENT_KINDS, ERROR_LEVELS, Event, InputFile
+from hanglens.model import AGENT_EVENT_KINDS, ERROR_LEVELS, Event, InputFile, short_host
 
 Row = dict[str, Any]
 _TIME_MAX = float("inf")
@@ -715,7 +715,7 @@ class _Nodes:
 
 def _node_of(e: Event) -> tuple[str | None, str | None]:
     """(short host, outer launcher stream) of the node an event's line came from, None where unknown."""
-    host = e.host.split(".")[0] if e.host and not e.host.replace(".", "").isdigit() else e.host
+    host = short_host(e.host) if e.host else e.host
     w = e.writer
     outer = w.split("/", 1)[0] if w else ""
     return (host or None), (outer if outer and not outer.startswith("tee ") else None)

@@ -19,7 +19,7 @@ from hanglens.analysis.kinds import FAILURE_KINDS, is_failure_warning, is_retrie
 from hanglens.engine import template
 from hanglens.engine.schema import BASE_ATTRIBUTES, Condition, Rule
 from hanglens.limits import DEFAULT_LIMITS, Limits
-from hanglens.model import ERROR_LEVELS, Category, Confidence, Event, SourceRef
+from hanglens.model import ERROR_LEVELS, Category, Confidence, Event, SourceRef, short_host
 
 __all__ = ["REGEX_TIMEOUT_S", "EngineResult", "Evidence", "Finding", "NotEvaluable", "RuledOut", "TablesLike",
            "Verdict", "describe_condition", "evaluate"]
@@ -611,12 +611,8 @@ def _host_ranks(rows: pd.DataFrame, column: str, hosts: Mapping[int, str]) -> se
         r = _as_rank(x)
         h = h if isinstance(h, str) and h else hosts.get(r) if r is not None else None
         if h:
-            named.add(_short_host(h))
-    return {r for r, h in hosts.items() if _short_host(h) in named} if named else set()
-
-
-def _short_host(host: str) -> str:
-    return host if host.replace(".", "").isdigit() else host.split(".")[0]
+            named.add(short_host(h))
+    return {r for r, h in hosts.items() if short_host(h) in named} if named else set()
 
 
 def _finding(rule: Rule, run: _Run, bindings: dict[str, pd.DataFrame]) -> Finding:

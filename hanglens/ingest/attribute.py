@@ -18,7 +18,7 @@ from hanglens import lazyre as re
 from hanglens.ingest.origin import slurm_task
 from hanglens.ingest.streams import DUMP_PARSERS, is_agent_event, several_processes
 from hanglens.ingest.streams import non_negative_int as _int
-from hanglens.model import AGENT_EVENT_KINDS, YEARLESS_YEAR, Event, Origin
+from hanglens.model import AGENT_EVENT_KINDS, YEARLESS_YEAR, Event, Origin, short_host
 from hanglens.parsers.elastic import LAYOUT_KINDS, layout_of
 
 YEAR2000 = float(calendar.timegm((YEARLESS_YEAR, 1, 1, 0, 0, 0)))  # yearless stamps are read into this year
@@ -52,10 +52,6 @@ def _with(f: FileEvents, e: Event, name: str, value: Any) -> Event:
         _set(e, name, value)
         return e
     return replace(e, **{name: value})
-
-
-def _short(host: str) -> str:
-    return host if host.replace(".", "").isdigit() else host.split(".")[0]
 
 
 def _unique(pairs: Iterable[tuple[Hashable, int]]) -> dict[Hashable, int]:
@@ -260,7 +256,7 @@ def _local_to_global(files: list[FileEvents]) -> None:
             key = tree or _node_key(f, e)
             for h in (e.host, e.get("nccl_host"), e.get("hostname") if e.kind == "world_info" else None):
                 if isinstance(h, str) and h:
-                    key_hosts.setdefault(key, set()).add(_short(h))
+                    key_hosts.setdefault(key, set()).add(short_host(h))
             if e.kind == "world_info":
                 g, lr = _int(e.get("global_rank")), _int(e.get("local_rank"))
                 lr = lr if lr is not None else f.origin.local_rank
@@ -273,13 +269,13 @@ def _local_to_global(files: list[FileEvents]) -> None:
                     triples.add((key, 0, node * nproc))
             if e.kind in LAYOUT_KINDS:
                 for host, lr, g in layout_of(e):
-                    layout.add((_short(host), lr, g))
+                    layout.add((short_host(host), lr, g))
                     if e.kind == "world_info":
                         triples.add((key, lr, g))   # the agent's own workers: the stream it printed in
             elif e.kind == "child_failed":
                 g, lr, h = _int(e.get("failed_rank")), _int(e.get("local_rank")), e.get("failed_host")
                 if g is not None and lr is not None and isinstance(h, str) and h:
-                    failures.append((_short(h), lr, g))
+                    failures.append((short_host(h), lr, g))
                 if g is not None and lr is not None and key[0] == "file" and key[3]:
                     # The table lists its own agent's workers (log-formats.md section 3.6), and a launcher
                     # prefix (`srun -l` task, pdsh host) says which agent's stream the table and the
@@ -344,7 +340,7 @@ def _placed_ranks(files: list[FileEvents], layout: set[tuple[str, int, int]]) ->
         if e.kind not in ("worker_failed", "launcher_exit") or not e.host:
             return e
         lr = _int(e.get("local_rank"))
-        g = by_host.get((_short(e.host), lr)) if lr is not None else None
+        g = by_host.get((short_host(e.host), lr)) if lr is not None else None
         return e if g is None else _with(f, e, "fields", {**e.fields, "placed_rank": g})
 
     _apply(files, fill)
@@ -378,7 +374,7 @@ def _single_node(files: list[FileEvents]) -> tuple[str, ...] | None:
                 top_local = max(top_local, e.local_rank)
             for h in (e.host, e.get("nccl_host"), e.get("failed_host") if e.kind == "child_failed" else None):
                 if isinstance(h, str) and h:
-                    hosts.add(_short(h))
+                    hosts.add(short_host(h))
             if e.kind in ("launch_config", "world_info"):
                 node, nnodes = _int(e.get("node_rank")), _int(e.get("nnodes"))
                 if (node is not None and node > 0) or (nnodes is not None and nnodes > 1):
@@ -428,9 +424,9 @@ def _nccl_pids(files: list[FileEvents]) -> None:
             if e.kind == "nccl_comm_init" and world and _int(e.get("nranks")) == world:
                 r = _int(e.get("comm_rank"))
                 if r is not None:
-                    init_pairs.add(((_short(host), pid), r))
+                    init_pairs.add(((short_host(host), pid), r))
             elif e.rank is not None and (f.origin.rank is not None or f.origin.local_rank is not None):
-                ranked.append((((_short(host), pid), e.rank), _name_rank_only(f, e)))
+                ranked.append((((short_host(host), pid), e.rank), _name_rank_only(f, e)))
     by_init = _unique(init_pairs)
     pairs: set[tuple[Hashable, int]] = set(init_pairs)   # (each pair once: a big job repeats them per line)
     # A name-given rank does not contest what the pid's own init line states.
@@ -439,7 +435,7 @@ def _nccl_pids(files: list[FileEvents]) -> None:
         if e.kind == "child_failed":
             g, pid, h = _int(e.get("failed_rank")), _int(e.get("pid")), e.get("failed_host")
             if g is not None and pid is not None and isinstance(h, str) and h:
-                pairs.add(((_short(h), pid), g))
+                pairs.add(((short_host(h), pid), g))
     by_pid = _unique(pairs)
     # A stack dump names its process (`Process <pid>: ...`) but rarely its host: a pid that maps to one
     # rank across every host of the job is enough, one that two hosts' ranks share is not.
@@ -452,18 +448,18 @@ def _nccl_pids(files: list[FileEvents]) -> None:
             host, pid = e.get("nccl_host"), _int(e.get("pid"))
             if not isinstance(host, str) or pid is None or e.parser in DUMP_PARSERS:
                 return e
-            rank = by_init.get((_short(host), pid))
+            rank = by_init.get((short_host(host), pid))
             return e if rank is None or rank == e.rank else _with(f, e, "rank", rank)
         host, pid = e.get("nccl_host"), _int(e.get("pid"))
         if pid is not None and e.parser in DUMP_PARSERS:
             host = host if isinstance(host, str) else e.host
-            rank = by_pid.get((_short(host), pid)) if host else None
+            rank = by_pid.get((short_host(host), pid)) if host else None
             if rank is None:
                 rank = by_bare_pid.get(pid)
             return e if rank is None else _with(f, e, "rank", rank)
         if not isinstance(host, str) or pid is None:
             return e
-        rank = by_pid.get((_short(host), pid))
+        rank = by_pid.get((short_host(host), pid))
         return e if rank is None else _with(f, e, "rank", rank)
 
     _apply(files, fill)
@@ -573,7 +569,7 @@ def _hosts(files: list[FileEvents]) -> None:
                     seen.setdefault(r, set()).add(h)
     rank_host: dict[int, str] = {}
     for r, hs in seen.items():
-        if len({_short(h) for h in hs}) == 1:
+        if len({short_host(h) for h in hs}) == 1:
             rank_host[r] = min(hs, key=lambda h: (len(h), h))
 
     def fill(f: FileEvents, e: Event) -> Event:
