@@ -304,7 +304,7 @@ def test_a_rank_zero_only_bar_is_not_compared_with_every_ranks_logged_steps() ->
     # a bar is still what places a rank that prints nothing else, and bars printed by two ranks compare
     evs2 = [ev("progress", 0, step=4, total=6, pattern="tqdm"), ev("progress", 1, step=2, pattern="step")]
     assert {r["rank"]: r["last_step"] for r in rows(build(evs2), "progress")} == {0: 4, 1: 2}
-    evs3 = evs + [ev("progress", 1, step=2, total=6, pattern="tqdm")]
+    evs3 = [*evs, ev("progress", 1, step=2, total=6, pattern="tqdm")]
     assert {r["rank"]: r["last_step"] for r in rows(build(evs3), "progress")}[0] == 4
 
 

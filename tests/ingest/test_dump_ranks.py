@@ -49,7 +49,8 @@ def test_series_without_a_stated_world_size_stays_unknown(tmp_path: Path) -> Non
 def test_series_numbered_like_the_ranks_other_files_show(tmp_path: Path) -> None:
     # no line states the world size; each rank's own log (`run/rank<N>.log`) shows ranks 0..3
     files = {f"stacks/stuck_r{r}.dump": dump(9100 + r, "all_gather") for r in range(4)}
-    files.update({f"run/rank{r}.log": f"2026-01-20 03:11:0{r} | INFO | step=4 loss=1.{r}\n" for r in range(4)})
+    files.update({f"run/rank{r}.log": f"2026-01-20 03:11:0{r} | INFO | step=4 loss=1.{r}\n"
+                  for r in range(4)})
     assert dump_ranks(write(tmp_path, files)) == {f"stacks/stuck_r{r}.dump": r for r in range(4)}
 
 
