@@ -244,10 +244,21 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     size_rows = transfers.size_error_rows(
         evs, hosts, calls, world, aborted, seen, transfers.posted_sizes(fr_match)
     )
-    tables["transfer_size_error"] = frame("transfer_size_error", size_rows)
     # Each rank's own call, also where only one rank left a stack (call_rows then judges no sides): read only
     # when a transfer was rejected.
     own_calls = collectives.stack_calls(evs, hosts) if size_rows else []
+    if any(r.get("role") == "receiver" and r.get("peer") is None for r in size_rows):
+        # The receiver that rejected a message is often the only other rank left with anything to show (it
+        # aborted without a Python stack): the sender's own stack, blocked in its send when the receiver's
+        # abort reset the connection, names it even when no second stack makes a side to compare
+        # (failure-signatures.md section 2; gloo/transport/tcp/pair.cc Pair::prepareRead).
+        have = {c.get("rank") for c in calls}
+        extra = [c for c in own_calls if c.get("rank") not in have]
+        if extra:
+            size_rows = transfers.size_error_rows(
+                evs, hosts, [*calls, *extra], world, aborted, seen, transfers.posted_sizes(fr_match)
+            )
+    tables["transfer_size_error"] = frame("transfer_size_error", size_rows)
     tables["gradient_sync_split"] = frame(
         "gradient_sync_split", transfers.gradient_sync_rows(size_rows, own_calls, hosts, world, seen)
     )

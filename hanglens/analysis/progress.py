@@ -38,16 +38,28 @@ def progress_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[dict[s
     # a bar of the same label (failure-signatures.md section 15: a straggler's own phase bar advances while
     # its peers wait; read as steps, it makes the peers look behind).
     label_ranks: dict[str, set[int]] = defaultdict(set)
+    # Likewise a series only one rank prints (the usual rank-0-only tqdm bar, `disable=rank != 0`) next to a
+    # series every rank prints (a logged `step=N`): tqdm's `n/total` counts the iterations completed, a
+    # logged step is the loop's own index (`4/6` after the iteration a log line calls step 3), so the two
+    # are not compared; that rank is placed by the series it shares with its peers (tqdm bars:
+    # log-formats.md section 9.2; failure-signatures.md section 15).
+    pattern_ranks: dict[str, set[int]] = defaultdict(set)
     for e in events:
         label = e.get("label") if e.kind == "progress" else None
         if isinstance(label, str) and e.rank is not None:
             label_ranks[label].add(e.rank)
+        if e.kind == "progress" and e.rank is not None and isinstance(e.get("step"), int):
+            pattern_ranks[str(e.get("pattern"))].add(e.rank)
+    shared = {pat for pat, ranks in pattern_ranks.items() if len(ranks) >= 2}
+    in_shared = set().union(*(pattern_ranks[pat] for pat in shared)) if shared else set()
     for e in events:
         step = e.get("step")
         if e.kind != "progress" or e.rank is None or not isinstance(step, int):
             continue
         label = e.get("label")
         if isinstance(label, str) and len(label_ranks[label]) < 2:
+            continue
+        if str(e.get("pattern")) not in shared and e.rank in in_shared:
             continue
         steps[e.rank].append(step)
         gap = e.get("gap_after")

@@ -170,11 +170,13 @@ def _numbered_series(files: list[FileEvents]) -> None:
     """Files a user named after their writer's rank without saying so (`stuck-0.txt` .. `stuck-3.txt`).
 
     Only a series of names identical but for one number, numbered exactly 0..W-1 where W is the world size
-    the logs state, and with no line inside naming a different rank, is read as one file per rank.
+    the logs state, and with no line inside naming a different rank, is read as one file per rank. Where no
+    line states the world size, the ranks the other files show (their `[rankN]:` lines, `rank<N>` file
+    names) stand for it when they are exactly 0..W-1 too: a series numbered like the job's ranks, one file
+    each, such as the faulthandler or py-spy dumps a user saves per rank under a name of their own
+    (failure-signatures.md section 16 item 4).
     """
     world = _world_size(files)
-    if world is None or world < 2:
-        return
     groups: dict[tuple[str, str, str], list[tuple[int, FileEvents]]] = {}
     for f in files:
         o = f.origin
@@ -184,6 +186,13 @@ def _numbered_series(files: list[FileEvents]) -> None:
         m = _LAST_NUMBER_RE.match(name)
         if m is not None:
             groups.setdefault((head, m["pre"], m["post"]), []).append((int(m["n"]), f))
+    if world is None:
+        in_series = {id(f) for series in groups.values() for _, f in series}
+        seen = {e.rank for f in files if id(f) not in in_series for e in f.events if e.rank is not None}
+        if seen == set(range(len(seen))):
+            world = len(seen)
+    if world is None or world < 2:
+        return
     for series in groups.values():
         if sorted(n for n, _ in series) != list(range(world)):  # also refuses `01` beside `1`
             continue

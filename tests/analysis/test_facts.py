@@ -293,6 +293,21 @@ def test_a_bar_of_one_rank_own_phase_is_not_its_training_step() -> None:
     assert prog[3]["stopped_early"] and prog[3]["last_step"] == 23
 
 
+def test_a_rank_zero_only_bar_is_not_compared_with_every_ranks_logged_steps() -> None:
+    # tqdm on rank 0 only (`disable=rank != 0`) counts completed iterations ("4/6" after the iteration the
+    # log lines call step 3); every rank logs `step=N`: rank 0 is placed by the series all ranks share
+    evs = [ev("progress", r, step=s, pattern="step") for r in range(4) for s in (0, 3)]
+    evs += [ev("progress", 0, step=4, total=6, pattern="tqdm")]
+    prog = {r["rank"]: r for r in rows(build(evs), "progress")}
+    assert {r: p["last_step"] for r, p in prog.items()} == {0: 3, 1: 3, 2: 3, 3: 3}
+    assert prog[0]["position"] == "same"
+    # a bar is still what places a rank that prints nothing else, and bars printed by two ranks compare
+    evs2 = [ev("progress", 0, step=4, total=6, pattern="tqdm"), ev("progress", 1, step=2, pattern="step")]
+    assert {r["rank"]: r["last_step"] for r in rows(build(evs2), "progress")} == {0: 4, 1: 2}
+    evs3 = [*evs, ev("progress", 1, step=2, total=6, pattern="tqdm")]
+    assert {r["rank"]: r["last_step"] for r in rows(build(evs3), "progress")}[0] == 4
+
+
 def test_a_rank_that_raised_first_is_the_crash_and_peers_are_victims() -> None:
     evs = [
         ev("exception", 2, time=100.0, exc_type="ValueError", message="bad batch"),

@@ -46,6 +46,25 @@ def test_series_without_a_stated_world_size_stays_unknown(tmp_path: Path) -> Non
     assert set(dump_ranks(write(tmp_path, files)).values()) == {None}
 
 
+def test_series_numbered_like_the_ranks_other_files_show(tmp_path: Path) -> None:
+    # no line states the world size; each rank's own log (`run/rank<N>.log`) shows ranks 0..3
+    files = {f"stacks/stuck_r{r}.dump": dump(9100 + r, "all_gather") for r in range(4)}
+    files.update({f"run/rank{r}.log": f"2026-01-20 03:11:0{r} | INFO | step=4 loss=1.{r}\n"
+                  for r in range(4)})
+    assert dump_ranks(write(tmp_path, files)) == {f"stacks/stuck_r{r}.dump": r for r in range(4)}
+
+
+def test_series_not_numbered_like_the_ranks_shown_stays_unknown(tmp_path: Path) -> None:
+    # the other files show ranks 0..3, the series holds 3 files: not one per rank
+    files = {f"stuck_r{r}.dump": dump(9100 + r, "all_gather") for r in range(3)}
+    files["console.log"] = "".join(f"[rank{r}]: step 4\n" for r in range(4))
+    assert set(dump_ranks(write(tmp_path / "a", files)).values()) == {None}
+    # ranks 1 and 2 shown: not 0..W-1, so no world size stands for them
+    files = {f"stuck_r{r}.dump": dump(9100 + r, "all_gather") for r in range(2)}
+    files["console.log"] = "".join(f"[rank{r}]: step 4\n" for r in (1, 2))
+    assert set(dump_ranks(write(tmp_path / "b", files)).values()) == {None}
+
+
 def test_series_shorter_than_the_world_stays_unknown(tmp_path: Path) -> None:
     files = {f"snap_{r}.out": dump(9100 + r, "all_reduce") for r in (0, 1)}
     files["console.log"] = console(4)
