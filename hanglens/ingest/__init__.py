@@ -34,6 +34,7 @@ from hanglens.ingest.sources import (
     Locator,
     Opened,
     ReadableStream,
+    Sources,
     Unit,
     discover,
     open_unit,
@@ -63,7 +64,7 @@ class Ingested:
     events: list[Event] = field(default_factory=list)
     files: list[InputFile] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
-    sources: dict[str, Locator] = field(default_factory=dict)
+    sources: Sources = field(default_factory=Sources)
     notes: dict[str, list[str]] = field(default_factory=dict)
 
     def context(self, refs: Iterable[SourceRef], before: int = 2,

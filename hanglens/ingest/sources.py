@@ -17,7 +17,7 @@ import struct
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, Protocol
@@ -74,6 +74,52 @@ class Locator:
 
     fs_path: str
     member: str | None = None
+
+
+class Sources(MutableMapping[str, Locator]):
+    """Display path -> Locator of every file a job read (for evidence context).
+
+    A plain file whose path on disk is a folder and its display path (every file of a folder given on the
+    command line) keeps only that folder's number: 16,384 ranks' 32,768 files held a Locator and a second
+    copy of their path each, 5.5 MiB of the job's memory until the end.
+    """
+
+    __slots__ = ("_at", "_folder_of", "_folders")
+
+    def __init__(self, items: Mapping[str, Locator] | None = None) -> None:
+        self._at: dict[str, Locator | int] = {}
+        self._folders: list[str] = []
+        self._folder_of: dict[str, int] = {}
+        for k, v in (items or {}).items():
+            self[k] = v
+
+    def __setitem__(self, display: str, loc: Locator) -> None:
+        path = loc.fs_path
+        if loc.member is None and len(path) > len(display) and path.endswith(display) \
+                and path[-len(display) - 1] in (os.sep, "/"):
+            folder = path[: -len(display)]
+            i = self._folder_of.setdefault(folder, len(self._folders))
+            if i == len(self._folders):
+                self._folders.append(folder)
+            self._at[display] = i
+        else:
+            self._at[display] = loc
+
+    def __getitem__(self, display: str) -> Locator:
+        v = self._at[display]
+        return Locator(self._folders[v] + display) if isinstance(v, int) else v
+
+    def __delitem__(self, display: str) -> None:
+        del self._at[display]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._at)
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def __repr__(self) -> str:
+        return f"Sources({dict(self)!r})"
 
 
 class LimitReached(OSError):
