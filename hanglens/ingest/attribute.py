@@ -89,8 +89,43 @@ def _apply(files: list[FileEvents], fn: Callable[[FileEvents, Event], Event]) ->
         f.events = [fn(f, e) for e in f.events]
 
 
+# What an archive's name ends with (sources.py strips it to make its members' paths).
+_ARCHIVE_END_RE = re.compile(r"\.(?:tar(?:\.\w+)?|tgz|tbz2?|txz|tzst|zip)$", re.IGNORECASE)
+
+
+def _job_wide_path_host(files: list[FileEvents]) -> None:
+    """Drop a host read from a folder or archive name that holds every file of the job.
+
+    origin.py reads a machine from a folder name that looks like one (`node07`, `gpu-a100-3`), which tells
+    one node's files from another's. A name every input sits under (an archive's own name, the one folder
+    a job was packed in: `run-7.tar.gz!run-7/...`) tells nothing apart: it names the job, not a machine,
+    and must not stand for a host the logs name otherwise (`localhost` in torchrun's failure table).
+    """
+    dirs = [f.display.replace("!", "/").split("/")[:-1] for f in files]
+    common: list[str] = []
+    for level in zip(*dirs, strict=False):
+        if len(set(level)) != 1:
+            break
+        common.append(level[0])
+    if not common:
+        return
+    names = {_ARCHIVE_END_RE.sub("", _COMPRESSED_END_RE.sub("", c)) for c in common}
+    for f in files:
+        host = f.origin.host
+        if host is None or host not in names:
+            continue
+        f.origin = replace(f.origin, host=None)
+        # (a line whose own pdsh prefix names that host keeps it)
+        f.events = [_with(f, e, "host", None) if e.host == host and e.writer != f"host {host}" else e
+                    for e in f.events]
+
+
+_COMPRESSED_END_RE = re.compile(r"\.(?:gz|bz2|xz|zst|zstd)$", re.IGNORECASE)
+
+
 def attribute(files: list[FileEvents]) -> None:
     """Fill rank and host of every event where the job's inputs allow it (in place)."""
+    _job_wide_path_host(files)
     _kubeflow_pods(files)
     _local_to_global(files)
     _numbered_series(files)
