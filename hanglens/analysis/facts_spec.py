@@ -331,7 +331,8 @@ FACT_SPECS: dict[str, FactSpec] = {
             "`same_site` marks them when two or more ranks failed first and all raised the same exception "
             "type at the same innermost frame (or with the same message); `setup` marks an exception "
             "torch.distributed raised while setting up a process group from the job's configuration "
-            "(init_process_group, new_group, the init_method's rendezvous handler), not a wait that timed out.",
+            "(init_process_group, new_group, the init_method's rendezvous handler), not a wait that timed "
+            "out.",
         ),
         FactSpec(
             "unowned_crash",

@@ -93,26 +93,23 @@ def _apply(files: list[FileEvents], fn: Callable[[FileEvents, Event], Event]) ->
 _ARCHIVE_END_RE = re.compile(r"\.(?:tar(?:\.\w+)?|tgz|tbz2?|txz|tzst|zip)$", re.IGNORECASE)
 
 
-def _job_wide_path_host(files: list[FileEvents]) -> None:
-    """Drop a host read from a folder or archive name that holds every file of the job.
+def _archive_names_as_hosts(files: list[FileEvents]) -> None:
+    """Drop a host read from an archive's own name.
 
-    origin.py reads a machine from a folder name that looks like one (`node07`, `gpu-a100-3`), which tells
-    one node's files from another's. A name every input sits under (an archive's own name, the one folder
-    a job was packed in: `run-7.tar.gz!run-7/...`) tells nothing apart: it names the job, not a machine,
-    and must not stand for a host the logs name otherwise (`localhost` in torchrun's failure table).
+    An archive member's path, from which origin.py reads a machine out of folder names that look like one,
+    starts with the archive's name without its suffix: `run-7.tar.gz!run-7/rank0.log` is read as
+    `run-7/run-7/rank0.log`, so the archive's name, and the one folder a job was packed in under the same
+    name (`tar czf run-7.tar.gz run-7`), would be the host of every member. That name is the job's, given
+    to a file, not a machine's: it must not stand for a host the logs name otherwise (`localhost` in
+    torchrun's failure table). A folder inside the archive named otherwise (`node07/`) stays a host.
     """
-    dirs = [f.display.replace("!", "/").split("/")[:-1] for f in files]
-    common: list[str] = []
-    for level in zip(*dirs, strict=False):
-        if len(set(level)) != 1:
-            break
-        common.append(level[0])
-    if not common:
-        return
-    names = {_ARCHIVE_END_RE.sub("", _COMPRESSED_END_RE.sub("", c)) for c in common}
     for f in files:
         host = f.origin.host
-        if host is None or host not in names:
+        if host is None or "!" not in f.display:
+            continue
+        outer = f.display.split("!")
+        stems = {_ARCHIVE_END_RE.sub("", p.rsplit("/", 1)[-1]) for p in outer[:-1]}
+        if host not in stems:
             continue
         f.origin = replace(f.origin, host=None)
         # (a line whose own pdsh prefix names that host keeps it)
@@ -120,12 +117,9 @@ def _job_wide_path_host(files: list[FileEvents]) -> None:
                     for e in f.events]
 
 
-_COMPRESSED_END_RE = re.compile(r"\.(?:gz|bz2|xz|zst|zstd)$", re.IGNORECASE)
-
-
 def attribute(files: list[FileEvents]) -> None:
     """Fill rank and host of every event where the job's inputs allow it (in place)."""
-    _job_wide_path_host(files)
+    _archive_names_as_hosts(files)
     _kubeflow_pods(files)
     _local_to_global(files)
     _numbered_series(files)

@@ -98,9 +98,10 @@ def _report(rank: int | None, stated: int, missing: list[int], line: int) -> Eve
                                                       "points_to_rank0": False})
 
 
-def test_a_report_whose_writer_came_from_its_printed_rank_names_nobody_on_a_subgroup() -> None:
+def test_a_writer_read_from_its_printed_rank_names_nobody_on_a_subgroup() -> None:
     """An unprefixed console: ingest read the printed group rank 0 as the writer; the traceback shows
-    `monitored_barrier(group=pair)` and gives no rank of its own, so the missing group rank 1 is not rank 1."""
+    `monitored_barrier(group=pair)` and gives no rank of its own, so the missing group rank 1 is not
+    rank 1."""
     from hanglens.analysis.barriers import subgroup_barrier_rows
 
     msg = "[Rank 0]: Rank 1 failed to pass monitoredBarrier in 5000 ms"

@@ -305,20 +305,20 @@ def test_a_deepspeed_exit_line_and_layout_name_the_crashed_worker(tmp_path: Any)
     assert [e.rank for e in api.analyze([tmp_path]).tables.events if e.kind == "exception"] == [None]
 
 
-def test_a_folder_or_archive_name_every_input_sits_under_is_no_host() -> None:
-    """`run-7.tar.gz!run-7/...`: the archive's name and its one top folder name the job, not a machine."""
+def test_an_archive_s_own_name_is_no_host() -> None:
+    """`run-7.tar.gz!run-7/...`: the archive's name (and the folder packed in it under that name) names the
+    job, not a machine; a folder inside it named otherwise stays a host."""
     def f(display: str, host: str, writer: str | None = None) -> FileEvents:
         e = replace(ev(host=host), writer=writer)
         return FileEvents(display, Origin(host=host), [e, ev(host="localhost")])
 
-    packed = [f("run-7.tar.gz!run-7/rank0.log", "run-7"), f("run-7.tar.gz!run-7/rank1.log", "run-7")]
+    packed = [f("run-7.tar.gz!run-7/rank0.log", "run-7"), f("jobs/run-7.tar.gz!run-7/rank1.log", "run-7")]
     attribute(packed)
     assert [(x.origin.host, [e.host for e in x.events]) for x in packed] == [(None, [None, "localhost"])] * 2
-    # two node folders tell the files apart: their names stay hosts
-    nodes = [f("job/node07/rank0.log", "node07"), f("job/node08/rank1.log", "node08")]
-    attribute(nodes)
-    assert [x.origin.host for x in nodes] == ["node07", "node08"]
+    inner = [f("a3.tar.gz!node07/rank0.log", "node07"), f("job/node08/rank1.log", "node08")]
+    attribute(inner)
+    assert [x.origin.host for x in inner] == ["node07", "node08"]
     # a line whose own pdsh prefix names the host keeps it
-    pdsh = [f("trn-node-12/console.log", "trn-node-12", writer="host trn-node-12")]
+    pdsh = [f("trn-node-12.zip!console.log", "trn-node-12", writer="host trn-node-12")]
     attribute(pdsh)
     assert pdsh[0].origin.host is None and pdsh[0].events[0].host == "trn-node-12"
