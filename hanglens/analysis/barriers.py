@@ -8,6 +8,13 @@ comes from a subgroup, and says which global rank that group rank is. `new_group
 global rank (torch/distributed/distributed_c10d.py `_new_group_with_tag`: `ranks = sorted(ranks)`, group rank
 = position), so a group rank nobody printed lies strictly between the global ranks of its known neighbours:
 when one global rank fits (the world size bounding the top), it is that rank.
+
+A report's writer is known from its line's `[rankN]:` prefix or file, or from the traceback that raised
+it (the same message as the exception's, or as the error file's in torchrun's failure table); without
+either, ingest takes the printed rank as the writer's (its last resort for messages that state their
+writer's rank). When that traceback shows the barrier called with `group=` (a subgroup), the printed rank
+is a group rank: the writer is then known only from the traceback's own rank, and a report whose writer
+is unknown places none of its missing group ranks.
 """
 
 from __future__ import annotations
@@ -16,23 +23,78 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
+from hanglens import lazyre as re
+from hanglens.analysis import callsite
 from hanglens.model import Event
 
 Row = dict[str, Any]
+# The exception type in front of a report's message when the report is the raise line itself.
+_RAISED_RE = re.compile(r"^[\w.]+(?:Error|Exception):\s*")
 
 
 def _int(v: object) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
-def _learned(events: Sequence[Event]) -> dict[int, int] | None:
+def _raised_by(events: Sequence[Event]) -> dict[int, Event]:
+    """id(report) -> the exception that carries the same message in the same file (the nearest one): the
+    worker's traceback, or the copy of its error file in torchrun's failure table, whose rank the table
+    states (log-formats.md section 3.5)."""
+    reports = [e for e in events if e.kind == "monitored_barrier_failure" and e.text.strip()]
+    if not reports:
+        return {}
+    by_path: dict[str, list[Event]] = {}
+    for e in events:
+        if e.kind in ("exception", "error_file") and "monitoredBarrier" in str(e.get("message") or ""):
+            by_path.setdefault(e.ref.path, []).append(e)
+    out: dict[int, Event] = {}
+    for r in reports:
+        text = _RAISED_RE.sub("", r.text.strip())
+        found = [x for x in by_path.get(r.ref.path, ()) if text in str(x.get("message"))]
+        if found:
+            # the same writer's first, then the traceback after the report line (glog line, then raise)
+            def order(x: Event, r: Event = r) -> tuple[bool, bool, int]:
+                other = r.rank is not None and x.rank is not None and x.rank != r.rank
+                return other, x.ref.line < r.ref.line, abs(x.ref.line - r.ref.line)
+
+            out[id(r)] = min(found, key=order)
+    return out
+
+
+def _on_subgroup(exc: Event) -> bool:
+    """Does this traceback raise from a monitored_barrier called with a subgroup (`group=pair`)?"""
+    frames = [str(f) for f in exc.get("frames") or []]
+    sources = [str(s) for s in exc.get("sources") or []]
+    found = callsite.blocking_call(frames)
+    return found is not None and found[3] == "monitored_barrier" and callsite.subgroup_call(frames, sources)
+
+
+def _reporters(events: Sequence[Event]) -> dict[int, tuple[int | None, bool]]:
+    """id(report) -> (its writer's global rank or None, whether it runs on a subgroup)."""
+    raised = _raised_by(events)
+    out: dict[int, tuple[int | None, bool]] = {}
+    for e in events:
+        if e.kind != "monitored_barrier_failure":
+            continue
+        g = _int(e.get("stated_rank"))
+        exc = raised.get(id(e))
+        on_call = exc is not None and _on_subgroup(exc)
+        writer = exc.rank if exc is not None and exc.rank is not None else e.rank
+        if on_call and (exc is None or exc.rank is None) and writer == g:
+            writer = None   # maybe ingest's reading of the printed group rank
+        out[id(e)] = (writer, on_call or (g is not None and writer is not None and g != writer))
+    return out
+
+
+def _learned(events: Sequence[Event], who: dict[int, tuple[int | None, bool]]) -> dict[int, int] | None:
     """group rank -> global rank from every subgroup report; None when the pairs contradict one sorted
     membership (two subgroups, or a misattributed line)."""
     seen: dict[int, set[int]] = {}
     for e in events:
         g = _int(e.get("stated_rank"))
-        if e.kind == "monitored_barrier_failure" and g is not None and e.rank is not None and g != e.rank:
-            seen.setdefault(g, set()).add(e.rank)
+        writer, sub = who.get(id(e), (None, False))
+        if e.kind == "monitored_barrier_failure" and g is not None and writer is not None and sub:
+            seen.setdefault(g, set()).add(writer)
     if not seen or any(len(v) > 1 for v in seen.values()):
         return None
     pairs = sorted((g, next(iter(v))) for g, v in seen.items())
@@ -56,20 +118,21 @@ def subgroup_barrier_rows(events: Sequence[Event], world: int | None) -> list[Ro
     not its writer's global rank, `missing` its missing ranks as global ranks (None where a subgroup's group
     rank cannot be placed), `members` the subgroup's global ranks its reports show present (the reporter,
     the members that reached the barrier); a default-group report has `missing` as printed."""
-    known = _learned(events)
+    who = _reporters(events)
+    known = _learned(events, who)
     rows: list[Row] = []
     present = sorted(set(known.values())) if known else []
     for e in events:
         if e.kind != "monitored_barrier_failure" or not isinstance(e.get("missing_ranks"), list):
             continue
         printed = [r for r in (_int(x) for x in e.get("missing_ranks")) if r is not None]
-        g = _int(e.get("stated_rank"))
-        sub = g is not None and e.rank is not None and g != e.rank
+        writer, sub = who.get(id(e), (e.rank, False))
         missing: list[int] | None = printed
         if sub:
-            mapped = [_global(r, known, world) for r in printed] if known else [None]
+            mapped = ([_global(r, known, world) for r in printed]
+                      if known and writer is not None else [None])
             missing = None if any(m is None for m in mapped) else sorted({m for m in mapped if m is not None})
-        rows.append({"rank": e.rank, "subgroup": sub, "missing": missing, "printed": printed,
+        rows.append({"rank": writer, "subgroup": sub, "missing": missing, "printed": printed,
                      "members": present if sub else None, "timeout_ms": e.get("timeout_ms"),
                      "path": e.ref.path, "line": e.ref.line})
     # A default-group report whose missing ranks are all present in a subgroup's barrier: they did not

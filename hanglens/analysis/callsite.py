@@ -148,6 +148,19 @@ def caller_source(frames: Sequence[str], sources: Sequence[str], outer: int) -> 
     return None
 
 
+# `group=<a process group>` in the source line of the call into torch.distributed (not None or WORLD).
+_SUBGROUP_ARG_RE = re.compile(r"\bgroup\s*=\s*(?!None\b|(?:[\w.]*\.)?WORLD\b)[A-Za-z_]")
+
+
+def subgroup_call(frames: Sequence[str], sources: Sequence[str]) -> bool:
+    """Does the program's call into torch.distributed pass a subgroup (`group=tp_group`)?"""
+    found = blocking_call(frames)
+    if found is None or found[2] == "backward":
+        return False
+    src = caller_source(frames, sources, found[0])
+    return src is not None and _SUBGROUP_ARG_RE.search(src) is not None
+
+
 def common_prefix(stacks: Sequence[Sequence[str]]) -> int:
     """How many outermost frames every stack shares (same file, line and function)."""
     if not stacks:

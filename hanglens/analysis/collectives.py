@@ -8,7 +8,6 @@ from typing import Any
 
 import pandas as pd
 
-from hanglens import lazyre as re
 from hanglens.analysis import callsite
 from hanglens.analysis.kinds import is_victim_exception
 from hanglens.model import Event
@@ -579,19 +578,6 @@ def _waits_in_collective(e: Event, site: callsite.CallSite) -> bool:
     return is_victim_exception(e) or any(m in text for m in _DISTRIBUTED_ERROR)
 
 
-# `group=<a process group>` in the source line of the call into torch.distributed (not None or WORLD).
-_SUBGROUP_ARG_RE = re.compile(r"\bgroup\s*=\s*(?!None\b|(?:[\w.]*\.)?WORLD\b)[A-Za-z_]")
-
-
-def _subgroup_call(frames: Sequence[str], sources: Sequence[str]) -> bool:
-    """Does the program's call into torch.distributed pass a subgroup (`group=tp_group`)?"""
-    found = callsite.blocking_call(frames)
-    if found is None or found[2] == "backward":
-        return False
-    src = callsite.caller_source(frames, sources, found[0])
-    return src is not None and _SUBGROUP_ARG_RE.search(src) is not None
-
-
 def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     """The collective each failing or hung rank was blocked in; the odd ones marked.
 
@@ -647,7 +633,7 @@ def _first_calls(
                 "call": site.call,
                 "entry": site.entry,
                 "user_frame": site.user_frame,
-                "subgroup": _subgroup_call(frames, sources),
+                "subgroup": callsite.subgroup_call(frames, sources),
                 "path": e.ref.path,
                 "line": e.ref.line,
             }

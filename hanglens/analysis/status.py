@@ -275,6 +275,33 @@ def _crash_site(e: Event) -> str | None:
     return f"{e.get('exc_type')}|{where}"
 
 
+# The functions of torch.distributed that set up a process group from the job's configuration (backend,
+# init_method, world size and rank, the env:// variables): distributed_c10d.py `init_process_group`,
+# `_new_process_group_helper`, `new_group`, rendezvous.py's `rendezvous` and its `_*_rendezvous_handler`s,
+# device_mesh.py `init_device_mesh`.
+_SETUP_FRAME_RE = re.compile(
+    r"(?:^|/)torch/distributed/(?:distributed_c10d|rendezvous|device_mesh)\.py:\d+ in "
+    r"(?:init_process_group|_new_process_group_helper|new_group|rendezvous|_\w*rendezvous_handler"
+    r"|init_device_mesh)$")
+# Errors of a setup that waited for ranks or endpoints (the store, the network, NCCL): their own rules read
+# who was missing or unreachable (failure-signatures.md sections 10 and 12).
+_WAITED_TYPES = ("DistStoreError", "DistNetworkError", "DistBackendError", "TimeoutError", "ConnectionError",
+                 "RendezvousTimeoutError", "RendezvousConnectionError", "RendezvousClosedError")
+
+
+def _setup_error(e: Event) -> bool:
+    """An exception torch.distributed raised while setting up a process group from the job's configuration
+    (an unknown backend, a backend this build lacks, an init_method or env:// variable missing or wrong),
+    not one that waited for peers and timed out."""
+    if e.kind != "exception":
+        return False
+    exc = str(e.get("exc_type") or "").rsplit(".", 1)[-1]
+    if not exc or exc in _WAITED_TYPES:
+        return False
+    frames = e.get("frames")
+    return isinstance(frames, list) and any(isinstance(f, str) and _SETUP_FRAME_RE.search(f) for f in frames)
+
+
 def _launcher_pid_ranks(events: Sequence[Event], sn: bool) -> dict[Any, int]:
     """pid -> rank from the launcher's failure lines (`failed (exitcode ...) (pid: P)`, its failure table),
     else from the ranks' own NCCL lines (`<host>:<pid>:<tid> [<dev>] NCCL ...`, log-formats.md section 4.1).
@@ -349,6 +376,7 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 "kind": e.kind,
                 "first": first,
                 "same_site": bool(first and same_site),
+                "setup": _setup_error(e),
                 "time": e.time,
                 "text": e.text[:300],
                 "path": e.ref.path,

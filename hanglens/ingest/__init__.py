@@ -630,7 +630,7 @@ def _read_inputs(paths: Sequence[str | os.PathLike[str]], jobs: int | None,
         ranks = {e.rank for e in fe.events if e.rank is not None} | f.envelope_ranks
         if fe.origin.rank is not None:   # attribution may learn a file's rank from its series (Slurm tasks)
             ranks.add(fe.origin.rank)
-        hosts = {e.host for e in fe.events if e.host} | ({f.origin.host} if f.origin.host else set())
+        hosts = {e.host for e in fe.events if e.host} | ({fe.origin.host} if fe.origin.host else set())
         rank_t, host_t = tuple(sorted(ranks)), tuple(sorted(hosts))
         out.files.append(InputFile(f.display, f.size, f.lines, fe.origin, tuples.setdefault(rank_t, rank_t),
                                    tuples.setdefault(host_t, host_t), len(fe.events)))

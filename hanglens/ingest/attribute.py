@@ -89,8 +89,37 @@ def _apply(files: list[FileEvents], fn: Callable[[FileEvents, Event], Event]) ->
         f.events = [fn(f, e) for e in f.events]
 
 
+# What an archive's name ends with (sources.py strips it to make its members' paths).
+_ARCHIVE_END_RE = re.compile(r"\.(?:tar(?:\.\w+)?|tgz|tbz2?|txz|tzst|zip)$", re.IGNORECASE)
+
+
+def _archive_names_as_hosts(files: list[FileEvents]) -> None:
+    """Drop a host read from an archive's own name.
+
+    An archive member's path, from which origin.py reads a machine out of folder names that look like one,
+    starts with the archive's name without its suffix: `run-7.tar.gz!run-7/rank0.log` is read as
+    `run-7/run-7/rank0.log`, so the archive's name, and the one folder a job was packed in under the same
+    name (`tar czf run-7.tar.gz run-7`), would be the host of every member. That name is the job's, given
+    to a file, not a machine's: it must not stand for a host the logs name otherwise (`localhost` in
+    torchrun's failure table). A folder inside the archive named otherwise (`node07/`) stays a host.
+    """
+    for f in files:
+        host = f.origin.host
+        if host is None or "!" not in f.display:
+            continue
+        outer = f.display.split("!")
+        stems = {_ARCHIVE_END_RE.sub("", p.rsplit("/", 1)[-1]) for p in outer[:-1]}
+        if host not in stems:
+            continue
+        f.origin = replace(f.origin, host=None)
+        # (a line whose own pdsh prefix names that host keeps it)
+        f.events = [_with(f, e, "host", None) if e.host == host and e.writer != f"host {host}" else e
+                    for e in f.events]
+
+
 def attribute(files: list[FileEvents]) -> None:
     """Fill rank and host of every event where the job's inputs allow it (in place)."""
+    _archive_names_as_hosts(files)
     _kubeflow_pods(files)
     _local_to_global(files)
     _numbered_series(files)

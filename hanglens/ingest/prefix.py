@@ -52,6 +52,15 @@ OPENMPI_RE = re.compile(
 # A host name has a digit somewhere; the lookahead checks that within the name instead of a backtracking
 # `[\w-]*\d[\w.-]*` (quadratic on a long token).
 PDSH_RE = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|(?=[\w.-]{0,253}\d)[A-Za-z][\w.-]{0,252}): (?=.)")
+# pdsh writes `<host>: ` whatever the host is called (log-formats.md section 9.3); a name without a digit is
+# read as a host only when the file's sample shows it as a pdsh prefix (`_named_hosts`), not line by line.
+PDSH_NAME_RE = re.compile(r"^(?P<host>[A-Za-z][\w.-]{0,62}): (?=.)")
+# Words that start ordinary `word: text` lines (log levels, notes, exception and warning names).
+_NOT_HOSTS = frozenset({"info", "warning", "warn", "error", "debug", "critical", "fatal", "notice", "trace",
+                        "note", "hint", "traceback", "exception", "caused", "during", "usage", "wandb"})
+_NOT_HOST_ENDS = ("Error", "Exception", "Warning", "Interrupt", "Exit", "Iteration")
+NAMED_HOSTS_MAX = 64      # distinct names a sample may show as pdsh hosts
+NAMED_HOST_LOG_SHARE = 0.25  # of the lines behind those names, the share that must start like a log line
 RAY_RE = re.compile(r"^\((?P<actor>[\w.]{1,128}) pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[\w.:]{1,64}))?\) ")
 # vLLM's V1 worker processes (vllm/v1/executor/multiproc_executor.py `WorkerProc`: `_add_prefix(sys.stdout,
 # f"VllmWorker rank={rank}", pid)`; later `Worker_TP<n>`, shown simplified as `Worker (TP<n>)`): the tag names
@@ -155,6 +164,7 @@ class Dialect:
 
     slurm: bool = False
     pdsh: bool = False
+    pdsh_hosts: frozenset[str] = frozenset()   # host names without a digit the sample showed as pdsh's
     rank_tag: bool = False
     mpich: bool = False
     lead: str = ""       # a paste's indentation or `> ` quote that every line of the file carries
@@ -186,9 +196,44 @@ def detect_dialect(sample: list[str]) -> Dialect:
         lines = [x[len(lead):] if x.startswith(lead) else x for x in lines]
     slurm = _most(SLURM_RE, lines)
     pdsh = not slurm and _most(PDSH_RE, lines)
+    named = _named_hosts(lines) if not slurm and not pdsh else frozenset()
+    pdsh = pdsh or bool(named)
     tag = not slurm and not pdsh and _most(RANK_TAG_RE, lines)
     mpich = not slurm and not pdsh and not tag and _most(MPICH_RE, lines)
-    return Dialect(slurm=slurm, pdsh=pdsh, rank_tag=tag, mpich=mpich, lead=lead)
+    return Dialect(slurm=slurm, pdsh=pdsh, pdsh_hosts=named, rank_tag=tag, mpich=mpich, lead=lead)
+
+
+def _named_hosts(lines: list[str]) -> frozenset[str]:
+    """The host names (without a digit) of a pdsh console, or none.
+
+    pdsh prefixes every line of every host with `<host>: `: most lines of the sample carry one of a few such
+    names, each more than once, and what follows them is itself a log (a quarter at least starts like a
+    log line: a launcher or `[rankN]:` tag, a c10/glog or Python logging envelope, a timestamp, a
+    traceback). Ordinary `word: text` lines (`loss: 0.31`, `INFO: ...`, `wandb: ...`) fail one of these.
+    """
+    counts: dict[str, list[int]] = {}   # name -> [lines, lines that start like a log line behind it]
+    for s in lines:
+        m = PDSH_NAME_RE.match(s)
+        if m is None:
+            continue
+        name = m["host"]
+        if name.lower() in _NOT_HOSTS or name.endswith(_NOT_HOST_ENDS):
+            continue
+        c = counts.setdefault(name, [0, 0])
+        if len(counts) > NAMED_HOSTS_MAX:
+            return frozenset()
+        c[0] += 1
+        rest = s[m.end():]
+        env = strip_prefixes(rest)
+        if (env.time is not None or env.level is not None or env.rank is not None or env.writer is not None
+                or rest.lstrip().startswith(("Traceback (most recent call last)", 'File "'))):
+            c[1] += 1
+    hosts = {n: c for n, c in counts.items() if c[0] >= 2}   # a name seen once is no one's prefix
+    covered = sum(c[0] for c in hosts.values())
+    logged = sum(c[1] for c in hosts.values())
+    if not hosts or covered < 0.6 * len(lines) or logged < NAMED_HOST_LOG_SHARE * covered:
+        return frozenset()
+    return frozenset(hosts)
 
 
 def _most(rx: re.Pattern[str], lines: list[str]) -> bool:
@@ -287,6 +332,10 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
                 continue
         if dialect.pdsh and host is None:
             m = PDSH_RE.match(s)
+            if m is None and dialect.pdsh_hosts:
+                m = PDSH_NAME_RE.match(s)
+                if m is not None and m["host"] not in dialect.pdsh_hosts:
+                    m = None
             if m:
                 host = m["host"]
                 writers.append(f"host {host}")

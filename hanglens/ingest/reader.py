@@ -15,6 +15,7 @@ by default).
 from __future__ import annotations
 
 import codecs
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -377,6 +378,34 @@ def split_glued(seg: str) -> list[str]:
     return out
 
 
+# A torchrun `--tee` tag (`[<role><local_rank>]:`, log-formats.md section 3) right after text on the same
+# line. torchrun's tee writes each worker's output as it comes, behind that worker's tag, and a worker's text
+# that ends without a newline (a `\r` progress bar, `print(..., end="")`) leaves the next worker's tag and
+# line glued after it: the line holds two writers.
+_TEE_GLUE_RE = re.compile(r"(?<=\S)\[(?!rank\d)[A-Za-z_][\w-]{0,63}?\d{1,6}\]:")
+
+
+def split_tee(seg: str) -> list[str]:
+    """`seg` cut before every `--tee` tag glued after another writer's text, each later piece behind the
+    outer prefixes (a pdsh host, a Slurm label) the line has before its own first tag; `[seg]` when the
+    line does not start with a tag (behind such prefixes) or holds no second one."""
+    if seg.count("]:") < 2:
+        return [seg]
+    first = _TAG_RE.search(seg)
+    if first is None:
+        return [seg]
+    outer = seg[:first.start()]
+    if outer and (len(outer) > 256 or not outer.rstrip().endswith(":")):
+        return [seg]
+    cuts = [m.start() for m in _TEE_GLUE_RE.finditer(seg, first.end())]
+    if not cuts:
+        return [seg]
+    out = [seg[:cuts[0]]]
+    for a, b in itertools.pairwise([*cuts, len(seg)]):
+        out.append(outer + seg[a:b])
+    return out
+
+
 def _empty_text(raw: str) -> bool:
     """True when `raw`'s first `[rankN]:` envelope ends it (a tqdm redraw glued to the next line's tag):
     no prefix before it can reach into it, so the line's text after `strip_prefixes` is empty."""
@@ -497,17 +526,18 @@ class Reader:
                     self._cr_segment(rest, num, scanned)
 
     def _cr_segment(self, cr_seg: str, num: int, scanned: bool) -> None:
-        """Feed one `\r`-segment of a line: cut after a tqdm bar with text glued to it, and between two
-        ranks' glued lines."""
-        glued = split_glued(cr_seg)
-        for k, seg in enumerate(glued):
-            if k + 1 < len(glued):
-                self._mark_glued(num)
-            # Two ranks printing at once can glue their lines: `...loss 0.29[rank 0] step 2 ...`.
-            parts = _RANK_TAG_SPLIT_RE.split(seg) if seg.find("[rank", 1) > 0 else (seg,)
-            for part in parts:
-                if part.strip():
-                    self._segment(part, num, scanned)
+        """Feed one `\r`-segment of a line: cut before a `--tee` tag glued after another worker's text, after
+        a tqdm bar with text glued to it, and between two ranks' glued lines."""
+        for piece in split_tee(cr_seg):
+            glued = split_glued(piece)
+            for k, seg in enumerate(glued):
+                if k + 1 < len(glued):
+                    self._mark_glued(num)
+                # Two ranks printing at once can glue their lines: `...loss 0.29[rank 0] step 2 ...`.
+                parts = _RANK_TAG_SPLIT_RE.split(seg) if seg.find("[rank", 1) > 0 else (seg,)
+                for part in parts:
+                    if part.strip():
+                        self._segment(part, num, scanned)
 
     def _mark_glued(self, num: int) -> None:
         """Line `num` has text glued after a tqdm bar: the bar's writer is not the writer of what follows,

@@ -96,6 +96,11 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
         out += [[("", " " * 11 + line)] for line in wrapped[1:]]
         for command in c.shell_commands(first)[:3]:
             out.append([("", " " * 11), ("green", "$ " + c.one_line(command, 400))])
+        # The rule's other steps (a fix often has two parts: the cause, then the setting that hides it).
+        for step in [s for s in c.first_steps(doc, 1 + MAX_MORE_STEPS) if s != first]:
+            wrapped = textwrap.wrap(c.one_line(step, 1000), max(40, width - 11))
+            out.append([("bold green", "Then:      "), ("", wrapped[0] if wrapped else "")])
+            out += [[("", " " * 11 + line)] for line in wrapped[1:]]
     collect = c.collect_items(doc)[:3]
     for i, item in enumerate(collect):
         wrapped = textwrap.wrap(c.one_line(item, 600), max(40, width - 11))
@@ -111,6 +116,7 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
 
 
 MAX_SILENT_ROWS = 16
+MAX_MORE_STEPS = 2   # remediation steps shown after the first fix
 
 
 def _silent_lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:

@@ -78,3 +78,65 @@ def test_subgroup_barrier_group_ranks_are_placed_by_sorted_membership() -> None:
     # two reports giving one group rank two global ranks: two subgroups, nothing is placed
     two = [_barrier(1, 0, [2], 1), _barrier(4, 0, [1], 2)]
     assert [r["missing"] for r in subgroup_barrier_rows(two, 8)] == [None, None]
+
+
+def _raise(rank: int | None, message: str, line: int, call: str, kind: str = "exception") -> Event:
+    """The traceback that raised a barrier report: the program's call line, then torch's monitored_barrier."""
+    return Event(kind=kind, ref=SourceRef("console.log", line), text=f"RuntimeError: {message}",
+                 parser="test", rank=rank,
+                 fields={"message": message, "exc_type": "RuntimeError",
+                         "frames": ["/home/user/job/fit.py:40 in sync",
+                                    "/home/user/venv/lib/python3.11/site-packages/torch/distributed/"
+                                    "distributed_c10d.py:5435 in monitored_barrier"],
+                         "sources": [call, "return group_to_use.monitored_barrier("]})
+
+
+def _report(rank: int | None, stated: int, missing: list[int], line: int) -> Event:
+    text = f"[Rank {stated}]: Rank {', '.join(map(str, missing))} failed to pass monitoredBarrier in 5000 ms"
+    return Event(kind="monitored_barrier_failure", ref=SourceRef("console.log", line), text=text,
+                 parser="wrapper", rank=rank, fields={"stated_rank": stated, "missing_ranks": missing,
+                                                      "points_to_rank0": False})
+
+
+def test_a_writer_read_from_its_printed_rank_names_nobody_on_a_subgroup() -> None:
+    """An unprefixed console: ingest read the printed group rank 0 as the writer; the traceback shows
+    `monitored_barrier(group=pair)` and gives no rank of its own, so the missing group rank 1 is not
+    rank 1."""
+    from hanglens.analysis.barriers import subgroup_barrier_rows
+
+    msg = "[Rank 0]: Rank 1 failed to pass monitoredBarrier in 5000 ms"
+    evs = [_report(0, 0, [1], 10), _raise(None, msg, 11, "dist.monitored_barrier(group=pair, timeout=t)")]
+    [row] = subgroup_barrier_rows(evs, 4)
+    assert (row["subgroup"], row["missing"], row["rank"]) == (True, None, None)
+
+
+def test_the_traceback_s_own_rank_places_the_report() -> None:
+    """The traceback was attributed to global rank 2 (its agent's exit line): group [2, x] of a world of 4."""
+    from hanglens.analysis.barriers import subgroup_barrier_rows
+
+    msg = "[Rank 0]: Rank 1 failed to pass monitoredBarrier in 5000 ms"
+    evs = [_report(0, 0, [1], 10), _raise(2, msg, 11, "dist.monitored_barrier(group=pair, timeout=t)")]
+    [row] = subgroup_barrier_rows(evs, 4)
+    assert (row["subgroup"], row["missing"], row["rank"]) == (True, [3], 2)
+
+
+def test_a_failure_table_copy_follows_the_error_file_s_rank() -> None:
+    """torchrun's failure table repeats the error (no `[rankN]:`); its error file's row states rank 1."""
+    from hanglens.analysis.barriers import subgroup_barrier_rows
+
+    msg = "[Rank 0]: Rank 1 failed to pass monitoredBarrier in 5000 ms"
+    copy = _report(0, 0, [1], 30)
+    copy = Event(kind=copy.kind, ref=copy.ref, text=f"  RuntimeError: {msg}", parser=copy.parser, rank=0,
+                 fields=copy.fields)
+    evs = [_report(1, 0, [1], 10), _raise(1, msg, 29, "", kind="error_file"), copy]
+    rows = subgroup_barrier_rows(evs, 4)
+    assert [(r["rank"], r["subgroup"], r["missing"]) for r in rows] == [(1, True, None), (1, True, None)]
+
+
+def test_a_default_group_traceback_keeps_the_printed_ranks() -> None:
+    from hanglens.analysis.barriers import subgroup_barrier_rows
+
+    msg = "[Rank 0]: Rank 3 failed to pass monitoredBarrier in 5000 ms"
+    evs = [_report(0, 0, [3], 10), _raise(None, msg, 11, "dist.monitored_barrier(timeout=t)")]
+    [row] = subgroup_barrier_rows(evs, 4)
+    assert (row["subgroup"], row["missing"], row["rank"]) == (False, [3], 0)

@@ -303,3 +303,22 @@ def test_a_deepspeed_exit_line_and_layout_name_the_crashed_worker(tmp_path: Any)
     twice = DS_CRASH + tail[-2] + tail[-1]
     (tmp_path / "launch.log").write_text(twice)
     assert [e.rank for e in api.analyze([tmp_path]).tables.events if e.kind == "exception"] == [None]
+
+
+def test_an_archive_s_own_name_is_no_host() -> None:
+    """`run-7.tar.gz!run-7/...`: the archive's name (and the folder packed in it under that name) names the
+    job, not a machine; a folder inside it named otherwise stays a host."""
+    def f(display: str, host: str, writer: str | None = None) -> FileEvents:
+        e = replace(ev(host=host), writer=writer)
+        return FileEvents(display, Origin(host=host), [e, ev(host="localhost")])
+
+    packed = [f("run-7.tar.gz!run-7/rank0.log", "run-7"), f("jobs/run-7.tar.gz!run-7/rank1.log", "run-7")]
+    attribute(packed)
+    assert [(x.origin.host, [e.host for e in x.events]) for x in packed] == [(None, [None, "localhost"])] * 2
+    inner = [f("a3.tar.gz!node07/rank0.log", "node07"), f("job/node08/rank1.log", "node08")]
+    attribute(inner)
+    assert [x.origin.host for x in inner] == ["node07", "node08"]
+    # a line whose own pdsh prefix names the host keeps it
+    pdsh = [f("trn-node-12.zip!console.log", "trn-node-12", writer="host trn-node-12")]
+    attribute(pdsh)
+    assert pdsh[0].origin.host is None and pdsh[0].events[0].host == "trn-node-12"

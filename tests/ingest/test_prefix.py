@@ -114,6 +114,36 @@ def test_pdsh_dialect_needs_most_lines() -> None:
     assert detect_dialect(["node-1: a", "node-2: b", "node-1: c", "node-2: d"]).pdsh
 
 
+def test_pdsh_host_names_without_a_digit_from_a_consistent_sample() -> None:
+    """pdsh prefixes `<host>: ` whatever the host is called (log-formats.md section 9.3): names without a digit
+    count when most sampled lines carry one of them and what follows is a log (written here)."""
+    lines = []
+    for k in range(6):
+        for host, lr in (("trainer-a", 0), ("trainer-b", 1)):
+            lines += [f"{host}: [default{lr}]:step {k} loss 0.{k}1",
+                      f"{host}: W1201 22:08:0{k}.140000 5128 torch/distributed/run.py:874] *****",
+                      f"{host}: [default{lr}]:[rank{lr}]:   File \"/home/user/proj/fit.py\", line 9, in <module>"]
+    d = detect_dialect(lines)
+    assert d.pdsh and d.pdsh_hosts == frozenset({"trainer-a", "trainer-b"})
+    env = strip_prefixes(lines[0], d)
+    assert (env.host, env.local_rank, env.text) == ("trainer-a", 0, "step 0 loss 0.01")
+    # a name the sample did not show as a host stays text
+    assert strip_prefixes("summary: [default0]:x", d).host is None
+
+
+@pytest.mark.parametrize("lines", [
+    ["loss: 0.31 acc 0.5", "train: epoch 1 loss 0.3", "eval: acc 0.7"] * 10,   # ordinary `word: text`
+    ["INFO: [rank0]: hello", "INFO:     started server", "WARNING: [rank1]: x"] * 10,   # log levels
+    ["ValueError: bad shard", "RuntimeWarning: overflow in exp", "UserWarning: [rank0]: deprecated"] * 10,
+    ["wandb: Tracking run with wandb version 0.19.1", "wandb: Run data is saved locally in /tmp/w"] * 10,
+    [f"{w}: W1201 22:08:03.140000 5128 run.py:874] x" for w in (
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet")],  # once each
+])
+def test_ordinary_word_colon_lines_are_not_pdsh_hosts(lines: list[str]) -> None:
+    d = detect_dialect(lines)
+    assert not d.pdsh_hosts and strip_prefixes(lines[0], d).host is None
+
+
 def test_c10_stamp_is_yearless_and_month_not_padded() -> None:
     env = strip_prefixes("[rank0]:[E1218 01:02:03.000000001 ProcessGroupNCCL.cpp:1] x")
     assert not env.year_known and env.clock == "c10"

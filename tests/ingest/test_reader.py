@@ -105,6 +105,30 @@ def test_split_glued_cuts_only_after_a_bar_followed_by_text() -> None:
         assert split_glued(whole) == [whole]
 
 
+def test_a_tee_tag_glued_after_another_worker_s_text_starts_that_worker_s_line() -> None:
+    """`torchrun --tee`: a worker's `\r` progress line ends without a newline, so the next worker's tagged
+    line lands on it (`[default1]:... 0.2991[default3]:step 2 ...`); each part is read as its own writer's."""
+    from hanglens.parsers.progress import ProgressParser
+
+    data = (b"[default1]:step 2 loss 0.2991[default3]:step 2 loss 0.1241\n"
+            b"node-02: [default0]:step 4 loss 0.5[default2]:step 3 loss 0.7\n")
+    res = read(data, (ProgressParser,))
+    got = sorted((e.ref.line, e.local_rank, e.get("step")) for e in res.events if e.ref.line == 1)
+    assert got == [(1, 1, 2), (1, 3, 2)]
+    # behind a host prefix too (one line is too few to call it pdsh: the two parts are read all the same)
+    assert sorted(e.get("step") for e in res.events if e.ref.line == 2) == [3, 4]
+
+
+def test_split_tee_cuts_only_glued_launcher_tags() -> None:
+    from hanglens.ingest.reader import split_tee
+
+    assert split_tee("[default1]:a 0.1[default3]:b") == ["[default1]:a 0.1", "[default3]:b"]
+    assert split_tee("h1: [default1]:a[default3]:b") == ["h1: [default1]:a", "h1: [default3]:b"]
+    for whole in ("[default0]:[rank0]: x", "[default0]: d = {'[k1]': 2}", "[default0]:see [worker2]: later",
+                  "no tag here x[default2]:y", "text: a[default1]:b[default2]:c" * 0 + "plain"):
+        assert split_tee(whole) == [whole]
+
+
 def test_a_file_of_bar_redraws_only_is_not_a_hard_wrapped_paste() -> None:
     """A worker's stderr.log that holds only tqdm redraws (`\\r`, no newline) keeps its last report."""
     from hanglens.parsers.progress import ProgressParser

@@ -24,6 +24,15 @@ def test_plain_summary_has_the_answer(doc: dict[str, Any]) -> None:
     assert len(lines) <= 30
 
 
+def test_plain_summary_shows_the_rule_s_other_steps(doc: dict[str, Any]) -> None:
+    """Every remediation step after the first fix, each on its own `Then:` (not only the first fix)."""
+    steps = doc["findings"][0]["remediation"]
+    assert len(steps) >= 2
+    out = render_text(doc, color=False, width=400)
+    then = [line for line in out.splitlines() if line.startswith("Then:")]
+    assert [line.split(None, 1)[1] for line in then] == steps[1:3]
+
+
 def test_color_summary_uses_ansi(doc: dict[str, Any]) -> None:
     out = render_text(doc, color=True)
     assert "\x1b[" in out and "Control-flow divergence" in out
