@@ -518,13 +518,33 @@ def version_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             continue
         host = e.host or e.get("nccl_host") or host_of(e, hosts)
         seen.add((host, e.rank, str(comp), normalise_version(str(comp), str(ver))))
+    # A statement naming only a rank is on the host another statement of that rank names.
+    rank_host = {r: h for h, r, _, _ in seen if h is not None and r is not None}
+    seen = {(rank_host.get(r) if h is None and r is not None else h, r, c, v) for h, r, c, v in seen}
     distinct: dict[str, set[str]] = defaultdict(set)
     holders: dict[tuple[str, str], set[object]] = defaultdict(set)
+    # The ranks holding each version: a rank's own statement, or every rank the job placed on a stating
+    # host. Sides are compared in one unit: by host where every statement names one; where some name only
+    # a rank, by ranks (when every version has some), so a version stated by two hosts does not lose to
+    # one stated by four ranks of a third host whose lines name no host (hosts compared with ranks).
+    on_host: dict[str, set[int]] = defaultdict(set)
+    for r, h in hosts.items():
+        on_host[short_host(h)].add(r)
+    rank_holders: dict[tuple[str, str], set[int]] = defaultdict(set)
     for h, r, c, v in seen:
         who = h if h is not None else r
         if who is not None:
             distinct[c].add(v)
             holders[(c, v)].add(who)
+            if r is not None:
+                rank_holders[(c, v)].add(r)
+            elif h is not None:
+                rank_holders[(c, v)] |= on_host.get(short_host(h), set())
+    mixed = {c for h, r, c, v in seen if h is None and r is not None}
+    for c, vs in distinct.items():
+        if c in mixed and all(rank_holders[(c, v)] for v in vs):
+            for v in vs:
+                holders[(c, v)] = set(rank_holders[(c, v)])
     top = {c: max(len(holders[(c, v)]) for v in vs) for c, vs in distinct.items()}
     # A tie (two hosts, two versions) has no minority: no side is "the odd one".
     rows = [
