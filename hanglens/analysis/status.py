@@ -321,16 +321,19 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     pid_ranks = _launcher_pid_ranks(events, sn)
     # Ranks whose own NCCL said the remote end of a connection went away (`Connection closed by remote
     # peer`, `Connection reset by peer`, `Broken pipe`): their `unhandled system error` is that loss.
-    peer_gone = {r for e in events if e.kind == "peer_closed" or (
-        e.kind == "network_error" and e.get("error") in _PEER_GONE_ERRORS) if (r := _rank_of(e, sn)) is not None}
+    peer_gone = {r for e in events
+                 if e.kind == "peer_closed"
+                 or (e.kind == "network_error" and e.get("error") in _PEER_GONE_ERRORS)
+                 if (r := _rank_of(e, sn)) is not None}
     for e in events:
         rank = _rank_of(e, sn)
         if (rank in peer_gone and e.kind in ("exception", "error_file")
                 and _SYSTEM_ERROR_RE.search(f"{e.get('message') or ''} {e.text}")):
-            # torch raises a failed NCCL call as `NCCL error in: ..., unhandled system error` (ncclSystemError,
-            # log-formats.md section 1.6), whose 1.12 detail itself says it "can be also caused by unexpected
-            # exit of a remote peer"; with the rank's own WARN saying the peer closed the connection, the
-            # peer exited first: this rank is a victim (failure-signatures.md sections 9, 17.2).
+            # torch raises a failed NCCL call as `NCCL error in: ..., unhandled system error`
+            # (ncclSystemError, log-formats.md section 1.6), whose 1.12 detail itself says it "can be also
+            # caused by unexpected exit of a remote peer"; with the rank's own WARN saying the peer closed
+            # the connection, the peer exited first: this rank is a victim (failure-signatures.md sections 9,
+            # 17.2).
             continue
         if rank is None and e.kind == "oom":
             rank = pid_ranks.get(e.get("pid"))  # the kernel's OOM killer names a pid, the launcher its rank

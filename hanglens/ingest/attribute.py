@@ -235,7 +235,8 @@ def _slurm_task_files(files: list[FileEvents]) -> None:
 
 
 # `<...>/<run_id>_<random>/attempt_<n>/<local_rank>/error.json` (log-formats.md section 3.1 layout)
-ERROR_FILE_DIR_RE = re.compile(r"(?:^|/)(?P<run_dir>[^/\s]+)/attempt_(?P<attempt>\d{1,6})/(?P<local>\d{1,6})/error\.json$")
+ERROR_FILE_DIR_RE = re.compile(
+    r"(?:^|/)(?P<run_dir>[^/\s]+)/attempt_(?P<attempt>\d{1,6})/(?P<local>\d{1,6})/error\.json$")
 
 
 def _local_to_global(files: list[FileEvents]) -> None:
@@ -314,9 +315,9 @@ def _local_to_global(files: list[FileEvents]) -> None:
                 k = _node_key(f, None)
                 trees.setdefault((k[2], k[3]), k)
         for run_dir, attempt, lr, g in error_dirs:
-            k = trees.get((run_dir, attempt))
-            if k is not None:
-                triples.add((k, lr, g))
+            tree_key = trees.get((run_dir, attempt))
+            if tree_key is not None:
+                triples.add((tree_key, lr, g))
     if layout:
         # A launcher's layout names hosts: it numbers the local ranks of every stream that came from one
         # of them (its `--log-dir` tree, its pdsh / `srun -l` stream, a file of that host alone).
