@@ -148,11 +148,12 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "ib_peer",
-            ("peer", "rank", "host", "reporters", "peers_named", "converged", *_EVIDENCE),
+            ("peer", "rank", "host", "reporters", "peers_named", "converged", "fanout", *_EVIDENCE),
             "Peers named by NCCL's InfiniBand completion errors: one row per rank behind each peer "
             "address (`Bootstrap : Using` lines; rank None when unmapped), with the number of processes "
-            "reporting it; `converged` when two or more reporters all name this one peer "
-            "(failure-signatures.md section 9).",
+            "reporting it; `converged` when two or more reporters all name this one peer; `fanout` when "
+            "every error comes from one host's processes and names two or more peers on other hosts "
+            "(failure-signatures.md section 9, culprit rules 2 and 3).",
         ),
         FactSpec(
             "gpu_fault",

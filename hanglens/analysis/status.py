@@ -335,6 +335,10 @@ def _kill_behind_exit(e: Event, cur: Event | None) -> bool:
             and e.get("pid") is not None and e.get("pid") == cur.get("pid"))
 
 
+_PEER_GONE_ERRORS = frozenset({"closed_by_peer", "connection_reset", "broken_pipe"})
+_SYSTEM_ERROR_RE = re.compile(r"NCCL error in: \S+, unhandled system error|ncclSystemError")
+
+
 def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     """Each rank's earliest own fault; `first` marks the ranks that failed first."""
     sn = single_node(events)
@@ -342,8 +346,22 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     for exit_rank, exit_event in _exit_only_crashes(events).items():
         best[exit_rank] = exit_event
     pid_ranks = _launcher_pid_ranks(events, sn)
+    # Ranks whose own NCCL said the remote end of a connection went away (`Connection closed by remote
+    # peer`, `Connection reset by peer`, `Broken pipe`): their `unhandled system error` is that loss.
+    peer_gone = {r for e in events
+                 if e.kind == "peer_closed"
+                 or (e.kind == "network_error" and e.get("error") in _PEER_GONE_ERRORS)
+                 if (r := _rank_of(e, sn)) is not None}
     for e in events:
         rank = _rank_of(e, sn)
+        if (rank in peer_gone and e.kind in ("exception", "error_file")
+                and _SYSTEM_ERROR_RE.search(f"{e.get('message') or ''} {e.text}")):
+            # torch raises a failed NCCL call as `NCCL error in: ..., unhandled system error`
+            # (ncclSystemError, log-formats.md section 1.6), whose 1.12 detail itself says it "can be also
+            # caused by unexpected exit of a remote peer"; with the rank's own WARN saying the peer closed
+            # the connection, the peer exited first: this rank is a victim (failure-signatures.md sections 9,
+            # 17.2).
+            continue
         if rank is None and e.kind == "oom":
             rank = pid_ranks.get(e.get("pid"))  # the kernel's OOM killer names a pid, the launcher its rank
             if rank is not None and e.host and hosts.get(rank) not in (None, e.host):
@@ -546,13 +564,33 @@ def version_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             continue
         host = e.host or e.get("nccl_host") or host_of(e, hosts)
         seen.add((host, e.rank, str(comp), normalise_version(str(comp), str(ver))))
+    # A statement naming only a rank is on the host another statement of that rank names.
+    rank_host = {r: h for h, r, _, _ in seen if h is not None and r is not None}
+    seen = {(rank_host.get(r) if h is None and r is not None else h, r, c, v) for h, r, c, v in seen}
     distinct: dict[str, set[str]] = defaultdict(set)
     holders: dict[tuple[str, str], set[object]] = defaultdict(set)
+    # The ranks holding each version: a rank's own statement, or every rank the job placed on a stating
+    # host. Sides are compared in one unit: by host where every statement names one; where some name only
+    # a rank, by ranks (when every version has some), so a version stated by two hosts does not lose to
+    # one stated by four ranks of a third host whose lines name no host (hosts compared with ranks).
+    on_host: dict[str, set[int]] = defaultdict(set)
+    for r, h in hosts.items():
+        on_host[short_host(h)].add(r)
+    rank_holders: dict[tuple[str, str], set[int]] = defaultdict(set)
     for h, r, c, v in seen:
         who = h if h is not None else r
         if who is not None:
             distinct[c].add(v)
             holders[(c, v)].add(who)
+            if r is not None:
+                rank_holders[(c, v)].add(r)
+            elif h is not None:
+                rank_holders[(c, v)] |= on_host.get(short_host(h), set())
+    mixed = {c for h, r, c, v in seen if h is None and r is not None}
+    for c, vs in distinct.items():
+        if c in mixed and all(rank_holders[(c, v)] for v in vs):
+            for v in vs:
+                holders[(c, v)] = set(rank_holders[(c, v)])
     top = {c: max(len(holders[(c, v)]) for v in vs) for c, vs in distinct.items()}
     # A tie (two hosts, two versions) has no minority: no side is "the odd one".
     rows = [

@@ -29,7 +29,7 @@ from typing import Any
 
 from hanglens import lazyre as re
 from hanglens.analysis.callsite import blocking_call, caller_source
-from hanglens.model import Event
+from hanglens.model import Event, short_host
 
 Row = dict[str, Any]
 TRUNCATED_RE = re.compile(r"peer (?P<ip>[0-9A-Fa-f.:]{3,64})<\d{1,6}> message truncated : receiving "
@@ -162,6 +162,15 @@ def ib_peer_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             continue
         reporters.setdefault(peer, set()).add(who)
         first.setdefault(peer, e)
+    # `fanout`: every error comes from the processes of one host, and they name two or more peers on other
+    # hosts (failure-signatures.md section 9, culprit rule 3: "one rank reports errors toward many peers ->
+    # that rank's node/NIC").
+    every: set[object] = set().union(*reporters.values()) if reporters else set()
+    reporter_hosts = {short_host(hosts[w]) if isinstance(w, int) and w in hosts else
+                      (short_host(w) if isinstance(w, str) else None) for w in every}
+    peer_host_sets = [ip_hosts.get(p, set()) for p in reporters]
+    fanout = (len(reporters) >= 2 and len(reporter_hosts) == 1 and None not in reporter_hosts
+              and all(ph and not ({short_host(h) for h in ph} & reporter_hosts) for ph in peer_host_sets))
     rows: list[Row] = []
     for peer in sorted(reporters):
         who = reporters[peer]
@@ -171,7 +180,7 @@ def ib_peer_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         converged = len(reporters) == 1 and len(who) >= 2 and not (who & behind) and not (who & peer_hosts)
         e = first[peer]
         base = {"peer": peer, "reporters": len(who), "peers_named": len(reporters), "converged": converged,
-                "path": e.ref.path, "line": e.ref.line}
+                "fanout": fanout, "path": e.ref.path, "line": e.ref.line}
         named = min(peer_hosts) if peer_hosts else None
         for r in sorted(behind):
             # (a mapped rank's row cites its own address line, the evidence that it is behind the peer)

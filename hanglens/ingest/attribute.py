@@ -272,6 +272,11 @@ def _slurm_task_files(files: list[FileEvents]) -> None:
             f.events = [e if e.rank is not None else _with(f, e, "rank", t) for e in f.events]
 
 
+# `<...>/<run_id>_<random>/attempt_<n>/<local_rank>/error.json` (log-formats.md section 3.1 layout)
+ERROR_FILE_DIR_RE = re.compile(
+    r"(?:^|/)(?P<run_dir>[^/\s]+)/attempt_(?P<attempt>\d{1,6})/(?P<local>\d{1,6})/error\.json$")
+
+
 def _local_to_global(files: list[FileEvents]) -> None:
     """local rank -> global rank per agent: direct (L, R) pairs, else one consistent offset R - L.
 
@@ -285,6 +290,8 @@ def _local_to_global(files: list[FileEvents]) -> None:
     triples: set[tuple[tuple[str, ...], int, int]] = set()
     key_hosts: dict[tuple[str, ...], set[str]] = {}
     failures: list[tuple[str, int, int]] = []
+    # (run dir, attempt, local rank, global rank) from a failure row's error_file path
+    error_dirs: list[tuple[str, str, int, int]] = []
     layout: set[tuple[str, int, int]] = set()   # (host, local rank, global rank) a launcher stated
     for f in files:
         if f.origin.local_rank is not None and len(f.stated_ranks) == 1:
@@ -314,6 +321,9 @@ def _local_to_global(files: list[FileEvents]) -> None:
                 g, lr, h = _int(e.get("failed_rank")), _int(e.get("local_rank")), e.get("failed_host")
                 if g is not None and lr is not None and isinstance(h, str) and h:
                     failures.append((short_host(h), lr, g))
+                m = ERROR_FILE_DIR_RE.search(str(e.get("error_file") or ""))
+                if g is not None and m is not None and int(m["local"]) == lr:
+                    error_dirs.append((m["run_dir"], m["attempt"], lr, g))
                 if g is not None and lr is not None and key[0] == "file" and key[3]:
                     # The table lists its own agent's workers (log-formats.md section 3.6), and a launcher
                     # prefix (`srun -l` task, pdsh host) says which agent's stream the table and the
@@ -332,6 +342,20 @@ def _local_to_global(files: list[FileEvents]) -> None:
         keys = trees_on.get(host, [])
         if len(keys) == 1:
             triples.add((keys[0], lr, g))
+    if error_dirs:
+        # A failure row's error_file is `<log_dir>/<run_id>_<random>/attempt_<n>/<local_rank>/error.json`
+        # (log-formats.md sections 3.1, 3.6): the random suffix is the agent's own, so the `--log-dir` tree
+        # with that run dir and attempt is that agent's, and its local rank is the row's global rank, even
+        # when no line of the tree names its host or rank.
+        trees = {(k[2], k[3]): k for k in key_hosts if k[0] == "tree"}
+        for f in files:
+            if f.origin.node_dir is not None:
+                k = _node_key(f, None)
+                trees.setdefault((k[2], k[3]), k)
+        for run_dir, attempt, lr, g in error_dirs:
+            tree_key = trees.get((run_dir, attempt))
+            if tree_key is not None:
+                triples.add((tree_key, lr, g))
     if layout:
         # A launcher's layout names hosts: it numbers the local ranks of every stream that came from one
         # of them (its `--log-dir` tree, its pdsh / `srun -l` stream, a file of that host alone).

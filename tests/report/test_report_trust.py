@@ -163,16 +163,16 @@ def test_unexplained_crash_headline_and_advice(aborted_doc: dict[str, Any]) -> N
 
 
 def test_unattributed_nccl_warning_names_what_it_said_and_where(tmp_path: Path) -> None:
-    # NCCL's shared-memory segment error (misc/shmutils.cc; a too-small /dev/shm in a container): no rule
-    # explains it, so the headline says what was seen and where.
+    # NCCL's argument check (misc/argcheck.cc) alone, no failure after it: no rule explains it, so the
+    # headline says what was seen and where. (A /dev/shm segment error is nccl-shm-segment-failed's.)
     log = (
-        "2025-03-04 10:11:12 node-9:4121:4380 [0] misc/shmutils.cc:87 NCCL WARN Error: failed to extend "
-        "/dev/shm/nccl-Ab12Cd to 9637892 bytes\n"
+        "2025-03-04 10:11:12 node-9:4121:4380 [0] misc/argcheck.cc:39 NCCL WARN AllReduce : invalid root 9 "
+        "(root should be in the 0..8 range)\n"
     )
     doc = api.analyze([write_job(tmp_path, {"combined.log": log})]).to_dict()
     assert doc["verdict"]["category"] == "unknown"
     assert doc["observed"]["headline"] == (
-        'An NCCL warning ("Error: failed to extend /dev/shm/nccl-Ab12Cd to 9637892 bytes") '
+        'An NCCL warning ("AllReduce : invalid root 9 (root should be in the 0..8 range)") '
         "on host node-9; culprit not determined"
     )
 
