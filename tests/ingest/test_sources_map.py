@@ -22,7 +22,7 @@ def test_plain_files_of_a_folder_keep_its_number_and_give_their_locator_back() -
     assert s["/abs/one.log"] == Locator("/abs/one.log")
     assert s["renamed.log"] == Locator("/data/other-name.log")
     assert s.get("missing.log") is None
-    assert len(s) == 5 and list(s)[0] == "node00/0/stdout.log"
+    assert len(s) == 5 and next(iter(s)) == "node00/0/stdout.log"
     assert s == {k: s[k] for k in s}
     del s["renamed.log"]
     assert "renamed.log" not in s
