@@ -22,7 +22,7 @@ from hanglens.analysis import (
     transfers,
 )
 from hanglens.analysis.facts_spec import FACT_SPECS
-from hanglens.model import Event, InputFile, event_order, events_in_order
+from hanglens.model import Event, Fields, InputFile, event_order, events_in_order
 from hanglens.parsers.elastic import LAYOUT_KINDS, layout_of
 
 
@@ -205,6 +205,9 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     tables: dict[str, pd.DataFrame] = {}
     state_rows, coll = collectives.collective_state(evs, hosts)
     tables["collective_state"] = frame("collective_state", state_rows)
+    # Read (never changed) by the two tables below: each row as a `Fields`, its values in a tuple and its keys
+    # shared, not a dict of 14 keys per rank beside their rows (16,384 ranks: 11.5 MiB of dicts -> 3).
+    state_rows = [Fields(r) for r in state_rows]
     tables["pg_enqueue_lag"] = frame("pg_enqueue_lag", collectives.enqueue_lag(evs, state_rows, hosts))
     tables["collective_disagreement"] = frame(
         "collective_disagreement", collectives.disagreement(evs, state_rows, hosts)
