@@ -207,14 +207,15 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     tables["collective_state"] = frame("collective_state", state_rows)
     # Read (never changed) by the two tables below: each row as a `Fields`, its values in a tuple and its keys
     # shared, not a dict of 14 keys per rank beside their rows (16,384 ranks: 11.5 MiB of dicts -> 3).
-    state_rows = [Fields(r) for r in state_rows]
-    tables["pg_enqueue_lag"] = frame("pg_enqueue_lag", collectives.enqueue_lag(evs, state_rows, hosts))
+    state: list[Fields] = [Fields(r) for r in state_rows]
+    del state_rows
+    tables["pg_enqueue_lag"] = frame("pg_enqueue_lag", collectives.enqueue_lag(evs, state, hosts))
     tables["collective_disagreement"] = frame(
-        "collective_disagreement", collectives.disagreement(evs, state_rows, hosts)
+        "collective_disagreement", collectives.disagreement(evs, state, hosts)
     )
     # Row lists are dropped as soon as their tables exist: a big job has one row dict per rank in each, and
     # the tables built next reuse their memory.
-    del state_rows
+    del state
     tables["progress"] = frame("progress", progress.progress_rows(evs, hosts))
     stops = silence.stop_rows(evs, hosts)
     quiet = silence.silent_hang_rows(evs, hosts)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -214,7 +214,8 @@ def flight_frontier(events: Sequence[Event]) -> dict[tuple[str, int, int], tuple
     }
 
 
-def enqueue_lag(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, str]) -> list[Row]:
+def enqueue_lag(events: Sequence[Event], state: Sequence[Mapping[str, Any]],
+                hosts: dict[int, str]) -> list[Row]:
     """Ranks behind or ahead of their process group's majority position.
 
     A rank's position is the newest sequence number it enqueued (or timed out on). The majority
@@ -226,7 +227,7 @@ def enqueue_lag(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, 
     """
     out: list[Row] = []
     # (each state row with its position, not a copy of it: a big job has a row per rank)
-    by_pg: dict[str, list[tuple[Row, int]]] = defaultdict(list)
+    by_pg: dict[str, list[tuple[Mapping[str, Any], int]]] = defaultdict(list)
     for r in state:
         pos = r.get("last_enqueued")
         if pos is None:
@@ -289,7 +290,7 @@ def enqueue_lag(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, 
     return sorted(out, key=lambda r: (r["pg"], r["rank"]))
 
 
-def _idle(r: Row) -> bool | None:
+def _idle(r: Mapping[str, Any]) -> bool | None:
     """See `enqueue_lag`: None unless the rank's own status gave both its enqueued and completed work."""
     done, enq = r.get("last_completed"), r.get("last_enqueued")
     if done is None or enq is None:
@@ -396,7 +397,8 @@ def mismatch_global_ranks(mismatches: Sequence[Event]) -> dict[int, list[int]]:
     return out
 
 
-def disagreement(events: Sequence[Event], state: Sequence[Row], hosts: dict[int, str]) -> list[Row]:
+def disagreement(events: Sequence[Event], state: Sequence[Mapping[str, Any]],
+                 hosts: dict[int, str]) -> list[Row]:
     """Ranks that disagree at the same (pg, seq): op type, numel, shape or dtype.
 
     Two sources: timed-out works of several ranks at the same (pg, seq) with different op/numel, and
