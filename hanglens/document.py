@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -227,15 +228,30 @@ _LAUNCHER_LINE = re.compile(
 )
 
 
-def _unexplained(events: Sequence[Event], cited: set[SourceRef]) -> list[dict[str, Any]]:
-    # Only the error lines' refs are looked up: a set of every other event's ref (a dozen per rank of a big
-    # job) would be held beside the events for nothing.
+def _unexplained_errors(events: Sequence[Event], cited: set[SourceRef]) -> Iterator[Event]:
+    """The `error_line` events of lines that gave no other event and that no finding cites.
+
+    Events sorted by (path, line), as the analysis gives them, are read line by line, with no set of the
+    error lines' refs beside them (a big job has one or two per rank); others through such sets."""
+    if all((a.ref.path, a.ref.line) <= (b.ref.path, b.ref.line)
+           for a, b in zip(events, itertools.islice(events, 1, None), strict=False)):
+        for _, same_line in itertools.groupby(events, key=lambda e: e.ref):
+            line = list(same_line)
+            if all(e.kind == "error_line" for e in line) and line[0].ref not in cited:
+                yield from line
+        return
     errors = {e.ref for e in events if e.kind == "error_line"}
     explained = {e.ref for e in events if e.kind != "error_line" and e.ref in errors}
     explained |= cited   # (in place: no third set)
-    groups: dict[str, list[Event]] = defaultdict(list)
     for e in events:
-        if e.kind == "error_line" and e.ref not in explained and not _LAUNCHER_LINE.search(e.text):
+        if e.kind == "error_line" and e.ref not in explained:
+            yield e
+
+
+def _unexplained(events: Sequence[Event], cited: set[SourceRef]) -> list[dict[str, Any]]:
+    groups: dict[str, list[Event]] = defaultdict(list)
+    for e in _unexplained_errors(events, cited):
+        if not _LAUNCHER_LINE.search(e.text):
             groups[str(e.get("template") or e.text[:120])].append(e)
     out: list[dict[str, Any]] = []
     for template, evs in groups.items():
