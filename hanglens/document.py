@@ -15,7 +15,16 @@ import pandas as pd
 from hanglens import __version__
 from hanglens import lazyre as re
 from hanglens.analysis import Tables
-from hanglens.model import YEARLESS_YEAR, Category, Event, InputFile, Skipped, SourceRef, utf8_text
+from hanglens.model import (
+    YEARLESS_YEAR,
+    Category,
+    Event,
+    InputFile,
+    Skipped,
+    SourceRef,
+    events_in_order,
+    utf8_text,
+)
 
 SCHEMA_VERSION = 2
 CATEGORY_TITLES = {
@@ -231,10 +240,9 @@ _LAUNCHER_LINE = re.compile(
 def _unexplained_errors(events: Sequence[Event], cited: set[SourceRef]) -> Iterator[Event]:
     """The `error_line` events of lines that gave no other event and that no finding cites.
 
-    Events sorted by (path, line), as the analysis gives them, are read line by line, with no set of the
-    error lines' refs beside them (a big job has one or two per rank); others through such sets."""
-    if all((a.ref.path, a.ref.line) <= (b.ref.path, b.ref.line)
-           for a, b in zip(events, itertools.islice(events, 1, None), strict=False)):
+    Events in the reader's order (`events_in_order`), as the analysis gives them, are read line by line, with
+    no set of the error lines' refs beside them (a big job has one or two per rank); others through sets."""
+    if events_in_order(events):
         for _, same_line in itertools.groupby(events, key=lambda e: e.ref):
             line = list(same_line)
             if all(e.kind == "error_line" for e in line) and line[0].ref not in cited:

@@ -91,22 +91,16 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
     first = str(observed.get("first_step") or "") or (c.first_steps(doc, 1) or [""])[0]
     if first:
         out += [[]]
-        wrapped = textwrap.wrap(c.one_line(first, 2000), max(40, width - 11))
-        out.append([("bold green", "First fix: "), ("", wrapped[0] if wrapped else "")])
-        out += [[("", " " * 11 + line)] for line in wrapped[1:]]
+        out += _hanging(("bold green", "First fix: "), c.one_line(first, 2000), width)
         for command in c.shell_commands(first)[:3]:
             out.append([("", " " * 11), ("green", "$ " + c.one_line(command, 400))])
         # The rule's other steps (a fix often has two parts: the cause, then the setting that hides it).
         for step in [s for s in c.first_steps(doc, 1 + MAX_MORE_STEPS) if s != first]:
-            wrapped = textwrap.wrap(c.one_line(step, 1000), max(40, width - 11))
-            out.append([("bold green", "Then:      "), ("", wrapped[0] if wrapped else "")])
-            out += [[("", " " * 11 + line)] for line in wrapped[1:]]
+            out += _hanging(("bold green", "Then:      "), c.one_line(step, 1000), width)
     collect = c.collect_items(doc)[:3]
     for i, item in enumerate(collect):
-        wrapped = textwrap.wrap(c.one_line(item, 600), max(40, width - 11))
         lead: Segment = ("bold", "Collect:   ") if i == 0 else ("", " " * 11)
-        out.append([lead, ("", wrapped[0] if wrapped else "")])
-        out += [[("", " " * 11 + line)] for line in wrapped[1:]]
+        out += _hanging(lead, c.one_line(item, 600), width)
     skipped = (doc.get("inputs") or {}).get("skipped") or []
     if skipped:
         out.append(
@@ -114,6 +108,12 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
         )
     return out
 
+
+
+def _hanging(lead: Segment, text: str, width: int) -> list[list[Segment]]:
+    """`text` wrapped behind an 11-column label (`First fix: `), its further lines indented under it."""
+    wrapped = textwrap.wrap(text, max(40, width - 11))
+    return [[lead, ("", wrapped[0] if wrapped else "")], *([("", " " * 11 + line)] for line in wrapped[1:])]
 
 MAX_SILENT_ROWS = 16
 MAX_MORE_STEPS = 2   # remediation steps shown after the first fix

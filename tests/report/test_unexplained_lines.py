@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from hanglens.document import _unexplained_errors
-from hanglens.model import Event, SourceRef
+from hanglens.model import Event, SourceRef, events_in_order
 
 
 def _events() -> list[Event]:
@@ -18,15 +18,17 @@ def _events() -> list[Event]:
         ev("progress", "a.log", 9),
         ev("error_line", "a.log", 12),                             # cited by a finding
         ev("error_line", "b.log", 3), ev("error_line", "b.log", 3),      # two on one line, both kept
-        ev("exception", "b.log", 5), ev("error_line", "b.log", 5),
+        ev("error_line", "b.log", 5), ev("exception", "b.log", 5),
     ]
 
 
 def test_error_lines_without_other_events_or_citations() -> None:
     events = _events()
+    assert events_in_order(events)   # (the line-by-line path; the shuffled copy takes the sets)
     cited = {SourceRef("a.log", 12)}
     got = [(e.ref.path, e.ref.line) for e in _unexplained_errors(events, cited)]
     assert got == [("a.log", 3), ("b.log", 3), ("b.log", 3)]
     shuffled = list(events)
     random.Random(7).shuffle(shuffled)
+    assert not events_in_order(shuffled)
     assert sorted((e.ref.path, e.ref.line) for e in _unexplained_errors(shuffled, cited)) == sorted(got)
