@@ -16,6 +16,7 @@ from typing import Any
 
 from hanglens import lazyre as re
 from hanglens.ingest.origin import slurm_task
+from hanglens.ingest.sources import tar_base, zip_base
 from hanglens.ingest.streams import DUMP_PARSERS, is_agent_event, several_processes
 from hanglens.ingest.streams import non_negative_int as _int
 from hanglens.model import AGENT_EVENT_KINDS, YEARLESS_YEAR, Event, Origin, short_host
@@ -89,10 +90,6 @@ def _apply(files: list[FileEvents], fn: Callable[[FileEvents, Event], Event]) ->
         f.events = [fn(f, e) for e in f.events]
 
 
-# What an archive's name ends with (sources.py strips it to make its members' paths).
-_ARCHIVE_END_RE = re.compile(r"\.(?:tar(?:\.\w+)?|tgz|tbz2?|txz|tzst|zip)$", re.IGNORECASE)
-
-
 def _archive_names_as_hosts(files: list[FileEvents]) -> None:
     """Drop a host read from an archive's own name.
 
@@ -108,7 +105,8 @@ def _archive_names_as_hosts(files: list[FileEvents]) -> None:
         if host is None or "!" not in f.display:
             continue
         outer = f.display.split("!")
-        stems = {_ARCHIVE_END_RE.sub("", p.rsplit("/", 1)[-1]) for p in outer[:-1]}
+        # (the archive's name as sources.py makes its members' paths from it, as a tar's or a zip's)
+        stems = {base(p).rsplit("/", 1)[-1] for p in outer[:-1] for base in (tar_base, zip_base)}
         if host not in stems:
             continue
         f.origin = replace(f.origin, host=None)

@@ -587,12 +587,23 @@ def _too_many(display: str, limits: Limits) -> Skipped:
                             "(limit max_members, --limit max_members=N)")
 
 
+def tar_base(rel: str) -> str:
+    """The path a tar archive's members are read under: the archive's, without its codec and `.tar`/`.tgz`."""
+    base = _strip_codec_ext(rel)
+    for suffix in (".tar", ".tgz"):
+        if base.endswith(suffix):
+            base = base[: -len(suffix)]
+    return base
+
+
+def zip_base(rel: str) -> str:
+    """The path a zip archive's members are read under: the archive's, without `.zip`."""
+    return rel[:-4] if rel.endswith(".zip") else rel
+
+
 def _open_tar(unit: Unit, body: Head, member: str | None, limits: Limits,
               budget: ByteBudget | None) -> Iterator[Opened | Skipped]:
-    rel_base = _strip_codec_ext(unit.rel)
-    for suffix in (".tar", ".tgz"):
-        if rel_base.endswith(suffix):
-            rel_base = rel_base[: -len(suffix)]
+    rel_base = tar_base(unit.rel)
     try:
         tf = tarfile.open(fileobj=body, mode="r|")  # type: ignore[call-overload]  # noqa: SIM115 - closed below
     except tarfile.TarError as exc:
@@ -651,7 +662,7 @@ def _zip_entries(raw: BinaryIO) -> int | None:
 
 def _open_zip(unit: Unit, raw: BinaryIO, member: str | None, limits: Limits,
               budget: ByteBudget | None) -> Iterator[Opened | Skipped]:
-    rel_base = unit.rel[:-4] if unit.rel.endswith(".zip") else unit.rel
+    rel_base = zip_base(unit.rel)
     entries = _zip_entries(raw)
     if entries is not None and entries > limits.max_members:
         yield Skipped(unit.display, f"zip archive of {entries} members is not read (limit max_members = "
