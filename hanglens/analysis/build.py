@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,7 +48,7 @@ class Tables:
         return self.tables[name]
 
 
-def frame(name: str, rows: Iterable[dict[str, object]]) -> pd.DataFrame:
+def frame(name: str, rows: Iterable[Mapping[str, object]]) -> pd.DataFrame:
     """A fact table with exactly its spec's columns, in order (missing values as None)."""
     cols = list(FACT_SPECS[name].columns)
     rows = rows if isinstance(rows, list) else list(rows)

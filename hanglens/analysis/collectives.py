@@ -10,6 +10,7 @@ import pandas as pd
 
 from hanglens.analysis import callsite
 from hanglens.analysis.kinds import is_victim_exception
+from hanglens.analysis.record import Record, record_type
 from hanglens.model import Event
 
 Row = dict[str, Any]
@@ -215,7 +216,7 @@ def flight_frontier(events: Sequence[Event]) -> dict[tuple[str, int, int], tuple
 
 
 def enqueue_lag(events: Sequence[Event], state: Sequence[Mapping[str, Any]],
-                hosts: dict[int, str]) -> list[Row]:
+                hosts: dict[int, str]) -> list[Record]:
     """Ranks behind or ahead of their process group's majority position.
 
     A rank's position is the newest sequence number it enqueued (or timed out on). The majority
@@ -225,7 +226,7 @@ def enqueue_lag(events: Sequence[Event], state: Sequence[Mapping[str, Any]],
     work`, no timeout of its own there): it was not waiting in one of this group's collectives when its
     peers failed; false when it had work in flight; None when its status does not say.
     """
-    out: list[Row] = []
+    out: list[Record] = []
     # (each state row with its position, not a copy of it: a big job has a row per rank)
     by_pg: dict[str, list[tuple[Mapping[str, Any], int]]] = defaultdict(list)
     for r in state:
@@ -242,19 +243,19 @@ def enqueue_lag(events: Sequence[Event], state: Sequence[Mapping[str, Any]],
         top = max(counts)
         for r, pos in rows:
             out.append(
-                {
-                    "pg": pg,
-                    "rank": r["rank"],
-                    "host": r.get("host"),
-                    "last_enqueued": pos,
-                    "pg_max_enqueued": top,
-                    "lag": max(0, majority - pos),
-                    "ahead": max(0, pos - majority),
-                    "basis": r.get("source") or "status",
-                    "idle": _idle(r),
-                    "path": r.get("path"),
-                    "line": r.get("line"),
-                }
+                _LagRow(
+                    pg=pg,
+                    rank=r["rank"],
+                    host=r.get("host"),
+                    last_enqueued=pos,
+                    pg_max_enqueued=top,
+                    lag=max(0, majority - pos),
+                    ahead=max(0, pos - majority),
+                    basis=r.get("source") or "status",
+                    idle=_idle(r),
+                    path=r.get("path"),
+                    line=r.get("line"),
+                )
             )
     seen = {(r["pg"], r["rank"]) for r in out}
     to_global = pg_rank_to_global(events)
@@ -273,21 +274,24 @@ def enqueue_lag(events: Sequence[Event], state: Sequence[Mapping[str, Any]],
                 seen.add((pg, rank))
                 joined = _num(e.get("joined_seq"))
                 out.append(
-                    {
-                        "pg": pg,
-                        "rank": rank,
-                        "host": hosts.get(rank),
-                        "last_enqueued": joined if joined is not None else (seq - 1 if seq else None),
-                        "pg_max_enqueued": seq,
-                        "lag": lag,
-                        "ahead": 0,
-                        "basis": "desync",
-                        "idle": None,
-                        "path": e.ref.path,
-                        "line": e.ref.line,
-                    }
+                    _LagRow(
+                        pg=pg,
+                        rank=rank,
+                        host=hosts.get(rank),
+                        last_enqueued=joined if joined is not None else (seq - 1 if seq else None),
+                        pg_max_enqueued=seq,
+                        lag=lag,
+                        ahead=0,
+                        basis="desync",
+                        idle=None,
+                        path=e.ref.path,
+                        line=e.ref.line,
+                    )
                 )
     return sorted(out, key=lambda r: (r["pg"], r["rank"]))
+
+
+_LagRow = record_type("pg_enqueue_lag")   # (slotted: one per rank of a big job)
 
 
 def _idle(r: Mapping[str, Any]) -> bool | None:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hanglens import lazyre as re
+from hanglens.analysis.record import Record, record_type
 from hanglens.analysis.status import is_own_crash
 from hanglens.model import Event
 
@@ -20,7 +21,7 @@ _DATASET_BAR_RE = re.compile(
     r"(?i)^(?:map|filter|tokeni[sz]|running tokenizer|grouping texts|packing|preprocess|pre-process)")
 
 
-def progress_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[dict[str, Any]]:
+def progress_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Record]:
     """One row per rank that reported progress.
 
     `gap` is true when a rank skipped a step its own cadence says it should have printed (e.g. 0,1,2,4);
@@ -71,29 +72,34 @@ def progress_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[dict[s
         return []
     max_step = max(max(s) for s in steps.values())
     majority = _majority_step({rank: max(s) for rank, s in steps.items()})
-    rows = []
+    rows: list[Record] = []
     for rank in sorted(steps):
         last = max(steps[rank])
         gap_after = gaps.get(rank)
         ev = last_ev[rank]
         rows.append(
-            {
-                "rank": rank,
-                "host": hosts.get(rank),
-                "last_step": last,
-                "max_step": max_step,
-                "steps_behind": max_step - last,
-                "gap": gap_after is not None,
-                "gap_after": gap_after,
-                "stopped_early": len(steps) > 1 and last < max_step,
-                "majority_step": majority,
-                "position": None if majority is None else
+            _ProgressRow(
+                rank=rank,
+                host=hosts.get(rank),
+                last_step=last,
+                max_step=max_step,
+                steps_behind=max_step - last,
+                gap=gap_after is not None,
+                gap_after=gap_after,
+                stopped_early=len(steps) > 1 and last < max_step,
+                majority_step=majority,
+                position=None if majority is None else
                 ("same" if last == majority else "ahead" if last > majority else "behind"),
-                "path": ev.ref.path,
-                "line": ev.ref.line,
-            }
+                path=ev.ref.path,
+                line=ev.ref.line,
+            )
         )
     return rows
+
+
+# (slotted rows: one per rank of a big job)
+_ProgressRow = record_type("progress")
+_SlowRow = record_type("slow_phase")
 
 
 def _majority_step(last: dict[int, int]) -> int | None:
@@ -195,7 +201,7 @@ def _fault(e: Event) -> bool:
 
 def slow_phase_rows(
     events: Sequence[Event], hosts: dict[int, str], world: int | None
-) -> list[dict[str, Any]]:
+) -> list[Record]:
     """One row per progress bar (the last report of each tqdm series with times), against the peers' wait.
 
     failure-signatures.md section 15 "Relating the progress bar to the timeout": a bar still running
@@ -253,7 +259,7 @@ def slow_phase_rows(
         lone = next(r for r in range(world) if r not in waits.ranks)
     # Rank 0 as the main process of a single-host job whose other ranks wait (see `_DATASET_BAR_RE`).
     main_first = bool(waits.ranks) and 0 not in waits.ranks and len(set(hosts.values())) <= 1
-    rows = []
+    rows: list[Record] = []
     for (rank, path, label, pattern), bar in sorted(bars.items(),
                                                     key=lambda kv: (kv[1].ref.path, kv[1].ref.line)):
         took = pattern == "took"
@@ -308,30 +314,30 @@ def slow_phase_rows(
                             and before - ({owner} if owner is not None else set()))
         glued = any(r is None or r != rank for r in others_at.get((path, bar.ref.line), ()))
         rows.append(
-            {
-                "rank": owner,
-                "host": hosts.get(owner) if owner is not None else None,
-                "label": label,
-                "step": step,
-                "total": total,
-                "elapsed_s": elapsed,
-                "remaining_s": remaining,
-                "projected_s": projected,
-                "running": bool(running),
-                "timeout_s": timeout_s,
-                "timeout_basis": timeout_basis,
-                "outlasts_timeout": outlasts,
+            _SlowRow(
+                rank=owner,
+                host=hosts.get(owner) if owner is not None else None,
+                label=label,
+                step=step,
+                total=total,
+                elapsed_s=elapsed,
+                remaining_s=remaining,
+                projected_s=projected,
+                running=bool(running),
+                timeout_s=timeout_s,
+                timeout_basis=timeout_basis,
+                outlasts_timeout=outlasts,
                 # Listed for a bar that outlasted the wait only (the rules' victims): one list of every
                 # other waiting rank per bar would be quadratic in ranks.
-                "waiting_ranks": sorted(r for r in waits.ranks if r not in (rank, owner)) if outlasts else [],
-                "wait": waits.kind_without(rank),
-                "owner_basis": basis,
-                "glued": glued,
-                "fault_seen": all_faults - (faults.get(rank, 0) if rank is not None else 0) > 0,
-                "text": bar.text[:MAX_TEXT],
-                "pattern": "took" if took else bar.get("pattern"),
-                "path": bar.ref.path,
-                "line": bar.ref.line,
-            }
+                waiting_ranks=sorted(r for r in waits.ranks if r not in (rank, owner)) if outlasts else [],
+                wait=waits.kind_without(rank),
+                owner_basis=basis,
+                glued=glued,
+                fault_seen=all_faults - (faults.get(rank, 0) if rank is not None else 0) > 0,
+                text=bar.text[:MAX_TEXT],
+                pattern="took" if took else bar.get("pattern"),
+                path=bar.ref.path,
+                line=bar.ref.line,
+            )
         )
     return rows

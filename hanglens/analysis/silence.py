@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hanglens import lazyre as re
 from hanglens.analysis.kinds import FAILURE_KINDS, host_of
+from hanglens.analysis.record import Record, record_type
 from hanglens.model import AGENT_EVENT_KINDS, Event
 
 Row = dict[str, Any]
@@ -141,7 +142,8 @@ def _blocked_stack(e: Event) -> bool:
     return any(_BLOCKED_FRAME.search(str(f)) for f in e.get("frames") or [])
 
 
-def finished_before_stop(events: Sequence[Event], stops: Sequence[Row], quiet: Sequence[Row]) -> bool:
+def finished_before_stop(events: Sequence[Event], stops: Sequence[Row],
+                         quiet: Sequence[Mapping[str, Any]]) -> bool:
     """The job was stopped from outside after its output said the run was over, and nothing else failed.
 
     A user's Ctrl-C (or a scheduler's end of allocation) after `Training complete` interrupts a job that
@@ -240,7 +242,7 @@ def _cadence(progress: list[Event]) -> float | None:
     return statistics.median(rates) if rates else None
 
 
-def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Record]:
     """Where each rank stopped (section 16 items 1-3): one row per rank that reported progress or a phase.
 
     Columns: `last_step`/`last_epoch`/`total` and the time of its last progress report; `last_phase` (the
@@ -267,7 +269,7 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row
     keys: list[int | None] = [*ranked] if ranked else ([None] if by_rank.get(None) else [])
     marks = _stop_marks(events)
     no_error = not any(is_error(e) and not _after_stop(e, marks) for e in events)
-    base: list[Row] = []
+    base: list[Record] = []
     for rank in keys:
         evs = _order(by_rank[rank])
         progress = [e for e in evs if e.kind == "progress"]
@@ -296,38 +298,42 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row
             last_step = max(steps)
         elif rank is None and steps:
             unranked_note = "no line names its rank: which rank stopped where cannot be told"
-        base.append({
-            "rank": rank,
-            "host": hosts.get(rank) if rank is not None else None,
-            "last_step": last_step,
-            "unranked_note": unranked_note,
-            "first_step": min(steps) if steps else None,
-            "last_epoch": next(
+        base.append(_SilentRow(
+            rank=rank,
+            host=hosts.get(rank) if rank is not None else None,
+            last_step=last_step,
+            unranked_note=unranked_note,
+            first_step=min(steps) if steps else None,
+            last_epoch=next(
                 (e.get("epoch") for e in reversed(stepped or progress) if e.get("epoch") is not None), None
             ),
-            "total": _total(stepped[-1]) if stepped else None,
-            "_series": _series(stepped[-1]) if stepped else None,   # (compared in `_compare`, then dropped)
-            "last_time": stepped[-1].time if stepped else (progress[-1].time if progress else None),
-            "last_phase": str(phases[-1].get("phase")) if phases else None,
-            "last_dist": dist[-1].kind if dist else None,
-            "gap_after": gap,
-            "cadence_s": _cadence(progress),
-            "stalled_start": stalled,
-            "boundary": boundary,
-            "no_error": no_error,
-            "path": last.ref.path,
-            "line": last.ref.line,
-        })
+            total=_total(stepped[-1]) if stepped else None,
+            _series=_series(stepped[-1]) if stepped else None,   # (compared in `_compare`, then dropped)
+            last_time=stepped[-1].time if stepped else (progress[-1].time if progress else None),
+            last_phase=str(phases[-1].get("phase")) if phases else None,
+            last_dist=dist[-1].kind if dist else None,
+            gap_after=gap,
+            cadence_s=_cadence(progress),
+            stalled_start=stalled,
+            boundary=boundary,
+            no_error=no_error,
+            path=last.ref.path,
+            line=last.ref.line,
+        ))
     return _compare(base)
 
 
-def _point(r: Row) -> tuple[float, int]:
+# (a slotted row: one per rank of a big job)
+_SilentRow = record_type("silent_hang", extra=("_series",))
+
+
+def _point(r: Record) -> tuple[float, int]:
     epoch = r["last_epoch"]
     return (float(epoch) if isinstance(epoch, (int, float)) and not isinstance(epoch, bool) else -1.0,
             int(r["last_step"]))
 
 
-def _compare(rows: list[Row]) -> list[Row]:
+def _compare(rows: list[Record]) -> list[Record]:
     """Fill the cross-rank columns: common step, position, sequence, first silent."""
     # A point is (epoch, step): step 0 of epoch 1 is past step 4 of epoch 0.
     points = [_point(r) for r in rows if r["last_step"] is not None]
@@ -359,7 +365,7 @@ def _compare(rows: list[Row]) -> list[Row]:
     majority_totals = [r["total"] for r in at_majority]
     # ... counting the same series (a tokenizer bar that ends at 300/300 is no shorter training loop)
     majority_series = {r["_series"] for r in at_majority}
-    out: list[Row] = []
+    out: list[Record] = []
     for r in rows:
         step = _point(r) if r["last_step"] is not None else None
         if step is None or len(lasts) < 2:

@@ -640,10 +640,12 @@ def _finding(rule: Rule, run: _Run, bindings: dict[str, pd.DataFrame]) -> Findin
     else:
         victims = _flagged_ranks(run) - culprits
     victims -= suspects
-    context = {"world_size": run.tables.world_size, "ranks": sorted(run.tables.ranks),
+    # The job's ranks and hosts as they are, not a copy per finding (a big job's are 16,384 long): the
+    # sandbox is immutable (`template.BoundedSandbox`), so a template cannot change them.
+    context = {"world_size": run.tables.world_size, "ranks": run.tables.ranks,
                "culprit_ranks": sorted(culprits), "culprit_hosts": sorted(culprit_hosts),
                "suspect_ranks": sorted(suspects),
-               "victim_ranks": sorted(victims), "hosts_by_rank": dict(run.tables.hosts)}
+               "victim_ranks": sorted(victims), "hosts_by_rank": run.tables.hosts}
     explanation, error = template.render(rule.explanation, bindings, context, run.limits)
     if error is not None:
         run.warnings.append(f"rule {rule.id}: explanation could not be rendered: {error}")
