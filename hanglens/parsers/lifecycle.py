@@ -134,8 +134,8 @@ class LifecycleParser(Parser):
         Example("    elapsed time to build and save sample-idx mapping (seconds): 1204.5", "phase_took",
                 {"label": "build and save sample-idx mapping", "duration_s": 1204},
                 "Megatron-LM gpt_dataset"),
-        Example("12/03/2026 10:02:11 - WARNING - __main__ - no valid eval samples on this process at step 40; "
-                "skipping metric sync", "sync_skipped", {"phrase": "skipping metric sync"},
+        Example("12/03/2026 10:02:11 - WARNING - __main__ - no valid eval samples on this process at "
+                "step 40; skipping metric sync", "sync_skipped", {"phrase": "skipping metric sync"},
                 "user code (written here)"),
         Example("[rank3] empty prediction batch, skipped all_gather_object of predictions", "sync_skipped",
                 {"phrase": "skipped all_gather_object"}, "user code (written here)"),
