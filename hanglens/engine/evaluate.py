@@ -351,7 +351,8 @@ def describe_condition(cond: Condition) -> str:
         r = cond.ranks
         for value, words in ((r.min, "at least {} rank(s)"), (r.max, "at most {} rank(s)"),
                              (r.min_fraction, "at least {:.0%} of ranks"),
-                             (r.max_fraction, "at most {:.0%} of ranks")):
+                             (r.max_fraction, "at most {:.0%} of ranks"),
+                             (r.all_but, "all ranks but {}")):
             if value is not None:
                 bounds.append(words.format(value))
     if cond.count is not None:
@@ -466,6 +467,11 @@ def _check(cond: Condition, run: _Run, bindings: Mapping[str, pd.DataFrame],
             if denom is None:
                 return False, rows, f"world size unknown, cannot bound the fraction of ranks for {what}"
             if (k / denom < bound_f) if low else (k / denom > bound_f):
+                return False, rows, f"{k} of {denom} ranks with {what}"
+        if r.all_but is not None:
+            if denom is None:
+                return False, rows, f"no rank known, cannot count all ranks but {r.all_but} for {what}"
+            if k != denom - r.all_but:
                 return False, rows, f"{k} of {denom} ranks with {what}"
     return True, rows, f"found {what}"
 

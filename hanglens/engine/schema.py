@@ -95,6 +95,9 @@ class RanksSpec(_Strict):
     max: int | None = Field(default=None, ge=0)
     min_fraction: float | None = Field(default=None, ge=0, le=1)
     max_fraction: float | None = Field(default=None, ge=0, le=1)
+    # Exactly the world size less this many ranks (the known world size, or else every rank seen, as for
+    # the fractions).
+    all_but: int | None = Field(default=None, ge=0)
 
 
 class CountSpec(_Strict):

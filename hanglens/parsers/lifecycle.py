@@ -65,6 +65,19 @@ PHASE_TOOK_RE = re.compile(
     r"(?P<secs>\d{1,9})(?:\.\d{1,9})?\b"
 )
 PHASE_TOOK_TRIGGERS = ("lapsed time",)
+# A rank's own log saying it left out a synchronisation this time: `no valid samples; skipping metric sync`,
+# `skipped all_gather of predictions`, `barrier skipped`. Data-dependent branches that skip a collective on
+# one rank are a typical cause of divergence (failure-signatures.md section 1, "What it is": skip a batch on
+# NaN/empty input), and such a line is that rank's own statement that it left the others' path. Only a
+# skip of a communication word counts (`skipping batch 7`, `skipped step 3` are not).
+SYNC_SKIPPED_RE = re.compile(
+    r"(?i)\bskip(?:s|ped|ping)?\b[ \w.:'`-]{0,40}?\b(?:sync(?:hroni[sz](?:e|ation|ing))?"
+    r"|all[_ -]?gather(?:_object)?|gather(?:_object)?|all[_ -]?reduce|reduce[_ -]scatter"
+    r"|broadcast(?:_object_list)?|barrier|collectives?)\b"
+    r"|\b(?:sync(?:hroni[sz]ation)?|all[_ -]?gather(?:_object)?|all[_ -]?reduce|barrier|collectives?) "
+    r"(?:is |was |are |were )?skipped\b"
+)
+SYNC_SKIPPED_TRIGGERS = ("skip", "Skip", "SKIP")
 PHASE_TRIGGERS = ("heckpoint", "alidat", "valuat", "eval", "Eval", "est loop", "est epoch", "okeniz",
                   "reprocess", "ataset")
 # Lines of a stack or a traceback mention these words as code, not as a phase.
@@ -77,7 +90,8 @@ class LifecycleParser(Parser):
     """How the job was stopped from outside (`job_stopped`) and which phase it was in (`phase`)."""
 
     name = "lifecycle"
-    triggers = ("death signal", "CANCELLED AT", *PHASE_TRIGGERS, *FINISHED_TRIGGERS, *PHASE_TOOK_TRIGGERS)
+    triggers = ("death signal", "CANCELLED AT", *PHASE_TRIGGERS, *FINISHED_TRIGGERS, *PHASE_TOOK_TRIGGERS,
+                *SYNC_SKIPPED_TRIGGERS)
     emits = (
         EventSpec("job_stopped", ("how", "signal", "job_id", "stopped_host", "reason"),
                   "the job was stopped from outside: torchrun's agent received a signal (`how` agent_signal, "
@@ -89,6 +103,9 @@ class LifecycleParser(Parser):
         EventSpec("phase_took", ("label", "duration_s"),
                   "a phase reported how long it took once it was over (`elapsed time to <what> (seconds): "
                   "<s>`): `duration_s` whole seconds"),
+        EventSpec("sync_skipped", ("phrase",),
+                  "a rank's own log says it skipped a synchronisation (`skipping metric sync`, `skipped "
+                  "all_gather`, `barrier skipped`): it left the collective path its peers are on"),
         EventSpec("run_finished", ("phrase",),
                   "the training script said its run is over (`Training complete`, HF Trainer's `Training "
                   "completed.`, Lightning's `` `Trainer.fit` stopped: `max_epochs=N` reached``)"),
@@ -117,6 +134,13 @@ class LifecycleParser(Parser):
         Example("    elapsed time to build and save sample-idx mapping (seconds): 1204.5", "phase_took",
                 {"label": "build and save sample-idx mapping", "duration_s": 1204},
                 "Megatron-LM gpt_dataset"),
+        Example("12/03/2026 10:02:11 - WARNING - __main__ - no valid eval samples on this process at "
+                "step 40; skipping metric sync", "sync_skipped", {"phrase": "skipping metric sync"},
+                "user code (written here)"),
+        Example("[rank3] empty prediction batch, skipped all_gather_object of predictions", "sync_skipped",
+                {"phrase": "skipped all_gather_object"}, "user code (written here)"),
+        Example("grad norm is inf: barrier skipped", "sync_skipped", {"phrase": "barrier skipped"},
+                "user code (written here)"),
         Example("Training completed. Do not forget to share your model on huggingface.co/models =)",
                 "run_finished", {"phrase": "Training completed"}, "HF transformers Trainer"),
         Example("`Trainer.fit` stopped: `max_epochs=20` reached.", "run_finished",
@@ -141,6 +165,9 @@ class LifecycleParser(Parser):
         "[rank 1] epoch 3 done in 12s",
         "done in 41s, retrying",
         "elapsed time: 12.5",
+        "skipping batch 7: all labels are padding",
+        "skipped step 3 (overflow), loss scale 32768",
+        "Skipping synchronous download; using the cache",
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
@@ -166,6 +193,9 @@ class LifecycleParser(Parser):
         m = FINISHED_RE.search(text)
         if m:
             return (self.event("run_finished", line, phrase=m.group(0)),)
+        m = SYNC_SKIPPED_RE.search(text) if ("skip" in text or "Skip" in text or "SKIP" in text) else None
+        if m:
+            return (self.event("sync_skipped", line, phrase=m.group(0)),)
         m = PHASE_TOOK_RE.search(text) if "lapsed time" in text else None
         if m:
             return (self.event("phase_took", line, label=m["what"].strip(), duration_s=int(m["secs"])),)
