@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import codecs
 import itertools
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -210,7 +211,27 @@ def _wrap_width(sample: list[str]) -> int | None:
     if len(lines) < 4:
         return None
     lengths = [len(s) for s in lines]
-    width = max(lengths)
+    found = _wrap_width_at(lines, lengths, max(lengths))
+    if found is not None:
+        return found
+    # A paste into an issue has the user's own sentences around the log, and a sentence can be longer than
+    # the terminal the log was copied from: then the width is the length most lines of 60 or more share,
+    # with only a few lines (the prose) longer than it.
+    common = Counter(n for n in lengths if n >= 60).most_common(1)
+    if not common or common[0][0] == max(lengths):
+        return None
+    width = common[0][0]
+    longer = sum(1 for n in lengths if n > width)
+    if longer > max(2, 0.05 * len(lines)):
+        return None
+    kept = [s for s in lines if len(s) <= width]
+    return _wrap_width_at(kept, [len(s) for s in kept], width)
+
+
+def _wrap_width_at(lines: list[str], lengths: list[int], width: int) -> int | None:
+    """`width` when `lines` (none longer than it) read as hard-wrapped at that column (see `_wrap_width`)."""
+    if len(lines) < 4:
+        return None
     at_width = [i for i, n in enumerate(lengths) if n == width]
     if width < 60 or (len(at_width) < 4 and len(at_width) < 0.5 * len(lines)):
         return None
