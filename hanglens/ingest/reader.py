@@ -225,6 +225,12 @@ def _wrap_width(sample: list[str]) -> int | None:
     if longer > max(2, 0.05 * len(lines)):
         return None
     kept = [s for s in lines if len(s) <= width]
+    # Records of one template that happen to share a length (ranks' timestamped lines behind a log shipper's
+    # prefix) are not pieces of a cut line: a piece cut from the middle of a message does not start with a
+    # timestamped envelope of its own.
+    at = [i for i, s in enumerate(kept) if len(s) == width]
+    if sum(1 for i in at if i + 1 < len(kept) and strip_prefixes(kept[i + 1]).time is not None) > len(at) // 4:
+        return None
     return _wrap_width_at(kept, [len(s) for s in kept], width)
 
 
