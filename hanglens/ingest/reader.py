@@ -218,7 +218,7 @@ def _wrap_width(sample: list[str]) -> int | None:
     # the terminal the log was copied from: then the width is the length most lines of 60 or more share,
     # with only a few lines (the prose) longer than it.
     common = Counter(n for n in lengths if n >= 60).most_common(1)
-    if not common or common[0][0] == max(lengths):
+    if not common or common[0][0] == max(lengths) or common[0][1] < max(4, 0.25 * len(lines)):
         return None
     width = common[0][0]
     longer = sum(1 for n in lengths if n > width)
@@ -1360,5 +1360,14 @@ class Reader:
                           if e.rank is None and e.writer in owners and not is_agent_event(e)
                           and not two_writers(e) else e
                           for e in res.events]
+            # srun's own `task <t>: Exited with exit code <c>` line names the task; in a file whose task labels
+            # are its ranks (srun started the ranks itself, `stream_ranks`) that task is the rank
+            # (failure-signatures.md section 6, SLURM row; log-formats.md section 9.3).
+            tasks = {w: r for w, r in owners.items() if w is not None and w.startswith("task ")}
+            if tasks and all(w == f"task {r}" for w, r in tasks.items()):
+                res.events = [replace(e, rank=e.get("tasks")[0])   # type: ignore[index]
+                              if e.kind == "launcher_exit" and e.get("launcher") == "srun" and e.rank is None
+                              and isinstance(e.get("tasks"), list) and len(e.get("tasks")) == 1 else e
+                              for e in res.events]
         res.ranks = {e.rank for e in res.events if e.rank is not None} | self.envelope_ranks
         res.hosts = {e.host for e in res.events if e.host}
