@@ -32,6 +32,8 @@ def _rank_of(e: Event, single_node: bool = True) -> int | None:
     if e.kind == "child_failed":
         r = e.get("failed_rank")
         return r if isinstance(r, int) and r >= 0 else None
+    if e.kind == "launcher_exit" and e.get("launcher") == "srun":
+        return e.rank    # srun's task line: its task, set as the rank only where tasks are ranks (ingest)
     if e.kind in ("worker_failed", "launcher_exit"):
         placed = e.get("placed_rank")   # the launcher's layout of the host (ingest/attribute.py)
         if isinstance(placed, int) and placed >= 0:
@@ -138,7 +140,8 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
     }
     out: dict[int, Event] = {}
     for e in events:
-        if e.kind not in ("child_failed", "worker_failed"):
+        if e.kind not in ("child_failed", "worker_failed") and not (
+                e.kind == "launcher_exit" and e.get("launcher") == "srun"):
             continue
         rank, code = _rank_of(e, sn), _exitcode(e)
         if rank is not None and code is not None and code > 0 and rank not in informed:
