@@ -197,9 +197,9 @@ def detect_dialect(sample: list[str]) -> Dialect:
     if lead:
         lines = [x[len(lead):] if x.startswith(lead) else x for x in lines]
     # srun and slurmstepd write their own messages unlabelled into the same output (`srun: error: <host>:
-    # task <t>: Exited with exit code <c>`, `slurmstepd: error: *** STEP ... CANCELLED ...`; failure-signatures.md
-    # section 6, SchedMD/slurm src/srun/launch.c `_task_finish`): they say nothing about whether the tasks'
-    # lines are labelled, so the share is taken over the other lines.
+    # task <t>: Exited with exit code <c>`, `slurmstepd: error: *** STEP ... CANCELLED ...`;
+    # failure-signatures.md section 6, SchedMD/slurm src/srun/launch.c `_task_finish`): they say nothing
+    # about whether the tasks' lines are labelled, so the share is taken over the other lines.
     labelled = [s for s in lines if not SLURM_OWN_RE.match(s)]
     slurm = bool(labelled) and _most(SLURM_RE, labelled)
     pdsh = not slurm and _most(PDSH_RE, lines)

@@ -229,9 +229,19 @@ def _wrap_width(sample: list[str]) -> int | None:
     # prefix) are not pieces of a cut line: a piece cut from the middle of a message does not start with a
     # timestamped envelope of its own.
     at = [i for i, s in enumerate(kept) if len(s) == width]
-    if sum(1 for i in at if i + 1 < len(kept) and strip_prefixes(kept[i + 1]).time is not None) > len(at) // 4:
+    stamped = sum(1 for i in at if i + 1 < len(kept) and strip_prefixes(kept[i + 1]).time is not None)
+    if stamped > len(at) // 4:
         return None
     return _wrap_width_at(kept, [len(s) for s in kept], width)
+
+
+def _srun_task_rank(e: Event) -> Event:
+    """srun's exit line of one task, ranked by that task (where the file's tasks are its ranks)."""
+    ids = e.get("tasks")
+    if (e.kind == "launcher_exit" and e.get("launcher") == "srun" and e.rank is None
+            and isinstance(ids, list) and len(ids) == 1 and isinstance(ids[0], int)):
+        return replace(e, rank=ids[0])
+    return e
 
 
 def _wrap_width_at(lines: list[str], lengths: list[int], width: int) -> int | None:
@@ -1360,14 +1370,11 @@ class Reader:
                           if e.rank is None and e.writer in owners and not is_agent_event(e)
                           and not two_writers(e) else e
                           for e in res.events]
-            # srun's own `task <t>: Exited with exit code <c>` line names the task; in a file whose task labels
-            # are its ranks (srun started the ranks itself, `stream_ranks`) that task is the rank
+            # srun's own `task <t>: Exited with exit code <c>` line names the task; in a file whose task
+            # labels are its ranks (srun started the ranks itself, `stream_ranks`) that task is the rank
             # (failure-signatures.md section 6, SLURM row; log-formats.md section 9.3).
             tasks = {w: r for w, r in owners.items() if w is not None and w.startswith("task ")}
             if tasks and all(w == f"task {r}" for w, r in tasks.items()):
-                res.events = [replace(e, rank=e.get("tasks")[0])   # type: ignore[index]
-                              if e.kind == "launcher_exit" and e.get("launcher") == "srun" and e.rank is None
-                              and isinstance(e.get("tasks"), list) and len(e.get("tasks")) == 1 else e
-                              for e in res.events]
+                res.events = [_srun_task_rank(e) for e in res.events]
         res.ranks = {e.rank for e in res.events if e.rank is not None} | self.envelope_ranks
         res.hosts = {e.host for e in res.events if e.host}

@@ -48,13 +48,14 @@ SUCCEEDED_RE = re.compile(
     r"(?:\[(?P<role>[\w-]+)\] )?worker group successfully finished\."
     r"|Local worker group finished \((?:WorkerState\.)?SUCCEEDED\)"
 )
-# SchedMD/slurm src/srun/launch.c `_task_finish` (failure-signatures.md section 6, SLURM row): srun reports each
-# task that ended badly, `srun: error: <hosts>: task(s) <ids>: Exited with exit code <c>` or, for a signal,
-# `srun: error: <hosts>: task(s) <ids>: <strsignal>[ (core dumped)]`; several tasks of a host share one line
-# (`tasks 0-3,5`). The ids are SLURM_PROCIDs (global ranks only when srun started the ranks itself).
+# SchedMD/slurm src/srun/launch.c `_task_finish` (failure-signatures.md section 6, SLURM row): srun reports
+# each task that ended badly, `srun: error: <hosts>: task(s) <ids>: Exited with exit code <c>` or, for a
+# signal, `srun: error: <hosts>: task(s) <ids>: <strsignal>[ (core dumped)]`; several tasks of a host share
+# one line (`tasks 0-3,5`). The ids are SLURM_PROCIDs (global ranks only when srun started the ranks).
 SRUN_TASK_EXIT_RE = re.compile(
     r"srun: error: (?P<host>[\w.\[\],-]{1,255}): tasks? (?P<tasks>\d{1,6}(?:[-,]\d{1,6}){0,64}): "
-    r"(?:Exited with exit code (?P<code>\d{1,3})|(?P<sig>[A-Z][a-z]+(?: [a-z]+){0,3})(?: \(core dumped\))?)\s*$"
+    r"(?:Exited with exit code (?P<code>\d{1,3})"
+    r"|(?P<sig>[A-Z][a-z]+(?: [a-z]+){0,3})(?: \(core dumped\))?)\s*$"
 )
 # strsignal() texts srun prints for a task killed by a signal (glibc).
 STRSIGNAL = {"Terminated": 15, "Killed": 9, "Aborted": 6, "Segmentation fault": 11, "Bus error": 7,
@@ -271,7 +272,8 @@ class ElasticParser(Parser):
         EventSpec("launcher_exit", ("exitcode", "pid", "launcher", "signal", "local_rank", "placed_rank",
                                     "tasks", "task_host"),
                   "a launcher (DeepSpeed, SLURM srun, a serving framework) reports a child's exit status; "
-                  "`placed_rank` as for worker_failed; srun's line names `tasks` (SLURM_PROCIDs) on `task_host`"),
+                  "`placed_rank` as for worker_failed; srun's line names `tasks` (SLURM_PROCIDs) on "
+                  "`task_host`"),
         EventSpec("world_info", ("node_rank", "nnodes", "world_size", "master_addr", "local_ranks",
                                  "global_ranks"),
                   "rendezvous result: which global ranks this agent's local workers got"),

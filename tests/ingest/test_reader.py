@@ -44,15 +44,15 @@ def test_hard_wrapped_paste_under_a_longer_sentence_is_rejoined(mark: tuple[type
     assert [e.rank for e in res.events if e.text.endswith("MARK end")] == [3, 3, 3]
     assert any("rejoined" in n for n in res.notes)
     # Many lines longer than the common length are not prose around a paste: no wrap.
-    long_records = [f"[rank{i}]:[E817 04:55:1{i}.332091781 ProcessGroupNCCL.cpp:1723] [Rank {i}] " + "y" * (60 + 7 * i)
-                    for i in range(6)]
+    long_records = [f"[rank{i}]:[E817 04:55:1{i}.332091781 ProcessGroupNCCL.cpp:1723] [Rank {i}] "
+                    + "y" * (60 + 7 * i) for i in range(6)]
     many = "\n".join(long_records + rows) + "\n"
     assert not any("rejoined" in n for n in read(many.encode(), mark).notes)
     # Ranks' records of one template that share a length behind a timestamped shipper prefix (CloudWatch,
     # log-formats.md section 9.3 / CRI) with two longer records above them: records, not pieces of one line.
-    shipped = [f"  | 2026-02-11T07:1{i}:0{i}.41{i}Z | [rank{i}]:[E211 07:1{i}:0{i}.41{i}000000 ProcessGroupNCCL.cpp:1"
-               f"664] [PG 0 (default_pg) Rank {i}] Timeout at NCCL work: 7012, last enqueued NCCL work: 7012."
-               for i in range(7)]
+    shipped = [f"  | 2026-02-11T07:1{i}:0{i}.41{i}Z | [rank{i}]:[E211 07:1{i}:0{i}.41{i}000000 "
+               f"ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank {i}] Timeout at NCCL work: 7012, last "
+               f"enqueued NCCL work: 7012." for i in range(7)]
     above = ["  | 2026-02-11T07:09:00.000Z | " + "z" * 150, "  | 2026-02-11T07:09:01.000Z | " + "q" * 200]
     assert len({len(x) for x in shipped}) == 1
     res = read(("\n".join(above + shipped) + "\n").encode(), mark)

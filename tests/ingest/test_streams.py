@@ -295,9 +295,9 @@ def test_a_coloredlogs_process_is_one_stream_whose_stated_rank_owns_its_error(tm
 
 
 def test_srun_task_exit_line_names_the_rank_only_where_tasks_are_ranks(tmp_path: Path) -> None:
-    # Written from failure-signatures.md section 6 (SLURM row: `srun: error: <host>: task <t>: Exited with exit
-    # code <c>`, SchedMD/slurm src/srun/launch.c `_task_finish`) and log-formats.md section 9.3 (`srun -l`
-    # labels right-aligned to the widest task id; the id is the rank only when srun starts the ranks).
+    # Written from failure-signatures.md section 6 (SLURM row: `srun: error: <host>: task <t>: Exited with
+    # exit code <c>`, SchedMD/slurm src/srun/launch.c `_task_finish`) and log-formats.md section 9.3 (`srun
+    # -l` labels right-aligned to the widest task id; the id is the rank only when srun starts the ranks).
     labelled = (" 0: epoch 2 step 700 loss 0.52\n"
                 " 9: epoch 2 step 700 loss 0.50\n"
                 "11: epoch 2 step 710 loss 0.49\n"
