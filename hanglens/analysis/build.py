@@ -191,9 +191,12 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     # A line that reports an error is no progress report: `ValueError: non-finite loss at step 5120` names
     # a step, but the rank did not get past it (and must not seem to have trained on after its traceback).
     # (the refs themselves, not a (path, line) tuple per error line: a big job has one or two per rank)
-    errs = {e.ref for e in evs if e.kind == "error_line"}
+    # A tqdm bar redrawn with `\r` and another writer's line glued behind it share one physical line
+    # (log-formats.md section 9.2); the reader splits them, so an error is the bar's own only when it is
+    # on the bar's text, not on the line glued to it.
+    errs = {(e.ref, e.text) for e in evs if e.kind == "error_line"}
     if errs:
-        evs = [e for e in evs if e.kind != "progress" or e.ref not in errs]
+        evs = [e for e in evs if e.kind != "progress" or (e.ref, e.text) not in errs]
     del errs
     # Errors their writer trained on after (caught, logged, retried) did not end the job: not failures.
     survived = status.survived_failures(evs, files)

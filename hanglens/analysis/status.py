@@ -32,6 +32,8 @@ def _rank_of(e: Event, single_node: bool = True) -> int | None:
     if e.kind == "child_failed":
         r = e.get("failed_rank")
         return r if isinstance(r, int) and r >= 0 else None
+    if e.kind == "launcher_exit" and e.get("launcher") == "srun":
+        return e.rank    # srun's task line: its task, set as the rank only where tasks are ranks (ingest)
     if e.kind in ("worker_failed", "launcher_exit"):
         placed = e.get("placed_rank")   # the launcher's layout of the host (ingest/attribute.py)
         if isinstance(placed, int) and placed >= 0:
@@ -138,7 +140,8 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
     }
     out: dict[int, Event] = {}
     for e in events:
-        if e.kind not in ("child_failed", "worker_failed"):
+        if e.kind not in ("child_failed", "worker_failed") and not (
+                e.kind == "launcher_exit" and e.get("launcher") == "srun"):
             continue
         rank, code = _rank_of(e, sn), _exitcode(e)
         if rank is not None and code is not None and code > 0 and rank not in informed:
@@ -327,6 +330,24 @@ def _launcher_pid_ranks(events: Sequence[Event], sn: bool) -> dict[Any, int]:
     return out
 
 
+def _worker_pid_ranks(events: Sequence[Event], sn: bool) -> dict[Any, int]:
+    """pid -> rank of the DataLoader workers a rank reported killed by SIGKILL (`DataLoader worker (pid P) is
+    killed by signal: Killed.`, torch/csrc/DataLoader.cpp): the worker is a child of that rank's main process
+    (failure-signatures.md section 8). A pid two ranks claim is nobody's."""
+    seen: dict[Any, set[int]] = defaultdict(set)
+    for e in events:
+        if e.kind != "dataloader_worker_died" or e.get("signal") != "SIGKILL":
+            continue
+        rank = _rank_of(e, sn)
+        if rank is None:
+            continue
+        pids = e.get("pids")
+        for pid in (pids if isinstance(pids, list) else [e.get("pid")]):
+            if isinstance(pid, int):
+                seen[pid].add(rank)
+    return {pid: next(iter(r)) for pid, r in seen.items() if len(r) == 1}
+
+
 def _kill_behind_exit(e: Event, cur: Event | None) -> bool:
     """Is `e` the kernel's OOM kill of the process whose exit the launcher reported as `cur`? The kill is
     that exit's cause (failure-signatures.md section 5.2: match the killed pid to the torchrun pid field),
@@ -346,6 +367,8 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     for exit_rank, exit_event in _exit_only_crashes(events).items():
         best[exit_rank] = exit_event
     pid_ranks = _launcher_pid_ranks(events, sn)
+    worker_ranks = _worker_pid_ranks(events, sn)
+    killed_workers: set[int] = set()
     # Ranks whose own NCCL said the remote end of a connection went away (`Connection closed by remote
     # peer`, `Connection reset by peer`, `Broken pipe`): their `unhandled system error` is that loss.
     peer_gone = {r for e in events
@@ -364,8 +387,19 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             continue
         if rank is None and e.kind == "oom":
             rank = pid_ranks.get(e.get("pid"))  # the kernel's OOM killer names a pid, the launcher its rank
+            if rank is None:
+                rank = worker_ranks.get(e.get("pid"))   # ... or a rank's DataLoader worker
             if rank is not None and e.host and hosts.get(rank) not in (None, e.host):
                 rank = None   # the same pid on another host is another process
+            elif rank is not None and worker_ranks.get(e.get("pid")) == rank:
+                # The kernel killed this rank's DataLoader worker (`DataLoader worker (pid P) is killed by
+                # signal: Killed.` with `Killed process P` in the kernel log): host memory ran out, and the
+                # worker's death is only how the rank saw it (failure-signatures.md sections 8 and 5.2).
+                best[rank] = e
+                killed_workers.add(rank)
+                continue
+        if rank in killed_workers:
+            continue
         if rank is None or not is_own_crash(e):
             continue
         cur = best.get(rank)

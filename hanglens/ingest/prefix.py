@@ -45,6 +45,8 @@ JOURNAL_RE = re.compile(
     r"(?P<hms>\d\d:\d\d:\d\d)(?:\.\d{6})? (?P<host>\S+) (?P<ident>[^\s\[:]+)(?:\[\d+\])?: "
 )
 SLURM_RE = re.compile(r"^(?:P\d+ )?\s*(?P<task>\d{1,5}): ")
+# Lines srun / slurmstepd write themselves (never behind a task label).
+SLURM_OWN_RE = re.compile(r"^(?:srun|slurmstepd(?:-[\w.-]+)?)(?:@[\w.-]+)?: ")
 OPENMPI_RE = re.compile(
     r"^\[(?P<job>[\w.@-]+),(?P<mpi_rank>\d{1,6})\](?:\[(?P<host>[^:\]]+):\d+\])?"
     r"<(?P<stream>stdout|stderr|stddiag)>: ?"
@@ -194,7 +196,12 @@ def detect_dialect(sample: list[str]) -> Dialect:
     lead = _lead(lines)
     if lead:
         lines = [x[len(lead):] if x.startswith(lead) else x for x in lines]
-    slurm = _most(SLURM_RE, lines)
+    # srun and slurmstepd write their own messages unlabelled into the same output (`srun: error: <host>:
+    # task <t>: Exited with exit code <c>`, `slurmstepd: error: *** STEP ... CANCELLED ...`;
+    # failure-signatures.md section 6, SchedMD/slurm src/srun/launch.c `_task_finish`): they say nothing
+    # about whether the tasks' lines are labelled, so the share is taken over the other lines.
+    labelled = [s for s in lines if not SLURM_OWN_RE.match(s)]
+    slurm = bool(labelled) and _most(SLURM_RE, labelled)
     pdsh = not slurm and _most(PDSH_RE, lines)
     named = _named_hosts(lines) if not slurm and not pdsh else frozenset()
     pdsh = pdsh or bool(named)

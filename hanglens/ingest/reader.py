@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import codecs
 import itertools
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -210,7 +211,43 @@ def _wrap_width(sample: list[str]) -> int | None:
     if len(lines) < 4:
         return None
     lengths = [len(s) for s in lines]
-    width = max(lengths)
+    found = _wrap_width_at(lines, lengths, max(lengths))
+    if found is not None:
+        return found
+    # A paste into an issue has the user's own sentences around the log, and a sentence can be longer than
+    # the terminal the log was copied from: then the width is the length most lines of 60 or more share,
+    # with only a few lines (the prose) longer than it.
+    common = Counter(n for n in lengths if n >= 60).most_common(1)
+    if not common or common[0][0] == max(lengths) or common[0][1] < max(4, 0.25 * len(lines)):
+        return None
+    width = common[0][0]
+    longer = sum(1 for n in lengths if n > width)
+    if longer > max(2, 0.05 * len(lines)):
+        return None
+    kept = [s for s in lines if len(s) <= width]
+    # Records of one template that happen to share a length (ranks' timestamped lines behind a log shipper's
+    # prefix) are not pieces of a cut line: a piece cut from the middle of a message does not start with a
+    # timestamped envelope of its own.
+    at = [i for i, s in enumerate(kept) if len(s) == width]
+    stamped = sum(1 for i in at if i + 1 < len(kept) and strip_prefixes(kept[i + 1]).time is not None)
+    if stamped > len(at) // 4:
+        return None
+    return _wrap_width_at(kept, [len(s) for s in kept], width)
+
+
+def _srun_task_rank(e: Event) -> Event:
+    """srun's exit line of one task, ranked by that task (where the file's tasks are its ranks)."""
+    ids = e.get("tasks")
+    if (e.kind == "launcher_exit" and e.get("launcher") == "srun" and e.rank is None
+            and isinstance(ids, list) and len(ids) == 1 and isinstance(ids[0], int)):
+        return replace(e, rank=ids[0])
+    return e
+
+
+def _wrap_width_at(lines: list[str], lengths: list[int], width: int) -> int | None:
+    """`width` when `lines` (none longer than it) read as hard-wrapped at that column (see `_wrap_width`)."""
+    if len(lines) < 4:
+        return None
     at_width = [i for i, n in enumerate(lengths) if n == width]
     if width < 60 or (len(at_width) < 4 and len(at_width) < 0.5 * len(lines)):
         return None
@@ -1333,5 +1370,11 @@ class Reader:
                           if e.rank is None and e.writer in owners and not is_agent_event(e)
                           and not two_writers(e) else e
                           for e in res.events]
+            # srun's own `task <t>: Exited with exit code <c>` line names the task; in a file whose task
+            # labels are its ranks (srun started the ranks itself, `stream_ranks`) that task is the rank
+            # (failure-signatures.md section 6, SLURM row; log-formats.md section 9.3).
+            tasks = {w: r for w, r in owners.items() if w is not None and w.startswith("task ")}
+            if tasks and all(w == f"task {r}" for w, r in tasks.items()):
+                res.events = [_srun_task_rank(e) for e in res.events]
         res.ranks = {e.rank for e in res.events if e.rank is not None} | self.envelope_ranks
         res.hosts = {e.host for e in res.events if e.host}

@@ -256,6 +256,12 @@ class CudaParser(Parser):
         ),
         Example("RuntimeError: CUDA error: unknown error", "cuda_error", {"error": "unknown"}, "torch 1.10+"),
         Example(
+            "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+            "oom",
+            {"device": "cuda", "requested": None},
+            "torch 1.10+ (cuBLAS handle creation on a full GPU)",
+        ),
+        Example(
             "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered",
             "cuda_error",
             {"error": "illegal_memory_access"},
@@ -510,7 +516,11 @@ class CudaParser(Parser):
                 "cuda_error", line, error=error, message=msg, status=status, **pg_fields(text[:at])
             )
         )
-        if msg.startswith("out of memory"):
+        # `CUDA error: out of memory` is a raw cudaMalloc outside the caching allocator; a CUDA library that
+        # cannot allocate its own GPU workspace says `<LIB>_STATUS_ALLOC_FAILED` (`CUBLAS_STATUS_ALLOC_FAILED
+        # when calling `cublasCreate(handle)``): the GPU is out of memory either way (failure-signatures.md
+        # sections 4 and 5.1; log-formats.md section 5.1).
+        if msg.startswith("out of memory") or (status or "").endswith("_STATUS_ALLOC_FAILED"):
             out.append(
                 self.event("oom", line, device="cuda", requested=None, gpu=None, total=None, free=None)
             )

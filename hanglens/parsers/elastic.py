@@ -48,6 +48,18 @@ SUCCEEDED_RE = re.compile(
     r"(?:\[(?P<role>[\w-]+)\] )?worker group successfully finished\."
     r"|Local worker group finished \((?:WorkerState\.)?SUCCEEDED\)"
 )
+# SchedMD/slurm src/srun/launch.c `_task_finish` (failure-signatures.md section 6, SLURM row): srun reports
+# each task that ended badly, `srun: error: <hosts>: task(s) <ids>: Exited with exit code <c>` or, for a
+# signal, `srun: error: <hosts>: task(s) <ids>: <strsignal>[ (core dumped)]`; several tasks of a host share
+# one line (`tasks 0-3,5`). The ids are SLURM_PROCIDs (global ranks only when srun started the ranks).
+SRUN_TASK_EXIT_RE = re.compile(
+    r"srun: error: (?P<host>[\w.\[\],-]{1,255}): tasks? (?P<tasks>\d{1,6}(?:[-,]\d{1,6}){0,64}): "
+    r"(?:Exited with exit code (?P<code>\d{1,3})"
+    r"|(?P<sig>[A-Z][a-z]+(?: [a-z]+){0,3})(?: \(core dumped\))?)\s*$"
+)
+# strsignal() texts srun prints for a task killed by a signal (glibc).
+STRSIGNAL = {"Terminated": 15, "Killed": 9, "Aborted": 6, "Segmentation fault": 11, "Bus error": 7,
+             "Floating point exception": 8, "Hangup": 1, "Interrupt": 2, "Illegal instruction": 4}
 DEEPSPEED_EXIT_RE = re.compile(r"exits with return code = (?P<code>-?\d+)")
 LOCAL_RANK_ARG_RE = re.compile(r"--local[_-]rank=(?P<lr>\d+)")
 CHILD_EXIT_RE = re.compile(
@@ -133,6 +145,19 @@ def shell_signal_name(code: int | None) -> str | None:
     if 128 < code <= 128 + 31:
         return SIGNAL_NAMES.get(code - 128)
     return None
+
+
+def _task_ids(spec: str) -> list[int]:
+    """srun's task list `0-2,5` -> [0, 1, 2, 5] (at most 4096 ids)."""
+    out: list[int] = []
+    for part in spec.split(","):
+        a, _, b = part.partition("-")
+        lo = int(a)
+        hi = int(b) if b else lo
+        out.extend(range(lo, min(hi, lo + 4096 - len(out)) + 1))
+        if len(out) >= 4096:
+            break
+    return out
 
 
 def _signame(text: str) -> str:
@@ -227,6 +252,7 @@ class ElasticParser(Parser):
         "torch.distributed.launch",
         "OMP_NUM_THREADS environment variable",
         "global_rank_mapping=",
+        "srun: error: ",
     )
     emits = (
         EventSpec("worker_failed", ("exitcode", "local_rank", "pid", "signal", "entrypoint", "placed_rank"),
@@ -243,9 +269,11 @@ class ElasticParser(Parser):
         EventSpec("agent_succeeded", ("role",),
                   "the torchrun agent reports its worker group finished with every worker exiting 0 "
                   "(`WorkerState.SUCCEEDED`)"),
-        EventSpec("launcher_exit", ("exitcode", "pid", "launcher", "signal", "local_rank", "placed_rank"),
-                  "a launcher (DeepSpeed, a serving framework) reports a child's exit status; `placed_rank` "
-                  "as for worker_failed"),
+        EventSpec("launcher_exit", ("exitcode", "pid", "launcher", "signal", "local_rank", "placed_rank",
+                                    "tasks", "task_host"),
+                  "a launcher (DeepSpeed, SLURM srun, a serving framework) reports a child's exit status; "
+                  "`placed_rank` as for worker_failed; srun's line names `tasks` (SLURM_PROCIDs) on "
+                  "`task_host`"),
         EventSpec("world_info", ("node_rank", "nnodes", "world_size", "master_addr", "local_ranks",
                                  "global_ranks"),
                   "rendezvous result: which global ranks this agent's local workers got"),
@@ -367,6 +395,14 @@ class ElasticParser(Parser):
                 "Worker group UNHEALTHY. 1/2 attempts left; will restart worker group",
                     "worker_group_restart",
                 {"restarts_left": 1, "max_restarts": 2, "state": "UNHEALTHY"}, "torch 2.3-2.9"),
+        Example("srun: error: gpu-b07: task 3: Exited with exit code 1", "launcher_exit",
+                {"exitcode": 1, "launcher": "srun", "signal": None, "tasks": [3], "task_host": "gpu-b07"},
+                "Slurm srun (src/srun/launch.c _task_finish), any version"),
+        Example("srun: error: cn-0412: tasks 4-5,7: Terminated", "launcher_exit",
+                {"exitcode": -15, "launcher": "srun", "signal": "SIGTERM", "tasks": [4, 5, 7]},
+                "Slurm srun, a signal's strsignal() text"),
+        Example("srun: error: cn-0413: task 9: Segmentation fault (core dumped)", "launcher_exit",
+                {"exitcode": -11, "signal": "SIGSEGV", "tasks": [9]}, "Slurm srun, core dumped"),
         Example("[2024-10-01 01:17:14,772] [ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python', '-u', "
                 "'train.py', '--local_rank=1'] exits with return code = -9", "launcher_exit",
                 {"exitcode": -9, "launcher": "deepspeed", "signal": "SIGKILL", "local_rank": 1},
@@ -599,6 +635,17 @@ class ElasticParser(Parser):
             out.append(self.event("worker_group_restart", line, restarts_left=None, max_restarts=None,
                                   state="MEMBERSHIP_CHANGE", role=m["role"]))
             return out
+        if text.startswith("srun: error: "):
+            m = SRUN_TASK_EXIT_RE.match(text)
+            if m:
+                signum = STRSIGNAL.get(m["sig"] or "")
+                if m["code"] is None and signum is None:
+                    return out
+                code = to_int(m["code"]) if m["code"] is not None else -signum   # type: ignore[operator]
+                out.append(self.event("launcher_exit", line, exitcode=code, pid=None, launcher="srun",
+                                      signal=signal_name(code), local_rank=None,
+                                      tasks=_task_ids(m["tasks"]), task_host=m["host"]))
+                return out
         m = DEEPSPEED_EXIT_RE.search(text)
         if m:
             code = to_int(m["code"])

@@ -583,3 +583,24 @@ def test_a_line_that_reports_an_error_is_no_progress() -> None:
                  fields={"step": 5120, "pattern": "step"})
     tables = build([ev("progress", 1, step=10), err, step])
     assert [r["last_step"] for r in rows(tables, "silent_hang") if r["rank"] == 1] == [10]
+
+
+
+def test_an_error_glued_behind_a_bar_leaves_the_bar_a_progress_report() -> None:
+    """log-formats.md section 9.2: tqdm redraws with `\\r`, so another writer's error line (here a torch 2.2
+    watchdog timeout, section 1.4) lands on the bar's physical line; the reader splits the two texts, and the
+    bar is still the bar."""
+    b = bar(None, 1276000, 2000000, 1798, 1019)
+    err = Event(kind="error_line", ref=b.ref, parser="catchall", rank=2,
+                text="[Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+                     "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800419 "
+                     "milliseconds before timing out.",
+                fields={"template": "x"})
+    wait = Event(kind="hang_detected", ref=b.ref, text=err.text, parser="test", rank=2,
+                 fields={"detector": "watchdog", "op": "ALLREDUCE", "seq": 1, "timeout_ms": 1800000})
+    (row,) = rows(build([b, err, wait]), "slow_phase")
+    assert row["outlasts_timeout"] and row["glued"]
+    # An error on the bar's own text still ends it as a progress report.
+    own = Event(kind="error_line", ref=b.ref, parser="catchall", rank=None, text=b.text,
+                fields={"template": "x"})
+    assert rows(build([b, own, wait]), "slow_phase") == []

@@ -216,3 +216,28 @@ def test_coloredlogs_envelope_gives_time_host_level_and_a_stream_per_process() -
     env = strip_prefixes("2026-01-05 10:11:12,250 host-3 trainer[1234] ERROR boom")
     assert env.time is not None and env.year == 2026 and env.year_known and env.writer == "proc host-3:1234"
     assert strip_prefixes("2026-01-05 10:11:13 host-3 trainer[1235] INFO x").writer == "proc host-3:1235"
+
+
+def test_srun_own_messages_do_not_count_against_task_labels() -> None:
+    # Written from log-formats.md section 9.3 (`srun -l` right-aligns the task id to the widest id: ` 3: ` with
+    # 16 tasks) and failure-signatures.md section 6 (srun's `srun: error: <host>: task <t>: Exited with exit code
+    # <c>` and slurmstepd's `*** STEP <job>.<step> ON <host> CANCELLED AT <time> ***`, unlabelled, in the same
+    # output); any Slurm version, torch 1.10-2.9 traceback text.
+    lines = [
+        " 1: epoch 3 | step 9100 | loss 0.71",
+        "12: epoch 3 | step 9100 | loss 0.70",
+        " 6: Traceback (most recent call last):",
+        ' 6:   File "/srv/job/run.py", line 88, in <module>',
+        " 6: IndexError: list index out of range",
+        "srun: error: cn-0412: task 6: Exited with exit code 1",
+        "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",
+        "slurmstepd: error: *** STEP 40917.0 ON cn-0412 CANCELLED AT 2026-01-05T11:02:40 ***",
+        "srun: error: cn-0412: tasks 4-5,7: Terminated",
+        "srun: error: cn-0413: tasks 8-15: Terminated",
+    ]
+    assert detect_dialect(lines).slurm
+    env = strip_prefixes(" 6: IndexError: list index out of range", detect_dialect(lines))
+    assert (env.task, env.text) == (6, "IndexError: list index out of range")
+    # srun's own lines alone are not a labelled file, and a file of mostly unlabelled text stays unlabelled.
+    assert not detect_dialect(lines[5:]).slurm
+    assert not detect_dialect(["plain one", "plain two", "plain three", "0: x", "srun: error: a: task 0: x"]).slurm

@@ -33,6 +33,32 @@ def test_hard_wrapped_paste_is_rejoined(mark: tuple[type[Parser], ...]) -> None:
     assert any("rejoined" in n for n in res.notes)
 
 
+def test_hard_wrapped_paste_under_a_longer_sentence_is_rejoined(mark: tuple[type[Parser], ...]) -> None:
+    """An issue paste: the user's sentence above the log is longer than the terminal the log came from."""
+    width = 90
+    intro = "Here is what the pod printed before it died; the terminal cut the lines, sorry about that, " * 2
+    msg = "[rank3]:[E817 04:55:12.332091781 ProcessGroupNCCL.cpp:1723] [Rank 3] " + "word " * 40 + "MARK end"
+    rows = [msg[i:i + width] for i in range(0, len(msg), width)]
+    text = intro.strip() + "\n\n" + "\n".join(["\n".join(rows)] * 3) + "\n"
+    res = read(text.encode(), mark)
+    assert [e.rank for e in res.events if e.text.endswith("MARK end")] == [3, 3, 3]
+    assert any("rejoined" in n for n in res.notes)
+    # Many lines longer than the common length are not prose around a paste: no wrap.
+    long_records = [f"[rank{i}]:[E817 04:55:1{i}.332091781 ProcessGroupNCCL.cpp:1723] [Rank {i}] "
+                    + "y" * (60 + 7 * i) for i in range(6)]
+    many = "\n".join(long_records + rows) + "\n"
+    assert not any("rejoined" in n for n in read(many.encode(), mark).notes)
+    # Ranks' records of one template that share a length behind a timestamped shipper prefix (CloudWatch,
+    # log-formats.md section 9.3 / CRI) with two longer records above them: records, not pieces of one line.
+    shipped = [f"  | 2026-02-11T07:1{i}:0{i}.41{i}Z | [rank{i}]:[E211 07:1{i}:0{i}.41{i}000000 "
+               f"ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank {i}] Timeout at NCCL work: 7012, last "
+               f"enqueued NCCL work: 7012." for i in range(7)]
+    above = ["  | 2026-02-11T07:09:00.000Z | " + "z" * 150, "  | 2026-02-11T07:09:01.000Z | " + "q" * 200]
+    assert len({len(x) for x in shipped}) == 1
+    res = read(("\n".join(above + shipped) + "\n").encode(), mark)
+    assert not any("rejoined" in n for n in res.notes)
+
+
 def test_combined_console_does_not_credit_one_rank_with_all(mark: tuple[type[Parser], ...]) -> None:
     data = b"[default0]:[rank0]:hello\n[default1]:MARK x=1\n[default0]:MARK y=1\nMARK z=1\n"
     res = read(data, mark)

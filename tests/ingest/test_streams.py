@@ -292,3 +292,25 @@ def test_a_coloredlogs_process_is_one_stream_whose_stated_rank_owns_its_error(tm
     assert [(e.rank, e.host, e.level) for e in err] == [(1, "host-3", "E")]
     verdict = a.result.verdict
     assert (verdict.category.value, verdict.culprit_ranks) == ("illegal_memory_access", (1,))
+
+
+def test_srun_task_exit_line_names_the_rank_only_where_tasks_are_ranks(tmp_path: Path) -> None:
+    # Written from failure-signatures.md section 6 (SLURM row: `srun: error: <host>: task <t>: Exited with
+    # exit code <c>`, SchedMD/slurm src/srun/launch.c `_task_finish`) and log-formats.md section 9.3 (`srun
+    # -l` labels right-aligned to the widest task id; the id is the rank only when srun starts the ranks).
+    labelled = (" 0: epoch 2 step 700 loss 0.52\n"
+                " 9: epoch 2 step 700 loss 0.50\n"
+                "11: epoch 2 step 710 loss 0.49\n"
+                " 4: epoch 2 step 710 loss 0.51\n"
+                "srun: error: cn-0207: task 9: Exited with exit code 1\n"
+                "srun: error: cn-0207: tasks 8,10-11: Terminated\n")
+    evs = events(tmp_path, {"job.out": labelled})
+    assert sorted(ranks_of(evs, "launcher_exit"), key=lambda r: (r is None, r)) == [9, None]
+    # One torchrun per node under srun: the task is the node, its workers' `[defaultN]:` tags say so.
+    per_node = (" 0: [default0]:epoch 2 step 700 loss 0.52\n"
+                " 1: [default1]:epoch 2 step 700 loss 0.50\n"
+                " 1: [default0]:epoch 2 step 710 loss 0.49\n"
+                " 0: [default1]:epoch 2 step 710 loss 0.51\n"
+                "srun: error: cn-0208: task 1: Exited with exit code 1\n")
+    evs = events(tmp_path / "n", {"job.out": per_node})
+    assert ranks_of(evs, "launcher_exit") == [None]
