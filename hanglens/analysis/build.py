@@ -223,8 +223,6 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     tables["job_stopped"] = frame("job_stopped", [{**r, "after_finish": finished} for r in stops])
     tables["silent_hang"] = frame("silent_hang", quiet)
     del stops, quiet   # (a row of 24 values per rank: the tables below would be built beside them)
-    calls = collectives.call_rows(evs, hosts)
-    tables["collective_call"] = frame("collective_call", calls)
     tables["slow_phase"] = frame("slow_phase", progress.slow_phase_rows(evs, hosts, world))
     tables["hang"] = frame("hang", status.hang_rows(evs, hosts))
     victims = status.victim_rows(evs, hosts)
@@ -237,6 +235,10 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     del victims
     tables["rank_status"] = frame_columns("rank_status", rank_cols)
     aborted = {r for r, s in zip(rank_cols["rank"], rank_cols["signal"], strict=True) if s == "SIGABRT"}
+    # A crash dump printed without a rank (faulthandler's `Fatal Python error: Aborted` stack) is the only
+    # rank torchrun saw die of SIGABRT, when exactly one did.
+    calls = collectives.call_rows(evs, hosts, next(iter(aborted)) if len(aborted) == 1 else None)
+    tables["collective_call"] = frame("collective_call", calls)
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
     tables["unowned_crash"] = frame("unowned_crash", status.unowned_crash_rows(evs, hosts, world))
     tables["host_failures"] = frame(
@@ -257,7 +259,8 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     )
     # Each rank's own call, also where only one rank left a stack (call_rows then judges no sides): read only
     # when a transfer was rejected.
-    own_calls = collectives.stack_calls(evs, hosts) if size_rows else []
+    own_calls = (collectives.stack_calls(evs, hosts, next(iter(aborted)) if len(aborted) == 1 else None)
+                 if size_rows else [])
     if any(r.get("role") == "receiver" and r.get("peer") is None for r in size_rows):
         # The receiver that rejected a message is often the only other rank left with anything to show (it
         # aborted without a Python stack): the sender's own stack, blocked in its send when the receiver's
@@ -269,6 +272,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
             size_rows = transfers.size_error_rows(
                 evs, hosts, [*calls, *extra], world, aborted, seen, transfers.posted_sizes(fr_match)
             )
+    size_rows = transfers.mark_places(size_rows, own_calls)
     tables["transfer_size_error"] = frame("transfer_size_error", size_rows)
     tables["gradient_sync_split"] = frame(
         "gradient_sync_split", transfers.gradient_sync_rows(size_rows, own_calls, hosts, world, seen)
