@@ -235,6 +235,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     del victims
     tables["rank_status"] = frame_columns("rank_status", rank_cols)
     aborted = {r for r, s in zip(rank_cols["rank"], rank_cols["signal"], strict=True) if s == "SIGABRT"}
+    quiet_ranks = [r for r, q in zip(rank_cols["rank"], rank_cols["quiet"], strict=True) if q]
     # A crash dump printed without a rank (faulthandler's `Fatal Python error: Aborted` stack) is the only
     # rank torchrun saw die of SIGABRT, when exactly one did.
     calls = collectives.call_rows(evs, hosts, next(iter(aborted)) if len(aborted) == 1 else None)
@@ -245,7 +246,8 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
         "host_failures", status.host_failures(zip(rank_cols["host"], rank_cols["crashed"], strict=True)))
     del rank_cols
     tables["missing_ranks"] = frame("missing_ranks", status.missing_rank_rows(evs, files, world))
-    tables["barrier_report"] = frame("barrier_report", barriers.subgroup_barrier_rows(evs, world))
+    tables["barrier_report"] = frame(
+        "barrier_report", barriers.subgroup_barrier_rows(evs, world, quiet_ranks))
     tables["nccl_init_pending"] = frame("nccl_init_pending", facts_init.init_pending_rows(evs))
     tables["init_key_missing"] = frame(
         "init_key_missing",

@@ -49,14 +49,16 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "barrier_report",
-            ("rank", "subgroup", "missing", "printed", "members", "waits_in_subgroup", "timeout_ms",
+            ("rank", "subgroup", "missing", "printed", "late", "members", "waits_in_subgroup", "timeout_ms",
              *_EVIDENCE),
             "Monitored-barrier reports naming missing ranks: `subgroup` when the printed reporter rank is "
             "not the writer's global rank (ProcessGroupGloo numbers a `new_group` by its group ranks), "
             "`missing` the missing ranks as global ranks (a subgroup's group ranks placed by new_group's "
             "sorted membership; None where that cannot be told), `printed` as printed, `members` the "
             "subgroup's global ranks its reports show present; `waits_in_subgroup`: a default-group report "
-            "whose missing ranks all sit in a subgroup's barrier (hanglens/analysis/barriers.py).",
+            "whose missing ranks all sit in a subgroup's barrier; `late` the missing ranks and, where rank 0 "
+            "reported only the first missing rank, the later ranks that never said they reached the barrier "
+            "and were stopped with no error of their own (hanglens/analysis/barriers.py).",
         ),
         FactSpec(
             "missing_ranks",
