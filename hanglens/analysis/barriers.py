@@ -168,7 +168,9 @@ def subgroup_barrier_rows(events: Sequence[Event], world: int | None, quiet: Seq
                      "path": e.ref.path, "line": e.ref.line})
     # A default-group report whose missing ranks are all present in a subgroup's barrier: they did not
     # arrive because they wait there (for that subgroup's missing ranks), not because they were slow.
-    inside = set(present) if any(r["subgroup"] and r["missing"] for r in rows) else set()
+    # A subgroup report shows its writer inside that subgroup's barrier whether it reported missing members
+    # (the subgroup's rank 0) or only that it reached the barrier and lost the subgroup's rank 0.
+    inside = set(present)
     for r in rows:
         r["waits_in_subgroup"] = (not r["subgroup"] and bool(r["missing"]) and set(r["missing"]) <= inside)
     return rows
