@@ -125,19 +125,25 @@ def rank_hosts(events: Sequence[Event]) -> dict[int, str]:
 def world_size_of(events: Sequence[Event]) -> int | None:
     """The job's world size when a log states it (communicator size, WORLD_SIZE, launcher tables, or the
     members of the default process group in a Flight Recorder dump's `pg_config`: its `ranks` are global
-    ranks and the default group holds every rank, log-formats.md section 8.3)."""
+    ranks and the default group holds every rank, log-formats.md section 8.3); else the one size the
+    program's own lines state (`world_size=4`, `Starting with 4 processes`), when they all agree."""
     sizes: list[int] = []
+    stated: set[int] = set()   # sizes only a program's own line states (`world_size=4`)
     for e in events:
         for key in ("nranks", "world_size"):
             v = e.get(key)
             if isinstance(v, int) and 0 < v <= 1_000_000:
-                sizes.append(v)
+                (stated.add(v) if e.get("stated_by") == "user" else sizes.append(v))
         if e.kind == "fr_dump":
             for group in e.get("pg_config") or []:
                 if (isinstance(group, (list, tuple)) and len(group) == 3 and group[1] == "default_pg"
                         and isinstance(group[2], (list, tuple)) and 0 < len(group[2]) <= 1_000_000):
                     sizes.append(len(group[2]))
-    return max(sizes) if sizes else None
+    if sizes:
+        return max(sizes)
+    # A user's line is evidence only when every such line agrees: two sizes may be a subgroup's, another
+    # run's or another attempt's.
+    return next(iter(stated)) if len(stated) == 1 else None
 
 
 _RANK_LIST_FIELDS = ("lagging_ranks", "not_joined_ranks", "not_finished_ranks", "missing_ranks", "ranks")

@@ -260,3 +260,13 @@ def test_an_unranked_crash_dump_is_the_aborted_ranks_stack() -> None:
     evs = [*world(3), at(0, 40, "dist.all_reduce(grads)"), at(None, 60, None, kind="stack_dump"), died]
     calls = build(evs).fact("collective_call").to_dict(orient="records")
     assert {r["rank"]: r["user_frame"] for r in calls} == {0: "train.py:40 in fit", 1: "train.py:60 in fit"}
+
+
+def test_a_world_size_only_the_programs_lines_state_counts_when_they_agree() -> None:
+    from hanglens.analysis.build import world_size_of
+
+    user = [ev("world_info", r, world_size=4, stated_by="user") for r in (0, 1)]
+    assert world_size_of(user) == 4
+    assert world_size_of([*user, ev("world_info", 1, world_size=2, stated_by="user")]) is None
+    # an environment echo or a launcher's statement wins over the program's lines
+    assert world_size_of([*user, ev("world_info", 1, world_size=8)]) == 8
