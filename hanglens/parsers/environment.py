@@ -41,14 +41,15 @@ HOST_RE = re.compile(
     r"['\"]?(?P<host>[A-Za-z0-9][\w.-]*[\w])(?![\w.(])"
 )
 # World sizes a program of the user's (or its framework) prints, not an environment echo: a `world_size`
-# variable (`world_size=4`, `"world_size": 4`, `world size: 4`; not `group_world_size` / `local_world_size`,
+# key with its value (`world_size=4`, `"world_size": 4`, `world size: 4`; not prose such as `rank 0 in world
+# size 4`, whose number may be another group's, nor `group_world_size` / `local_world_size`,
 # which count nodes or local workers), Lightning's `All distributed processes registered. Starting with 4
 # processes` and `MEMBER: 1/4` (lightning/fabric/utilities/distributed.py `_init_dist_connection`),
 # accelerate's `Num processes: 4` (accelerate/state.py `PartialState.__repr__`), and `<initialized|started|
 # launched|running> with 4 processes`. Marked `stated_by: user`: analysis uses them only where every such
 # line agrees (hanglens/analysis/build.py world_size_of).
 USER_WORLD_RES = (
-    re.compile(r"(?<![\w.])(?i:world)[_ ](?i:size)['\"]?\s*(?:[=:]|\bis\b)?\s*['\"]?(?P<n>\d{1,7})(?![\w.])"),
+    re.compile(r"(?<![\w.])(?i:world)[_ ](?i:size)['\"]?\s*[=:]\s*['\"]?(?P<n>\d{1,7})(?![\w.])"),
     re.compile(r"(?<![\w])(?:Starting|[Ii]nitiali[sz]ed|[Ss]tarted|[Ll]aunched|[Rr]unning) with "
                r"(?P<n>\d{1,7}) (?:distributed )?processes\b"),
     re.compile(r"(?<![\w])MEMBER: \d{1,7}/(?P<n>\d{1,7})(?![\w.])"),
@@ -64,7 +65,9 @@ class EnvironmentParser(Parser):
 
     name = "environment"
     triggers = ("ersion", "torch==", "torch ", "RANK", "WORLD_SIZE", "MASTER_ADDR", "ostname", "Running on ",
-                "CUDA used", "orld_size", "orld size", "orld Size", "ORLD SIZE", " processes", "MEMBER: ")
+                "CUDA used", "orld_size", "orld size:", "orld size =", "orld size=", "MEMBER: ",
+                "Num processes", "tarting with ", "nitialized with ", "nitialised with ", "tarted with ",
+                "aunched with ", "unning with ")
     emits = (
         EventSpec("version_info", ("component", "version", "source"),
                   "a version the log states (component: torch, cuda, nccl, driver, python)"),
@@ -123,6 +126,7 @@ class EnvironmentParser(Parser):
         "group_world_size=2",
         "local_world_size=8",
         "worker pool started with 4 worker processes",
+        "rank 0 in world size 4 is assigned as DP rank 0",
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
