@@ -113,11 +113,39 @@ def _global(g: int, known: dict[int, int], world: int | None) -> int | None:
     return low if high is not None and low == high else None
 
 
-def subgroup_barrier_rows(events: Sequence[Event], world: int | None) -> list[Row]:
+# wait_all_ranks=True (and DETAIL's wrapper) raises `Ranks <k1>, <k2> failed ...` naming every missing rank;
+# the singular form is the first missing rank only (log-formats.md section 2.2).
+_ALL_RANKS_RE = re.compile(r"\bRanks [\d, ]+ failed to pass monitoredBarrier")
+
+
+def _unchecked(e: Event, printed: list[int], world: int | None, reached: set[int],
+               quiet: set[int]) -> list[int]:
+    """The ranks a first-missing report left unchecked that show they did not reach the barrier either.
+
+    With wait_all_ranks=False rank 0 waits for the ranks in order and raises at the first that does not
+    arrive (ProcessGroupGloo.cpp monitoredBarrier; log-formats.md section 2.2): it says nothing of the ranks
+    after it. Each rank that did arrive waits for rank 0's answer and raises `Rank <r> successfully reached
+    monitoredBarrier, but received errors ...` when rank 0 fails; a later rank with no such line, stopped
+    with no error of its own (`quiet`: torchrun's SIGTERM) while that line shows its peers were answered,
+    was still before the barrier.
+    """
+    if world is None or len(printed) != 1 or not reached:
+        return []
+    return [r for r in range(printed[0] + 1, world) if r not in reached and r in quiet]
+
+
+def subgroup_barrier_rows(events: Sequence[Event], world: int | None, quiet: Sequence[int] = ()) -> list[Row]:
     """One row per monitored-barrier report that names missing ranks: `subgroup` when its printed rank is
     not its writer's global rank, `missing` its missing ranks as global ranks (None where a subgroup's group
-    rank cannot be placed), `members` the subgroup's global ranks its reports show present (the reporter,
-    the members that reached the barrier); a default-group report has `missing` as printed."""
+    rank cannot be placed), `members` the subgroup's global ranks its reports show present; a default-group
+    report has `missing` as printed. `late`: `missing` and, for a default-group report of the first missing
+    rank only, the ranks after it that show they never arrived either (_unchecked; `quiet`: the ranks
+    stopped with no error of their own)."""
+    # Under wait_all_ranks=True each missing rank is logged alone before the report naming them all.
+    every = any(e.kind == "monitored_barrier_failure" and _ALL_RANKS_RE.search(e.text) for e in events)
+    said = [e for e in events if e.kind == "monitored_barrier_failure" and e.get("points_to_rank0")]
+    reached = set() if every else {r for e in said for r in [_int(e.get("stated_rank"))]
+                                   if r is not None and (e.rank is None or e.rank == r)}
     who = _reporters(events)
     known = _learned(events, who)
     rows: list[Row] = []
@@ -132,12 +160,17 @@ def subgroup_barrier_rows(events: Sequence[Event], world: int | None) -> list[Ro
             mapped = ([_global(r, known, world) for r in printed]
                       if known and writer is not None else [None])
             missing = None if any(m is None for m in mapped) else sorted({m for m in mapped if m is not None})
-        rows.append({"rank": writer, "subgroup": sub, "missing": missing, "printed": printed,
+        late = missing
+        if not sub and missing is not None:
+            late = sorted({*missing, *_unchecked(e, printed, world, reached, set(quiet))})
+        rows.append({"rank": writer, "subgroup": sub, "missing": missing, "printed": printed, "late": late,
                      "members": present if sub else None, "timeout_ms": e.get("timeout_ms"),
                      "path": e.ref.path, "line": e.ref.line})
     # A default-group report whose missing ranks are all present in a subgroup's barrier: they did not
     # arrive because they wait there (for that subgroup's missing ranks), not because they were slow.
-    inside = set(present) if any(r["subgroup"] and r["missing"] for r in rows) else set()
+    # A subgroup report shows its writer inside that subgroup's barrier whether it reported missing members
+    # (the subgroup's rank 0) or only that it reached the barrier and lost the subgroup's rank 0.
+    inside = set(present)
     for r in rows:
         r["waits_in_subgroup"] = (not r["subgroup"] and bool(r["missing"]) and set(r["missing"]) <= inside)
     return rows

@@ -125,19 +125,25 @@ def rank_hosts(events: Sequence[Event]) -> dict[int, str]:
 def world_size_of(events: Sequence[Event]) -> int | None:
     """The job's world size when a log states it (communicator size, WORLD_SIZE, launcher tables, or the
     members of the default process group in a Flight Recorder dump's `pg_config`: its `ranks` are global
-    ranks and the default group holds every rank, log-formats.md section 8.3)."""
+    ranks and the default group holds every rank, log-formats.md section 8.3); else the one size the
+    program's own lines state (`world_size=4`, `Starting with 4 processes`), when they all agree."""
     sizes: list[int] = []
+    stated: set[int] = set()   # sizes only a program's own line states (`world_size=4`)
     for e in events:
         for key in ("nranks", "world_size"):
             v = e.get(key)
             if isinstance(v, int) and 0 < v <= 1_000_000:
-                sizes.append(v)
+                (stated.add(v) if e.get("stated_by") == "user" else sizes.append(v))
         if e.kind == "fr_dump":
             for group in e.get("pg_config") or []:
                 if (isinstance(group, (list, tuple)) and len(group) == 3 and group[1] == "default_pg"
                         and isinstance(group[2], (list, tuple)) and 0 < len(group[2]) <= 1_000_000):
                     sizes.append(len(group[2]))
-    return max(sizes) if sizes else None
+    if sizes:
+        return max(sizes)
+    # A user's line is evidence only when every such line agrees: two sizes may be a subgroup's, another
+    # run's or another attempt's.
+    return next(iter(stated)) if len(stated) == 1 else None
 
 
 _RANK_LIST_FIELDS = ("lagging_ranks", "not_joined_ranks", "not_finished_ranks", "missing_ranks", "ranks")
@@ -226,8 +232,6 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     tables["job_stopped"] = frame("job_stopped", [{**r, "after_finish": finished} for r in stops])
     tables["silent_hang"] = frame("silent_hang", quiet)
     del stops, quiet   # (a row of 24 values per rank: the tables below would be built beside them)
-    calls = collectives.call_rows(evs, hosts)
-    tables["collective_call"] = frame("collective_call", calls)
     tables["slow_phase"] = frame("slow_phase", progress.slow_phase_rows(evs, hosts, world))
     tables["hang"] = frame("hang", status.hang_rows(evs, hosts))
     victims = status.victim_rows(evs, hosts)
@@ -240,13 +244,19 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     del victims
     tables["rank_status"] = frame_columns("rank_status", rank_cols)
     aborted = {r for r, s in zip(rank_cols["rank"], rank_cols["signal"], strict=True) if s == "SIGABRT"}
+    quiet_ranks = [r for r, q in zip(rank_cols["rank"], rank_cols["quiet"], strict=True) if q]
+    # A crash dump printed without a rank (faulthandler's `Fatal Python error: Aborted` stack) is the only
+    # rank torchrun saw die of SIGABRT, when exactly one did.
+    calls = collectives.call_rows(evs, hosts, next(iter(aborted)) if len(aborted) == 1 else None)
+    tables["collective_call"] = frame("collective_call", calls)
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
     tables["unowned_crash"] = frame("unowned_crash", status.unowned_crash_rows(evs, hosts, world))
     tables["host_failures"] = frame(
         "host_failures", status.host_failures(zip(rank_cols["host"], rank_cols["crashed"], strict=True)))
     del rank_cols
     tables["missing_ranks"] = frame("missing_ranks", status.missing_rank_rows(evs, files, world))
-    tables["barrier_report"] = frame("barrier_report", barriers.subgroup_barrier_rows(evs, world))
+    tables["barrier_report"] = frame(
+        "barrier_report", barriers.subgroup_barrier_rows(evs, world, quiet_ranks))
     tables["nccl_init_pending"] = frame("nccl_init_pending", facts_init.init_pending_rows(evs))
     tables["init_key_missing"] = frame(
         "init_key_missing",
@@ -260,7 +270,8 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     )
     # Each rank's own call, also where only one rank left a stack (call_rows then judges no sides): read only
     # when a transfer was rejected.
-    own_calls = collectives.stack_calls(evs, hosts) if size_rows else []
+    own_calls = (collectives.stack_calls(evs, hosts, next(iter(aborted)) if len(aborted) == 1 else None)
+                 if size_rows else [])
     if any(r.get("role") == "receiver" and r.get("peer") is None for r in size_rows):
         # The receiver that rejected a message is often the only other rank left with anything to show (it
         # aborted without a Python stack): the sender's own stack, blocked in its send when the receiver's
@@ -272,6 +283,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
             size_rows = transfers.size_error_rows(
                 evs, hosts, [*calls, *extra], world, aborted, seen, transfers.posted_sizes(fr_match)
             )
+    size_rows = transfers.mark_places(size_rows, own_calls)
     tables["transfer_size_error"] = frame("transfer_size_error", size_rows)
     tables["gradient_sync_split"] = frame(
         "gradient_sync_split", transfers.gradient_sync_rows(size_rows, own_calls, hosts, world, seen)

@@ -148,6 +148,15 @@ def caller_source(frames: Sequence[str], sources: Sequence[str], outer: int) -> 
     return None
 
 
+def call_source(frames: Sequence[str], sources: Sequence[str]) -> str | None:
+    """The source line of the program's call into torch.distributed, when the stack prints it (a traceback
+    does; faulthandler and py-spy dumps do not)."""
+    found = blocking_call(frames)
+    if found is None or found[2] == "backward":
+        return None
+    return caller_source(frames, sources, found[0]) or None
+
+
 # `group=<a process group>` in the source line of the call into torch.distributed (not None or WORLD).
 _SUBGROUP_ARG_RE = re.compile(r"\bgroup\s*=\s*(?!None\b|(?:[\w.]*\.)?WORLD\b)[A-Za-z_]")
 

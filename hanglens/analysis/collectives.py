@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -584,7 +585,7 @@ def _waits_in_collective(e: Event, site: callsite.CallSite) -> bool:
     return is_victim_exception(e) or any(m in text for m in _DISTRIBUTED_ERROR)
 
 
-def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+def call_rows(events: Sequence[Event], hosts: dict[int, str], aborted: int | None = None) -> list[Row]:
     """The collective each failing or hung rank was blocked in; the odd ones marked.
 
     Ranks that hang in different collectives (most in all_reduce, one in barrier) took different code
@@ -593,9 +594,10 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     that torchrun's agent printed); a rank without one is read from its first stack dump (py-spy) of the
     main thread. `minority` marks the ranks whose call differs from most ranks'; without a majority,
     `odd_site` marks the side whose call site is further from the training step than every other side's
-    (hanglens/analysis/callsite.py).
+    (hanglens/analysis/callsite.py). `aborted`: the only rank torchrun saw die of SIGABRT, which owns a crash
+    dump printed without a rank (_crash_dump_owner).
     """
-    first, stacks = _first_calls(events, hosts)
+    first, stacks = _first_calls(events, hosts, aborted)
     if len(first) == 1:
         return _one_stack(events, hosts, first, stacks)
     if len(first) < 2:
@@ -603,23 +605,40 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     return _mark_calls(first, stacks)
 
 
-def stack_calls(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+def stack_calls(events: Sequence[Event], hosts: dict[int, str], aborted: int | None = None) -> list[Row]:
     """Each rank's own blocking collective as its stack shows it (call, entry, user_frame, path, line),
     unmarked and also for a single rank: what call_rows compares before it judges the sides."""
-    first, _ = _first_calls(events, hosts)
+    first, _ = _first_calls(events, hosts, aborted)
     return [first[k] for k in sorted(first)]
 
 
+def _crash_dump_owner(events: Sequence[Event], aborted: int | None) -> Event | None:
+    """The one main-thread crash dump without a rank that `Fatal Python error: Aborted` opened, when exactly
+    one rank died of SIGABRT: that rank's. torchrun's `@record` enables faulthandler in every worker
+    (torch/distributed/elastic/multiprocessing/errors/error_handler.py `ErrorHandler.initialize`), so a
+    worker killed by SIGABRT (gloo's uncaught gloo::EnforceNotMet, `terminate called after throwing`)
+    prints its main thread's stack before it dies; on a shared console that stack carries no rank."""
+    if aborted is None:
+        return None
+    dumps = [e for e in events if e.kind == "stack_dump" and e.rank is None and e.get("trigger") == "Aborted"
+             and (e.get("main") or e.get("thread") == "MainThread")]
+    return dumps[0] if len(dumps) == 1 else None
+
+
 def _first_calls(
-    events: Sequence[Event], hosts: dict[int, str]
+    events: Sequence[Event], hosts: dict[int, str], aborted: int | None = None
 ) -> tuple[dict[int, Row], dict[int, tuple[list[str], list[str]]]]:
     """Per rank, its first stack that waits in a collective (own traceback, else error file, else the main
-    thread's stack dump): the call row and the stack's frames and source lines."""
+    thread's stack dump; an unranked crash dump is `aborted`'s, see _crash_dump_owner): the call row and
+    the stack's frames and source lines."""
     first: dict[int, Row] = {}
     stacks: dict[int, tuple[list[str], list[str]]] = {}
     dumped: set[int] = set()
+    owned = _crash_dump_owner(events, aborted)
     for source in ("exception", "error_file", "stack_dump"):
         for e in events:
+            if e is owned and aborted is not None:
+                e = dataclasses.replace(e, rank=aborted, host=hosts.get(aborted))
             if e.kind != source or e.rank is None or e.rank in first:
                 continue
             if source == "stack_dump":
@@ -640,6 +659,7 @@ def _first_calls(
                 "entry": site.entry,
                 "user_frame": site.user_frame,
                 "subgroup": callsite.subgroup_call(frames, sources),
+                "source": callsite.call_source(frames, sources),
                 "path": e.ref.path,
                 "line": e.ref.line,
             }

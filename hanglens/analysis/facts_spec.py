@@ -49,14 +49,16 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "barrier_report",
-            ("rank", "subgroup", "missing", "printed", "members", "waits_in_subgroup", "timeout_ms",
+            ("rank", "subgroup", "missing", "printed", "late", "members", "waits_in_subgroup", "timeout_ms",
              *_EVIDENCE),
             "Monitored-barrier reports naming missing ranks: `subgroup` when the printed reporter rank is "
             "not the writer's global rank (ProcessGroupGloo numbers a `new_group` by its group ranks), "
             "`missing` the missing ranks as global ranks (a subgroup's group ranks placed by new_group's "
             "sorted membership; None where that cannot be told), `printed` as printed, `members` the "
             "subgroup's global ranks its reports show present; `waits_in_subgroup`: a default-group report "
-            "whose missing ranks all sit in a subgroup's barrier (hanglens/analysis/barriers.py).",
+            "whose missing ranks all sit in a subgroup's barrier; `late` the missing ranks and, where rank 0 "
+            "reported only the first missing rank, the later ranks that never said they reached the barrier "
+            "and were stopped with no error of their own (hanglens/analysis/barriers.py).",
         ),
         FactSpec(
             "missing_ranks",
@@ -126,7 +128,7 @@ FACT_SPECS: dict[str, FactSpec] = {
         FactSpec(
             "transfer_size_error",
             ("rank", "host", "role", "peer", "p2p", "remote_bytes", "local_bytes", "basis", "odd",
-             *_EVIDENCE),
+             "elsewhere", "place", "others_place", *_EVIDENCE),
             "Both ends of a transfer whose sizes disagree (NCCL `message truncated`, gloo's "
             "`op.preamble.length <= op.nbytes`): the receiver that detected it (role receiver) and, when "
             "the logs single it out, the rank that sent (role sender: the only rank behind the peer address "
@@ -134,7 +136,10 @@ FACT_SPECS: dict[str, FactSpec] = {
             "rank of two or the all_reduce ring neighbour rank + 1); `odd` marks the end whose size differs "
             "from what a majority of ranks posted (Flight Recorder), when the other end posted the "
             "majority's; `p2p` says an end was in send/recv; remote_bytes is what was sent, local_bytes "
-            "what the receiver posted (hanglens/analysis/transfers.py).",
+            "what the receiver posted; `elsewhere` marks the end whose own stack is at another line of "
+            "the program (`place`) than every rank outside the transfer (`others_place`, one line for all "
+            "of them), while the other end's stack is absent or at that line (hanglens/analysis/"
+            "transfers.py mark_places).",
         ),
         FactSpec(
             "gradient_sync_split",

@@ -254,23 +254,99 @@ def size_error_rows(
         odd = _odd_end(receiver, sender, sizes or {}, n) if sender is not None and n else None
         rows.append({"rank": receiver, "host": hosts.get(receiver), "role": "receiver", "peer": sender,
                      "basis": odd[1] if odd and odd[0] == receiver else basis,
-                     "odd": odd is not None and odd[0] == receiver, **common})
+                     "odd": odd is not None and odd[0] == receiver, "elsewhere": False, **common})
         if sender is not None:
             own = p2p.get(sender)
             said = f"{basis}; its own {own[0]}" if own else basis
             row = {"rank": sender, "host": hosts.get(sender), "role": "sender", "peer": receiver,
                    "basis": odd[1] if odd and odd[0] == sender else said,
-                   "odd": odd is not None and odd[0] == sender, **common}
+                   "odd": odd is not None and odd[0] == sender, "elsewhere": False, **common}
             if own:
                 row.update(path=own[1], line=own[2])
             rows.append(row)
     return rows
 
 
+# Calls whose ranks legitimately stand at different lines or post different sizes: point-to-point (a
+# receiver waits for its sender by design) and all_to_all (per-pair splits differ by design).
+_NOT_PLACED = P2P_CALLS | {"all_to_all", "all_to_all_single"}
+
+
+# A name the tensor argument is built from: a variable (`grads`, `self.stats`), not a module (`torch.cat`)
+# or a method applied to it (`grads.double()`).
+_NAME_RE = re.compile(r"(?<![\w.])(?P<name>(?:self\.|args\.|cfg\.)?[A-Za-z_]\w*)")
+_MODULES = frozenset({"torch", "dist", "F", "nn", "np", "numpy", "math"})
+
+
+def _tensor_names(source: str | None) -> frozenset[str]:
+    """The variables the tensor argument of the collective call in `source` is built from (its first
+    positional argument, or `tensor=`); empty when the line shows no call."""
+    m = _CALL_ARGS_RE.search(source or "")
+    if m is None:
+        return frozenset()
+    tensor = ""
+    for arg in _top_level_args(m["args"]):
+        kw = _KEYWORD_RE.match(arg)
+        if kw is None:
+            tensor = arg
+            break
+        if kw["key"] == "tensor":
+            tensor = arg[kw.end():]
+            break
+    return frozenset(n["name"] for n in _NAME_RE.finditer(tensor)) - _MODULES
+
+
+def mark_places(size_rows: Sequence[Row], calls: Sequence[Row]) -> list[Row]:
+    """`size_rows` with `elsewhere`, `place` and `others_place` set on the ends of a gloo collective's
+    rejected transfer.
+
+    Collectives on a process group pair up by order, not by the line that called them
+    (failure-signatures.md section 1): ranks whose stacks stand at different lines of the program were at
+    different calls. The ranks outside the transfer (each with its own stack, all at one line) show where
+    the job was; an end of the transfer whose own stack is at another line, while the other end's stack is
+    absent or at the others' line, is the end that went elsewhere (one odd rank explains the check; two
+    would need both ends to differ, and then neither is marked). `calls`: each rank's own call
+    (collectives.stack_calls), an aborted rank's unranked crash dump included.
+    """
+    where = {c["rank"]: c for c in calls if isinstance(c.get("rank"), int) and c.get("user_frame")}
+    out = [dict(r) for r in size_rows]
+    for rcv in out:
+        if rcv.get("role") != "receiver" or rcv.get("p2p") or not isinstance(rcv.get("peer"), int):
+            continue
+        ends = (rcv["rank"], rcv["peer"])
+        if any(str(where[e].get("call")) in _NOT_PLACED or where[e].get("subgroup")
+               for e in ends if e in where):
+            continue
+        outside = [c for r, c in where.items() if r not in ends]
+        places = {c["user_frame"] for c in outside}
+        if not outside or len(places) != 1 or any(str(c.get("call")) in _NOT_PLACED or c.get("subgroup")
+                                                   for c in outside):
+            continue
+        usual = next(iter(places))
+        off = [e for e in ends if e in where and where[e]["user_frame"] != usual]
+        if len(off) != 1:
+            continue
+        # Another line alone may be one logical call with an altered tensor (`all_reduce(grads.double())`
+        # in a branch): two different calls pass tensors built from different variables, which only the
+        # source lines of both places show.
+        mine = _tensor_names(where[off[0]].get("source"))
+        theirs = {n for c in outside for n in _tensor_names(c.get("source"))}
+        if not mine or not theirs or mine & theirs:
+            continue
+        for row in out:
+            if row.get("peer") in ends and row.get("rank") in ends and row.get("rank") == off[0]:
+                row.update(elsewhere=True, place=where[off[0]]["user_frame"], others_place=usual)
+    return out
+
+
 # The user's recv call and its source argument, read from the traceback's source line (a keyword `src=` or
 # the second positional argument): a literal rank, or the receiver's own rank plus or minus a constant.
 # Arguments may hold calls two levels deep (`dist.send(out.detach().contiguous(), dst=rank + 1)`).
 _ARGS = r"(?P<args>(?:[^()]|\((?:[^()]|\([^()]{0,200}\)){0,200}\)){0,300})"
+_CALL_ARGS_RE = re.compile(r"\b(?:all_reduce|all_gather|all_gather_into_tensor|reduce_scatter|"
+                           r"reduce_scatter_tensor|broadcast|reduce|gather|scatter|barrier)\("
+                           + _ARGS + r"\)")
+_KEYWORD_RE = re.compile(r"^\s*(?P<key>[A-Za-z_]\w*)\s*=(?!=)")
 RECV_CALL_RE = re.compile(r"\b(?:recv|irecv|recv_object_list)\(" + _ARGS + r"\)")
 SRC_KW_RE = re.compile(r"\bsrc\s*=\s*(?P<expr>[^,]{1,80})")
 # The rank's own name in any case (`rank`, `RANK` read from the environment, `self.global_rank`, `my_rank`,

@@ -98,8 +98,22 @@ def _archive_names_as_hosts(files: list[FileEvents]) -> None:
     `run-7/run-7/rank0.log`, so the archive's name, and the one folder a job was packed in under the same
     name (`tar czf run-7.tar.gz run-7`), would be the host of every member. That name is the job's, given
     to a file, not a machine's: it must not stand for a host the logs name otherwise (`localhost` in
-    torchrun's failure table). A folder inside the archive named otherwise (`node07/`) stays a host.
+    torchrun's failure table). Nor is the one folder every member of an archive lies in, whatever its name
+    (`tar czf run-7.tar.gz trainer-03`), where the members' lines name a host of their own: it is the job's
+    folder packed as it was (the same folder given as a path is read below its own name), and the host the
+    logs state wins over a name given to a folder. A folder beside others inside the archive (`node07/`,
+    `node08/`), or the one folder of an archive whose lines name no host, stays a host.
     """
+    tops: dict[str, set[str]] = {}
+    stated: dict[str, bool] = {}
+    for f in files:
+        if "!" in f.display:
+            archive, _, member = f.display.rpartition("!")
+            tops.setdefault(archive, set()).add(member.split("/", 1)[0] if "/" in member else "")
+            own = f.origin.host
+            stated[archive] = stated.get(archive, False) or any(
+                h is not None and h != own
+                for e in f.events for h in (e.host, e.get("failed_host"), e.get("hostname")))
     for f in files:
         host = f.origin.host
         if host is None or "!" not in f.display:
@@ -107,6 +121,10 @@ def _archive_names_as_hosts(files: list[FileEvents]) -> None:
         outer = f.display.split("!")
         # (the archive's name as sources.py makes its members' paths from it, as a tar's or a zip's)
         stems = {base(p).rsplit("/", 1)[-1] for p in outer[:-1] for base in (tar_base, zip_base)}
+        archive = f.display.rpartition("!")[0]
+        packed = tops.get(archive, set())
+        if len(packed) == 1 and stated.get(archive):
+            stems |= packed - {""}
         if host not in stems:
             continue
         f.origin = replace(f.origin, host=None)

@@ -40,6 +40,21 @@ HOST_RE = re.compile(
     r"(?<![\w])(?:[Hh]ostname\s*[:=]\s*|Running on (?:host|node)\s+)"
     r"['\"]?(?P<host>[A-Za-z0-9][\w.-]*[\w])(?![\w.(])"
 )
+# World sizes a program of the user's (or its framework) prints, not an environment echo: a `world_size`
+# key with its value (`world_size=4`, `"world_size": 4`, `world size: 4`; not prose such as `rank 0 in world
+# size 4`, whose number may be another group's, nor `group_world_size` / `local_world_size`,
+# which count nodes or local workers), Lightning's `All distributed processes registered. Starting with 4
+# processes` and `MEMBER: 1/4` (lightning/fabric/utilities/distributed.py `_init_dist_connection`),
+# accelerate's `Num processes: 4` (accelerate/state.py `PartialState.__repr__`), and `<initialized|started|
+# launched|running> with 4 processes`. Marked `stated_by: user`: analysis uses them only where every such
+# line agrees (hanglens/analysis/build.py world_size_of).
+USER_WORLD_RES = (
+    re.compile(r"(?<![\w.])(?i:world)[_ ](?i:size)['\"]?\s*[=:]\s*['\"]?(?P<n>\d{1,7})(?![\w.])"),
+    re.compile(r"(?<![\w])(?:Starting|[Ii]nitiali[sz]ed|[Ss]tarted|[Ll]aunched|[Rr]unning) with "
+               r"(?P<n>\d{1,7}) (?:distributed )?processes\b"),
+    re.compile(r"(?<![\w])MEMBER: \d{1,7}/(?P<n>\d{1,7})(?![\w.])"),
+    re.compile(r"^\s*Num processes: (?P<n>\d{1,7})\s*$"),
+)
 _QUIET = QuietTexts()   # texts that gave nothing (see `feed`)
 ENV_FIELD = {"RANK": "global_rank", "LOCAL_RANK": "local_rank", "WORLD_SIZE": "world_size",
              "NODE_RANK": "node_rank", "GROUP_RANK": "node_rank", "MASTER_ADDR": "master_addr"}
@@ -50,14 +65,17 @@ class EnvironmentParser(Parser):
 
     name = "environment"
     triggers = ("ersion", "torch==", "torch ", "RANK", "WORLD_SIZE", "MASTER_ADDR", "ostname", "Running on ",
-                "CUDA used")
+                "CUDA used", "orld_size", "orld size:", "orld size =", "orld size=", "MEMBER: ",
+                "Num processes", "tarting with ", "nitialized with ", "nitialised with ", "tarted with ",
+                "aunched with ", "unning with ")
     emits = (
         EventSpec("version_info", ("component", "version", "source"),
                   "a version the log states (component: torch, cuda, nccl, driver, python)"),
         EventSpec("world_info", ("world_size", "global_rank", "local_rank", "node_rank", "master_addr",
-                                 "hostname", "stated_rank"),
+                                 "hostname", "stated_rank", "stated_by"),
                   "RANK=/WORLD_SIZE=/... echoes and hostname lines; a worker echoing its RANK states its own "
-                  "rank (`stated_rank`)"),
+                  "rank (`stated_rank`); a world size only a program's own line states (`world_size=4`, "
+                  "`Starting with 4 processes`) has `stated_by` user"),
     )
     examples = (
         Example("PyTorch version: 2.1.0+cu121", "version_info",
@@ -87,6 +105,11 @@ class EnvironmentParser(Parser):
         Example("RANK=3 LOCAL_RANK=3 WORLD_SIZE=8 MASTER_ADDR=node-01", "world_info",
                 {"global_rank": 3, "local_rank": 3, "world_size": 8, "master_addr": "node-01"}, "env echoes"),
         Example("NODE_RANK: 1", "world_info", {"node_rank": 1}, "env echoes"),
+        Example("epoch 0 starting, world_size=4, batch_size=32", "world_info",
+                {"world_size": 4, "stated_by": "user"}, "user prints"),
+        Example("All distributed processes registered. Starting with 8 processes", "world_info",
+                {"world_size": 8, "stated_by": "user"}, "Lightning 2.x"),
+        Example("Num processes: 2", "world_info", {"world_size": 2, "stated_by": "user"}, "accelerate"),
         Example("hostname: gpu-node-17", "world_info", {"hostname": "gpu-node-17"}, "job scripts"),
         Example("Running on host gpu-node-03.cluster", "world_info", {"hostname": "gpu-node-03.cluster"},
                 "job scripts"),
@@ -100,6 +123,10 @@ class EnvironmentParser(Parser):
         "hostname = socket.gethostname()",
         "OMPI_COMM_WORLD_RANK=3",
         "Running on 8 GPUs",
+        "group_world_size=2",
+        "local_world_size=8",
+        "worker pool started with 4 worker processes",
+        "rank 0 in world size 4 is assigned as DP rank 0",
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
@@ -128,6 +155,14 @@ class EnvironmentParser(Parser):
             n = to_count(m["val"])
             if n is not None:
                 fields.setdefault(name, n)
+        if "world_size" not in fields:
+            for rx in USER_WORLD_RES:
+                m3 = rx.search(text)
+                n = to_count(m3["n"]) if m3 else None
+                if n:
+                    fields["world_size"] = n
+                    fields["stated_by"] = "user"
+                    break
         m2 = HOST_RE.search(text)
         if m2:
             fields["hostname"] = m2["host"]

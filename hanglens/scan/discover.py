@@ -8,6 +8,10 @@ Default rule (`--job-glob` replaces it):
   `stdout`, `stderr`, rotated or compressed variants), or torchrun trees (`attempt_N` folders as
   children or grandchildren), or only per-rank/per-node subfolders (`rank3`, `node-1`, `0`, ...) that
   hold logs; and none of its ancestors under the root is already a job. A root itself may be a job.
+- a folder that holds job folders side by side (two or more subfolders, named neither like a part of one
+  job nor like a machine, whose log files share names: `runs/job-a/console.log`, `runs/job-b/console.log`)
+  is no job itself even when it holds log files directly: each subfolder is looked at on its own, and each
+  loose log file beside them (`runs/notes.txt`) is a job of its own.
 
 Directory symlinks are followed once per real folder (a loop or a second path to the same folder is
 reported as skipped); a job with thousands of files is still one job.
@@ -156,7 +160,8 @@ class _Walker:
             except OSError as exc:
                 self.out.skipped.append(Skip(path, f"cannot list: {exc.strerror or exc}"))
                 continue
-            if _folder_is_job(path, entries):
+            container = _holds_jobs(entries)
+            if not container and _folder_is_job(path, entries):
                 self.out.jobs.append(_folder_job(path, self.root, self.out))
                 continue
             subdirs = []
@@ -167,6 +172,9 @@ class _Walker:
                     self.out.skipped.append(Skip(e.path, "broken symlink, or not a regular file"))
                 elif is_archive(e.name):
                     self.out.jobs.append(_file_job(e.path, self.root, "archive"))
+                elif container and is_log_name(e.name):
+                    # a loose file beside job folders: a job of its own, not the folders' common job
+                    self.out.jobs.append(_file_job(e.path, self.root, "file"))
             stack.extend(reversed(subdirs))
 
 
@@ -185,6 +193,33 @@ def _holds_logs(path: str, depth: int = 2) -> bool:
     if any(_is_file(e) and is_log_name(e.name) for e in entries):
         return True
     return depth > 1 and any(_is_dir(e) and _holds_logs(e.path, depth - 1) for e in entries)
+
+
+def _direct_logs(path: str) -> frozenset[str]:
+    try:
+        return frozenset(e.name for e in _entries(path) if _is_file(e) and is_log_name(e.name))
+    except OSError:
+        return frozenset()
+
+
+def _holds_jobs(entries: Sequence[os.DirEntry[str]]) -> bool:
+    """Whether a folder holds job folders side by side (`runs/job-a/`, `runs/job-b/`, maybe with loose files
+    such as `runs/notes.txt`) rather than being one job split into parts.
+
+    Two or more subfolders, not named like a part of one job (`rank3`, `node-1`, `attempt_0`) nor like a
+    machine (`node07`, `gpu-a1`: origin.py reads those as one job's hosts), each hold log files of the same
+    names as another such subfolder (`console.log` in both): each is a job of the same shape. Folders of one
+    job's stack dumps or traces (`dumps/stuck-0.txt`, `pyspy/rank0.txt`) do not share their names.
+    """
+    from hanglens.ingest.origin import hostlike  # (scan sits above ingest; only this check reads it)
+
+    names = [
+        _direct_logs(d.path) for d in entries
+        if _is_dir(d) and not _PART_RE.match(d.name) and not _ATTEMPT_RE.match(d.name)
+        and not hostlike(d.name)
+    ]
+    names = [n for n in names if n]
+    return sum(1 for i, n in enumerate(names) if any(n & m for j, m in enumerate(names) if j != i)) >= 2
 
 
 def _folder_is_job(path: str, entries: Sequence[os.DirEntry[str]]) -> bool:

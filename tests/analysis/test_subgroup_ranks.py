@@ -140,3 +140,18 @@ def test_a_default_group_traceback_keeps_the_printed_ranks() -> None:
     evs = [_report(0, 0, [3], 10), _raise(None, msg, 11, "dist.monitored_barrier(timeout=t)")]
     [row] = subgroup_barrier_rows(evs, 4)
     assert (row["subgroup"], row["missing"], row["rank"]) == (False, [3], 0)
+
+
+def test_first_missing_report_adds_the_later_quiet_ranks_that_never_said_they_arrived() -> None:
+    """wait_all_ranks=False names the first missing rank only (ProcessGroupGloo.cpp monitoredBarrier)."""
+    from hanglens.analysis.barriers import subgroup_barrier_rows
+
+    first = _barrier(0, 0, [1], 1)
+    reached = _barrier(3, 3, None, 2)
+    # rank 2 is quiet (stopped with no error) and never said it reached: late too; rank 3 said it did
+    assert subgroup_barrier_rows([first, reached], 4, quiet=[1, 2])[0]["late"] == [1, 2]
+    # a rank that is not quiet, or no rank that said it reached: nothing is added
+    assert subgroup_barrier_rows([first, reached], 4, quiet=[1])[0]["late"] == [1]
+    assert subgroup_barrier_rows([first], 4, quiet=[1, 2, 3])[0]["late"] == [1]
+    # without the world size the later ranks are unknown
+    assert subgroup_barrier_rows([first, reached], None, quiet=[1, 2])[0]["late"] == [1]

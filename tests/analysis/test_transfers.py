@@ -219,3 +219,54 @@ def test_mutual_receivers_in_one_function_the_later_line_is_ahead() -> None:
     other_function = [*world(2), p2p_stack(0, "dist.recv(g, src=1)", 80, func="backward_step"),
                       p2p_stack(1, "dist.recv(x, src=0)", 60, func="forward_step")]
     assert [p[-1] for p in pairs(other_function)] == [False, False]
+
+
+def at(rank: int | None, line: int, source: str | None, kind: str = "exception") -> Event:
+    """A rank's stack in all_reduce called from train.py:<line> (`source` None: a dump without source)."""
+    frames = ["/srv/train.py:90 in <module>", f"/srv/train.py:{line} in fit", f"{C10D}:2800 in all_reduce"]
+    if kind == "stack_dump":
+        return ev("stack_dump", rank, frames=frames, main=True, trigger="Aborted", dumper="faulthandler")
+    return ev("exception", rank, exc_type="RuntimeError", message="Connection reset by peer", frames=frames,
+              sources=["fit()", source or "", "work.wait()"])
+
+
+def places(evs: list[Event]) -> dict[int, bool]:
+    return {r["rank"]: r["elsewhere"] for r in rows(evs)}
+
+
+def test_the_end_at_another_line_with_another_tensor_went_elsewhere() -> None:
+    # rank 1 rejects its ring sender rank 2's message; rank 2 all-reduces another tensor after its loop,
+    # rank 0 and rank 3 (outside the transfer) are in the step's gradient all_reduce.
+    evs = [*world(4), at(0, 40, "dist.all_reduce(grads)"), at(3, 40, "dist.all_reduce(grads)"),
+           at(2, 60, "dist.all_reduce(hits)"), ev("process_teardown", 1, error=SIZE_CHECK)]
+    assert places(evs) == {1: False, 2: True}
+
+
+def test_the_same_tensor_from_another_line_is_one_call() -> None:
+    evs = [*world(4), at(0, 40, "dist.all_reduce(grads)"), at(2, 44, "dist.all_reduce(grads.double())"),
+           ev("process_teardown", 1, error=SIZE_CHECK)]
+    assert places(evs) == {1: False, 2: False}
+
+
+def test_a_place_without_source_decides_nothing() -> None:
+    evs = [*world(4), at(0, 40, "dist.all_reduce(grads)"), at(2, 60, None),
+           ev("process_teardown", 1, error=SIZE_CHECK)]
+    assert places(evs) == {1: False, 2: False}
+
+
+def test_an_unranked_crash_dump_is_the_aborted_ranks_stack() -> None:
+    # torchrun saw local rank 1 die of SIGABRT; the one unranked `Fatal Python error: Aborted` stack is its.
+    died = ev("child_failed", None, failed_rank=1, exitcode=-6, signal="SIGABRT", local_rank=1)
+    evs = [*world(3), at(0, 40, "dist.all_reduce(grads)"), at(None, 60, None, kind="stack_dump"), died]
+    calls = build(evs).fact("collective_call").to_dict(orient="records")
+    assert {r["rank"]: r["user_frame"] for r in calls} == {0: "train.py:40 in fit", 1: "train.py:60 in fit"}
+
+
+def test_a_world_size_only_the_programs_lines_state_counts_when_they_agree() -> None:
+    from hanglens.analysis.build import world_size_of
+
+    user = [ev("world_info", r, world_size=4, stated_by="user") for r in (0, 1)]
+    assert world_size_of(user) == 4
+    assert world_size_of([*user, ev("world_info", 1, world_size=2, stated_by="user")]) is None
+    # an environment echo or a launcher's statement wins over the program's lines
+    assert world_size_of([*user, ev("world_info", 1, world_size=8)]) == 8

@@ -307,7 +307,9 @@ def test_a_deepspeed_exit_line_and_layout_name_the_crashed_worker(tmp_path: Any)
 
 def test_an_archive_s_own_name_is_no_host() -> None:
     """`run-7.tar.gz!run-7/...`: the archive's name (and the folder packed in it under that name) names the
-    job, not a machine; a folder inside it named otherwise stays a host."""
+    job, not a machine; so does the one folder every member lies in, whatever its name (`tar czf a4.tar.gz
+    trainer-03`), where the lines name a host of their own; folders beside others stay hosts, and so does
+    the one folder of an archive whose lines name no host."""
     def f(display: str, host: str, writer: str | None = None) -> FileEvents:
         e = replace(ev(host=host), writer=writer)
         return FileEvents(display, Origin(host=host), [e, ev(host="localhost")])
@@ -315,9 +317,16 @@ def test_an_archive_s_own_name_is_no_host() -> None:
     packed = [f("run-7.tar.gz!run-7/rank0.log", "run-7"), f("jobs/run-7.tar.gz!run-7/rank1.log", "run-7")]
     attribute(packed)
     assert [(x.origin.host, [e.host for e in x.events]) for x in packed] == [(None, [None, "localhost"])] * 2
-    inner = [f("a3.tar.gz!node07/rank0.log", "node07"), f("job/node08/rank1.log", "node08")]
+    inner = [f("a3.tar.gz!node07/rank0.log", "node07"), f("a3.tar.gz!node08/rank1.log", "node08"),
+             f("job/node09/rank2.log", "node09")]
     attribute(inner)
-    assert [x.origin.host for x in inner] == ["node07", "node08"]
+    assert [x.origin.host for x in inner] == ["node07", "node08", "node09"]
+    alone = [f(f"a4.tar.gz!trainer-03/rank{r}.log", "trainer-03") for r in (0, 1)]
+    attribute(alone)
+    assert [x.origin.host for x in alone] == [None, None]
+    quiet = [FileEvents("a5.tar.gz!node03/rank0.log", Origin(host="node03"), [ev(host="node03")])]
+    attribute(quiet)
+    assert quiet[0].origin.host == "node03"
     # a line whose own pdsh prefix names the host keeps it
     pdsh = [f("trn-node-12.zip!console.log", "trn-node-12", writer="host trn-node-12")]
     attribute(pdsh)

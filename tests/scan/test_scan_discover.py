@@ -119,3 +119,25 @@ def test_key_changes_when_a_file_changes_and_ids_are_safe_and_unique(tmp_path: P
 def test_missing_root_is_skipped(tmp_path: Path) -> None:
     found = discover([tmp_path / "nope"])
     assert found.jobs == [] and found.skipped[0].reason == "no such file or folder"
+
+
+def test_loose_files_beside_job_folders_are_jobs_of_their_own(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    _touch(root / "notes.txt")                                   # loose, beside two jobs of the same shape
+    _touch(root / "job-a" / "console.log")
+    _touch(root / "job-a" / "dumps" / "stuck-0.txt")
+    _touch(root / "job-b" / "console.log")
+    found = discover([root])
+    assert _rel(root, [j.path for j in found.jobs]) == ["job-a", "job-b", "notes.txt"]
+    assert {os.path.basename(j.path): j.kind for j in found.jobs}["notes.txt"] == "file"
+
+
+def test_one_jobs_dump_and_host_folders_stay_parts_of_it(tmp_path: Path) -> None:
+    # a job's own subfolders: dumps and traces (no file names in common), machines named like hosts
+    one = tmp_path / "job"
+    _touch(one / "console.log")
+    _touch(one / "dumps" / "stuck-0.txt")
+    _touch(one / "pyspy" / "rank0.txt")
+    _touch(one / "gpu-a1" / "train.log")
+    _touch(one / "gpu-a2" / "train.log")
+    assert _rel(tmp_path, [j.path for j in discover([one]).jobs]) == ["job"]
