@@ -247,7 +247,8 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     quiet_ranks = [r for r, q in zip(rank_cols["rank"], rank_cols["quiet"], strict=True) if q]
     # A crash dump printed without a rank (faulthandler's `Fatal Python error: Aborted` stack) is the only
     # rank torchrun saw die of SIGABRT, when exactly one did.
-    calls = collectives.call_rows(evs, hosts, next(iter(aborted)) if len(aborted) == 1 else None)
+    lone_abort = next(iter(aborted)) if len(aborted) == 1 else None
+    calls = collectives.call_rows(evs, hosts, lone_abort)
     tables["collective_call"] = frame("collective_call", calls)
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
     tables["unowned_crash"] = frame("unowned_crash", status.unowned_crash_rows(evs, hosts, world))
@@ -265,13 +266,11 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     fr_dumps, fr_match = flight.flight_rows(evs, hosts, world)
     tables["fr_dumps"] = frame("fr_dumps", fr_dumps)
     tables["fr_match"] = frame("fr_match", fr_match)
-    size_rows = transfers.size_error_rows(
-        evs, hosts, calls, world, aborted, seen, transfers.posted_sizes(fr_match)
-    )
+    posted = transfers.posted_sizes(fr_match)
+    size_rows = transfers.size_error_rows(evs, hosts, calls, world, aborted, seen, posted)
     # Each rank's own call, also where only one rank left a stack (call_rows then judges no sides): read only
     # when a transfer was rejected.
-    own_calls = (collectives.stack_calls(evs, hosts, next(iter(aborted)) if len(aborted) == 1 else None)
-                 if size_rows else [])
+    own_calls = collectives.stack_calls(evs, hosts, lone_abort) if size_rows else []
     if any(r.get("role") == "receiver" and r.get("peer") is None for r in size_rows):
         # The receiver that rejected a message is often the only other rank left with anything to show (it
         # aborted without a Python stack): the sender's own stack, blocked in its send when the receiver's
@@ -280,9 +279,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
         have = {c.get("rank") for c in calls}
         extra = [c for c in own_calls if c.get("rank") not in have]
         if extra:
-            size_rows = transfers.size_error_rows(
-                evs, hosts, [*calls, *extra], world, aborted, seen, transfers.posted_sizes(fr_match)
-            )
+            size_rows = transfers.size_error_rows(evs, hosts, [*calls, *extra], world, aborted, seen, posted)
     size_rows = transfers.mark_places(size_rows, own_calls)
     tables["transfer_size_error"] = frame("transfer_size_error", size_rows)
     tables["gradient_sync_split"] = frame(

@@ -235,15 +235,6 @@ def _wrap_width(sample: list[str]) -> int | None:
     return _wrap_width_at(kept, [len(s) for s in kept], width)
 
 
-def _srun_task_rank(e: Event) -> Event:
-    """srun's exit line of one task, ranked by that task (where the file's tasks are its ranks)."""
-    ids = e.get("tasks")
-    if (e.kind == "launcher_exit" and e.get("launcher") == "srun" and e.rank is None
-            and isinstance(ids, list) and len(ids) == 1 and isinstance(ids[0], int)):
-        return replace(e, rank=ids[0])
-    return e
-
-
 def _wrap_width_at(lines: list[str], lengths: list[int], width: int) -> int | None:
     """`width` when `lines` (none longer than it) read as hard-wrapped at that column (see `_wrap_width`)."""
     if len(lines) < 4:
@@ -298,6 +289,15 @@ class Replay:
             out, self.head = self.head, b""
             return out
         return self.stream.read(size)
+
+
+def _srun_task_rank(e: Event) -> Event:
+    """srun's exit line of one task, ranked by that task (where the file's tasks are its ranks)."""
+    ids = e.get("tasks")
+    if (e.kind == "launcher_exit" and e.get("launcher") == "srun" and e.rank is None
+            and isinstance(ids, list) and len(ids) == 1 and isinstance(ids[0], int)):
+        return replace(e, rank=ids[0])
+    return e
 
 
 def _long_line_note(num: int, max_line: int) -> str:

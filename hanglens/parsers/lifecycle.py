@@ -193,7 +193,7 @@ class LifecycleParser(Parser):
         m = FINISHED_RE.search(text)
         if m:
             return (self.event("run_finished", line, phrase=m.group(0)),)
-        m = SYNC_SKIPPED_RE.search(text) if ("skip" in text or "Skip" in text or "SKIP" in text) else None
+        m = SYNC_SKIPPED_RE.search(text) if any(t in text for t in SYNC_SKIPPED_TRIGGERS) else None
         if m:
             return (self.event("sync_skipped", line, phrase=m.group(0)),)
         m = PHASE_TOOK_RE.search(text) if "lapsed time" in text else None

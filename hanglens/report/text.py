@@ -109,11 +109,11 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
     return out
 
 
-
 def _hanging(lead: Segment, text: str, width: int) -> list[list[Segment]]:
     """`text` wrapped behind an 11-column label (`First fix: `), its further lines indented under it."""
     wrapped = textwrap.wrap(text, max(40, width - 11))
     return [[lead, ("", wrapped[0] if wrapped else "")], *([("", " " * 11 + line)] for line in wrapped[1:])]
+
 
 MAX_SILENT_ROWS = 16
 MAX_MORE_STEPS = 2   # remediation steps shown after the first fix

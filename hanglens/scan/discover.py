@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,8 +219,10 @@ def _holds_jobs(entries: Sequence[os.DirEntry[str]]) -> bool:
         if _is_dir(d) and not _PART_RE.match(d.name) and not _ATTEMPT_RE.match(d.name)
         and not hostlike(d.name)
     ]
-    names = [n for n in names if n]
-    return sum(1 for i, n in enumerate(names) if any(n & m for j, m in enumerate(names) if j != i)) >= 2
+    # (a name two folders hold is counted once per folder: a folder shares a name when its count is 2 or
+    # more; linear in the names, where comparing every pair of folders would be quadratic in them)
+    counts = Counter(name for n in names for name in n)
+    return sum(1 for n in names if any(counts[name] >= 2 for name in n)) >= 2
 
 
 def _folder_is_job(path: str, entries: Sequence[os.DirEntry[str]]) -> bool:
