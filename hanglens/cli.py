@@ -491,7 +491,7 @@ def _read(paths: list[Path], limit: list[str] | None = None, bar: bool = False) 
 def _event_row(e: Any, file_rank: dict[str, int]) -> dict[str, Any]:
     return {
         # a line without a rank of its own belongs to its file's rank, as in `inputs` and `analyze`
-        "rank": e.rank if e.rank is not None else file_rank.get(e.ref.path),
+        "rank": e.rank if e.rank is not None else file_rank.get(e.path),
         "host": e.host,
         "local_rank": e.local_rank,
         "attempt": e.attempt,
@@ -500,8 +500,8 @@ def _event_row(e: Any, file_rank: dict[str, int]) -> dict[str, Any]:
         "time": e.time,
         "kind": e.kind,
         "parser": e.parser,
-        "path": e.ref.path,
-        "line": e.ref.line,
+        "path": e.path,
+        "line": e.line,
         "fields": dict(e.fields),
         "text": e.text,
     }

@@ -243,16 +243,16 @@ def _unexplained_errors(events: Sequence[Event], cited: set[SourceRef]) -> Itera
     Events in the reader's order (`events_in_order`), as the analysis gives them, are read line by line, with
     no set of the error lines' refs beside them (a big job has one or two per rank); others through sets."""
     if events_in_order(events):
-        for _, same_line in itertools.groupby(events, key=lambda e: e.ref):
+        for _, same_line in itertools.groupby(events, key=lambda e: (e.path, e.line)):
             line = list(same_line)
             if all(e.kind == "error_line" for e in line) and line[0].ref not in cited:
                 yield from line
         return
-    errors = {e.ref for e in events if e.kind == "error_line"}
-    explained = {e.ref for e in events if e.kind != "error_line" and e.ref in errors}
-    explained |= cited   # (in place: no third set)
+    errors = {(e.path, e.line) for e in events if e.kind == "error_line"}
+    explained = {(e.path, e.line) for e in events if e.kind != "error_line" and (e.path, e.line) in errors}
+    explained.update((r.path, r.line) for r in cited)   # (in place: no third set)
     for e in events:
-        if e.kind == "error_line" and e.ref not in explained:
+        if e.kind == "error_line" and (e.path, e.line) not in explained:
             yield e
 
 
@@ -263,14 +263,14 @@ def _unexplained(events: Sequence[Event], cited: set[SourceRef]) -> list[dict[st
             groups[str(e.get("template") or e.text[:120])].append(e)
     out: list[dict[str, Any]] = []
     for template, evs in groups.items():
-        first = min(evs, key=lambda e: (e.ref.path, e.ref.line))
+        first = min(evs, key=lambda e: (e.path, e.line))
         out.append(
             {
                 "template": template,
                 "count": len(evs),
                 "example": first.text[:300],
-                "path": first.ref.path,
-                "line": first.ref.line,
+                "path": first.path,
+                "line": first.line,
                 "ranks": sorted({e.rank for e in evs if e.rank is not None}),
             }
         )
@@ -414,7 +414,7 @@ def _observed(tables: Tables, file_rank: dict[str, int]) -> dict[str, str] | Non
     """
     # an event without a rank of its own belongs to its file's rank, as everywhere else in the report
     evs = [
-        e if e.rank is not None or e.ref.path not in file_rank else replace(e, rank=file_rank[e.ref.path])
+        e if e.rank is not None or e.path not in file_rank else replace(e, rank=file_rank[e.path])
         for e in tables.events
     ]
     hangs = [e for e in evs if e.kind == "hang_detected" and e.rank is not None]
@@ -470,7 +470,7 @@ def _observed(tables: Tables, file_rank: dict[str, int]) -> dict[str, str] | Non
     ]
     own = [e for e in own if e.rank is not None] or own  # a rank's own error before an unattributed one
     if own:
-        first = min(own, key=lambda e: (e.time is None, e.time or 0.0, e.ref.path, e.ref.line))
+        first = min(own, key=lambda e: (e.time is None, e.time or 0.0, e.path, e.line))
         what = str(
             first.get("exc_type")
             or {
@@ -486,12 +486,12 @@ def _observed(tables: Tables, file_rank: dict[str, int]) -> dict[str, str] | Non
             what += f' ("{said[:90]}…")' if len(said) > 90 else f' ("{said}")' if said else ""
         ranks = sorted({e.rank for e in own if e.rank is not None and e.kind == first.kind})
         host = first.host or ""
-        where = _ranks_text(ranks) if ranks else (f"host {host}" if host else first.ref.path)
+        where = _ranks_text(ranks) if ranks else (f"host {host}" if host else first.path)
         whose = f"rank {first.rank}" if first.rank is not None else where
         return {
             "headline": f"{what} on {where}; culprit not determined",
             "first_step": (
-                f"Read the first error of {whose} ({first.ref.path}:{first.ref.line}) and the lines before "
+                f"Read the first error of {whose} ({first.path}:{first.line}) and the lines before "
                 "it: it is the earliest error in the logs; the other errors may only follow from it."
             ),
         }

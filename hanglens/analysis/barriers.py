@@ -46,16 +46,16 @@ def _raised_by(events: Sequence[Event]) -> dict[int, Event]:
     by_path: dict[str, list[Event]] = {}
     for e in events:
         if e.kind in ("exception", "error_file") and "monitoredBarrier" in str(e.get("message") or ""):
-            by_path.setdefault(e.ref.path, []).append(e)
+            by_path.setdefault(e.path, []).append(e)
     out: dict[int, Event] = {}
     for r in reports:
         text = _RAISED_RE.sub("", r.text.strip())
-        found = [x for x in by_path.get(r.ref.path, ()) if text in str(x.get("message"))]
+        found = [x for x in by_path.get(r.path, ()) if text in str(x.get("message"))]
         if found:
             # the same writer's first, then the traceback after the report line (glog line, then raise)
             def order(x: Event, r: Event = r) -> tuple[bool, bool, int]:
                 other = r.rank is not None and x.rank is not None and x.rank != r.rank
-                return other, x.ref.line < r.ref.line, abs(x.ref.line - r.ref.line)
+                return other, x.line < r.line, abs(x.line - r.line)
 
             out[id(r)] = min(found, key=order)
     return out
@@ -165,7 +165,7 @@ def subgroup_barrier_rows(events: Sequence[Event], world: int | None, quiet: Seq
             late = sorted({*missing, *_unchecked(e, printed, world, reached, set(quiet))})
         rows.append({"rank": writer, "subgroup": sub, "missing": missing, "printed": printed, "late": late,
                      "members": present if sub else None, "timeout_ms": e.get("timeout_ms"),
-                     "path": e.ref.path, "line": e.ref.line})
+                     "path": e.path, "line": e.line})
     # A default-group report whose missing ranks are all present in a subgroup's barrier: they did not
     # arrive because they wait there (for that subgroup's missing ranks), not because they were slow.
     # A subgroup report shows its writer inside that subgroup's barrier whether it reported missing members

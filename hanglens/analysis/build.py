@@ -112,9 +112,10 @@ def rank_hosts(events: Sequence[Event]) -> dict[int, str]:
                 placed[g].add(h)
         if e.rank is not None and e.host:
             seen[e.rank][e.host] += 1
-        failed_rank, failed_host = e.get("failed_rank"), e.get("failed_host")
-        if e.kind == "child_failed" and isinstance(failed_rank, int) and failed_host:
-            seen[failed_rank][str(failed_host)] += 1
+        if e.kind == "child_failed":
+            failed_rank, failed_host = e.get("failed_rank"), e.get("failed_host")
+            if isinstance(failed_rank, int) and failed_host:
+                seen[failed_rank][str(failed_host)] += 1
     out = {r: sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] for r, c in seen.items()}
     for r, hs in placed.items():
         if r not in out and len(hs) == 1:
@@ -196,13 +197,12 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
 
     # A line that reports an error is no progress report: `ValueError: non-finite loss at step 5120` names
     # a step, but the rank did not get past it (and must not seem to have trained on after its traceback).
-    # (the refs themselves, not a (path, line) tuple per error line: a big job has one or two per rank)
     # A tqdm bar redrawn with `\r` and another writer's line glued behind it share one physical line
     # (log-formats.md section 9.2); the reader splits them, so an error is the bar's own only when it is
     # on the bar's text, not on the line glued to it.
-    errs = {(e.ref, e.text) for e in evs if e.kind == "error_line"}
+    errs = {(e.path, e.line, e.text) for e in evs if e.kind == "error_line"}
     if errs:
-        evs = [e for e in evs if e.kind != "progress" or (e.ref, e.text) not in errs]
+        evs = [e for e in evs if e.kind != "progress" or (e.path, e.line, e.text) not in errs]
     del errs
     # Errors their writer trained on after (caught, logged, retried) did not end the job: not failures.
     survived = status.survived_failures(evs, files)

@@ -110,8 +110,8 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
                     numel_in=e.get("numel_in"),
                     numel_out=e.get("numel_out"),
                     timeout_ms=e.get("timeout_ms"),
-                    path=e.ref.path,
-                    line=e.ref.line,
+                    path=e.path,
+                    line=e.line,
                 )
             bump(row, "last_enqueued", seq)
             if seq is not None:
@@ -130,7 +130,7 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
                 # line is its oldest unfinished collective, the one every member of the PG is blocked at.
                 row["oldest_unnumbered"] = {
                     "op": e.get("op"), "numel_in": e.get("numel_in"), "numel_out": e.get("numel_out"),
-                    "timeout_ms": e.get("timeout_ms"), "path": e.ref.path, "line": e.ref.line,
+                    "timeout_ms": e.get("timeout_ms"), "path": e.path, "line": e.line,
                 }
         elif e.kind in ("pg_status", "dump_signal"):
             row = slot(pg, e.rank)
@@ -142,7 +142,7 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
             if failed is not None and row.get("timed_out_seq") is None:
                 row["timed_out_seq"] = failed
             if row.get("path") is None:
-                row.update(path=e.ref.path, line=e.ref.line)
+                row.update(path=e.path, line=e.line)
             done = _num(e.get("last_completed"))
             if done is not None and done >= 0:
                 cell(pg, e.rank, done, state="completed")
@@ -165,9 +165,9 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
         if state == "timed_out" and (row.get("timed_out_seq") is None or seq < row["timed_out_seq"]):
             row.update(timed_out_seq=seq, op=fe.get("op"), numel_in=fe.get("numel_in"),
                        numel_out=fe.get("numel_out"), timeout_ms=fe.get("timeout_ms"),
-                       path=fe.ref.path, line=fe.ref.line)
+                       path=fe.path, line=fe.line)
         if row.get("path") is None:
-            row.update(path=fe.ref.path, line=fe.ref.line)
+            row.update(path=fe.path, line=fe.line)
         cell(pg, rank, seq, op=fe.get("op"), numel_in=fe.get("numel_in"), numel_out=fe.get("numel_out"),
              state=state)
     for row in st.values():
@@ -202,8 +202,10 @@ def flight_frontier(events: Sequence[Event]) -> dict[tuple[str, int, int], tuple
     entries: dict[tuple[str, int, int], Event] = {}
     newest: dict[tuple[str, int], int] = {}
     for e in events:
+        if e.kind != "fr_entry" or e.rank is None:
+            continue
         seq = _num(e.get("seq"))
-        if e.kind != "fr_entry" or e.rank is None or seq is None or e.get("is_p2p"):
+        if seq is None or e.get("is_p2p"):
             continue
         pg = _pg(e) or "0"
         entries[(pg, e.rank, seq)] = e
@@ -285,8 +287,8 @@ def enqueue_lag(events: Sequence[Event], state: Sequence[Mapping[str, Any]],
                         ahead=0,
                         basis="desync",
                         idle=None,
-                        path=e.ref.path,
-                        line=e.ref.line,
+                        path=e.path,
+                        line=e.line,
                     )
                 )
     return sorted(out, key=lambda r: (r["pg"], r["rank"]))
@@ -437,8 +439,8 @@ def disagreement(events: Sequence[Event], state: Sequence[Mapping[str, Any]],
                     "numel_out": e.get("numel_out"),
                     "shape": None,
                     "dtype": None,
-                    "path": e.ref.path,
-                    "line": e.ref.line,
+                    "path": e.path,
+                    "line": e.line,
                 },
             )
     votes: dict[tuple[str, int], Counter[int]] = defaultdict(Counter)
@@ -471,8 +473,8 @@ def disagreement(events: Sequence[Event], state: Sequence[Mapping[str, Any]],
                     "numel_out": None,
                     "shape": pick("shapes"),
                     "dtype": pick("dtypes"),
-                    "path": e.ref.path,
-                    "line": e.ref.line,
+                    "path": e.path,
+                    "line": e.line,
                 },
             )
             votes[key][ranks[side]] += 1
@@ -545,8 +547,8 @@ def _one_stack(events: Sequence[Event], hosts: dict[int, str], first: dict[int, 
                 peers[r] = {"rank": r, "host": hosts.get(r), "call": op, "entry": op, "user_frame": None,
                             "calls": 1, "site_differs": False, "minority": False,
                             "site_minority": False, "site": None, "site_reason": None,
-                            "odd_site": False, "subgroup": False, "path": e.ref.path,
-                            "line": e.ref.line}
+                            "odd_site": False, "subgroup": False, "path": e.path,
+                            "line": e.line}
     if site is None or not peers or callsite.odd_sites({rank: site}, unseen=len(peers)) != {rank}:
         return []
     row.update(calls=1, site_differs=False, minority=False, site_minority=False,
@@ -660,8 +662,8 @@ def _first_calls(
                 "user_frame": site.user_frame,
                 "subgroup": callsite.subgroup_call(frames, sources),
                 "source": callsite.call_source(frames, sources),
-                "path": e.ref.path,
-                "line": e.ref.line,
+                "path": e.path,
+                "line": e.line,
             }
     return first, stacks
 

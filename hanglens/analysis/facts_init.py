@@ -56,8 +56,8 @@ def init_pending_rows(events: Sequence[Event]) -> list[Row]:
                     "rank": crank if n == world else None,
                     "started": first is not None,
                     "missing": n - len(started[cid]),
-                    "path": first.ref.path if first is not None else None,
-                    "line": first.ref.line if first is not None else None,
+                    "path": first.path if first is not None else None,
+                    "line": first.line if first is not None else None,
                 }
             )
     return rows
@@ -90,7 +90,7 @@ def init_key_missing_rows(events: Sequence[Event], world: int | None) -> list[Ro
             rank = int(m["rank"])
             if rank == e.rank or (world is not None and rank >= world):
                 continue
-            waiters[rank].add(e.rank if e.rank is not None else (e.ref.path, e.ref.line))
+            waiters[rank].add(e.rank if e.rank is not None else (e.path, e.line))
             found.setdefault(rank, {"rank": rank, "key": key, "timeout_ms": _int(e.get("timeout_ms")),
-                                    "path": e.ref.path, "line": e.ref.line})
+                                    "path": e.path, "line": e.line})
     return [{**row, "waiting": len(waiters[r])} for r, row in sorted(found.items())]

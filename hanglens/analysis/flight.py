@@ -68,17 +68,17 @@ def _entries(events: Sequence[Event]) -> dict[int, list[Event]]:
     seen: set[tuple[int, Any, Any, Any]] = set()
     out: dict[int, list[Event]] = defaultdict(list)
     for e in sorted((e for e in events if e.kind == "fr_entry" and e.rank is not None),
-                    key=lambda e: (not e.get("frames"), e.ref.path, e.ref.line)):
+                    key=lambda e: (not e.get("frames"), e.path, e.line)):
         assert e.rank is not None
         key = (e.rank, e.get("record_id"), e.get("pg"), e.get("seq") if e.get("record_id") is None else None)
         if e.get("record_id") is None:
-            key = (e.rank, e.ref.path, e.ref.line, None)
+            key = (e.rank, e.path, e.line, None)
         if key in seen:
             continue
         seen.add(key)
         out[e.rank].append(e)
     for rank in out:
-        out[rank].sort(key=lambda e: (_num(e.get("record_id")) or 0, e.ref.line))
+        out[rank].sort(key=lambda e: (_num(e.get("record_id")) or 0, e.line))
     return out
 
 
@@ -118,14 +118,14 @@ def flight_rows(events: Sequence[Event], hosts: dict[int, str],
     size = _world(events, dumps, world)
     dump_rows: list[Row] = []
     for rank in range(size):
-        ds = sorted(dumps.get(rank, []), key=lambda d: d.ref.path)
+        ds = sorted(dumps.get(rank, []), key=lambda d: d.path)
         first = ds[0] if ds else None
         dump_rows.append({
             "rank": rank, "host": hosts.get(rank), "has_dump": bool(ds), "dumps": len(ds),
             "entries": len(entries.get(rank, [])),
             "version": first.get("version") if first else None,
             "format": ",".join(sorted({str(d.get("format")) for d in ds})) or None,
-            "path": first.ref.path if first else None, "line": 1 if first else None,
+            "path": first.path if first else None, "line": 1 if first else None,
         })
     newest = {r: evs[-1] for r, evs in entries.items() if evs}
     groups: dict[str, str | None] = {}
@@ -155,7 +155,7 @@ def _row(pg: str, desc: str | None, kind: str, seq: int | None, rank: int, misma
         "state": e.get("state") if e else None, "retired": e.get("retired") if e else None,
         "call_site": call_site(e) if e else None,
         "time_created_ns": e.get("time_created_ns") if e else None,
-        "path": e.ref.path if e else None, "line": e.ref.line if e else None,
+        "path": e.path if e else None, "line": e.line if e else None,
         "culprit": False, "blocked_in": None, "has_dump": True, **kw,
     }
 

@@ -85,7 +85,7 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             continue
         host = _short(e.host)
         if host is None:
-            name = PurePosixPath(e.ref.path.replace("!", "/")).name.lower()
+            name = PurePosixPath(e.path.replace("!", "/")).name.lower()
             named = [h for h in known if _names(name, h.lower())]
             host = named[0] if len(named) == 1 else None
         here = [g for g in gpus if host is None or g[0] in (host, None)]
@@ -111,7 +111,7 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             "pci": e.get("pci"),
             "mapped_by": how,
             "time": e.time,
-            "path": e.ref.path,
-            "line": e.ref.line,
+            "path": e.path,
+            "line": e.line,
         })
     return rows

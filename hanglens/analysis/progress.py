@@ -90,8 +90,8 @@ def progress_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Record
                 majority_step=majority,
                 position=None if majority is None else
                 ("same" if last == majority else "ahead" if last > majority else "behind"),
-                path=ev.ref.path,
-                line=ev.ref.line,
+                path=ev.path,
+                line=ev.line,
             )
         )
     return rows
@@ -234,23 +234,23 @@ def slow_phase_rows(
     timed_out: dict[str, list[tuple[int, int | None]]] = defaultdict(list)
     for e in events:
         if e.kind == "progress" and isinstance(e.get("elapsed_s"), int):
-            bars[(e.rank, e.ref.path, e.get("label"), e.get("pattern"))] = e  # events are in line order
+            bars[(e.rank, e.path, e.get("label"), e.get("pattern"))] = e  # events are in line order
         elif e.kind == "phase_took" and isinstance(e.get("duration_s"), int):
-            bars[(e.rank, e.ref.path, e.get("label"), "took")] = e
+            bars[(e.rank, e.path, e.get("label"), "took")] = e
         elif (kind := _wait(e)) is not None:
             waits.add(e, kind)
             if kind == "timeout":
-                timed_out[e.ref.path].append((e.ref.line, e.rank))
+                timed_out[e.path].append((e.line, e.rank))
         elif _fault(e):
             faults[e.rank] += 1
     if not bars:
         return []
     # (path, line) of a bar -> ranks of the other events on that line (a second pass, over the bars' lines
     # only: one set per line of a big job would be most of this step's memory).
-    at_bars = {(b.ref.path, b.ref.line) for b in bars.values()}
+    at_bars = {(b.path, b.line) for b in bars.values()}
     others_at: dict[tuple[str, int], set[int | None]] = {}
     for e in events:
-        if e.kind != "progress" and (key := (e.ref.path, e.ref.line)) in at_bars:
+        if e.kind != "progress" and (key := (e.path, e.line)) in at_bars:
             others_at.setdefault(key, set()).add(e.rank)
     all_faults = sum(faults.values())
     # The one rank of a known world not seen waiting (a rank-less bar is its likeliest owner).
@@ -261,13 +261,13 @@ def slow_phase_rows(
     main_first = bool(waits.ranks) and 0 not in waits.ranks and len(set(hosts.values())) <= 1
     rows: list[Record] = []
     for (rank, path, label, pattern), bar in sorted(bars.items(),
-                                                    key=lambda kv: (kv[1].ref.path, kv[1].ref.line)):
+                                                    key=lambda kv: (kv[1].path, kv[1].line)):
         took = pattern == "took"
         own_waits = rank is not None and waits.timeouts.get(rank, 0) > 0
         peer_waits = waits.total - (waits.count.get(rank, 0) if rank is not None else 0) > 0
         owner, basis = rank, ("own" if rank is not None else None)
-        before = {r for ln, r in timed_out.get(path, ()) if ln < bar.ref.line}
-        after = {r for ln, r in timed_out.get(path, ()) if ln > bar.ref.line}
+        before = {r for ln, r in timed_out.get(path, ()) if ln < bar.line}
+        after = {r for ln, r in timed_out.get(path, ()) if ln > bar.line}
         if took and owner is None and len(after) == 1 and None not in after and before - {None} \
                 and not after & before:
             # A phase over after some ranks' timeouts, with one rank whose own timeout comes only after it:
@@ -312,7 +312,7 @@ def slow_phase_rows(
             outlasts = bool(printed is not None and timeout_s and not own_waits
                             and timeout_s <= elapsed <= LATE_TIMEOUT * timeout_s
                             and before - ({owner} if owner is not None else set()))
-        glued = any(r is None or r != rank for r in others_at.get((path, bar.ref.line), ()))
+        glued = any(r is None or r != rank for r in others_at.get((path, bar.line), ()))
         rows.append(
             _SlowRow(
                 rank=owner,
@@ -336,8 +336,8 @@ def slow_phase_rows(
                 fault_seen=all_faults - (faults.get(rank, 0) if rank is not None else 0) > 0,
                 text=bar.text[:MAX_TEXT],
                 pattern="took" if took else bar.get("pattern"),
-                path=bar.ref.path,
-                line=bar.ref.line,
+                path=bar.path,
+                line=bar.line,
             )
         )
     return rows

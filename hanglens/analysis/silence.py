@@ -88,7 +88,7 @@ def stop_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         if reason:
             said += f", due to {str(reason).lower()}"
         rows.append({"rank": rank, "host": host_of(e, hosts, rank), "how": how, "signal": sig, "said": said,
-                     "time": e.time, "text": e.text[:300], "path": e.ref.path, "line": e.ref.line})
+                     "time": e.time, "text": e.text[:300], "path": e.path, "line": e.line})
     return sorted(rows, key=lambda r: (r["path"], r["line"]))
 
 
@@ -108,7 +108,7 @@ def _stop_marks(events: Sequence[Event]) -> tuple[float | None, dict[str, int]]:
             continue
         if s.time is not None:
             first_time = s.time if first_time is None else min(first_time, s.time)
-        lines[s.ref.path] = min(lines.get(s.ref.path, s.ref.line), s.ref.line)
+        lines[s.path] = min(lines.get(s.path, s.line), s.line)
     return first_time, lines
 
 
@@ -118,7 +118,7 @@ def _after_stop(e: Event, marks: tuple[float | None, dict[str, int]]) -> bool:
     first_time, lines = marks
     if e.time is not None and first_time is not None:
         return e.time >= first_time
-    return e.ref.path in lines and lines[e.ref.path] < e.ref.line
+    return e.path in lines and lines[e.path] < e.line
 
 
 # Where an interrupted process waited, when it was not idle after its run: inside torch.distributed (a
@@ -168,8 +168,8 @@ def finished_before_stop(events: Sequence[Event], stops: Sequence[Row],
 def _order(evs: Sequence[Event]) -> list[Event]:
     """A rank's events in the order it wrote them: by time when every one has a time, else by position."""
     if evs and all(e.time is not None for e in evs):
-        return sorted(evs, key=lambda e: (e.time or 0.0, e.ref.path, e.ref.line))
-    return sorted(evs, key=lambda e: (e.ref.path, e.ref.line))
+        return sorted(evs, key=lambda e: (e.time or 0.0, e.path, e.line))
+    return sorted(evs, key=lambda e: (e.path, e.line))
 
 
 def _series(e: Event) -> tuple[Any, ...]:
@@ -208,11 +208,11 @@ def _boundary(progress: list[Event], phases: list[Event]) -> tuple[bool, str | N
     done = [e for e in earlier if _complete(e)]
     stalled = _step(last) == 0 and _total(last) is not None and bool(done)
     anchor = done[-1] if stalled else last
-    key = (anchor.ref.path, anchor.ref.line) if anchor.time is None else None
+    key = (anchor.path, anchor.line) if anchor.time is None else None
     after = [
         p for p in phases
         if (p.time is not None and anchor.time is not None and p.time >= anchor.time)
-        or (key is not None and (p.ref.path, p.ref.line) > key)
+        or (key is not None and (p.path, p.line) > key)
     ]
     if after:
         return stalled, str(after[-1].get("phase")), after[-1]
@@ -317,8 +317,8 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Rec
             stalled_start=stalled,
             boundary=boundary,
             no_error=no_error,
-            path=last.ref.path,
-            line=last.ref.line,
+            path=last.path,
+            line=last.line,
         ))
     return _compare(base)
 

@@ -193,8 +193,8 @@ def hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             "time": e.time,
             "started": start,
             "before_peers": before,
-            "path": e.ref.path,
-            "line": e.ref.line,
+            "path": e.path,
+            "line": e.line,
         })
     return sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["path"], r["line"]))
 
@@ -225,8 +225,8 @@ def victim_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 "signal": signal,
                 "time": e.time,
                 "text": e.text[:300],
-                "path": e.ref.path,
-                "line": e.ref.line,
+                "path": e.path,
+                "line": e.line,
             }
         )
 
@@ -408,8 +408,8 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             continue
         if cur is not None and _kill_behind_exit(cur, e):
             continue
-        key = (e.time is None, e.time or 0.0, e.ref.path, e.ref.line)
-        if cur is None or key < (cur.time is None, cur.time or 0.0, cur.ref.path, cur.ref.line):
+        key = (e.time is None, e.time or 0.0, e.path, e.line)
+        if cur is None or key < (cur.time is None, cur.time or 0.0, cur.path, cur.line):
             best[rank] = e
     times = [e.time for e in best.values() if e.time is not None]
     earliest = min(times) if times else None
@@ -431,8 +431,8 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 "setup": _setup_error(e),
                 "time": e.time,
                 "text": e.text[:300],
-                "path": e.ref.path,
-                "line": e.ref.line,
+                "path": e.path,
+                "line": e.line,
             }
         )
     return rows
@@ -476,7 +476,7 @@ def unowned_crash_rows(events: Sequence[Event], hosts: dict[int, str], world: in
     wait_start = min(starts) if starts else None
     first_line: dict[str, int] = {}
     for e in hangs:
-        first_line[e.ref.path] = min(first_line.get(e.ref.path, e.ref.line), e.ref.line)
+        first_line[e.path] = min(first_line.get(e.path, e.line), e.line)
     failed = {r for e in events if e.kind in FAILURE_KINDS and (r := _rank_of(e, sn)) is not None}
     left = set(range(world)) - failed if world and world <= 65536 else set()
     rank = next(iter(left)) if len(left) == 1 else None   # the one rank of the world not heard failing
@@ -488,8 +488,8 @@ def unowned_crash_rows(events: Sequence[Event], hosts: dict[int, str], world: in
             continue
         if e.time is not None and first_time is not None:
             before = first_time >= e.time >= (wait_start or e.time) - UNOWNED_CRASH_SLACK_S
-        elif e.ref.path in first_line:
-            before = e.ref.line < first_line[e.ref.path]
+        elif e.path in first_line:
+            before = e.line < first_line[e.path]
         else:
             before = True
         rows.append({
@@ -499,8 +499,8 @@ def unowned_crash_rows(events: Sequence[Event], hosts: dict[int, str], world: in
             "before_hangs": bool(hangs) and before,
             "time": e.time,
             "text": e.text[:300],
-            "path": e.ref.path,
-            "line": e.ref.line,
+            "path": e.path,
+            "line": e.line,
         })
     return rows
 
@@ -509,7 +509,7 @@ def first_failure_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[R
     """Failure events on the normalised timeline, earliest first; untimed ones after, in file order."""
     sn = single_node(events)
     fails = [e for e in events if e.kind in FAILURE_KINDS]
-    fails.sort(key=lambda e: (e.time is None, e.time or 0.0, e.ref.path, e.ref.line, e.kind))
+    fails.sort(key=lambda e: (e.time is None, e.time or 0.0, e.path, e.line, e.kind))
     rows = []
     for i, e in enumerate(fails, 1):
         rank = _rank_of(e, sn)
@@ -521,8 +521,8 @@ def first_failure_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[R
                 "time": e.time,
                 "kind": e.kind,
                 "text": e.text[:300],
-                "path": e.ref.path,
-                "line": e.ref.line,
+                "path": e.path,
+                "line": e.line,
             }
         )
     return rows
@@ -694,17 +694,17 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
     """
     one_stream = {f.path for f in files if f.origin.stream is not None}
     own = {f.path for f in files if f.origin.rank is not None or f.origin.local_rank is not None}
-    restarted = {e.ref.path for e in events if e.kind == "worker_group_restart"}
+    restarted = {e.path for e in events if e.kind == "worker_group_restart"}
 
     def writer(e: Event) -> tuple[Any, ...] | None:
-        if e.ref.path in own:
-            return (e.ref.path,)
-        if e.ref.path in restarted:
+        if e.path in own:
+            return (e.path,)
+        if e.path in restarted:
             return None
         if e.rank is not None:
-            return (e.ref.path, "rank", e.rank)
+            return (e.path, "rank", e.rank)
         if e.writer:
-            return (e.ref.path, "writer", e.writer)
+            return (e.path, "writer", e.writer)
         return None
 
     last_line: dict[tuple[Any, ...], int] = {}
@@ -717,21 +717,21 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
         if e.kind == "run_finished":
             key = writer(e)
             if key is not None:
-                finished[key] = max(finished.get(key, 0), e.ref.line)
+                finished[key] = max(finished.get(key, 0), e.line)
         elif e.kind == "progress":
             key = writer(e)
             if key is not None:
-                last_line[key] = max(last_line.get(key, 0), e.ref.line)
+                last_line[key] = max(last_line.get(key, 0), e.line)
                 if e.level is not None:
-                    last_record[key] = max(last_record.get(key, 0), e.ref.line)
+                    last_record[key] = max(last_record.get(key, 0), e.line)
                 if e.time is not None:
                     last_time[key] = max(last_time.get(key, e.time), e.time)
         elif e.kind == "error_line" or (e.level or "") in ERROR_LEVELS:
             if e.time is not None:
-                headers[(e.ref.path, e.ref.line)] = e.time
+                headers[(e.path, e.line)] = e.time
             key = writer(e)
             if key is not None and (e.level or "") in ERROR_LEVELS:
-                records[(e.ref.path, e.ref.line)] = key
+                records[(e.path, e.line)] = key
     out: set[int] = _survived_by_success(events, files)
     if not last_line and not finished:
         return out | _survived_unattributed(events, files, writer)
@@ -745,19 +745,19 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
         by_record = key is None and i in logged_tracebacks
         if by_record:
             key = logged_tracebacks[i]
-        if key is not None and finished.get(key, 0) > e.ref.line:
+        if key is not None and finished.get(key, 0) > e.line:
             out.add(i)
             continue
         if key is None or key not in last_line:
             continue
-        if (logged or by_record) and last_record.get(key, 0) > e.ref.line:
+        if (logged or by_record) and last_record.get(key, 0) > e.line:
             out.add(i)
             continue
-        if e.ref.path in one_stream:
-            if last_line[key] > e.ref.line:
+        if e.path in one_stream:
+            if last_line[key] > e.line:
                 out.add(i)
             continue
-        t = e.time if e.time is not None else headers.get((e.ref.path, e.ref.line - 1))
+        t = e.time if e.time is not None else headers.get((e.path, e.line - 1))
         if t is not None and key in last_time and last_time[key] > t:
             out.add(i)
     return out | _survived_unattributed(events, files, writer)
@@ -770,7 +770,7 @@ def _ended_badly(e: Event) -> bool:
 
 def _in_tree(origin: dict[str, Any], e: Event) -> bool:
     """Does the event's file sit in a torchrun `--log-dir` tree (`attempt_<n>/<local_rank>/`)?"""
-    o = origin.get(e.ref.path)
+    o = origin.get(e.path)
     return o is not None and o.attempt is not None
 
 
@@ -795,9 +795,9 @@ class _Nodes:
         if host is not None:
             self.hosts.add(host)
         elif stream is not None:
-            self.streams.add((e.ref.path, stream))
+            self.streams.add((e.path, stream))
         else:
-            self.files.add(e.ref.path)
+            self.files.add(e.path)
             self.unplaced = True
 
     def may_hold(self, e: Event, agent_console: bool) -> bool:
@@ -806,10 +806,10 @@ class _Nodes:
         if host is not None and self.hosts:
             return host in self.hosts or bool(self.streams) or self.unplaced
         if stream is not None and self.streams:
-            return (e.ref.path, stream) in self.streams or bool(self.hosts) or self.unplaced
+            return (e.path, stream) in self.streams or bool(self.hosts) or self.unplaced
         if agent_console and host is None and stream is None:
             # the file is an agent's console (its own agent's lines are in it): that agent must be the one
-            return e.ref.path in self.files or bool(self.hosts) or bool(self.streams)
+            return e.path in self.files or bool(self.hosts) or bool(self.streams)
         return True
 
 
@@ -845,18 +845,18 @@ def _survived_by_success(events: Sequence[Event], files: Sequence[InputFile]) ->
     agent_files: set[str] = set()
     for e in events:
         if e.kind == "agent_succeeded":
-            success[e.ref.path] = max(success.get(e.ref.path, 0), e.ref.line)
+            success[e.path] = max(success.get(e.path, 0), e.line)
             succeeded.add(e)
         if e.kind in AGENT_EVENT_KINDS:
-            agent_files.add(e.ref.path)
+            agent_files.add(e.path)
     first_progress = min((e.time for e in events
                           if e.kind in ("progress", "run_finished") and e.time is not None), default=None)
     for i, e in enumerate(events):
-        if e.ref.path in success and e.ref.line < success[e.ref.path] and _ended_badly(e):
+        if e.path in success and e.line < success[e.path] and _ended_badly(e):
             out.add(i)
         elif (success and e.kind == "store_error"
               and (e.time is None or first_progress is None or e.time > first_progress)
-              and succeeded.may_hold(e, e.ref.path in agent_files)):
+              and succeeded.may_hold(e, e.path in agent_files)):
             out.add(i)   # a store that went away after training began, on a node whose agent succeeded: §17.7
     origin = {f.path: f.origin for f in files}
     trees: dict[tuple[Any, ...], dict[int, set[str]]] = {}
@@ -871,9 +871,9 @@ def _survived_by_success(events: Sequence[Event], files: Sequence[InputFile]) ->
         paths = attempts[newest]
         ranks = {origin[p].local_rank for p in paths}
         ranks0 = {origin[p].local_rank for p in attempts[0]}
-        done = {origin[e.ref.path].local_rank for e in events
-                if e.kind == "run_finished" and e.ref.path in paths}
-        if ranks != ranks0 or done != ranks or any(_ended_badly(e) for e in events if e.ref.path in paths):
+        done = {origin[e.path].local_rank for e in events
+                if e.kind == "run_finished" and e.path in paths}
+        if ranks != ranks0 or done != ranks or any(_ended_badly(e) for e in events if e.path in paths):
             continue
         earlier = {p for a, ps in attempts.items() if a < newest for p in ps}
         # The agent's reports outside the tree (its console): torchrun raises ChildFailedError (the summary
@@ -885,7 +885,7 @@ def _survived_by_success(events: Sequence[Event], files: Sequence[InputFile]) ->
         failed = sum(1 for i in agent if events[i].kind == "worker_failed")
         whole = (len(trees) == 1 and failed <= newest and not any(e.kind == "child_failed" for e in events))
         for i, e in enumerate(events):
-            if e.ref.path in earlier and _ended_badly(e):
+            if e.path in earlier and _ended_badly(e):
                 out.add(i)
         if whole:
             out.update(agent)
@@ -905,17 +905,17 @@ def _logged_tracebacks(
     spans: list[tuple[str, int, int, tuple[Any, ...]]] = []
     for i, e in enumerate(events):
         if e.kind == "exception" and e.rank is None and not e.writer:
-            key = records.get((e.ref.path, e.ref.line - 1))
+            key = records.get((e.path, e.line - 1))
             if key is not None:
                 out[i] = key
                 frames = e.get("frames")
                 n = len(frames) if isinstance(frames, list) else 0
-                spans.append((e.ref.path, e.ref.line, e.ref.line + 3 * n + 2, key))
+                spans.append((e.path, e.line, e.line + 3 * n + 2, key))
     if spans:
         for i, e in enumerate(events):
             if e.kind == "error_line" and e.rank is None and not e.writer:
                 for path, first, last, key in spans:
-                    if e.ref.path == path and first <= e.ref.line <= last:
+                    if e.path == path and first <= e.line <= last:
                         out[i] = key
     return out
 
@@ -948,10 +948,10 @@ def _survived_by_peers(events: Sequence[Event], restarted: set[str]) -> set[int]
         if e.rank is None:
             continue
         if e.time is not None:
-            above[(e.ref.path, e.rank)] = e.time
-        if e.ref.path in restarted or not _survivable(e):
+            above[(e.path, e.rank)] = e.time
+        if e.path in restarted or not _survivable(e):
             continue
-        t = e.time if e.time is not None else above.get((e.ref.path, e.rank))
+        t = e.time if e.time is not None else above.get((e.path, e.rank))
         last = others_latest(e.rank) if t is not None else None
         if t is not None and last is not None and t + PEER_PROGRESS_S < last:
             out.add(i)
@@ -964,9 +964,9 @@ def _in_line_order(events: Sequence[Event]) -> Iterable[tuple[int, Event]]:
     MiB at 16,384 ranks)."""
     prev: tuple[str, int] | None = None
     for e in events:
-        key = (e.ref.path, e.ref.line)
+        key = (e.path, e.line)
         if prev is not None and key < prev:
-            return sorted(enumerate(events), key=lambda ie: (ie[1].ref.path, ie[1].ref.line))
+            return sorted(enumerate(events), key=lambda ie: (ie[1].path, ie[1].line))
         prev = key
     return enumerate(events)
 
@@ -1000,11 +1000,11 @@ def _survived_unattributed(
         candidates.append(i)
     if not candidates:
         return set()
-    paths = {events[i].ref.path for i in candidates}
+    paths = {events[i].path for i in candidates}
     if len(paths) != 1:
         return set()
     path = paths.pop()
-    launch = [e for e in events if e.kind == "launch_config" and e.ref.path == path]
+    launch = [e for e in events if e.kind == "launch_config" and e.path == path]
     worlds = {e.get("world_size") for e in events if isinstance(e.get("world_size"), int)}
     ranks = {e.rank for e in events if e.rank is not None}
     for f in files:
@@ -1016,7 +1016,7 @@ def _survived_unattributed(
     time_at: dict[int, float] = {}
     last: float | None = None
     for i, e in enumerate(events):
-        if e.ref.path != path:
+        if e.path != path:
             continue
         if e.time is not None:
             last = e.time if last is None else max(last, e.time)
@@ -1026,8 +1026,8 @@ def _survived_unattributed(
         return set()
     error_time = max(time_at[i] for i in candidates)
     after = [e for i, e in enumerate(events)
-             if e.kind == "run_finished" and e.ref.path == path and time_at.get(i, -1.0) >= error_time
-             and e.ref.line > max(events[c].ref.line for c in candidates)]
+             if e.kind == "run_finished" and e.path == path and time_at.get(i, -1.0) >= error_time
+             and e.line > max(events[c].line for c in candidates)]
     if launch:
         return set(candidates) if len(after) >= need else set()
     # Without the launcher's output in the file, its failure table cannot vouch for the end; the ranks can:
@@ -1059,16 +1059,16 @@ def clean_exit_ranks(events: Sequence[Event], files: Sequence[InputFile] = ()) -
     nproc = next(iter(nprocs)) if len(nprocs) == 1 else None
     tree_locals = {f.origin.local_rank for f in files if f.origin.local_rank is not None}
     tree_agents = {f.origin.node_dir for f in files if f.origin.local_rank is not None}
-    table_files = {e.ref.path for e in events if e.kind == "child_failed" and e.get("table_local_ranks")}
+    table_files = {e.path for e in events if e.kind == "child_failed" and e.get("table_local_ranks")}
     if len(tree_agents) != 1 or len(table_files) != 1:
         tree_locals = set()
     by_path: dict[str, list[Event]] = defaultdict(list)
     tee_locals: dict[str, set[int]] = defaultdict(set)
     for e in events:
         if e.kind in ("child_failed", "closing_signal", "worker_failed"):
-            by_path[e.ref.path].append(e)
+            by_path[e.path].append(e)
         elif e.writer is not None and e.writer.startswith("tee ") and (m := _TEE_LOCAL_RE.search(e.writer)):
-            tee_locals[e.ref.path].add(int(m.group(1)))
+            tee_locals[e.path].add(int(m.group(1)))
     out: set[int] = set()
     for path, evs in by_path.items():
         listed_pids = {e.get("pid") for e in evs if e.kind == "child_failed"}
@@ -1113,13 +1113,13 @@ def _signalled_outside(events: Sequence[Event], single: bool) -> set[int]:
     stopped: dict[str, set[object]] = defaultdict(set)
     for e in events:
         if e.kind == "closing_signal":
-            stopped[e.ref.path].add(e.get("pid"))
+            stopped[e.path].add(e.get("pid"))
     out: set[int] = set()
     for e in events:
-        if e.kind != "worker_failed" or _exitcode(e) not in _OUTSIDE_SIGNALS or not stopped.get(e.ref.path):
+        if e.kind != "worker_failed" or _exitcode(e) not in _OUTSIDE_SIGNALS or not stopped.get(e.path):
             continue
         rank = _rank_of(e, single)
-        if rank is not None and e.get("pid") is not None and e.get("pid") not in stopped[e.ref.path]:
+        if rank is not None and e.get("pid") is not None and e.get("pid") not in stopped[e.path]:
             out.add(rank)
     return out
 
@@ -1173,7 +1173,7 @@ def rank_status_columns(
         victim = rank in victim_ranks
         fails = sorted(
             (e for e in evs if e.kind in FAILURE_KINDS),
-            key=lambda e: (e.time is None, e.time or 0.0, e.ref.path, e.ref.line),
+            key=lambda e: (e.time is None, e.time or 0.0, e.path, e.line),
         )
         exitcode = next(
             (

@@ -61,7 +61,7 @@ def _p2p_ranks(events: Sequence[Event], calls: Sequence[Row]) -> dict[int, tuple
             out.setdefault(c["rank"], (str(c["call"]), str(c.get("path")), int(c.get("line") or 0)))
     for e in events:
         if e.rank is not None and e.kind in ("hang_detected", "fr_entry") and str(e.get("op")) in P2P_OPS:
-            out.setdefault(e.rank, (str(e.get("op")).lower(), e.ref.path, e.ref.line))
+            out.setdefault(e.rank, (str(e.get("op")).lower(), e.path, e.line))
     return out
 
 
@@ -180,12 +180,12 @@ def ib_peer_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         converged = len(reporters) == 1 and len(who) >= 2 and not (who & behind) and not (who & peer_hosts)
         e = first[peer]
         base = {"peer": peer, "reporters": len(who), "peers_named": len(reporters), "converged": converged,
-                "fanout": fanout, "path": e.ref.path, "line": e.ref.line}
+                "fanout": fanout, "path": e.path, "line": e.line}
         named = min(peer_hosts) if peer_hosts else None
         for r in sorted(behind):
             # (a mapped rank's row cites its own address line, the evidence that it is behind the peer)
             at = said.get((peer, r))
-            where = {"path": at.ref.path if at else None, "line": at.ref.line if at else None}
+            where = {"path": at.path if at else None, "line": at.line if at else None}
             rows.append({**base, **where, "rank": r, "host": hosts.get(r) or named})
         if not behind:
             rows.append({**base, "rank": None, "host": named})
@@ -249,7 +249,7 @@ def size_error_rows(
         seen.add(receiver)
         nbytes = {k: int(m[k]) if m[k] else None for k in ("remote", "local")}
         common = {"remote_bytes": nbytes["remote"], "local_bytes": nbytes["local"], "p2p": is_p2p,
-                  "path": e.ref.path, "line": e.ref.line}
+                  "path": e.path, "line": e.line}
         n = world if world is not None else len(known)
         odd = _odd_end(receiver, sender, sizes or {}, n) if sender is not None and n else None
         rows.append({"rank": receiver, "host": hosts.get(receiver), "role": "receiver", "peer": sender,
@@ -458,7 +458,7 @@ def recv_wait_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequen
             continue
         if src == r or src < 0 or (world is not None and src >= world):
             continue
-        path, line = (stack.ref.path, stack.ref.line) if stack is not None else (None, None)
+        path, line = (stack.path, stack.line) if stack is not None else (None, None)
         rows.append({"rank": r, "host": hosts.get(r), "op": op, "src": src, "src_call": call_of.get(src),
                      "src_waits": src in p2p, "basis": basis, "path": path, "line": line})
     # NCCL: the watchdog's timeout line names the op a rank was blocked in (`WorkNCCL(SeqNum=.., OpType=RECV,
@@ -480,7 +480,7 @@ def recv_wait_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequen
                      "src_call": other_op,
                      "src_waits": other_op in RECVS or other_op in SENDS,
                      "basis": f"its watchdog's OpType={op_name}; the only other rank of a 2-rank job",
-                     "path": nccl_ref[r].ref.path, "line": nccl_ref[r].ref.line})
+                     "path": nccl_ref[r].path, "line": nccl_ref[r].line})
     waits_for = {row["rank"]: row["src"] for row in rows}
     for row in rows:
         r, src = row["rank"], row["src"]

@@ -6,6 +6,7 @@ import heapq
 import itertools
 import math
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -19,7 +20,7 @@ from hanglens.analysis.kinds import FAILURE_KINDS, is_failure_warning, is_retrie
 from hanglens.engine import template
 from hanglens.engine.schema import BASE_ATTRIBUTES, Condition, Rule
 from hanglens.limits import DEFAULT_LIMITS, Limits
-from hanglens.model import ERROR_LEVELS, Category, Confidence, Event, SourceRef, short_host
+from hanglens.model import ERROR_LEVELS, Category, Confidence, Event, events_in_order, short_host
 
 __all__ = ["REGEX_TIMEOUT_S", "EngineResult", "Evidence", "Finding", "NotEvaluable", "RuledOut", "TablesLike",
            "Verdict", "describe_condition", "evaluate"]
@@ -34,6 +35,10 @@ _UNKNOWN_FIRST_STEP = ("While it hangs, take `py-spy dump --pid <PID>` of every 
                        "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 (flight recorder), "
                        "and keep the logs of every rank and of the launcher.")
 
+
+
+def _path_line(e: Event) -> tuple[str, int]:
+    return (e.path, e.line)
 
 class TablesLike(Protocol):
     """What evaluation reads from `hanglens.analysis.Tables` (a Protocol keeps the engine testable)."""
@@ -376,7 +381,8 @@ class _Run:
     limits: Limits = DEFAULT_LIMITS
     clock: _Clock | None = None  # the regex time left to the rule being evaluated
     _events: dict[str, pd.DataFrame] = field(default_factory=dict)
-    _texts: dict[SourceRef, str] | None = None
+    _texts: dict[tuple[str, int], str] | None = None   # (only for events not in the reader's order)
+    _ordered: bool | None = None
     _by_kind: dict[str, list[Any]] | None = None
 
     def event_frame(self, kind: str) -> pd.DataFrame:
@@ -398,7 +404,7 @@ class _Run:
         # (lazy: `object_frame` reads each column to its end before it takes the next, so `n` is bound right)
         values = itertools.chain(
             ((e.rank for e in evs), (e.host for e in evs), (e.level for e in evs), (e.text for e in evs),
-             (e.ref.path for e in evs), (e.ref.line for e in evs), (e.time for e in evs),
+             (e.path for e in evs), (e.line for e in evs), (e.time for e in evs),
              (e.kind for e in evs)),
             ((e.get(n) for e in evs) for n in extra))
         frame = object_frame(columns, values, len(evs)) if evs else pd.DataFrame(columns=columns)
@@ -417,13 +423,19 @@ class _Run:
         return self.fact_frame(cond.fact) if cond.fact is not None else self.event_frame(cond.event or "")
 
     def text_at(self, path: str, line: int) -> str:
+        """The text of the first event read from line `line` of `path` ("" if none)."""
+        evs = self.tables.events
+        if self._ordered is None:
+            self._ordered = events_in_order(evs)
         if self._texts is None:
-            # (keyed by the events' own refs: a (path, line) tuple per event would be a big job's largest
-            # object of the rules' phase)
+            if self._ordered:
+                # (found by bisection in the reader's order: no index of a big job's 180,000 lines)
+                i = bisect_left(evs, (path, line), key=_path_line)
+                return evs[i].text if i < len(evs) and _path_line(evs[i]) == (path, line) else ""
             self._texts = {}
-            for e in self.tables.events:
-                self._texts.setdefault(e.ref, e.text)
-        return self._texts.get(SourceRef(path, line), "")
+            for e in evs:
+                self._texts.setdefault((e.path, e.line), e.text)
+        return self._texts.get((path, line), "")
 
     def denominator(self) -> int | None:
         return self.tables.world_size or (len(self.tables.ranks) or None)
@@ -768,7 +780,7 @@ def _restarted(run: _Run) -> str:
     job's events are millions, its files thousands. Tables without a file list (a caller's own) fall back
     to the events' distinct paths."""
     files = getattr(run.tables, "files", None)
-    paths = {f.path for f in files} if files else {e.ref.path for e in run.tables.events}
+    paths = {f.path for f in files} if files else {e.path for e in run.tables.events}
     # (the events by kind were grouped once for the rules: this asks that index, not every event again)
     if len(run.event_frame("worker_group_restart")) or any(f.origin.attempt for f in files or ()) or any(
             _LATER_ATTEMPT.search(p) for p in paths):

@@ -108,24 +108,26 @@ class _FileOut:
 
 
 def _pack(events: list[Event]) -> tuple[list[Any], ...]:
-    """`events` as one list per field, in Event's order (the SourceRef as its path and its line)."""
+    """`events` as one list per field, in Event's order."""
     if not events:
         return ()
-    return tuple(map(list, zip(*[(e.kind, e.ref.path, e.ref.line, e.text, e.parser, e.rank, e.host, e.time,
+    return tuple(map(list, zip(*[(e.kind, e.path, e.line, e.text, e.parser, e.rank, e.host, e.time,
                                   e.local_rank, e.attempt, e.level, e.fields, e.writer) for e in events],
                                strict=True)))
 
 
 def _unpack(cols: tuple[list[Any], ...]) -> list[Event]:
-    """The events `_pack` gave `cols`; events of one line share its SourceRef."""
+    """The events `_pack` gave `cols`; the events of one line share its line number's int object (a pickle
+    carries an int once per event)."""
     out: list[Event] = []
-    ref = SourceRef("", 0)
+    prev = -1
     for kind, path, line, text, parser, rank, host, time, local_rank, attempt, level, fields, writer in zip(
             *cols, strict=True):
-        if line != ref.line or path != ref.path:
-            ref = SourceRef(path, line)
-        out.append(Event(kind, ref, text, parser, rank, host, time, local_rank, attempt, level, fields,
-                         writer))
+        if line == prev:
+            line = prev
+        prev = line
+        out.append(Event(kind, None, text, parser, rank, host, time, local_rank, attempt, level, fields,
+                         writer, path=path, line=line))
     return out
 
 
@@ -645,23 +647,23 @@ def _read_inputs(paths: Sequence[str | os.PathLike[str]], jobs: int | None,
 
 
 def _share_job(events: list[Event], job: JobSharer) -> None:
-    """The refs of one line made one ref, and every rank one int object, job-wide.
+    """The line numbers of one line made one int object, and every rank one int object, job-wide.
 
     `job` made the texts, hosts and field mappings one object each as the batches arrived; attribution has
-    since given events ranks of their own (one int per event), and the refs of a line's events made apart
-    (in different batches, or by different parsers) are still apart. The events are the job's own
-    (`read_inputs`), sorted by path and line: a line's events are neighbours.
+    since given events ranks of their own (one int per event), and the events of a line made apart (in
+    different batches, or by different parsers) hold line numbers of their own. The events are the job's
+    own (`read_inputs`), sorted by path and line: a line's events are neighbours.
     """
     setter = object.__setattr__
     ints = job.ints
-    prev = SourceRef("", 0)
+    prev_line, prev_path = -1, ""
     for e in events:
-        ref = e.ref
-        if ref is not prev:
-            if ref.line == prev.line and ref.path == prev.path:
-                setter(e, "ref", prev)
+        line = e.line
+        if line is not prev_line:
+            if line == prev_line and e.path == prev_path:
+                setter(e, "line", prev_line)
             else:
-                prev = ref
+                prev_line, prev_path = line, e.path
         _share_rank(e, ints)
 
 

@@ -153,11 +153,15 @@ def _world_size(files: list[FileEvents]) -> int | None:
     nranks: list[int] = []
     for f in files:
         for e in f.events:
-            n = _int(e.get("world_size") if e.kind == "world_info" else e.get("nranks"))
-            if n is not None and e.kind == "world_info":
-                sizes.add(n)
-            elif n is not None and e.kind == "nccl_comm_init":
-                nranks.append(n)
+            kind = e.kind
+            if kind == "world_info":
+                n = _int(e.get("world_size"))
+                if n is not None:
+                    sizes.add(n)
+            elif kind == "nccl_comm_init":
+                n = _int(e.get("nranks"))
+                if n is not None:
+                    nranks.append(n)
     if nranks:
         sizes.add(max(nranks))  # sub-communicators are smaller than the world
     return next(iter(sizes)) if len(sizes) == 1 else None
@@ -467,6 +471,8 @@ def _single_node(files: list[FileEvents]) -> tuple[str, ...] | None:
                 if r is not None and r >= beyond:
                     beyond = r + 1     # a global rank needs a world at least this big
             beyond = max(beyond, _int(e.get("nranks")) or 0)
+        if len(keys) > 1 or len(hosts) > 1:
+            return None   # (known at once: a big multi-node job need not be read to its end)
     if len(keys) != 1 or len(hosts) > 1 or top_local < 0:
         return None
     if beyond > top_local + 1:
@@ -599,29 +605,29 @@ def _only_exception_exit(files: list[FileEvents]) -> None:
                     g = lr   # the job's only node: local rank = global rank (see _single_node)
                 if g is not None:
                     ranks.add(g)
-                line = e.ref.line
+                line = e.line
                 first_report = line if first_report is None else min(first_report, line)
             one_worker = len(pids) == 1 or (not pids and deepspeed == 1)
             if not one_worker or len(ranks) != 1 or first_report is None:
                 continue
             rank = next(iter(ranks))
             free = [e for e in events if e.rank is None and e.local_rank is None and not is_agent_event(e)
-                    and e.ref.line < first_report]
+                    and e.line < first_report]
             for exc in free:
                 if exc.kind != "exception":
                     continue
                 # The exception event sits at `Traceback (most recent call last):`; the events other
                 # parsers read from its last line (`RuntimeError: CUDA error: ...`) share that line's text.
-                end = min((e.ref.line for e in free
-                           if e is not exc and e.ref.line >= exc.ref.line and e.text == exc.text),
-                          default=exc.ref.line)
+                end = min((e.line for e in free
+                           if e is not exc and e.line >= exc.line and e.text == exc.text),
+                          default=exc.line)
                 for e in free:
-                    if exc.ref.line <= e.ref.line <= end:
-                        owner[(e.ref.path, e.ref.line)] = rank
+                    if exc.line <= e.line <= end:
+                        owner[(e.path, e.line)] = rank
         if owner:
-            f.events = [_with(f, e, "rank", owner[(e.ref.path, e.ref.line)])
+            f.events = [_with(f, e, "rank", owner[(e.path, e.line)])
                         if e.rank is None and e.local_rank is None and not is_agent_event(e)
-                        and (e.ref.path, e.ref.line) in owner else e
+                        and (e.path, e.line) in owner else e
                         for e in f.events]
 
 

@@ -1347,7 +1347,7 @@ class Reader:
             # A tqdm bar with another process's line glued to it: a line of two writers is given to
             # neither by what the rest of the file says (in a console holding one `[rankN]:` envelope,
             # that rank printed the glued line, so the bar may be anyone's).
-            return self.origin.rank is None and e.local_rank is None and e.ref.line in glued
+            return self.origin.rank is None and e.local_rank is None and e.line in glued
 
         def rank_for(e: Event) -> int | None:
             if two_writers(e):
