@@ -233,8 +233,8 @@ def test_ranked_rows_have_no_unranked_note() -> None:
 def test_phase_line_glued_after_the_last_redraw_is_the_boundary() -> None:
     # tqdm writes no newline: the logger's `Saving checkpoint` line lands on the bar's physical line, after
     # its last redraw; the redraw has no time, the phase line has its logger's.
-    bar = Event(kind="progress", ref=SourceRef("train.log", 23), text="Epoch 0:  45%|#   | 5/11 [00:01<00:01]",
-                parser="progress", rank=None, time=None,
+    bar = Event(kind="progress", ref=SourceRef("train.log", 23),
+                text="Epoch 0:  45%|#   | 5/11 [00:01<00:01]", parser="progress", rank=None, time=None,
                 fields={"step": 5, "total": 11, "epoch": 0, "pattern": "tqdm", "label": None})
     saving = Event(kind="phase", ref=SourceRef("train.log", 23), text="Saving checkpoint to /ckpt/step-5",
                    parser="lifecycle", rank=None, time=1796291851.4, fields={"phase": "checkpoint_save"})
