@@ -32,6 +32,12 @@ LIBRARY_RE = re.compile(r"(?:^|/)torch/|site-packages|dist-packages")
 # DDP's forward, the optimizer.
 STEP_LIBRARY_RE = re.compile(r"(?:^|/)torch/(?:autograd/|optim/|nn/parallel/distributed\.py)")
 AUTOGRAD_RE = re.compile(r"(?:^|/)torch/autograd/")
+# torch's pass-through wrappers, whose names say nothing about the program's phase: TorchDynamo's frame
+# evaluation hook (torch/_dynamo/eval_frame.py, PEP 523 "frame evaluation", not a model evaluation: its
+# `_fn` wraps every function `torch._disable_dynamo` marks, FSDP2's forward hooks among them,
+# torch/distributed/fsdp/_fully_shard/_fsdp_state.py), torch/_compile.py's `_disable_dynamo`, and the
+# no_grad/inference_mode decorator (torch/utils/_contextlib.py `decorate_context`).
+PASS_THROUGH_RE = re.compile(r"(?:^|/)torch/(?:_dynamo/|_compile\.py$|utils/_contextlib\.py$)")
 # Collectives that move pickled Python objects (metadata, metrics, checkpoint state), never the step's
 # tensors (distributed_c10d.py *_object_list / *_object).
 OBJECT_COLLECTIVES = frozenset({"broadcast_object_list", "all_gather_object", "gather_object",
@@ -210,7 +216,7 @@ def call_site(frames: Sequence[str], sources: Sequence[str] = (), shared: int = 
         where = f"{base}:{line} in {func}"
         if user is None and not LIBRARY_RE.search(path):
             user = where
-        if decided or i < shared or TORCH_DISTRIBUTED_RE.search(path):
+        if decided or i < shared or TORCH_DISTRIBUTED_RE.search(path) or PASS_THROUGH_RE.search(path):
             continue
         src = sources[i] if i < len(sources) else ""
         text = f"{func} {base.removesuffix('.py')} {src}"

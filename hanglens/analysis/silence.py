@@ -209,10 +209,14 @@ def _boundary(progress: list[Event], phases: list[Event]) -> tuple[bool, str | N
     stalled = _step(last) == 0 and _total(last) is not None and bool(done)
     anchor = done[-1] if stalled else last
     key = (anchor.path, anchor.line) if anchor.time is None else None
+    # A phase line on the physical line of the last redraw came after it: tqdm redraws with `\r` and writes
+    # no newline, so the next line a logger writes is glued after the bar and ends that physical line
+    # (hanglens/ingest/reader.py `split_glued`; failure-signatures.md section 16 item 3).
     after = [
         p for p in phases
         if (p.time is not None and anchor.time is not None and p.time >= anchor.time)
-        or (key is not None and (p.path, p.line) > key)
+        or (key is not None and ((p.path, p.line) > key
+                                 or ((p.path, p.line) == key and p.text != anchor.text)))
     ]
     if after:
         return stalled, str(after[-1].get("phase")), after[-1]

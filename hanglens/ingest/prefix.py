@@ -87,11 +87,13 @@ RANK_TAG_RE = re.compile(r"^\[(?P<rank>\d{1,6})\]:")
 # MPICH/Hydra `mpiexec -prepend-rank` (log-formats.md section 9.3): `[<rank>] ` before each line of the
 # process of that MPI rank; read only when most lines carry it (a payload may start with `[3] ` too).
 MPICH_RE = re.compile(r"^\[(?P<rank>\d{1,6})\] (?=.)")
-# Training scripts' own rank tags at the start of a message: `[rank 3] step 1`, `[rank3] train: ...`.
+# Training scripts' own rank tags at the start of a message: `[rank 3] step 1`, `[rank3] train: ...`, and
+# Lightning's `[rank: 3] Seed set to 42` (lightning_fabric/utilities/rank_zero.py `rank_prefixed_message`
+# writes `f"[rank: {rank}] {message}"`; seed_everything and the per-rank warnings use it).
 # Only the lower-case and the all-capitals user forms (`[RANK 3]`, after the `RANK` variable torchrun
 # sets): `[Rank 3]` is ProcessGroupNCCL's work prefix, which can name a sub-group rank, so the c10d parser
 # reports it as `stated_rank` instead.
-USER_RANK_RE = re.compile(r"^\[(?:rank|RANK) ?(?P<rank>\d{1,6})\][ :]")
+USER_RANK_RE = re.compile(r"^\[(?:rank|RANK)(?:: ?| ?)(?P<rank>\d{1,6})\][ :]")
 # A bracketed level word before such a rank tag (`%(asctime)s [%(levelname)s] [RANK 3] ...`).
 BRACKET_LEVEL_RE = re.compile(r"^\[(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL)\] (?=\[(?:rank|RANK) ?\d)")
 # After the timestamp: `INFO [rank1] train: ...`, or a `|`-separated format (loguru's default

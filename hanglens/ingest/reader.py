@@ -312,8 +312,9 @@ _YEAR_DATE_BYTES_RE = re.compile(rb"\d{4}-\d\d-\d\d")
 _TAG_RE = re.compile(r"\[(?!rank\d)[A-Za-z_][\w-]{0,63}?\d{1,6}\]:")
 _RANK_ENVELOPE_RE = re.compile(r"\[rank\d{1,6}\]:")
 
-# A user-style rank tag (`[rank 3] `, not the `[rank3]:` envelope) glued to the end of another line.
-_RANK_TAG_SPLIT_RE = re.compile(r"(?<=[^\s\]:])(?=\[rank ?\d+\](?!:))")
+# A user-style rank tag (`[rank 3] `, Lightning's `[rank: 3] `, not the `[rank3]:` envelope) glued to the end
+# of another line.
+_RANK_TAG_SPLIT_RE = re.compile(r"(?<=[^\s\]:])(?=\[rank(?:: ?| ?)\d+\](?!:))")
 # The end of a tqdm bar (`[<elapsed><<remaining>, <rate>]`, or `<n>it [<elapsed>, <rate>]` without a
 # total) with more text right after it: tqdm redraws with `\r` and writes no newline, so whatever another
 # process (or the same one) prints next is glued to the bar. tqdm ends its line with that bracket, so the

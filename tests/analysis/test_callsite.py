@@ -252,3 +252,28 @@ def test_a_module_forward_without_ddp_frames_waits_in_no_collective() -> None:
         (f"{LIB}/nn/modules/linear.py", 125, "forward", "return F.linear(input, self.weight, self.bias)"),
     ))
     assert callsite.call_site(f, s) is None
+
+
+def test_fsdp2_forward_all_gather_through_dynamo_wrapper_is_the_step() -> None:
+    # FSDP2's forward hook runs under torch._disable_dynamo: TorchDynamo's `eval_frame.py` wrapper (frame
+    # evaluation, not a model evaluation) sits between the module call and FSDP's all-gather.
+    f, s = stack(
+        ("/srv/app/pretrain.py", 61, "<module>", "logits = model(x)"),
+        (f"{LIB}/nn/modules/module.py", 1811, "inner", "args_result = hook(self, args)"),
+        (f"{LIB}/_dynamo/eval_frame.py", 1446, "_fn", "return fn(*args, **kwargs)"),
+        (f"{LIB}/distributed/fsdp/_fully_shard/_fsdp_state.py", 314, "_pre_forward",
+         "args, kwargs = self._fsdp_param_group.pre_forward(module, args, kwargs)"),
+        (f"{LIB}/utils/_contextlib.py", 124, "decorate_context", "return func(*args, **kwargs)"),
+        (f"{LIB}/distributed/fsdp/_fully_shard/_fsdp_collectives.py", 364, "foreach_all_gather",
+         "all_gather_work = all_gather_comm("),
+        tail=c10d("all_gather_single", 4394),
+    )
+    got = site(f, s)
+    assert (got.call, got.site) == ("all_gather_single", "step")
+    assert "_pre_forward" in str(got.reason)
+
+
+def test_a_user_function_named_for_evaluation_is_still_a_section() -> None:
+    f, s = stack(MAIN, ("/srv/app/eval_frame.py", 8, "score", "dist.all_reduce(hits)"),
+                 tail=c10d("all_reduce"))
+    assert site(f, s).site == "section"

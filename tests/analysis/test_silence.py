@@ -228,3 +228,18 @@ def test_unattributed_output_ending_on_its_highest_step_still_says_the_ranks_are
 def test_ranked_rows_have_no_unranked_note() -> None:
     rows = by_rank([step(0, 1), step(1, 2)])
     assert rows[0]["unranked_note"] is None and rows[1]["unranked_note"] is None
+
+
+def test_phase_line_glued_after_the_last_redraw_is_the_boundary() -> None:
+    # tqdm writes no newline: the logger's `Saving checkpoint` line lands on the bar's physical line, after
+    # its last redraw; the redraw has no time, the phase line has its logger's.
+    bar = Event(kind="progress", ref=SourceRef("train.log", 23),
+                text="Epoch 0:  45%|#   | 5/11 [00:01<00:01]", parser="progress", rank=None, time=None,
+                fields={"step": 5, "total": 11, "epoch": 0, "pattern": "tqdm", "label": None})
+    saving = Event(kind="phase", ref=SourceRef("train.log", 23), text="Saving checkpoint to /ckpt/step-5",
+                   parser="lifecycle", rank=None, time=1796291851.4, fields={"phase": "checkpoint_save"})
+    rows = by_rank([saving, bar])
+    assert rows[None]["boundary"] == "checkpoint_save"
+    earlier = Event(kind="phase", ref=SourceRef("train.log", 22), text="Saving checkpoint to /ckpt/step-0",
+                    parser="lifecycle", rank=None, time=1796291850.0, fields={"phase": "checkpoint_save"})
+    assert by_rank([earlier, bar])[None]["boundary"] is None

@@ -66,6 +66,10 @@ CASES = [
     ("2026-05-14 16:02:11,377 [WARNING] [RANK 6] trainer: grad norm 41.0 clipped", Dialect(),
      "[RANK 6] trainer: grad norm 41.0 clipped", 6, None, None, "W"),
     ("[RANK 2] epoch 3 batch 17 loss 0.41", Dialect(), "[RANK 2] epoch 3 batch 17 loss 0.41", 2, None, None, None),
+    # Lightning's `rank_prefixed_message` (`[rank: N] <message>`), also after a `|`-separated logging format
+    ("[rank: 3] Seed set to 42", Dialect(), "[rank: 3] Seed set to 42", 3, None, None, None),
+    ("2026-11-20 08:14:05,311 | WARNING | fit.loop | [rank: 1] shard 4 is empty; skipping metric sync",
+     Dialect(), "[rank: 1] shard 4 is empty; skipping metric sync", 1, None, None, "W"),
     # ProcessGroupNCCL's `[Rank 3]` can be a sub-group rank: never read as the global rank
     ("[Rank 3] Watchdog caught collective operation timeout", Dialect(),
      "[Rank 3] Watchdog caught collective operation timeout", None, None, None, None),
@@ -99,6 +103,7 @@ NEAR_MISSES = [
     "ERROR: Unexpected bus error encountered in worker.",
     "INFO 2024 is not a vLLM stamp",
     "[rank]: not a rank",
+    "[rank: a] not a rank",
 ]
 
 
