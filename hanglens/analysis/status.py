@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -447,6 +448,54 @@ def _agent_exception(e: Event) -> bool:
     return isinstance(frames, list) and any(
         isinstance(f, str) and ("/bin/torchrun:" in f or "torch/distributed/elastic/" in f or
                                 "torch/distributed/run.py" in f) for f in frames)
+
+
+# How many lines below its `Traceback` header an unattributed traceback's exception line may stand (deep
+# stacks print two lines per frame; a longer block is cut by the reader anyway).
+TRACEBACK_SPAN_LINES = 400
+
+
+def attribute_lone_exit(events: list[Event]) -> list[Event]:
+    """`events` with an unattributed traceback of a process's own fault given to the only rank the launcher
+    saw exit with a positive code, when the logs leave that one choice.
+
+    A Python exception that ends a worker makes it exit with code 1 (failure-signatures.md section 6), and
+    torchrun's agent logs that exit as `failed (exitcode: 1) local_rank: <l>` with the local rank (the global
+    one on a single node; section 0.6, elastic/multiprocessing/api.py `_poll`); before torch 2.4 the
+    worker's own traceback has no `[rankN]:` prefix (log-formats.md section 9.2). Section 17.5: the agent's
+    failure line is evidence only "when its exitcode is 1 with a non-distributed traceback". So when exactly
+    one rank exited with a positive code by the launcher's lines, that rank has no traceback of its own, and
+    every unattributed traceback of a local fault (one, or copies of one: a `--tee` console repeats it)
+    raised the same exception, the traceback and the fault events on its exception line (an OOM, a CUDA
+    error read from the same line) are that rank's. A traceback of a distributed error (a victim's timeout)
+    is never moved; with two positive exits, or with none, nothing is.
+    """
+    sn = single_node(events)
+    exited = {r for e in events
+              if (e.kind in ("child_failed", "worker_failed")
+                  or (e.kind == "launcher_exit" and e.get("launcher") == "srun"))
+              and (code := _exitcode(e)) is not None and code > 0 and (r := _rank_of(e, sn)) is not None}
+    if len(exited) != 1:
+        return events
+    rank = next(iter(exited))
+    if any(e.kind in ("exception", "error_file") and e.rank == rank for e in events):
+        return events
+    unowned = [e for e in events
+               if e.kind == "exception" and e.rank is None and is_own_crash(e) and e.get("exc_type")
+               and not _agent_exception(e)]
+    said = {(str(e.get("exc_type")), str(e.get("message") or "")) for e in unowned}
+    if len(said) != 1:
+        return events
+    message = next(iter(said))[1]
+    spans = {(e.ref.path, e.ref.line) for e in unowned}
+
+    def in_traceback(e: Event) -> bool:
+        if e.rank is not None or e.kind not in CRASH_KINDS or (message and message not in e.text):
+            return False
+        return any(p == e.ref.path and line <= e.ref.line <= line + TRACEBACK_SPAN_LINES for p, line in spans)
+
+    moved = {id(e) for e in unowned} | {id(e) for e in events if in_traceback(e)}
+    return [replace(e, rank=rank) if id(e) in moved else e for e in events]
 
 
 # How long before its peers' wait began an unattributed crash may be and still be why they waited (the
