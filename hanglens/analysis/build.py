@@ -182,6 +182,8 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
         events.clear()
     # An unprefixed traceback whose writer only the launcher's one failed exit names (status.py).
     evs = status.attribute_lone_exit(evs)
+    # A transformers script's INFO lines and Trainer records in an unprefixed console: the main process's.
+    evs = status.attribute_main_process_stream(evs)
     hosts = rank_hosts(evs)
     world = world_size_of(evs)
     seen = {e.rank for e in evs if e.rank is not None}

@@ -450,6 +450,44 @@ def _agent_exception(e: Event) -> bool:
                                 "torch/distributed/run.py" in f) for f in frames)
 
 
+# The transformers example scripts' logging format (`logging.basicConfig(format="%(asctime)s - %(levelname)s -
+# %(name)s - %(message)s", datefmt="%m/%d/%Y %H:%M:%S")`), at INFO.
+_HF_INFO_RE = re.compile(r"^\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2} - INFO - [\w.]{1,80} - ")
+
+
+def attribute_main_process_stream(events: list[Event]) -> list[Event]:
+    """`events` with the main process's own lines of an unprefixed console given to rank 0, where the console
+    shows that only the main process writes them.
+
+    A transformers example script prints `Process rank: <local rank>, ... distributed training: True` at
+    WARNING on every process and logs INFO only on the main process (replicas log at `log_level_replica`,
+    warning by default: TrainingArguments.get_process_log_level, `should_log` = local process zero); the
+    Trainer writes its `{'loss': ...}` records only on world process zero (ProgressCallback.on_log,
+    `state.is_world_process_zero`). So in a file holding two or more such banners (distinct local ranks, none
+    attributed to a rank), on one node, the unattributed phase and progress lines in that INFO format and the
+    Trainer's records are the main process's: rank 0, the "main process only" section issue 8 allows to
+    name a side (failure-signatures.md section 1, "Confirms": the odd rank is rank 0 in rank-0-only code).
+    """
+    banners: dict[str, set[int]] = defaultdict(set)
+    for e in events:
+        if e.kind == "process_banner" and e.rank is None and e.get("distributed") is True:
+            r = e.get("process_rank")
+            if isinstance(r, int) and r >= 0:
+                banners[e.ref.path].add(r)
+    paths = {p for p, rs in banners.items() if len(rs) >= 2 and 0 in rs}
+    if not paths or not single_node(events):
+        return events
+
+    def main_only(e: Event) -> bool:
+        if e.rank is not None or e.ref.path not in paths or e.kind not in ("phase", "progress"):
+            return False
+        return e.get("pattern") == "hf_trainer" or bool(_HF_INFO_RE.match(e.text))
+
+    if not any(main_only(e) for e in events):
+        return events
+    return [replace(e, rank=0) if main_only(e) else e for e in events]
+
+
 # How many lines below its `Traceback` header an unattributed traceback's exception line may stand (deep
 # stacks print two lines per frame; a longer block is cut by the reader anyway).
 TRACEBACK_SPAN_LINES = 400

@@ -78,6 +78,16 @@ SYNC_SKIPPED_RE = re.compile(
     r"(?:is |was |are |were )?skipped\b"
 )
 SYNC_SKIPPED_TRIGGERS = ("skip", "Skip", "SKIP")
+# The banner every process of a transformers example script prints at WARNING (examples/pytorch/*/run_*.py:
+# `logger.warning(f"Process rank: {training_args.local_rank}, device: ..., n_gpu: ..., distributed training:
+# ...")`): WARNING because those scripts set `log_level = training_args.get_process_log_level()`, and a
+# replica logs only at `log_level_replica` (warning by default; TrainingArguments.get_process_log_level,
+# `should_log` = local process zero). Each process states its local rank; with two or more of them in one
+# unprefixed console, the INFO lines of the same format there are the main process's alone.
+PROCESS_BANNER_RE = re.compile(
+    r"\bProcess rank: (?P<rank>-?\d{1,7}), device: [\w:.-]{1,40}, n_gpu: \d{1,4}, distributed training: "
+    r"(?P<dist>True|False)\b"
+)
 PHASE_TRIGGERS = ("heckpoint", "alidat", "valuat", "eval", "Eval", "est loop", "est epoch", "okeniz",
                   "reprocess", "ataset")
 # Lines of a stack or a traceback mention these words as code, not as a phase.
@@ -91,7 +101,7 @@ class LifecycleParser(Parser):
 
     name = "lifecycle"
     triggers = ("death signal", "CANCELLED AT", *PHASE_TRIGGERS, *FINISHED_TRIGGERS, *PHASE_TOOK_TRIGGERS,
-                *SYNC_SKIPPED_TRIGGERS)
+                *SYNC_SKIPPED_TRIGGERS, "Process rank: ")
     emits = (
         EventSpec("job_stopped", ("how", "signal", "job_id", "stopped_host", "reason"),
                   "the job was stopped from outside: torchrun's agent received a signal (`how` agent_signal, "
@@ -106,6 +116,10 @@ class LifecycleParser(Parser):
         EventSpec("sync_skipped", ("phrase",),
                   "a rank's own log says it skipped a synchronisation (`skipping metric sync`, `skipped "
                   "all_gather`, `barrier skipped`): it left the collective path its peers are on"),
+        EventSpec("process_banner", ("process_rank", "distributed"),
+                  "a transformers example script's per-process banner (`Process rank: <local rank>, device: "
+                  "..., distributed training: True`), printed at WARNING by every process while replicas "
+                  "log nothing below WARNING"),
         EventSpec("run_finished", ("phrase",),
                   "the training script said its run is over (`Training complete`, HF Trainer's `Training "
                   "completed.`, Lightning's `` `Trainer.fit` stopped: `max_epochs=N` reached``)"),
@@ -141,6 +155,9 @@ class LifecycleParser(Parser):
                 {"phrase": "skipped all_gather_object"}, "user code (written here)"),
         Example("grad norm is inf: barrier skipped", "sync_skipped", {"phrase": "barrier skipped"},
                 "user code (written here)"),
+        Example("12/03/2026 07:04:58 - WARNING - __main__ - Process rank: 1, device: cuda:1, n_gpu: 1, "
+                "distributed training: True, 16-bits training: False", "process_banner",
+                {"process_rank": 1, "distributed": True}, "transformers example scripts"),
         Example("Training completed. Do not forget to share your model on huggingface.co/models =)",
                 "run_finished", {"phrase": "Training completed"}, "HF transformers Trainer"),
         Example("`Trainer.fit` stopped: `max_epochs=20` reached.", "run_finished",
@@ -190,6 +207,11 @@ class LifecycleParser(Parser):
                                    stopped_host=m["host"], reason=reason),)
         if len(text) > MAX_PHASE_LINE or _CODE_LINE.match(text):
             return ()
+        if "Process rank: " in text:
+            m = PROCESS_BANNER_RE.search(text)
+            if m:
+                return (self.event("process_banner", line, process_rank=int(m["rank"]),
+                                   distributed=m["dist"] == "True"),)
         m = FINISHED_RE.search(text)
         if m:
             return (self.event("run_finished", line, phrase=m.group(0)),)
