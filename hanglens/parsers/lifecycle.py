@@ -69,11 +69,12 @@ PHASE_TOOK_TRIGGERS = ("lapsed time",)
 # `skipped all_gather of predictions`, `barrier skipped`. Data-dependent branches that skip a collective on
 # one rank are a typical cause of divergence (failure-signatures.md section 1, "What it is": skip a batch on
 # NaN/empty input), and such a line is that rank's own statement that it left the others' path. Only a
-# skip of a communication word counts (`skipping batch 7`, `skipped step 3` are not).
+# skip of a communication word counts (`skipping batch 7`, `skipped step 3` are not); model averaging is one
+# (torch/distributed/algorithms/model_averaging/averagers.py: `average_parameters` all-reduces the parameters).
 SYNC_SKIPPED_RE = re.compile(
     r"(?i)\bskip(?:s|ped|ping)?\b[ \w.:'`-]{0,40}?\b(?:sync(?:hroni[sz](?:e|ation|ing))?"
     r"|all[_ -]?gather(?:_object)?|gather(?:_object)?|all[_ -]?reduce|reduce[_ -]scatter"
-    r"|broadcast(?:_object_list)?|barrier|collectives?)\b"
+    r"|broadcast(?:_object_list)?|barrier|collectives?|(?:model|parameter|param|weight)s? averaging)\b"
     r"|\b(?:sync(?:hroni[sz]ation)?|all[_ -]?gather(?:_object)?|all[_ -]?reduce|barrier|collectives?) "
     r"(?:is |was |are |were )?skipped\b"
 )
@@ -153,6 +154,8 @@ class LifecycleParser(Parser):
                 "user code (written here)"),
         Example("[rank3] empty prediction batch, skipped all_gather_object of predictions", "sync_skipped",
                 {"phrase": "skipped all_gather_object"}, "user code (written here)"),
+        Example("WARNING tabfit: loss spike at step 12, skipping model averaging this round", "sync_skipped",
+                {"phrase": "skipping model averaging"}, "local SGD / periodic model averaging loops"),
         Example("grad norm is inf: barrier skipped", "sync_skipped", {"phrase": "barrier skipped"},
                 "user code (written here)"),
         Example("12/03/2026 07:04:58 - WARNING - __main__ - Process rank: 1, device: cuda:1, n_gpu: 1, "
@@ -185,6 +188,7 @@ class LifecycleParser(Parser):
         "skipping batch 7: all labels are padding",
         "skipped step 3 (overflow), loss scale 32768",
         "Skipping synchronous download; using the cache",
+        "skipping loss averaging for an empty batch",
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
