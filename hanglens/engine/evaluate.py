@@ -620,9 +620,9 @@ _LOCAL_FAULT_KINDS = frozenset({"oom", "cuda_error", "device_assert", "xid", "da
 
 def _default_victims(run: _Run) -> set[int]:
     """Victims when a rule names none: the flagged ranks less those whose own process died of its own fault
-    (a crashed rank whose launcher reports a fatal signal of its own, or whose first failure is a local fault).
-    A victim only suffered a peer's failure (failure-signatures.md section 0.1, section 17); a rank that died
-    that way is at worst an unnamed culprit, never one of those."""
+    (a crashed rank whose launcher reports a fatal signal of its own, or whose first failure is a local
+    fault). A victim only suffered a peer's failure (failure-signatures.md section 0.1, section 17); a rank
+    that died that way is at worst an unnamed culprit, never one of those."""
     status = run.fact_frame("rank_status")
     if len(status) == 0:
         return set()

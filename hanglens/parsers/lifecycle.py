@@ -69,8 +69,9 @@ PHASE_TOOK_TRIGGERS = ("lapsed time",)
 # `skipped all_gather of predictions`, `barrier skipped`. Data-dependent branches that skip a collective on
 # one rank are a typical cause of divergence (failure-signatures.md section 1, "What it is": skip a batch on
 # NaN/empty input), and such a line is that rank's own statement that it left the others' path. Only a
-# skip of a communication word counts (`skipping batch 7`, `skipped step 3` are not); model averaging is one
-# (torch/distributed/algorithms/model_averaging/averagers.py: `average_parameters` all-reduces the parameters).
+# skip of a communication word counts (`skipping batch 7`, `skipped step 3` are not); model averaging is
+# one (torch/distributed/algorithms/model_averaging/averagers.py: `average_parameters` all-reduces the
+# parameters).
 SYNC_SKIPPED_RE = re.compile(
     r"(?i)\bskip(?:s|ped|ping)?\b[ \w.:'`-]{0,40}?\b(?:sync(?:hroni[sz](?:e|ation|ing))?"
     r"|all[_ -]?gather(?:_object)?|gather(?:_object)?|all[_ -]?reduce|reduce[_ -]scatter"

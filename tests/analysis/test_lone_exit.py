@@ -1,10 +1,12 @@
 """An unprefixed traceback of a local fault belongs to the only rank the launcher saw exit with code 1."""
+# ruff: noqa: E501 - console lines stay whole, as torchrun prints them
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from hanglens import api
+
 
 # torch 2.2-style console, written here from log-formats.md section 3.4 (the agent's `failed (exitcode ...)`
 # line) and section 5.2 (a CUDA allocation failure raised as a RuntimeError): the worker's traceback carries

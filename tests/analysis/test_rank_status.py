@@ -110,7 +110,7 @@ Root Cause (first observed failure):
   error_file: <N/A>
   traceback : Signal 11 (SIGSEGV) received by PID 4413
 ============================================================
-"""
+"""  # noqa: E501
 
 
 # A rule that names no culprit and no victims: the engine's default victims are used.
@@ -137,7 +137,7 @@ tests:
     logs:
       r.log: |
         step 1 loss 0.5
-"""
+"""  # noqa: E501
 
 
 def test_a_rank_that_died_of_its_own_signal_is_never_a_default_victim(tmp_path: Path) -> None:
