@@ -181,6 +181,10 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     evs = list(events) if events_in_order(events) else sorted(events, key=event_order)
     if consume and isinstance(events, list):
         events.clear()
+    # An unprefixed traceback whose writer only the launcher's one failed exit names (status.py).
+    evs = status.attribute_lone_exit(evs)
+    # A transformers script's INFO lines and Trainer records in an unprefixed console: the main process's.
+    evs = status.attribute_main_process_stream(evs)
     hosts = rank_hosts(evs)
     world = world_size_of(evs)
     seen = {e.rank for e in evs if e.rank is not None}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from hanglens import lazyre as re
@@ -447,6 +448,92 @@ def _agent_exception(e: Event) -> bool:
     return isinstance(frames, list) and any(
         isinstance(f, str) and ("/bin/torchrun:" in f or "torch/distributed/elastic/" in f or
                                 "torch/distributed/run.py" in f) for f in frames)
+
+
+# The transformers example scripts' logging format (`logging.basicConfig(format="%(asctime)s - %(levelname)s -
+# %(name)s - %(message)s", datefmt="%m/%d/%Y %H:%M:%S")`), at INFO.
+_HF_INFO_RE = re.compile(r"^\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2} - INFO - [\w.]{1,80} - ")
+
+
+def attribute_main_process_stream(events: list[Event]) -> list[Event]:
+    """`events` with the main process's own lines of an unprefixed console given to rank 0, where the console
+    shows that only the main process writes them.
+
+    A transformers example script prints `Process rank: <local rank>, ... distributed training: True` at
+    WARNING on every process and logs INFO only on the main process (replicas log at `log_level_replica`,
+    warning by default: TrainingArguments.get_process_log_level, `should_log` = local process zero); the
+    Trainer writes its `{'loss': ...}` records only on world process zero (ProgressCallback.on_log,
+    `state.is_world_process_zero`). So in a file holding two or more such banners (distinct local ranks, none
+    attributed to a rank), on one node, the unattributed phase and progress lines in that INFO format and the
+    Trainer's records are the main process's: rank 0, the "main process only" section issue 8 allows to
+    name a side (failure-signatures.md section 1, "Confirms": the odd rank is rank 0 in rank-0-only code).
+    """
+    banners: dict[str, set[int]] = defaultdict(set)
+    for e in events:
+        if e.kind == "process_banner" and e.rank is None and e.get("distributed") is True:
+            r = e.get("process_rank")
+            if isinstance(r, int) and r >= 0:
+                banners[e.path].add(r)
+    paths = {p for p, rs in banners.items() if len(rs) >= 2 and 0 in rs}
+    if not paths or not single_node(events):
+        return events
+
+    def main_only(e: Event) -> bool:
+        if e.rank is not None or e.path not in paths or e.kind not in ("phase", "progress"):
+            return False
+        return e.get("pattern") == "hf_trainer" or bool(_HF_INFO_RE.match(e.text))
+
+    if not any(main_only(e) for e in events):
+        return events
+    return [replace(e, rank=0) if main_only(e) else e for e in events]
+
+
+# How many lines below its `Traceback` header an unattributed traceback's exception line may stand (deep
+# stacks print two lines per frame; a longer block is cut by the reader anyway).
+TRACEBACK_SPAN_LINES = 400
+
+
+def attribute_lone_exit(events: list[Event]) -> list[Event]:
+    """`events` with an unattributed traceback of a process's own fault given to the only rank the launcher
+    saw exit with a positive code, when the logs leave that one choice.
+
+    A Python exception that ends a worker makes it exit with code 1 (failure-signatures.md section 6), and
+    torchrun's agent logs that exit as `failed (exitcode: 1) local_rank: <l>` with the local rank (the global
+    one on a single node; section 0.6, elastic/multiprocessing/api.py `_poll`); before torch 2.4 the
+    worker's own traceback has no `[rankN]:` prefix (log-formats.md section 9.2). Section 17.5: the agent's
+    failure line is evidence only "when its exitcode is 1 with a non-distributed traceback". So when exactly
+    one rank exited with a positive code by the launcher's lines, that rank has no traceback of its own, and
+    every unattributed traceback of a local fault (one, or copies of one: a `--tee` console repeats it)
+    raised the same exception, the traceback and the fault events on its exception line (an OOM, a CUDA
+    error read from the same line) are that rank's. A traceback of a distributed error (a victim's timeout)
+    is never moved; with two positive exits, or with none, nothing is.
+    """
+    sn = single_node(events)
+    exited = {r for e in events
+              if (e.kind in ("child_failed", "worker_failed")
+                  or (e.kind == "launcher_exit" and e.get("launcher") == "srun"))
+              and (code := _exitcode(e)) is not None and code > 0 and (r := _rank_of(e, sn)) is not None}
+    if len(exited) != 1:
+        return events
+    rank = next(iter(exited))
+    if any(e.kind in ("exception", "error_file") and e.rank == rank for e in events):
+        return events
+    unowned = [e for e in events
+               if e.kind == "exception" and e.rank is None and is_own_crash(e) and e.get("exc_type")
+               and not _agent_exception(e)]
+    said = {(str(e.get("exc_type")), str(e.get("message") or "")) for e in unowned}
+    if len(said) != 1:
+        return events
+    message = next(iter(said))[1]
+    spans = {(e.path, e.line) for e in unowned}
+
+    def in_traceback(e: Event) -> bool:
+        if e.rank is not None or e.kind not in CRASH_KINDS or (message and message not in e.text):
+            return False
+        return any(p == e.path and line <= e.line <= line + TRACEBACK_SPAN_LINES for p, line in spans)
+
+    moved = {id(e) for e in unowned} | {id(e) for e in events if in_traceback(e)}
+    return [replace(e, rank=rank) if id(e) in moved else e for e in events]
 
 
 # How long before its peers' wait began an unattributed crash may be and still be why they waited (the

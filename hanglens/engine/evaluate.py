@@ -615,8 +615,33 @@ def _flagged_ranks(run: _Run) -> set[int]:
     status = run.fact_frame("rank_status")
     if len(status) == 0:
         return set()
-    flagged = _truthy(status, "crashed") | _truthy(status, "hung") | _truthy(status, "victim")
-    return _ranks_of(status[flagged])
+    return _ranks_of(status[_flagged_mask(status)])
+
+
+def _flagged_mask(status: pd.DataFrame) -> pd.Series:
+    return _truthy(status, "crashed") | _truthy(status, "hung") | _truthy(status, "victim")
+
+
+# How a process dies of its own fault, never of a peer's: a fatal signal of its own (a peer's failure ends
+# a rank by SIGTERM from the launcher or SIGABRT from its watchdog, failure-signatures.md section 0.6), or a
+# local fault event first (an OOM, a CUDA error, a GPU Xid, its DataLoader: sections 3-8).
+_OWN_DEATH_SIGNALS = frozenset({"SIGSEGV", "SIGKILL", "SIGBUS", "SIGFPE", "SIGILL"})
+_LOCAL_FAULT_KINDS = frozenset({"oom", "cuda_error", "device_assert", "xid", "dataloader_worker_died",
+                                "dataloader_error"})
+
+
+def _default_victims(run: _Run) -> set[int]:
+    """Victims when a rule names none: the flagged ranks less those whose own process died of its own fault
+    (a crashed rank whose launcher reports a fatal signal of its own, or whose first failure is a local
+    fault). A victim only suffered a peer's failure (failure-signatures.md section 0.1, section 17); a rank
+    that died that way is at worst an unnamed culprit, never one of those."""
+    status = run.fact_frame("rank_status")
+    if len(status) == 0:
+        return set()
+    own = pd.Series([s in _OWN_DEATH_SIGNALS or k in _LOCAL_FAULT_KINDS
+                     for s, k in zip(status["signal"], status["first_error_kind"], strict=True)],
+                    index=status.index, dtype=bool) & _truthy(status, "crashed")
+    return _ranks_of(status[_flagged_mask(status) & ~own])
 
 
 def _host_ranks(rows: pd.DataFrame, column: str, hosts: Mapping[int, str]) -> set[int]:
@@ -656,7 +681,7 @@ def _finding(rule: Rule, run: _Run, bindings: dict[str, pd.DataFrame]) -> Findin
     if rule.victims is not None:
         victims = _ranks_of(bindings.get(rule.victims.from_, pd.DataFrame()), rule.victims.column) - culprits
     else:
-        victims = _flagged_ranks(run) - culprits
+        victims = _default_victims(run) - culprits
     victims -= suspects
     # The job's ranks and hosts as they are, not a copy per finding (a big job's are 16,384 long): the
     # sandbox is immutable (`template.BoundedSandbox`), so a template cannot change them.
@@ -755,7 +780,7 @@ def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
         flagged = sorted(_flagged_ranks(run))
         who = f" on rank{'s' if len(flagged) > 1 else ''} {template.rank_list(flagged)}" if flagged else ""
         return Verdict(category=Category.UNKNOWN, rule_id=None, confidence=Confidence.LOW, culprit_ranks=(),
-                       culprit_hosts=(), victim_ranks=tuple(flagged),
+                       culprit_hosts=(), victim_ranks=tuple(sorted(_default_victims(run))),
                        summary=f"The logs show a failure{who}, but no rule explains it."
                        + _where_ranks_stopped(run),
                        first_step=_UNKNOWN_FIRST_STEP)

@@ -69,15 +69,27 @@ PHASE_TOOK_TRIGGERS = ("lapsed time",)
 # `skipped all_gather of predictions`, `barrier skipped`. Data-dependent branches that skip a collective on
 # one rank are a typical cause of divergence (failure-signatures.md section 1, "What it is": skip a batch on
 # NaN/empty input), and such a line is that rank's own statement that it left the others' path. Only a
-# skip of a communication word counts (`skipping batch 7`, `skipped step 3` are not).
+# skip of a communication word counts (`skipping batch 7`, `skipped step 3` are not); model averaging is
+# one (torch/distributed/algorithms/model_averaging/averagers.py: `average_parameters` all-reduces the
+# parameters).
 SYNC_SKIPPED_RE = re.compile(
     r"(?i)\bskip(?:s|ped|ping)?\b[ \w.:'`-]{0,40}?\b(?:sync(?:hroni[sz](?:e|ation|ing))?"
     r"|all[_ -]?gather(?:_object)?|gather(?:_object)?|all[_ -]?reduce|reduce[_ -]scatter"
-    r"|broadcast(?:_object_list)?|barrier|collectives?)\b"
+    r"|broadcast(?:_object_list)?|barrier|collectives?|(?:model|parameter|param|weight)s? averaging)\b"
     r"|\b(?:sync(?:hroni[sz]ation)?|all[_ -]?gather(?:_object)?|all[_ -]?reduce|barrier|collectives?) "
     r"(?:is |was |are |were )?skipped\b"
 )
 SYNC_SKIPPED_TRIGGERS = ("skip", "Skip", "SKIP")
+# The banner every process of a transformers example script prints at WARNING (examples/pytorch/*/run_*.py:
+# `logger.warning(f"Process rank: {training_args.local_rank}, device: ..., n_gpu: ..., distributed training:
+# ...")`): WARNING because those scripts set `log_level = training_args.get_process_log_level()`, and a
+# replica logs only at `log_level_replica` (warning by default; TrainingArguments.get_process_log_level,
+# `should_log` = local process zero). Each process states its local rank; with two or more of them in one
+# unprefixed console, the INFO lines of the same format there are the main process's alone.
+PROCESS_BANNER_RE = re.compile(
+    r"\bProcess rank: (?P<rank>-?\d{1,7}), device: [\w:.-]{1,40}, n_gpu: \d{1,4}, distributed training: "
+    r"(?P<dist>True|False)\b"
+)
 PHASE_TRIGGERS = ("heckpoint", "alidat", "valuat", "eval", "Eval", "est loop", "est epoch", "okeniz",
                   "reprocess", "ataset")
 # Lines of a stack or a traceback mention these words as code, not as a phase.
@@ -91,7 +103,7 @@ class LifecycleParser(Parser):
 
     name = "lifecycle"
     triggers = ("death signal", "CANCELLED AT", *PHASE_TRIGGERS, *FINISHED_TRIGGERS, *PHASE_TOOK_TRIGGERS,
-                *SYNC_SKIPPED_TRIGGERS)
+                *SYNC_SKIPPED_TRIGGERS, "Process rank: ")
     emits = (
         EventSpec("job_stopped", ("how", "signal", "job_id", "stopped_host", "reason"),
                   "the job was stopped from outside: torchrun's agent received a signal (`how` agent_signal, "
@@ -106,6 +118,10 @@ class LifecycleParser(Parser):
         EventSpec("sync_skipped", ("phrase",),
                   "a rank's own log says it skipped a synchronisation (`skipping metric sync`, `skipped "
                   "all_gather`, `barrier skipped`): it left the collective path its peers are on"),
+        EventSpec("process_banner", ("process_rank", "distributed"),
+                  "a transformers example script's per-process banner (`Process rank: <local rank>, device: "
+                  "..., distributed training: True`), printed at WARNING by every process while replicas "
+                  "log nothing below WARNING"),
         EventSpec("run_finished", ("phrase",),
                   "the training script said its run is over (`Training complete`, HF Trainer's `Training "
                   "completed.`, Lightning's `` `Trainer.fit` stopped: `max_epochs=N` reached``)"),
@@ -139,8 +155,13 @@ class LifecycleParser(Parser):
                 "user code (written here)"),
         Example("[rank3] empty prediction batch, skipped all_gather_object of predictions", "sync_skipped",
                 {"phrase": "skipped all_gather_object"}, "user code (written here)"),
+        Example("WARNING tabfit: loss spike at step 12, skipping model averaging this round", "sync_skipped",
+                {"phrase": "skipping model averaging"}, "local SGD / periodic model averaging loops"),
         Example("grad norm is inf: barrier skipped", "sync_skipped", {"phrase": "barrier skipped"},
                 "user code (written here)"),
+        Example("12/03/2026 07:04:58 - WARNING - __main__ - Process rank: 1, device: cuda:1, n_gpu: 1, "
+                "distributed training: True, 16-bits training: False", "process_banner",
+                {"process_rank": 1, "distributed": True}, "transformers example scripts"),
         Example("Training completed. Do not forget to share your model on huggingface.co/models =)",
                 "run_finished", {"phrase": "Training completed"}, "HF transformers Trainer"),
         Example("`Trainer.fit` stopped: `max_epochs=20` reached.", "run_finished",
@@ -168,6 +189,7 @@ class LifecycleParser(Parser):
         "skipping batch 7: all labels are padding",
         "skipped step 3 (overflow), loss scale 32768",
         "Skipping synchronous download; using the cache",
+        "skipping loss averaging for an empty batch",
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
@@ -190,6 +212,11 @@ class LifecycleParser(Parser):
                                    stopped_host=m["host"], reason=reason),)
         if len(text) > MAX_PHASE_LINE or _CODE_LINE.match(text):
             return ()
+        if "Process rank: " in text:
+            m = PROCESS_BANNER_RE.search(text)
+            if m:
+                return (self.event("process_banner", line, process_rank=int(m["rank"]),
+                                   distributed=m["dist"] == "True"),)
         m = FINISHED_RE.search(text)
         if m:
             return (self.event("run_finished", line, phrase=m.group(0)),)

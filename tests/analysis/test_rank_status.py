@@ -81,3 +81,73 @@ def test_a_teed_worker_missing_from_a_whole_table_exited_clean(tmp_path: Path) -
     status = a.tables.fact("rank_status")
     assert set(status[status["exited_clean"]]["rank"]) == {3}
     assert list(a.result.verdict.culprit_ranks) == [3]
+
+
+# torch 2.13-style console written here from log-formats.md section 3.4-3.6 (the agent's failure table) and
+# the gloo timeout template: rank 1 died of SIGSEGV (its own death), rank 0 then timed out waiting for it.
+SEGV = """\
+[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete
+E0519 10:32:11.700000 4410 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -11) local_rank: 1 (pid: 4413) of binary: /home/user/venv/bin/python
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-05-19_10:32:11
+  host      : node-4
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 4412)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-05-19_10:02:11
+  host      : node-4
+  rank      : 1 (local_rank: 1)
+  exitcode  : -11 (pid: 4413)
+  error_file: <N/A>
+  traceback : Signal 11 (SIGSEGV) received by PID 4413
+============================================================
+"""  # noqa: E501
+
+
+# A rule that names no culprit and no victims: the engine's default victims are used.
+NAMELESS_RULE = """\
+id: timeout-seen
+title: A rank timed out
+description: test rule, names nobody (the engine's default victims apply)
+category: control_flow_divergence
+confidence: low
+priority: 99
+match:
+  all:
+    - event: hang_detected
+explanation: A rank timed out.
+remediation: ['none']
+tests:
+  - name: a-timeout
+    expect: match
+    logs:
+      r.log: |
+        [rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete
+  - name: nothing
+    expect: no-match
+    logs:
+      r.log: |
+        step 1 loss 0.5
+"""  # noqa: E501
+
+
+def test_a_rank_that_died_of_its_own_signal_is_never_a_default_victim(tmp_path: Path) -> None:
+    rules = tmp_path / "rules" / "control_flow_divergence"
+    rules.mkdir(parents=True)
+    (rules / "timeout-seen.yaml").write_text(NAMELESS_RULE)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "console.log").write_text(SEGV)
+    found = api.analyze([logs], rules=api.load_rules([tmp_path / "rules"], builtin=False))
+    v = found.to_dict()["verdict"]
+    assert v["rule_id"] == "timeout-seen" and v["culprit_ranks"] == []
+    assert v["victim_ranks"] == [0]   # rank 0 timed out waiting; rank 1 died of SIGSEGV, its own death

@@ -195,7 +195,9 @@ def test_verdict_none_and_unknown() -> None:
     failed = run([], ranks=[0, 1], events=[event("exception", 1, exc_type="ValueError")])
     assert (failed.verdict.category, failed.verdict.confidence) == (Category.UNKNOWN, Confidence.LOW)
     flagged = run([], facts={"rank_status": STATUS})
-    assert flagged.verdict.category is Category.UNKNOWN and flagged.verdict.victim_ranks == (0, 1, 2)
+    # Rank 1 died of its own fault (a CUDA error first): failed, never a victim (evaluate._default_victims).
+    assert flagged.verdict.category is Category.UNKNOWN and flagged.verdict.victim_ranks == (0, 2)
+    assert "ranks 0-2" in flagged.verdict.summary
     level = run([], events=[event("error_file", 0, level="E")])
     assert level.verdict.category is Category.UNKNOWN
 
