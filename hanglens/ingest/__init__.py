@@ -117,15 +117,17 @@ def _pack(events: list[Event]) -> tuple[list[Any], ...]:
 
 
 def _unpack(cols: tuple[list[Any], ...]) -> list[Event]:
-    """The events `_pack` gave `cols`; the events of one line share its line number's int object (a pickle
-    carries an int once per event)."""
+    """The events `_pack` gave `cols`; the events of one line share its line number's int object and its
+    time's float object (a pickle carries an int or a float once per event)."""
     out: list[Event] = []
-    prev = -1
+    prev, prev_time = -1, None
     for kind, path, line, text, parser, rank, host, time, local_rank, attempt, level, fields, writer in zip(
             *cols, strict=True):
         if line == prev:
             line = prev
-        prev = line
+            if time is not None and time == prev_time:
+                time = prev_time
+        prev, prev_time = line, time
         out.append(Event(kind, None, text, parser, rank, host, time, local_rank, attempt, level, fields,
                          writer, path=path, line=line))
     return out

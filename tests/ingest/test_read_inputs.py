@@ -290,6 +290,8 @@ def test_worker_results_travel_as_columns_and_come_back_equal(tmp_path: Path) ->
     # int object for its number after the trip, as they did before it.
     at_300 = [e for e in back[0].events if e.line == 300]
     assert len(at_300) >= 2 and all(e.line is at_300[0].line for e in at_300)
+    timed = [e for e in at_300 if e.time is not None]
+    assert len(timed) >= 2 and all(e.time is timed[0].time for e in timed)   # one float for the line's time
     assert all(e.ref == type(e.ref)(e.path, e.line) for e in back[0].events)
 
 
