@@ -357,7 +357,8 @@ def _srun_task_sigkills(events: Sequence[Event], sn: bool) -> dict[int, set[int]
     out: dict[int, set[int]] = defaultdict(set)
     for e in events:
         w = e.writer
-        if e.kind != "worker_failed" or _exitcode(e) != -9 or not isinstance(w, str) or not w.startswith("task "):
+        if (e.kind != "worker_failed" or _exitcode(e) != -9 or not isinstance(w, str)
+                or not w.startswith("task ")):
             continue
         rank = _rank_of(e, sn)
         lr = e.get("local_rank")
@@ -1279,8 +1280,8 @@ def store_barrier_missing_rows(events: Sequence[Event]) -> list[Row]:
     """Ranks a store-based barrier's own count says never arrived (fact store_barrier_missing).
 
     `_store_based_barrier` (torch/distributed/distributed_c10d.py) has each rank add 1 to the barrier key and
-    wait until the count is the world size; on timeout each waiting rank raises `Timed out initializing process
-    group in store based barrier on rank <r>, for key: <key> (world_size=<n>, worker_count=<m>, ...)`
+    wait until the count is the world size; on timeout each waiting rank raises `Timed out initializing
+    process group in store based barrier on rank <r>, for key: <key> (world_size=<n>, worker_count=<m>, ...)`
     (log-formats.md section 3.7). Every rank that reports arrived, so when the distinct reporting ranks of a
     key are exactly `m` (all below `n`, every report stating the same n and m), they are all the ranks that
     arrived and the others never did. Fewer reporters (an excerpt) name nobody.

@@ -80,15 +80,18 @@ PY_MEMORY_RE = re.compile(
     r"^(?:numpy\.(?:_?core\.)?_exceptions\._ArrayMemoryError: Unable to allocate "
     rf"(?P<v>{SIZE})|MemoryError(?::|$))"
 )
-# Slurm's cgroup OOM records (failure-signatures.md section 5.2, SLURM cgroup row; SchedMD/slurm src/srun/launch.c
-# `_task_finish`, SIG_OOM branch, and slurmstepd): srun names the task(s) the memory cgroup killed, `srun: error:
-# <host>: task(s) <ids>: Out Of Memory`, and slurmstepd counts the kills of the step, `slurmstepd: error: Detected
-# <n> oom_kill event(s) in StepId=<job>.<step>. Some of the step tasks have been OOM Killed.` (no task named).
+# Slurm's cgroup OOM records (failure-signatures.md section 5.2, SLURM cgroup row; SchedMD/slurm
+# src/srun/launch.c `_task_finish`, SIG_OOM branch, and slurmstepd): srun names the task(s) the memory cgroup
+# killed, `srun: error: <host>: task(s) <ids>: Out Of Memory`, and slurmstepd counts the kills of the step,
+# `slurmstepd: error: Detected <n> oom_kill event(s) in StepId=<job>.<step>. Some of the step tasks have been
+# OOM Killed.` (no task named).
 SRUN_OOM_RE = re.compile(
-    r"srun: error: (?P<host>[\w.\[\],-]{1,255}): tasks? (?P<tasks>\d{1,6}(?:[-,]\d{1,6}){0,64}): Out Of Memory\s*$"
+    r"srun: error: (?P<host>[\w.\[\],-]{1,255}): tasks? (?P<tasks>\d{1,6}(?:[-,]\d{1,6}){0,64}): "
+    r"Out Of Memory\s*$"
 )
 SLURMSTEPD_OOM_RE = re.compile(
-    r"slurmstepd: error: Detected (?P<n>\d{1,9}) oom.kill event(?:s|\(s\))? in StepId=(?P<step>[\w.+]{1,64})\b"
+    r"slurmstepd: error: Detected (?P<n>\d{1,9}) oom.kill event(?:s|\(s\))? "
+    r"in StepId=(?P<step>[\w.+]{1,64})\b"
 )
 OOM_KILL_RE = re.compile(r"oom-kill:[^\r\n]{0,1024}?\btask=(?P<comm>[^,\s]{0,255}),pid=(?P<pid>\d{1,10})")
 XID_RE = re.compile(
@@ -235,8 +238,8 @@ class CudaParser(Parser):
         Example("srun: error: cn-0412: task 3: Out Of Memory", "oom",
                 {"device": "host", "launcher": "srun", "tasks": [3], "task_host": "cn-0412"},
                 "Slurm srun (src/srun/launch.c _task_finish, SIG_OOM), cgroup memory limit"),
-        Example("slurmstepd: error: Detected 2 oom_kill events in StepId=88120.0. Some of the step tasks have "
-                "been OOM Killed.", "oom", {"device": "host", "launcher": "slurmstepd", "tasks": None},
+        Example("slurmstepd: error: Detected 2 oom_kill events in StepId=88120.0. Some of the step tasks "
+                "have been OOM Killed.", "oom", {"device": "host", "launcher": "slurmstepd", "tasks": None},
                 "Slurm slurmstepd (task/cgroup), any version"),
         Example(
             "RuntimeError: CUDA error: an illegal memory access was encountered\nCUDA kernel errors "

@@ -47,9 +47,9 @@ class GlooParser(Parser):
         EventSpec("gloo_error", ("error", "peer", "port", "detail"),
                   "connectFullMesh failure, pair closure after a timeout"),
         EventSpec("gloo_warning", ("warning",),
-                  "ProcessGroupGloo's W `Unable to resolve hostname ... Using the loopback address as fallback` "
-                  "(warning=loopback_fallback): context, no failure (log-formats.md section 7: only a job "
-                  "spanning hosts then fails, and that failure is a connect line of its own)"),
+                  "ProcessGroupGloo's W `Unable to resolve hostname ... Using the loopback address as "
+                  "fallback` (warning=loopback_fallback): context, no failure (log-formats.md section 7: "
+                  "only a job spanning hosts then fails, and that failure is a connect line of its own)"),
     )
     examples = (
         Example("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out "

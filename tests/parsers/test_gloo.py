@@ -34,9 +34,9 @@ def test_loopback_fallback_is_a_warning_not_a_failure() -> None:
     # across hosts fails with a connect line of its own.
     from hanglens.analysis.kinds import FAILURE_KINDS
 
-    text = ("[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) address. Using the "
-            "loopback address as fallback. Manually set the network interface to bind to with GLOO_SOCKET_IFNAME. "
-            "(function operator())\n")
+    text = ("[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) address. "
+            "Using the loopback address as fallback. Manually set the network interface to bind to with "
+            "GLOO_SOCKET_IFNAME. (function operator())\n")
     found = events(text)
     assert [e.kind for e in found] == ["gloo_warning"]
     assert found[0].get("warning") == "loopback_fallback"

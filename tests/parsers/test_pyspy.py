@@ -132,8 +132,8 @@ def test_the_real_dumps_of_the_fixture() -> None:
 
 
 def test_the_dumped_process_argv_names_its_local_rank() -> None:
-    # torch.distributed.launch (without --use-env) and DeepSpeed's launcher put `--local_rank=<l>` (torch 2.0+:
-    # `--local-rank=<l>`) in each worker's argv; a dump of that process is local rank <l>'s.
+    # torch.distributed.launch (without --use-env) and DeepSpeed's launcher put `--local_rank=<l>` (torch
+    # 2.0+: `--local-rank=<l>`) in each worker's argv; a dump of that process is local rank <l>'s.
     for arg, lr in (("--local_rank=3", 3), ("--local-rank=12", 12), ("--local_rank 5", 5)):
         text = DUMP.replace("--pg-timeout 60", f"{arg} --cfg a.yaml")
         found = events(text, "stack_dump") + events(text, "hang_detected")
@@ -145,6 +145,7 @@ def test_the_dumped_process_argv_names_its_local_rank() -> None:
 
 
 def test_a_rank_prefix_wins_over_the_argv() -> None:
-    text = "".join(f"[rank1]:{line}\n" for line in DUMP.replace("--pg-timeout 60", "--local_rank=3").splitlines())
+    dump = DUMP.replace("--pg-timeout 60", "--local_rank=3")
+    text = "".join(f"[rank1]:{line}\n" for line in dump.splitlines())
     found = events(text, "stack_dump")
     assert found and {(e.rank, e.local_rank) for e in found} == {(1, None)}
