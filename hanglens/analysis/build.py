@@ -260,6 +260,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
         "host_failures", status.host_failures(zip(rank_cols["host"], rank_cols["crashed"], strict=True)))
     del rank_cols
     tables["missing_ranks"] = frame("missing_ranks", status.missing_rank_rows(evs, files, world))
+    tables["store_barrier_missing"] = frame("store_barrier_missing", status.store_barrier_missing_rows(evs))
     tables["barrier_report"] = frame(
         "barrier_report", barriers.subgroup_barrier_rows(evs, world, quiet_ranks))
     tables["nccl_init_pending"] = frame("nccl_init_pending", facts_init.init_pending_rows(evs))

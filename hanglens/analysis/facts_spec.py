@@ -67,6 +67,15 @@ FACT_SPECS: dict[str, FactSpec] = {
             "appear has a file of its own (absence in an excerpt is not evidence).",
         ),
         FactSpec(
+            "store_barrier_missing",
+            ("rank", "world_size", "joined", "key", *_EVIDENCE),
+            "Ranks that never reached a store-based barrier, told by its own count: each rank that "
+            "arrived added itself to the key before waiting (distributed_c10d.py `_store_based_barrier`), "
+            "so when the ranks reporting the timeout for one key are as many as `worker_count` / "
+            "`num_workers_joined` (log-formats.md section 3.7), they are every rank that arrived and the "
+            "rest of range(world_size) never did; one row per such rank (evidence: one of the reports).",
+        ),
+        FactSpec(
             "nccl_init_pending",
             ("comm_id", "comm_rank", "nranks", "rank", "started", "missing", *_EVIDENCE),
             "Per rank of an NCCL communicator whose `Init START` was printed and `Init COMPLETE` never: "

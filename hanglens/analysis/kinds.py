@@ -62,6 +62,9 @@ VICTIM_EXCEPTION_MARKERS = (
     "Broken pipe",
     "failed to pass monitoredBarrier",
     "successfully reached monitoredBarrier",
+    # TORCH_DISTRIBUTED_DEBUG=DETAIL's pre-collective barrier (ProcessGroupWrapper.cpp, log-formats.md section
+    # 2.1): the first line of its exception; the monitoredBarrier report naming the missing ranks follows.
+    "Monitored Barrier encountered error running collective",
     "Socket Timeout",
     "DistNetworkError",
     "DistStoreError",

@@ -62,7 +62,8 @@ def single_node(events: Sequence[Event]) -> bool:
 
     Two torchrun agents writing under different launcher prefixes (Slurm `srun -l` with one torchrun per
     task) are two nodes too: there the task id is the node index, not a rank (log-formats.md section 9.3).
-    So is an agent naming local ranks below every global rank its workers print (`[5]:`, `[rank5]:`): a
+    So is a rendezvous result of a node rank above 0 or a node count above 1. So is an agent naming local
+    ranks below every global rank its workers print (`[5]:`, `[rank5]:`): a
     node's ranks are node_rank * nproc_per_node + local_rank, so its workers' ranks start above 0 only on a
     node other than the first (section 3.5), and so is one worker line whose global rank differs from its
     torchrun local rank (`[default1]:[rank5]:`).
@@ -82,6 +83,12 @@ def single_node(events: Sequence[Event]) -> bool:
         if e.writer and e.kind in _TORCHRUN_AGENT_KINDS:
             agents.add(e.writer)
             if len(agents) > 1:
+                return False
+        if e.kind == "world_info" and e.get("stated_by") is None:
+            # an agent's rendezvous result (log-formats.md section 3.5: group_rank / group_world_size) of a
+            # job of several nodes
+            node, nnodes = e.get("node_rank"), e.get("nnodes")
+            if (isinstance(node, int) and node > 0) or (isinstance(nnodes, int) and nnodes > 1):
                 return False
         for h in (e.host, e.get("nccl_host"), e.get("failed_host")):
             if h:
@@ -331,6 +338,39 @@ def _launcher_pid_ranks(events: Sequence[Event], sn: bool) -> dict[Any, int]:
     return out
 
 
+def _srun_task_sigkills(events: Sequence[Event], sn: bool) -> dict[int, set[int]]:
+    """srun task id -> the global ranks that task's own torchrun agent reported dead of SIGKILL.
+
+    When srun starts one torchrun per node, a task is a node (its `-l` label marks the agent's lines): the
+    agent logs `failed (exitcode: -9) local_rank: <l>` for the worker the memory cgroup killed (log-formats.md
+    section 3.5) and its rendezvous result maps its local ranks to global ranks (section 3.5, `local_ranks` /
+    `global_ranks`), so srun's `task <t>: Out Of Memory` (failure-signatures.md section 5.2) is that rank's.
+    """
+    layout: dict[str, dict[int, int]] = defaultdict(dict)
+    for e in events:
+        w = e.writer
+        if e.kind == "world_info" and isinstance(w, str) and w.startswith("task "):
+            lrs, grs = e.get("local_ranks"), e.get("global_ranks")
+            if isinstance(lrs, list) and isinstance(grs, list) and len(lrs) == len(grs):
+                for lr, g in zip(lrs, grs, strict=True):
+                    if isinstance(lr, int) and isinstance(g, int):
+                        layout[w][lr] = g
+    out: dict[int, set[int]] = defaultdict(set)
+    for e in events:
+        w = e.writer
+        if (e.kind != "worker_failed" or _exitcode(e) != -9 or not isinstance(w, str)
+                or not w.startswith("task ")):
+            continue
+        rank = _rank_of(e, sn)
+        lr = e.get("local_rank")
+        if rank is None and isinstance(lr, int):
+            rank = layout.get(w, {}).get(lr)
+        task = w[5:]
+        if rank is not None and task.isdigit():
+            out[int(task)].add(rank)
+    return out
+
+
 def _worker_pid_ranks(events: Sequence[Event], sn: bool) -> dict[Any, int]:
     """pid -> rank of the DataLoader workers a rank reported killed by SIGKILL (`DataLoader worker (pid P) is
     killed by signal: Killed.`, torch/csrc/DataLoader.cpp): the worker is a child of that rank's main process
@@ -369,6 +409,7 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         best[exit_rank] = exit_event
     pid_ranks = _launcher_pid_ranks(events, sn)
     worker_ranks = _worker_pid_ranks(events, sn)
+    task_kills = _srun_task_sigkills(events, sn)
     killed_workers: set[int] = set()
     # Ranks whose own NCCL said the remote end of a connection went away (`Connection closed by remote
     # peer`, `Connection reset by peer`, `Broken pipe`): their `unhandled system error` is that loss.
@@ -390,6 +431,12 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             rank = pid_ranks.get(e.get("pid"))  # the kernel's OOM killer names a pid, the launcher its rank
             if rank is None:
                 rank = worker_ranks.get(e.get("pid"))   # ... or a rank's DataLoader worker
+            tasks = e.get("tasks")
+            if rank is None and e.get("launcher") == "srun" and isinstance(tasks, list) and len(tasks) == 1:
+                # srun's cgroup kill of a task that is a node's torchrun: the one worker its agent saw die
+                # of SIGKILL
+                killed = task_kills.get(tasks[0], set())
+                rank = next(iter(killed)) if len(killed) == 1 else None
             if rank is not None and e.host and hosts.get(rank) not in (None, e.host):
                 rank = None   # the same pid on another host is another process
             elif rank is not None and worker_ranks.get(e.get("pid")) == rank:
@@ -1309,6 +1356,47 @@ def host_failures(host_crashed: Iterable[tuple[str | None, bool]]) -> list[Row]:
                 "fraction": failing / len(rs) if rs else 0.0,
             }
         )
+    return rows
+
+
+def _count(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+def store_barrier_missing_rows(events: Sequence[Event]) -> list[Row]:
+    """Ranks a store-based barrier's own count says never arrived (fact store_barrier_missing).
+
+    `_store_based_barrier` (torch/distributed/distributed_c10d.py) has each rank add 1 to the barrier key and
+    wait until the count is the world size; on timeout each waiting rank raises `Timed out initializing
+    process group in store based barrier on rank <r>, for key: <key> (world_size=<n>, worker_count=<m>, ...)`
+    (log-formats.md section 3.7). Every rank that reports arrived, so when the distinct reporting ranks of a
+    key are exactly `m` (all below `n`, every report stating the same n and m), they are all the ranks that
+    arrived and the others never did. Fewer reporters (an excerpt) name nobody.
+    """
+    groups: dict[tuple[str, int, int], tuple[set[int], Event]] = {}
+    spoiled: set[tuple[str, int, int]] = set()
+    for e in events:
+        if e.kind != "rendezvous_error" or e.get("error_class") != "store_barrier_timeout":
+            continue
+        n, m, key = _count(e.get("world_size")), _count(e.get("joined")), e.get("key")
+        r = _count(e.get("stated_rank"))
+        r = e.rank if r is None else r
+        if n is None or m is None or not isinstance(key, str) or not 0 < m < n or n > 65536:
+            continue
+        k = (key, n, m)
+        if r is None or r >= n or (e.rank is not None and e.rank != r):
+            spoiled.add(k)
+            continue
+        ranks, first = groups.setdefault(k, (set(), e))
+        ranks.add(r)
+    if len({k[0] for k in groups}) != len(groups):
+        return []   # one key with two counts: the reports do not describe one barrier
+    rows: list[Row] = []
+    for (key, n, m), (ranks, first) in groups.items():
+        if (key, n, m) in spoiled or len(ranks) != m:
+            continue
+        rows.extend({"rank": r, "world_size": n, "joined": m, "key": key, "path": first.path,
+                     "line": first.line} for r in range(n) if r not in ranks)
     return rows
 
 

@@ -401,7 +401,7 @@ def _local_to_global(files: list[FileEvents]) -> None:
         rank = direct.get((key, e.local_rank))
         if rank is None and key in offsets:
             rank = e.local_rank + offsets[key]
-        if rank is None and lone is not None and _node_of(key) == lone:
+        if rank is None and lone is not None and (_node_of(key) == lone or e.parser in DUMP_PARSERS):
             rank = e.local_rank   # nothing states the mapping, and it is the job's only node
         return e if rank is None or rank < 0 else _with(f, e, "rank", rank)
 
@@ -446,13 +446,16 @@ def _single_node(files: list[FileEvents]) -> tuple[str, ...] | None:
     failure table pairing a local rank with another global rank.
     """
     keys: set[tuple[str, ...]] = set()
+    # A stack dump's local rank (py-spy's `--local_rank=<l>` argv) is its process's, not a stream of an
+    # agent's: it neither adds an agent nor stands for one, unless nothing else names a local rank.
+    dump_keys: set[tuple[str, ...]] = set()
     hosts: set[str] = set()
     top_local = -1
     beyond = 0   # the world the ranks and sizes stated need (a running maximum: a big job has many)
     for f in files:
         for e in f.events:
             if e.local_rank is not None and not is_agent_event(e):
-                keys.add(_node_of(_node_key(f, e)))
+                (dump_keys if e.parser in DUMP_PARSERS else keys).add(_node_of(_node_key(f, e)))
                 top_local = max(top_local, e.local_rank)
             for h in (e.host, e.get("nccl_host"), e.get("failed_host") if e.kind == "child_failed" else None):
                 if isinstance(h, str) and h:
@@ -473,6 +476,8 @@ def _single_node(files: list[FileEvents]) -> tuple[str, ...] | None:
             beyond = max(beyond, _int(e.get("nranks")) or 0)
         if len(keys) > 1 or len(hosts) > 1:
             return None   # (known at once: a big multi-node job need not be read to its end)
+    if not keys and len(dump_keys) == 1:
+        keys = dump_keys
     if len(keys) != 1 or len(hosts) > 1 or top_local < 0:
         return None
     if beyond > top_local + 1:

@@ -292,9 +292,10 @@ class Replay:
 
 
 def _srun_task_rank(e: Event) -> Event:
-    """srun's exit line of one task, ranked by that task (where the file's tasks are its ranks)."""
+    """srun's exit line of one task (or its `Out Of Memory` line, an `oom` event), ranked by that task (where
+    the file's tasks are its ranks)."""
     ids = e.get("tasks")
-    if (e.kind == "launcher_exit" and e.get("launcher") == "srun" and e.rank is None
+    if (e.kind in ("launcher_exit", "oom") and e.get("launcher") == "srun" and e.rank is None
             and isinstance(ids, list) and len(ids) == 1 and isinstance(ids[0], int)):
         return replace(e, rank=ids[0])
     return e

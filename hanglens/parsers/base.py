@@ -241,3 +241,16 @@ def match_at_keyword(pattern: re.Pattern[str], text: str, keyword: str) -> re.Ma
             return m
         pos = text.find(keyword, pos + 1)
     return None
+
+
+def task_ids(spec: str) -> list[int]:
+    """srun's task list `0-2,5` -> [0, 1, 2, 5] (at most 4096 ids)."""
+    out: list[int] = []
+    for part in spec.split(","):
+        a, _, b = part.partition("-")
+        lo = int(a)
+        hi = int(b) if b else lo
+        out.extend(range(lo, min(hi, lo + 4096 - len(out)) + 1))
+        if len(out) >= 4096:
+            break
+    return out

@@ -8,7 +8,7 @@ from typing import Any
 
 from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import INT64_MAX, EventSpec, Example, Parser, match_at_keyword, to_count
+from hanglens.parsers.base import INT64_MAX, EventSpec, Example, Parser, match_at_keyword, task_ids, to_count
 
 Fields = dict[str, Any]
 
@@ -79,6 +79,19 @@ CPU_ALLOC_RE = re.compile(
 PY_MEMORY_RE = re.compile(
     r"^(?:numpy\.(?:_?core\.)?_exceptions\._ArrayMemoryError: Unable to allocate "
     rf"(?P<v>{SIZE})|MemoryError(?::|$))"
+)
+# Slurm's cgroup OOM records (failure-signatures.md section 5.2, SLURM cgroup row; SchedMD/slurm
+# src/srun/launch.c `_task_finish`, SIG_OOM branch, and slurmstepd): srun names the task(s) the memory cgroup
+# killed, `srun: error: <host>: task(s) <ids>: Out Of Memory`, and slurmstepd counts the kills of the step,
+# `slurmstepd: error: Detected <n> oom_kill event(s) in StepId=<job>.<step>. Some of the step tasks have been
+# OOM Killed.` (no task named).
+SRUN_OOM_RE = re.compile(
+    r"srun: error: (?P<host>[\w.\[\],-]{1,255}): tasks? (?P<tasks>\d{1,6}(?:[-,]\d{1,6}){0,64}): "
+    r"Out Of Memory\s*$"
+)
+SLURMSTEPD_OOM_RE = re.compile(
+    r"slurmstepd: error: Detected (?P<n>\d{1,9}) oom.kill event(?:s|\(s\))? "
+    r"in StepId=(?P<step>[\w.+]{1,64})\b"
 )
 OOM_KILL_RE = re.compile(r"oom-kill:[^\r\n]{0,1024}?\btask=(?P<comm>[^,\s]{0,255}),pid=(?P<pid>\d{1,10})")
 XID_RE = re.compile(
@@ -195,6 +208,8 @@ class CudaParser(Parser):
         "oom-kill:",
         "OOMKilled",
         "Xid (",
+        "Out Of Memory",
+        "oom_kill event",
     )
     emits = (
         EventSpec(
@@ -210,14 +225,22 @@ class CudaParser(Parser):
         ),
         EventSpec(
             "oom",
-            ("device", "requested", "gpu", "total", "free", "pid", "process"),
-            "CUDA OOM (sizes in bytes), host OOM killer (`device: host`, pid, process name), a Kubernetes "
-            "container OOMKilled (`device: container`, pod name when the line states it) or PyTorch's "
-            "CPU allocator failing (`device: cpu`, requested bytes)",
+            ("device", "requested", "gpu", "total", "free", "pid", "process", "launcher", "tasks",
+             "task_host"),
+            "CUDA OOM (sizes in bytes), host OOM killer (`device: host`, pid, process name; Slurm's cgroup "
+            "kill: `launcher: srun` with the killed `tasks` (SLURM_PROCIDs) on `task_host`, or slurmstepd's "
+            "step-wide count with no task), a Kubernetes container OOMKilled (`device: container`, pod name "
+            "when the line states it) or PyTorch's CPU allocator failing (`device: cpu`, requested bytes)",
         ),
         EventSpec("xid", ("xid", "pci", "detail", "pid", "nvswitch"), "NVIDIA driver Xid / NVSwitch SXid"),
     )
     examples = (
+        Example("srun: error: cn-0412: task 3: Out Of Memory", "oom",
+                {"device": "host", "launcher": "srun", "tasks": [3], "task_host": "cn-0412"},
+                "Slurm srun (src/srun/launch.c _task_finish, SIG_OOM), cgroup memory limit"),
+        Example("slurmstepd: error: Detected 2 oom_kill events in StepId=88120.0. Some of the step tasks "
+                "have been OOM Killed.", "oom", {"device": "host", "launcher": "slurmstepd", "tasks": None},
+                "Slurm slurmstepd (task/cgroup), any version"),
         Example(
             "RuntimeError: CUDA error: an illegal memory access was encountered\nCUDA kernel errors "
             "might be asynchronously reported at some other API call,so the stacktrace below might be "
@@ -471,6 +494,16 @@ class CudaParser(Parser):
             m = PY_MEMORY_RE.search(text)
             if m:
                 out.append(self.event("oom", line, device="cpu", requested=size_bytes(m["v"])))
+        if "Out Of Memory" in text and text.startswith("srun: error: "):
+            m = SRUN_OOM_RE.match(text)
+            if m:
+                out.append(self.event("oom", line, device="host", launcher="srun", tasks=task_ids(m["tasks"]),
+                                      task_host=m["host"]))
+        if "oom_kill event" in text or "oom-kill event" in text:
+            m = SLURMSTEPD_OOM_RE.search(text)
+            if m:
+                out.append(self.event("oom", line, device="host", launcher="slurmstepd", tasks=None,
+                                      task_host=None))
         if "OOMKilled" in text:
             m = CONTAINER_OOM_RE.search(text)
             if m:

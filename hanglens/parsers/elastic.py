@@ -13,7 +13,7 @@ from typing import Any
 
 from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count, to_int
+from hanglens.parsers.base import EventSpec, Example, Parser, int_list, task_ids, to_count, to_int
 
 # Linux numbering: torchrun reports a worker killed by signal N as exitcode -N.
 SIGNAL_NAMES = {
@@ -145,19 +145,6 @@ def shell_signal_name(code: int | None) -> str | None:
     if 128 < code <= 128 + 31:
         return SIGNAL_NAMES.get(code - 128)
     return None
-
-
-def _task_ids(spec: str) -> list[int]:
-    """srun's task list `0-2,5` -> [0, 1, 2, 5] (at most 4096 ids)."""
-    out: list[int] = []
-    for part in spec.split(","):
-        a, _, b = part.partition("-")
-        lo = int(a)
-        hi = int(b) if b else lo
-        out.extend(range(lo, min(hi, lo + 4096 - len(out)) + 1))
-        if len(out) >= 4096:
-            break
-    return out
 
 
 def _signame(text: str) -> str:
@@ -644,7 +631,7 @@ class ElasticParser(Parser):
                 code = to_int(m["code"]) if m["code"] is not None else -signum   # type: ignore[operator]
                 out.append(self.event("launcher_exit", line, exitcode=code, pid=None, launcher="srun",
                                       signal=signal_name(code), local_rank=None,
-                                      tasks=_task_ids(m["tasks"]), task_host=m["host"]))
+                                      tasks=task_ids(m["tasks"]), task_host=m["host"]))
                 return out
         m = DEEPSPEED_EXIT_RE.search(text)
         if m:

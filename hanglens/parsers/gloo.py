@@ -45,7 +45,11 @@ class GlooParser(Parser):
         EventSpec("network_error", ("transport", "peer", "port", "error", "detail", "src"),
                   "gloo socket Read/Write error or timeout, Connect timeout"),
         EventSpec("gloo_error", ("error", "peer", "port", "detail"),
-                  "connectFullMesh failure, pair closure after a timeout, loopback fallback warning"),
+                  "connectFullMesh failure, pair closure after a timeout"),
+        EventSpec("gloo_warning", ("warning",),
+                  "ProcessGroupGloo's W `Unable to resolve hostname ... Using the loopback address as "
+                  "fallback` (warning=loopback_fallback): context, no failure (log-formats.md section 7: "
+                  "only a job spanning hosts then fails, and that failure is a connect line of its own)"),
     )
     examples = (
         Example("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out "
@@ -91,7 +95,7 @@ class GlooParser(Parser):
                 "error", "gloo_error", {"error": "connect_full_mesh_failed"}, "torch 2.x"),
         Example("[W ProcessGroupGloo.cpp:694] Warning: Unable to resolve hostname to a (local) address. "
                 "Using the loopback address as fallback. Manually set the network interface to bind to with "
-                "GLOO_SOCKET_IFNAME. (function operator())", "gloo_error", {"error": "loopback_fallback"},
+                "GLOO_SOCKET_IFNAME. (function operator())", "gloo_warning", {"warning": "loopback_fallback"},
                 "torch 1.10+"),
     )
     near_misses = (
@@ -137,8 +141,9 @@ class GlooParser(Parser):
                                       peer=p["ip"] if p else None, port=to_count(p["port"]) if p else None,
                                       detail=inner or None))
         if "Unable to resolve hostname" in text and LOOPBACK_RE.search(text):
-            out.append(self.event("gloo_error", line, error="loopback_fallback", peer=None, port=None,
-                                  detail=None))
+            # A W line (ProcessGroupGloo.cpp): gloo binds to 127.0.0.1, which is all a one-host job needs;
+            # across hosts the peers' connects then fail, and those lines are the failure.
+            out.append(self.event("gloo_warning", line, warning="loopback_fallback"))
         return out
 
 

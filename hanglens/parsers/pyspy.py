@@ -7,7 +7,7 @@ first, such as `    barrier (torch/distributed/distributed_c10d.py:5356)`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
@@ -26,6 +26,10 @@ FRAME_RE = re.compile(r"^\s*(?P<func>\S.*?) \((?P<file>[^()\s][^()]*?):(?P<line>
 # `--native` frames without line information: `clock_nanosleep (libc.so.6)`, `0x7f78ad23b24a (libc.so.6)`.
 NATIVE_RE = re.compile(r"^\s+\S.*\([^()\s]+\)\s*$")
 NATIVE_FILE_RE = re.compile(r"\.(?:c|cc|cpp|cxx|cu|h|hh|hpp|rs|S|s)$")
+# The dumped process's own command line: `torch.distributed.launch` (without `--use-env`) and DeepSpeed's
+# launcher start every worker with `--local_rank=<l>` (1.x spelling; `--local-rank=<l>` from torch 2.0) in its
+# argv (log-formats.md item 105 shows the DeepSpeed argv), so a dump of that process is local rank <l>'s.
+LOCAL_RANK_ARG_RE = re.compile(r"(?:^|\s)--local[_-]rank[= ](?P<lr>\d{1,5})(?!\S)")
 MAX_FRAMES = 60
 MAX_THREAD_LINES = 4000   # frames plus `--locals` blocks of one thread
 MAX_HEADER_LINES = 6      # lines between `Process N:` and the first `Thread` line
@@ -220,4 +224,10 @@ class PyspyParser(Parser):
         hang = hang_fields(facts)
         if hang is not None:
             hang["pid"] = dump.pid
-        return [ev] if hang is None else [ev, self.event("hang_detected", th.line, **hang)]
+        out = [ev] if hang is None else [ev, self.event("hang_detected", th.line, **hang)]
+        lr = LOCAL_RANK_ARG_RE.search(dump.command or "")
+        if lr is not None and th.line.rank is None and th.line.local_rank is None:
+            # Nothing else says whose dump this is (no rank prefix, no rank in the file's name): the
+            # process's argv names its local rank; attribution maps it to a global rank where it can.
+            out = [replace(e, local_rank=int(lr["lr"])) for e in out]
+        return out

@@ -604,3 +604,28 @@ def test_an_error_glued_behind_a_bar_leaves_the_bar_a_progress_report() -> None:
     own = Event(kind="error_line", ref=b.ref, parser="catchall", rank=None, text=b.text,
                 fields={"template": "x"})
     assert rows(build([b, own, wait]), "slow_phase") == []
+
+
+def _barrier(rank: int | None, stated: int | None, n: int = 8, m: int = 7,
+             key: str = "store_based_barrier_key:1", path: str = "job.log") -> Event:
+    return ev("rendezvous_error", rank, path=path, error_class="store_barrier_timeout", world_size=n,
+              joined=m, key=key, stated_rank=stated)
+
+
+def test_store_barrier_missing_when_every_arrival_reported() -> None:
+    # distributed_c10d.py `_store_based_barrier`: the m reporters are all the ranks that arrived
+    t = build([_barrier(None, r) for r in range(7)])
+    got = [(r["rank"], r["world_size"], r["joined"]) for r in rows(t, "store_barrier_missing")]
+    assert got == [(7, 8, 7)]
+    t = build([_barrier(None, 1, n=4, m=2), _barrier(2, 2, n=4, m=2)])
+    assert sorted(r["rank"] for r in rows(t, "store_barrier_missing")) == [0, 3]
+
+
+def test_store_barrier_missing_names_nobody_from_an_excerpt_or_disagreeing_reports() -> None:
+    # 2 of 7 reporters
+    assert rows(build([_barrier(None, r) for r in (0, 5)]), "store_barrier_missing") == []
+    # a report whose line rank contradicts its stated rank, or one key with two counts
+    spoiled = [_barrier(None, r) for r in range(6)] + [_barrier(3, 6)]
+    assert rows(build(spoiled), "store_barrier_missing") == []
+    assert rows(build([_barrier(None, r) for r in range(7)] + [_barrier(None, 0, m=6)]),
+                "store_barrier_missing") == []

@@ -331,3 +331,18 @@ def test_an_archive_s_own_name_is_no_host() -> None:
     pdsh = [f("trn-node-12.zip!console.log", "trn-node-12", writer="host trn-node-12")]
     attribute(pdsh)
     assert pdsh[0].origin.host is None and pdsh[0].events[0].host == "trn-node-12"
+
+
+def test_a_stack_dumps_local_rank_neither_adds_an_agent_nor_is_lost_on_one_node() -> None:
+    # py-spy's argv `--local_rank=<l>` gives a dump its process's local rank (parsers/pyspy.py): on the
+    # job's only node it is that rank, and it does not make a one-node --tee console look like a second
+    # agent's.
+    console = FileEvents("console.log", Origin(),
+                         [ev("progress", local_rank=0), ev("progress", local_rank=1)])
+    dump = FileEvents("dump.txt", Origin(), [replace(ev("stack_dump", local_rank=1), parser="pyspy")])
+    attribute([console, dump])
+    assert [e.rank for e in console.events] == [0, 1]
+    assert [e.rank for e in dump.events] == [1]
+    alone = FileEvents("stack-gpu3.txt", Origin(), [replace(ev("stack_dump", local_rank=3), parser="pyspy")])
+    attribute([alone, FileEvents("train.log", Origin(), [ev("hang_detected", rank=1)])])
+    assert [e.rank for e in alone.events] == [3]

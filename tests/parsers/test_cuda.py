@@ -53,3 +53,18 @@ def test_message_stops_before_joined_boilerplate() -> None:
 def test_each_assert_line_keeps_its_own_thread() -> None:
     text = "".join(f"k.cu:7: f(): block: [0,0,0], thread: [{t},0,0] Assertion `ok` failed.\n" for t in (3, 4))
     assert [e.get("thread") for e in events(text, "device_assert")] == ["3,0,0", "4,0,0"]
+
+
+def test_slurm_cgroup_oom_lines() -> None:
+    # failure-signatures.md section 5.2 (SLURM cgroup row): srun names the killed task(s), slurmstepd
+    # only counts
+    found = events("srun: error: cn-07: tasks 2,5-6: Out Of Memory\n", "oom")
+    assert [(e.get("device"), e.get("launcher"), e.get("tasks"), e.get("task_host")) for e in found] == [
+        ("host", "srun", [2, 5, 6], "cn-07")]
+    found = events("slurmstepd: error: Detected 1 oom_kill event(s) in StepId=44107.0. Some of the step "
+                   "tasks have been OOM Killed.\n", "oom")
+    assert [(e.get("launcher"), e.get("tasks")) for e in found] == [("slurmstepd", None)]
+    for text in ("srun: error: cn-07: task 2: Exited with exit code 1\n",
+                 "print('Out Of Memory handling enabled')\n",
+                 "slurmstepd: error: Detected oom_kill events\n"):
+        assert events(text, "oom") == []

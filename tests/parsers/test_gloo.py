@@ -27,3 +27,17 @@ def test_connect_full_mesh_names_the_inner_peer() -> None:
     found = events(text)
     assert has([e for e in found if e.kind == "gloo_error"], {"peer": "10.0.0.5", "port": 41000})
     assert has([e for e in found if e.kind == "network_error"], {"error": "connect_timeout"})
+
+
+def test_loopback_fallback_is_a_warning_not_a_failure() -> None:
+    # log-formats.md section 7: ProcessGroupGloo's W line; a one-host job runs fine on 127.0.0.1, and a job
+    # across hosts fails with a connect line of its own.
+    from hanglens.analysis.kinds import FAILURE_KINDS
+
+    text = ("[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) address. "
+            "Using the loopback address as fallback. Manually set the network interface to bind to with "
+            "GLOO_SOCKET_IFNAME. (function operator())\n")
+    found = events(text)
+    assert [e.kind for e in found] == ["gloo_warning"]
+    assert found[0].get("warning") == "loopback_fallback"
+    assert "gloo_warning" not in FAILURE_KINDS

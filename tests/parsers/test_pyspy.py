@@ -129,3 +129,23 @@ def test_the_real_dumps_of_the_fixture() -> None:
         funcs[path.name] = found[0].get("frame_func")
     assert funcs == {"pyspy-rank0.txt": "all_reduce", "pyspy-rank1.txt": "all_reduce",
                      "pyspy-rank2.txt": "barrier", "pyspy-rank3.txt": "all_reduce"}
+
+
+def test_the_dumped_process_argv_names_its_local_rank() -> None:
+    # torch.distributed.launch (without --use-env) and DeepSpeed's launcher put `--local_rank=<l>` (torch
+    # 2.0+: `--local-rank=<l>`) in each worker's argv; a dump of that process is local rank <l>'s.
+    for arg, lr in (("--local_rank=3", 3), ("--local-rank=12", 12), ("--local_rank 5", 5)):
+        text = DUMP.replace("--pg-timeout 60", f"{arg} --cfg a.yaml")
+        found = events(text, "stack_dump") + events(text, "hang_detected")
+        assert found and {e.local_rank for e in found} == {lr}
+    # not a flag of the process (a value of another option, or a longer option name)
+    for cmd in ("train.py --note=--local_rank=3", "train.py --local_rank=3x", "train.py --local_ranks=3"):
+        found = events(DUMP.replace("train.py --pg-timeout 60", cmd), "stack_dump")
+        assert found and {e.local_rank for e in found} == {None}
+
+
+def test_a_rank_prefix_wins_over_the_argv() -> None:
+    dump = DUMP.replace("--pg-timeout 60", "--local_rank=3")
+    text = "".join(f"[rank1]:{line}\n" for line in dump.splitlines())
+    found = events(text, "stack_dump")
+    assert found and {(e.rank, e.local_rank) for e in found} == {(1, None)}
