@@ -131,8 +131,9 @@ class LifecycleParser(Parser):
                   "..., distributed training: True`), printed at WARNING by every process while replicas "
                   "log nothing below WARNING"),
         EventSpec("rank_init", ("global_rank",),
-                  "the torchvision reference scripts' per-process line `| distributed init (rank <r>): <url>`, "
-                  "printed by every process before only the main one may print; the event carries rank <r>"),
+                  "the torchvision reference scripts' per-process line `| distributed init (rank <r>): "
+                  "<url>`, printed by every process before only the main one may print; the event carries "
+                  "rank <r>"),
         EventSpec("run_finished", ("phrase",),
                   "the training script said its run is over (`Training complete`, HF Trainer's `Training "
                   "completed.`, Lightning's `` `Trainer.fit` stopped: `max_epochs=N` reached``)"),
@@ -173,7 +174,8 @@ class LifecycleParser(Parser):
         Example("| distributed init (rank 3): env://", "rank_init", {"global_rank": 3},
                 "torchvision references/classification/utils.py init_distributed_mode (written here)"),
         Example("[09:12:40.118] rank 3: eval counters unchanged, skipping reduce of accuracy", "sync_skipped",
-                {"phrase": "skipping reduce"}, "user code, torchvision-style timestamped print (written here)"),
+                {"phrase": "skipping reduce"},
+                "user code, torchvision-style timestamped print (written here)"),
         Example("12/03/2026 07:04:58 - WARNING - __main__ - Process rank: 1, device: cuda:1, n_gpu: 1, "
                 "distributed training: True, 16-bits training: False", "process_banner",
                 {"process_rank": 1, "distributed": True}, "transformers example scripts"),
