@@ -8,6 +8,7 @@ Example (torch 2.5+, envelope already stripped): `Received 15 death signal, shut
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
@@ -69,14 +70,15 @@ PHASE_TOOK_TRIGGERS = ("lapsed time",)
 # `skipped all_gather of predictions`, `barrier skipped`. Data-dependent branches that skip a collective on
 # one rank are a typical cause of divergence (failure-signatures.md section 1, "What it is": skip a batch on
 # NaN/empty input), and such a line is that rank's own statement that it left the others' path. Only a
-# skip of a communication word counts (`skipping batch 7`, `skipped step 3` are not); model averaging is
-# one (torch/distributed/algorithms/model_averaging/averagers.py: `average_parameters` all-reduces the
-# parameters).
+# skip of a communication word counts (`skipping batch 7`, `skipped step 3` are not; a bare `reduce` after
+# a space is torch.distributed.reduce or a metric reduce across ranks, `reduce_lr` and an option value
+# `skip-reduce` are not); model averaging is one (torch/distributed/algorithms/model_averaging/averagers.py:
+# `average_parameters` all-reduces the parameters).
 SYNC_SKIPPED_RE = re.compile(
     r"(?i)\bskip(?:s|ped|ping)?\b[ \w.:'`-]{0,40}?\b(?:sync(?:hroni[sz](?:e|ation|ing))?"
-    r"|all[_ -]?gather(?:_object)?|gather(?:_object)?|all[_ -]?reduce|reduce[_ -]scatter"
+    r"|all[_ -]?gather(?:_object)?|gather(?:_object)?|all[_ -]?reduce|reduce[_ -]scatter|(?<=\s)reduce"
     r"|broadcast(?:_object_list)?|barrier|collectives?|(?:model|parameter|param|weight)s? averaging)\b"
-    r"|\b(?:sync(?:hroni[sz]ation)?|all[_ -]?gather(?:_object)?|all[_ -]?reduce|barrier|collectives?) "
+    r"|\b(?:sync(?:hroni[sz]ation)?|all[_ -]?gather(?:_object)?|all[_ -]?reduce|reduce|barrier|collectives?) "
     r"(?:is |was |are |were )?skipped\b"
 )
 SYNC_SKIPPED_TRIGGERS = ("skip", "Skip", "SKIP")
@@ -86,6 +88,12 @@ SYNC_SKIPPED_TRIGGERS = ("skip", "Skip", "SKIP")
 # replica logs only at `log_level_replica` (warning by default; TrainingArguments.get_process_log_level,
 # `should_log` = local process zero). Each process states its local rank; with two or more of them in one
 # unprefixed console, the INFO lines of the same format there are the main process's alone.
+# The line every process prints in the torchvision reference scripts' init_distributed_mode
+# (references/classification/utils.py: `print(f"| distributed init (rank {args.rank}): {args.dist_url}",
+# flush=True)`, before setup_for_distributed silences every process but the main one; DETR, DeiT and MAE copy
+# it, MAE with `, gpu <n>` after the URL). Its writer is the global rank it names: on a console holding many
+# processes' unprefixed output it is often the only line a non-main rank writes.
+RANK_INIT_RE = re.compile(r"\| distributed init \(rank (?P<rank>\d{1,7})\): ")
 PROCESS_BANNER_RE = re.compile(
     r"\bProcess rank: (?P<rank>-?\d{1,7}), device: [\w:.-]{1,40}, n_gpu: \d{1,4}, distributed training: "
     r"(?P<dist>True|False)\b"
@@ -103,7 +111,7 @@ class LifecycleParser(Parser):
 
     name = "lifecycle"
     triggers = ("death signal", "CANCELLED AT", *PHASE_TRIGGERS, *FINISHED_TRIGGERS, *PHASE_TOOK_TRIGGERS,
-                *SYNC_SKIPPED_TRIGGERS, "Process rank: ")
+                *SYNC_SKIPPED_TRIGGERS, "Process rank: ", "distributed init (rank ")
     emits = (
         EventSpec("job_stopped", ("how", "signal", "job_id", "stopped_host", "reason"),
                   "the job was stopped from outside: torchrun's agent received a signal (`how` agent_signal, "
@@ -122,6 +130,10 @@ class LifecycleParser(Parser):
                   "a transformers example script's per-process banner (`Process rank: <local rank>, device: "
                   "..., distributed training: True`), printed at WARNING by every process while replicas "
                   "log nothing below WARNING"),
+        EventSpec("rank_init", ("global_rank",),
+                  "the torchvision reference scripts' per-process line `| distributed init (rank <r>): "
+                  "<url>`, printed by every process before only the main one may print; the event carries "
+                  "rank <r>"),
         EventSpec("run_finished", ("phrase",),
                   "the training script said its run is over (`Training complete`, HF Trainer's `Training "
                   "completed.`, Lightning's `` `Trainer.fit` stopped: `max_epochs=N` reached``)"),
@@ -159,6 +171,11 @@ class LifecycleParser(Parser):
                 {"phrase": "skipping model averaging"}, "local SGD / periodic model averaging loops"),
         Example("grad norm is inf: barrier skipped", "sync_skipped", {"phrase": "barrier skipped"},
                 "user code (written here)"),
+        Example("| distributed init (rank 3): env://", "rank_init", {"global_rank": 3},
+                "torchvision references/classification/utils.py init_distributed_mode (written here)"),
+        Example("[09:12:40.118] rank 3: eval counters unchanged, skipping reduce of accuracy", "sync_skipped",
+                {"phrase": "skipping reduce"},
+                "user code, torchvision-style timestamped print (written here)"),
         Example("12/03/2026 07:04:58 - WARNING - __main__ - Process rank: 1, device: cuda:1, n_gpu: 1, "
                 "distributed training: True, 16-bits training: False", "process_banner",
                 {"process_rank": 1, "distributed": True}, "transformers example scripts"),
@@ -212,6 +229,14 @@ class LifecycleParser(Parser):
                                    stopped_host=m["host"], reason=reason),)
         if len(text) > MAX_PHASE_LINE or _CODE_LINE.match(text):
             return ()
+        if "distributed init (rank " in text:
+            m = RANK_INIT_RE.search(text)
+            if m:
+                r = int(m["rank"])
+                ev = self.event("rank_init", line, global_rank=r)
+                if line.rank is None:
+                    ev = replace(ev, rank=r)
+                return (ev,) if ev.rank == r else ()
         if "Process rank: " in text:
             m = PROCESS_BANNER_RE.search(text)
             if m:

@@ -1,0 +1,47 @@
+"""sync_skipped: which `skip ...` lines name a communication the rank left out (lifecycle.SYNC_SKIPPED_RE).
+
+Lines written here, in the shapes user code prints (failure-signatures.md section 1, "What it is").
+"""
+from __future__ import annotations
+
+import pytest
+
+from hanglens.parsers.lifecycle import SYNC_SKIPPED_RE
+
+
+@pytest.mark.parametrize("text, phrase", [
+    ("rank 2: eval counters unchanged, skipping reduce", "skipping reduce"),
+    ("WARNING no samples on this rank, reduce skipped", "reduce skipped"),
+    ("skipping all_reduce of the loss", "skipping all_reduce"),
+])
+def test_skip_of_a_collective_matches(text: str, phrase: str) -> None:
+    m = SYNC_SKIPPED_RE.search(text)
+    assert m is not None and m.group(0) == phrase
+
+
+@pytest.mark.parametrize("text", [
+    "skipping reduce_lr_on_plateau: no validation metric",
+    "skipping batch 7 (empty)",
+    "Namespace(fault='skip-reduce', epochs=2)",
+    "lr scheduler: reduced lr to 0.01, skipped step 3",
+])
+def test_skip_of_something_else_does_not_match(text: str) -> None:
+    assert SYNC_SKIPPED_RE.search(text) is None
+
+
+def test_torchvision_init_line_is_written_by_the_rank_it_names() -> None:
+    # written here, torchvision references' init_distributed_mode shape; unprefixed console of one node
+    from hanglens.parsers.lifecycle import LifecycleParser
+    from tests.parsers.harness import events
+
+    found = events([LifecycleParser], "| distributed init (rank 3): env://\n| distributed init (rank 2): env://\n",
+                   "rank_init")
+    assert sorted((e.rank, e.get("global_rank")) for e in found) == [(2, 2), (3, 3)]
+
+
+def test_init_line_under_another_rank_prefix_is_not_moved() -> None:
+    # written here: a `[rank1]:` envelope around a line naming rank 5 is no statement of rank 1 about itself
+    from hanglens.parsers.lifecycle import LifecycleParser
+    from tests.parsers.harness import events
+
+    assert events([LifecycleParser], "[rank1]:| distributed init (rank 5): env://\n", "rank_init") == []
