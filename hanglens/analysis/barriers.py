@@ -25,15 +25,12 @@ from typing import Any
 
 from hanglens import lazyre as re
 from hanglens.analysis import callsite
+from hanglens.ingest.streams import non_negative_int as _int
 from hanglens.model import Event
 
 Row = dict[str, Any]
 # The exception type in front of a report's message when the report is the raise line itself.
 _RAISED_RE = re.compile(r"^[\w.]+(?:Error|Exception):\s*")
-
-
-def _int(v: object) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
 def _raised_by(events: Sequence[Event]) -> dict[int, Event]:

@@ -15,6 +15,7 @@ from hanglens.analysis.kinds import (
     host_of,
     is_victim_exception,
 )
+from hanglens.ingest.streams import non_negative_int
 from hanglens.model import AGENT_EVENT_KINDS, ERROR_LEVELS, Event, InputFile, short_host
 
 Row = dict[str, Any]
@@ -1359,10 +1360,6 @@ def host_failures(host_crashed: Iterable[tuple[str | None, bool]]) -> list[Row]:
     return rows
 
 
-def _count(v: object) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
-
-
 def store_barrier_missing_rows(events: Sequence[Event]) -> list[Row]:
     """Ranks a store-based barrier's own count says never arrived (fact store_barrier_missing).
 
@@ -1378,8 +1375,8 @@ def store_barrier_missing_rows(events: Sequence[Event]) -> list[Row]:
     for e in events:
         if e.kind != "rendezvous_error" or e.get("error_class") != "store_barrier_timeout":
             continue
-        n, m, key = _count(e.get("world_size")), _count(e.get("joined")), e.get("key")
-        r = _count(e.get("stated_rank"))
+        n, m, key = non_negative_int(e.get("world_size")), non_negative_int(e.get("joined")), e.get("key")
+        r = non_negative_int(e.get("stated_rank"))
         r = e.rank if r is None else r
         if n is None or m is None or not isinstance(key, str) or not 0 < m < n or n > 65536:
             continue

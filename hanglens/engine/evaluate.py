@@ -36,9 +36,9 @@ _UNKNOWN_FIRST_STEP = ("While it hangs, take `py-spy dump --pid <PID>` of every 
                        "and keep the logs of every rank and of the launcher.")
 
 
-
 def _path_line(e: Event) -> tuple[str, int]:
     return (e.path, e.line)
+
 
 class TablesLike(Protocol):
     """What evaluation reads from `hanglens.analysis.Tables` (a Protocol keeps the engine testable)."""
