@@ -452,6 +452,16 @@ def _empty_text(raw: str) -> bool:
     return m is not None and m.end() == len(raw)
 
 
+def _explained(events: list[Event], first: int, num: int) -> bool:
+    """True when `events[first:]` (what the parsers read from line `num` so far) hold an event of that line
+    and no progress report: a fallback parser (`Parser.fallback`) is not fed the line. (A block's event
+    that line `num` closed is of the block's first line. A line with a progress report is fed on: the
+    number of an error line may read as a step, and the fallback's `error_line` is what tells the tables
+    it is no progress: see `analysis.build`.)"""
+    kinds = {e.kind for e in itertools.islice(events, first, None) if e.line == num}
+    return bool(kinds) and "progress" not in kinds
+
+
 class Reader:
     """Reads one binary stream. A fresh Reader (and fresh parser instances) per input file."""
 
@@ -496,6 +506,7 @@ class Reader:
         # reader does not know the lines before it, which may have made them repeats; see `take_over`).
         self.misses: dict[str, int] | None = None
         self.repeat_matters = [cls.repeats_matter for cls in parser_classes]
+        self.fallbacks = [cls.fallback for cls in parser_classes]
         self.scanned = False  # True while reading blocks whose `[rankN]:` envelopes `_block` records
         # [index of the progress parser] when its `reads` applies (no user pattern), else never equal.
         at = [i for i, cls in enumerate(parser_classes) if cls is ProgressParser]
@@ -748,7 +759,8 @@ class Reader:
             bits |= 1 << i
         wanted = self.wanted.get(bits)
         if wanted is None:
-            wanted = self.wanted[bits] = [i for i in range(len(self.parsers)) if bits >> i & 1]
+            order = sorted(range(len(self.parsers)), key=self.fallbacks.__getitem__)  # (fallbacks last)
+            wanted = self.wanted[bits] = [i for i in order if bits >> i & 1]
         if not wanted:
             if not scanned or not self._inert(raw):
                 self._line(raw, num)  # its rank and dated stamp still count
@@ -761,7 +773,11 @@ class Reader:
         line = self._line(raw, num)
         produced = fed_repeat = False
         fast = self.fast
+        events = self.result.events
+        first = len(events)
         for i in wanted:
+            if produced and self.fallbacks[i] and _explained(events, first, num):
+                continue
             fed_repeat = fed_repeat or self.repeat_matters[i]
             if fast is not None and i == fast.index and (fast.state or fast.bars):
                 # The progress parser gets the step report the fast path held back for this line's rank
@@ -773,7 +789,7 @@ class Reader:
             out = self._feed(i, num, lambda p: p.feed(line))
             if out:
                 produced = True
-                self.result.events.extend(out)
+                events.extend(out)
             if self.parsers[i].wants_more():
                 active.add(i)
             else:

@@ -88,6 +88,10 @@ class Parser:
     # report repeated after a restart). Otherwise the reader does not feed again a line equal to an
     # earlier one apart from its clock time when that one gave no event and left every parser idle.
     repeats_matter: ClassVar[bool] = False
+    # True for a parser of last resort (the catch-all's `error_line`): the reader does not feed it a line
+    # that an earlier parser already read into an event of that line other than a progress report (the
+    # line is explained; reading it again would only repeat it as a generic event). Fed last.
+    fallback: ClassVar[bool] = False
 
     def feed(self, line: LogLine) -> Iterable[Event]:
         raise NotImplementedError

@@ -83,6 +83,9 @@ class CatchallParser(Parser):
     )
 
     history = ("per_template", "total")
+    # An error line another parser read (a watchdog timeout, an NCCL or CUDA error) is explained: only the
+    # lines no parser knows become `error_line` (their counts and caps too).
+    fallback = True
 
     def __init__(self) -> None:
         self.per_template: dict[str, int] = {}

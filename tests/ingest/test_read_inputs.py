@@ -274,9 +274,8 @@ def test_worker_results_travel_as_columns_and_come_back_equal(tmp_path: Path) ->
     log = tmp_path / "rank3.log"
     log.write_text(
         "\n" * 299   # (the watchdog line is line 300: an int object of its own, not one of Python's cached ones)
-        + "[rank3]:[E1201 10:11:12.123456789 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective "
-        "operation timeout: WorkNCCL(SeqNum=41, OpType=ALLREDUCE, NumelIn=16, NumelOut=16, Timeout(ms)=60000) "
-        "ran for 60012 milliseconds before timing out.\n"
+        + "[rank3]:[E1201 10:11:12.123456789 ProcessGroupNCCL.cpp:1664] [PG ID 0 PG GUID 0(default_pg) Rank 3] "
+        "Timeout at NCCL work: 41, last enqueued NCCL work: 41, last completed NCCL work: 40.\n"   # (2 events)
         "step 7 loss 0.25\n"
     )
     units, _ = discover([str(tmp_path)])
