@@ -384,16 +384,25 @@ class _Run:
     _texts: dict[tuple[str, int], str] | None = None   # (only for events not in the reader's order)
     _ordered: bool | None = None
     _by_kind: dict[str, list[Any]] | None = None
+    # The kinds the rules name (their conditions and evidence): the one pass over a big job's events keeps
+    # lists of these only. A kind asked for beyond them costs a pass of its own.
+    wanted: frozenset[str] | None = None
 
     def event_frame(self, kind: str) -> pd.DataFrame:
         cached = self._events.get(kind)
         if cached is not None:
             return cached
         if self._by_kind is None:  # one pass over the events for every kind the rules ask for
-            self._by_kind = {}
+            by_kind: dict[str, list[Any]] = {}
+            wanted = self.wanted
             for e in self.tables.events:
-                self._by_kind.setdefault(e.kind, []).append(e)
-        evs = self._by_kind.get(kind, [])
+                if wanted is None or e.kind in wanted:
+                    by_kind.setdefault(e.kind, []).append(e)
+            self._by_kind = by_kind
+        if self.wanted is None or kind in self.wanted:
+            evs = self._by_kind.get(kind, [])
+        else:
+            evs = [e for e in self.tables.events if e.kind == kind]
         names = set(self.catalog.get(kind, ()))
         for e in evs:
             names.update(e.fields)
@@ -492,6 +501,13 @@ def _check(cond: Condition, run: _Run, bindings: Mapping[str, pd.DataFrame],
 class _Matched:
     rule: Rule
     bindings: dict[str, pd.DataFrame]
+
+
+def _kinds_named(rules: Sequence[Rule]) -> frozenset[str]:
+    """The event kinds `rules` read: their conditions' and their evidence's."""
+    named = {cond.event for rule in rules for _, _, cond in rule.conditions() if cond.event}
+    named |= {spec.event for rule in rules for spec in rule.evidence if spec.event}
+    return frozenset(named)
 
 
 def _missing(rule: Rule, run: _Run, present: set[str]) -> list[str]:
@@ -824,7 +840,7 @@ def evaluate(rules: Sequence[Rule], tables: TablesLike,
         from hanglens.parsers import event_catalog
 
         catalog = event_catalog()
-    run = _Run(tables=tables, catalog=catalog, limits=limits)
+    run = _Run(tables=tables, catalog=catalog, limits=limits, wanted=_kinds_named(rules))
     present = {e.kind for e in tables.events}
     findings: list[Finding] = []
     ruled_out: list[RuledOut] = []
