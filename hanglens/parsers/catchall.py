@@ -56,7 +56,8 @@ class CatchallParser(Parser):
     triggers = ("Error", "ERROR", "Exception", "FAILED", "Fatal", "fatal", "[E", "[F")
     emits = (
         EventSpec("error_line", ("template",),
-                  "an error-looking line (E/F/C level, Error, FAILED, fatal) with numbers/ids/paths masked"),
+                  "an error-looking line (E/F/C level, Error, FAILED, fatal) with numbers/ids/paths masked, "
+                  "when no other parser read the line into an event"),
     )
     examples = (
         Example("[E socket.cpp:700] [c10d] Unexpected failure on host node-07 after 3 retries", "error_line",

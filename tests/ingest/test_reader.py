@@ -363,3 +363,22 @@ def test_torchrun_table_rules_are_not_a_hard_wrap(mark: tuple[type[Parser], ...]
                       "MARK b=1"]) + "\n"
     res = read(text.encode(), mark)
     assert not any("rejoined" in n for n in res.notes) and len(res.events) == 2
+
+
+def test_fallback_parser_reads_only_lines_no_other_parser_explained() -> None:
+    """The catch-all (`fallback`) gets an error line no parser read into an event of that line; a line another
+    parser read is explained, unless a progress report is among its events (its number may read as a step)."""
+    from hanglens.parsers.catchall import CatchallParser
+    from tests.ingest.conftest import MarkParser
+
+    class Fatal(CatchallParser):
+        fallback = False
+
+    data = (b"MARK kind=oops Error: out of cheese\n"          # explained by the marking parser
+            b"Error: no parser knows this one\n"              # the fallback's
+            b"MARK kind=progress step=7 Error: loss is nan\n")  # a progress report: fed on
+    got = [(e.line, e.kind) for e in read(data, (CatchallParser, MarkParser)).events]
+    assert got == [(1, "oops"), (2, "error_line"), (3, "progress"), (3, "error_line")]
+    # Without the flag, every error-looking line is the catch-all's as well (what the flag changes).
+    plain = [(e.line, e.kind) for e in read(data, (MarkParser, Fatal)).events]
+    assert (1, "error_line") in plain
