@@ -142,6 +142,7 @@ def attribute(files: list[FileEvents]) -> None:
     _slurm_task_files(files)
     _nccl_pids(files)
     _stated_ranks(files)
+    _oom_device_index(files)
     _only_exception_exit(files)
     _hosts(files)
     rebase_years(files)
@@ -559,6 +560,55 @@ def _stated_ranks(files: list[FileEvents]) -> None:
     def fill(f: FileEvents, e: Event) -> Event:
         r = _int(e.get("stated_rank"))
         return e if e.rank is not None or r is None else _with(f, e, "rank", r)
+
+    _apply(files, fill)
+
+
+def _oom_device_index(files: list[FileEvents]) -> None:
+    """A rank-less CUDA OOM naming `GPU <d>`, d > 0, in a one-node torchrun job belongs to rank d.
+
+    The allocator's message names the device ordinal inside the process's visible set (log-formats.md
+    section 5.2). torchrun gives every worker of a node the same `CUDA_VISIBLE_DEVICES` and the script
+    picks `cuda:<LOCAL_RANK>`, so `d` is the local rank, and on node 0 (whose ranks are its local ranks,
+    section 3.5) the global rank (failure-signatures.md section 5.1, "Attributing GPU <d> to a rank").
+    Read so only when a torchrun agent's lines are there, nothing names a second node (no second host, no
+    node rank above 0 or node count above 1, no failure table pairing a local rank with another global
+    rank), and the ranks the logs state include 0 and d (another node's console states neither). `GPU 0`
+    stays rank-less: it is also what every rank prints when each is given one device of its own (Slurm,
+    Kubernetes) or when ranks share device 0 (section 5.1)."""
+    ooms = [(f, e) for f in files for e in f.events
+            if e.kind == "oom" and e.rank is None and e.get("device") == "cuda"
+            and (_int(e.get("gpu")) or 0) > 0]
+    if not ooms:
+        return
+    agent, hosts, ranks = False, set(), set()
+    for f in files:
+        for e in f.events:
+            if e.kind in ("worker_failed", "child_failed") or (is_agent_event(e) and e.parser == "elastic"):
+                agent = True
+            for h in (e.host, e.get("nccl_host")):
+                if isinstance(h, str) and h:
+                    hosts.add(short_host(h))
+            if e.kind in ("launch_config", "world_info"):
+                node, nnodes = _int(e.get("node_rank")), _int(e.get("nnodes"))
+                if (node is not None and node > 0) or (nnodes is not None and nnodes > 1):
+                    return
+            if e.kind == "child_failed":
+                g, lr = _int(e.get("failed_rank")), _int(e.get("local_rank"))
+                if g is not None and lr is not None and g != lr:
+                    return
+            if e.rank is not None and not is_agent_event(e):
+                ranks.add(e.rank)
+    if not agent or len(hosts) > 1 or 0 not in ranks:
+        return
+    gpus = {_int(e.get("gpu")) for _, e in ooms}
+    d = next(iter(gpus))
+    if len(gpus) != 1 or d not in ranks:
+        return
+    targets = {id(e) for _, e in ooms}
+
+    def fill(f: FileEvents, e: Event) -> Event:
+        return _with(f, e, "rank", d) if id(e) in targets else e
 
     _apply(files, fill)
 

@@ -346,3 +346,37 @@ def test_a_stack_dumps_local_rank_neither_adds_an_agent_nor_is_lost_on_one_node(
     alone = FileEvents("stack-gpu3.txt", Origin(), [replace(ev("stack_dump", local_rank=3), parser="pyspy")])
     attribute([alone, FileEvents("train.log", Origin(), [ev("hang_detected", rank=1)])])
     assert [e.rank for e in alone.events] == [3]
+
+
+def _oom_console(*extra: Event, gpu: int = 1) -> FileEvents:
+    """A one-node torchrun console (written here from log-formats.md sections 1.4 and 5.2): a rank-less
+    OOM naming `GPU <gpu>`, watchdog timeouts that state ranks 0-3, the agent's report."""
+    return FileEvents("train.log", Origin(), [
+        ev(kind="oom", line=1, device="cuda", gpu=gpu),
+        *[ev(kind="hang_detected", rank=r, line=10 + r) for r in range(4)],
+        replace(ev(kind="worker_failed", line=20, exitcode=-6, local_rank=0), parser="elastic"),
+        *extra])
+
+
+def test_a_rankless_oom_on_gpu_d_of_a_one_node_torchrun_job_is_rank_d() -> None:
+    """failure-signatures.md section 5.1: under torchrun `GPU <d>` is the local rank, the global rank on
+    the job's only node."""
+    c = _oom_console()
+    attribute([c])
+    assert c.events[0].rank == 1
+
+
+def test_gpu_0_a_second_node_or_no_agent_keep_the_oom_rankless() -> None:
+    gpu0 = _oom_console(gpu=0)
+    second = _oom_console(ev(kind="launch_config", line=30, node_rank=1, nnodes=2))
+    hosts = _oom_console(ev(kind="x", line=31, host="node-a"), ev(kind="x", line=32, host="node-b"))
+    no_agent = FileEvents("train.log", Origin(), [ev(kind="oom", line=1, device="cuda", gpu=1),
+                                                   *[ev(kind="hang_detected", rank=r, line=10 + r)
+                                                     for r in range(4)]])
+    other_node = FileEvents("node1.log", Origin(), [
+        ev(kind="oom", line=1, device="cuda", gpu=1),
+        *[ev(kind="hang_detected", rank=r, line=10 + r) for r in range(4, 8)],
+        replace(ev(kind="worker_failed", line=20, exitcode=-6, local_rank=0), parser="elastic")])
+    for c in (gpu0, second, hosts, no_agent, other_node):
+        attribute([c])
+        assert c.events[0].rank is None, c.display
