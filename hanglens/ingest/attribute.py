@@ -141,6 +141,7 @@ def attribute(files: list[FileEvents]) -> None:
     _numbered_series(files)
     _slurm_task_files(files)
     _nccl_pids(files)
+    _tagged_writers(files)
     _stated_ranks(files)
     _oom_device_index(files)
     _only_exception_exit(files)
@@ -562,6 +563,44 @@ def _stated_ranks(files: list[FileEvents]) -> None:
         return e if e.rank is not None or r is None else _with(f, e, "rank", r)
 
     _apply(files, fill)
+
+
+def _tagged_writers(files: list[FileEvents]) -> None:
+    """A traceback behind a per-line prefix the reader does not know belongs to the rank that the lines
+    behind the same prefix state as their writer's own.
+
+    The traceback parser learns such a prefix (`job-5c1/worker-2 | `, `host17 | `) from the traceback's own
+    lines (`writer_tag`); a line that carries it is that writer's. When the lines of the same file behind
+    that prefix state exactly one rank as their writer's (`stated_rank`: a launch environment's `RANK=<n>`,
+    a `[<r>] is setting up NCCL communicator` failure, ...), the traceback is that rank's (failure-signatures
+    section 6: the crashed rank is the one that printed the non-distributed traceback)."""
+    for f in files:
+        tags = {e.get("writer_tag") for e in f.events
+                if e.kind == "exception" and e.rank is None and isinstance(e.get("writer_tag"), str)
+                and e.get("writer_tag")}
+        if not tags:
+            continue
+        stated: dict[str, set[int]] = {t: set() for t in tags}
+        for e in f.events:
+            r = _int(e.get("stated_rank"))
+            if r is None or is_agent_event(e):
+                continue
+            for t in tags:
+                if e.text.startswith(t):
+                    stated[t].add(r)
+        owner = {t: next(iter(rs)) for t, rs in stated.items() if len(rs) == 1}
+        if not owner:
+            continue
+
+        _apply([f], _tag_filler(owner))
+
+
+def _tag_filler(owner: dict[str, int]) -> Callable[[FileEvents, Event], Event]:
+    """Give a rank-less exception behind a learned prefix of `owner` that prefix's rank."""
+    def fill(f: FileEvents, e: Event) -> Event:
+        t = e.get("writer_tag") if e.kind == "exception" and e.rank is None else None
+        return _with(f, e, "rank", owner[t]) if isinstance(t, str) and t in owner else e
+    return fill
 
 
 def _oom_device_index(files: list[FileEvents]) -> None:

@@ -380,3 +380,17 @@ def test_gpu_0_a_second_node_or_no_agent_keep_the_oom_rankless() -> None:
     for c in (gpu0, second, hosts, no_agent, other_node):
         attribute([c])
         assert c.events[0].rank is None, c.display
+
+
+def test_a_traceback_behind_a_learned_prefix_is_the_rank_its_prefix_s_lines_state() -> None:
+    """Written here: lines behind `job/worker-3 | ` state RANK=3 (a launch echo), so the rank-less traceback
+    learned behind that prefix is rank 3's; a prefix whose lines state two ranks, or none, names nobody."""
+    env = [replace(ev(kind="world_info", line=1, stated_rank=3), text="job/worker-3 | starting (RANK=3)"),
+           replace(ev(kind="world_info", line=2, stated_rank=0), text="job/worker-0 | starting (RANK=0)"),
+           replace(ev(kind="world_info", line=3, stated_rank=1), text="job/worker-0 | starting (RANK=1)")]
+    tb3 = ev(kind="exception", line=5, exc_type="ImportError", writer_tag="job/worker-3 | ")
+    tb0 = ev(kind="exception", line=6, exc_type="KeyError", writer_tag="job/worker-0 | ")
+    tb9 = ev(kind="exception", line=7, exc_type="KeyError", writer_tag="job/worker-9 | ")
+    f = FileEvents("job.log", Origin(), [*env, tb3, tb0, tb9])
+    attribute([f])
+    assert [e.rank for e in f.events[3:]] == [3, None, None]
