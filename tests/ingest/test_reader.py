@@ -370,15 +370,15 @@ def test_lines_stating_two_ranks_are_not_the_one_rank_prefix_s() -> None:
     whose launch lines state `RANK=0` and `RANK=3` and whose only `[rankN]:` is rank 0's: worker-3's
     traceback is not rank 0's."""
     from hanglens.parsers import PARSERS
-    data = (b"2025-02-07T11:20:03.100Z job/worker-0 | starting (RANK=0 WORLD_SIZE=4 MASTER_ADDR=job-worker-0)\n"
-            b"2025-02-07T11:20:03.103Z job/worker-3 | starting (RANK=3 WORLD_SIZE=4 MASTER_ADDR=job-worker-0)\n"
-            b"2025-02-07T11:20:31.442Z job/worker-3 | Traceback (most recent call last):\n"
-            b"2025-02-07T11:20:31.442Z job/worker-3 |   File \"/app/train.py\", line 9, in <module>\n"
-            b"2025-02-07T11:20:31.442Z job/worker-3 |     import fused_kernels\n"
-            b"2025-02-07T11:20:31.443Z job/worker-3 | ImportError: libcudart.so.11.0: cannot open shared object"
-            b" file\n"
-            b"2025-02-07T11:30:34.003Z job/worker-0 | [rank0]: torch.distributed.DistStoreError: Timed out after "
-            b"601 seconds waiting for clients. 3/4 clients joined.\n")
+    t = b"2025-02-07T11:20:%s.100Z job/worker-%s | "
+    data = (t % (b"03", b"0") + b"starting (RANK=0 WORLD_SIZE=4 MASTER_ADDR=job-worker-0)\n"
+            + t % (b"03", b"3") + b"starting (RANK=3 WORLD_SIZE=4 MASTER_ADDR=job-worker-0)\n"
+            + t % (b"31", b"3") + b"Traceback (most recent call last):\n"
+            + t % (b"31", b"3") + b"  File \"/app/train.py\", line 9, in <module>\n"
+            + t % (b"31", b"3") + b"    import fused_kernels\n"
+            + t % (b"31", b"3") + b"ImportError: libcudart.so.11.0: cannot open shared object file\n"
+            + t % (b"34", b"0") + b"[rank0]: torch.distributed.DistStoreError: Timed out after 601 seconds "
+            b"waiting for clients. 3/4 clients joined.\n")
     res = read(data, tuple(PARSERS))
     imp = [e for e in res.events if e.kind == "exception" and e.get("exc_type") == "ImportError"]
     assert imp and all(e.rank is None for e in imp)
