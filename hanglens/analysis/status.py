@@ -175,11 +175,37 @@ def _started(e: Event) -> float | None:
     return e.time - ms / 1000.0 if isinstance(ms, int) and not isinstance(ms, bool) else None
 
 
+# The heartbeat period of torch 2.2-2.4 when the monitor's line does not print it (log-formats.md section
+# 1.7, "Defaults: heartbeat timeout 600 s in 2.2-2.4"; the 2.2 and 2.3-2.4 lines `monitoring thread detects
+# no heartbeat` / `Heartbeat monitor timed out!` carry no seconds, and the 2.2-2.3 envelope no time).
+HEARTBEAT_DEFAULT_S = 600
+
+
+def _before_in_file(e: Event, others: list[Event]) -> bool:
+    """An undated heartbeat report `e` printed above every other rank's undated collective timeout of its
+    own file, each with a timeout no longer than the heartbeat period: it began first.
+
+    A stream is written in time order, so a line above another was printed earlier; a report comes one
+    period after its wait began (the heartbeat period for the monitor, `Timeout(ms)` for a collective), so
+    when the monitor's period is at least the collective timeout, printed earlier means began earlier
+    (failure-signatures.md section 0.2 R3). Timeouts in other files, undated too, cannot contradict it."""
+    if e.time is not None or any(w.time is not None for w in others):
+        return False
+    stuck = e.get("stuck_s")
+    period_ms = (int(stuck) if isinstance(stuck, (int, float)) and not isinstance(stuck, bool)
+                 else HEARTBEAT_DEFAULT_S) * 1000
+    same = [w for w in others if w.path == e.path]
+    return bool(same) and all(
+        w.line > e.line and isinstance(w.get("timeout_ms"), int) and 0 < w.get("timeout_ms") <= period_ms
+        for w in same)
+
+
 def hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     """One row per hang line; `started` the back-dated start of the wait, and for a heartbeat monitor's
     "watchdog got stuck" `before_peers`: the rank timed out on no collective itself, and its watchdog was
     stuck before (or within STUCK_LEAD_SLACK_S of) the start of every other rank's collective timeout, all
-    of them dated (R3: the earliest start is the cause, the later waits its consequence)."""
+    of them dated (R3: the earliest start is the cause, the later waits its consequence), or, all undated,
+    its report printed above the other ranks' timeouts of its own file (`_before_in_file`)."""
     hangs = [e for e in events if e.kind == "hang_detected"]
     waits = [e for e in hangs if e.get("detector") in ("watchdog", "blocking_wait") and e.rank is not None]
     rows = []
@@ -191,6 +217,8 @@ def hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             starts = [_started(w) for w in others]
             before = (start is not None and bool(others) and all(w.rank != e.rank for w in waits)
                       and all(t is not None and start <= t + STUCK_LEAD_SLACK_S for t in starts))
+            if not before and bool(others) and all(w.rank != e.rank for w in waits):
+                before = _before_in_file(e, others)
         rows.append({
             "rank": e.rank,
             "host": host_of(e, hosts),

@@ -141,7 +141,9 @@ def attribute(files: list[FileEvents]) -> None:
     _numbered_series(files)
     _slurm_task_files(files)
     _nccl_pids(files)
+    _tagged_writers(files)
     _stated_ranks(files)
+    _oom_device_index(files)
     _only_exception_exit(files)
     _hosts(files)
     rebase_years(files)
@@ -559,6 +561,93 @@ def _stated_ranks(files: list[FileEvents]) -> None:
     def fill(f: FileEvents, e: Event) -> Event:
         r = _int(e.get("stated_rank"))
         return e if e.rank is not None or r is None else _with(f, e, "rank", r)
+
+    _apply(files, fill)
+
+
+def _tagged_writers(files: list[FileEvents]) -> None:
+    """A traceback behind a per-line prefix the reader does not know belongs to the rank that the lines
+    behind the same prefix state as their writer's own.
+
+    The traceback parser learns such a prefix (`job-5c1/worker-2 | `, `host17 | `) from the traceback's own
+    lines (`writer_tag`); a line that carries it is that writer's. When the lines of the same file behind
+    that prefix state exactly one rank as their writer's (`stated_rank`: a launch environment's `RANK=<n>`,
+    a `[<r>] is setting up NCCL communicator` failure, ...), the traceback is that rank's (failure-signatures
+    section 6: the crashed rank is the one that printed the non-distributed traceback)."""
+    for f in files:
+        tags = {e.get("writer_tag") for e in f.events
+                if e.kind == "exception" and e.rank is None and isinstance(e.get("writer_tag"), str)
+                and e.get("writer_tag")}
+        if not tags:
+            continue
+        stated: dict[str, set[int]] = {t: set() for t in tags}
+        for e in f.events:
+            r = _int(e.get("stated_rank"))
+            if r is None or is_agent_event(e):
+                continue
+            for t in tags:
+                if e.text.startswith(t):
+                    stated[t].add(r)
+        owner = {t: next(iter(rs)) for t, rs in stated.items() if len(rs) == 1}
+        if not owner:
+            continue
+
+        _apply([f], _tag_filler(owner))
+
+
+def _tag_filler(owner: dict[str, int]) -> Callable[[FileEvents, Event], Event]:
+    """Give a rank-less exception behind a learned prefix of `owner` that prefix's rank."""
+    def fill(f: FileEvents, e: Event) -> Event:
+        t = e.get("writer_tag") if e.kind == "exception" and e.rank is None else None
+        return _with(f, e, "rank", owner[t]) if isinstance(t, str) and t in owner else e
+    return fill
+
+
+def _oom_device_index(files: list[FileEvents]) -> None:
+    """A rank-less CUDA OOM naming `GPU <d>`, d > 0, in a one-node torchrun job belongs to rank d.
+
+    The allocator's message names the device ordinal inside the process's visible set (log-formats.md
+    section 5.2). torchrun gives every worker of a node the same `CUDA_VISIBLE_DEVICES` and the script
+    picks `cuda:<LOCAL_RANK>`, so `d` is the local rank, and on node 0 (whose ranks are its local ranks,
+    section 3.5) the global rank (failure-signatures.md section 5.1, "Attributing GPU <d> to a rank").
+    Read so only when a torchrun agent's lines are there, nothing names a second node (no second host, no
+    node rank above 0 or node count above 1, no failure table pairing a local rank with another global
+    rank), and the ranks the logs state include 0 and d (another node's console states neither). `GPU 0`
+    stays rank-less: it is also what every rank prints when each is given one device of its own (Slurm,
+    Kubernetes) or when ranks share device 0 (section 5.1)."""
+    ooms = [(f, e) for f in files for e in f.events
+            if e.kind == "oom" and e.rank is None and e.get("device") == "cuda"
+            and (_int(e.get("gpu")) or 0) > 0]
+    if not ooms:
+        return
+    agent, hosts, ranks = False, set(), set()
+    for f in files:
+        for e in f.events:
+            if e.kind in ("worker_failed", "child_failed") or (is_agent_event(e) and e.parser == "elastic"):
+                agent = True
+            for h in (e.host, e.get("nccl_host")):
+                if isinstance(h, str) and h:
+                    hosts.add(short_host(h))
+            if e.kind in ("launch_config", "world_info"):
+                node, nnodes = _int(e.get("node_rank")), _int(e.get("nnodes"))
+                if (node is not None and node > 0) or (nnodes is not None and nnodes > 1):
+                    return
+            if e.kind == "child_failed":
+                g, lr = _int(e.get("failed_rank")), _int(e.get("local_rank"))
+                if g is not None and lr is not None and g != lr:
+                    return
+            if e.rank is not None and not is_agent_event(e):
+                ranks.add(e.rank)
+    if not agent or len(hosts) > 1 or 0 not in ranks:
+        return
+    gpus = {_int(e.get("gpu")) for _, e in ooms}
+    d = next(iter(gpus))
+    if len(gpus) != 1 or d not in ranks:
+        return
+    targets = {id(e) for _, e in ooms}
+
+    def fill(f: FileEvents, e: Event) -> Event:
+        return _with(f, e, "rank", d) if id(e) in targets else e
 
     _apply(files, fill)
 

@@ -181,6 +181,12 @@ _PRINTABLE = bytes(range(0x20, 0x7F))  # printable ASCII: deleting it leaves not
 _PLAIN = bytes(b for b in range(0x80) if b not in b"\x00\r\x1b")
 
 
+def _stated(e: Event) -> int | None:
+    """The rank `e`'s message states as its writer's own (`stated_rank`, set by the parser), or None."""
+    r = e.get("stated_rank")
+    return r if isinstance(r, int) and not isinstance(r, bool) and r >= 0 else None
+
+
 @dataclass
 class FileResult:
     """What reading one input produced."""
@@ -1349,6 +1355,14 @@ class Reader:
             # A Ray/vLLM worker tag (`(RayWorker pid=...)`) marks another process in the driver's console.
             writers = {e.writer for e in res.events if e.writer}
             several = len(writers) > 1 or any(w.startswith("ray ") for w in writers)
+        if not several:
+            # Lines that state two different ranks as their writer's own (a job runner's `RANK=<n>` echo
+            # per worker, a ncclUniqueId failure's `[<r>] is setting up NCCL communicator`) are several
+            # processes' output behind prefixes the reader does not know: the one `[rankN]:` speaks for
+            # its own lines only.
+            stated = {r for e in res.events if not is_agent_event(e)
+                      for r in [_stated(e)] if r is not None}
+            several = len(stated) > 1
         if file_rank is None and len(self.envelope_ranks) == 1 and not several:
             file_rank = next(iter(self.envelope_ranks))
         by_local: dict[int, set[int]] = {}

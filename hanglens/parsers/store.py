@@ -98,6 +98,14 @@ RDZV_CONN_RE = re.compile(r"The connection to (?:the )?(?P<backend>C10d store|et
 RDZV_STATE_RE = re.compile(r"The rendezvous state is corrupt")
 RESET_RE = re.compile(r"Connection reset by peer|Broken pipe")
 STORE_CONTEXT_RE = re.compile(r"TCPStore|SocketImpl| store\b")
+# ProcessGroupNCCL's ncclUniqueId exchange failure names the rank that could not get the id
+# (log-formats.md sections 1.6 and 10 item 37: `[<rank>] is setting up NCCL communicator and retrieving
+# ncclUniqueId from [0] via c10d key-value store by key '<key>', but store->get('<key>') got error: <err>`;
+# 1.13 spells it `retreiving`): the writer's own rank in the group being created, the global rank for the
+# default group.
+UNIQUE_ID_RE = re.compile(
+    r"\[(?P<rank>\d{1,6})\] is setting up NCCL communicator and re(?:trie|trei)ving ncclUniqueId"
+)
 TIMEDELTA_RE = re.compile(r"^(?:(?P<days>\d+) days?, )?(?P<h>\d+):(?P<m>\d\d):(?P<s>\d\d(?:\.\d+)?)$")
 
 
@@ -139,6 +147,14 @@ def pg_fields(text: str) -> dict[str, Any]:
     return {"pg": m["uid"], "pg_rank": to_count(m["r2"])}
 
 
+def _unique_id_rank(text: str) -> int | None:
+    """The rank a ncclUniqueId exchange failure names as the writer's own (`UNIQUE_ID_RE`), else None."""
+    if "ncclUniqueId" not in text:
+        return None
+    m = UNIQUE_ID_RE.search(text)
+    return to_count(m["rank"]) if m else None
+
+
 class StoreParser(Parser):
     """TCPStore / rendezvous failures: store_error, rendezvous_error, hang_detected (detector=store)."""
 
@@ -155,14 +171,16 @@ class StoreParser(Parser):
         "connect() timed out",
     )
     emits = (
-        EventSpec("store_error", ("op", "addr", "errno", "error", "timeout_ms", "keys", "pg", "pg_rank"),
+        EventSpec("store_error", ("op", "addr", "errno", "error", "timeout_ms", "keys", "pg", "pg_rank",
+                                  "stated_rank"),
                   "a TCPStore/socket operation failed "
-                  "(op: bind, connect, recv, send, wait, check_dump_flag)"),
+                  "(op: bind, connect, recv, send, wait, check_dump_flag); stated_rank: the rank a "
+                  "ncclUniqueId exchange failure names as its own"),
         EventSpec("rendezvous_error", ("error_class", "message", "world_size", "joined", "key", "timeout_ms",
                                        "stated_rank"),
                   "rendezvous or store-based barrier failed; error_class is the Rendezvous*Error class, "
                   "store_barrier_timeout or wait_for_workers_timeout"),
-        EventSpec("hang_detected", ("detector", "op", "timeout_ms", "pg", "pg_rank"),
+        EventSpec("hang_detected", ("detector", "op", "timeout_ms", "pg", "pg_rank", "stated_rank"),
                   "a wait on the store timed out (detector=store)"),
     )
     examples = (
@@ -220,6 +238,14 @@ class StoreParser(Parser):
                 "torch 2.4-2.9"),
         Example("RuntimeError: Socket Timeout", "hang_detected", {"detector": "store", "op": "wait"},
                 "torch 1.10-2.3"),
+        Example("torch.distributed.DistBackendError: [2] is setting up NCCL communicator and retrieving "
+                "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: "
+                "Socket Timeout", "hang_detected", {"detector": "store", "op": "wait", "stated_rank": 2},
+                "torch 2.0-2.9 (written here from log-formats.md section 1.6)"),
+        Example("RuntimeError: [5] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via "
+                "c10d key-value store by key '1', but store->get('1') got error: Socket Timeout",
+                "store_error", {"op": "wait", "error": "Socket Timeout", "stated_rank": 5},
+                "torch 1.13 (written here from log-formats.md section 1.6)"),
         Example("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 "
                 "clients "
                 "joined.", "rendezvous_error",
@@ -282,12 +308,12 @@ class StoreParser(Parser):
         return self.event("store_error", line, op=op, addr=addr,
                           errno=errno if errno is not None else _errno(error),
                           error=error, timeout_ms=timeout_ms, keys=keys, pg=pg.get("pg"),
-                              pg_rank=pg.get("pg_rank"))
+                          pg_rank=pg.get("pg_rank"), stated_rank=_unique_id_rank(line.text))
 
     def _hang(self, line: LogLine, timeout_ms: int | None) -> Event:
         pg = pg_fields(line.text)
         return self.event("hang_detected", line, detector="store", op="wait", timeout_ms=timeout_ms,
-                          pg=pg.get("pg"), pg_rank=pg.get("pg_rank"))
+                          pg=pg.get("pg"), pg_rank=pg.get("pg_rank"), stated_rank=_unique_id_rank(line.text))
 
     def _store(self, line: LogLine, text: str) -> list[Event] | None:
         """Socket/TCPStore messages; None when the line is not one."""

@@ -79,10 +79,11 @@ class TracebackParser(Parser):
     triggers = ("Traceback (most recent call last)", "Error:", "Exception:")
     emits = (
         EventSpec("exception", ("exc_type", "message", "frame_file", "frame_line", "frame_func", "chained",
-                                "frames", "sources", "dataloader_worker", "original_message"),
+                                "frames", "sources", "dataloader_worker", "original_message", "writer_tag"),
                   "one Python traceback (or a bare `XxxError: msg` line); chained lists earlier exception "
                   "types; sources holds the source line printed under each frame (\"\" where none), "
-                  "aligned with frames"),
+                  "aligned with frames; writer_tag: the per-line prefix the reader did not know and learned "
+                  "from the traceback (its writer's lines carry it)"),
     )
     examples = (
         Example("Traceback (most recent call last):\n"
@@ -116,6 +117,13 @@ class TracebackParser(Parser):
                 {"exc_type": "torch.distributed.DistBackendError", "frame_file": "/home/u/train.py",
                  "frame_line": 12, "frame_func": "<module>"},
                 "torch 2.4-2.9 (excepthook rank prefix, two ranks interleaved)"),
+        Example("job-5c1/worker-2 | Traceback (most recent call last):\n"
+                "job-5c1/worker-2 |   File \"/app/train.py\", line 9, in <module>\n"
+                "job-5c1/worker-2 |     import fused_kernels\n"
+                "job-5c1/worker-2 | ImportError: libcudart.so.11.0: cannot open shared object file\n",
+                "exception", {"exc_type": "ImportError", "writer_tag": "job-5c1/worker-2 | ",
+                              "frame_file": "/app/train.py"},
+                "any (written here: a job runner's per-line prefix the reader does not know)"),
         Example("[rank0]: Traceback (most recent call last):\n"
                 "[rank0]:   File \"/home/u/train.py\", line 12, in <module>\n"
                 "[rank0]:     x = torch.empty(1 << 40, device=\"cuda\")\n"
@@ -363,4 +371,4 @@ def _attribute(ev: Event, pre: str) -> Event:
     elif host is None and not m:
         h = PRE_HOST_RE.match(pre)
         host = h["host"] if h else None
-    return replace(ev, rank=rank, host=host)
+    return replace(ev, rank=rank, host=host, fields={**ev.fields, "writer_tag": pre})

@@ -346,3 +346,51 @@ def test_a_stack_dumps_local_rank_neither_adds_an_agent_nor_is_lost_on_one_node(
     alone = FileEvents("stack-gpu3.txt", Origin(), [replace(ev("stack_dump", local_rank=3), parser="pyspy")])
     attribute([alone, FileEvents("train.log", Origin(), [ev("hang_detected", rank=1)])])
     assert [e.rank for e in alone.events] == [3]
+
+
+def _oom_console(*extra: Event, gpu: int = 1) -> FileEvents:
+    """A one-node torchrun console (written here from log-formats.md sections 1.4 and 5.2): a rank-less
+    OOM naming `GPU <gpu>`, watchdog timeouts that state ranks 0-3, the agent's report."""
+    return FileEvents("train.log", Origin(), [
+        ev(kind="oom", line=1, device="cuda", gpu=gpu),
+        *[ev(kind="hang_detected", rank=r, line=10 + r) for r in range(4)],
+        replace(ev(kind="worker_failed", line=20, exitcode=-6, local_rank=0), parser="elastic"),
+        *extra])
+
+
+def test_a_rankless_oom_on_gpu_d_of_a_one_node_torchrun_job_is_rank_d() -> None:
+    """failure-signatures.md section 5.1: under torchrun `GPU <d>` is the local rank, the global rank on
+    the job's only node."""
+    c = _oom_console()
+    attribute([c])
+    assert c.events[0].rank == 1
+
+
+def test_gpu_0_a_second_node_or_no_agent_keep_the_oom_rankless() -> None:
+    gpu0 = _oom_console(gpu=0)
+    second = _oom_console(ev(kind="launch_config", line=30, node_rank=1, nnodes=2))
+    hosts = _oom_console(ev(kind="x", line=31, host="node-a"), ev(kind="x", line=32, host="node-b"))
+    no_agent = FileEvents("train.log", Origin(), [ev(kind="oom", line=1, device="cuda", gpu=1),
+                                                   *[ev(kind="hang_detected", rank=r, line=10 + r)
+                                                     for r in range(4)]])
+    other_node = FileEvents("node1.log", Origin(), [
+        ev(kind="oom", line=1, device="cuda", gpu=1),
+        *[ev(kind="hang_detected", rank=r, line=10 + r) for r in range(4, 8)],
+        replace(ev(kind="worker_failed", line=20, exitcode=-6, local_rank=0), parser="elastic")])
+    for c in (gpu0, second, hosts, no_agent, other_node):
+        attribute([c])
+        assert c.events[0].rank is None, c.display
+
+
+def test_a_traceback_behind_a_learned_prefix_is_the_rank_its_prefix_s_lines_state() -> None:
+    """Written here: lines behind `job/worker-3 | ` state RANK=3 (a launch echo), so the rank-less traceback
+    learned behind that prefix is rank 3's; a prefix whose lines state two ranks, or none, names nobody."""
+    env = [replace(ev(kind="world_info", line=1, stated_rank=3), text="job/worker-3 | starting (RANK=3)"),
+           replace(ev(kind="world_info", line=2, stated_rank=0), text="job/worker-0 | starting (RANK=0)"),
+           replace(ev(kind="world_info", line=3, stated_rank=1), text="job/worker-0 | starting (RANK=1)")]
+    tb3 = ev(kind="exception", line=5, exc_type="ImportError", writer_tag="job/worker-3 | ")
+    tb0 = ev(kind="exception", line=6, exc_type="KeyError", writer_tag="job/worker-0 | ")
+    tb9 = ev(kind="exception", line=7, exc_type="KeyError", writer_tag="job/worker-9 | ")
+    f = FileEvents("job.log", Origin(), [*env, tb3, tb0, tb9])
+    attribute([f])
+    assert [e.rank for e in f.events[3:]] == [3, None, None]

@@ -382,3 +382,21 @@ def test_fallback_parser_reads_only_lines_no_other_parser_explained() -> None:
     # Without the flag, every error-looking line is the catch-all's as well (what the flag changes).
     plain = [(e.line, e.kind) for e in read(data, (MarkParser, Fatal)).events]
     assert (1, "error_line") in plain
+def test_lines_stating_two_ranks_are_not_the_one_rank_prefix_s() -> None:
+    """Written here: a job runner's console (per-line `<job>/worker-<n> | ` prefixes the reader does not know)
+    whose launch lines state `RANK=0` and `RANK=3` and whose only `[rankN]:` is rank 0's: worker-3's
+    traceback is not rank 0's."""
+    from hanglens.parsers import PARSERS
+    t = b"2025-02-07T11:20:%s.100Z job/worker-%s | "
+    data = (t % (b"03", b"0") + b"starting (RANK=0 WORLD_SIZE=4 MASTER_ADDR=job-worker-0)\n"
+            + t % (b"03", b"3") + b"starting (RANK=3 WORLD_SIZE=4 MASTER_ADDR=job-worker-0)\n"
+            + t % (b"31", b"3") + b"Traceback (most recent call last):\n"
+            + t % (b"31", b"3") + b"  File \"/app/train.py\", line 9, in <module>\n"
+            + t % (b"31", b"3") + b"    import fused_kernels\n"
+            + t % (b"31", b"3") + b"ImportError: libcudart.so.11.0: cannot open shared object file\n"
+            + t % (b"34", b"0") + b"[rank0]: torch.distributed.DistStoreError: Timed out after 601 seconds "
+            b"waiting for clients. 3/4 clients joined.\n")
+    res = read(data, tuple(PARSERS))
+    imp = [e for e in res.events if e.kind == "exception" and e.get("exc_type") == "ImportError"]
+    assert imp and all(e.rank is None for e in imp)
+    assert imp[0].get("writer_tag") == "job/worker-3 | "
