@@ -246,6 +246,31 @@ def _cadence(progress: list[Event]) -> float | None:
     return statistics.median(rates) if rates else None
 
 
+# Timestamps of one second resolution cannot show an interval shorter than that.
+STAMP_RESOLUTION_S = 1.0
+
+
+def _quiet_before_stop(evs: list[Event], progress: list[Event],
+                       stop_time: float | None) -> tuple[float | None, bool]:
+    """(seconds from the rank's newest timed line to the stop from outside, whether that quiet is a hang).
+
+    Section 16 item 3: a rank's normal cadence is the interval between its lines; a job whose every line
+    stopped for more than CADENCE_FACTOR times the longest interval it showed since its first progress
+    report (STAMP_RESOLUTION_S at least), and that was then stopped from outside, had hung before the stop,
+    rather than been stopped while it still ran. Lines after the stop are its consequence, not progress.
+    """
+    if stop_time is None or not progress:
+        return None, False
+    start = min((e.time for e in progress if e.time is not None), default=None)
+    times = sorted(e.time for e in evs if e.time is not None and e.time < stop_time)
+    if start is None or not times:
+        return None, False
+    quiet = stop_time - times[-1]
+    since = [t for t in times if t >= start]
+    longest = max((b - a for a, b in zip(since, since[1:])), default=0.0)
+    return quiet, quiet > CADENCE_FACTOR * max(longest, STAMP_RESOLUTION_S)
+
+
 def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Record]:
     """Where each rank stopped (section 16 items 1-3): one row per rank that reported progress or a phase.
 
@@ -272,6 +297,7 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Rec
     )
     keys: list[int | None] = [*ranked] if ranked else ([None] if by_rank.get(None) else [])
     marks = _stop_marks(events)
+    stop_time = marks[0]
     no_error = not any(is_error(e) and not _after_stop(e, marks) for e in events)
     base: list[Record] = []
     for rank in keys:
@@ -291,6 +317,7 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Rec
         gap = next(
             (e.get("gap_after") for e in reversed(stepped) if isinstance(e.get("gap_after"), int)), None
         )
+        quiet, hung = _quiet_before_stop(evs, progress, stop_time)
         steps = [s for s in (_step(e) for e in stepped) if s is not None]
         last_step = _step(stepped[-1]) if stepped else None
         unranked_note = None
@@ -321,6 +348,8 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Rec
             stalled_start=stalled,
             boundary=boundary,
             no_error=no_error,
+            quiet_before_stop_s=quiet,
+            hung_before_stop=hung,
             path=last.path,
             line=last.line,
         ))

@@ -243,3 +243,18 @@ def test_phase_line_glued_after_the_last_redraw_is_the_boundary() -> None:
     earlier = Event(kind="phase", ref=SourceRef("train.log", 22), text="Saving checkpoint to /ckpt/step-0",
                     parser="lifecycle", rank=None, time=1796291850.0, fields={"phase": "checkpoint_save"})
     assert by_rank([earlier, bar])[None]["boundary"] is None
+
+
+def test_quiet_before_the_stop_against_the_longest_interval_since_the_first_step() -> None:
+    sig = ev("exception", exc_type="torch.distributed.elastic.multiprocessing.api.SignalException",
+             message="Process 811 got signal: 15", time=140.0)
+    setup = ev("phase", 0, time=50.0, phase="data_prep")   # long before the first step: not an interval
+    hung = by_rank([setup, step(0, 1, time=100.0), step(0, 2, time=102.0), step(0, 3, time=104.0), sig])
+    assert hung[0]["quiet_before_stop_s"] == 36.0 and hung[0]["hung_before_stop"]
+    running = by_rank([step(0, 1, time=100.0), step(0, 2, time=110.0), step(0, 3, time=120.0), sig])
+    assert running[0]["quiet_before_stop_s"] == 20.0 and not running[0]["hung_before_stop"]
+    # stamps of one-second resolution: three steps in one second still need more than 3 s of quiet
+    coarse = by_rank([step(0, 1, time=139.0), step(0, 2, time=139.0), sig])
+    assert not coarse[0]["hung_before_stop"]
+    unstopped = by_rank([step(0, 1, time=100.0), step(0, 2, time=101.0)])
+    assert unstopped[0]["quiet_before_stop_s"] is None and not unstopped[0]["hung_before_stop"]
