@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from hanglens import lazyre as re
@@ -267,7 +268,7 @@ def _quiet_before_stop(evs: list[Event], progress: list[Event],
         return None, False
     quiet = stop_time - times[-1]
     since = [t for t in times if t >= start]
-    longest = max((b - a for a, b in zip(since, since[1:])), default=0.0)
+    longest = max((b - a for a, b in pairwise(since)), default=0.0)
     return quiet, quiet > CADENCE_FACTOR * max(longest, STAMP_RESOLUTION_S)
 
 
