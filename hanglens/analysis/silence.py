@@ -265,10 +265,39 @@ def _quiet_before_stop(evs: list[Event], progress: list[Event],
     start = min((e.time for e in progress if e.time is not None), default=None)
     times = sorted(e.time for e in evs if e.time is not None and e.time < stop_time)
     if start is None or not times:
-        return None, False
+        return _quiet_before_stop_tod(evs, progress, stop_time)
     quiet = stop_time - times[-1]
     since = [t for t in times if t >= start]
     longest = max((b - a for a, b in pairwise(since)), default=0.0)
+    return quiet, quiet > CADENCE_FACTOR * max(longest, STAMP_RESOLUTION_S)
+
+
+# The time of day a print prefix gives, with no date: the DeiT/MAE/DINO `setup_for_distributed` print
+# (`builtin_print('[{}] '.format(datetime.datetime.now().time()), end='')`, util/misc.py) that
+# torchvision-style scripts copy, `[11:12:54.591687] Epoch: [0] ...`.
+TIME_OF_DAY_RE = re.compile(r"^\[(?P<h>[01]\d|2[0-3]):(?P<m>[0-5]\d):(?P<s>[0-5]\d)(?:\.(?P<f>\d{1,6}))?\] ")
+DAY_S = 86400.0
+
+
+def _time_of_day(e: Event) -> float | None:
+    m = TIME_OF_DAY_RE.match(e.text)
+    if m is None:
+        return None
+    return int(m["h"]) * 3600 + int(m["m"]) * 60 + int(m["s"]) + float(f"0.{m['f'] or 0}")
+
+
+def _quiet_before_stop_tod(evs: list[Event], progress: list[Event],
+                           stop_time: float) -> tuple[float | None, bool]:
+    """`_quiet_before_stop` for a rank whose lines carry only the time of day: against the stop's own time
+    of day (its stamp's date is not theirs to compare), in line order, across midnight at most once."""
+    first = next((i for i, e in enumerate(evs) if e.kind == "progress" and _time_of_day(e) is not None), None)
+    if first is None or not any(_time_of_day(e) is not None for e in progress):
+        return None, False
+    tods = [t for t in (_time_of_day(e) for e in evs[first:]) if t is not None]
+    longest = max(((b - a) % DAY_S for a, b in pairwise(tods)), default=0.0)
+    quiet = (stop_time % DAY_S - tods[-1]) % DAY_S
+    if quiet > DAY_S / 2 or longest > DAY_S / 2:
+        return None, False   # out of order, or days apart: nothing to read
     return quiet, quiet > CADENCE_FACTOR * max(longest, STAMP_RESOLUTION_S)
 
 

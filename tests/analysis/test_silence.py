@@ -258,3 +258,22 @@ def test_quiet_before_the_stop_against_the_longest_interval_since_the_first_step
     assert not coarse[0]["hung_before_stop"]
     unstopped = by_rank([step(0, 1, time=100.0), step(0, 2, time=101.0)])
     assert unstopped[0]["quiet_before_stop_s"] is None and not unstopped[0]["hung_before_stop"]
+
+
+def test_quiet_before_the_stop_from_print_prefixes_with_the_time_of_day_only() -> None:
+    """DeiT/MAE-style `[HH:MM:SS.ffffff] ` prints carry no date: compared with the stop's time of day."""
+    day = 975_801_600.0   # a midnight (UTC): the stop's stamp is yearless, its time of day is what counts
+    sig = ev("exception", exc_type="torch.distributed.elastic.multiprocessing.api.SignalException",
+             message="Process 811 got signal: 15", time=day + 11 * 3600 + 13 * 60 + 15.0)
+
+    def tod_step(n: int, hms: str) -> Event:
+        return ev("progress", None, parser="progress", text=f"[{hms}] Epoch: [0]  [{n}/6]  eta: 0:00:04",
+                  step=n, total=6, epoch=0, pattern="metric_logger", label=None)
+
+    hung = by_rank([tod_step(0, "11:12:54.591687"), tod_step(2, "11:12:54.759150"), sig])
+    assert round(hung[None]["quiet_before_stop_s"], 1) == 20.2 and hung[None]["hung_before_stop"]
+    running = by_rank([tod_step(0, "11:13:09.000000"), tod_step(2, "11:13:13.000000"), sig])
+    assert not running[None]["hung_before_stop"]
+    across_midnight = by_rank([tod_step(0, "23:59:50.000000"), tod_step(2, "23:59:51.000000"),
+                               ev("job_stopped", how="agent_signal", signal="SIGTERM", time=day + 30.0)])
+    assert round(across_midnight[None]["quiet_before_stop_s"]) == 39
