@@ -249,6 +249,8 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "no_error",
                 "ran_out",
                 "unranked_note",
+                "quiet_before_stop_s",
+                "hung_before_stop",
                 *_EVIDENCE,
             ),
             "Where each rank stopped when a job goes quiet (failure-signatures.md section 16): last "
@@ -263,7 +265,10 @@ FACT_SPECS: dict[str, FactSpec] = {
             "hold no failure line but the stop itself; `ran_out` when its loop ended (last step = its total) "
             "in the epoch most ranks stopped in, at a smaller total than theirs, while they were still "
             "inside "
-            "their loop (uneven shards). One row with rank null stands for unattributed "
+            "their loop (uneven shards); `quiet_before_stop_s` the seconds from its newest timed line to "
+            "the stop from outside, `hung_before_stop` when that quiet is more than three times the longest "
+            "interval between its timed lines since its first progress report (one second at least: the "
+            "stamps' resolution). One row with rank null stands for unattributed "
             "output when no rank has its own: its `last_step` is the highest step printed (how far some "
             "rank got; the last line is any rank's), `unranked_note` says so in words.",
         ),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from hanglens import lazyre as re
@@ -246,6 +247,60 @@ def _cadence(progress: list[Event]) -> float | None:
     return statistics.median(rates) if rates else None
 
 
+# Timestamps of one second resolution cannot show an interval shorter than that.
+STAMP_RESOLUTION_S = 1.0
+
+
+def _quiet_before_stop(evs: list[Event], progress: list[Event],
+                       stop_time: float | None) -> tuple[float | None, bool]:
+    """(seconds from the rank's newest timed line to the stop from outside, whether that quiet is a hang).
+
+    Section 16 item 3: a rank's normal cadence is the interval between its lines; a job whose every line
+    stopped for more than CADENCE_FACTOR times the longest interval it showed since its first progress
+    report (STAMP_RESOLUTION_S at least), and that was then stopped from outside, had hung before the stop,
+    rather than been stopped while it still ran. Lines after the stop are its consequence, not progress.
+    """
+    if stop_time is None or not progress:
+        return None, False
+    start = min((e.time for e in progress if e.time is not None), default=None)
+    times = sorted(e.time for e in evs if e.time is not None and e.time < stop_time)
+    if start is None or not times:
+        return _quiet_before_stop_tod(evs, progress, stop_time)
+    quiet = stop_time - times[-1]
+    since = [t for t in times if t >= start]
+    longest = max((b - a for a, b in pairwise(since)), default=0.0)
+    return quiet, quiet > CADENCE_FACTOR * max(longest, STAMP_RESOLUTION_S)
+
+
+# The time of day a print prefix gives, with no date: the DeiT/MAE/DINO `setup_for_distributed` print
+# (`builtin_print('[{}] '.format(datetime.datetime.now().time()), end='')`, util/misc.py) that
+# torchvision-style scripts copy, `[11:12:54.591687] Epoch: [0] ...`.
+TIME_OF_DAY_RE = re.compile(r"^\[(?P<h>[01]\d|2[0-3]):(?P<m>[0-5]\d):(?P<s>[0-5]\d)(?:\.(?P<f>\d{1,6}))?\] ")
+DAY_S = 86400.0
+
+
+def _time_of_day(e: Event) -> float | None:
+    m = TIME_OF_DAY_RE.match(e.text)
+    if m is None:
+        return None
+    return int(m["h"]) * 3600 + int(m["m"]) * 60 + int(m["s"]) + float(f"0.{m['f'] or 0}")
+
+
+def _quiet_before_stop_tod(evs: list[Event], progress: list[Event],
+                           stop_time: float) -> tuple[float | None, bool]:
+    """`_quiet_before_stop` for a rank whose lines carry only the time of day: against the stop's own time
+    of day (its stamp's date is not theirs to compare), in line order, across midnight at most once."""
+    first = next((i for i, e in enumerate(evs) if e.kind == "progress" and _time_of_day(e) is not None), None)
+    if first is None or not any(_time_of_day(e) is not None for e in progress):
+        return None, False
+    tods = [t for t in (_time_of_day(e) for e in evs[first:]) if t is not None]
+    longest = max(((b - a) % DAY_S for a, b in pairwise(tods)), default=0.0)
+    quiet = (stop_time % DAY_S - tods[-1]) % DAY_S
+    if quiet > DAY_S / 2 or longest > DAY_S / 2:
+        return None, False   # out of order, or days apart: nothing to read
+    return quiet, quiet > CADENCE_FACTOR * max(longest, STAMP_RESOLUTION_S)
+
+
 def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Record]:
     """Where each rank stopped (section 16 items 1-3): one row per rank that reported progress or a phase.
 
@@ -272,6 +327,7 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Rec
     )
     keys: list[int | None] = [*ranked] if ranked else ([None] if by_rank.get(None) else [])
     marks = _stop_marks(events)
+    stop_time = marks[0]
     no_error = not any(is_error(e) and not _after_stop(e, marks) for e in events)
     base: list[Record] = []
     for rank in keys:
@@ -291,6 +347,7 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Rec
         gap = next(
             (e.get("gap_after") for e in reversed(stepped) if isinstance(e.get("gap_after"), int)), None
         )
+        quiet, hung = _quiet_before_stop(evs, progress, stop_time)
         steps = [s for s in (_step(e) for e in stepped) if s is not None]
         last_step = _step(stepped[-1]) if stepped else None
         unranked_note = None
@@ -321,6 +378,8 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Rec
             stalled_start=stalled,
             boundary=boundary,
             no_error=no_error,
+            quiet_before_stop_s=quiet,
+            hung_before_stop=hung,
             path=last.path,
             line=last.line,
         ))

@@ -123,6 +123,13 @@ PYFMT_RE = re.compile(
     r"^(?:\[[\w.-]+\] )?(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:,(?P<ms>\d{3}))? - [\w.<>-]+ - "
     r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
 )
+# The transformers example scripts' logging (examples/pytorch/*/run_*.py: `logging.basicConfig(format=
+# "%(asctime)s - %(levelname)s - %(name)s - %(message)s", datefmt="%m/%d/%Y %H:%M:%S")`), copied by many
+# training scripts: the date month first, the level before the logger's name. Read for its time only.
+HFEX_RE = re.compile(
+    r"^(?P<mo>0[1-9]|1[0-2])/(?P<dd>\d\d)/(?P<yyyy>\d{4}) (?P<hms>\d\d:\d\d:\d\d)(?:,(?P<ms>\d{3}))? - "
+    r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) - [\w.<>-]{1,200} - "
+)
 # Hydra's job logging (`hydra/conf/hydra/job_logging/default.yaml`: `[%(asctime)s][%(name)s][%(levelname)s] -
 # %(message)s`), and the same bracketed fields with a `datefmt` of the time alone or a user's `[rank N]` field
 # before the ` - `.
@@ -456,8 +463,15 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
                 time, clock, year_known = t, "pylog", year_hint is not None
             s = s[m.end():]
         else:
-            for rx in (PYLOG21_RE, DEEPSPEED_RE, PYFMT_RE):
+            for rx in (PYLOG21_RE, DEEPSPEED_RE, PYFMT_RE, HFEX_RE):
                 m = rx.match(s)
+                if m and rx is HFEX_RE:
+                    # Only its time is taken: the text keeps the envelope, whose INFO level marks the main
+                    # process's lines (analysis/status.py attribute_main_process_stream).
+                    t, y = _iso_time(f"{m['yyyy']}-{m['mo']}-{m['dd']} {m['hms']},{m['ms'] or '0'}")
+                    if time is None:
+                        time, year, year_known, clock = t, y, True, "pylog"
+                    break
                 if m:
                     level = LEVEL_LETTER.get(m["lvl"], m["lvl"][:1])
                     t, y = _iso_time(f"{m['date']} {m['hms']},{m['ms'] or '0'}")

@@ -241,6 +241,44 @@ def _wrap_width(sample: list[str]) -> int | None:
     return _wrap_width_at(kept, [len(s) for s in kept], width)
 
 
+# How far short of the width a word-wrapped line may end: the word that did not fit moved whole to the
+# next line, and a word of a log line (a path, a hex address) is seldom longer.
+SOFT_WRAP_SLACK = 24
+
+
+def _soft_break(line: str, nxt: str) -> bool:
+    """`line` was broken at a space before `nxt`: one space left at its end or carried to `nxt`'s start
+    (a traceback's indented source line starts with four), and `nxt` does not start a record."""
+    at_space = ((line.endswith(" ") and not line.endswith("  "))
+                or (nxt[:1] == " " and nxt[1:2] not in (" ", "")))
+    return at_space and bool(nxt.strip()) and not _WRAP_START_RE.match(nxt)
+
+
+def _soft_wrap_width(sample: list[str]) -> int | None:
+    """Width of a terminal's or a web page's word wrap, or None.
+
+    A word-wrapping view (a terminal with word wrap, an issue page, `fold -s`) breaks a long line at the
+    last space before its width W, so the pieces are of different lengths, at most W and most within
+    SOFT_WRAP_SLACK of it, and the space is left at the end of the broken piece (or carried to the start of
+    the next). W is the longest broken piece (60 to 240 columns); a few longer lines are the user's own
+    prose around the paste (as in `_wrap_width`). A paste is word-wrapped when four or more of its long lines
+    (within the slack of W) are broken that way and they are most of its long lines.
+    """
+    lines = [s for s in sample[:-1] if s]
+    broken_at = [i for i in range(len(lines) - 1) if _soft_break(lines[i], lines[i + 1])]
+    if len(broken_at) < 4:
+        return None
+    width = max(len(lines[i]) for i in broken_at)
+    longer = sum(1 for s in lines if len(s) > width)
+    if not 60 <= width <= 240 or longer > max(2, 0.05 * len(lines)):
+        return None
+    long = [i for i, s in enumerate(lines) if width - SOFT_WRAP_SLACK <= len(s) <= width]
+    broken = [i for i in broken_at if len(lines[i]) >= width - SOFT_WRAP_SLACK]
+    if len(broken) >= 4 and len(broken) >= 0.75 * len(long):
+        return width
+    return None
+
+
 def _wrap_width_at(lines: list[str], lengths: list[int], width: int) -> int | None:
     """`width` when `lines` (none longer than it) read as hard-wrapped at that column (see `_wrap_width`)."""
     if len(lines) < 4:
@@ -497,6 +535,7 @@ class Reader:
         self.others = self.triggers
         self.result = FileResult()
         self.dialect = Dialect()
+        self.wrap_slack = 0         # a word wrap's slack (prepare), 0 for a hard wrap
         self.active: set[int] = set()
         self.envelope_ranks = self.result.envelope_ranks
         # Lines already fed that gave no event and left every parser idle (and that no parser declaring
@@ -1067,7 +1106,8 @@ class Reader:
             pos = n if end < 0 else end + 1
 
     def prepare(self, head: bytes) -> tuple[bool, int | None]:
-        """Decide CR-only line ends, the prefix dialect and a hard-wrap width from the file's head."""
+        """Decide CR-only line ends, the prefix dialect and a hard-wrap width from the file's head (a word
+        wrap's width sets `wrap_slack`: its lines end up to SOFT_WRAP_SLACK short of the width)."""
         cr_only = b"\n" not in head and b"\r" in head
         text = head.replace(b"\r", b"\n") if cr_only else head
         sample = text.decode("utf-8", "replace").split("\n")[:SAMPLE_LINES]
@@ -1078,7 +1118,14 @@ class Reader:
             # `\r` alone ends a progress bar's redraws (a worker's stderr.log holding only a tqdm bar):
             # the redraws have one width, but they are not a terminal's hard wrap of longer lines.
             return cr_only, None
-        return cr_only, _wrap_width([ANSI_RE.sub("", s) for s in sample] if b"\x1b" in text else sample)
+        plain = [ANSI_RE.sub("", s) for s in sample] if b"\x1b" in text else sample
+        hard = _wrap_width(plain)
+        if hard is not None:
+            return cr_only, hard
+        soft = _soft_wrap_width(plain)
+        if soft is not None:
+            self.wrap_slack = SOFT_WRAP_SLACK
+        return cr_only, soft
 
     def read(self, stream: ReadableStream) -> FileResult:
         head = stream.read(BLOCK)
@@ -1264,7 +1311,9 @@ class Reader:
 
     def _read_unwrapped(self, head: bytes, stream: ReadableStream, width: int) -> None:
         """Slow path for terminal-wrapped pastes: rejoin physical lines into logical ones."""
-        self.result.notes.append(f"lines hard-wrapped at {width} columns were rejoined")
+        slack = self.wrap_slack
+        how = "word-wrapped" if slack else "hard-wrapped"
+        self.result.notes.append(f"lines {how} at {width} columns were rejoined")
         pending: list[str] = []
         pending_num = 0
         lineno = 0
@@ -1297,7 +1346,7 @@ class Reader:
                 if not pending:
                     pending_num = lineno
                 pending.append(text)
-                padded = (len(text) - len(text.rstrip(" ")) >= 2 or len(text) < width
+                padded = (len(text) - len(text.rstrip(" ")) >= 2 or len(text) < width - slack
                           or len(pending) * width > self.max_line)
                 if padded:
                     self._segment("".join(pending).rstrip(), pending_num)

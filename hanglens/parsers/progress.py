@@ -57,6 +57,11 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("hf_trainer", re.compile(r"\{'loss': [^{}]{0,2048}?'epoch': (?P<epoch>\d{1,20}(?:\.\d{1,20})?)")),
     ("epoch_samples", re.compile(
         rf"(?<![\w])Epoch:? (?P<epoch>{NUM}) \[(?P<step>{NUM})/(?P<total>{NUM}) \(\d{{1,3}}%\)\]")),
+    # torchvision's reference scripts' MetricLogger.log_every (references/classification/utils.py, also
+    # detection, segmentation, video; copied by DETR, DeiT, MAE, DINO): header `Epoch: [<epoch>]`, then
+    # `[<i>/<len>]` with i padded to len's width, joined by two spaces.
+    ("metric_logger", re.compile(
+        rf"(?<![\w])Epoch: \[(?P<epoch>{NUM})\]{SP}\[{SP}(?P<step>{NUM})/(?P<total>{NUM})\]")),
     ("epoch_bracket", re.compile(
         rf"(?<![\w])Epoch \[(?P<epoch>{NUM})/(?P<epoch_total>{NUM})\](?:[^\r\n]{{0,256}}?(?<![\w])Step "
         rf"\[(?P<step>{NUM})/(?P<total>{NUM})\])?")),
@@ -69,7 +74,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 # A substring every match of PATTERNS[i] contains: a line without it skips that pattern.
 PATTERN_LITERALS: tuple[str, ...] = (
-    "iteration", "step:", "throughput", "%|", "%|", " [", "it [", "{'loss': ", "poch", "Epoch [", "tep", "t",
+    "iteration", "step:", "throughput", "%|", "%|", " [", "it [", "{'loss': ", "poch", "Epoch: [", "Epoch [",
+    "tep", "t",
 )
 EPOCH_RE = re.compile(
     rf"(?<![\w])[Ee]poch{SP}(?:[:=]{SP})?\[?(?P<epoch>\d{{1,20}}(?:\.\d{{1,20}})?)(?!\d)(?:{SP}/{SP}(?P<total>{NUM}))?"
@@ -450,6 +456,10 @@ class ProgressParser(Parser):
         Example("Epoch [2/10], Step [100/600], Loss: 0.2231", "progress",
                 {"epoch": 2, "step": 100, "total": 600, "pattern": "epoch_bracket"},
                     "PyTorch tutorial loops"),
+        Example("Epoch: [1]  [ 40/390]  eta: 0:01:02  lr: 0.1  img/s: 512.3  loss: 1.8731 (1.9022)  "
+                "time: 0.1610", "progress",
+                {"epoch": 1, "step": 40, "total": 390, "pattern": "metric_logger"},
+                "torchvision references (MetricLogger.log_every)"),
         Example("Epoch 10/10: 240it [05:55,  1.48s/it]", "progress",
                 {"step": 240, "epoch": 10, "pattern": "tqdm"},
                 "tqdm without total"),

@@ -243,3 +243,37 @@ def test_phase_line_glued_after_the_last_redraw_is_the_boundary() -> None:
     earlier = Event(kind="phase", ref=SourceRef("train.log", 22), text="Saving checkpoint to /ckpt/step-0",
                     parser="lifecycle", rank=None, time=1796291850.0, fields={"phase": "checkpoint_save"})
     assert by_rank([earlier, bar])[None]["boundary"] is None
+
+
+def test_quiet_before_the_stop_against_the_longest_interval_since_the_first_step() -> None:
+    sig = ev("exception", exc_type="torch.distributed.elastic.multiprocessing.api.SignalException",
+             message="Process 811 got signal: 15", time=140.0)
+    setup = ev("phase", 0, time=50.0, phase="data_prep")   # long before the first step: not an interval
+    hung = by_rank([setup, step(0, 1, time=100.0), step(0, 2, time=102.0), step(0, 3, time=104.0), sig])
+    assert hung[0]["quiet_before_stop_s"] == 36.0 and hung[0]["hung_before_stop"]
+    running = by_rank([step(0, 1, time=100.0), step(0, 2, time=110.0), step(0, 3, time=120.0), sig])
+    assert running[0]["quiet_before_stop_s"] == 20.0 and not running[0]["hung_before_stop"]
+    # stamps of one-second resolution: three steps in one second still need more than 3 s of quiet
+    coarse = by_rank([step(0, 1, time=139.0), step(0, 2, time=139.0), sig])
+    assert not coarse[0]["hung_before_stop"]
+    unstopped = by_rank([step(0, 1, time=100.0), step(0, 2, time=101.0)])
+    assert unstopped[0]["quiet_before_stop_s"] is None and not unstopped[0]["hung_before_stop"]
+
+
+def test_quiet_before_the_stop_from_print_prefixes_with_the_time_of_day_only() -> None:
+    """DeiT/MAE-style `[HH:MM:SS.ffffff] ` prints carry no date: compared with the stop's time of day."""
+    day = 975_801_600.0   # a midnight (UTC): the stop's stamp is yearless, its time of day is what counts
+    sig = ev("exception", exc_type="torch.distributed.elastic.multiprocessing.api.SignalException",
+             message="Process 811 got signal: 15", time=day + 11 * 3600 + 13 * 60 + 15.0)
+
+    def tod_step(n: int, hms: str) -> Event:
+        return ev("progress", None, parser="progress", text=f"[{hms}] Epoch: [0]  [{n}/6]  eta: 0:00:04",
+                  step=n, total=6, epoch=0, pattern="metric_logger", label=None)
+
+    hung = by_rank([tod_step(0, "11:12:54.591687"), tod_step(2, "11:12:54.759150"), sig])
+    assert round(hung[None]["quiet_before_stop_s"], 1) == 20.2 and hung[None]["hung_before_stop"]
+    running = by_rank([tod_step(0, "11:13:09.000000"), tod_step(2, "11:13:13.000000"), sig])
+    assert not running[None]["hung_before_stop"]
+    across_midnight = by_rank([tod_step(0, "23:59:50.000000"), tod_step(2, "23:59:51.000000"),
+                               ev("job_stopped", how="agent_signal", signal="SIGTERM", time=day + 30.0)])
+    assert round(across_midnight[None]["quiet_before_stop_s"]) == 39

@@ -246,3 +246,18 @@ def test_srun_own_messages_do_not_count_against_task_labels() -> None:
     # srun's own lines alone are not a labelled file, and a file of mostly unlabelled text stays unlabelled.
     assert not detect_dialect(lines[5:]).slurm
     assert not detect_dialect(["plain one", "plain two", "plain three", "0: x", "srun: error: a: task 0: x"]).slurm
+
+
+def test_transformers_examples_envelope_gives_the_time() -> None:
+    """`%(asctime)s - %(levelname)s - %(name)s - %(message)s` with datefmt `%m/%d/%Y %H:%M:%S`: the time is
+    read, the text keeps the envelope (its INFO level marks the main process's lines)."""
+    import datetime as dt
+
+    raw = "03/14/2026 09:26:53 - WARNING - __main__ - Process rank: 1, device: cpu"
+    env = strip_prefixes(raw)
+    t = dt.datetime.fromtimestamp(env.time or 0, dt.timezone.utc)
+    assert (t.year, t.month, t.day, t.hour, t.second) == (2026, 3, 14, 9, 53) and env.year_known
+    assert env.text == raw
+    # A day-first date or no level between the dashes is another format: no time.
+    for other in ("14/03/2026 09:26:53 - WARNING - __main__ - x", "03/14/2026 09:26:53 - __main__ - x"):
+        assert strip_prefixes(other).time is None

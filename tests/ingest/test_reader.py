@@ -59,6 +59,48 @@ def test_hard_wrapped_paste_under_a_longer_sentence_is_rejoined(mark: tuple[type
     assert not any("rejoined" in n for n in res.notes)
 
 
+def _word_wrap(text: str, width: int) -> list[str]:
+    """`text` broken at the last space before `width`, the space left at the end of each piece (what a
+    word-wrapping terminal or an issue page shows)."""
+    rows, cur = [], ""
+    for word in text.split(" "):
+        if cur and len(cur) + len(word) + 1 > width:
+            rows.append(cur)
+            cur = ""
+        cur += word + " "
+    return [*rows, cur.rstrip()]
+
+
+def test_word_wrapped_paste_is_rejoined(mark: tuple[type[Parser], ...]) -> None:
+    """Broken at spaces, the pieces are of different lengths: none is at the width, all are close to it."""
+    width = 96
+    intro = ("Output of the pod, the terminal wrapped every line, sorry; training had stopped at step 900 "
+             "before this:")
+    records = []
+    for r in range(4):
+        msg = (f"[rank{r}]:[E817 04:55:12.33{r}000000 ProcessGroupNCCL.cpp:1723] [PG ID 0 PG GUID "
+               f"0(default_pg) Rank {r}] " + " ".join("w" + "x" * (k * 7 % 13) for k in range(60))
+               + " MARK end")
+        records.extend(_word_wrap(msg, width))
+    assert len({len(x) for x in records}) > 3 and max(len(x) for x in records) <= width
+    res = read((intro + "\n\n" + "\n".join(records) + "\n").encode(), mark)
+    assert sorted(e.rank for e in res.events if e.text.endswith("MARK end")) == [0, 1, 2, 3]
+    assert any("word-wrapped" in n for n in res.notes)
+
+
+def test_lines_that_end_in_a_space_are_not_a_word_wrap(mark: tuple[type[Parser], ...]) -> None:
+    """A log whose short lines end in a space, or whose long records are each complete, is read as it is."""
+    records = [f"[rank{r}]:[W817 04:55:1{r}.332091781 ProcessGroupNCCL.cpp:1723] [Rank {r}] MARK x={r} "
+               + "y" * 30 for r in range(6)]
+    short = [f"epoch {i} done " for i in range(6)]
+    res = read(("\n".join(records + short) + "\n").encode(), mark)
+    assert not any("rejoined" in n for n in res.notes) and res.lines == 12
+    frames = [f"  File \"/home/user/job/train.py\", line 1{i}2, in step_function_with_a_long_name_{'x' * i}"
+              "\n    loss = model(batch)" for i in range(6)]
+    res = read(("\n".join(frames) + "\n").encode(), mark)
+    assert not any("rejoined" in n for n in res.notes)
+
+
 def test_combined_console_does_not_credit_one_rank_with_all(mark: tuple[type[Parser], ...]) -> None:
     data = b"[default0]:[rank0]:hello\n[default1]:MARK x=1\n[default0]:MARK y=1\nMARK z=1\n"
     res = read(data, mark)
