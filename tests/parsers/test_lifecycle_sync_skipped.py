@@ -45,3 +45,15 @@ def test_init_line_under_another_rank_prefix_is_not_moved() -> None:
     from tests.parsers.harness import events
 
     assert events([LifecycleParser], "[rank1]:| distributed init (rank 5): env://\n", "rank_init") == []
+
+
+def test_torchvision_init_line_under_another_ranks_envelope_does_not_silence_it_later() -> None:
+    """The init line under a foreign `[rankN]:` envelope gives nothing, however often: the same text without
+    the envelope still gives its rank's `rank_init` (the text alone does not decide it; no quiet memo)."""
+    from hanglens.parsers.lifecycle import LifecycleParser
+    from tests.parsers.harness import events
+
+    for _ in range(8):
+        assert events([LifecycleParser], "[rank1]:| distributed init (rank 6): env://\n", "rank_init") == []
+    found = events([LifecycleParser], "| distributed init (rank 6): env://\n", "rank_init")
+    assert [(e.rank, e.get("global_rank")) for e in found] == [(6, 6)]
