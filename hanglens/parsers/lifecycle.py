@@ -212,7 +212,7 @@ class LifecycleParser(Parser):
     def feed(self, line: LogLine) -> Iterable[Event]:
         if "distributed init (rank " in line.text:
             # (what this gives depends on the line's envelope rank too: `[rank1]:| distributed init (rank 5)`
-            # gives nothing, the same text without the envelope gives rank 5's `rank_init`; never a quiet text)
+            # gives nothing, the same text without the envelope gives rank 5's `rank_init`: never quiet)
             return self._read(line)
         return _QUIET.read(line, self._read)   # (no state: what it gives depends on the text alone)
 
