@@ -40,7 +40,8 @@ class GlooParser(Parser):
     """
 
     name = "gloo"
-    triggers = ("Timed out waiting", "Operation timed out!", "pair closure", "closed by peer", "connectFullMesh", "error [",
+    triggers = ("Timed out waiting", "Operation timed out!", "pair closure", "closed by peer",
+                "connectFullMesh", "error [",
                 "timeout [",
                 "Unable to resolve hostname")
     emits = (

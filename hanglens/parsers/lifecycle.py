@@ -135,7 +135,8 @@ class LifecycleParser(Parser):
 
     name = "lifecycle"
     triggers = ("death signal", "CANCELLED AT", *PHASE_TRIGGERS, *FINISHED_TRIGGERS, *PHASE_TOOK_TRIGGERS,
-                *SYNC_SKIPPED_TRIGGERS, *LOOP_END_TRIGGERS, "Process rank: ", "distributed init (rank ", "rank ")
+                *SYNC_SKIPPED_TRIGGERS, *LOOP_END_TRIGGERS, "Process rank: ", "distributed init (rank ",
+                "rank ")
     emits = (
         EventSpec("job_stopped", ("how", "signal", "job_id", "stopped_host", "reason"),
                   "the job was stopped from outside: torchrun's agent received a signal (`how` agent_signal, "
@@ -200,7 +201,8 @@ class LifecycleParser(Parser):
         Example("grad norm is inf: barrier skipped", "sync_skipped", {"phrase": "barrier skipped"},
                 "user code (written here)"),
         Example("2026-11-20 08:00:01,002 INFO trainer: global rank 5 of 8: tensor-parallel rank 1, "
-                "data-parallel rank 2", "rank_init", {"global_rank": 5}, "user code, python logging (written here)"),
+                "data-parallel rank 2", "rank_init", {"global_rank": 5},
+                "user code, python logging (written here)"),
         Example("rank 2/4 starting", "rank_init", {"global_rank": 2}, "user code (written here)"),
         Example("| distributed init (rank 3): env://", "rank_init", {"global_rank": 3},
                 "torchvision references/classification/utils.py init_distributed_mode (written here)"),
@@ -295,7 +297,8 @@ class LifecycleParser(Parser):
         m = LOOP_END_RE.search(text) if any(t in text for t in LOOP_END_TRIGGERS) else None
         if m:
             st = LOOP_END_STEP_RE.search(text)
-            return (self.event("loop_finished", line, phrase=m.group(0), step=int(st["step"]) if st else None),)
+            step = int(st["step"]) if st else None
+            return (self.event("loop_finished", line, phrase=m.group(0), step=step),)
         m = FINISHED_RE.search(text)
         if m:
             return (self.event("run_finished", line, phrase=m.group(0)),)
