@@ -111,11 +111,11 @@ SYNC_SKIPPED_TRIGGERS = ("skip", "Skip", "SKIP")
 # processes' unprefixed output it is often the only line a non-main rank writes.
 RANK_INIT_RE = re.compile(r"\| distributed init \(rank (?P<rank>\d{1,7})\): ")
 # A process's own banner naming its global rank among the world (`global rank 3 of 8: tensor-parallel rank
-# 1, ...`, `rank 3/8 starting`): what `dist.get_rank()` / `dist.get_world_size()` print at start-up, the
+# 1, ...`, `process rank 3/8 starting`): what `dist.get_rank()` / `dist.get_world_size()` print at start-up, the
 # statement opening the message. A mention of another rank inside a sentence (`waiting for rank 3 of 8`)
 # is not one.
 RANK_BANNER_RE = re.compile(
-    r"(?:^|[:\]] )(?:global |process )?rank (?P<rank>\d{1,7}) ?(?:of|/) ?(?P<world>\d{1,7})"
+    r"(?:^|[:\]] )(?i:global|process) rank (?P<rank>\d{1,7}) ?(?:of|/) ?(?P<world>\d{1,7})"
     r"(?:[:,]| starting\b|$)"
 )
 PROCESS_BANNER_RE = re.compile(
@@ -136,7 +136,7 @@ class LifecycleParser(Parser):
     name = "lifecycle"
     triggers = ("death signal", "CANCELLED AT", *PHASE_TRIGGERS, *FINISHED_TRIGGERS, *PHASE_TOOK_TRIGGERS,
                 *SYNC_SKIPPED_TRIGGERS, *LOOP_END_TRIGGERS, "Process rank: ", "distributed init (rank ",
-                "rank ")
+                "lobal rank ", "rocess rank ")
     emits = (
         EventSpec("job_stopped", ("how", "signal", "job_id", "stopped_host", "reason"),
                   "the job was stopped from outside: torchrun's agent received a signal (`how` agent_signal, "
@@ -203,7 +203,7 @@ class LifecycleParser(Parser):
         Example("2026-11-20 08:00:01,002 INFO trainer: global rank 5 of 8: tensor-parallel rank 1, "
                 "data-parallel rank 2", "rank_init", {"global_rank": 5},
                 "user code, python logging (written here)"),
-        Example("rank 2/4 starting", "rank_init", {"global_rank": 2}, "user code (written here)"),
+        Example("process rank 2/4 starting", "rank_init", {"global_rank": 2}, "user code (written here)"),
         Example("| distributed init (rank 3): env://", "rank_init", {"global_rank": 3},
                 "torchvision references/classification/utils.py init_distributed_mode (written here)"),
         Example("[09:12:40.118] rank 3: eval counters unchanged, skipping reduce of accuracy", "sync_skipped",
@@ -281,7 +281,7 @@ class LifecycleParser(Parser):
                 if line.rank is None:
                     ev = replace(ev, rank=r)
                 return (ev,) if ev.rank == r else ()
-        if "rank " in text:
+        if "lobal rank " in text or "rocess rank " in text:
             m = RANK_BANNER_RE.search(text)
             if m and int(m["rank"]) < int(m["world"]):
                 r = int(m["rank"])
