@@ -111,9 +111,9 @@ SYNC_SKIPPED_TRIGGERS = ("skip", "Skip", "SKIP")
 # processes' unprefixed output it is often the only line a non-main rank writes.
 RANK_INIT_RE = re.compile(r"\| distributed init \(rank (?P<rank>\d{1,7})\): ")
 # A process's own banner naming its global rank among the world (`global rank 3 of 8: tensor-parallel rank
-# 1, ...`, `process rank 3/8 starting`): what `dist.get_rank()` / `dist.get_world_size()` print at start-up, the
-# statement opening the message. A mention of another rank inside a sentence (`waiting for rank 3 of 8`)
-# is not one.
+# 1, ...`, `process rank 3/8 starting`): what `dist.get_rank()` / `dist.get_world_size()` print at
+# start-up, the statement opening the message. A mention of another rank inside a sentence (`waiting for
+# rank 3 of 8`) is not one.
 RANK_BANNER_RE = re.compile(
     r"(?:^|[:\]] )(?i:global|process) rank (?P<rank>\d{1,7}) ?(?:of|/) ?(?P<world>\d{1,7})"
     r"(?:[:,]| starting\b|$)"
