@@ -144,6 +144,7 @@ def attribute(files: list[FileEvents]) -> None:
     _tagged_writers(files)
     _stated_ranks(files)
     _oom_device_index(files)
+    _self_announced_rank(files)
     _only_exception_exit(files)
     _hosts(files)
     rebase_years(files)
@@ -650,6 +651,22 @@ def _oom_device_index(files: list[FileEvents]) -> None:
         return _with(f, e, "rank", d) if id(e) in targets else e
 
     _apply(files, fill)
+def _self_announced_rank(files: list[FileEvents]) -> None:
+    """A file in which one process announced its own global rank (`rank_init`: torchvision's `| distributed
+    init (rank <r>)`, a `global rank <r> of <world>` banner) is that process's file when nothing in it says
+    otherwise: every event it holds with a rank has that rank, it announces no other, and it does not show
+    several processes (a console that merges ranks, a launcher's). Its events without a rank are that rank's
+    (log-formats.md section 9: a per-rank file a script writes under a name of its own choosing)."""
+    for f in files:
+        said = {_int(e.get("global_rank")) for e in f.events if e.kind == "rank_init"}
+        if len(said) != 1 or None in said:
+            continue
+        r = next(iter(said))
+        if r is None or f.stated_ranks - {r} or several_processes(f.events):
+            continue
+        if any(e.rank is not None and e.rank != r for e in f.events):
+            continue
+        f.events = [e if e.rank is not None else _with(f, e, "rank", r) for e in f.events]
 
 
 def _only_exception_exit(files: list[FileEvents]) -> None:

@@ -20,6 +20,12 @@ SOCKET_RE = re.compile(
 )
 PAIR_CLOSURE_RE = re.compile(r"Application timeout caused pair closure")
 MESH_RE = re.compile(r"Gloo connectFullMesh failed with (?P<inner>.*)")
+# c10d's base `Work::wait(timeout)` (torch/csrc/distributed/c10d/Work.cpp): when the work a rank waits on
+# with `work.wait(timeout=...)` has not completed within that timeout, it raises `Operation timed out!`
+# (gloo's async work does not override it; ProcessGroupNCCL's has its own message). The rank timed out
+# waiting in a collective: the blocking-wait path of log-formats.md section 2 ("main/user thread:
+# `work.wait()` / blocking-wait path; raises Python RuntimeError").
+WORK_WAIT_RE = re.compile(r"(?:^|(?:RuntimeError|DistBackendError)(?: ?:)? )Operation timed out!$")
 LOOPBACK_RE = re.compile(r"Unable to resolve hostname to a \(local\) address\. Using the loopback address")
 INNER_PEER_RE = re.compile(PEER)
 
@@ -34,12 +40,14 @@ class GlooParser(Parser):
     """
 
     name = "gloo"
-    triggers = ("Timed out waiting", "pair closure", "closed by peer", "connectFullMesh", "error [",
+    triggers = ("Timed out waiting", "Operation timed out!", "pair closure", "closed by peer",
+                "connectFullMesh", "error [",
                 "timeout [",
                 "Unable to resolve hostname")
     emits = (
         EventSpec("hang_detected", ("detector", "timeout_ms", "io", "src"),
-                  "gloo `Timed out waiting Nms for recv|send operation` (io = recv or send)"),
+                  "gloo `Timed out waiting Nms for recv|send operation` (io = recv or send); c10d's "
+                  "`Operation timed out!` of `work.wait(timeout=...)` (detector blocking_wait)"),
         EventSpec("peer_closed", ("transport", "peer", "port", "src"),
                   "gloo `Connection closed by peer [ip]:port`"),
         EventSpec("network_error", ("transport", "peer", "port", "error", "detail", "src"),
@@ -63,6 +71,11 @@ class GlooParser(Parser):
                 "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out "
                 "waiting 3000ms for recv operation to complete", "hang_detected",
                 {"detector": "gloo", "timeout_ms": 3000, "io": "recv"}, "torch 2.13 (observed here)"),
+        Example("[rank2]: RuntimeError: Operation timed out!", "hang_detected",
+                {"detector": "blocking_wait", "timeout_ms": None, "io": None},
+                "torch 2.x, work.wait(timeout=...) on an async gloo collective (Work.cpp; written here)"),
+        Example("  RuntimeError: Operation timed out!", "hang_detected", {"detector": "blocking_wait"},
+                "torch 2.x, torchrun failure summary (written here)"),
         Example("RuntimeError: Application timeout caused pair closure", "gloo_error",
                 {"error": "pair_closure_after_timeout"}, "torch 1.10+ (also observed here with torch 2.13)"),
         Example("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by "
@@ -99,6 +112,8 @@ class GlooParser(Parser):
                 "torch 1.10+"),
     )
     near_misses = (
+        "curl: (28) Operation timed out after 30001 milliseconds with 0 bytes received",
+        "requests.exceptions.ConnectTimeout: Operation timed out! retrying in 5s",
         "Timed out waiting for pending UserRRefs to be confirmed by owner and parent.",
         "ConnectionResetError: [Errno 104] Connection reset by peer",
         "socketProgress: Connection closed by remote peer node08<43890>",
@@ -115,6 +130,9 @@ class GlooParser(Parser):
             if m:
                 out.append(self.event("hang_detected", line, detector="gloo", timeout_ms=to_count(m["ms"]),
                                       io=m["io"], src=_src(m)))
+        if "Operation timed out!" in text and WORK_WAIT_RE.search(text.rstrip()):
+            out.append(self.event("hang_detected", line, detector="blocking_wait", timeout_ms=None, io=None,
+                                  src=None))
         if "closed by peer" in text:
             m = CLOSED_RE.search(text)
             if m:

@@ -56,6 +56,22 @@ FINISHED_RE = re.compile(
     r"(?:s|secs?|seconds|m|mins?|minutes|h|hours?)\.?$"
 )
 FINISHED_TRIGGERS = ("raining", "Trainer.fit", "one in ")
+# A rank's own statement that its training loop is over while the run goes on (final evaluation, save, exit):
+# `training loop finished at iteration 36`, `exiting the train loop after step 80`, `data iterator
+# exhausted at step 12`, `ran out of batches`. Uneven data shows this way (failure-signatures.md section 1,
+# "uneven number of batches per rank": the rank whose data runs out leaves the loop early and its peers
+# wait in the collectives of their remaining steps). The step it names, when it names one, is kept.
+LOOP_END_RE = re.compile(
+    r"(?i)(?<![\w-])(?:training|train|main) loop (?:has |is )?"
+    r"(?:finished|ended|done|exited|completed?|over)(?![\w-])"
+    r"|(?<![\w-])(?:exit(?:s|ed|ing)?|leav(?:e|es|ing)|left|end(?:ed)? of) (?:the )?(?:training|train) loop"
+    r"(?![\w-])"
+    r"|(?<![\w-])ran out of (?:data|batches|samples)(?![\w-])"
+    r"|(?<![\w-])(?:data ?loader|data|data iterator|iterator|dataset|shard) (?:is |was |has been )?exhausted"
+    r"(?![\w-])"
+)
+LOOP_END_STEP_RE = re.compile(r"(?i)\b(?:at|after) (?:iteration|iter|step|batch) (?P<step>\d{1,12})\b")
+LOOP_END_TRIGGERS = (" loop", "ran out of", "xhausted")
 # A phase that reports how long it took once it is over: `elapsed time to build and save doc-idx mapping
 # (seconds): 702.55` (Megatron-LM's dataset index builders, megatron/core/datasets/gpt_dataset.py, print
 # `elapsed time to build and save <what> (seconds): <s>`), `elapsed time for <what> (seconds): <s>`. A
@@ -94,6 +110,14 @@ SYNC_SKIPPED_TRIGGERS = ("skip", "Skip", "SKIP")
 # it, MAE with `, gpu <n>` after the URL). Its writer is the global rank it names: on a console holding many
 # processes' unprefixed output it is often the only line a non-main rank writes.
 RANK_INIT_RE = re.compile(r"\| distributed init \(rank (?P<rank>\d{1,7})\): ")
+# A process's own banner naming its global rank among the world (`global rank 3 of 8: tensor-parallel rank
+# 1, ...`, `process rank 3/8 starting`): what `dist.get_rank()` / `dist.get_world_size()` print at
+# start-up, the statement opening the message. A mention of another rank inside a sentence (`waiting for
+# rank 3 of 8`) is not one.
+RANK_BANNER_RE = re.compile(
+    r"(?:^|[:\]] )(?i:global|process) rank (?P<rank>\d{1,7}) ?(?:of|/) ?(?P<world>\d{1,7})"
+    r"(?:[:,]| starting\b|$)"
+)
 PROCESS_BANNER_RE = re.compile(
     r"\bProcess rank: (?P<rank>-?\d{1,7}), device: [\w:.-]{1,40}, n_gpu: \d{1,4}, distributed training: "
     r"(?P<dist>True|False)\b"
@@ -111,7 +135,8 @@ class LifecycleParser(Parser):
 
     name = "lifecycle"
     triggers = ("death signal", "CANCELLED AT", *PHASE_TRIGGERS, *FINISHED_TRIGGERS, *PHASE_TOOK_TRIGGERS,
-                *SYNC_SKIPPED_TRIGGERS, "Process rank: ", "distributed init (rank ")
+                *SYNC_SKIPPED_TRIGGERS, *LOOP_END_TRIGGERS, "Process rank: ", "distributed init (rank ",
+                "lobal rank ", "rocess rank ")
     emits = (
         EventSpec("job_stopped", ("how", "signal", "job_id", "stopped_host", "reason"),
                   "the job was stopped from outside: torchrun's agent received a signal (`how` agent_signal, "
@@ -134,6 +159,10 @@ class LifecycleParser(Parser):
                   "the torchvision reference scripts' per-process line `| distributed init (rank <r>): "
                   "<url>`, printed by every process before only the main one may print; the event carries "
                   "rank <r>"),
+        EventSpec("loop_finished", ("phrase", "step"),
+                  "a rank's own line says its training loop ended while the run goes on (`training loop "
+                  "finished at iteration 36`, `data iterator exhausted`, `ran out of batches`); `step` when "
+                  "the line names one"),
         EventSpec("run_finished", ("phrase",),
                   "the training script said its run is over (`Training complete`, HF Trainer's `Training "
                   "completed.`, Lightning's `` `Trainer.fit` stopped: `max_epochs=N` reached``)"),
@@ -171,6 +200,10 @@ class LifecycleParser(Parser):
                 {"phrase": "skipping model averaging"}, "local SGD / periodic model averaging loops"),
         Example("grad norm is inf: barrier skipped", "sync_skipped", {"phrase": "barrier skipped"},
                 "user code (written here)"),
+        Example("2026-11-20 08:00:01,002 INFO trainer: global rank 5 of 8: tensor-parallel rank 1, "
+                "data-parallel rank 2", "rank_init", {"global_rank": 5},
+                "user code, python logging (written here)"),
+        Example("process rank 2/4 starting", "rank_init", {"global_rank": 2}, "user code (written here)"),
         Example("| distributed init (rank 3): env://", "rank_init", {"global_rank": 3},
                 "torchvision references/classification/utils.py init_distributed_mode (written here)"),
         Example("[09:12:40.118] rank 3: eval counters unchanged, skipping reduce of accuracy", "sync_skipped",
@@ -185,6 +218,12 @@ class LifecycleParser(Parser):
                 {"phrase": "`Trainer.fit` stopped: `max_epochs=20` reached"}, "Lightning 2.x fit loop"),
         Example("[rank 0] finished training after 12 epochs", "run_finished", {"phrase": "finished training"},
                 "generic training loops"),
+        Example("2026-12-03 10:14:05,220 INFO train: training loop finished at iteration 36", "loop_finished",
+                {"phrase": "training loop finished", "step": 36}, "user code, python logging (written here)"),
+        Example("[rank 2] data iterator exhausted at step 118, leaving the train loop", "loop_finished",
+                {"phrase": "data iterator exhausted", "step": 118}, "user code (written here)"),
+        Example("rank 5 ran out of batches", "loop_finished", {"phrase": "ran out of batches", "step": None},
+                "user code (written here)"),
         Example("done in 41s", "run_finished", {"phrase": "done in 41s"}, "generic training scripts"),
         Example("All done in 3.5 min", "run_finished", {"phrase": "All done in 3.5 min"},
                 "generic training scripts"),
@@ -207,6 +246,11 @@ class LifecycleParser(Parser):
         "skipped step 3 (overflow), loss scale 32768",
         "Skipping synchronous download; using the cache",
         "skipping loss averaging for an empty batch",
+        "inner training loop: grad accumulation 4",
+        "the loop finished at 10:14",
+        "retrying: connection pool exhausted",
+        "still waiting for rank 3 of 8 to join",
+        "INFO: rank 9 of 8: out of range",
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
@@ -241,11 +285,24 @@ class LifecycleParser(Parser):
                 if line.rank is None:
                     ev = replace(ev, rank=r)
                 return (ev,) if ev.rank == r else ()
+        if "lobal rank " in text or "rocess rank " in text:
+            m = RANK_BANNER_RE.search(text)
+            if m and int(m["rank"]) < int(m["world"]):
+                r = int(m["rank"])
+                ev = self.event("rank_init", line, global_rank=r)
+                if line.rank is None:
+                    ev = replace(ev, rank=r)
+                return (ev,) if ev.rank == r else ()
         if "Process rank: " in text:
             m = PROCESS_BANNER_RE.search(text)
             if m:
                 return (self.event("process_banner", line, process_rank=int(m["rank"]),
                                    distributed=m["dist"] == "True"),)
+        m = LOOP_END_RE.search(text) if any(t in text for t in LOOP_END_TRIGGERS) else None
+        if m:
+            st = LOOP_END_STEP_RE.search(text)
+            step = int(st["step"]) if st else None
+            return (self.event("loop_finished", line, phrase=m.group(0), step=step),)
         m = FINISHED_RE.search(text)
         if m:
             return (self.event("run_finished", line, phrase=m.group(0)),)

@@ -394,3 +394,23 @@ def test_a_traceback_behind_a_learned_prefix_is_the_rank_its_prefix_s_lines_stat
     f = FileEvents("job.log", Origin(), [*env, tb3, tb0, tb9])
     attribute([f])
     assert [e.rank for e in f.events[3:]] == [3, None, None]
+def test_a_file_whose_process_announced_its_rank_is_that_ranks() -> None:
+    # A per-rank file under a name of the script's choosing (`logs/tp1-dp0.log`): its one process said its
+    # global rank (rank_init), so its unranked lines are that rank's.
+    own = FileEvents("logs/tp1-dp0.log", Origin(), [ev(kind="rank_init", rank=1, global_rank=1, line=1),
+                                                    ev(kind="progress", line=2),
+                                                    ev(kind="exception", line=3)])
+    attribute([own])
+    assert [e.rank for e in own.events] == [1, 1, 1]
+
+
+def test_a_file_announcing_two_ranks_or_holding_another_ranks_lines_stays_unattributed() -> None:
+    two = FileEvents("all.log", Origin(), [ev(kind="rank_init", rank=0, global_rank=0, line=1),
+                                           ev(kind="rank_init", rank=3, global_rank=3, line=2),
+                                           ev(kind="progress", line=3)])
+    mixed = FileEvents("mixed.log", Origin(), [ev(kind="rank_init", rank=2, global_rank=2, line=1),
+                                               ev(kind="progress", rank=5, line=2),
+                                               ev(kind="progress", line=3)])
+    attribute([two, mixed])
+    assert two.events[2].rank is None
+    assert mixed.events[2].rank is None

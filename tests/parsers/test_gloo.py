@@ -41,3 +41,15 @@ def test_loopback_fallback_is_a_warning_not_a_failure() -> None:
     assert [e.kind for e in found] == ["gloo_warning"]
     assert found[0].get("warning") == "loopback_fallback"
     assert "gloo_warning" not in FAILURE_KINDS
+
+
+def test_work_wait_timeout_is_a_blocking_wait_hang() -> None:
+    # c10d Work::wait(timeout) (torch/csrc/distributed/c10d/Work.cpp): `work.wait(timeout=...)` on an async
+    # gloo collective that did not finish in time raises `Operation timed out!` on the waiting rank.
+    text = ("[rank3]:     work.wait(timeout=datetime.timedelta(seconds=15))\n"
+            "[rank3]: RuntimeError: Operation timed out!\n")
+    hangs = [e for e in events(text) if e.kind == "hang_detected"]
+    assert [(e.get("detector"), e.rank) for e in hangs] == [("blocking_wait", 3)]
+    # another tool's timeout with more after it is not a collective's
+    other = events("ConnectTimeout: Operation timed out! giving up\n")
+    assert not [e for e in other if e.kind == "hang_detected"]
