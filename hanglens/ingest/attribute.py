@@ -437,6 +437,19 @@ def _node_of(key: tuple[str, ...]) -> tuple[str, ...]:
     return key[:3] if key[0] == "tree" else key
 
 
+def _other_node_stated(e: Event) -> bool:
+    """`e` says the job has a node other than the first: a rendezvous result or launch config of node rank
+    above 0 or of more than one node (log-formats.md section 3.5), or a failure table pairing a local rank
+    with another global rank."""
+    if e.kind in ("launch_config", "world_info"):
+        node, nnodes = _int(e.get("node_rank")), _int(e.get("nnodes"))
+        return (node is not None and node > 0) or (nnodes is not None and nnodes > 1)
+    if e.kind == "child_failed":
+        g, lr = _int(e.get("failed_rank")), _int(e.get("local_rank"))
+        return g is not None and lr is not None and g != lr
+    return False
+
+
 def _single_node(files: list[FileEvents]) -> tuple[str, ...] | None:
     """The one torchrun agent's node key whose local ranks are the global ranks, when the job shows one node.
 
@@ -463,15 +476,10 @@ def _single_node(files: list[FileEvents]) -> tuple[str, ...] | None:
             for h in (e.host, e.get("nccl_host"), e.get("failed_host") if e.kind == "child_failed" else None):
                 if isinstance(h, str) and h:
                     hosts.add(short_host(h))
+            if _other_node_stated(e):
+                return None
             if e.kind in ("launch_config", "world_info"):
-                node, nnodes = _int(e.get("node_rank")), _int(e.get("nnodes"))
-                if (node is not None and node > 0) or (nnodes is not None and nnodes > 1):
-                    return None
                 beyond = max(beyond, _int(e.get("world_size")) or 0)
-            if e.kind == "child_failed":
-                g, lr = _int(e.get("failed_rank")), _int(e.get("local_rank"))
-                if g is not None and lr is not None and g != lr:
-                    return None
             for r in (e.rank, _int(e.get("stated_rank")), _int(e.get("global_rank")),
                       _int(e.get("failed_rank"))):
                 if r is not None and r >= beyond:
@@ -629,14 +637,8 @@ def _oom_device_index(files: list[FileEvents]) -> None:
             for h in (e.host, e.get("nccl_host")):
                 if isinstance(h, str) and h:
                     hosts.add(short_host(h))
-            if e.kind in ("launch_config", "world_info"):
-                node, nnodes = _int(e.get("node_rank")), _int(e.get("nnodes"))
-                if (node is not None and node > 0) or (nnodes is not None and nnodes > 1):
-                    return
-            if e.kind == "child_failed":
-                g, lr = _int(e.get("failed_rank")), _int(e.get("local_rank"))
-                if g is not None and lr is not None and g != lr:
-                    return
+            if _other_node_stated(e):
+                return
             if e.rank is not None and not is_agent_event(e):
                 ranks.add(e.rank)
     if not agent or len(hosts) > 1 or 0 not in ranks:
@@ -651,6 +653,8 @@ def _oom_device_index(files: list[FileEvents]) -> None:
         return _with(f, e, "rank", d) if id(e) in targets else e
 
     _apply(files, fill)
+
+
 def _self_announced_rank(files: list[FileEvents]) -> None:
     """A file in which one process announced its own global rank (`rank_init`: torchvision's `| distributed
     init (rank <r>)`, a `global rank <r> of <world>` banner) is that process's file when nothing in it says
@@ -659,14 +663,19 @@ def _self_announced_rank(files: list[FileEvents]) -> None:
     (log-formats.md section 9: a per-rank file a script writes under a name of its own choosing)."""
     for f in files:
         said = {_int(e.get("global_rank")) for e in f.events if e.kind == "rank_init"}
-        if len(said) != 1 or None in said:
-            continue
-        r = next(iter(said))
+        r = next(iter(said)) if len(said) == 1 else None
         if r is None or f.stated_ranks - {r} or several_processes(f.events):
             continue
         if any(e.rank is not None and e.rank != r for e in f.events):
             continue
-        f.events = [e if e.rank is not None else _with(f, e, "rank", r) for e in f.events]
+        _apply([f], _rank_filler(r))
+
+
+def _rank_filler(r: int) -> Callable[[FileEvents, Event], Event]:
+    """Give every rank-less event rank `r`."""
+    def fill(f: FileEvents, e: Event) -> Event:
+        return e if e.rank is not None else _with(f, e, "rank", r)
+    return fill
 
 
 def _only_exception_exit(files: list[FileEvents]) -> None:

@@ -33,7 +33,7 @@ from hanglens.ingest.prefilter import (
 )
 from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, Envelope, detect_dialect, strip_prefixes
 from hanglens.ingest.sources import ReadableStream
-from hanglens.ingest.streams import is_agent_event, stream_ranks
+from hanglens.ingest.streams import is_agent_event, non_negative_int, stream_ranks
 from hanglens.limits import MINIMUMS, human_bytes
 from hanglens.model import Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
@@ -179,12 +179,6 @@ _PRINTABLE = bytes(range(0x20, 0x7F))  # printable ASCII: deleting it leaves not
 # ASCII but NUL, `\r` and ESC (what `_handle` removes, splits on or strips from): deleting it leaves nothing
 # of a line `_repeat` may decide on its bytes.
 _PLAIN = bytes(b for b in range(0x80) if b not in b"\x00\r\x1b")
-
-
-def _stated(e: Event) -> int | None:
-    """The rank `e`'s message states as its writer's own (`stated_rank`, set by the parser), or None."""
-    r = e.get("stated_rank")
-    return r if isinstance(r, int) and not isinstance(r, bool) and r >= 0 else None
 
 
 @dataclass
@@ -1410,7 +1404,7 @@ class Reader:
             # processes' output behind prefixes the reader does not know: the one `[rankN]:` speaks for
             # its own lines only.
             stated = {r for e in res.events if not is_agent_event(e)
-                      for r in [_stated(e)] if r is not None}
+                      for r in [non_negative_int(e.get("stated_rank"))] if r is not None}
             several = len(stated) > 1
         if file_rank is None and len(self.envelope_ranks) == 1 and not several:
             file_rank = next(iter(self.envelope_ranks))
