@@ -118,6 +118,8 @@ RANK_BANNER_RE = re.compile(
     r"(?:^|[:\]] )(?i:global|process) rank (?P<rank>\d{1,7}) ?(?:of|/) ?(?P<world>\d{1,7})"
     r"(?:[:,]| starting\b|$)"
 )
+# The lines whose rank_init depends on their envelope as well as their text (`LifecycleParser._rank_init`).
+_RANK_STATEMENT_TRIGGERS = ("distributed init (rank ", "lobal rank ", "rocess rank ")
 PROCESS_BANNER_RE = re.compile(
     r"\bProcess rank: (?P<rank>-?\d{1,7}), device: [\w:.-]{1,40}, n_gpu: \d{1,4}, distributed training: "
     r"(?P<dist>True|False)\b"
@@ -135,8 +137,8 @@ class LifecycleParser(Parser):
 
     name = "lifecycle"
     triggers = ("death signal", "CANCELLED AT", *PHASE_TRIGGERS, *FINISHED_TRIGGERS, *PHASE_TOOK_TRIGGERS,
-                *SYNC_SKIPPED_TRIGGERS, *LOOP_END_TRIGGERS, "Process rank: ", "distributed init (rank ",
-                "lobal rank ", "rocess rank ")
+                *SYNC_SKIPPED_TRIGGERS, *LOOP_END_TRIGGERS, "Process rank: ",
+                *_RANK_STATEMENT_TRIGGERS)
     emits = (
         EventSpec("job_stopped", ("how", "signal", "job_id", "stopped_host", "reason"),
                   "the job was stopped from outside: torchrun's agent received a signal (`how` agent_signal, "
@@ -254,11 +256,19 @@ class LifecycleParser(Parser):
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
-        if "distributed init (rank " in line.text:
-            # (what this gives depends on the line's envelope rank too: `[rank1]:| distributed init (rank 5)`
-            # gives nothing, the same text without the envelope gives rank 5's `rank_init`: never quiet)
+        if any(t in line.text for t in _RANK_STATEMENT_TRIGGERS):
+            # (what a rank statement gives depends on the line's envelope rank too, `_rank_init`: under
+            # `[rank1]:` the text `| distributed init (rank 5)` gives nothing, alone rank 5's `rank_init`)
             return self._read(line)
         return _QUIET.read(line, self._read)   # (no state: what it gives depends on the text alone)
+
+    def _rank_init(self, line: LogLine, r: int) -> tuple[Event, ...]:
+        """A process's statement that it is global rank `r`: rank `r`'s `rank_init`, unless the line's
+        envelope names another rank (a line about rank r, not by it)."""
+        ev = self.event("rank_init", line, global_rank=r)
+        if line.rank is None:
+            ev = replace(ev, rank=r)
+        return (ev,) if ev.rank == r else ()
 
     def _read(self, line: LogLine) -> tuple[Event, ...]:
         text = line.text
@@ -280,19 +290,11 @@ class LifecycleParser(Parser):
         if "distributed init (rank " in text:
             m = RANK_INIT_RE.search(text)
             if m:
-                r = int(m["rank"])
-                ev = self.event("rank_init", line, global_rank=r)
-                if line.rank is None:
-                    ev = replace(ev, rank=r)
-                return (ev,) if ev.rank == r else ()
+                return self._rank_init(line, int(m["rank"]))
         if "lobal rank " in text or "rocess rank " in text:
             m = RANK_BANNER_RE.search(text)
             if m and int(m["rank"]) < int(m["world"]):
-                r = int(m["rank"])
-                ev = self.event("rank_init", line, global_rank=r)
-                if line.rank is None:
-                    ev = replace(ev, rank=r)
-                return (ev,) if ev.rank == r else ()
+                return self._rank_init(line, int(m["rank"]))
         if "Process rank: " in text:
             m = PROCESS_BANNER_RE.search(text)
             if m:

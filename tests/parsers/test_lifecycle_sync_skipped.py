@@ -57,3 +57,8 @@ def test_torchvision_init_line_under_another_ranks_envelope_does_not_silence_it_
         assert events([LifecycleParser], "[rank1]:| distributed init (rank 6): env://\n", "rank_init") == []
     found = events([LifecycleParser], "| distributed init (rank 6): env://\n", "rank_init")
     assert [(e.rank, e.get("global_rank")) for e in found] == [(6, 6)]
+    # The same for a process's rank banner.
+    for _ in range(8):
+        assert events([LifecycleParser], "[rank1]:global rank 6 of 8: tp rank 0\n", "rank_init") == []
+    found = events([LifecycleParser], "global rank 6 of 8: tp rank 0\n", "rank_init")
+    assert [(e.rank, e.get("global_rank")) for e in found] == [(6, 6)]
