@@ -500,6 +500,33 @@ def _explained(events: list[Event], first: int, num: int) -> bool:
     return bool(kinds) and "progress" not in kinds
 
 
+class _Static(NamedTuple):
+    """What a Reader derives from its parser classes and their triggers alone (the same for every file)."""
+
+    trig_text: tuple[tuple[str, ...], ...]
+    literals: tuple[str, ...]
+    other_literals: tuple[str, ...]
+    line_triggers: bool
+    repeat_matters: list[bool]
+    fallbacks: list[bool]
+    progress_at: list[int]
+    wanted: dict[int, list[int]]   # shared by the readers of these classes: the same answer for a mask
+
+
+@lru_cache(maxsize=8)
+def _static(classes: tuple[type[Parser], ...], trig_text: tuple[tuple[str, ...], ...]) -> _Static:
+    """`_Static` of `classes` whose triggers are `trig_text` (part of the key: a user pattern adds some)."""
+    literals = tuple(t for lits in trig_text for t in lits if t)
+    return _Static(
+        trig_text=trig_text, literals=literals,
+        other_literals=tuple(t for cls, lits in zip(classes, trig_text, strict=True)
+                             if cls is not ProgressParser for t in lits if t),
+        line_triggers=not any("\n" in lit for lit in literals),
+        repeat_matters=[cls.repeats_matter for cls in classes], fallbacks=[cls.fallback for cls in classes],
+        progress_at=[i for i, cls in enumerate(classes) if cls is ProgressParser], wanted={},
+    )
+
+
 class Reader:
     """Reads one binary stream. A fresh Reader (and fresh parser instances) per input file."""
 
@@ -517,15 +544,14 @@ class Reader:
         self.parser_classes = tuple(parser_classes)
         self.parsers = [cls() for cls in parser_classes]
         self.fast: FastProgress | None = None
-        self.trig_text = [tuple(cls.triggers) for cls in parser_classes]
-        self.dispatch = dispatch_for(tuple(self.trig_text))
-        self.wanted: dict[int, list[int]] = {}  # parser mask -> the parsers' indices, in feeding order
-        self.literals = tuple(t for cls in parser_classes for t in cls.triggers if t)
-        self.other_literals = tuple(t for cls in parser_classes if cls is not ProgressParser
-                                    for t in cls.triggers if t)
+        static = _static(self.parser_classes, tuple(tuple(cls.triggers) for cls in parser_classes))
+        self.trig_text = static.trig_text
+        self.dispatch = dispatch_for(self.trig_text)
+        self.wanted = static.wanted  # parser mask -> the parsers' indices, in feeding order
+        self.literals, self.other_literals = static.literals, static.other_literals
         self.triggers = triggers if triggers is not None else compile_triggers(parser_classes)
         # Small blocks are read line by line (`_block_lines`) when no trigger holds a newline.
-        self.line_triggers = not any("\n" in lit for lit in self.literals)
+        self.line_triggers = static.line_triggers
         self.others = self.triggers
         self.result = FileResult()
         self.dialect = Dialect()
@@ -544,11 +570,10 @@ class Reader:
         # Per key, the segments parsed although their key was not in `seen` (when read in parts: a part's
         # reader does not know the lines before it, which may have made them repeats; see `take_over`).
         self.misses: dict[str, int] | None = None
-        self.repeat_matters = [cls.repeats_matter for cls in parser_classes]
-        self.fallbacks = [cls.fallback for cls in parser_classes]
+        self.repeat_matters, self.fallbacks = static.repeat_matters, static.fallbacks
         self.scanned = False  # True while reading blocks whose `[rankN]:` envelopes `_block` records
         # [index of the progress parser] when its `reads` applies (no user pattern), else never equal.
-        at = [i for i, cls in enumerate(parser_classes) if cls is ProgressParser]
+        at = static.progress_at
         self.progress_only = at if at and not ProgressParser.user_triggers and not reference else [-1]
         # Text before a tqdm redraw's percentage -> the progress series when such redraws are read in bulk
         # (`_bar`), else ().
@@ -799,7 +824,9 @@ class Reader:
         wanted = self.wanted.get(bits)
         if wanted is None:
             order = sorted(range(len(self.parsers)), key=self.fallbacks.__getitem__)  # (fallbacks last)
-            wanted = self.wanted[bits] = [i for i in order if bits >> i & 1]
+            wanted = [i for i in order if bits >> i & 1]
+            if len(self.wanted) < MAX_SHAPES:
+                self.wanted[bits] = wanted
         if not wanted:
             if not scanned or not self._inert(raw):
                 self._line(raw, num)  # its rank and dated stamp still count

@@ -71,6 +71,106 @@ class QuietTexts:
         return out
 
 
+def _patterns_in(values: Iterable[Any], depth: int = 3) -> Iterable[lazyre.LazyPattern]:
+    """The patterns among `values` and inside the tuples, lists, sets and dicts among them (to `depth`)."""
+    for value in values:
+        if isinstance(value, lazyre.LazyPattern):
+            yield value
+        elif isinstance(value, re.Pattern):
+            yield lazyre.LazyPattern(value.pattern, value.flags)
+        elif depth and isinstance(value, (tuple, list, set, frozenset)):
+            yield from _patterns_in(value, depth - 1)
+        elif depth and isinstance(value, dict):
+            yield from _patterns_in([*value.keys(), *value.values()], depth - 1)
+
+
+COVER_CHARS = (5, 10)   # lengths of the pieces `_cover` picks
+
+
+def _cover(literals: Sequence[str]) -> tuple[str, ...]:
+    """Few pieces such that each of `literals` holds one (a literal shorter than the pieces is its own):
+    a text holding none of them holds no literal, and a test per piece is cheaper than one per literal.
+    Greedy: the piece held by most literals not yet covered, the longest of those, until all are."""
+    left, pieces = set(literals), []
+    lo, hi = COVER_CHARS
+    while left:
+        holders: dict[str, set[str]] = {}
+        for lit in sorted(left):
+            if len(lit) < lo:
+                holders.setdefault(lit, set()).add(lit)
+            for n in range(lo, min(hi, len(lit)) + 1):
+                for i in range(len(lit) - n + 1):
+                    holders.setdefault(lit[i:i + n], set()).add(lit)
+        best = max(sorted(holders), key=lambda piece: (len(holders[piece]), len(piece)))
+        pieces.append(best)
+        left -= holders[best]
+    return tuple(pieces)
+
+
+class EntryGate:
+    """Whether a line's text may hold a match of any of a parser's entry patterns: the module-level
+    patterns of its module but the `refiners` (patterns only searched inside a match of another one, in
+    text a match of another one put there). Every match of a pattern holds one of its `lazyre.required`
+    literals, so a text holding none of any entry pattern's literals matches none of them: a parser whose
+    idle answer to a line starts with an entry pattern's match gives nothing for it, and an `in` test per
+    literal (about a microsecond each, in C) stands for the dozens of searches its `feed` would run.
+
+    Computed on first use (parsing the patterns is not an import's work). When an entry pattern has no
+    such literals (one made of classes only, or case-insensitive ones), every text may match: the gate
+    never closes, it is never wrong.
+    """
+
+    __slots__ = ("_cover", "_exact", "_folded", "_module", "_open", "_refiners")
+
+    def __init__(self, module: str, refiners: Sequence[Any] = ()) -> None:
+        self._module, self._refiners = module, tuple(refiners)
+        self._exact: tuple[str, ...] | None = None
+        self._folded: tuple[str, ...] = ()
+        self._cover: tuple[str, ...] = ()
+        self._open = False
+
+    def literals(self) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """(case-sensitive literals, literals of case-insensitive patterns in lower case), None when the
+        gate never closes."""
+        if self._exact is None:
+            import sys
+
+            exact: set[str] = set()
+            folded: set[str] = set()
+            skip = {id(p) for p in self._refiners}
+            for value in _patterns_in(vars(sys.modules[self._module]).values()):
+                if id(value) in skip:
+                    continue
+                fold = bool(value._flags & re.IGNORECASE)
+                lits = lazyre.required(value.pattern, value._flags, fold)
+                if lits is None and not fold:  # (case-insensitive parts: literals of the lowered text)
+                    fold = True
+                    lits = lazyre.required(value.pattern, value._flags, fold)
+                if lits is None or not isinstance(value.pattern, str):
+                    self._open = True
+                    break
+                (folded if fold else exact).update(lits)
+            self._exact = tuple(sorted(exact, key=len))
+            self._folded = tuple(sorted(folded, key=len))
+            self._cover = _cover(self._exact)
+        return None if self._open else (self._exact, self._folded)
+
+    def may_match(self, text: str) -> bool:
+        if self._exact is None:
+            self.literals()
+        if self._open:
+            return True
+        has = text.__contains__
+        if any(map(has, self._cover)) and any(map(has, self._exact)):  # type: ignore[arg-type]
+            return True
+        if self._folded:
+            if not text.isascii():
+                return True
+            has = text.lower().__contains__
+            return any(map(has, self._folded))
+        return False
+
+
 class Parser:
     """Base class. One instance per input file, so parsers may keep state across lines.
 

@@ -23,7 +23,16 @@ from typing import Any
 
 from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, QuietTexts, int_list, to_count, to_int
+from hanglens.parsers.base import (
+    EntryGate,
+    EventSpec,
+    Example,
+    Parser,
+    QuietTexts,
+    int_list,
+    to_count,
+    to_int,
+)
 
 _PGP_SRC = (
     r"\[PG ID (?P<pg_id>\d{1,10}) PG GUID (?P<pg_guid>[^\s()\[\]]{1,128})(?:\((?P<pg_desc>[^()]{0,256})\))? "
@@ -293,6 +302,11 @@ class _Desync:
 _QUIET = QuietTexts()
 _SIGHTED: dict[str, int] = {}
 QUIET_AFTER = 3
+# Whether a text may hold a match of a pattern `_match` starts from. The others refine such a match, in its
+# text (a PG prefix, the collective's fields, a mangled name) or in a desync report's lines read while the
+# parser is not idle; a bare PG prefix line (`_bare_prefix`) is tested on its own.
+_ENTRY = EntryGate(__name__, refiners=(PGP_RE, LEAD_WHO_RE, DESYNC_HEADER_ONLY_RE, DESYNC_CONT_RE,
+                                       MANGLED_PART_RE))
 
 
 class C10dParser(Parser):
@@ -387,8 +401,8 @@ class C10dParser(Parser):
         out: list[Event] = []
         text = line.text
         idle = not self.wants_more()
-        if idle and text in _QUIET:
-            return out
+        if idle and (text in _QUIET or (not _ENTRY.may_match(text) and _bare_prefix(text) is None)):
+            return out  # (idle, a line no pattern matches gives nothing and changes nothing)
         if self._desync is not None:
             if self._desync.lines < DESYNC_MAX and DESYNC_CONT_RE.match(text):
                 self._desync_line(self._desync, text)

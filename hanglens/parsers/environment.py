@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser, QuietTexts, to_count
+from hanglens.parsers.base import EntryGate, EventSpec, Example, Parser, QuietTexts, to_count
 
 VERSION = r"v?(?P<v>\d+\.\d+(?:\.\d+)*(?:[a-z]+\d*)?(?:\+[\w.]+)?)"
 
@@ -56,6 +56,8 @@ USER_WORLD_RES = (
     re.compile(r"^\s*Num processes: (?P<n>\d{1,7})\s*$"),
 )
 _QUIET = QuietTexts()   # texts that gave nothing (see `feed`)
+# Every pattern here reads a line on its own: a text none of them may match gives nothing.
+_ENTRY = EntryGate(__name__)
 ENV_FIELD = {"RANK": "global_rank", "LOCAL_RANK": "local_rank", "WORLD_SIZE": "world_size",
              "NODE_RANK": "node_rank", "GROUP_RANK": "node_rank", "MASTER_ADDR": "master_addr"}
 
@@ -130,6 +132,8 @@ class EnvironmentParser(Parser):
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
+        if not _ENTRY.may_match(line.text):
+            return ()
         return _QUIET.read(line, self._read)   # (no state: what it gives depends on the text alone)
 
     def _read(self, line: LogLine) -> list[Event]:
