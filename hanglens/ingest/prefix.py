@@ -209,6 +209,10 @@ def detect_dialect(sample: list[str]) -> Dialect:
     # task <t>: Exited with exit code <c>`, `slurmstepd: error: *** STEP ... CANCELLED ...`;
     # failure-signatures.md section 6, SchedMD/slurm src/srun/launch.c `_task_finish`): they say nothing
     # about whether the tasks' lines are labelled, so the share is taken over the other lines.
+    if sum(1 for s in lines if _any_dialect().match(s)) < DIALECT_SHARE * len(lines):
+        # (each test below needs that share of lines to start as its prefix, srun's own lines aside: at most
+        # that share start as any of them, or as srun's own, so every test would say no)
+        return Dialect(lead=lead)
     labelled = [s for s in lines if not SLURM_OWN_RE.match(s)]
     slurm = bool(labelled) and _most(SLURM_RE, labelled)
     pdsh = not slurm and _most(PDSH_RE, lines)
@@ -217,6 +221,20 @@ def detect_dialect(sample: list[str]) -> Dialect:
     tag = not slurm and not pdsh and _most(RANK_TAG_RE, lines)
     mpich = not slurm and not pdsh and not tag and _most(MPICH_RE, lines)
     return Dialect(slurm=slurm, pdsh=pdsh, pdsh_hosts=named, rank_tag=tag, mpich=mpich, lead=lead)
+
+
+DIALECT_SHARE = 0.6   # of a sample's lines that must start as a dialect's prefix (`_most`, `_named_hosts`)
+
+
+@lru_cache(maxsize=1)
+def _any_dialect() -> re.Pattern[str]:
+    """A line starting as any prefix `detect_dialect` tests, or as srun's own lines: the union of their
+    patterns (all anchored at the start), named groups made plain."""
+    parts = (SLURM_RE, SLURM_OWN_RE, PDSH_RE, PDSH_NAME_RE, RANK_TAG_RE, MPICH_RE)
+    return re.compile("|".join("(?:" + _PLAIN_GROUP_RE.sub("(?:", p.pattern) + ")" for p in parts))
+
+
+_PLAIN_GROUP_RE = re.compile(r"\(\?P<\w+>")
 
 
 def _named_hosts(lines: list[str]) -> frozenset[str]:
@@ -247,7 +265,7 @@ def _named_hosts(lines: list[str]) -> frozenset[str]:
     hosts = {n: c for n, c in counts.items() if c[0] >= 2}   # a name seen once is no one's prefix
     covered = sum(c[0] for c in hosts.values())
     logged = sum(c[1] for c in hosts.values())
-    if not hosts or covered < 0.6 * len(lines) or logged < NAMED_HOST_LOG_SHARE * covered:
+    if not hosts or covered < DIALECT_SHARE * len(lines) or logged < NAMED_HOST_LOG_SHARE * covered:
         return frozenset()
     return frozenset(hosts)
 
@@ -255,7 +273,7 @@ def _named_hosts(lines: list[str]) -> frozenset[str]:
 def _most(rx: re.Pattern[str], lines: list[str]) -> bool:
     """At least 60 % of `lines` start with `rx` (the answer is known once too many do not: most files'
     first lines say no)."""
-    need = 0.6 * len(lines)
+    need = DIALECT_SHARE * len(lines)
     left = len(lines)   # lines that may still match
     for s in lines:
         if not rx.match(s):

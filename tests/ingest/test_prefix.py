@@ -261,3 +261,25 @@ def test_transformers_examples_envelope_gives_the_time() -> None:
     # A day-first date or no level between the dashes is another format: no time.
     for other in ("14/03/2026 09:26:53 - WARNING - __main__ - x", "03/14/2026 09:26:53 - __main__ - x"):
         assert strip_prefixes(other).time is None
+
+
+def test_dialect_quick_no_agrees_with_every_test_on_the_repositorys_logs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`detect_dialect` answers "no dialect" at once when too few lines start as any prefix it tests; on
+    every 200-line window of the fixtures and written cases (pdsh, srun -l, Open MPI, MPICH consoles among
+    them) the answer is the one the full tests give."""
+    from pathlib import Path
+
+    from hanglens.ingest import prefix
+
+    root = Path(__file__).resolve().parents[2]
+    samples = []
+    for base in (root / "fixtures", root / "tests" / "written_cases"):
+        for path in sorted(base.rglob("*")):
+            if path.is_file() and path.suffix in {".log", ".txt", ".out", ""} and path.stat().st_size < 1 << 22:
+                lines = path.read_text("utf-8", "replace").split("\n")
+                samples.extend(lines[i:i + 200] for i in range(0, len(lines), 200))
+    quick = [prefix.detect_dialect(s) for s in samples]
+    monkeypatch.setattr(prefix, "_any_dialect", lambda: prefix.re.compile(""))   # every line may: no quick no
+    full = [prefix.detect_dialect(s) for s in samples]
+    assert quick == full
+    assert sum(d != prefix.Dialect(lead=d.lead) for d in full) >= 10   # (consoles with a dialect are among them)
