@@ -1117,6 +1117,14 @@ class Reader:
         hard = _wrap_width(plain)
         if hard is not None:
             return cr_only, hard
+        if plain is not sample:
+            # A byte-counting wrap (`fold -w N` over a log saved with its colour codes) cut the lines at N
+            # bytes, escape sequences included: measure each line with its codes (as filler at its end,
+            # so it still starts like the record it is), read it without them.
+            counted = [p + "\x01" * (len(s) - len(p)) for s, p in zip(sample, plain, strict=True)]
+            hard = _wrap_width(counted)
+            if hard is not None:
+                return cr_only, hard
         soft = _soft_wrap_width(plain)
         if soft is not None:
             self.wrap_slack = SOFT_WRAP_SLACK
@@ -1334,14 +1342,19 @@ class Reader:
                 carry, skipping = b"", True
             for piece in pieces:
                 lineno += 1
-                text = ANSI_RE.sub("", piece[:self.max_line].replace(b"\x00", b"").decode("utf-8", "replace"))
+                raw = piece[:self.max_line].replace(b"\x00", b"").decode("utf-8", "replace")
+                text = ANSI_RE.sub("", raw)
+                # (a line cut at the width counted with its colour codes is as long as the width with them;
+                # a terminal wraps at visible columns, so a piece longer than that with them is measured
+                # without)
+                measured = len(raw) if len(raw) <= width else len(text)
                 if pending and (_WRAP_START_RE.match(text) or not text.strip()):
                     self._segment("".join(pending).rstrip(), pending_num)
                     pending = []
                 if not pending:
                     pending_num = lineno
                 pending.append(text)
-                padded = (len(text) - len(text.rstrip(" ")) >= 2 or len(text) < width - slack
+                padded = (len(text) - len(text.rstrip(" ")) >= 2 or measured < width - slack
                           or len(pending) * width > self.max_line)
                 if padded:
                     self._segment("".join(pending).rstrip(), pending_num)
