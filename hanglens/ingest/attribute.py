@@ -651,7 +651,9 @@ def _ray_workers(files: list[FileEvents]) -> None:
                 wp, wr = _int(e.get("worker_pid")), _int(e.get("worker_rank"))
                 if wp is not None and wr is not None:
                     pairs.add((wp, wr))
-            m = RAY_WRITER_RE.match(e.writer or "")
+            if not (e.writer and e.writer.startswith("ray ")):
+                continue
+            m = RAY_WRITER_RE.match(e.writer)
             if m is None or is_agent_event(e):
                 continue
             r = _int(e.get("stated_rank"))
@@ -663,28 +665,41 @@ def _ray_workers(files: list[FileEvents]) -> None:
     if not by_pid:
         return
     for f in files:
-        owner: dict[tuple[str, int], int] = {}
         task_errors = sorted((e.line, int(m["pid"])) for e in f.events
                              if "RayTaskError" in e.text and (m := RAY_TASK_ERROR_RE.search(e.text)))
-        for exc in f.events:
-            if exc.kind != "exception" or exc.rank is not None or not task_errors:
-                continue
-            end = min((e.line for e in f.events if e.line > exc.line and e.text == exc.text),
-                      default=exc.line)
-            inside = [pid for line, pid in task_errors if exc.line <= line <= end]
-            rank = by_pid.get(inside[-1]) if inside else None
-            if rank is None:
-                continue
+        spans: list[tuple[int, int, int]] = []   # (first line, last line, rank) of a worker's traceback
+        if task_errors:
+            # A traceback's event sits at its first line; the events other parsers read from its last line
+            # share that line's text.
+            lines_of: dict[str, list[int]] = {}
             for e in f.events:
-                if e.rank is None and exc.line <= e.line <= end and not is_agent_event(e):
-                    owner[(e.path, e.line)] = rank
+                lines_of.setdefault(e.text, []).append(e.line)
+            for lines in lines_of.values():
+                lines.sort()
+            error_lines = [line for line, _ in task_errors]
+            for exc in f.events:
+                if exc.kind != "exception" or exc.rank is not None:
+                    continue
+                same = lines_of[exc.text]
+                i = bisect.bisect_right(same, exc.line)
+                end = same[i] if i < len(same) else exc.line
+                j = bisect.bisect_right(error_lines, end)   # the last RayTaskError line up to `end`
+                if j and error_lines[j - 1] >= exc.line:
+                    rank = by_pid.get(task_errors[j - 1][1])
+                    if rank is not None:
+                        spans.append((exc.line, end, rank))
+        spans.sort()
+        starts = [a for a, _, _ in spans]
 
         def fill(f: FileEvents, e: Event) -> Event:
             if e.rank is not None or is_agent_event(e):
                 return e
-            r = owner.get((e.path, e.line))
-            if r is None:
-                m = RAY_WRITER_RE.match(e.writer or "")
+            r = None
+            k = bisect.bisect_right(starts, e.line) - 1
+            if k >= 0 and spans[k][0] <= e.line <= spans[k][1]:
+                r = spans[k][2]
+            if r is None and e.writer and e.writer.startswith("ray "):
+                m = RAY_WRITER_RE.match(e.writer)
                 r = by_pid.get(int(m["pid"])) if m else None
             return e if r is None else _with(f, e, "rank", r)
 
