@@ -296,8 +296,9 @@ def slow_phase_rows(
             owner, basis = 0, "the main process: dataset preprocessing runs on rank 0 first while the " \
                 "other ranks wait (`main_process_first`), and rank 0 was not seen waiting"
         elif owner is None and from_root:
-            owner, basis = 0, "the broadcast's root: the other ranks timed out in the first broadcast of the " \
-                "default group (the initial model-state sync, sent from rank 0), and rank 0 was not seen waiting"
+            owner, basis = 0, "the broadcast's root: the other ranks timed out in the first broadcast of " \
+                "the default group (the initial model-state sync, sent from rank 0), and rank 0 was not " \
+                "seen waiting"
         step, total = bar.get("step"), bar.get("total")
         elapsed, remaining = bar.get("elapsed_s"), bar.get("remaining_s")
         if took:

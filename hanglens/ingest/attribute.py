@@ -7,7 +7,6 @@ ambiguity (a mapping with two different answers is dropped): never guess.
 from __future__ import annotations
 
 import bisect
-
 import calendar
 import datetime as dt
 import itertools
@@ -630,7 +629,8 @@ RAY_WRITER_RE = re.compile(r"^ray [\w.]+ (?P<pid>\d{1,10})$")
 # A Ray task or actor method that raised: the driver prints `ray.exceptions.RayTaskError(<Exc>):
 # ray::<Class>.<method>() (pid=<pid>, ip=<ip>, ...)` and then the remote process's traceback
 # (ray/exceptions.py `RayTaskError`); a chain of them ends with the process where the exception arose.
-RAY_TASK_ERROR_RE = re.compile(r"RayTaskError(?:\(\w+\))?: .{0,300}?\(pid=(?P<pid>\d{1,10})(?:, ip=[\w.:]+)?[,)]")
+RAY_TASK_ERROR_RE = re.compile(
+    r"RayTaskError(?:\(\w+\))?: .{0,300}?\(pid=(?P<pid>\d{1,10})(?:, ip=[\w.:]+)?[,)]")
 
 
 def _ray_workers(files: list[FileEvents]) -> None:
@@ -688,22 +688,26 @@ def _ray_workers(files: list[FileEvents]) -> None:
                     rank = by_pid.get(task_errors[j - 1][1])
                     if rank is not None:
                         spans.append((exc.line, end, rank))
-        spans.sort()
-        starts = [a for a, _, _ in spans]
+        _apply([f], _ray_filler(sorted(spans), by_pid))
 
-        def fill(f: FileEvents, e: Event) -> Event:
-            if e.rank is not None or is_agent_event(e):
-                return e
-            r = None
-            k = bisect.bisect_right(starts, e.line) - 1
-            if k >= 0 and spans[k][0] <= e.line <= spans[k][1]:
-                r = spans[k][2]
-            if r is None and e.writer and e.writer.startswith("ray "):
-                m = RAY_WRITER_RE.match(e.writer)
-                r = by_pid.get(int(m["pid"])) if m else None
-            return e if r is None else _with(f, e, "rank", r)
 
-        _apply([f], fill)
+def _ray_filler(spans: list[tuple[int, int, int]], by_pid: dict[Hashable, int]
+                ) -> Callable[[FileEvents, Event], Event]:
+    """Give a rank-less event the rank of the worker traceback span it lies in, else its Ray writer's."""
+    starts = [a for a, _, _ in spans]
+
+    def fill(f: FileEvents, e: Event) -> Event:
+        if e.rank is not None or is_agent_event(e):
+            return e
+        r = None
+        k = bisect.bisect_right(starts, e.line) - 1
+        if k >= 0 and spans[k][0] <= e.line <= spans[k][1]:
+            r = spans[k][2]
+        if r is None and e.writer and e.writer.startswith("ray "):
+            m = RAY_WRITER_RE.match(e.writer)
+            r = by_pid.get(int(m["pid"])) if m else None
+        return e if r is None else _with(f, e, "rank", r)
+    return fill
 
 
 def _tag_filler(owner: dict[str, int]) -> Callable[[FileEvents, Event], Event]:

@@ -136,7 +136,8 @@ IFACE_RE = re.compile(
     # NCCL 2.27 when NCCL_SOCKET_IFNAME names an interface that does not exist: no address was found, so the
     # socket is set up with family 0 (src/misc/socket.cc ncclSocketInit; failure-signatures.md section 10.1,
     # NVIDIA/nccl#1837).
-    r"|ncclSocketInit: connecting to address .{0,255}? with family \d+ is neither AF_INET\(2\) nor AF_INET6\(10\)"
+    r"|ncclSocketInit: connecting to address .{0,255}? with family \d+ is neither AF_INET\(2\) "
+    r"nor AF_INET6\(10\)"
 )
 BOOT_ROOT_RE = re.compile(
     r"Bootstrap Root ?: (?:rank \d+ of \d+ ranks has already checked in"

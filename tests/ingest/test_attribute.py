@@ -416,7 +416,7 @@ def test_a_file_announcing_two_ranks_or_holding_another_ranks_lines_stays_unattr
     assert mixed.events[2].rank is None
 
 
-# -- end to end through the reader: text written here from log-formats.md sections 3.5 and 9.2 ------------------
+# -- end to end through the reader: text written here from log-formats.md sections 3.5 and 9.2 -----------
 
 def _read_events(tmp_path: Any, files: dict[str, str]) -> list[Event]:
     from hanglens.api import read
@@ -452,10 +452,10 @@ def test_ray_task_error_pid_names_the_worker_rank(tmp_path: Any) -> None:
 def test_ray_worker_list_pairs_pid_and_rank(tmp_path: Any) -> None:
     log = "\n".join([
         "(TorchTrainer pid=500, ip=10.0.0.4) Started distributed worker processes: ",
-        "(TorchTrainer pid=500, ip=10.0.0.4) - (node_id=aa01, ip=10.0.0.4, pid=7101) world_rank=0, local_rank=0, "
-        "node_rank=0",
-        "(TorchTrainer pid=500, ip=10.0.0.4) - (node_id=bb02, ip=10.0.0.5, pid=8801) world_rank=1, local_rank=0, "
-        "node_rank=1",
+        "(TorchTrainer pid=500, ip=10.0.0.4) - (node_id=aa01, ip=10.0.0.4, pid=7101) world_rank=0, "
+        "local_rank=0, node_rank=0",
+        "(TorchTrainer pid=500, ip=10.0.0.4) - (node_id=bb02, ip=10.0.0.5, pid=8801) world_rank=1, "
+        "local_rank=0, node_rank=1",
         "(RayTrainWorker pid=8801, ip=10.0.0.5) epoch 0 step 10 loss 1.25",
         "",
     ])
@@ -476,10 +476,10 @@ def test_restart_attempts_split_by_line_and_rendezvous_maps_local_rank(tmp_path:
         "    load(path)",
         "FileNotFoundError: [Errno 2] No such file or directory: '/data/shard-3.bin'",
         "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 9120 closing signal SIGTERM",
-        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 1 (pid: 9121) of "
-        "binary: /usr/bin/python",
-        "INFO:torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 1/1 attempts left; will "
-        "restart worker group",
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 1 (pid: 9121) "
+        "of binary: /usr/bin/python",
+        "INFO:torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 1/1 attempts left; "
+        "will restart worker group",
         "INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous complete for workers. Result:",
         "  restart_count=1", "  group_rank=1", "  group_world_size=2", "  local_ranks=[0, 1]",
         "  global_ranks=[2, 3]", "",
@@ -487,8 +487,8 @@ def test_restart_attempts_split_by_line_and_rendezvous_maps_local_rank(tmp_path:
         '  File "train.py", line 9, in <module>',
         "    check()",
         "ValueError: second attempt",
-        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 9177) of "
-        "binary: /usr/bin/python",
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 9177) "
+        "of binary: /usr/bin/python",
         "",
     ])
     events = _read_events(tmp_path, {"node1.log": log})
