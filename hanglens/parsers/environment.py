@@ -85,7 +85,8 @@ class EnvironmentParser(Parser):
                 "CUDA used", "orld_size", "orld size:", "orld size =", "orld size=", "MEMBER: ",
                 "Num processes", "tarting with ", "nitialized with ", "nitialised with ", "tarted with ",
                 "aunched with ", "unning with ", "Setting up process group for: ", "world_rank=",
-                "pid=", "pid: ", "PID=", "PID: ")
+                # (a rank tag or a comma right before the pid: a bare `pid=` is in every Ray prefix)
+                "] pid=", "] pid: ", "] PID=", "] PID: ", ", pid=", ", pid: ")
     emits = (
         EventSpec("version_info", ("component", "version", "source"),
                   "a version the log states (component: torch, cuda, nccl, driver, python)"),
