@@ -232,7 +232,12 @@ def slow_phase_rows(
     faults: dict[int | None, int] = defaultdict(int)
     # Timeout waits by file, in line order: a phase that printed its duration after them outlasted them.
     timed_out: dict[str, list[tuple[int, int | None]]] = defaultdict(list)
+    # Collective timeouts (op, seq): all at the first broadcast of the default group means the peers waited in
+    # the initial state sync, which broadcasts from rank 0 (see `from_root` below).
+    timeout_ops: set[tuple[object, object, object]] = set()
     for e in events:
+        if e.kind == "hang_detected" and e.get("op") is not None:
+            timeout_ops.add((e.get("op"), e.get("seq"), e.get("pg")))
         if e.kind == "progress" and isinstance(e.get("elapsed_s"), int):
             bars[(e.rank, e.path, e.get("label"), e.get("pattern"))] = e  # events are in line order
         elif e.kind == "phase_took" and isinstance(e.get("duration_s"), int):
@@ -259,6 +264,14 @@ def slow_phase_rows(
         lone = next(r for r in range(world) if r not in waits.ranks)
     # Rank 0 as the main process of a single-host job whose other ranks wait (see `_DATASET_BAR_RE`).
     main_first = bool(waits.ranks) and 0 not in waits.ranks and len(set(hosts.values())) <= 1
+    # DDP and FSDP (`sync_module_states`) broadcast the model from rank 0 at construction
+    # (torch/nn/parallel/distributed.py `_sync_module_states`, `src=0`): peers whose only timed-out
+    # collective is the default group's first broadcast waited for rank 0 to reach it, e.g. while rank 0
+    # alone loaded the checkpoint (failure-signatures.md section 15: "checkpoint loading from slow storage
+    # by rank 0 before a broadcast"; waiting peers time out at a small SeqNum on BROADCAST).
+    from_root = main_first and bool(timeout_ops) and all(
+        op == "BROADCAST" and isinstance(seq, int) and seq <= 2 and pg in (None, "0", 0)
+        for op, seq, pg in timeout_ops)
     rows: list[Record] = []
     for (rank, path, label, pattern), bar in sorted(bars.items(),
                                                     key=lambda kv: (kv[1].path, kv[1].line)):
@@ -282,6 +295,10 @@ def slow_phase_rows(
                 isinstance(label, str) and _DATASET_BAR_RE.match(label))):
             owner, basis = 0, "the main process: dataset preprocessing runs on rank 0 first while the " \
                 "other ranks wait (`main_process_first`), and rank 0 was not seen waiting"
+        elif owner is None and from_root:
+            owner, basis = 0, "the broadcast's root: the other ranks timed out in the first broadcast of " \
+                "the default group (the initial model-state sync, sent from rank 0), and rank 0 was not " \
+                "seen waiting"
         step, total = bar.get("step"), bar.get("total")
         elapsed, remaining = bar.get("elapsed_s"), bar.get("remaining_s")
         if took:

@@ -6,6 +6,7 @@ ambiguity (a mapping with two different answers is dropped): never guess.
 
 from __future__ import annotations
 
+import bisect
 import calendar
 import datetime as dt
 import itertools
@@ -20,7 +21,7 @@ from hanglens.ingest.sources import tar_base, zip_base
 from hanglens.ingest.streams import DUMP_PARSERS, is_agent_event, several_processes
 from hanglens.ingest.streams import non_negative_int as _int
 from hanglens.model import AGENT_EVENT_KINDS, YEARLESS_YEAR, Event, Origin, short_host
-from hanglens.parsers.elastic import LAYOUT_KINDS, layout_of
+from hanglens.parsers.elastic import LAYOUT_KINDS, layout_of, world_local_pairs
 
 YEAR2000 = float(calendar.timegm((YEARLESS_YEAR, 1, 1, 0, 0, 0)))  # yearless stamps are read into this year
 YEAR2001 = float(calendar.timegm((YEARLESS_YEAR + 1, 1, 1, 0, 0, 0)))
@@ -141,6 +142,7 @@ def attribute(files: list[FileEvents]) -> None:
     _numbered_series(files)
     _slurm_task_files(files)
     _nccl_pids(files)
+    _ray_workers(files)
     _tagged_writers(files)
     _stated_ranks(files)
     _oom_device_index(files)
@@ -340,6 +342,14 @@ def _local_to_global(files: list[FileEvents]) -> None:
                     layout.add((short_host(host), lr, g))
                     if e.kind == "world_info":
                         triples.add((key, lr, g))   # the agent's own workers: the stream it printed in
+                if e.kind == "world_info" and not e.host:
+                    # No host to name, but the rendezvous result still lists the printing agent's own
+                    # workers (log-formats.md section 3.5: the only place that maps (node, local_rank) ->
+                    # global rank): their `[defaultN]:` lines come through the same stream. Two agents
+                    # merged into one unprefixed stream state two ranks for one local rank, and
+                    # `_unique` keeps neither.
+                    for lr, g in world_local_pairs(e):
+                        triples.add((key, lr, g))
             elif e.kind == "child_failed":
                 g, lr, h = _int(e.get("failed_rank")), _int(e.get("local_rank")), e.get("failed_host")
                 if g is not None and lr is not None and isinstance(h, str) and h:
@@ -537,9 +547,18 @@ def _nccl_pids(files: list[FileEvents]) -> None:
             if g is not None and pid is not None and isinstance(h, str) and h:
                 pairs.add(((short_host(h), pid), g))
     by_pid = _unique(pairs)
+    # A process that states its own pid (`world_info` `worker_pid`: a rank's `pid=<n>` print, with the rank
+    # of its line; Ray Train's worker list, with `worker_rank`) names the rank of that pid, host unknown.
+    bare: set[tuple[int, int]] = {(k[1], r) for k, r in pairs if isinstance(k, tuple)}
+    for e in events:
+        if e.kind == "world_info" and (wp := _int(e.get("worker_pid"))) is not None:
+            wr = _int(e.get("worker_rank"))
+            r = wr if wr is not None else (None if is_agent_event(e) else e.rank)
+            if r is not None:
+                bare.add((wp, r))
     # A stack dump names its process (`Process <pid>: ...`) but rarely its host: a pid that maps to one
     # rank across every host of the job is enough, one that two hosts' ranks share is not.
-    by_bare_pid = _unique((k[1], r) for k, r in pairs if isinstance(k, tuple))
+    by_bare_pid = _unique(bare)
 
     def fill(f: FileEvents, e: Event) -> Event:
         if e.rank is not None:
@@ -602,6 +621,93 @@ def _tagged_writers(files: list[FileEvents]) -> None:
             continue
 
         _apply([f], _tag_filler(owner))
+
+
+# Ray's prefix on a worker's lines (`(<Actor> pid=<pid>[, ip=<ip>]) `, log-formats.md section 9.2) is read by
+# ingest/prefix.py into the writer `ray <Actor> <pid>`.
+RAY_WRITER_RE = re.compile(r"^ray [\w.]+ (?P<pid>\d{1,10})$")
+# A Ray task or actor method that raised: the driver prints `ray.exceptions.RayTaskError(<Exc>):
+# ray::<Class>.<method>() (pid=<pid>, ip=<ip>, ...)` and then the remote process's traceback
+# (ray/exceptions.py `RayTaskError`); a chain of them ends with the process where the exception arose.
+RAY_TASK_ERROR_RE = re.compile(
+    r"RayTaskError(?:\(\w+\))?: .{0,300}?\(pid=(?P<pid>\d{1,10})(?:, ip=[\w.:]+)?[,)]")
+
+
+def _ray_workers(files: list[FileEvents]) -> None:
+    """Ray worker processes -> ranks, by pid.
+
+    A Ray worker's lines carry its pid, not its rank (log-formats.md section 9.2). The rank comes from what a
+    worker states about itself behind that prefix (Ray Train's `Setting up process group for: ... [rank=<r>,
+    ...]`, a `[rank<r>]:` c10d envelope, a `RANK=` echo) or from Ray Train's worker list (`pid=<pid>)
+    world_rank=<r>`); a pid that maps to one rank gives that rank to the rest of the worker's lines. A
+    traceback the driver prints under `RayTaskError(...) ... (pid=<pid>, ...)` is that process's (the last
+    such line of a chain names the process where the exception was raised): failure-signatures.md section 6,
+    the crashed rank is the one whose process raised the non-distributed exception.
+    """
+    pairs: set[tuple[int, int]] = set()
+    for f in files:
+        for e in f.events:
+            if e.kind == "world_info":
+                wp, wr = _int(e.get("worker_pid")), _int(e.get("worker_rank"))
+                if wp is not None and wr is not None:
+                    pairs.add((wp, wr))
+            if not (e.writer and e.writer.startswith("ray ")):
+                continue
+            m = RAY_WRITER_RE.match(e.writer)
+            if m is None or is_agent_event(e):
+                continue
+            r = _int(e.get("stated_rank"))
+            if r is None and e.rank is not None and not _name_rank_only(f, e):
+                r = e.rank
+            if r is not None:
+                pairs.add((int(m["pid"]), r))
+    by_pid = _unique(pairs)
+    if not by_pid:
+        return
+    for f in files:
+        task_errors = sorted((e.line, int(m["pid"])) for e in f.events
+                             if "RayTaskError" in e.text and (m := RAY_TASK_ERROR_RE.search(e.text)))
+        spans: list[tuple[int, int, int]] = []   # (first line, last line, rank) of a worker's traceback
+        if task_errors:
+            # A traceback's event sits at its first line; the events other parsers read from its last line
+            # share that line's text.
+            lines_of: dict[str, list[int]] = {}
+            for e in f.events:
+                lines_of.setdefault(e.text, []).append(e.line)
+            for lines in lines_of.values():
+                lines.sort()
+            error_lines = [line for line, _ in task_errors]
+            for exc in f.events:
+                if exc.kind != "exception" or exc.rank is not None:
+                    continue
+                same = lines_of[exc.text]
+                i = bisect.bisect_right(same, exc.line)
+                end = same[i] if i < len(same) else exc.line
+                j = bisect.bisect_right(error_lines, end)   # the last RayTaskError line up to `end`
+                if j and error_lines[j - 1] >= exc.line:
+                    rank = by_pid.get(task_errors[j - 1][1])
+                    if rank is not None:
+                        spans.append((exc.line, end, rank))
+        _apply([f], _ray_filler(sorted(spans), by_pid))
+
+
+def _ray_filler(spans: list[tuple[int, int, int]], by_pid: dict[Hashable, int]
+                ) -> Callable[[FileEvents, Event], Event]:
+    """Give a rank-less event the rank of the worker traceback span it lies in, else its Ray writer's."""
+    starts = [a for a, _, _ in spans]
+
+    def fill(f: FileEvents, e: Event) -> Event:
+        if e.rank is not None or is_agent_event(e):
+            return e
+        r = None
+        k = bisect.bisect_right(starts, e.line) - 1
+        if k >= 0 and spans[k][0] <= e.line <= spans[k][1]:
+            r = spans[k][2]
+        if r is None and e.writer and e.writer.startswith("ray "):
+            m = RAY_WRITER_RE.match(e.writer)
+            r = by_pid.get(int(m["pid"])) if m else None
+        return e if r is None else _with(f, e, "rank", r)
+    return fill
 
 
 def _tag_filler(owner: dict[str, int]) -> Callable[[FileEvents, Event], Event]:
@@ -698,14 +804,22 @@ def _only_exception_exit(files: list[FileEvents]) -> None:
     lone = _single_node(files)
     for f in files:
         scopes: dict[tuple[str, int], list[Event]] = {}
-        attempt: dict[str, int] = {}
+        # An attempt is the lines between two restart lines of its stream. By line number, not by event
+        # order: a traceback's event is emitted when the traceback ends, after the agent lines that follow
+        # it (the restart line among them).
+        restarts: dict[str, list[int]] = {}
+        for e in f.events:
+            if e.kind == "worker_group_restart":
+                restarts.setdefault(_scope(e), []).append(e.line)
+        for lines in restarts.values():
+            lines.sort()
         for e in f.events:
             scope = _scope(e)
-            scopes.setdefault((scope, attempt.get(scope, 0)), []).append(e)
-            if e.kind == "worker_group_restart":
-                attempt[scope] = attempt.get(scope, 0) + 1
+            scopes.setdefault((scope, bisect.bisect_left(restarts.get(scope, []), e.line)), []).append(e)
         owner: dict[tuple[str, int], int] = {}
         for events in scopes.values():
+            # The attempt's rendezvous result (section 3.5) maps this agent's local ranks to global ranks.
+            agent_map = _unique(((lr,), g) for e in events for lr, g in world_local_pairs(e))
             pids: set[int] = set()
             ranks: set[int] = set()
             first_report: int | None = None
@@ -721,6 +835,8 @@ def _only_exception_exit(files: list[FileEvents]) -> None:
                     pids.add(pid)
                 g = _int(e.get("failed_rank")) if e.kind == "child_failed" else _int(e.get("placed_rank"))
                 lr = _int(e.get("local_rank"))
+                if g is None and lr is not None:
+                    g = agent_map.get((lr,))
                 if g is None and lr is not None and lone is not None and _node_of(_node_key(f, e)) == lone:
                     g = lr   # the job's only node: local rank = global rank (see _single_node)
                 if g is not None:

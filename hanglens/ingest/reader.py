@@ -69,11 +69,12 @@ _TAGGED_RANK = b"]:[rank"
 # A line that starts a log record, so it cannot continue a hard-wrapped one. NCCL's envelope is
 # `<host>:<pid>:<tid> [<dev>] NCCL INFO` and, for WARNs, `... [<dev>] <file>:<line> NCCL WARN` (log-formats.md
 # section 4.1); a launcher prefix may come first: pdsh `<host>: `, `srun -l` `<task>: `, Open MPI
-# `[<job>,<rank>]<stream>:` (section 9.3). Several ranks' WARNs of one width are separate records.
+# `[<job>,<rank>]<stream>:` (section 9.3), Ray's `(<Actor> pid=<pid>[, ip=<ip>]) ` (section 9.2). Several
+# ranks' WARNs of one width are separate records.
 _WRAP_START_RE = re.compile(
     r"^(?:[A-Za-z0-9][\w.-]{0,63}: |\s{0,4}\d{1,5}: |\[[\w.@-]+,\d+\]<\w+>: ?)?"
     r"(?:\[rank\d+\]|\[default\d+\]|\[[VIWEF]\d{0,4}[ \d:.]*[\w.+-]*\.(?:cpp|cc|h|hpp)|[VIWEC]\d{4} |"
-    r"\d{4}-\d\d-\d\d|Traceback|\s+File \"|\w*(?:Error|Exception)\b|\[\d{4}-|"
+    r"\([\w.]{1,128} pid=\d+[,)]|\d{4}-\d\d-\d\d|Traceback|\s+File \"|\w*(?:Error|Exception)\b|\[\d{4}-|"
     r"\S+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ )?NCCL|frame #\d+:|Exception raised from |#\d+ )"
 )
 
@@ -1143,6 +1144,14 @@ class Reader:
         hard = _wrap_width(plain)
         if hard is not None:
             return cr_only, hard
+        if plain is not sample:
+            # A byte-counting wrap (`fold -w N` over a log saved with its colour codes) cut the lines at N
+            # bytes, escape sequences included: measure each line with its codes (as filler at its end,
+            # so it still starts like the record it is), read it without them.
+            counted = [p + "\x01" * (len(s) - len(p)) for s, p in zip(sample, plain, strict=True)]
+            hard = _wrap_width(counted)
+            if hard is not None:
+                return cr_only, hard
         soft = _soft_wrap_width(plain)
         if soft is not None:
             self.wrap_slack = SOFT_WRAP_SLACK
@@ -1360,14 +1369,19 @@ class Reader:
                 carry, skipping = b"", True
             for piece in pieces:
                 lineno += 1
-                text = ANSI_RE.sub("", piece[:self.max_line].replace(b"\x00", b"").decode("utf-8", "replace"))
+                raw = piece[:self.max_line].replace(b"\x00", b"").decode("utf-8", "replace")
+                text = ANSI_RE.sub("", raw)
+                # (a line cut at the width counted with its colour codes is as long as the width with them;
+                # a terminal wraps at visible columns, so a piece longer than that with them is measured
+                # without)
+                measured = len(raw) if len(raw) <= width else len(text)
                 if pending and (_WRAP_START_RE.match(text) or not text.strip()):
                     self._segment("".join(pending).rstrip(), pending_num)
                     pending = []
                 if not pending:
                     pending_num = lineno
                 pending.append(text)
-                padded = (len(text) - len(text.rstrip(" ")) >= 2 or len(text) < width - slack
+                padded = (len(text) - len(text.rstrip(" ")) >= 2 or measured < width - slack
                           or len(pending) * width > self.max_line)
                 if padded:
                     self._segment("".join(pending).rstrip(), pending_num)

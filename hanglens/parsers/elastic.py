@@ -786,6 +786,19 @@ LAYOUT_KINDS = frozenset({"rank_layout", "world_info", "launch_config"})   # eve
 MAX_LAYOUT_PROCS = 4096   # a node's worker count read from a command line (bounds the ranks it spans)
 
 
+def world_local_pairs(e: Event) -> list[tuple[int, int]]:
+    """(local rank, global rank) of the printing agent's workers from torchrun's rendezvous result
+    (`local_ranks=[...]` / `global_ranks=[...]`, log-formats.md section 3.5); [] for other events."""
+    if e.kind != "world_info":
+        return []
+    locals_, globals_ = e.get("local_ranks"), e.get("global_ranks")
+    if not (isinstance(locals_, list) and isinstance(globals_, list) and locals_
+            and len(locals_) == len(globals_)):
+        return []
+    return [(lr, g) for lr, g in zip(locals_, globals_, strict=True)
+            if isinstance(lr, int) and isinstance(g, int)]
+
+
 def layout_of(e: Event) -> list[tuple[str, int, int]]:
     """(host, local rank, global rank) a launcher's own line states for a host's workers; [] for other events.
 
@@ -806,11 +819,7 @@ def layout_of(e: Event) -> list[tuple[str, int, int]]:
     if not isinstance(host, str) or not host:
         return []
     if e.kind == "world_info":
-        locals_, globals_ = e.get("local_ranks"), e.get("global_ranks")
-        if (isinstance(locals_, list) and isinstance(globals_, list) and locals_
-                and len(locals_) == len(globals_)):
-            return [(host, lr, g) for lr, g in zip(locals_, globals_, strict=True)
-                    if isinstance(lr, int) and isinstance(g, int)]
+        return [(host, lr, g) for lr, g in world_local_pairs(e)]
     elif e.kind == "launch_config":
         node, nproc = e.get("node_rank"), e.get("nproc_per_node")
         if isinstance(node, int) and isinstance(nproc, int) and 0 < nproc <= MAX_LAYOUT_PROCS:

@@ -55,6 +55,23 @@ USER_WORLD_RES = (
     re.compile(r"(?<![\w])MEMBER: \d{1,7}/(?P<n>\d{1,7})(?![\w.])"),
     re.compile(r"^\s*Num processes: (?P<n>\d{1,7})\s*$"),
 )
+# Ray Train states each training worker's rank: the worker logs `Setting up process group for: <url>
+# [rank=<r>, world_size=<n>]` behind its `(RayTrainWorker pid=<pid>, ...)` prefix (ray/train/torch/config.py
+# `_setup_torch_process_group`), and the trainer lists its workers as `- (node_id=<id>, ip=<ip>, pid=<pid>)
+# world_rank=<r>, local_rank=<l>, node_rank=<n>` (ray/train/_internal/backend_executor.py, after "Started
+# distributed worker processes:"). The first is the writer's own rank; the second pairs another process's pid
+# with its rank (`worker_pid`, `worker_rank`), as Ray's `(<Actor> pid=<pid>)` prefix (log-formats.md section
+# 9.2) and a `RayTaskError ... (pid=<pid>, ...)` name the process by pid only.
+RAY_SETUP_RE = re.compile(
+    r"Setting up process group for: \S+ \[rank=(?P<r>\d{1,7}), world_size=(?P<n>\d{1,7})\]")
+RAY_WORKER_LIST_RE = re.compile(
+    r"^\s*- \((?:node_id=\w+, )?ip=[\w.:]+, pid=(?P<pid>\d{1,10})\) world_rank=(?P<r>\d{1,7}), "
+    r"local_rank=(?P<l>\d{1,7})")
+# A rank's own line that states its process id (`[rank 4] pid=29118 device=cuda:4`, `RANK=3 pid: 4410`): the
+# pid names that rank's process where only a pid does (a py-spy or faulthandler dump's `Process <pid>:`
+# header, failure-signatures.md section 16). `(pid: N)` in torchrun's agent lines and `worker (pid N)` in the
+# DataLoader's messages name other processes and do not match.
+SELF_PID_RE = re.compile(r"(?<![\w(])(?:pid|PID)\s?[=:]\s?(?P<pid>\d{2,10})(?![\w.])")
 _QUIET = QuietTexts()   # texts that gave nothing (see `feed`)
 # Every pattern here reads a line on its own: a text none of them may match gives nothing.
 _ENTRY = EntryGate(__name__)
@@ -69,15 +86,18 @@ class EnvironmentParser(Parser):
     triggers = ("ersion", "torch==", "torch ", "RANK", "WORLD_SIZE", "MASTER_ADDR", "ostname", "Running on ",
                 "CUDA used", "orld_size", "orld size:", "orld size =", "orld size=", "MEMBER: ",
                 "Num processes", "tarting with ", "nitialized with ", "nitialised with ", "tarted with ",
-                "aunched with ", "unning with ")
+                "aunched with ", "unning with ", "Setting up process group for: ", "world_rank=",
+                # (a rank tag or a comma right before the pid: a bare `pid=` is in every Ray prefix)
+                "] pid=", "] pid: ", "] PID=", "] PID: ", ", pid=", ", pid: ")
     emits = (
         EventSpec("version_info", ("component", "version", "source"),
                   "a version the log states (component: torch, cuda, nccl, driver, python)"),
         EventSpec("world_info", ("world_size", "global_rank", "local_rank", "node_rank", "master_addr",
-                                 "hostname", "stated_rank", "stated_by"),
+                                 "hostname", "stated_rank", "stated_by", "worker_pid", "worker_rank"),
                   "RANK=/WORLD_SIZE=/... echoes and hostname lines; a worker echoing its RANK states its own "
                   "rank (`stated_rank`); a world size only a program's own line states (`world_size=4`, "
-                  "`Starting with 4 processes`) has `stated_by` user"),
+                  "`Starting with 4 processes`) has `stated_by` user; Ray Train's worker list pairs a "
+                  "worker's pid with its rank (`worker_pid`, `worker_rank`)"),
     )
     examples = (
         Example("PyTorch version: 2.1.0+cu121", "version_info",
@@ -112,7 +132,13 @@ class EnvironmentParser(Parser):
         Example("All distributed processes registered. Starting with 8 processes", "world_info",
                 {"world_size": 8, "stated_by": "user"}, "Lightning 2.x"),
         Example("Num processes: 2", "world_info", {"world_size": 2, "stated_by": "user"}, "accelerate"),
+        Example("Setting up process group for: env:// [rank=3, world_size=8]", "world_info",
+                {"global_rank": 3, "world_size": 8, "stated_rank": 3}, "Ray Train worker"),
+        Example("- (node_id=5f0c2e, ip=10.1.0.7, pid=7731) world_rank=5, local_rank=1, node_rank=2",
+                "world_info", {"worker_pid": 7731, "worker_rank": 5}, "Ray Train worker list"),
         Example("hostname: gpu-node-17", "world_info", {"hostname": "gpu-node-17"}, "job scripts"),
+        Example("[rank 4] pid=29118 device=cuda:4", "world_info", {"worker_pid": 29118},
+                "user prints: a rank's own pid (the `[rank 4]` tag gives the line's rank)"),
         Example("Running on host gpu-node-03.cluster", "world_info", {"hostname": "gpu-node-03.cluster"},
                 "job scripts"),
     )
@@ -129,6 +155,8 @@ class EnvironmentParser(Parser):
         "local_world_size=8",
         "worker pool started with 4 worker processes",
         "rank 0 in world size 4 is assigned as DP rank 0",
+        "[rank1]:RuntimeError: DataLoader worker (pid 28871) is killed by signal: Killed. ",
+        "[default0]:failed (exitcode: 1) local_rank: 0 (pid: 30142) of binary: /opt/conda/bin/python",
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
@@ -150,6 +178,22 @@ class EnvironmentParser(Parser):
             seen.add(component)
             out.append(self.event("version_info", line, component=component, version=version, source=source))
         fields: dict[str, int | str] = {}
+        if "world_rank=" in text:
+            m4 = RAY_WORKER_LIST_RE.search(text)
+            if m4:
+                out.append(self.event("world_info", line, worker_pid=int(m4["pid"]),
+                                      worker_rank=int(m4["r"])))
+                return out
+        if "Setting up process group for: " in text:
+            m5 = RAY_SETUP_RE.search(text)
+            if m5:
+                r = int(m5["r"])
+                out.append(self.event("world_info", line, global_rank=r, world_size=int(m5["n"]),
+                                      stated_rank=r))
+                return out
+        m6 = SELF_PID_RE.search(text) if line.rank is not None and "id" in text else None
+        if m6 and not (line.writer or "").startswith(("ray ", "vllm ")):
+            fields["worker_pid"] = int(m6["pid"])
         for m in ENV_RE.finditer(text):
             name = ENV_FIELD[m["key"]]
             if name == "master_addr":

@@ -133,6 +133,11 @@ IFACE_RE = re.compile(
     r"Bootstrap ?: no socket interface found|No usable listening interface found|no device found matching "
     r".{0,256}?, verify NCCL_\w{0,32}IFNAME"
     r"|No interface found in the same subnet as remote address (?P<addr>\S+)"
+    # NCCL 2.27 when NCCL_SOCKET_IFNAME names an interface that does not exist: no address was found, so the
+    # socket is set up with family 0 (src/misc/socket.cc ncclSocketInit; failure-signatures.md section 10.1,
+    # NVIDIA/nccl#1837).
+    r"|ncclSocketInit: connecting to address .{0,255}? with family \d+ is neither AF_INET\(2\) "
+    r"nor AF_INET6\(10\)"
 )
 BOOT_ROOT_RE = re.compile(
     r"Bootstrap Root ?: (?:rank \d+ of \d+ ranks has already checked in"
@@ -449,6 +454,10 @@ class NcclParser(Parser):
         Example("node07:41233:41410 [0] transport/net_socket.cc:561 NCCL WARN NET/Socket : peer "
                 "10.1.2.3<52907> message truncated : receiving 2048 bytes instead of 1024", "network_error",
                 {"transport": "socket", "error": "message_truncated", "peer": "10.1.2.3"}, "NCCL 2.10-2.11"),
+        Example("[2026-01-12 04:10:31] node07:41233:41310 [1] misc/socket.cc:421 NCCL WARN ncclSocketInit: "
+                "connecting to address  with family 0 is neither AF_INET(2) nor AF_INET6(10)",
+                "network_error", {"transport": "socket", "error": "no_interface"},
+                "NCCL 2.27, NCCL_SOCKET_IFNAME naming a missing interface"),
         Example("node07:41233:41233 [0] bootstrap.cc:720 NCCL WARN Bootstrap : no socket interface found",
                 "network_error", {"transport": "socket", "error": "no_interface"}, "NCCL 2.10+"),
         Example("node07:41233:41233 [0] bootstrap.cc:301 NCCL WARN Bootstrap Root : rank 3 of 8 ranks has "

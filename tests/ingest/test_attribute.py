@@ -414,3 +414,117 @@ def test_a_file_announcing_two_ranks_or_holding_another_ranks_lines_stays_unattr
     attribute([two, mixed])
     assert two.events[2].rank is None
     assert mixed.events[2].rank is None
+
+
+# -- end to end through the reader: text written here from log-formats.md sections 3.5 and 9.2 -----------
+
+def _read_events(tmp_path: Any, files: dict[str, str]) -> list[Event]:
+    from hanglens.api import read
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return read([tmp_path]).events
+
+
+def test_ray_task_error_pid_names_the_worker_rank(tmp_path: Any) -> None:
+    # Ray Train workers state their rank behind `(RayTrainWorker pid=<pid>, ip=<ip>)`; the driver's
+    # `RayTaskError(...) ... (pid=<pid>, ...)` names the process the traceback below it comes from.
+    log = "\n".join([
+        "(RayTrainWorker pid=7101, ip=10.0.0.4) Setting up process group for: env:// [rank=0, world_size=2]",
+        "(RayTrainWorker pid=7102, ip=10.0.0.4) Setting up process group for: env:// [rank=1, world_size=2]",
+        "(RayTrainWorker pid=7101, ip=10.0.0.4) epoch 0 step 10 loss 1.25",
+        "Traceback (most recent call last):",
+        '  File "/opt/ray/_private/worker.py", line 870, in get_objects',
+        "    raise value.as_instanceof_cause()",
+        "ray.exceptions.RayTaskError(ValueError): ray::_RayTrainWorker__execute.get_next() (pid=7102, "
+        "ip=10.0.0.4, actor_id=ab12, repr=<RayTrainWorker object at 0x7f00>)",
+        '  File "/job/train.py", line 40, in train_func',
+        "    check(batch)",
+        "ValueError: empty batch",
+        "",
+    ])
+    events = _read_events(tmp_path, {"driver.log": log})
+    exc = [e for e in events if e.kind == "exception"]
+    assert exc and all(e.rank == 1 for e in exc)
+    prog = [e for e in events if e.kind == "progress"]
+    assert prog and prog[0].rank == 0
+
+
+def test_ray_worker_list_pairs_pid_and_rank(tmp_path: Any) -> None:
+    log = "\n".join([
+        "(TorchTrainer pid=500, ip=10.0.0.4) Started distributed worker processes: ",
+        "(TorchTrainer pid=500, ip=10.0.0.4) - (node_id=aa01, ip=10.0.0.4, pid=7101) world_rank=0, "
+        "local_rank=0, node_rank=0",
+        "(TorchTrainer pid=500, ip=10.0.0.4) - (node_id=bb02, ip=10.0.0.5, pid=8801) world_rank=1, "
+        "local_rank=0, node_rank=1",
+        "(RayTrainWorker pid=8801, ip=10.0.0.5) epoch 0 step 10 loss 1.25",
+        "",
+    ])
+    events = _read_events(tmp_path, {"driver.log": log})
+    assert [e.rank for e in events if e.kind == "progress"] == [1]
+
+
+def test_restart_attempts_split_by_line_and_rendezvous_maps_local_rank(tmp_path: Any) -> None:
+    # An unprefixed traceback's event comes after the agent lines that follow it; the attempt is still
+    # the one its lines are in, and that attempt's rendezvous result maps the failed local rank.
+    log = "\n".join([
+        "INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous complete for workers. Result:",
+        "  restart_count=0", "  master_addr=127.0.0.1", "  master_port=29500", "  group_rank=1",
+        "  group_world_size=2", "  local_ranks=[0, 1]", "  role_ranks=[2, 3]", "  global_ranks=[2, 3]",
+        "  role_world_sizes=[4, 4]", "  global_world_sizes=[4, 4]", "",
+        "Traceback (most recent call last):",
+        '  File "train.py", line 12, in <module>',
+        "    load(path)",
+        "FileNotFoundError: [Errno 2] No such file or directory: '/data/shard-3.bin'",
+        "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 9120 closing signal SIGTERM",
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 1 (pid: 9121) "
+        "of binary: /usr/bin/python",
+        "INFO:torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 1/1 attempts left; "
+        "will restart worker group",
+        "INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous complete for workers. Result:",
+        "  restart_count=1", "  group_rank=1", "  group_world_size=2", "  local_ranks=[0, 1]",
+        "  global_ranks=[2, 3]", "",
+        "Traceback (most recent call last):",
+        '  File "train.py", line 9, in <module>',
+        "    check()",
+        "ValueError: second attempt",
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 9177) "
+        "of binary: /usr/bin/python",
+        "",
+    ])
+    events = _read_events(tmp_path, {"node1.log": log})
+    ranks = {e.get("exc_type"): e.rank for e in events if e.kind == "exception"}
+    assert ranks == {"FileNotFoundError": 3, "ValueError": 2}
+
+
+def test_hostless_rendezvous_result_maps_tee_local_ranks(tmp_path: Any) -> None:
+    log = "\n".join([
+        "[2023-10-20 07:00:04,512] torch.distributed.elastic.agent.server.api: [INFO] [default] Rendezvous "
+        "complete for workers. Result:",
+        "  restart_count=0", "  group_rank=1", "  group_world_size=2", "  local_ranks=[0, 1, 2, 3]",
+        "  global_ranks=[4, 5, 6, 7]", "",
+        "[default2]:Traceback (most recent call last):",
+        '[default2]:  File "train.py", line 5, in <module>',
+        "[default2]:    torch.cuda.set_device(2)",
+        "[default2]:RuntimeError: CUDA error: invalid device ordinal",
+        "",
+    ])
+    events = _read_events(tmp_path, {"node1.console": log})
+    assert {e.rank for e in events if e.kind in ("exception", "cuda_error")} == {6}
+
+
+def test_stack_dump_pid_named_by_a_ranks_own_pid_print(tmp_path: Any) -> None:
+    log = "[rank 3] pid=40111 device=cuda:3\n[rank 2] pid=40110 device=cuda:2\n"
+    dump = "\n".join([
+        "Process 40111: /usr/bin/python3 -u train.py",
+        "Python v3.10.12 (/usr/bin/python3.10)",
+        "",
+        'Thread 40111 (idle): "MainThread"',
+        "    get (queue.py:171)",
+        "    _try_get_data (torch/utils/data/dataloader.py:1132)",
+        "    __next__ (torch/utils/data/dataloader.py:630)",
+        "    main (train.py:44)",
+        "",
+    ])
+    events = _read_events(tmp_path, {"train.log": log, "dump_a.txt": dump})
+    stacks = [e for e in events if e.path.endswith("dump_a.txt") and e.kind != "version_info"]
+    assert stacks and {e.rank for e in stacks} == {3}

@@ -33,6 +33,20 @@ def test_hard_wrapped_paste_is_rejoined(mark: tuple[type[Parser], ...]) -> None:
     assert any("rejoined" in n for n in res.notes)
 
 
+def test_byte_counted_wrap_over_colour_codes_is_rejoined(mark: tuple[type[Parser], ...]) -> None:
+    """`fold -w N` over a log saved with its colour codes cuts at N bytes, escape sequences included: a
+    coloured line's first piece is N long with its codes and shorter without them."""
+    width = 100
+    out = []
+    for r in range(4):
+        msg = f"\x1b[31m[rank{r}]:[E1023 04:01:52.118273645 ProcessGroupNCCL.cpp:1375] [Rank {r}] " \
+            + "word " * 30 + "MARK end\x1b[0m"
+        out += [msg[i:i + width] for i in range(0, len(msg), width)]
+    res = read(("\n".join(out) + "\n").encode(), mark)
+    assert [e.rank for e in res.events if e.text.endswith("MARK end")] == [0, 1, 2, 3]
+    assert any("rejoined" in n for n in res.notes)
+
+
 def test_hard_wrapped_paste_under_a_longer_sentence_is_rejoined(mark: tuple[type[Parser], ...]) -> None:
     """An issue paste: the user's sentence above the log is longer than the terminal the log came from."""
     width = 90
