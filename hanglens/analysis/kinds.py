@@ -78,6 +78,17 @@ VICTIM_EXCEPTION_MARKERS = (
     "is killed by signal: Terminated",
     # DDP's model check over an all-gather that timed out or was aborted returns zeros (log-formats.md §2.3).
     "has inconsistent 0 params",
+    # The launcher told to stop from outside (scheduler, user): torchrun's agent raises it from the signal
+    # handler it installs (torch/distributed/elastic/multiprocessing/api.py `_terminate_process_handler`), a
+    # knock-on type (failure-signatures.md section 6, "How to separate the first crash from knock-on
+    # failures", item 1) under any signal number.
+    "SignalException",
+    # The agent lost the c10d rendezvous store: `_call_store` (torch/distributed/elastic/rendezvous/
+    # c10d_rendezvous_backend.py) wraps whatever the store raised ("The connection to the C10d store has
+    # failed"); a store that is gone is a knock-on of its host's end (failure-signatures.md section 6, same
+    # item: DistNetworkError / DistStoreError, store gone). The rendezvous rules read it as a
+    # `rendezvous_error` event, not as a crash.
+    "RendezvousConnectionError",
 )
 SIGNAL_NAMES = {
     1: "SIGHUP",

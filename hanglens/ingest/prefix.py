@@ -94,6 +94,11 @@ MPICH_RE = re.compile(r"^\[(?P<rank>\d{1,6})\] (?=.)")
 # sets): `[Rank 3]` is ProcessGroupNCCL's work prefix, which can name a sub-group rank, so the c10d parser
 # reports it as `stated_rank` instead.
 USER_RANK_RE = re.compile(r"^\[(?:rank|RANK)(?:: ?| ?)(?P<rank>\d{1,6})\][ :]")
+# DeepSpeed's `log_dist` (deepspeed/utils/logging.py: `final_message = "[Rank {}] {}".format(my_rank,
+# message)`, `my_rank = dist.get_rank()`, the global rank) logs through the DeepSpeed logger's envelope
+# (DEEPSPEED_RE), so right after that envelope `[Rank N] ` names the writer's global rank;
+# ProcessGroupNCCL's `[Rank N]` comes after a c10 envelope instead.
+DS_RANK_RE = re.compile(r"^\[Rank (?P<rank>\d{1,6})\] ")
 # A bracketed level word before such a rank tag (`%(asctime)s [%(levelname)s] [RANK 3] ...`).
 BRACKET_LEVEL_RE = re.compile(r"^\[(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL)\] (?=\[(?:rank|RANK) ?\d)")
 # After the timestamp: `INFO [rank1] train: ...`, or a `|`-separated format (loguru's default
@@ -496,6 +501,11 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
                     if time is None:
                         time, year, year_known, clock = t, y, True, "pylog"
                     s = s[m.end():]
+                    if rx is DEEPSPEED_RE:
+                        m = DS_RANK_RE.match(s)
+                        if m and rank is None:
+                            rank = int(m["rank"])
+                            s = s[m.end():]
                     break
             else:
                 m = VLLM_RE.match(s)

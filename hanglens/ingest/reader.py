@@ -559,6 +559,7 @@ class Reader:
         self.wrap_slack = 0         # a word wrap's slack (prepare), 0 for a hard wrap
         self.active: set[int] = set()
         self.envelope_ranks = self.result.envelope_ranks
+        self.agent_unranked = False   # the agent's lines keep no rank from the file's name (several workers)
         # Lines already fed that gave no event and left every parser idle (and that no parser declaring
         # `repeats_matter` read): a line equal to one of them apart from its clock time is the same
         # message again, which gives no event either, so it is not parsed again.
@@ -1404,7 +1405,17 @@ class Reader:
         file's unprefixed lines.
         """
         own = self.origin.rank
-        if own is None or own in self.envelope_ranks:
+        if own is None:
+            return
+        if len(self.envelope_ranks) > 1 or any(
+                e.kind == "launch_config" and e.get("several_workers") for e in self.result.events):
+            # A console of several workers (two ranks' own envelopes, or torchrun's OMP_NUM_THREADS banner,
+            # printed only for --nproc-per-node above 1: torch/distributed/run.py): the agent's own lines
+            # in it belong to no worker, whatever number the file's name holds (a pod's `worker-0.log`).
+            self.result.events = [replace(e, rank=None) if e.rank == own and is_agent_event(e) else e
+                                  for e in self.result.events]
+            self.agent_unranked = True
+        if own in self.envelope_ranks:
             return
         named = {e.get("failed_rank") for e in self.result.events if e.kind == "child_failed"} - {None}
         if not named or (len(named) == 1 and own in named):
@@ -1471,7 +1482,8 @@ class Reader:
             if e.local_rank is not None and e.local_rank != own_local:
                 ranks = by_local.get(e.local_rank, set())
                 return next(iter(ranks)) if len(ranks) == 1 else None
-            if self.origin.rank is None and (teed or is_agent_event(e)):
+            if (self.origin.rank is None and (teed or is_agent_event(e))) or (self.agent_unranked
+                                                                            and is_agent_event(e)):
                 return None
             return file_rank
 

@@ -39,7 +39,13 @@ def is_agent_event(e: Event) -> bool:
     """Lines the torchrun agent (not a worker) writes: they must not inherit a worker's rank."""
     if e.kind in AGENT_EVENT_KINDS or e.parser == "elastic":
         return True   # every line the elastic parser reads is the agent's or a launcher's
-    return e.kind in ("exception", "error_line") and "ChildFailedError" in e.text
+    if e.kind not in ("exception", "error_line"):
+        return False
+    # Exceptions of torch.distributed.elastic are raised in the agent, never in a worker: ChildFailedError,
+    # the SignalException of its signal handler (elastic/multiprocessing/api.py `_terminate_process_handler`),
+    # the rendezvous errors of its monitor loop (elastic/agent/server/api.py `_invoke_run`).
+    exc_type = str(e.get("exc_type") or "")
+    return "ChildFailedError" in e.text or exc_type.startswith("torch.distributed.elastic.")
 
 
 def _claims(events: Iterable[Event]) -> set[int]:

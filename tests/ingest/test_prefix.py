@@ -70,6 +70,14 @@ CASES = [
     ("[rank: 3] Seed set to 42", Dialect(), "[rank: 3] Seed set to 42", 3, None, None, None),
     ("2026-11-20 08:14:05,311 | WARNING | fit.loop | [rank: 1] shard 4 is empty; skipping metric sync",
      Dialect(), "[rank: 1] shard 4 is empty; skipping metric sync", 1, None, None, "W"),
+    # DeepSpeed's `log_dist` puts the global rank after the DeepSpeed logger's envelope (deepspeed/utils/
+    # logging.py); the same tag after another envelope, or a lower-case one, is not read this way
+    ("[2026-06-02 08:30:12,401] [INFO] [engine.py:310:step] [Rank 5] step=40, skipped=1, lr=[0.0003]", Dialect(),
+     "step=40, skipped=1, lr=[0.0003]", 5, None, None, "I"),
+    ("[2026-06-02 08:30:12,401] [WARNING] [stage_1_and_2.py:1905:step] [Rank 0][deepspeed] OVERFLOW!", Dialect(),
+     "[Rank 0][deepspeed] OVERFLOW!", None, None, None, "W"),
+    ("[2026-06-02 08:30:12,401] [INFO] [engine.py:310:step] train [Rank 2] note", Dialect(),
+     "train [Rank 2] note", None, None, None, "I"),
     # ProcessGroupNCCL's `[Rank 3]` can be a sub-group rank: never read as the global rank
     ("[Rank 3] Watchdog caught collective operation timeout", Dialect(),
      "[Rank 3] Watchdog caught collective operation timeout", None, None, None, None),

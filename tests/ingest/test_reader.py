@@ -310,6 +310,43 @@ def test_a_file_named_worker1_whose_own_table_names_rank_6_is_a_node_console(tmp
     assert [e.get("failed_rank") for e in events if e.kind == "child_failed"] == [6]
 
 
+_AGENT_SIGTERM = (
+    "W0602 08:41:10.978000 4410 torch/distributed/elastic/agent/server/api.py:753] Received 15 death signal, "
+    "shutting down workers\n"
+    "Traceback (most recent call last):\n"
+    '  File "/home/user/venv/lib/python3.11/site-packages/torch/distributed/run.py", line 1028, in main\n'
+    "    run(args)\n"
+    "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4410 got signal: 15\n")
+
+
+def test_a_pod_console_of_several_workers_gives_the_agents_lines_no_rank(tmp_path: Path) -> None:
+    # A pod's console saved as `worker-0.log`: torchrun started two workers there (its OMP_NUM_THREADS
+    # banner, two ranks' DeepSpeed `[Rank N]` lines); the agent's SignalException is no worker's, whatever
+    # the name says.
+    from hanglens import api
+
+    data = ("Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your "
+            "system being overloaded, please further tune the variable for optimal performance in your "
+            "application as needed.\n"
+            "[2026-06-02 08:40:02,110] [INFO] [engine.py:88:__init__] [Rank 1] partition_size=1608\n"
+            "[2026-06-02 08:40:02,114] [INFO] [engine.py:88:__init__] [Rank 0] partition_size=1608\n"
+            "[2026-06-02 08:40:05,401] [INFO] [engine.py:310:step] [Rank 0] step=10, skipped=0\n"
+            + _AGENT_SIGTERM)
+    (tmp_path / "worker-0.log").write_text(data)
+    events = api.read([tmp_path]).events
+    assert [e.rank for e in events if e.kind == "exception"] == [None]
+    assert [e.rank for e in events if e.kind == "job_stopped"] == [None]
+    assert {e.rank for e in events if e.kind == "world_info" or "partition_size" in e.text} <= {0, 1}
+
+
+def test_a_one_worker_console_named_after_its_rank_keeps_the_agents_lines(tmp_path: Path) -> None:
+    from hanglens import api
+
+    (tmp_path / "worker-3.log").write_text("step 10 loss 0.31\n" + _AGENT_SIGTERM)
+    events = api.read([tmp_path]).events
+    assert [e.rank for e in events if e.kind == "exception"] == [3]
+
+
 def test_a_file_named_rank6_whose_table_names_rank_6_keeps_its_rank(tmp_path: Path) -> None:
     from hanglens import api
 
