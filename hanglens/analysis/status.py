@@ -1287,6 +1287,59 @@ def _signalled_outside(events: Sequence[Event], single: bool) -> set[int]:
     return out
 
 
+def _record_times(events: Sequence[Event]) -> dict[tuple[str, int], float]:
+    """Each event's time, or for an undated one the time of the last dated event above it in its file.
+
+    A traceback or an error message continued over several lines belongs to the dated record it follows
+    (Python logging writes a record's message and its `exc_info` traceback as one record:
+    logging.Formatter.format appends formatException), so its lines were written at that record's time."""
+    out: dict[tuple[str, int], float] = {}
+    last: dict[str, float] = {}
+    for e in sorted(events, key=lambda e: (e.path, e.line)):
+        if e.time is not None:
+            last[e.path] = e.time
+        t = last.get(e.path)
+        if t is not None:
+            out[(e.path, e.line)] = t
+    return out
+
+
+def _closed_after_peer_timeout(events: Sequence[Event], victims: Sequence[Row]) -> set[int]:
+    """Ranks whose only loud errors are lost-peer errors (`Connection closed by peer`, `reset by peer`)
+    written after another rank's timeout report, while reporting no timeout themselves.
+
+    The rank that timed out raised and exited, closing its connections, so such an error is that exit seen
+    from the far end (failure-signatures.md section 17), not a wait of this rank's own: the rank had not
+    timed out when its peers did, and for who kept whom waiting it is quiet. Undated lines take the time of
+    the record they continue (`_record_times`)."""
+    hangs = [e for e in events if e.kind == "hang_detected" and e.rank is not None]
+    if not hangs:
+        return set()
+    times = _record_times(events)
+    first: dict[int, float] = {}
+    for e in hangs:
+        t = times.get((e.path, e.line))
+        if t is not None:
+            first[e.rank] = min(first.get(e.rank, t), t)   # type: ignore[index]
+    hung = {e.rank for e in hangs}
+    # per rank: (every dated error after the others' first timeout, some error dated); the same error's
+    # undated copies in another file (a tee'd console) say nothing either way
+    state: dict[int, tuple[bool, bool]] = {}
+    for v in victims:
+        r = v["rank"]
+        if r is None or r in hung or v["signal"] in _TEARDOWN_SIGNALS:
+            continue
+        ok, dated = state.get(r, (True, False))
+        t = times.get((v["path"], v["line"]))
+        others = [x for q, x in first.items() if q != r]
+        if v["signal"] not in ("peer_closed", "collective_error") or not others:
+            ok = False
+        elif t is not None:
+            ok, dated = ok and min(others) < t, True
+        state[r] = (ok, dated)
+    return {r for r, (ok, dated) in state.items() if ok and dated}
+
+
 RANK_STATUS_KEYS = ("rank", "host", "status", "crashed", "hung", "victim", "quiet", "own_log",
                     "first_error_kind", "first_error_time", "exitcode", "signal", "exited_clean",
                     "signalled_outside")
@@ -1317,7 +1370,7 @@ def rank_status_columns(
     # Being stopped or losing the store at teardown happens to every survivor; it is not a symptom.
     loud_ranks = {
         v["rank"] for v in victims if v["rank"] is not None and v["signal"] not in _TEARDOWN_SIGNALS
-    }
+    } - _closed_after_peer_timeout(events, victims)
     exit_only = _exit_only_crashes(events)
     outside = _signalled_outside(events, sn)
     clean = clean or set()

@@ -38,9 +38,14 @@ PHASE_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("validation", re.compile(
         r"(?i)(?<![\w])(?:validat(?:e|ing|ion)|evaluat(?:e|ing|ion)|running eval(?:uation)?|eval(?:uation)? "
         r"(?:loop|step|epoch|start|begin)|test(?:ing)? (?:loop|epoch))(?![\w])")),
+    # Building an index or a cache is data preparation too (section 15, "cache building"; Megatron-LM
+    # megatron/core/datasets/gpt_dataset.py builds and saves its document/sample index maps on one rank
+    # first): `building the indices on rank 0`, `rebuilding document index cache`.
     ("data_prep", re.compile(
         r"(?i)(?<![\w])(?:tokeniz(?:e|er|ers|ing|ation)|preprocess(?:ing)?|building (?:the )?dataset|"
-        r"loading (?:the )?dataset|caching (?:the )?dataset)(?![\w])")),
+        r"loading (?:the )?dataset|caching (?:the )?dataset|"
+        r"(?:re)?build(?:ing)? (?:the |a )?(?:[\w-]{1,30} ){0,3}?(?:index|indices|index maps?|caches?))"
+        r"(?![\w])")),
 )
 # The training script saying its run is over (section 16 item 1, the last line a rank printed): generic
 # `Training complete(d)` / `finished training`, HF transformers' Trainer `Training completed. Do not forget
@@ -125,7 +130,7 @@ PROCESS_BANNER_RE = re.compile(
     r"(?P<dist>True|False)\b"
 )
 PHASE_TRIGGERS = ("heckpoint", "alidat", "valuat", "eval", "Eval", "est loop", "est epoch", "okeniz",
-                  "reprocess", "ataset")
+                  "reprocess", "ataset", "uilding")
 # Lines of a stack or a traceback mention these words as code, not as a phase.
 _CODE_LINE = re.compile(r"^\s*(?:File \"|at |#\d|Traceback|\w+Error\b|\w+Exception\b)")
 MAX_PHASE_LINE = 400
@@ -190,6 +195,10 @@ class LifecycleParser(Parser):
         Example("Running validation at epoch 2", "phase", {"phase": "validation"}, "generic training loops"),
         Example("Running tokenizer on dataset (num_proc=8)", "phase", {"phase": "data_prep"},
                 "HF datasets map with a desc"),
+        Example("2026-11-02 10:14:03,551 INFO data: rebuilding the token index cache for shard 12", "phase",
+                {"phase": "data_prep"}, "user code (written here)"),
+        Example(" > building indices for blendable datasets ...", "phase", {"phase": "data_prep"},
+                "Megatron-LM blended dataset"),
         Example("    elapsed time to build and save sample-idx mapping (seconds): 1204.5", "phase_took",
                 {"label": "build and save sample-idx mapping", "duration_s": 1204},
                 "Megatron-LM gpt_dataset"),
@@ -249,6 +258,8 @@ class LifecycleParser(Parser):
         "Skipping synchronous download; using the cache",
         "skipping loss averaging for an empty batch",
         "inner training loop: grad accumulation 4",
+        "building GPT model ...",
+        "rebuilding the optimizer after a resize",
         "the loop finished at 10:14",
         "retrying: connection pool exhausted",
         "still waiting for rank 3 of 8 to join",
