@@ -102,6 +102,11 @@ def single_node(events: Sequence[Event]) -> bool:
     return not (printed and named_local and min(printed) > max(named_local))
 
 
+# faulthandler's texts for the fatal signals a process raises on its own (Modules/faulthandler.c).
+FATAL_SIGNAL_TEXTS = frozenset({"Segmentation fault", "Bus error", "Floating point exception",
+                                "Illegal instruction"})
+
+
 def is_own_crash(e: Event) -> bool:
     """Did this event report a fault of the rank itself (not a consequence of a peer's failure)?
 
@@ -132,6 +137,12 @@ def is_own_crash(e: Event) -> bool:
         if sig in ("SIGTERM", "SIGINT", "SIGHUP"):
             return False
         return sig in ("SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL")
+    if e.kind == "stack_dump":
+        # faulthandler's fatal-error handler prints `Fatal Python error: <signal text>` and the stacks when the
+        # process itself receives SIGSEGV, SIGFPE, SIGBUS or SIGILL (CPython Modules/faulthandler.c
+        # `faulthandler_handlers`): the rank died of its own native fault there. SIGABRT (`Aborted`) is left
+        # out: gloo's size check and a watchdog abort a rank that may be another's victim.
+        return e.get("dumper") == "faulthandler" and e.get("trigger") in FATAL_SIGNAL_TEXTS
     if e.kind == "ddp_model_mismatch" and e.get("other_params") == 0:
         return False  # "inconsistent 0 params": the check's all-gather failed, not the model (LF section 2.3)
     if e.kind == "dataloader_worker_died" and e.get("signal") == "SIGTERM":
