@@ -103,6 +103,20 @@ SYNC_SKIPPED_RE = re.compile(
     r"(?:is |was |are |were )?skipped\b"
 )
 SYNC_SKIPPED_TRIGGERS = ("skip", "Skip", "SKIP")
+# A rank's own log saying it dropped a training batch (or that batch's forward/backward) this time: `non-finite
+# pixels in batch, skipping it`, `skipping this micro-batch`, `skipping backward`. Under DDP/FSDP the
+# collectives run inside forward and backward (DDP's gradient all_reduce, FSDP's all-gather and
+# reduce-scatter), so a rank that drops a batch the others train on issues that step's collectives fewer
+# times (failure-signatures.md section 1: "data-dependent branches (skip a batch on NaN/empty input ...)").
+# Not `skipped step` (an optimizer step skipped on overflow: AMP's GradScaler and DeepSpeed decide it from an
+# all-reduced flag, on every rank alike) nor a batch index read from a file (`skipping batch 7` of a resumed
+# run's data-skip): only the batch at hand.
+BATCH_SKIPPED_RE = re.compile(
+    r"(?i)\bskip(?:s|ped|ping)? (?:this|the current|that) (?:micro[- ]?)?batch\b"
+    r"|\b(?:micro[- ]?)?batch\b[^.;:]{0,60}?[,;:] ?(?:skip(?:ping|ped)|dropp(?:ing|ed)) it\b"
+    r"|\bskip(?:s|ped|ping)? (?:the )?(?:forward|backward)(?: pass)?(?: for this (?:micro[- ]?)?batch)?\b"
+    r"(?! (?:send|recv|to|from)\b)"
+)
 # The banner every process of a transformers example script prints at WARNING (examples/pytorch/*/run_*.py:
 # `logger.warning(f"Process rank: {training_args.local_rank}, device: ..., n_gpu: ..., distributed training:
 # ...")`): WARNING because those scripts set `log_level = training_args.get_process_log_level()`, and a
@@ -158,6 +172,10 @@ class LifecycleParser(Parser):
         EventSpec("sync_skipped", ("phrase",),
                   "a rank's own log says it skipped a synchronisation (`skipping metric sync`, `skipped "
                   "all_gather`, `barrier skipped`): it left the collective path its peers are on"),
+        EventSpec("batch_skipped", ("phrase",),
+                  "a rank's own log says it dropped the training batch at hand or its forward/backward "
+                  "(`non-finite pixels in batch, skipping it`, `skipping this micro-batch`): under DDP/FSDP "
+                  "it issued that step's collectives fewer times than its peers"),
         EventSpec("process_banner", ("process_rank", "distributed"),
                   "a transformers example script's per-process banner (`Process rank: <local rank>, device: "
                   "..., distributed training: True`), printed at WARNING by every process while replicas "
@@ -209,6 +227,10 @@ class LifecycleParser(Parser):
                 {"phrase": "skipped all_gather_object"}, "user code (written here)"),
         Example("WARNING tabfit: loss spike at step 12, skipping model averaging this round", "sync_skipped",
                 {"phrase": "skipping model averaging"}, "local SGD / periodic model averaging loops"),
+        Example("2026-05-02 10:11:02,530 node3 train[4410] WARNING: non-finite pixels in batch, skipping it",
+                "batch_skipped", {"phrase": "batch, skipping it"}, "user code (written here)"),
+        Example("[rank1] loss is NaN, skipping this micro-batch", "batch_skipped",
+                {"phrase": "skipping this micro-batch"}, "user code (written here)"),
         Example("grad norm is inf: barrier skipped", "sync_skipped", {"phrase": "barrier skipped"},
                 "user code (written here)"),
         Example("2026-11-20 08:00:01,002 INFO trainer: global rank 5 of 8: tensor-parallel rank 1, "
@@ -259,6 +281,9 @@ class LifecycleParser(Parser):
         "skipping loss averaging for an empty batch",
         "inner training loop: grad accumulation 4",
         "building GPT model ...",
+        "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
+        "resuming: skipping the first 1200 batches of epoch 3",
+        "micro-batch empty after filtering, skipping forward send",
         "rebuilding the optimizer after a resize",
         "the loop finished at 10:14",
         "retrying: connection pool exhausted",
@@ -319,9 +344,13 @@ class LifecycleParser(Parser):
         m = FINISHED_RE.search(text)
         if m:
             return (self.event("run_finished", line, phrase=m.group(0)),)
-        m = SYNC_SKIPPED_RE.search(text) if any(t in text for t in SYNC_SKIPPED_TRIGGERS) else None
+        skip = any(t in text for t in SYNC_SKIPPED_TRIGGERS)
+        m = SYNC_SKIPPED_RE.search(text) if skip else None
         if m:
             return (self.event("sync_skipped", line, phrase=m.group(0)),)
+        m = BATCH_SKIPPED_RE.search(text) if skip else None
+        if m:
+            return (self.event("batch_skipped", line, phrase=m.group(0)),)
         m = PHASE_TOOK_RE.search(text) if "lapsed time" in text else None
         if m:
             return (self.event("phase_took", line, label=m["what"].strip(), duration_s=int(m["secs"])),)
