@@ -94,13 +94,18 @@ PHASE_TOOK_TRIGGERS = ("lapsed time",)
 # skip of a communication word counts (`skipping batch 7`, `skipped step 3` are not; a bare `reduce` after
 # a space is torch.distributed.reduce or a metric reduce across ranks, `reduce_lr` and an option value
 # `skip-reduce` are not); model averaging is one (torch/distributed/algorithms/model_averaging/averagers.py:
-# `average_parameters` all-reduces the parameters).
+# `average_parameters` all-reduces the parameters), and so is a distributed evaluation (`skipping eval`,
+# `validation skipped`: an evaluation section gathers or reduces its metrics across ranks, section 1's
+# "rank-conditional code that contains a collective ... metric all_reduce"; not `skipping eval data` of a
+# dataset's own split).
 SYNC_SKIPPED_RE = re.compile(
     r"(?i)\bskip(?:s|ped|ping)?\b[ \w.:'`-]{0,40}?\b(?:sync(?:hroni[sz](?:e|ation|ing))?"
     r"|all[_ -]?gather(?:_object)?|gather(?:_object)?|all[_ -]?reduce|reduce[_ -]scatter|(?<=\s)reduce"
     r"|broadcast(?:_object_list)?|barrier|collectives?|(?:model|parameter|param|weight)s? averaging)\b"
-    r"|\b(?:sync(?:hroni[sz]ation)?|all[_ -]?gather(?:_object)?|all[_ -]?reduce|reduce|barrier|collectives?) "
-    r"(?:is |was |are |were )?skipped\b"
+    r"|\bskip(?:s|ped|ping)? (?:the |this |its )?(?:eval(?:uation)?|validation)\b"
+    r"(?! (?:data|dataset|split|set)s?\b)"
+    r"|\b(?:sync(?:hroni[sz]ation)?|all[_ -]?gather(?:_object)?|all[_ -]?reduce|reduce|barrier|collectives?"
+    r"|eval(?:uation)?|validation) (?:is |was |are |were )?skipped\b"
 )
 SYNC_SKIPPED_TRIGGERS = ("skip", "Skip", "SKIP")
 # A rank's own log saying it dropped a training batch (or that batch's forward/backward) this time: `non-finite
@@ -231,6 +236,8 @@ class LifecycleParser(Parser):
                 "batch_skipped", {"phrase": "batch, skipping it"}, "user code (written here)"),
         Example("[rank1] loss is NaN, skipping this micro-batch", "batch_skipped",
                 {"phrase": "skipping this micro-batch"}, "user code (written here)"),
+        Example("12/02/2026 10:48:02 - INFO - trainer - Stage 2: validation shard is empty, skipping eval",
+                "sync_skipped", {"phrase": "skipping eval"}, "user code (written here)"),
         Example("grad norm is inf: barrier skipped", "sync_skipped", {"phrase": "barrier skipped"},
                 "user code (written here)"),
         Example("2026-11-20 08:00:01,002 INFO trainer: global rank 5 of 8: tensor-parallel rank 1, "
@@ -284,6 +291,7 @@ class LifecycleParser(Parser):
         "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
         "resuming: skipping the first 1200 batches of epoch 3",
         "micro-batch empty after filtering, skipping forward send",
+        "no labels in the test split: skipping evaluation dataset download",
         "rebuilding the optimizer after a resize",
         "the loop finished at 10:14",
         "retrying: connection pool exhausted",
