@@ -1299,17 +1299,22 @@ def _signalled_outside(events: Sequence[Event], single: bool) -> set[int]:
 
 
 def _record_times(events: Sequence[Event]) -> dict[tuple[str, int], float]:
-    """Each event's time, or for an undated one the time of the last dated event above it in its file.
+    """Each ranked event's time, or for an undated one the time of its own rank's last dated event above it
+    in its file.
 
-    A traceback or an error message continued over several lines belongs to the dated record it follows
-    (Python logging writes a record's message and its `exc_info` traceback as one record:
-    logging.Formatter.format appends formatException), so its lines were written at that record's time."""
+    A traceback or an error message continued over several lines belongs to the dated record of its writer
+    it follows (Python logging writes a record's message and its `exc_info` traceback as one record:
+    logging.Formatter.format appends formatException), so its lines were written at that record's time.
+    Never another writer's line: a launcher's failure table, printed later, copies a worker's error."""
     out: dict[tuple[str, int], float] = {}
-    last: dict[str, float] = {}
-    for e in sorted(events, key=lambda e: (e.path, e.line)):
+    last: dict[tuple[str, int], float] = {}
+    for _, e in _in_line_order(events):
+        if e.rank is None:
+            continue
+        key = (e.path, e.rank)
         if e.time is not None:
-            last[e.path] = e.time
-        t = last.get(e.path)
+            last[key] = e.time
+        t = last.get(key)
         if t is not None:
             out[(e.path, e.line)] = t
     return out
