@@ -1299,24 +1299,40 @@ def _signalled_outside(events: Sequence[Event], single: bool) -> set[int]:
 
 
 def _record_times(events: Sequence[Event]) -> dict[tuple[str, int], float]:
-    """Each ranked event's time, or for an undated one the time of its own rank's last dated event above it
-    in its file.
+    """Each ranked event's time: its own, or for a line of a logged traceback the time of the error record
+    it continues.
 
-    A traceback or an error message continued over several lines belongs to the dated record of its writer
-    it follows (Python logging writes a record's message and its `exc_info` traceback as one record:
-    logging.Formatter.format appends formatException), so its lines were written at that record's time.
-    Never another writer's line: a launcher's failure table, printed later, copies a worker's error."""
+    `Logger.exception` / `logger.error(..., exc_info=True)` writes the record and its traceback in one write
+    (logging.Formatter.format appends formatException), so a traceback whose header is the line right under
+    a dated error record of the same rank was written at that record's time, its exception line included
+    (the traceback's extent: the header, up to three lines per frame, the exception line). Other undated
+    lines get no time: the last dated line above is only a lower bound (a progress line, a launcher's
+    failure table printed later)."""
     out: dict[tuple[str, int], float] = {}
-    last: dict[tuple[str, int], float] = {}
-    for _, e in _in_line_order(events):
-        if e.rank is None:
+    headers: dict[tuple[str, int, int], float] = {}
+    for e in events:
+        if e.rank is None or e.time is None:
             continue
-        key = (e.path, e.rank)
-        if e.time is not None:
-            last[key] = e.time
-        t = last.get(key)
-        if t is not None:
-            out[(e.path, e.line)] = t
+        out[(e.path, e.line)] = e.time
+        if e.kind == "error_line" or (e.level or "") in ERROR_LEVELS:
+            headers[(e.path, e.rank, e.line)] = e.time
+    if not headers:
+        return out
+    spans: dict[tuple[str, int], list[tuple[int, int, float]]] = defaultdict(list)
+    for e in events:
+        if e.kind == "exception" and e.rank is not None:
+            t = headers.get((e.path, e.rank, e.line - 1))
+            if t is not None:
+                frames = e.get("frames")
+                n = len(frames) if isinstance(frames, list) else 0
+                spans[(e.path, e.rank)].append((e.line, e.line + 3 * n + 2, t))
+    for e in events:
+        if e.rank is None or (e.path, e.line) in out:
+            continue
+        for first, last, t in spans.get((e.path, e.rank), ()):
+            if first <= e.line <= last:
+                out[(e.path, e.line)] = t
+                break
     return out
 
 
