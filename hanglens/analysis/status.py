@@ -138,8 +138,8 @@ def is_own_crash(e: Event) -> bool:
             return False
         return sig in ("SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL")
     if e.kind == "stack_dump":
-        # faulthandler's fatal-error handler prints `Fatal Python error: <signal text>` and the stacks when the
-        # process itself receives SIGSEGV, SIGFPE, SIGBUS or SIGILL (CPython Modules/faulthandler.c
+        # faulthandler's fatal-error handler prints `Fatal Python error: <signal text>` and the stacks when
+        # the process itself receives SIGSEGV, SIGFPE, SIGBUS or SIGILL (CPython Modules/faulthandler.c
         # `faulthandler_handlers`): the rank died of its own native fault there. SIGABRT (`Aborted`) is left
         # out: gloo's size check and a watchdog abort a rank that may be another's victim.
         return e.get("dumper") == "faulthandler" and e.get("trigger") in FATAL_SIGNAL_TEXTS
@@ -1351,8 +1351,8 @@ def _closed_after_peer_timeout(events: Sequence[Event], victims: Sequence[Row]) 
     first: dict[int, float] = {}
     for e in hangs:
         t = times.get((e.path, e.line))
-        if t is not None:
-            first[e.rank] = min(first.get(e.rank, t), t)   # type: ignore[index]
+        if t is not None and e.rank is not None:
+            first[e.rank] = min(first.get(e.rank, t), t)
     hung = {e.rank for e in hangs}
     # per rank: (every dated error after the others' first timeout, some error dated); the same error's
     # undated copies in another file (a tee'd console) say nothing either way

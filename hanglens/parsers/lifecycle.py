@@ -108,9 +108,9 @@ SYNC_SKIPPED_RE = re.compile(
     r"|eval(?:uation)?|validation) (?:is |was |are |were )?skipped\b"
 )
 SYNC_SKIPPED_TRIGGERS = ("skip", "Skip", "SKIP")
-# A rank's own log saying it dropped a training batch (or that batch's forward/backward) this time: `non-finite
-# pixels in batch, skipping it`, `skipping this micro-batch`, `skipping backward`. Under DDP/FSDP the
-# collectives run inside forward and backward (DDP's gradient all_reduce, FSDP's all-gather and
+# A rank's own log saying it dropped a training batch (or that batch's forward/backward) this time:
+# `non-finite pixels in batch, skipping it`, `skipping this micro-batch`, `skipping backward`. Under DDP/FSDP
+# the collectives run inside forward and backward (DDP's gradient all_reduce, FSDP's all-gather and
 # reduce-scatter), so a rank that drops a batch the others train on issues that step's collectives fewer
 # times (failure-signatures.md section 1: "data-dependent branches (skip a batch on NaN/empty input ...)").
 # Not `skipped step` (an optimizer step skipped on overflow: AMP's GradScaler and DeepSpeed decide it from an

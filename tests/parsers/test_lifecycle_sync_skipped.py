@@ -69,9 +69,11 @@ def test_torchvision_init_line_under_another_ranks_envelope_does_not_silence_it_
 
 
 @pytest.mark.parametrize("text, phrase", [
-    ("2026-05-02 10:11:02,530 node3 train[4410] WARNING: non-finite pixels in batch, skipping it", "batch, skipping it"),
+    ("2026-05-02 10:11:02,530 node3 train[4410] WARNING: non-finite pixels in batch, skipping it",
+     "batch, skipping it"),
     ("[rank1] loss is NaN, skipping this micro-batch", "skipping this micro-batch"),
-    ("non-finite gradient norm, skipping backward for this micro-batch", "skipping backward for this micro-batch"),
+    ("non-finite gradient norm, skipping backward for this micro-batch",
+     "skipping backward for this micro-batch"),
 ])
 def test_dropped_batch_matches_batch_skipped(text: str, phrase: str) -> None:
     from hanglens.parsers.lifecycle import BATCH_SKIPPED_RE
