@@ -159,9 +159,16 @@ def _world_of_task_tables(events: Sequence[Event]) -> int | None:
     log-formats.md section 3.5); a row `rank: <r> (local_rank: <l>)` places the table's local ranks at
     global ranks r - l + local. When the tasks with a table are exactly 0..T-1, each with one placement, and
     their global ranks together are exactly 0..N-1 (no gap, no overlap), those are the job's ranks: N. Any
-    doubt (a task without a table, a gap where a worker exited 0 unlisted, two placements) gives None."""
+    doubt (a task that wrote lines but no table, as a node killed with its agent; a gap where a worker
+    exited 0 unlisted; two placements; a rank of N or above on any line) gives None."""
     per_task: dict[int, set[frozenset[int]]] = defaultdict(set)
+    tasks: set[str] = set()   # every task that wrote a line read as an event
+    highest = -1              # the highest rank any event carries
     for e in events:
+        if e.rank is not None and e.rank > highest:
+            highest = e.rank
+        if e.writer and e.writer.startswith("task "):
+            tasks.add(e.writer[5:])
         if e.kind != "child_failed" or not e.writer or not e.writer.startswith("task "):
             continue
         task = e.writer[5:]
@@ -171,7 +178,7 @@ def _world_of_task_tables(events: Sequence[Event]) -> int | None:
             continue
         base = rank - local
         per_task[int(task)].add(frozenset(base + v for v in listed if isinstance(v, int)))
-    if not per_task or sorted(per_task) != list(range(len(per_task))):
+    if not per_task or sorted(per_task) != list(range(len(per_task))) or tasks != {str(t) for t in per_task}:
         return None
     ranks: list[int] = []
     for placements in per_task.values():
@@ -179,7 +186,7 @@ def _world_of_task_tables(events: Sequence[Event]) -> int | None:
             return None
         ranks.extend(next(iter(placements)))
     n = len(ranks)
-    return n if n >= 2 and sorted(ranks) == list(range(n)) else None
+    return n if n >= 2 and sorted(ranks) == list(range(n)) and highest < n else None
 
 
 _RANK_LIST_FIELDS = ("lagging_ranks", "not_joined_ranks", "not_finished_ranks", "missing_ranks", "ranks")

@@ -50,3 +50,14 @@ def test_a_task_without_a_table_gives_nothing(tmp_path: Path) -> None:
 def test_a_gap_between_the_tables_gives_nothing(tmp_path: Path) -> None:
     # task 1's worker is rank 2: rank 1 is nobody's, so the tables do not hold the whole job
     assert _world(tmp_path, _table(0, 0, 0) + _table(1, 2, 0)) is None
+
+
+def test_a_task_that_wrote_lines_but_no_table_gives_nothing(tmp_path: Path) -> None:
+    # task 1's node was killed with its agent: its ranks wrote lines, but no table says how many there were
+    other = ("[1]:\n0:   time      : 2026-05-19_10:02:11\n0:   host      : node-4\n"
+             "0:   rank      : 0 (local_rank: 0)\n0:   exitcode  : -15 (pid: 4409)\n0:   error_file: <N/A>\n"
+             "0:   traceback : Signal 15 (SIGTERM) received by PID 4409")
+    both = _table(0, 1, 1, other)
+    assert _world(tmp_path, both) == 2   # the table alone places ranks 0-1
+    lines = "1: | distributed init (rank 2): env://\n1: | distributed init (rank 3): env://\n"
+    assert _world(tmp_path, lines + both) is None
