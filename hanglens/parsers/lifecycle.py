@@ -291,7 +291,7 @@ class LifecycleParser(Parser):
         "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
         "resuming: skipping the first 1200 batches of epoch 3",
         "micro-batch empty after filtering, skipping forward send",
-        "no labels in the test split: skipping evaluation dataset download",
+        "skipping eval dataset download: already cached",
         "rebuilding the optimizer after a resize",
         "the loop finished at 10:14",
         "retrying: connection pool exhausted",
