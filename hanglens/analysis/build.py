@@ -144,7 +144,49 @@ def world_size_of(events: Sequence[Event]) -> int | None:
         return max(sizes)
     # A user's line is evidence only when every such line agrees: two sizes may be a subgroup's, another
     # run's or another attempt's.
-    return next(iter(stated)) if len(stated) == 1 else None
+    if len(stated) == 1:
+        return next(iter(stated))
+    return _world_of_task_tables(events)
+
+
+def _world_of_task_tables(events: Sequence[Event]) -> int | None:
+    """The world size the torchrun failure tables of every srun task state together, else None.
+
+    Under `srun -l` each task runs one torchrun agent, and its lines carry the task's label (the writer
+    `task <t>`, log-formats.md section 9.3). When a worker fails, the agent stops the others and its
+    ChildFailedError table lists every worker it ran, the stopped ones with exit code -15
+    (torch/distributed/elastic/agent/server/api.py `_invoke_run`, multiprocessing/api.py `_close`;
+    log-formats.md section 3.5); a row `rank: <r> (local_rank: <l>)` places the table's local ranks at
+    global ranks r - l + local. When the tasks with a table are exactly 0..T-1, each with one placement, and
+    their global ranks together are exactly 0..N-1 (no gap, no overlap), those are the job's ranks: N. Any
+    doubt (a task that wrote lines but no table, as a node killed with its agent; a gap where a worker
+    exited 0 unlisted; two placements; a rank of N or above on any line) gives None."""
+    per_task: dict[int, set[frozenset[int]]] = defaultdict(set)
+    tasks: set[str] = set()   # every task that wrote a line read as an event
+    highest = -1              # the highest rank any event carries
+    for e in events:
+        if e.rank is not None and e.rank > highest:
+            highest = e.rank
+        if e.writer and e.writer.startswith("task "):
+            tasks.add(e.writer[5:])
+        if e.kind != "child_failed" or not e.writer or not e.writer.startswith("task "):
+            continue
+        task = e.writer[5:]
+        rank, local, listed = e.get("failed_rank"), e.get("local_rank"), e.get("table_local_ranks")
+        if not task.isdigit() or not isinstance(rank, int) or not isinstance(local, int) \
+                or not isinstance(listed, list) or not listed:
+            continue
+        base = rank - local
+        per_task[int(task)].add(frozenset(base + v for v in listed if isinstance(v, int)))
+    if not per_task or sorted(per_task) != list(range(len(per_task))) or tasks != {str(t) for t in per_task}:
+        return None
+    ranks: list[int] = []
+    for placements in per_task.values():
+        if len(placements) != 1:
+            return None
+        ranks.extend(next(iter(placements)))
+    n = len(ranks)
+    return n if n >= 2 and sorted(ranks) == list(range(n)) and highest < n else None
 
 
 _RANK_LIST_FIELDS = ("lagging_ranks", "not_joined_ranks", "not_finished_ranks", "missing_ranks", "ranks")

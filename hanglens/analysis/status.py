@@ -102,6 +102,11 @@ def single_node(events: Sequence[Event]) -> bool:
     return not (printed and named_local and min(printed) > max(named_local))
 
 
+# faulthandler's texts for the fatal signals a process raises on its own (Modules/faulthandler.c).
+FATAL_SIGNAL_TEXTS = frozenset({"Segmentation fault", "Bus error", "Floating point exception",
+                                "Illegal instruction"})
+
+
 def is_own_crash(e: Event) -> bool:
     """Did this event report a fault of the rank itself (not a consequence of a peer's failure)?
 
@@ -132,6 +137,12 @@ def is_own_crash(e: Event) -> bool:
         if sig in ("SIGTERM", "SIGINT", "SIGHUP"):
             return False
         return sig in ("SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL")
+    if e.kind == "stack_dump":
+        # faulthandler's fatal-error handler prints `Fatal Python error: <signal text>` and the stacks when
+        # the process itself receives SIGSEGV, SIGFPE, SIGBUS or SIGILL (CPython Modules/faulthandler.c
+        # `faulthandler_handlers`): the rank died of its own native fault there. SIGABRT (`Aborted`) is left
+        # out: gloo's size check and a watchdog abort a rank that may be another's victim.
+        return e.get("dumper") == "faulthandler" and e.get("trigger") in FATAL_SIGNAL_TEXTS
     if e.kind == "ddp_model_mismatch" and e.get("other_params") == 0:
         return False  # "inconsistent 0 params": the check's all-gather failed, not the model (LF section 2.3)
     if e.kind == "dataloader_worker_died" and e.get("signal") == "SIGTERM":
@@ -1287,6 +1298,80 @@ def _signalled_outside(events: Sequence[Event], single: bool) -> set[int]:
     return out
 
 
+def _record_times(events: Sequence[Event]) -> dict[tuple[str, int], float]:
+    """Each ranked event's time: its own, or for a line of a logged traceback the time of the error record
+    it continues.
+
+    `Logger.exception` / `logger.error(..., exc_info=True)` writes the record and its traceback in one write
+    (logging.Formatter.format appends formatException), so a traceback whose header is the line right under
+    a dated error record of the same rank was written at that record's time, its exception line included
+    (the traceback's extent: the header, up to three lines per frame, the exception line). Other undated
+    lines get no time: the last dated line above is only a lower bound (a progress line, a launcher's
+    failure table printed later)."""
+    out: dict[tuple[str, int], float] = {}
+    headers: dict[tuple[str, int, int], float] = {}
+    for e in events:
+        if e.rank is None or e.time is None:
+            continue
+        out[(e.path, e.line)] = e.time
+        if e.kind == "error_line" or (e.level or "") in ERROR_LEVELS:
+            headers[(e.path, e.rank, e.line)] = e.time
+    if not headers:
+        return out
+    spans: dict[tuple[str, int], list[tuple[int, int, float]]] = defaultdict(list)
+    for e in events:
+        if e.kind == "exception" and e.rank is not None:
+            t = headers.get((e.path, e.rank, e.line - 1))
+            if t is not None:
+                frames = e.get("frames")
+                n = len(frames) if isinstance(frames, list) else 0
+                spans[(e.path, e.rank)].append((e.line, e.line + 3 * n + 2, t))
+    for e in events:
+        if e.rank is None or (e.path, e.line) in out:
+            continue
+        for first, last, t in spans.get((e.path, e.rank), ()):
+            if first <= e.line <= last:
+                out[(e.path, e.line)] = t
+                break
+    return out
+
+
+def _closed_after_peer_timeout(events: Sequence[Event], victims: Sequence[Row]) -> set[int]:
+    """Ranks whose only loud errors are lost-peer errors (`Connection closed by peer`, `reset by peer`)
+    written after another rank's timeout report, while reporting no timeout themselves.
+
+    The rank that timed out raised and exited, closing its connections, so such an error is that exit seen
+    from the far end (failure-signatures.md section 17), not a wait of this rank's own: the rank had not
+    timed out when its peers did, and for who kept whom waiting it is quiet. Undated lines take the time of
+    the record they continue (`_record_times`)."""
+    hangs = [e for e in events if e.kind == "hang_detected" and e.rank is not None]
+    if not hangs:
+        return set()
+    times = _record_times(events)
+    first: dict[int, float] = {}
+    for e in hangs:
+        t = times.get((e.path, e.line))
+        if t is not None and e.rank is not None:
+            first[e.rank] = min(first.get(e.rank, t), t)
+    hung = {e.rank for e in hangs}
+    # per rank: (every dated error after the others' first timeout, some error dated); the same error's
+    # undated copies in another file (a tee'd console) say nothing either way
+    state: dict[int, tuple[bool, bool]] = {}
+    for v in victims:
+        r = v["rank"]
+        if r is None or r in hung or v["signal"] in _TEARDOWN_SIGNALS:
+            continue
+        ok, dated = state.get(r, (True, False))
+        t = times.get((v["path"], v["line"]))
+        others = [x for q, x in first.items() if q != r]
+        if v["signal"] not in ("peer_closed", "collective_error") or not others:
+            ok = False
+        elif t is not None:
+            ok, dated = ok and min(others) < t, True
+        state[r] = (ok, dated)
+    return {r for r, (ok, dated) in state.items() if ok and dated}
+
+
 RANK_STATUS_KEYS = ("rank", "host", "status", "crashed", "hung", "victim", "quiet", "own_log",
                     "first_error_kind", "first_error_time", "exitcode", "signal", "exited_clean",
                     "signalled_outside")
@@ -1317,7 +1402,7 @@ def rank_status_columns(
     # Being stopped or losing the store at teardown happens to every survivor; it is not a symptom.
     loud_ranks = {
         v["rank"] for v in victims if v["rank"] is not None and v["signal"] not in _TEARDOWN_SIGNALS
-    }
+    } - _closed_after_peer_timeout(events, victims)
     exit_only = _exit_only_crashes(events)
     outside = _signalled_outside(events, sn)
     clean = clean or set()

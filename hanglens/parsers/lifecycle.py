@@ -38,9 +38,14 @@ PHASE_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("validation", re.compile(
         r"(?i)(?<![\w])(?:validat(?:e|ing|ion)|evaluat(?:e|ing|ion)|running eval(?:uation)?|eval(?:uation)? "
         r"(?:loop|step|epoch|start|begin)|test(?:ing)? (?:loop|epoch))(?![\w])")),
+    # Building an index or a cache is data preparation too (section 15, "cache building"; Megatron-LM
+    # megatron/core/datasets/gpt_dataset.py builds and saves its document/sample index maps on one rank
+    # first): `building the indices on rank 0`, `rebuilding document index cache`.
     ("data_prep", re.compile(
         r"(?i)(?<![\w])(?:tokeniz(?:e|er|ers|ing|ation)|preprocess(?:ing)?|building (?:the )?dataset|"
-        r"loading (?:the )?dataset|caching (?:the )?dataset)(?![\w])")),
+        r"loading (?:the )?dataset|caching (?:the )?dataset|"
+        r"(?:re)?build(?:ing)? (?:the |a )?(?:[\w-]{1,30} ){0,3}?(?:index|indices|index maps?|caches?))"
+        r"(?![\w])")),
 )
 # The training script saying its run is over (section 16 item 1, the last line a rank printed): generic
 # `Training complete(d)` / `finished training`, HF transformers' Trainer `Training completed. Do not forget
@@ -89,15 +94,34 @@ PHASE_TOOK_TRIGGERS = ("lapsed time",)
 # skip of a communication word counts (`skipping batch 7`, `skipped step 3` are not; a bare `reduce` after
 # a space is torch.distributed.reduce or a metric reduce across ranks, `reduce_lr` and an option value
 # `skip-reduce` are not); model averaging is one (torch/distributed/algorithms/model_averaging/averagers.py:
-# `average_parameters` all-reduces the parameters).
+# `average_parameters` all-reduces the parameters), and so is a distributed evaluation (`skipping eval`,
+# `validation skipped`: an evaluation section gathers or reduces its metrics across ranks, section 1's
+# "rank-conditional code that contains a collective ... metric all_reduce"; not `skipping eval data` of a
+# dataset's own split).
 SYNC_SKIPPED_RE = re.compile(
     r"(?i)\bskip(?:s|ped|ping)?\b[ \w.:'`-]{0,40}?\b(?:sync(?:hroni[sz](?:e|ation|ing))?"
     r"|all[_ -]?gather(?:_object)?|gather(?:_object)?|all[_ -]?reduce|reduce[_ -]scatter|(?<=\s)reduce"
     r"|broadcast(?:_object_list)?|barrier|collectives?|(?:model|parameter|param|weight)s? averaging)\b"
-    r"|\b(?:sync(?:hroni[sz]ation)?|all[_ -]?gather(?:_object)?|all[_ -]?reduce|reduce|barrier|collectives?) "
-    r"(?:is |was |are |were )?skipped\b"
+    r"|\bskip(?:s|ped|ping)? (?:the |this |its )?(?:eval(?:uation)?|validation)\b"
+    r"(?! (?:data|dataset|split|set)s?\b)"
+    r"|\b(?:sync(?:hroni[sz]ation)?|all[_ -]?gather(?:_object)?|all[_ -]?reduce|reduce|barrier|collectives?"
+    r"|eval(?:uation)?|validation) (?:is |was |are |were )?skipped\b"
 )
 SYNC_SKIPPED_TRIGGERS = ("skip", "Skip", "SKIP")
+# A rank's own log saying it dropped a training batch (or that batch's forward/backward) this time:
+# `non-finite pixels in batch, skipping it`, `skipping this micro-batch`, `skipping backward`. Under DDP/FSDP
+# the collectives run inside forward and backward (DDP's gradient all_reduce, FSDP's all-gather and
+# reduce-scatter), so a rank that drops a batch the others train on issues that step's collectives fewer
+# times (failure-signatures.md section 1: "data-dependent branches (skip a batch on NaN/empty input ...)").
+# Not `skipped step` (an optimizer step skipped on overflow: AMP's GradScaler and DeepSpeed decide it from an
+# all-reduced flag, on every rank alike) nor a batch index read from a file (`skipping batch 7` of a resumed
+# run's data-skip): only the batch at hand.
+BATCH_SKIPPED_RE = re.compile(
+    r"(?i)\bskip(?:s|ped|ping)? (?:this|the current|that) (?:micro[- ]?)?batch\b"
+    r"|\b(?:micro[- ]?)?batch\b[^.;:]{0,60}?[,;:] ?(?:skip(?:ping|ped)|dropp(?:ing|ed)) it\b"
+    r"|\bskip(?:s|ped|ping)? (?:the )?(?:forward|backward)(?: pass)?(?: for this (?:micro[- ]?)?batch)?\b"
+    r"(?! (?:send|recv|to|from)\b)"
+)
 # The banner every process of a transformers example script prints at WARNING (examples/pytorch/*/run_*.py:
 # `logger.warning(f"Process rank: {training_args.local_rank}, device: ..., n_gpu: ..., distributed training:
 # ...")`): WARNING because those scripts set `log_level = training_args.get_process_log_level()`, and a
@@ -125,7 +149,7 @@ PROCESS_BANNER_RE = re.compile(
     r"(?P<dist>True|False)\b"
 )
 PHASE_TRIGGERS = ("heckpoint", "alidat", "valuat", "eval", "Eval", "est loop", "est epoch", "okeniz",
-                  "reprocess", "ataset")
+                  "reprocess", "ataset", "uilding")
 # Lines of a stack or a traceback mention these words as code, not as a phase.
 _CODE_LINE = re.compile(r"^\s*(?:File \"|at |#\d|Traceback|\w+Error\b|\w+Exception\b)")
 MAX_PHASE_LINE = 400
@@ -153,6 +177,10 @@ class LifecycleParser(Parser):
         EventSpec("sync_skipped", ("phrase",),
                   "a rank's own log says it skipped a synchronisation (`skipping metric sync`, `skipped "
                   "all_gather`, `barrier skipped`): it left the collective path its peers are on"),
+        EventSpec("batch_skipped", ("phrase",),
+                  "a rank's own log says it dropped the training batch at hand or its forward/backward "
+                  "(`non-finite pixels in batch, skipping it`, `skipping this micro-batch`): under DDP/FSDP "
+                  "it issued that step's collectives fewer times than its peers"),
         EventSpec("process_banner", ("process_rank", "distributed"),
                   "a transformers example script's per-process banner (`Process rank: <local rank>, device: "
                   "..., distributed training: True`), printed at WARNING by every process while replicas "
@@ -190,6 +218,10 @@ class LifecycleParser(Parser):
         Example("Running validation at epoch 2", "phase", {"phase": "validation"}, "generic training loops"),
         Example("Running tokenizer on dataset (num_proc=8)", "phase", {"phase": "data_prep"},
                 "HF datasets map with a desc"),
+        Example("2026-11-02 10:14:03,551 INFO data: rebuilding the token index cache for shard 12", "phase",
+                {"phase": "data_prep"}, "user code (written here)"),
+        Example(" > building indices for blendable datasets ...", "phase", {"phase": "data_prep"},
+                "Megatron-LM blended dataset"),
         Example("    elapsed time to build and save sample-idx mapping (seconds): 1204.5", "phase_took",
                 {"label": "build and save sample-idx mapping", "duration_s": 1204},
                 "Megatron-LM gpt_dataset"),
@@ -200,6 +232,12 @@ class LifecycleParser(Parser):
                 {"phrase": "skipped all_gather_object"}, "user code (written here)"),
         Example("WARNING tabfit: loss spike at step 12, skipping model averaging this round", "sync_skipped",
                 {"phrase": "skipping model averaging"}, "local SGD / periodic model averaging loops"),
+        Example("2026-05-02 10:11:02,530 node3 train[4410] WARNING: non-finite pixels in batch, skipping it",
+                "batch_skipped", {"phrase": "batch, skipping it"}, "user code (written here)"),
+        Example("[rank1] loss is NaN, skipping this micro-batch", "batch_skipped",
+                {"phrase": "skipping this micro-batch"}, "user code (written here)"),
+        Example("12/02/2026 10:48:02 - INFO - trainer - Stage 2: validation shard is empty, skipping eval",
+                "sync_skipped", {"phrase": "skipping eval"}, "user code (written here)"),
         Example("grad norm is inf: barrier skipped", "sync_skipped", {"phrase": "barrier skipped"},
                 "user code (written here)"),
         Example("2026-11-20 08:00:01,002 INFO trainer: global rank 5 of 8: tensor-parallel rank 1, "
@@ -249,6 +287,12 @@ class LifecycleParser(Parser):
         "Skipping synchronous download; using the cache",
         "skipping loss averaging for an empty batch",
         "inner training loop: grad accumulation 4",
+        "building GPT model ...",
+        "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
+        "resuming: skipping the first 1200 batches of epoch 3",
+        "micro-batch empty after filtering, skipping forward send",
+        "skipping eval dataset download: already cached",
+        "rebuilding the optimizer after a resize",
         "the loop finished at 10:14",
         "retrying: connection pool exhausted",
         "still waiting for rank 3 of 8 to join",
@@ -308,9 +352,13 @@ class LifecycleParser(Parser):
         m = FINISHED_RE.search(text)
         if m:
             return (self.event("run_finished", line, phrase=m.group(0)),)
-        m = SYNC_SKIPPED_RE.search(text) if any(t in text for t in SYNC_SKIPPED_TRIGGERS) else None
+        skip = any(t in text for t in SYNC_SKIPPED_TRIGGERS)
+        m = SYNC_SKIPPED_RE.search(text) if skip else None
         if m:
             return (self.event("sync_skipped", line, phrase=m.group(0)),)
+        m = BATCH_SKIPPED_RE.search(text) if skip else None
+        if m:
+            return (self.event("batch_skipped", line, phrase=m.group(0)),)
         m = PHASE_TOOK_RE.search(text) if "lapsed time" in text else None
         if m:
             return (self.event("phase_took", line, label=m["what"].strip(), duration_s=int(m["secs"])),)

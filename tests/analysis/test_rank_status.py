@@ -151,3 +151,33 @@ def test_a_rank_that_died_of_its_own_signal_is_never_a_default_victim(tmp_path: 
     v = found.to_dict()["verdict"]
     assert v["rule_id"] == "timeout-seen" and v["culprit_ranks"] == []
     assert v["victim_ranks"] == [0]   # rank 0 timed out waiting; rank 1 died of SIGSEGV, its own death
+
+
+# Written here from failure-signatures.md section 15 ("knock-on errors ... that make it look like a victim"):
+# ranks 2-3 time out at 11:20:16; ranks 0-1 lose their connections a minute later, when 2-3 have exited.
+def _timeouts_then_lost(lost_at: str) -> dict[str, str]:
+    lost = (f"2026-05-02 {lost_at},300 ERROR train: training failed\nTraceback (most recent call last):\n"
+            '  File "/home/user/train.py", line 88, in main\n    work.wait()\n'
+            "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by "
+            "peer [127.0.0.1]:4410\n")
+    timed = ("2026-05-02 11:20:16,400 ERROR train: training failed\nTraceback (most recent call last):\n"
+             '  File "/home/user/train.py", line 88, in main\n    work.wait(timeout=timedelta(seconds=15))\n'
+             "RuntimeError: Operation timed out!\n")
+    step = "2026-05-02 11:20:01,100 INFO train: iteration 5 loss 4.20\n"
+    return {"rank0.log": step + lost, "rank1.log": step + lost, "rank2.log": step + timed,
+            "rank3.log": step + timed}
+
+
+def _quiet(tmp_path: Path, files: dict[str, str]) -> set[int]:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    frame = api.analyze([tmp_path]).tables.fact("rank_status")
+    return {int(r) for r, q in zip(frame["rank"], frame["quiet"], strict=True) if q}
+
+
+def test_lost_connection_after_the_peers_timed_out_leaves_a_rank_quiet(tmp_path: Path) -> None:
+    assert _quiet(tmp_path, _timeouts_then_lost("11:21:02")) == {0, 1}
+
+
+def test_lost_connection_before_the_peers_timed_out_is_an_error_of_its_own(tmp_path: Path) -> None:
+    assert _quiet(tmp_path, _timeouts_then_lost("11:20:05")) == set()

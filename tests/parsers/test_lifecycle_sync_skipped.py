@@ -13,6 +13,8 @@ from hanglens.parsers.lifecycle import SYNC_SKIPPED_RE
     ("rank 2: eval counters unchanged, skipping reduce", "skipping reduce"),
     ("WARNING no samples on this rank, reduce skipped", "reduce skipped"),
     ("skipping all_reduce of the loss", "skipping all_reduce"),
+    ("Stage 2: validation shard is empty, skipping eval", "skipping eval"),
+    ("rank 1: no eval batches; evaluation skipped", "evaluation skipped"),
 ])
 def test_skip_of_a_collective_matches(text: str, phrase: str) -> None:
     m = SYNC_SKIPPED_RE.search(text)
@@ -24,6 +26,8 @@ def test_skip_of_a_collective_matches(text: str, phrase: str) -> None:
     "skipping batch 7 (empty)",
     "Namespace(fault='skip-reduce', epochs=2)",
     "lr scheduler: reduced lr to 0.01, skipped step 3",
+    "skipping eval dataset download: already cached",
+    "skipping batch 3, no validation targets",
 ])
 def test_skip_of_something_else_does_not_match(text: str) -> None:
     assert SYNC_SKIPPED_RE.search(text) is None
@@ -62,3 +66,29 @@ def test_torchvision_init_line_under_another_ranks_envelope_does_not_silence_it_
         assert events([LifecycleParser], "[rank1]:global rank 6 of 8: tp rank 0\n", "rank_init") == []
     found = events([LifecycleParser], "global rank 6 of 8: tp rank 0\n", "rank_init")
     assert [(e.rank, e.get("global_rank")) for e in found] == [(6, 6)]
+
+
+@pytest.mark.parametrize("text, phrase", [
+    ("2026-05-02 10:11:02,530 node3 train[4410] WARNING: non-finite pixels in batch, skipping it",
+     "batch, skipping it"),
+    ("[rank1] loss is NaN, skipping this micro-batch", "skipping this micro-batch"),
+    ("non-finite gradient norm, skipping backward for this micro-batch",
+     "skipping backward for this micro-batch"),
+])
+def test_dropped_batch_matches_batch_skipped(text: str, phrase: str) -> None:
+    from hanglens.parsers.lifecycle import BATCH_SKIPPED_RE
+
+    m = BATCH_SKIPPED_RE.search(text)
+    assert m is not None and m.group(0) == phrase
+
+
+@pytest.mark.parametrize("text", [
+    "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
+    "resuming: skipping the first 1200 batches of epoch 3",
+    "micro-batch empty after filtering, skipping forward send",
+    "skipping batch 7 (empty)",
+])
+def test_other_skips_are_no_dropped_batch(text: str) -> None:
+    from hanglens.parsers.lifecycle import BATCH_SKIPPED_RE
+
+    assert BATCH_SKIPPED_RE.search(text) is None
