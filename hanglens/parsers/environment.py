@@ -162,6 +162,10 @@ class EnvironmentParser(Parser):
     def feed(self, line: LogLine) -> Iterable[Event]:
         if not _ENTRY.may_match(line.text):
             return ()
+        if "id" in line.text:
+            # A self-stated pid (`SELF_PID_RE`) counts only on a line with a rank and no Ray/vLLM writer: what
+            # such a text gives depends on the line, not the text alone, so it is not remembered as quiet.
+            return self._read(line)
         return _QUIET.read(line, self._read)   # (no state: what it gives depends on the text alone)
 
     def _read(self, line: LogLine) -> list[Event]:

@@ -14,3 +14,18 @@ events = partial(read_events, [EnvironmentParser])
 def test_rank_echo_fields_are_ints_and_unexpanded_values_are_ignored() -> None:
     (ev,) = events("RANK=2 WORLD_SIZE=$WORLD_SIZE LOCAL_RANK=0", "world_info")
     assert dict(ev.fields) == {"global_rank": 2, "local_rank": 0, "stated_rank": 2}
+
+
+def test_a_self_stated_pid_is_read_on_a_ranked_line_after_the_same_text_without_rank() -> None:
+    """What `pid=<n>` gives depends on the line's rank and writer, so a rank-less sighting of the same text
+    (which gives nothing) must not make the parser skip it later (the quiet-text memo keys on text alone)."""
+    from hanglens.model import LogLine, SourceRef
+    from hanglens.parsers.environment import EnvironmentParser
+
+    text = "] pid=41877 device=cuda:6"
+    bare = LogLine(text=text, raw=text, ref=SourceRef("x", 1))
+    for _ in range(4):
+        assert list(EnvironmentParser().feed(bare)) == []
+    ranked = LogLine(text=text, raw="[rank 6" + text, ref=SourceRef("x", 2), rank=6)
+    got = list(EnvironmentParser().feed(ranked))
+    assert [e.get("worker_pid") for e in got] == [41877]
