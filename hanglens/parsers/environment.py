@@ -72,6 +72,12 @@ RAY_WORKER_LIST_RE = re.compile(
 # header, failure-signatures.md section 16). `(pid: N)` in torchrun's agent lines and `worker (pid N)` in the
 # DataLoader's messages name other processes and do not match.
 SELF_PID_RE = re.compile(r"(?<![\w(])(?:pid|PID)\s?[=:]\s?(?P<pid>\d{2,10})(?![\w.])")
+
+
+def _may_state_pid(text: str) -> bool:
+    """The one test, cheaper than the search, for both reading a self-stated pid (`SELF_PID_RE`) and keeping
+    such a text out of the quiet-text memo (`pid`; an upper-case `PID` is not read today)."""
+    return "id" in text
 _QUIET = QuietTexts()   # texts that gave nothing (see `feed`)
 # Every pattern here reads a line on its own: a text none of them may match gives nothing.
 _ENTRY = EntryGate(__name__)
@@ -162,9 +168,9 @@ class EnvironmentParser(Parser):
     def feed(self, line: LogLine) -> Iterable[Event]:
         if not _ENTRY.may_match(line.text):
             return ()
-        if "id" in line.text:
-            # A self-stated pid (`SELF_PID_RE`) counts only on a line with a rank and no Ray/vLLM writer: what
-            # such a text gives depends on the line, not the text alone, so it is not remembered as quiet.
+        if _may_state_pid(line.text):
+            # A self-stated pid counts only on a line with a rank and no Ray/vLLM writer (`_read`): what such
+            # a text gives depends on the line, not the text alone, so it is not remembered as quiet.
             return self._read(line)
         return _QUIET.read(line, self._read)   # (no state: what it gives depends on the text alone)
 
@@ -195,7 +201,7 @@ class EnvironmentParser(Parser):
                 out.append(self.event("world_info", line, global_rank=r, world_size=int(m5["n"]),
                                       stated_rank=r))
                 return out
-        m6 = SELF_PID_RE.search(text) if line.rank is not None and "id" in text else None
+        m6 = SELF_PID_RE.search(text) if line.rank is not None and _may_state_pid(text) else None
         if m6 and not (line.writer or "").startswith(("ray ", "vllm ")):
             fields["worker_pid"] = int(m6["pid"])
         for m in ENV_RE.finditer(text):
