@@ -76,8 +76,8 @@ SELF_PID_RE = re.compile(r"(?<![\w(])(?:pid|PID)\s?[=:]\s?(?P<pid>\d{2,10})(?![\
 
 def _may_state_pid(text: str) -> bool:
     """The one test, cheaper than the search, for both reading a self-stated pid (`SELF_PID_RE`) and keeping
-    such a text out of the quiet-text memo (`pid`; an upper-case `PID` is not read today)."""
-    return "id" in text
+    such a text out of the quiet-text memo (`pid`, `PID`)."""
+    return "id" in text or "ID" in text
 _QUIET = QuietTexts()   # texts that gave nothing (see `feed`)
 # Every pattern here reads a line on its own: a text none of them may match gives nothing.
 _ENTRY = EntryGate(__name__)

@@ -29,3 +29,15 @@ def test_a_self_stated_pid_is_read_on_a_ranked_line_after_the_same_text_without_
     ranked = LogLine(text=text, raw="[rank 6" + text, ref=SourceRef("x", 2), rank=6)
     got = list(EnvironmentParser().feed(ranked))
     assert [e.get("worker_pid") for e in got] == [41877]
+
+
+def test_an_upper_case_self_stated_pid_is_read_too() -> None:
+    """`PID=<n>` (upper case, as a user's banner or a job script's `echo "RANK=$RANK PID=$$"` writes it) names
+    the rank's process as `pid=<n>` does (`SELF_PID_RE` accepts both spellings)."""
+    from hanglens.model import LogLine, SourceRef
+    from hanglens.parsers.environment import EnvironmentParser
+
+    for text in ("RANK=5 PID=52310", "worker ready PID: 52310"):
+        ranked = LogLine(text=text, raw="[rank5]:" + text, ref=SourceRef("x", 1), rank=5)
+        got = [e for e in EnvironmentParser().feed(ranked) if e.get("worker_pid") is not None]
+        assert [e.get("worker_pid") for e in got] == [52310], text
