@@ -42,14 +42,19 @@ class QuietTexts:
     fresh parser would search it again with every pattern. Only for a parser whose answer to an idle
     line depends on the text alone (each parser says why where it uses this).
 
+    A parser some of whose texts give an answer that depends on the line too (its rank, its writer) names
+    them with `line_dependent`: those texts are always read and never remembered.
+
     Bounded: at most `cap` texts of at most `max_len` characters (past `cap`, it starts over empty).
     """
 
-    __slots__ = ("cap", "max_len", "texts")
+    __slots__ = ("cap", "line_dependent", "max_len", "texts")
 
-    def __init__(self, cap: int = 1 << 12, max_len: int = 600) -> None:
+    def __init__(self, cap: int = 1 << 12, max_len: int = 600,
+                 line_dependent: Callable[[str], bool] | None = None) -> None:
         self.texts: set[str] = set()
         self.cap, self.max_len = cap, max_len
+        self.line_dependent = line_dependent
 
     def __contains__(self, text: str) -> bool:
         return text in self.texts
@@ -62,12 +67,13 @@ class QuietTexts:
 
     def read(self, line: LogLine, read: Callable[[LogLine], Sequence[Event]]) -> Sequence[Event]:
         """`read(line)`, skipped for a text that gave nothing before, remembered when it gives nothing (for
-        a parser without state: what it gives depends on the text alone)."""
-        if line.text in self.texts:
+        a parser without state: what it gives depends on the text alone, but for `line_dependent` ones)."""
+        text = line.text
+        if text in self.texts:
             return ()
         out = read(line)
-        if not out:
-            self.add(line.text)
+        if not out and (self.line_dependent is None or not self.line_dependent(text)):
+            self.add(text)
         return out
 
 

@@ -78,7 +78,9 @@ def _may_state_pid(text: str) -> bool:
     """The one test, cheaper than the search, for both reading a self-stated pid (`SELF_PID_RE`) and keeping
     such a text out of the quiet-text memo (`pid`, `PID`)."""
     return "id" in text or "ID" in text
-_QUIET = QuietTexts()   # texts that gave nothing (see `feed`)
+# Texts that gave nothing (see `feed`); a self-stated pid counts only on a line with a rank and no Ray/vLLM
+# writer (`_read`), so such a text's answer depends on the line, and it is never remembered.
+_QUIET = QuietTexts(line_dependent=_may_state_pid)
 # Every pattern here reads a line on its own: a text none of them may match gives nothing.
 _ENTRY = EntryGate(__name__)
 ENV_FIELD = {"RANK": "global_rank", "LOCAL_RANK": "local_rank", "WORLD_SIZE": "world_size",
@@ -168,11 +170,7 @@ class EnvironmentParser(Parser):
     def feed(self, line: LogLine) -> Iterable[Event]:
         if not _ENTRY.may_match(line.text):
             return ()
-        if _may_state_pid(line.text):
-            # A self-stated pid counts only on a line with a rank and no Ray/vLLM writer (`_read`): what such
-            # a text gives depends on the line, not the text alone, so it is not remembered as quiet.
-            return self._read(line)
-        return _QUIET.read(line, self._read)   # (no state: what it gives depends on the text alone)
+        return _QUIET.read(line, self._read)   # (no state: the text decides, but for `line_dependent` texts)
 
     def _read(self, line: LogLine) -> list[Event]:
         text = line.text

@@ -153,7 +153,10 @@ PHASE_TRIGGERS = ("heckpoint", "alidat", "valuat", "eval", "Eval", "est loop", "
 # Lines of a stack or a traceback mention these words as code, not as a phase.
 _CODE_LINE = re.compile(r"^\s*(?:File \"|at |#\d|Traceback|\w+Error\b|\w+Exception\b)")
 MAX_PHASE_LINE = 400
-_QUIET = QuietTexts()   # texts that gave nothing (see `LifecycleParser.feed`)
+# Texts that gave nothing (see `LifecycleParser.feed`); what a rank statement gives depends on the line's
+# envelope rank too (`_rank_init`: under `[rank1]:` the text `| distributed init (rank 5)` gives nothing,
+# alone rank 5's `rank_init`), so such texts are never remembered.
+_QUIET = QuietTexts(line_dependent=lambda text: any(t in text for t in _RANK_STATEMENT_TRIGGERS))
 
 
 class LifecycleParser(Parser):
@@ -300,11 +303,7 @@ class LifecycleParser(Parser):
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
-        if any(t in line.text for t in _RANK_STATEMENT_TRIGGERS):
-            # (what a rank statement gives depends on the line's envelope rank too, `_rank_init`: under
-            # `[rank1]:` the text `| distributed init (rank 5)` gives nothing, alone rank 5's `rank_init`)
-            return self._read(line)
-        return _QUIET.read(line, self._read)   # (no state: what it gives depends on the text alone)
+        return _QUIET.read(line, self._read)   # (no state: the text decides, but for `line_dependent` texts)
 
     def _rank_init(self, line: LogLine, r: int) -> tuple[Event, ...]:
         """A process's statement that it is global rank `r`: rank `r`'s `rank_init`, unless the line's
