@@ -303,6 +303,9 @@ _ALREADY_ON: tuple[tuple[str, frozenset[str]], ...] = (
     ("TORCH_NCCL_TRACE_BUFFER_SIZE", frozenset({"flight_recorder", "fr_dump"})),
 )
 
+# What a piece of rerun advice is about (a knob to turn on, a tool to run): one piece of advice per key.
+_ADVICE_KEYS = (*(knob for knob, _ in _ALREADY_ON), "py-spy dump")
+
 
 def _collect_next(
     tables: Tables,
@@ -370,8 +373,8 @@ def _collect_next(
     seen: set[str] = set()
     uniq = []
     for s in out:
-        # One piece of advice per knob: a rule's own wording first, the generic one only without it.
-        knobs = {knob for knob, _ in _ALREADY_ON if knob in s}
+        # One piece of advice per knob or tool: a rule's own wording first, the generic one only without it.
+        knobs = {knob for knob in _ADVICE_KEYS if knob in s}
         if s not in seen and not knobs & seen:
             seen.add(s)
             seen.update(knobs)

@@ -289,3 +289,18 @@ def test_rerun_advice_skips_knobs_the_logs_show_were_on(tmp_path: Path) -> None:
     root = root / "fixtures"
     plain = api.analyze([root / "main-only-ckpt-rank0"]).to_dict()
     assert sum("TORCH_DISTRIBUTED_DEBUG=DETAIL" in s for s in plain["collect_next"]) == 1
+
+
+def test_stack_dump_advice_is_given_once(tmp_path: Path) -> None:
+    """A silent-hang rule's own py-spy advice and the generic one for a hang are one piece of advice."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    rule = yaml.safe_load((root / "rules/control_flow_divergence/silent-hang-at-phase-boundary.yaml")
+                          .read_text())
+    test = next(t for t in rule["tests"] if t["name"] == "new-epoch-bar-never-advances-after-validation")
+    for name, text in test["logs"].items():
+        (tmp_path / name).write_text(text)
+    doc = api.analyze([tmp_path]).to_dict()
+    assert doc["verdict"]["rule_id"] == "silent-hang-at-phase-boundary"
+    assert sum("py-spy dump" in s for s in doc["collect_next"]) == 1, doc["collect_next"]
