@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -81,7 +82,17 @@ def _judge(rule: Rule, test: RuleTest, analyze_fn: AnalyzeFn, repo_root: Path | 
     suspects = sorted(int(r) for r in mine[0].get("suspect_ranks", []))
     if test.suspects is not None and suspects != sorted(test.suspects):
         return f"suspects {suspects}, expected {sorted(test.suspects)}"
+    text = str(mine[0].get("explanation", ""))
+    slot = _EMPTY_SLOT.search(text)
+    if slot is not None:
+        near = text[max(0, slot.start() - 40):slot.end() + 20]
+        return f"the explanation has an empty template slot: ...{near}..."
     return ""
+
+
+# What a missing template value leaves in a rendered explanation: `None`, empty parentheses (not a call such
+# as `abort()`), a list separator before a closing parenthesis, an unrendered `{{`.
+_EMPTY_SLOT = re.compile(r"\bNone\b|(?<![\w`])\(\s*\)|\s[,;]\s*\)|\{\{|\}\}")
 
 
 def run_rule_test(rule: Rule, test: RuleTest, analyze_fn: AnalyzeFn,

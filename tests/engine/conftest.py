@@ -95,7 +95,8 @@ def fake_analyze(paths: Sequence[Path], *, rules_dirs: Sequence[Path] = ()) -> A
     progress = [{"rank": r, "last_step": s, "max_step": top, "steps_behind": top - s, "path": f"rank{r}.log",
                  "line": 1} for r, s in sorted(last.items())]
     status = [{"rank": r, "crashed": r in crashed, "hung": False,
-               "victim": r not in crashed and bool(crashed)}
+               "victim": r not in crashed and bool(crashed),
+               "first_error_kind": "crash" if r in crashed else None}
               for r in sorted(ranks)]
     rules = load_rules(rules_dirs, builtin=False)
     return evaluate(rules, tables(facts={"progress": progress, "rank_status": status}, ranks=sorted(ranks)),

@@ -76,3 +76,29 @@ def test_logs_cannot_escape_the_temp_folder() -> None:
     rule, test = _with_test(name="t", expect="match", logs={"../escape.log": "CRASH\n"})
     res = run_rule_test(rule, test, fake_analyze, None)
     assert res.outcome is Outcome.FAILED and "escapes" in res.message
+
+
+
+def test_an_explanation_with_an_empty_template_slot_fails(tmp_path: Path) -> None:
+    """A value the facts do not have renders as nothing or `None`: the rule's test says where."""
+    import yaml
+
+    src = yaml.safe_load((EXAMPLE_RULES / "rank_crash" / "rank-crashed-alone.yaml").read_text())
+    logs = {"rank0.log": "step 1\n", "rank1.log": "CRASH\n"}
+    head = "Rank {{ crashed.rank | rank_list }} crashed"
+    for n, (template, left) in enumerate((
+            (head + " ({{ (crashed.signal | first) or '' }}).", "()"),
+            (head + " of signal {{ crashed.signal | first }}.", "None"),
+            (head + " ({{ crashed.first_error_kind | first }}).", None))):
+        folder = tmp_path / str(n) / "rank_crash"
+        folder.mkdir(parents=True)
+        (folder / "rank-crashed-alone.yaml").write_text(yaml.safe_dump({**src, "explanation": template}))
+        (rule,) = load_rules([folder.parent], builtin=False)
+        test = RuleTest.model_validate(dict(name="t", expect="match", culprits=[1], logs=logs))
+        res = run_rule_test(rule, test, fake_analyze, None)
+        if left is None:
+            assert res.outcome is Outcome.PASSED, res.message
+        else:
+            assert res.outcome is Outcome.FAILED, template
+            assert res.message.startswith("the explanation has an empty template slot"), res.message
+            assert left in res.message
