@@ -301,8 +301,8 @@ def _common_sender(
             out.append(r)
             continue
         out.append({**r, "peer": sender})
-        out.append({**r, "rank": sender, "host": hosts.get(sender), "role": "sender", "peer": r["rank"], "basis": basis,
-                    "odd": True})
+        out.append({**r, "rank": sender, "host": hosts.get(sender), "role": "sender", "peer": r["rank"],
+                    "basis": basis, "odd": True})
     return out
 
 
