@@ -264,7 +264,46 @@ def size_error_rows(
             if own:
                 row.update(path=own[1], line=own[2])
             rows.append(row)
-    return rows
+    return _common_sender(rows, events, hosts, world, aborted, known)
+
+
+def _common_sender(
+    rows: list[Row], events: Sequence[Event], hosts: dict[int, str], world: int | None,
+    aborted: Collection[int], known: Collection[int],
+) -> list[Row]:
+    """`rows` with the one rank every rejected gloo transfer came from, when the logs single it out.
+
+    gloo checks a message's size on the receiver only (gloo/transport/tcp/pair.cc Pair::prepareRead), so
+    one rank whose tensor is the odd, larger one fails the check on each rank it sends to, and on no other:
+    one receiver in a ring (the module docstring), every other rank in an all_to_all, where each rank
+    sends its split to every peer (gloo/alltoallv.cc; torch 2.13 gloo runs: a rank announcing 3 fewer ids
+    than it sends aborts all of its peers and is itself only reset). When two or more ranks of a world of
+    three or more fail the check and exactly one rank, whose own output is present, neither failed it nor
+    died of SIGABRT, that rank is the end they share: one odd rank explains every check (the minority,
+    failure-signatures.md section 2, "Culprit vs victims"); any other reading needs every receiver odd.
+    """
+    receivers = {r["rank"] for r in rows if r["role"] == "receiver"}
+    if (world is None or world < 3 or len(receivers) < 2 or any(r["p2p"] or r["odd"] for r in rows)
+            or any(r["role"] == "sender" for r in rows)):
+        return rows
+    rest = set(range(world)) - receivers
+    if len(rest) != 1:
+        return rows
+    sender = rest.pop()
+    if sender in aborted or sender not in known or not any(e.rank == sender for e in events):
+        return rows
+    basis = (f"the only rank of {world} that did not fail gloo's size check, while ranks "
+             f"{', '.join(str(r) for r in sorted(receivers))} did: each of them received more than it "
+             "posted, and one rank sending a larger tensor to all of them explains every check")
+    out: list[Row] = []
+    for r in rows:
+        if r["role"] != "receiver":
+            out.append(r)
+            continue
+        out.append({**r, "peer": sender})
+        out.append({**r, "rank": sender, "host": hosts.get(sender), "role": "sender", "peer": r["rank"],
+                    "basis": basis, "odd": True})
+    return out
 
 
 # Calls whose ranks legitimately stand at different lines or post different sizes: point-to-point (a

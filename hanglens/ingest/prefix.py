@@ -9,6 +9,7 @@ envelope → payload.
 from __future__ import annotations
 
 import calendar
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -151,6 +152,17 @@ VLLM_RE = re.compile(
     r"\[?(?P<file>[\w.-]+\.py):(?P<line>\d+)\] ?"
 )
 STDLIB_RE = re.compile(r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<logger>[\w.]+):")
+# Structured logging: one record per line, as a JSON object (python-json-logger, structlog's JSONRenderer,
+# a `logging.Formatter` that json.dumps a dict) or as logfmt `key=value` pairs that start with the record's
+# time or level (structlog's KeyValueRenderer / LogfmtRenderer). A top-level `rank` (or `global_rank`) field
+# is bound per process by the script that logs (`logger.bind(rank=dist.get_rank())`, a formatter's dict):
+# the writer's own rank, as `[rank3]` is in a text format. The record's text is kept whole for the parsers.
+JSON_RECORD_RE = re.compile(r'^\{\s*"[^"]{1,64}"\s*:')
+LOGFMT_RANK_RE = re.compile(
+    r"^(?:ts|time|timestamp|level|lvl)=\S{1,64}(?: [\w.@-]{1,64}=(?:\"[^\"]{0,300}\"|\S{0,200})){0,12}? "
+    r"(?:global_)?rank=(?P<rank>\d{1,6})(?= |$)")
+RECORD_RANK_KEYS = ("rank", "global_rank")
+MAX_RECORD = 20000   # characters of a JSON record that are parsed; a longer line keeps no rank
 LEVEL_LETTER = {"DEBUG": "D", "INFO": "I", "WARNING": "W", "ERROR": "E", "CRITICAL": "C",
                 "SPAM": "D", "VERBOSE": "D", "NOTICE": "I", "SUCCESS": "I"}
 
@@ -316,6 +328,29 @@ def _md_time(year: int, month: int, day: int, hms: str, frac: str | None) -> flo
         )
     except (ValueError, OverflowError):
         return None
+
+
+def _record_rank(s: str) -> int | None:
+    """The `rank` field of a structured log record (JSON object or logfmt, see JSON_RECORD_RE), else None."""
+    if s.startswith("{"):
+        body = s.rstrip()
+        if len(body) > MAX_RECORD or not body.endswith("}") or not JSON_RECORD_RE.match(body):
+            return None
+        try:
+            rec = json.loads(body)
+        except ValueError:
+            return None
+        if not isinstance(rec, dict):
+            return None
+        for key in RECORD_RANK_KEYS:
+            v = rec.get(key)
+            if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1_000_000:
+                return v
+            if isinstance(v, str) and v.isdigit() and len(v) <= 6:
+                return int(v)
+        return None
+    m = LOGFMT_RANK_RE.match(s)
+    return int(m["rank"]) if m else None
 
 
 def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None = None) -> Envelope:
@@ -542,6 +577,8 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
         m = USER_RANK_RE.match(s)
         if m:
             rank = int(m["rank"])
+    if rank is None and s[:1] in ("{", "t", "l"):
+        rank = _record_rank(s)
     if rank is None and task is not None and local_rank is None:
         rank = None  # a scheduler task id is not a global rank; kept in `task`
     return Envelope(

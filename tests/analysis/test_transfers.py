@@ -270,3 +270,28 @@ def test_a_world_size_only_the_programs_lines_state_counts_when_they_agree() -> 
     assert world_size_of([*user, ev("world_info", 1, world_size=2, stated_by="user")]) is None
     # an environment echo or a launcher's statement wins over the program's lines
     assert world_size_of([*user, ev("world_info", 1, world_size=8)]) == 8
+
+
+def in_all_to_all(rank: int) -> Event:
+    return ev("exception", rank, exc_type="RuntimeError", message="Connection reset by peer",
+              frames=["/srv/rec.py:77 in lookup", f"{C10D}:5140 in all_to_all_single"],
+              sources=["dist.all_to_all_single(out, ids, output_split_sizes=o, input_split_sizes=i)",
+                       "work.wait()"])
+
+
+def test_size_checks_on_every_rank_but_one_name_the_one_that_sent_to_all() -> None:
+    # an all_to_all: rank 2 sends each peer more than it announced; 0, 1 and 3 abort, 2 is only reset
+    checks = [ev("process_teardown", r, error=SIZE_CHECK) for r in (0, 1, 3)]
+    got = rows([*world(4), *checks, in_all_to_all(2)])
+    senders = {r["rank"] for r in got if r["role"] == "sender"}
+    assert senders == {2} and all(r["odd"] for r in got if r["role"] == "sender")
+    assert {r["peer"] for r in got if r["role"] == "receiver"} == {2}
+
+
+def test_no_common_sender_without_its_own_output_or_with_two_ranks_left() -> None:
+    checks = [ev("process_teardown", r, error=SIZE_CHECK) for r in (0, 1, 3)]
+    stated = ev("world_info", 0, world_size=4, global_rank=0)
+    assert not [r for r in rows([stated, *checks]) if r["role"] == "sender"]  # rank 2 said nothing
+    two_left = [ev("process_teardown", r, error=SIZE_CHECK) for r in (0, 1)]
+    got = rows([*world(5), *two_left, in_all_to_all(2), in_all_to_all(3)])
+    assert not [r for r in got if r["role"] == "sender"]

@@ -291,3 +291,22 @@ def test_dialect_quick_no_agrees_with_every_test_on_the_repositorys_logs(monkeyp
     full = [prefix.detect_dialect(s) for s in samples]
     assert quick == full
     assert sum(d != prefix.Dialect(lead=d.lead) for d in full) >= 10   # (consoles with a dialect are among them)
+
+
+def test_structured_records_name_their_writers_rank_and_keep_their_text() -> None:
+    """A JSON or logfmt record's top-level `rank` field is the writer's rank (bound per process by the
+    script's logger); a rank nested in another field, or inside a quoted message, is not."""
+    cases = [
+        ('{"time": "2026-05-02T11:40:07Z", "severity": "INFO", "rank": 5, "message": "iter 120 done"}', 5),
+        ('{"ts": 1777722007.5, "level": "warning", "global_rank": "3", "event": "slow step"}', 3),
+        ("time=2026-05-02T11:40:07Z level=info rank=6 msg=\"iter 121 done\"", 6),
+        ('ts=1777722007 lvl=warn event="rank=2 is slow" rank=1', 1),
+        ('{"msg": "peer lost", "peer": {"rank": 4}}', None),
+        ('{"msg": "loss", "rank": true}', None),
+        ('{"msg": "not closed", "rank": 3', None),
+        ('level=info event="waiting for rank=2"', None),
+        ("world rank=3 says hello", None),
+    ]
+    for raw, rank in cases:
+        env = strip_prefixes(raw)
+        assert (env.rank, env.text) == (rank, raw), raw
