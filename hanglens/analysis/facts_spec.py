@@ -361,7 +361,8 @@ FACT_SPECS: dict[str, FactSpec] = {
             ("rank", "host", "exc_type", "before_hangs", "time", "text", *_EVIDENCE),
             "Python exceptions of a process's own (not a peer's failure) that no line attributes to a rank "
             "(tracebacks before torch 2.4 carry no `[rankN]:`); `before_hangs` when earlier than the first "
-            "hang report (by the clock, else by line order in one file); `rank` only when the world size is "
+            "hang report or lost-peer error (gloo's `Connection closed by peer`; by the clock, else by line "
+            "order in one file); `rank` only when the world size is "
             "stated and every other rank of it reported a hang or a failure of its own.",
         ),
         FactSpec(

@@ -637,12 +637,14 @@ def unowned_crash_rows(events: Sequence[Event], hosts: dict[int, str], world: in
     section 6: the earliest non-distributed traceback is the cause; the later timeouts are its victims).
     `rank` is the writer only where the logs leave one choice: the world size is stated and every other rank
     of it reported a hang or a failure of its own (a rank that raised cannot also wait in the collective).
-    `before_hangs`: earlier than the first hang report by the clock (and no more than UNOWNED_CRASH_SLACK_S
-    before the earliest wait began, its report time less its `ran for`), or by line order in the same file
-    when either is untimed; untimed in different files counts as before (the timeouts fire a timeout later).
+    `before_hangs`: earlier than the first hang report or lost-peer error by the clock (and no more than
+    UNOWNED_CRASH_SLACK_S before the earliest wait began, its report time less its `ran for`), or by line
+    order in the same file when either is untimed; untimed in different files counts as before (the timeouts
+    fire a timeout later). A peer's `Connection closed by peer` is the other way its survivors learn of the
+    crash: gloo's pair sees the dead process's socket close at once (failure-signatures.md sections 6, 17).
     """
     sn = single_node(events)
-    hangs = [e for e in events if e.kind == "hang_detected"]
+    hangs = [e for e in events if e.kind in ("hang_detected", "peer_closed")]
     first_time = min((e.time for e in hangs if e.time is not None), default=None)
     # The waits began a timeout before the reports: a crash long before that (the job trained on) is not why.
     starts = [e.time - ms / 1000.0 for e in hangs

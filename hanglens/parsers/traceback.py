@@ -33,7 +33,9 @@ BARE_EXC_RE = re.compile(
 DATALOADER_RE = re.compile(r"Caught (?P<exc>\w+) in DataLoader worker process (?P<worker>\d+)")
 # A per-line prefix the reader does not know (`gpu-a8: `, `host17 | `, `[node3] `, `worker-2>`): learned from
 # the `Traceback` line, confirmed by the next line of that writer, which must carry it before a `File` frame.
-LEARN_PRE_RE = re.compile(r"^(?!\s)[^\s\"']{1,60}(?: [^\s\"']{1,60}){0,3} ?(?::|\||>|\]|\]:) ?$")
+# A column-aligned prefix pads the writer's name with spaces before the separator (`docker compose logs`:
+# `trainer-1  | `, the service name padded to the longest one).
+LEARN_PRE_RE = re.compile(r"^(?!\s)[^\s\"']{1,60}(?: [^\s\"']{1,60}){0,3} {0,40}(?::|\||>|\]|\]:) ?$")
 PRE_RANK_RE = re.compile(r"(?:^|[^A-Za-z0-9])rank[ _-]?(?P<rank>\d{1,6})(?![0-9])", re.IGNORECASE)
 PRE_HOST_RE = re.compile(r"^[\[(]?(?P<host>(?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w-]{0,62}\d[\w-]{0,62}"
                          r"(?:\.[A-Za-z][\w-]{0,62}){0,6})[\])]?\s*[:|>\]]")
@@ -124,6 +126,13 @@ class TracebackParser(Parser):
                 "exception", {"exc_type": "ImportError", "writer_tag": "job-5c1/worker-2 | ",
                               "frame_file": "/app/train.py"},
                 "any (written here: a job runner's per-line prefix the reader does not know)"),
+        Example("trainer-2  | Traceback (most recent call last):\n"
+                "trainer-10 | step 40 loss 0.3310\n"
+                "trainer-2  |   File \"/app/train.py\", line 61, in main\n"
+                "trainer-2  |     batch = collate(batch)\n"
+                "trainer-2  | KeyError: 'labels'\n",
+                "exception", {"exc_type": "KeyError", "writer_tag": "trainer-2  | ", "frame_line": 61},
+                "any (written here: `docker compose logs` pads each service name to the longest one)"),
         Example("[rank0]: Traceback (most recent call last):\n"
                 "[rank0]:   File \"/home/u/train.py\", line 12, in <module>\n"
                 "[rank0]:     x = torch.empty(1 << 40, device=\"cuda\")\n"
