@@ -126,8 +126,10 @@ def rank_hosts(events: Sequence[Event]) -> dict[int, str]:
 def world_size_of(events: Sequence[Event]) -> int | None:
     """The job's world size when a log states it (communicator size, WORLD_SIZE, launcher tables, or the
     members of the default process group in a Flight Recorder dump's `pg_config`: its `ranks` are global
-    ranks and the default group holds every rank, log-formats.md section 8.3); else the one size the
-    program's own lines state (`world_size=4`, `Starting with 4 processes`), when they all agree."""
+    ranks and the default group holds every rank, log-formats.md section 8.3; a torchrun command line that
+    states both `--nnodes` (or `--standalone`) and `--nproc-per-node`: the agents start nnodes x
+    nproc_per_node workers, section 3.5); else the one size the program's own lines state (`world_size=4`,
+    `Starting with 4 processes`), when they all agree."""
     sizes: list[int] = []
     stated: set[int] = set()   # sizes only a program's own line states (`world_size=4`)
     for e in events:
@@ -135,6 +137,10 @@ def world_size_of(events: Sequence[Event]) -> int | None:
             v = e.get(key)
             if isinstance(v, int) and 0 < v <= 1_000_000:
                 (stated.add(v) if e.get("stated_by") == "user" else sizes.append(v))
+        if e.kind == "launch_config":
+            nnodes, nproc = e.get("nnodes"), e.get("nproc_per_node")
+            if isinstance(nnodes, int) and isinstance(nproc, int) and 0 < nnodes * nproc <= 1_000_000:
+                sizes.append(nnodes * nproc)
         if e.kind == "fr_dump":
             for group in e.get("pg_config") or []:
                 if (isinstance(group, (list, tuple)) and len(group) == 3 and group[1] == "default_pg"
@@ -286,7 +292,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     tables["versions"] = frame("versions", status.version_rows(evs, hosts))
     # One row per rank of the world: as columns, not a dict per rank (`rank_status_columns`).
     rank_cols = status.rank_status_columns(evs, ranks, hosts, victims, status.own_log_ranks(files), clean,
-                                      status.printed_ranks(files))
+                                      status.printed_ranks(files), world)
     del victims
     tables["rank_status"] = frame_columns("rank_status", rank_cols)
     aborted = {r for r, s in zip(rank_cols["rank"], rank_cols["signal"], strict=True) if s == "SIGABRT"}

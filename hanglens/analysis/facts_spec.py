@@ -395,6 +395,7 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "victim",
                 "quiet",
                 "own_log",
+                "unheard",
                 "first_error_kind",
                 "first_error_time",
                 "exitcode",
@@ -407,8 +408,11 @@ FACT_SPECS: dict[str, FactSpec] = {
             "the store vanish at teardown does not count): they were busy elsewhere or stuck silently. "
             "`own_log` marks ranks whose own output is in the input (a file of their own, or lines "
             "attributed to them): only then is a quiet rank's silence evidence; a rank never seen may just "
-            "be cut out. `exited_clean`: its agent's whole ChildFailedError table lists its other local "
-            "workers but not this one, so it had already exited 0 (and no fault or hang of its own is seen). "
+            "be cut out. `unheard`: a rank with no line at all whose absence still names it, because the "
+            "world size is stated and every other rank of it reported its own wait (failure-signatures.md "
+            "section 0.2 R2); the unheard ranks are fewer than those. `exited_clean`: its agent's whole "
+            "ChildFailedError table lists its other local workers but not this one, so it had already "
+            "exited 0 (and no fault or hang of its own is seen). "
             "`signalled_outside`: the agent found it dead of SIGTERM, SIGINT or SIGHUP while its own "
             "closing signals went to other pids (and the agent itself was not told to stop): someone else "
             "stopped it.",

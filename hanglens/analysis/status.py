@@ -1374,7 +1374,7 @@ def _closed_after_peer_timeout(events: Sequence[Event], victims: Sequence[Row]) 
     return {r for r, (ok, dated) in state.items() if ok and dated}
 
 
-RANK_STATUS_KEYS = ("rank", "host", "status", "crashed", "hung", "victim", "quiet", "own_log",
+RANK_STATUS_KEYS = ("rank", "host", "status", "crashed", "hung", "victim", "quiet", "own_log", "unheard",
                     "first_error_kind", "first_error_time", "exitcode", "signal", "exited_clean",
                     "signalled_outside")
 
@@ -1387,13 +1387,17 @@ def rank_status_columns(
     own_logs: set[int] | None = None,
     clean: set[int] | None = None,
     printed: set[int] | None = None,
+    world: int | None = None,
 ) -> dict[str, list[Any]]:
     """One row per known rank, as one list per key (RANK_STATUS_KEYS, in order): crashed (own fault), hung,
     victim (consequence signals), ok or silent. Columns, not a dict per rank: a job of N ranks has N rows,
     and N dicts of 14 keys would cost about 650 bytes each beside the table made from them.
 
     "silent" is a rank with no line of its own in the input (`printed`, else no event of its own); a rank
-    whose lines were read but matched no parser is "ok": it wrote, and nothing it wrote is a failure."""
+    whose lines were read but matched no parser is "ok": it wrote, and nothing it wrote is a failure.
+
+    "unheard" marks the silent ranks whose absence is evidence although they have no file of their own
+    (`_unheard`): the world size is stated and every other rank of it reported its own hang."""
     sn = single_node(events)
     by_rank: dict[int, list[Event]] = defaultdict(list)
     for e in events:
@@ -1411,8 +1415,8 @@ def rank_status_columns(
     own_logs = own_logs or set()
     printed = printed or set()
     cols: dict[str, list[Any]] = {k: [] for k in RANK_STATUS_KEYS}
-    (c_rank, c_host, c_status, c_crashed, c_hung, c_victim, c_quiet, c_own, c_kind, c_time, c_exit, c_signal,
-     c_clean, c_outside) = cols.values()
+    (c_rank, c_host, c_status, c_crashed, c_hung, c_victim, c_quiet, c_own, c_unheard, c_kind, c_time, c_exit,
+     c_signal, c_clean, c_outside) = cols.values()
     no_events: list[Event] = []
     for rank in sorted(set(ranks) | set(by_rank)):
         evs = by_rank.get(rank, no_events)
@@ -1446,13 +1450,39 @@ def rank_status_columns(
         c_quiet.append(not crashed and not hung and not watched and rank not in loud_ranks)
         # Its own output is here: a file of its own, or lines attributed to it ([rankN]:).
         c_own.append(rank in own_logs or bool(evs))
+        c_unheard.append(False)
         c_kind.append(fails[0].kind if fails else None)
         c_time.append(fails[0].time if fails else None)
         c_exit.append(exitcode)
         c_signal.append(exit_signal(exitcode))
         c_clean.append(rank in clean and exitcode is None and not crashed and not hung)
         c_outside.append(rank in outside and not crashed and not hung)
+    unheard = _unheard(cols, world)
+    cols["unheard"] = [r in unheard for r in c_rank]
     return cols
+
+
+def _unheard(cols: dict[str, list[Any]], world: int | None) -> set[int]:
+    """Silent ranks whose absence names them: the ranks of a stated world that wrote nothing at all, when
+    every other rank of that world reported its own wait (a timeout, a watchdog status, a lost peer) and the
+    silent ones are fewer than them.
+
+    Absence beats presence (failure-signatures.md section 0.2 R2, section 1: the rank that never joined the
+    collective prints no timeout of its own): a rank's absence is evidence once the world size is known and
+    the other ranks' own output is present (README, "How a verdict is reached"). A shared console or an
+    excerpt qualifies only when all the others are in it with their own hang report: a paste that shows two
+    of eight ranks names nobody, and a rank that wrote anything at all is judged by what it wrote."""
+    ranks = cols["rank"]
+    if not world or world > 65536 or sorted(ranks) != list(range(world)):
+        return set()
+    silent = {r for r, s in zip(ranks, cols["status"], strict=True) if s == "silent"}
+    others = [r for r in ranks if r not in silent]
+    waited = {r for r, h, q in zip(ranks, cols["hung"], cols["quiet"], strict=True) if h or not q}
+    if not silent or len(silent) >= len(others) or not all(r in waited for r in others):
+        return set()
+    if any(cols["crashed"][i] for i in range(len(ranks))):
+        return set()
+    return silent
 
 
 def host_failures(host_crashed: Iterable[tuple[str | None, bool]]) -> list[Row]:

@@ -55,6 +55,14 @@ USER_WORLD_RES = (
     re.compile(r"(?<![\w])MEMBER: \d{1,7}/(?P<n>\d{1,7})(?![\w.])"),
     re.compile(r"^\s*Num processes: (?P<n>\d{1,7})\s*$"),
 )
+# ProcessGroupNCCL states the size of each process group it creates, at INFO (`TORCH_CPP_LOG_LEVEL=INFO`):
+# `<pg_prefix>ProcessGroupNCCL initialization options: size: <n>, global rank: <g>, TIMEOUT(ms): ..., PG Name:
+# <guid>` (log-formats.md section 1.6; failure-signatures.md section 0.5 maps PG ranks with it). Only the
+# default group's size is the world size: its prefix names `default_pg` (2.4+) or its name is `0`, the first
+# group of the global counter (section 1.2); a sub-group's line (`PG Name: 3`, a mesh dimension) is not read.
+PG_INIT_SIZE_RE = re.compile(
+    r"ProcessGroupNCCL initialization options: size: (?P<n>\d{1,7}), global rank: \d{1,7}(?![\d])")
+PG_DEFAULT_RE = re.compile(r"\(default_pg\)|\bPG Name: 0(?![\w.])")
 # Ray Train states each training worker's rank: the worker logs `Setting up process group for: <url>
 # [rank=<r>, world_size=<n>]` behind its `(RayTrainWorker pid=<pid>, ...)` prefix (ray/train/torch/config.py
 # `_setup_torch_process_group`), and the trainer lists its workers as `- (node_id=<id>, ip=<ip>, pid=<pid>)
@@ -96,7 +104,8 @@ class EnvironmentParser(Parser):
                 "Num processes", "tarting with ", "nitialized with ", "nitialised with ", "tarted with ",
                 "aunched with ", "unning with ", "Setting up process group for: ", "world_rank=",
                 # (a rank tag or a comma right before the pid: a bare `pid=` is in every Ray prefix)
-                "] pid=", "] pid: ", "] PID=", "] PID: ", ", pid=", ", pid: ")
+                "] pid=", "] pid: ", "] PID=", "] PID: ", ", pid=", ", pid: ",
+                "initialization options: size: ")
     emits = (
         EventSpec("version_info", ("component", "version", "source"),
                   "a version the log states (component: torch, cuda, nccl, driver, python)"),
@@ -144,6 +153,13 @@ class EnvironmentParser(Parser):
                 {"global_rank": 3, "world_size": 8, "stated_rank": 3}, "Ray Train worker"),
         Example("- (node_id=5f0c2e, ip=10.1.0.7, pid=7731) world_rank=5, local_rank=1, node_rank=2",
                 "world_info", {"worker_pid": 7731, "worker_rank": 5}, "Ray Train worker list"),
+        Example("[rank0]:[I1017 08:00:12.004512877 ProcessGroupNCCL.cpp:905] [PG 0 (default_pg) Rank 0] "
+                "ProcessGroupNCCL initialization options: size: 8, global rank: 0, TIMEOUT(ms): 600000, "
+                "USE_HIGH_PRIORITY_STREAM: 0, SPLIT_FROM: 0, SPLIT_COLOR: 0, PG Name: 0", "world_info",
+                {"world_size": 8}, "torch 2.4 INFO, the default group"),
+        Example("[I ProcessGroupNCCL.cpp:688] [Rank 5] ProcessGroupNCCL initialization options: size: 12, "
+                "global rank: 5, TIMEOUT(ms): 1800000, USE_HIGH_PRIORITY_STREAM: 0, PG Name: 0", "world_info",
+                {"world_size": 12}, "torch 2.2 INFO, the default group by its name"),
         Example("hostname: gpu-node-17", "world_info", {"hostname": "gpu-node-17"}, "job scripts"),
         Example("[rank 4] pid=29118 device=cuda:4", "world_info", {"worker_pid": 29118},
                 "user prints: a rank's own pid (the `[rank 4]` tag gives the line's rank)"),
@@ -165,6 +181,9 @@ class EnvironmentParser(Parser):
         "rank 0 in world size 4 is assigned as DP rank 0",
         "[rank1]:RuntimeError: DataLoader worker (pid 28871) is killed by signal: Killed. ",
         "[default0]:failed (exitcode: 1) local_rank: 0 (pid: 30142) of binary: /opt/conda/bin/python",
+        "[rank6]:[I1017 08:00:13.118044520 ProcessGroupNCCL.cpp:905] [PG 2 (tp) Rank 2] ProcessGroupNCCL "
+        "initialization options: size: 4, global rank: 6, TIMEOUT(ms): 600000, USE_HIGH_PRIORITY_STREAM: 0, "
+        "SPLIT_FROM: 0, SPLIT_COLOR: 0, PG Name: 2",
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
@@ -211,6 +230,11 @@ class EnvironmentParser(Parser):
             n = to_count(m["val"])
             if n is not None:
                 fields.setdefault(name, n)
+        if "world_size" not in fields and "initialization options: size: " in text:
+            m7 = PG_INIT_SIZE_RE.search(text)
+            n7 = to_count(m7["n"]) if m7 and PG_DEFAULT_RE.search(text) else None
+            if n7:
+                fields["world_size"] = n7
         if "world_size" not in fields:
             for rx in USER_WORLD_RES:
                 m3 = rx.search(text)

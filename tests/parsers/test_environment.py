@@ -41,3 +41,17 @@ def test_an_upper_case_self_stated_pid_is_read_too() -> None:
         ranked = LogLine(text=text, raw="[rank5]:" + text, ref=SourceRef("x", 1), rank=5)
         got = [e for e in EnvironmentParser().feed(ranked) if e.get("worker_pid") is not None]
         assert [e.get("worker_pid") for e in got] == [52310], text
+
+
+def test_the_default_groups_init_options_state_the_world_size_and_a_sub_groups_do_not() -> None:
+    """log-formats.md section 1.6: `ProcessGroupNCCL initialization options: size: <n>, global rank: <g>` is
+    printed per process group; only the default group's (`default_pg`, or named `0`) size is the world's."""
+    line = ("[rank3]:[I0521 11:40:09.771204318 ProcessGroupNCCL.cpp:905] [PG 0 (default_pg) Rank 3] "
+            "ProcessGroupNCCL initialization options: size: 16, global rank: 3, TIMEOUT(ms): 1800000, "
+            "USE_HIGH_PRIORITY_STREAM: 0, SPLIT_FROM: 0, SPLIT_COLOR: 0, PG Name: 0")
+    assert [e.get("world_size") for e in events(line, "world_info")] == [16]
+    assert [e.get("stated_by") for e in events(line, "world_info")] == [None]
+    sub = ("[rank3]:[I0521 11:40:10.003918220 ProcessGroupNCCL.cpp:905] [PG 1 (dp) Rank 1] ProcessGroupNCCL "
+           "initialization options: size: 2, global rank: 3, TIMEOUT(ms): 1800000, "
+           "USE_HIGH_PRIORITY_STREAM: 0, SPLIT_FROM: 0, SPLIT_COLOR: 0, PG Name: 1")
+    assert [e.get("world_size") for e in events(sub, "world_info")] == []
