@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, AnyStr, NamedTuple, cast
 
 from hanglens import lazyre as re
 from hanglens.ingest.dispatch import ZERO_DIGITS, dispatch_for, trie_regex
+from hanglens.ingest.jsonlines import JsonLinesText, message_path
 from hanglens.ingest.prefilter import (
     FAST_BODY,
     FAST_HEAD_RE2,
@@ -300,6 +301,16 @@ def _wrap_width_at(lines: list[str], lengths: list[int], width: int) -> int | No
 
 
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def json_message_path(head: bytes) -> tuple[str, ...] | None:
+    """The field holding the log line when the file's head is one JSON record per line (`jsonlines`)."""
+    if head.lstrip()[:1] != b"{":
+        return None
+    sample = head.decode("utf-8", "replace").split("\n")[:SAMPLE_LINES]
+    if len(sample) > 1 and not head.endswith(b"\n"):
+        sample = sample[:-1]
+    return message_path(sample)
 
 
 class Utf16ToUtf8:
@@ -1163,6 +1174,12 @@ class Reader:
         if head.startswith(UTF16_BOMS):
             self.result.notes.append("UTF-16 text (byte-order mark); decoded")
             stream = Utf16ToUtf8(Replay(head, stream))
+            head = stream.read(BLOCK)
+        records = json_message_path(head[: 1 << 16])
+        if records is not None:
+            self.result.notes.append(f"one JSON record per line; read the lines their `{'.'.join(records)}` "
+                                     "field holds")
+            stream = JsonLinesText(Replay(head, stream), records)
             head = stream.read(BLOCK)
         cr_only, wrap = self.prepare(head[: 1 << 16])
         if wrap:
