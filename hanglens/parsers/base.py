@@ -327,6 +327,25 @@ def int_list(value: str | None) -> list[int]:
     return out
 
 
+PROSE_WORD_RE = lazyre.compile(r"[A-Za-z]{2}")
+
+
+def quoted_in_prose(text: str, at: int) -> bool:
+    """Is position `at` of `text` inside a Markdown inline code span that a sentence opens?
+
+    An issue's prose quotes an error between backticks ("rank 1 died with `torch.OutOfMemoryError: CUDA out
+    of memory. ...` so I halved the batch"); that names an error of some run, not a line a process printed
+    (failure-signatures.md section 5.1: the words inside a user's own message are not an event). A line a
+    process printed has no backtick-quoted span around its message. True when an odd number of backticks
+    precede `at`, words precede the last of them (the span's opening), and a backtick after `at` closes it.
+    """
+    before = text[:at]
+    if before.count("`") % 2 == 0 or "`" not in text[at:]:
+        return False
+    opened = before.rfind("`")
+    return opened > 0 and before[opened - 1] != "`" and PROSE_WORD_RE.search(before, 0, opened) is not None
+
+
 MATCH_TRIES = 4
 
 
