@@ -328,6 +328,7 @@ def int_list(value: str | None) -> list[int]:
 
 
 PROSE_WORD_RE = lazyre.compile(r"[A-Za-z]{2}")
+PROSE_MAX = 4096   # characters of a line that can be one sentence of prose
 
 
 def quoted_in_prose(text: str, at: int) -> bool:
@@ -339,11 +340,10 @@ def quoted_in_prose(text: str, at: int) -> bool:
     process printed has no backtick-quoted span around its message. True when an odd number of backticks
     precede `at`, words precede the last of them (the span's opening), and a backtick after `at` closes it.
     """
-    before = text[:at]
-    if before.count("`") % 2 == 0 or "`" not in text[at:]:
-        return False
-    opened = before.rfind("`")
-    return opened > 0 and before[opened - 1] != "`" and PROSE_WORD_RE.search(before, 0, opened) is not None
+    if len(text) > PROSE_MAX or text.count("`", 0, at) % 2 == 0 or text.find("`", at) < 0:
+        return False   # (a sentence is short: a longer line is no prose, and the test stays linear)
+    opened = text.rfind("`", 0, at)
+    return opened > 0 and text[opened - 1] != "`" and PROSE_WORD_RE.search(text, 0, opened) is not None
 
 
 MATCH_TRIES = 4

@@ -8,6 +8,7 @@ Example: `[E socket.cpp:700] [c10d] Unexpected failure on host node-07` → temp
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import islice
 from typing import cast
 
 from hanglens import lazyre as re
@@ -116,7 +117,7 @@ class CatchallParser(Parser):
     def feed(self, line: LogLine) -> Iterable[Event]:
         text = line.text
         if line.level not in ERROR_LEVELS and not any(
-                not quoted_in_prose(text, m.start()) for m in ERROR_WORD_RE.finditer(text)):
+                not quoted_in_prose(text, m.start()) for m in islice(ERROR_WORD_RE.finditer(text), 4)):
             return ()   # (an error word only inside a sentence's backtick quote is prose, not an error line)
         if not text.strip() or CODE_LINE_RE.match(text) or self.total >= MAX_EVENTS:
             return ()
