@@ -253,10 +253,15 @@ def slow_phase_rows(
     # (path, line) of a bar -> ranks of the other events on that line (a second pass, over the bars' lines
     # only: one set per line of a big job would be most of this step's memory).
     at_bars = {(b.path, b.line) for b in bars.values()}
+    bar_paths = {b.path for b in bars.values() if b.rank is None}
     others_at: dict[tuple[str, int], set[int | None]] = {}
+    # The ranks with lines of their own in each file holding a rank-less bar (the console's writers).
+    writers_in: dict[str, set[int]] = defaultdict(set)
     for e in events:
         if e.kind != "progress" and (key := (e.path, e.line)) in at_bars:
             others_at.setdefault(key, set()).add(e.rank)
+        if e.rank is not None and e.path in bar_paths and e.kind != "progress":
+            writers_in[e.path].add(e.rank)
     all_faults = sum(faults.values())
     # The one rank of a known world not seen waiting (a rank-less bar is its likeliest owner).
     lone = None
@@ -289,8 +294,17 @@ def slow_phase_rows(
             owner = next(iter(after))
             basis = ("the only rank whose own timeout was printed after the phase ended; the other ranks' "
                      "timeouts came before it (the straggler's own error comes last)")
+        idle_here = writers_in.get(path, set()) - waits.ranks if owner is None else set()
         if owner is None and lone is not None:
             owner, basis = lone, f"the only rank of {world} not seen waiting"
+        elif (owner is None and len(idle_here) == 1 and writers_in[path] & waits.ranks
+                and not took and not faults.get(next(iter(idle_here)))):
+            # A rank-less bar in a console whose other writers were all seen waiting: a rank blocked in the
+            # collective for the whole timeout cannot have been running it, so it is the one writer of
+            # this console that was not waiting (failure-signatures.md section 15: each node's local rank 0
+            # preprocesses under `local_main_process_first` while the others wait).
+            owner = next(iter(idle_here))
+            basis = "the only rank with lines of its own in this console not seen waiting"
         elif owner is None and main_first and (" examples/s" in bar.text or (
                 isinstance(label, str) and _DATASET_BAR_RE.match(label))):
             owner, basis = 0, "the main process: dataset preprocessing runs on rank 0 first while the " \

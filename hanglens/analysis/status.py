@@ -1102,7 +1102,10 @@ PEER_PROGRESS_S = 300.0
 def _survived_by_peers(events: Sequence[Event], restarted: set[str]) -> set[int]:
     """Indexes of a rank's errors after which another rank's progress went on for over PEER_PROGRESS_S
     (see survived_failures); an untimed error takes the time of its rank's latest timed line above it in its
-    file (never another writer's: that could be earlier than the error)."""
+    file (never another writer's: that could be earlier than the error) only when that line is an error
+    record, the record `Logger.exception` writes with its traceback in one write. Under an ordinary timed
+    line (a start-up print) a bare traceback may come any time later: that line bounds the error from below
+    only, so peers' later progress does not show they went on after it."""
     latest: dict[int, float] = {}
     for e in events:
         if e.kind == "progress" and e.rank is not None and e.time is not None:
@@ -1119,15 +1122,16 @@ def _survived_by_peers(events: Sequence[Event], restarted: set[str]) -> set[int]
         return None
 
     out: set[int] = set()
-    above: dict[tuple[str, int], float] = {}
+    above: dict[tuple[str, int], tuple[float, bool]] = {}   # -> (time, an error record)
     for i, e in _in_line_order(events):
         if e.rank is None:
             continue
         if e.time is not None:
-            above[(e.path, e.rank)] = e.time
+            above[(e.path, e.rank)] = (e.time, e.kind == "error_line" or (e.level or "") in ERROR_LEVELS)
         if e.path in restarted or not _survivable(e):
             continue
-        t = e.time if e.time is not None else above.get((e.path, e.rank))
+        record = above.get((e.path, e.rank)) if e.time is None else None
+        t = e.time if e.time is not None else (record[0] if record is not None and record[1] else None)
         last = others_latest(e.rank) if t is not None else None
         if t is not None and last is not None and t + PEER_PROGRESS_S < last:
             out.add(i)

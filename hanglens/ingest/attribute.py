@@ -228,7 +228,8 @@ def _numbered_series(files: list[FileEvents]) -> None:
     line states the world size, the ranks the other files show (their `[rankN]:` lines, `rank<N>` file
     names) stand for it when they are exactly 0..W-1 too: a series numbered like the job's ranks, one file
     each, such as the faulthandler or py-spy dumps a user saves per rank under a name of their own
-    (failure-signatures.md section 16 item 4).
+    (failure-signatures.md section 16 item 4). Where nothing states the size, the series itself is read as
+    one file per rank when two or more of its files' writers state their file's number as their rank.
     """
     world = _world_size(files)
     groups: dict[tuple[str, str, str], list[tuple[int, FileEvents]]] = {}
@@ -245,12 +246,21 @@ def _numbered_series(files: list[FileEvents]) -> None:
         seen = {e.rank for f in files if id(f) not in in_series for e in f.events if e.rank is not None}
         if seen == set(range(len(seen))):
             world = len(seen)
-    if world is None or world < 2:
-        return
     for series in groups.values():
-        if sorted(n for n, _ in series) != list(range(world)):  # also refuses `01` beside `1`
+        numbers = sorted(n for n, _ in series)
+        if numbers != list(range(len(series))) or len(series) < 2:  # also refuses `01` beside `1`
             continue
         if any(e.rank is not None and e.rank != n for n, f in series for e in f.events):
+            continue
+        if world is None or world < 2:
+            # No size stated anywhere: the series is the job's files one per rank when its own writers
+            # say so, two or more of them each stating its file's number as its rank (per-process output
+            # files of a launcher that adds no prefix, log-formats.md section 9.3); the others are the
+            # ranks their numbers give.
+            confirmed = sum(1 for n, f in series if any(e.rank == n for e in f.events))
+            if confirmed < 2 or any(_launches_workers(f) for _, f in series):
+                continue
+        elif len(series) != world:
             continue
         for n, f in series:
             f.events = [e if e.rank is not None else _with(f, e, "rank", n) for e in f.events]

@@ -529,6 +529,11 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
                     t, y = _iso_time(f"{m['yyyy']}-{m['mo']}-{m['dd']} {m['hms']},{m['ms'] or '0'}")
                     if time is None:
                         time, year, year_known, clock = t, y, True, "pylog"
+                    # A script's own `[rank N]` tag opening the message names the writer (as after the
+                    # other envelopes, USER_RANK_RE).
+                    u = USER_RANK_RE.match(s[m.end():])
+                    if u and rank is None:
+                        rank = int(u["rank"])
                     break
                 if m:
                     level = LEVEL_LETTER.get(m["lvl"], m["lvl"][:1])

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, AnyStr, NamedTuple, cast
 
 from hanglens import lazyre as re
 from hanglens.ingest.dispatch import ZERO_DIGITS, dispatch_for, trie_regex
+from hanglens.ingest.jsonlines import JsonLinesText, message_path
 from hanglens.ingest.prefilter import (
     FAST_BODY,
     FAST_HEAD_RE2,
@@ -33,7 +34,7 @@ from hanglens.ingest.prefilter import (
 )
 from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, Envelope, detect_dialect, strip_prefixes
 from hanglens.ingest.sources import ReadableStream
-from hanglens.ingest.streams import is_agent_event, non_negative_int, stream_ranks
+from hanglens.ingest.streams import is_agent_event, non_negative_int, stream_ranks, tasks_are_ranks
 from hanglens.limits import MINIMUMS, human_bytes
 from hanglens.model import Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
@@ -300,6 +301,16 @@ def _wrap_width_at(lines: list[str], lengths: list[int], width: int) -> int | No
 
 
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def json_message_path(head: bytes) -> tuple[str, ...] | None:
+    """The field holding the log line when the file's head is one JSON record per line (`jsonlines`)."""
+    if head.lstrip()[:1] != b"{":
+        return None
+    sample = head.decode("utf-8", "replace").split("\n")[:SAMPLE_LINES]
+    if len(sample) > 1 and not head.endswith(b"\n"):
+        sample = sample[:-1]
+    return message_path(sample)
 
 
 class Utf16ToUtf8:
@@ -1164,6 +1175,12 @@ class Reader:
             self.result.notes.append("UTF-16 text (byte-order mark); decoded")
             stream = Utf16ToUtf8(Replay(head, stream))
             head = stream.read(BLOCK)
+        records = json_message_path(head[: 1 << 16])
+        if records is not None:
+            self.result.notes.append(f"one JSON record per line; read the lines their `{'.'.join(records)}` "
+                                     "field holds")
+            stream = JsonLinesText(Replay(head, stream), records)
+            head = stream.read(BLOCK)
         cr_only, wrap = self.prepare(head[: 1 << 16])
         if wrap:
             self._read_unwrapped(head, stream, wrap)
@@ -1499,10 +1516,13 @@ class Reader:
                           and not two_writers(e) else e
                           for e in res.events]
             # srun's own `task <t>: Exited with exit code <c>` line names the task; in a file whose task
-            # labels are its ranks (srun started the ranks itself, `stream_ranks`) that task is the rank
-            # (failure-signatures.md section 6, SLURM row; log-formats.md section 9.3).
+            # labels are its ranks (srun started the ranks itself, `tasks_are_ranks`) that task is the rank
+            # (failure-signatures.md section 6, SLURM row; log-formats.md section 9.3). A task stream that
+            # owns one rank is not enough: with one torchrun per node, node 0's stream may state only rank
+            # 0 while node 1's states ranks 8-15, and srun's `task 1` is then node 1.
             tasks = {w: r for w, r in owners.items() if w is not None and w.startswith("task ")}
-            if tasks and all(w == f"task {r}" for w, r in tasks.items()):
+            if (tasks and all(w == f"task {r}" for w, r in tasks.items()) and not self.task_launcher
+                    and tasks_are_ranks(res.events, self.task_ranks)):
                 res.events = [_srun_task_rank(e) for e in res.events]
         res.ranks = {e.rank for e in res.events if e.rank is not None} | self.envelope_ranks
         res.hosts = {e.host for e in res.events if e.host}

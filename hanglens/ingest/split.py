@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 from hanglens.ingest.flight import dump_format
 from hanglens.ingest.prefix import Dialect
-from hanglens.ingest.reader import UTF16_BOMS, FileResult, Reader
+from hanglens.ingest.reader import UTF16_BOMS, FileResult, Reader, json_message_path
 from hanglens.ingest.sources import SNIFF, Unit, binary_reason, codec_of, is_tar, is_zip
 from hanglens.model import Origin
 from hanglens.parsers.base import Parser
@@ -64,8 +64,8 @@ def plan(unit: Unit, rel: str, origin: Origin, parsers: tuple[type[Parser], ...]
          parts: int, min_bytes: int = SPLIT_MIN_BYTES) -> list[PartSpec] | None:
     """The parts of `unit` when it is a plain text file worth splitting, else None (read it whole).
 
-    Compressed files, archives, Flight Recorder dumps, binaries, UTF-16 text, `\\r`-only line ends and
-    hard-wrapped pastes are read whole: their reading depends on more than the lines themselves.
+    Compressed files, archives, Flight Recorder dumps, binaries, UTF-16 text, JSON records, `\\r`-only line
+    ends and hard-wrapped pastes are read whole: their reading depends on more than the lines themselves.
     """
     if parts < 2 or unit.size < min_bytes or unit.size > SPLIT_MAX_BYTES:
         return None
@@ -78,7 +78,8 @@ def plan(unit: Unit, rel: str, origin: Origin, parsers: tuple[type[Parser], ...]
         return None
     first = head[:SNIFF]
     if (is_zip(first) or codec_of(first) is not None or is_tar(first) or binary_reason(first) is not None
-            or dump_format(rel, first) is not None or head.startswith(UTF16_BOMS)):
+            or dump_format(rel, first) is not None or head.startswith(UTF16_BOMS)
+            or json_message_path(head) is not None):
         return None
     probe = Reader(unit.display, origin, parsers, max_line=max_line)
     cr_only, wrap = probe.prepare(head)

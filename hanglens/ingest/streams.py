@@ -126,6 +126,14 @@ def _tasks_are_ranks(groups: Mapping[str | None, list[Event]], task_ranks: Mappi
     return True
 
 
+def tasks_are_ranks(events: list[Event], task_ranks: Mapping[str, int]) -> bool:
+    """`_tasks_are_ranks` over a file's events grouped by writer: are its `srun -l` task ids its ranks?"""
+    groups: dict[str | None, list[Event]] = {}
+    for e in events:
+        groups.setdefault(e.writer, []).append(e)
+    return bool(task_ranks) and _tasks_are_ranks(groups, task_ranks)
+
+
 def stream_ranks(events: list[Event], mpi_ranks: Mapping[str, int], envelope_ranks: set[int],
                  task_ranks: Mapping[str, int] | None = None) -> dict[str | None, int]:
     """writer -> the rank its stream states unambiguously (None: the file's unprefixed lines).

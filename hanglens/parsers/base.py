@@ -333,6 +333,25 @@ def int_list(value: str | None) -> list[int]:
     return out
 
 
+PROSE_WORD_RE = lazyre.compile(r"[A-Za-z]{2}")
+PROSE_MAX = 4096   # characters of a line that can be one sentence of prose
+
+
+def quoted_in_prose(text: str, at: int) -> bool:
+    """Is position `at` of `text` inside a Markdown inline code span that a sentence opens?
+
+    An issue's prose quotes an error between backticks ("rank 1 died with `torch.OutOfMemoryError: CUDA out
+    of memory. ...` so I halved the batch"); that names an error of some run, not a line a process printed
+    (failure-signatures.md section 5.1: the words inside a user's own message are not an event). A line a
+    process printed has no backtick-quoted span around its message. True when an odd number of backticks
+    precede `at`, words precede the last of them (the span's opening), and a backtick after `at` closes it.
+    """
+    if len(text) > PROSE_MAX or text.count("`", 0, at) % 2 == 0 or text.find("`", at) < 0:
+        return False   # (a sentence is short: a longer line is no prose, and the test stays linear)
+    opened = text.rfind("`", 0, at)
+    return opened > 0 and text[opened - 1] != "`" and PROSE_WORD_RE.search(text, 0, opened) is not None
+
+
 MATCH_TRIES = 4
 
 

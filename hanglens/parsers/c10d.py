@@ -30,6 +30,7 @@ from hanglens.parsers.base import (
     Parser,
     QuietTexts,
     int_list,
+    quoted_in_prose,
     to_count,
     to_int,
 )
@@ -483,6 +484,8 @@ class C10dParser(Parser):
             (BLOCKING_2X_RE, "blocking_wait"),
         ):
             for hit in rx.finditer(text):
+                if quoted_in_prose(text, hit.start()):
+                    continue    # an issue's sentence quoting the timeout of another run
                 fields = _hang_fields(detector, _who(text, hit.start()), **_work_fields(text, hit.start()))
                 out.extend(self._hang(line, fields))
                 probe = True
@@ -1468,6 +1471,8 @@ class C10dParser(Parser):
         ),
     )
     near_misses = (
+        "A month ago the other ranks printed `Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=77, OpType=BROADCAST, ...)` after rank 0 died; is that still expected?",
         "[rank0]:[I ProcessGroupNCCL.cpp:669] [Rank 0] ProcessGroupNCCL initialization options: size: 8, "
         "global "
         "rank: 0, TIMEOUT(ms): 600000, USE_HIGH_PRIORITY_STREAM: 0",

@@ -8,11 +8,12 @@ Example: `[E socket.cpp:700] [c10d] Unexpected failure on host node-07` → temp
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import islice
 from typing import cast
 
 from hanglens import lazyre as re
 from hanglens.model import ERROR_LEVELS, Event, LogLine
-from hanglens.parsers.base import EventSpec, Example, Parser
+from hanglens.parsers.base import EventSpec, Example, Parser, quoted_in_prose
 
 # Upper-case words count only as words: `TORCH_NCCL_ASYNC_ERROR_HANDLING: 3` in ProcessGroupNCCL's
 # environments line is a setting, not an error (log-formats.md, ProcessGroupNCCL INFO lines).
@@ -73,6 +74,8 @@ class CatchallParser(Parser):
                 "error_line", {"template": "FAILED to start worker group"}, "torch 2.3-2.9 Python logging"),
     )
     near_misses = (
+        "Since the fix the job no longer ends with `RuntimeError: NCCL communicator was aborted`, but is the "
+        "warning below harmful?",
         "INFO: all good, 0 errors",
         "  File \"/opt/lib/torch/distributed/elastic/multiprocessing/errors/__init__.py\", line 346, in "
         "wrapper",
@@ -113,8 +116,9 @@ class CatchallParser(Parser):
 
     def feed(self, line: LogLine) -> Iterable[Event]:
         text = line.text
-        if line.level not in ERROR_LEVELS and not ERROR_WORD_RE.search(text):
-            return ()
+        if line.level not in ERROR_LEVELS and not any(
+                not quoted_in_prose(text, m.start()) for m in islice(ERROR_WORD_RE.finditer(text), 4)):
+            return ()   # (an error word only inside a sentence's backtick quote is prose, not an error line)
         if not text.strip() or CODE_LINE_RE.match(text) or self.total >= MAX_EVENTS:
             return ()
         template = template_of(text)

@@ -8,7 +8,16 @@ from typing import Any
 
 from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
-from hanglens.parsers.base import INT64_MAX, EventSpec, Example, Parser, match_at_keyword, task_ids, to_count
+from hanglens.parsers.base import (
+    INT64_MAX,
+    EventSpec,
+    Example,
+    Parser,
+    match_at_keyword,
+    quoted_in_prose,
+    task_ids,
+    to_count,
+)
 
 Fields = dict[str, Any]
 
@@ -455,6 +464,9 @@ class CudaParser(Parser):
         "RuntimeError: DataLoader worker (pid 123) is killed by signal: Bus error. It is possible that "
         "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
         "WARNING: CUDA out of memory detected in batch 3, retrying with a smaller batch",
+        "Last week rank 1 died with `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB` "
+        "at step 90, so I halved the batch.",
+        "Is `CUDA error: an illegal memory access was encountered` from my kernel or from NCCL?",
         "    except torch.cuda.OutOfMemoryError:",
         "assert x > 0, 'Assertion failed in data pipeline'",
         "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
@@ -532,6 +544,8 @@ class CudaParser(Parser):
         if found_msg is None:
             return []
         at, msg = found_msg
+        if quoted_in_prose(text, at):
+            return []
         msg = msg.strip()
         if not msg or msg.startswith(("%", "<", "'", '"', "+")):
             return []
@@ -562,7 +576,7 @@ class CudaParser(Parser):
     def _cuda_oom(self, line: LogLine) -> list[Event]:
         text = line.text
         head = OOM_HEAD_RE.search(text)
-        if not head:
+        if not head or quoted_in_prose(text, head.start()):
             return []
         rest = text[head.start() :]
         gpu_m = OOM_GPU_RE.search(rest)

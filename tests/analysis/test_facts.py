@@ -513,6 +513,23 @@ def test_an_unnamed_dataset_bar_is_rank_0_when_rank_0_does_not_wait_on_one_host(
     assert row["rank"] is None  # not a preprocessing bar
 
 
+def test_an_unnamed_bar_is_the_one_writer_of_its_console_not_waiting() -> None:
+    # Two node consoles, no world size stated: node 1's console holds ranks 5-7's timeouts, rank 4's own
+    # line and a rank-less bar; ranks 0-3 wait in node 0's console (failure-signatures.md section 15,
+    # `local_main_process_first`: each node's local rank 0 preprocesses while the others wait).
+    node0 = [store_wait(r) for r in range(4)]
+    node1 = [ev("phase", 4, path="n1.log", label="tokenizing"),
+             bar(None, 410, 1000, 910, 1300, path="n1.log"),
+             *(ev("hang_detected", r, path="n1.log", detector="store", op="wait", timeout_ms=900000)
+               for r in (5, 6, 7))]
+    (row,) = rows(build([*node0, *node1]), "slow_phase")
+    assert row["rank"] == 4 and row["owner_basis"].startswith("the only rank with lines of its own")
+    # Two writers of that console not waiting (rank 3 left node 0's waits and wrote here): no owner.
+    node1.append(ev("phase", 3, path="n1.log", label="eval"))
+    (row,) = rows(build([*node0[:3], *node1]), "slow_phase")
+    assert row["rank"] is None
+
+
 def test_glued_marks_another_writers_line_on_the_bars_line() -> None:
     b = bar(None, 700, 1000, 910, 390)
     wait = Event(kind="hang_detected", ref=b.ref, text="timed out", parser="test", rank=3,

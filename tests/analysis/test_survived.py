@@ -188,6 +188,31 @@ def test_a_peers_step_just_after_the_error_proves_nothing(tmp_path: Path) -> Non
     assert _verdict(tmp_path, {"slurm-5120.out": _srun("2026-02-11 10:04:01")})[0] != "none"
 
 
+def test_a_bare_traceback_under_an_old_print_is_not_timed_by_that_print(tmp_path: Path) -> None:
+    # Rank 1 prints one timed line at start-up, then (much later, untimed) an uncaught OOM traceback; rank 0
+    # trains on for half an hour after rank 1's print, then times out (log-formats.md sections 5.2, 1.5).
+    # The print above the traceback only bounds the error from below: rank 0's later steps do not show
+    # that it came after the error, so the OOM is not survived.
+    rank1 = (
+        "[2026-02-11 10:00:04] Loading dataset shard from /home/user/data/part-00001.parquet\n"
+        "Traceback (most recent call last):\n"
+        '  File "/home/user/job/train.py", line 212, in <module>\n'
+        "    loss = model(x).sum()\n"
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total "
+        "capacty of 39.39 GiB of which 1.02 GiB is free. Of the allocated memory 36.10 GiB is allocated by "
+        "PyTorch, and 1.33 GiB is reserved by PyTorch but unallocated.\n"
+    )
+    rank0 = (
+        "[2026-02-11 10:00:03] rank 0 loaded shard part-00000 (48190 samples)\n"
+        "[2026-02-11 10:20:11] step 1000 loss 2.114\n"
+        "[2026-02-11 10:35:40] step 1800 loss 1.986\n"
+        "[E ProcessGroupNCCL.cpp:475] [Rank 0] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=5402, OpType=ALLREDUCE, NumelIn=4194304, NumelOut=4194304, Timeout(ms)=1800000) ran "
+        "for 1800311 milliseconds before timing out.\n"
+    )
+    assert _verdict(tmp_path, {"rank0.log": rank0, "rank1.log": rank1}) == ("oom", [1])
+
+
 # A shared console without launcher prefixes: rank 0's logging records carry its rank, and `logger.exception`
 # puts the traceback (unprefixed) right under its ERROR record; rank 0's later records show it trained on.
 LOGGED_UNPREFIXED = """\

@@ -46,6 +46,32 @@ def test_series_without_a_stated_world_size_stays_unknown(tmp_path: Path) -> Non
     assert set(dump_ranks(write(tmp_path, files)).values()) == {None}
 
 
+def _proc_file(r: int, timed_out: bool) -> str:
+    # one process's output file (a launcher that writes `<name>_<N>.txt` per process and adds no prefix);
+    # torch 2.1 watchdog lines state the writer's rank as `[Rank r]` (log-formats.md section 1.5)
+    if not timed_out:
+        return ("Traceback (most recent call last):\n  File \"/home/user/t.py\", line 9, in <module>\n"
+                "KeyError: 'pixel_values'\n")
+    return (f"[E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=310, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=1800000) "
+            "ran for 1800212 milliseconds before timing out.\n")
+
+
+def exception_ranks(root: Path) -> set[int | None]:
+    return {e.rank for e in read_inputs([root], jobs=1).events if e.kind == "exception"}
+
+
+def test_series_whose_writers_state_their_numbers_needs_no_world_size(tmp_path: Path) -> None:
+    # no line states the world size; files 0 and 2 hold their writers' own `[Rank 0]` and `[Rank 2]` lines
+    files = {f"out/proc_log_{r}.txt": _proc_file(r, r != 1) for r in range(3)}
+    assert exception_ranks(write(tmp_path, files)) == {1}
+
+
+def test_series_with_one_writer_stating_its_number_stays_unknown(tmp_path: Path) -> None:
+    files = {f"out/proc_log_{r}.txt": _proc_file(r, r == 0) for r in range(3)}
+    assert exception_ranks(write(tmp_path, files)) == {None}
+
+
 def test_series_numbered_like_the_ranks_other_files_show(tmp_path: Path) -> None:
     # no line states the world size; each rank's own log (`run/rank<N>.log`) shows ranks 0..3
     files = {f"stacks/stuck_r{r}.dump": dump(9100 + r, "all_gather") for r in range(4)}

@@ -271,6 +271,13 @@ def test_transformers_examples_envelope_gives_the_time() -> None:
         assert strip_prefixes(other).time is None
 
 
+def test_a_scripts_rank_tag_after_the_transformers_examples_envelope_names_the_writer() -> None:
+    # the script logs its own `[rank N]` first in the message (USER_RANK_RE), as after the other envelopes
+    env = strip_prefixes("07/19/2026 22:40:02 - INFO - __main__ - [rank 6] building the packed dataset cache")
+    assert env.rank == 6 and env.time is not None
+    assert strip_prefixes("07/19/2026 22:40:02 - INFO - __main__ - ranks [6, 7] are slow").rank is None
+
+
 def test_dialect_quick_no_agrees_with_every_test_on_the_repositorys_logs(monkeypatch: pytest.MonkeyPatch) -> None:
     """`detect_dialect` answers "no dialect" at once when too few lines start as any prefix it tests; on
     every 200-line window of the fixtures and written cases (pdsh, srun -l, Open MPI, MPICH consoles among

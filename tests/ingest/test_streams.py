@@ -314,3 +314,23 @@ def test_srun_task_exit_line_names_the_rank_only_where_tasks_are_ranks(tmp_path:
                 "srun: error: cn-0208: task 1: Exited with exit code 1\n")
     evs = events(tmp_path / "n", {"job.out": per_node})
     assert ranks_of(evs, "launcher_exit") == [None]
+
+
+def test_srun_task_exit_line_keeps_no_rank_where_a_task_stream_states_other_ranks(tmp_path: Path) -> None:
+    # Written from log-formats.md section 9.3 (with one torchrun per node under `srun -l` the task id is
+    # the node index) and failure-signatures.md section 6: task 0's stream states only rank 0 (its one
+    # traceback), task 1's stream states ranks 12 and 9 of the same node, so the labels are nodes and srun's
+    # `task 1: Exited` line is node 1's, not rank 1's.
+    per_node = ("0: [rank0]: Traceback (most recent call last):\n"
+                '0: [rank0]:   File "/home/user/job/run.py", line 40, in <module>\n'
+                "0: [rank0]: ValueError: bad shard index 17\n"
+                "0: E0302 11:20:04.551000 4410 torch/distributed/elastic/multiprocessing/api.py:874] failed "
+                "(exitcode: 1) local_rank: 0 (pid: 4419) of binary: /home/user/venv/bin/python\n"
+                "1: [rank12]:[W0302 11:20:06.118220341 TCPStore.cpp:125] [c10d] recvValue failed on "
+                "SocketImpl(fd=61, addr=[cn-12]:40118, remote=[cn-11]:29500): Connection reset by peer\n"
+                "1: [rank9]:[W0302 11:20:06.118771002 TCPStore.cpp:125] [c10d] recvValue failed on "
+                "SocketImpl(fd=61, addr=[cn-12]:40177, remote=[cn-11]:29500): Connection reset by peer\n"
+                "srun: error: cn-11: task 0: Exited with exit code 1\n"
+                "srun: error: cn-12: task 1: Exited with exit code 1\n")
+    evs = events(tmp_path, {"job.out": per_node})
+    assert 1 not in ranks_of(evs, "launcher_exit")
