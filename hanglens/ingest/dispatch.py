@@ -93,7 +93,9 @@ class Dispatch:
             return 0
         bits = 0
         closure, overlaps = self.closure, self.overlaps
-        for lit in self.pattern.findall(text):
+        # (each literal once: a line repeating one literal thousands of times would otherwise search the
+        # whole text for its overlapping literals at every occurrence, quadratic in the line's length)
+        for lit in set(self.pattern.findall(text)):
             bits |= closure[lit]
             for other in overlaps[lit]:
                 if other in text:

@@ -51,3 +51,24 @@ def test_masks_remembered_by_shape_are_the_searched_ones(text: str) -> None:
     digits = Dispatch([("e1", "x"), ("Error",)])
     assert digits.shapes is None
     assert digits.mask(text) == ("e1" in text or "x" in text) | ("Error" in text) << 1
+
+
+class _CountingText(str):
+    """A text that counts the `in` tests made on it (each one a scan of the whole text)."""
+
+    scans = 0
+
+    def __contains__(self, other: object) -> bool:
+        type(self).scans += 1
+        return super().__contains__(other)  # type: ignore[operator]
+
+
+def test_a_literal_repeated_across_a_line_checks_its_overlapping_literals_once() -> None:
+    """`Error` overlaps `or: ` (a literal starting inside it and running past its end), which is checked with
+    `in`, a scan of the whole text: once per distinct literal found, not once per occurrence (a 100 KB line
+    of `Error ` made that quadratic, about 15 s)."""
+    d = Dispatch([("Error",), ("or: x",)])
+    text = _CountingText("Error " * 20_000)
+    _CountingText.scans = 0
+    assert d.find(text) == 0b01
+    assert _CountingText.scans <= 1
