@@ -99,7 +99,6 @@ class SpawnParser(Parser):
         self.last = 0            # the block's last line so far
         self.lines = 0
         self.seen_exc = False    # an exception line at column 0 was read
-        self.gap = False         # a blank line after it: the block ends unless a chain follows
 
     def wants_more(self) -> bool:
         return self.pending is not None
@@ -130,7 +129,7 @@ class SpawnParser(Parser):
             m = RAISED_RE.match(text)
             if m:
                 self.pending = (line, int(m["idx"]))
-                self.last, self.lines, self.seen_exc, self.gap = line.ref.line, 0, False, False
+                self.last, self.lines, self.seen_exc = line.ref.line, 0, False
         return out
 
     def _inside(self, line: LogLine) -> bool:
@@ -140,17 +139,17 @@ class SpawnParser(Parser):
         if self.lines > MAX_BLOCK:
             return False
         if not text.strip():
-            if self.seen_exc:
-                self.gap = True
             return True
-        if self.gap:
-            if CHAIN_RE.match(text) or TB_RE.match(text):
-                self.gap, self.seen_exc = False, False
-                self.last = line.ref.line
-                return True
-            return False
         if self.lines == 1 and not TB_RE.match(text):
             return False   # not a traceback after all
+        if self.seen_exc:
+            # After an exception line only a chain (`The above exception ...`, a new `Traceback`, a DataLoader
+            # worker's `Original Traceback`) or its frames go on; any other line is another writer's (the
+            # reader may not hand over the blank line that ends a traceback).
+            if CHAIN_RE.match(text) or TB_RE.match(text):
+                self.seen_exc = False
+            elif not text.startswith((" ", "\t")):
+                return False
         if EXC_LINE_RE.match(text):
             self.seen_exc = True
         self.last = line.ref.line
