@@ -1,5 +1,5 @@
-"""Behaviour tests of the mp.spawn parent parser beyond its examples (its contract: test_all_parsers.py), and of
-the reader's placing of the failed process's traceback (ingest/reader.py `spawn_ranks`).
+"""Behaviour tests of the mp.spawn parent parser beyond its examples (its contract: test_all_parsers.py), and
+of the reader's placing of the failed process's traceback (ingest/reader.py `spawn_ranks`).
 
 Texts written here from torch/multiprocessing/spawn.py (`ProcessContext.join`, `_wrap`) with our own values.
 """
