@@ -38,6 +38,8 @@ CHAIN_RE = re.compile(
     r"|The above exception was the direct cause of the following exception):?\s*$"
 )
 TB_RE = re.compile(r"^(?:Original )?Traceback \(most recent call last\):")
+# `log.warning("Terminating process %s via signal SIGTERM", process.pid)` for each process still alive.
+TERMINATING_RE = re.compile(r"Terminating process (?P<pid>\d{1,10}) via signal SIGTERM")
 MAX_BLOCK = 3000   # lines of one child's traceback
 
 SIGNUMS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGTRAP": 5, "SIGABRT": 6, "SIGBUS": 7,
@@ -52,14 +54,16 @@ class SpawnParser(Parser):
     """
 
     name = "spawn"
-    triggers = ("ProcessExitedException", "-- Process ")
+    triggers = ("ProcessExitedException", "-- Process ", "Terminating process ")
     emits = (
         EventSpec("launcher_exit", ("exitcode", "pid", "launcher", "signal", "local_rank", "placed_rank",
-                                    "raised", "block_end"),
+                                    "raised", "block_end", "stopped"),
                   "torch.multiprocessing.spawn's parent names the first failed process (launcher mp.spawn, "
                   "local_rank = the process index): ProcessExitedException (a signal, or an exit code), or "
                   "ProcessRaisedException (raised: its traceback follows, exitcode 1 as `_wrap` exits; "
-                  "block_end: the traceback's last line, whose events are that process's)"),
+                  "block_end: the traceback's last line, whose events are that process's); stopped: how many "
+                  "`Terminating process <pid> via signal SIGTERM` warnings (processes still alive) came "
+                  "before it"),
     )
     examples = (
         Example("torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated with signal "
@@ -67,6 +71,13 @@ class SpawnParser(Parser):
                 {"launcher": "mp.spawn", "local_rank": 3, "signal": "SIGKILL", "exitcode": -9,
                  "raised": False},
                 "torch 1.10-2.13 (observed here with torch 2.13)"),
+        Example("W0119 03:24:51.664000 33290 torch/multiprocessing/spawn.py:160] Terminating process 4410 "
+                "via signal SIGTERM\n"
+                "W0119 03:24:51.665000 33290 torch/multiprocessing/spawn.py:160] Terminating process 4412 "
+                "via signal SIGTERM\n"
+                "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGBUS",
+                "launcher_exit", {"local_rank": 1, "signal": "SIGBUS", "exitcode": -7, "stopped": 2},
+                "torch 2.13 (observed here; a release that does not log the warning gives stopped 0)"),
         Example("torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal "
                 "SIGSEGV", "launcher_exit", {"local_rank": 0, "signal": "SIGSEGV", "exitcode": -11},
                 "torch 1.10-2.13"),
@@ -99,6 +110,7 @@ class SpawnParser(Parser):
         self.last = 0            # the block's last line so far
         self.lines = 0
         self.seen_exc = False    # an exception line at column 0 was read
+        self.stopped: set[int] = set()   # pids the parent warned it terminates, since its last report
 
     def wants_more(self) -> bool:
         return self.pending is not None
@@ -113,6 +125,10 @@ class SpawnParser(Parser):
             if self._inside(line):
                 return out
             out.extend(self._end())
+        if "Terminating process " in text:
+            m = TERMINATING_RE.search(text)
+            if m:
+                self.stopped.add(int(m["pid"]))
         if "ProcessExitedException" in text:
             m = EXITED_RE.search(text)
             if m:
@@ -124,7 +140,9 @@ class SpawnParser(Parser):
                 else:
                     code = -SIGNUMS[sig] if sig in SIGNUMS else None
                 out.append(self.event("launcher_exit", line, exitcode=code, pid=None, launcher="mp.spawn",
-                                      signal=sig, local_rank=to_count(m["idx"]), raised=False))
+                                      signal=sig, local_rank=to_count(m["idx"]), raised=False,
+                                      stopped=len(self.stopped)))
+                self.stopped = set()
         if "-- Process " in text:
             m = RAISED_RE.match(text)
             if m:
@@ -160,5 +178,7 @@ class SpawnParser(Parser):
             return []
         first, idx = self.pending
         self.pending = None
-        return [self.event("launcher_exit", first, exitcode=1, pid=None, launcher="mp.spawn", signal=None,
-                           local_rank=idx, raised=True, block_end=self.last)]
+        ev = self.event("launcher_exit", first, exitcode=1, pid=None, launcher="mp.spawn", signal=None,
+                        local_rank=idx, raised=True, block_end=self.last, stopped=len(self.stopped))
+        self.stopped = set()
+        return [ev]
