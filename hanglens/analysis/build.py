@@ -152,7 +152,26 @@ def world_size_of(events: Sequence[Event]) -> int | None:
     # run's or another attempt's.
     if len(stated) == 1:
         return next(iter(stated))
-    return _world_of_task_tables(events)
+    return _world_of_task_tables(events) or _world_of_spawn_parent(events)
+
+
+def _world_of_spawn_parent(events: Sequence[Event]) -> int | None:
+    """At least how many ranks an mp.spawn parent ran, when nothing states the world size.
+
+    torch/multiprocessing/spawn.py `ProcessContext.join` warns `Terminating process <pid> via signal SIGTERM`
+    for each process still alive after the first one failed, then raises the exception naming that one
+    (parsers/spawn.py counts the warnings into `stopped`): the launcher ran at least `stopped + 1`
+    processes, every one a rank of the job. A lower bound (another launcher's ranks are not counted), never
+    below the highest rank a line names + 1; only when it says there were two ranks or more."""
+    bound = 0
+    for e in events:
+        if e.kind == "launcher_exit" and e.get("launcher") == "mp.spawn":
+            stopped = e.get("stopped")
+            if isinstance(stopped, int) and stopped > 0:
+                bound = max(bound, stopped + 1)
+    if bound < 2:
+        return None
+    return max([bound] + [e.rank + 1 for e in events if e.rank is not None])
 
 
 def _world_of_task_tables(events: Sequence[Event]) -> int | None:

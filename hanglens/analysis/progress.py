@@ -11,6 +11,7 @@ from typing import Any
 from hanglens import lazyre as re
 from hanglens.analysis.record import Record, record_type
 from hanglens.analysis.status import is_own_crash
+from hanglens.ingest.streams import is_spawn_parent_exception
 from hanglens.model import Event
 
 # A bar of dataset preprocessing as Hugging Face `datasets` prints it (`Map (num_proc=8)`, `Filter`,
@@ -143,7 +144,7 @@ def _wait(e: Event) -> str | None:
         return "timeout"
     if e.kind == "exception":
         exc = str(e.get("exc_type") or "")
-        if "ChildFailedError" in exc or exc.endswith("KeyboardInterrupt"):
+        if "ChildFailedError" in exc or exc.endswith("KeyboardInterrupt") or is_spawn_parent_exception(e):
             return None
         if not is_own_crash(e):
             return "traceback"

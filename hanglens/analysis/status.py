@@ -15,7 +15,7 @@ from hanglens.analysis.kinds import (
     host_of,
     is_victim_exception,
 )
-from hanglens.ingest.streams import non_negative_int
+from hanglens.ingest.streams import is_spawn_parent_exception, non_negative_int
 from hanglens.model import AGENT_EVENT_KINDS, ERROR_LEVELS, Event, InputFile, short_host
 
 Row = dict[str, Any]
@@ -44,7 +44,8 @@ def _rank_of(e: Event, single_node: bool = True) -> int | None:
         return lr if single_node and isinstance(lr, int) and lr >= 0 else None
     if e.kind in AGENT_EVENT_KINDS:
         return None
-    if e.kind == "exception" and "ChildFailedError" in str(e.get("exc_type") or ""):
+    if e.kind == "exception" and ("ChildFailedError" in str(e.get("exc_type") or "")
+                                  or is_spawn_parent_exception(e)):
         return None
     return e.rank
 
@@ -114,7 +115,8 @@ def is_own_crash(e: Event) -> bool:
     Python exception ended the worker, which may itself be a victim's timeout.
     """
     if e.kind in ("exception", "error_file"):
-        if "ChildFailedError" in str(e.get("exc_type") or "") or "ChildFailedError" in e.text:
+        if ("ChildFailedError" in str(e.get("exc_type") or "") or "ChildFailedError" in e.text
+                or is_spawn_parent_exception(e)):
             return False
         if not e.get("exc_type") and not e.get("message"):
             return False  # a traceback cut before its last line says nothing about what was raised
@@ -161,12 +163,19 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
     out: dict[int, Event] = {}
     for e in events:
         if e.kind not in ("child_failed", "worker_failed") and not (
-                e.kind == "launcher_exit" and e.get("launcher") == "srun"):
+                e.kind == "launcher_exit" and e.get("launcher") == "srun") and not _spawn_exit(e):
             continue
         rank, code = _rank_of(e, sn), _exitcode(e)
         if rank is not None and code is not None and code > 0 and rank not in informed:
             out.setdefault(rank, e)
     return out
+
+
+def _spawn_exit(e: Event) -> bool:
+    """mp.spawn's `process N terminated with exit code K` (parsers/spawn.py): the process left without a
+    Python exception (one raised in it is reported as ProcessRaisedException instead, torch/multiprocessing/
+    spawn.py `_wrap`), so only the exit code speaks for it."""
+    return e.kind == "launcher_exit" and e.get("launcher") == "mp.spawn" and not e.get("raised")
 
 
 # How much later than the peers' back-dated wait a stuck watchdog may have begun and still come first: the

@@ -1449,6 +1449,7 @@ class Reader:
         """
         res = self.result
         self._drop_contradicted_name_rank()
+        res.events = spawn_ranks(res.events, self.envelope_ranks)
         file_rank = self.origin.rank
         # A console where torchrun started several workers holds every worker's unprefixed output (a C++
         # abort's `terminate called ...`, plain prints): one `[rankN]:` rank in it does not own the rest.
@@ -1526,3 +1527,41 @@ class Reader:
                 res.events = [_srun_task_rank(e) for e in res.events]
         res.ranks = {e.rank for e in res.events if e.rank is not None} | self.envelope_ranks
         res.hosts = {e.host for e in res.events if e.host}
+
+
+def spawn_ranks(events: list[Event], envelope_ranks: set[int]) -> list[Event]:
+    """Place the processes torch.multiprocessing.spawn's parent names (parsers/spawn.py) in the job.
+
+    The process index is the script's local rank; the parent's console holds the output of its own processes
+    only, so when their own lines name a block of ranks starting at a multiple of its size (node_rank *
+    nprocs, as a launcher per node gives them), that start is the node's offset, else the index is the rank
+    (one launcher for every rank). The failed process's traceback, printed by the parent after
+    `-- Process N terminated with the following error:`, is that process's: its events take its rank.
+    """
+    marks = [e for e in events if e.kind == "launcher_exit" and e.get("launcher") == "mp.spawn"]
+    if not marks:
+        return events
+    ranks = set(envelope_ranks) | {e.rank for e in events if e.rank is not None and not is_agent_event(e)}
+    lo = min(ranks, default=0)
+    offset = lo if len(ranks) >= 2 and max(ranks) - lo + 1 == len(ranks) and lo % len(ranks) == 0 else 0
+    placed: dict[int, int] = {}
+    spans: list[tuple[str, int, int, int]] = []
+    for e in marks:
+        idx = non_negative_int(e.get("local_rank"))
+        if idx is None:
+            continue
+        placed[id(e)] = offset + idx
+        end = non_negative_int(e.get("block_end"))
+        if e.get("raised") and end is not None:
+            spans.append((e.path, e.line, end, offset + idx))
+    out: list[Event] = []
+    for e in events:
+        if id(e) in placed:
+            e = replace(e, fields={**e.fields, "placed_rank": placed[id(e)]})
+        elif e.rank is None and not is_agent_event(e):
+            for path, first, last, rank in spans:
+                if e.path == path and first < e.line <= last:
+                    e = replace(e, rank=rank)
+                    break
+        out.append(e)
+    return out

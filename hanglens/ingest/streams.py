@@ -45,7 +45,19 @@ def is_agent_event(e: Event) -> bool:
     # the SignalException of its signal handler (elastic/multiprocessing/api.py `_terminate_process_handler`),
     # the rendezvous errors of its monitor loop (elastic/agent/server/api.py `_invoke_run`).
     exc_type = str(e.get("exc_type") or "")
-    return "ChildFailedError" in e.text or exc_type.startswith("torch.distributed.elastic.")
+    return ("ChildFailedError" in e.text or exc_type.startswith("torch.distributed.elastic.")
+            or is_spawn_parent_exception(e))
+
+
+# torch/multiprocessing/spawn.py `ProcessContext.join`: the parent of mp.spawn / mp.start_processes raises
+# these after terminating its other processes; they report a child's failure (parsers/spawn.py reads which),
+# like torchrun's ChildFailedError, and are nobody's own crash.
+SPAWN_PARENT_EXCEPTIONS = ("ProcessRaisedException", "ProcessExitedException")
+
+
+def is_spawn_parent_exception(e: Event) -> bool:
+    """The mp.spawn parent's own traceback reporting a failed child process."""
+    return e.kind == "exception" and str(e.get("exc_type") or "").endswith(SPAWN_PARENT_EXCEPTIONS)
 
 
 def _claims(events: Iterable[Event]) -> set[int]:

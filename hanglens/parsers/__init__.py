@@ -17,6 +17,7 @@ from hanglens.parsers.lifecycle import LifecycleParser
 from hanglens.parsers.nccl import NcclParser
 from hanglens.parsers.progress import ProgressParser
 from hanglens.parsers.pyspy import PyspyParser
+from hanglens.parsers.spawn import SpawnParser
 from hanglens.parsers.store import StoreParser
 from hanglens.parsers.traceback import TracebackParser
 from hanglens.parsers.wrapper import WrapperParser
@@ -31,6 +32,7 @@ PARSERS: tuple[type[Parser], ...] = (
     GlooParser,
     DataloaderParser,
     ElasticParser,
+    SpawnParser,
     StoreParser,
     TracebackParser,
     PyspyParser,
