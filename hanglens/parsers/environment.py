@@ -86,9 +86,18 @@ def _may_state_pid(text: str) -> bool:
     """The one test, cheaper than the search, for both reading a self-stated pid (`SELF_PID_RE`) and keeping
     such a text out of the quiet-text memo (`pid`, `PID`)."""
     return "id" in text or "ID" in text
+
+
+def _line_dependent(text: str) -> bool:
+    """A text whose answer depends on more than the text: a self-stated pid (the line's rank and writer) or
+    the default process group's init options (given once per file and rank, see `_read`)."""
+    return _may_state_pid(text) or (PG_INIT_TEXT in text and PG_DEFAULT_RE.search(text) is not None)
+
+
+PG_INIT_TEXT = "initialization options: size: "
 # Texts that gave nothing (see `feed`); a self-stated pid counts only on a line with a rank and no Ray/vLLM
 # writer (`_read`), so such a text's answer depends on the line, and it is never remembered.
-_QUIET = QuietTexts(line_dependent=_may_state_pid)
+_QUIET = QuietTexts(line_dependent=_line_dependent)
 # Every pattern here reads a line on its own: a text none of them may match gives nothing.
 _ENTRY = EntryGate(__name__)
 ENV_FIELD = {"RANK": "global_rank", "LOCAL_RANK": "local_rank", "WORLD_SIZE": "world_size",
@@ -105,7 +114,7 @@ class EnvironmentParser(Parser):
                 "aunched with ", "unning with ", "Setting up process group for: ", "world_rank=",
                 # (a rank tag or a comma right before the pid: a bare `pid=` is in every Ray prefix)
                 "] pid=", "] pid: ", "] PID=", "] PID: ", ", pid=", ", pid: ",
-                "initialization options: size: ")
+                PG_INIT_TEXT)
     emits = (
         EventSpec("version_info", ("component", "version", "source"),
                   "a version the log states (component: torch, cuda, nccl, driver, python)"),
@@ -186,6 +195,9 @@ class EnvironmentParser(Parser):
         "SPLIT_FROM: 0, SPLIT_COLOR: 0, PG Name: 2",
     )
 
+    def __init__(self) -> None:
+        self.pg_sizes: set[tuple[int | None, int]] = set()   # (rank, size) given from PG init options
+
     def feed(self, line: LogLine) -> Iterable[Event]:
         if not _ENTRY.may_match(line.text):
             return ()
@@ -230,10 +242,13 @@ class EnvironmentParser(Parser):
             n = to_count(m["val"])
             if n is not None:
                 fields.setdefault(name, n)
-        if "world_size" not in fields and "initialization options: size: " in text:
+        if "world_size" not in fields and PG_INIT_TEXT in text:
             m7 = PG_INIT_SIZE_RE.search(text)
             n7 = to_count(m7["n"]) if m7 and PG_DEFAULT_RE.search(text) else None
-            if n7:
+            # Once per rank and size in a file: the default group is created once per process, but a console
+            # repeats its init lines for every communicator and restart (a fact, not one event per line).
+            if n7 and (line.rank, n7) not in self.pg_sizes:
+                self.pg_sizes.add((line.rank, n7))
                 fields["world_size"] = n7
         if "world_size" not in fields:
             for rx in USER_WORLD_RES:

@@ -55,3 +55,14 @@ def test_the_default_groups_init_options_state_the_world_size_and_a_sub_groups_d
            "initialization options: size: 2, global rank: 3, TIMEOUT(ms): 1800000, "
            "USE_HIGH_PRIORITY_STREAM: 0, SPLIT_FROM: 0, SPLIT_COLOR: 0, PG Name: 1")
     assert [e.get("world_size") for e in events(sub, "world_info")] == []
+
+
+def test_a_repeated_default_group_init_line_gives_the_world_size_once_per_rank() -> None:
+    """A console repeats ProcessGroupNCCL's init lines for every communicator and restart: the world size is
+    one fact per rank and file, not an event per line (a chatty console made tens of thousands of them)."""
+    line = ("[rank{r}]:[I1204 09:12:{s:02d}.104233000 ProcessGroupNCCL.cpp:905] [PG 0 (default_pg) Rank {r}] "
+            "ProcessGroupNCCL initialization options: size: 8, global rank: {r}, TIMEOUT(ms): 600000, "
+            "USE_HIGH_PRIORITY_STREAM: 0, SPLIT_FROM: 0, SPLIT_COLOR: 0, PG Name: 0\n")
+    text = "".join(line.format(r=r, s=s) for s in range(3) for r in (3, 5))
+    got = [(e.rank, e.get("world_size")) for e in events(text, "world_info")]
+    assert sorted(got) == [(3, 8), (5, 8)]
