@@ -7,6 +7,7 @@ Example (collect_env output): `PyTorch version: 2.1.0+cu121`
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
@@ -95,6 +96,12 @@ def _line_dependent(text: str) -> bool:
 
 
 PG_INIT_TEXT = "initialization options: size: "
+
+
+def _pg_init_size(text: str) -> int | None:
+    """The world size a default group's init-options line states (None for any other text)."""
+    m = PG_INIT_SIZE_RE.search(text) if PG_INIT_TEXT in text else None
+    return to_count(m["n"]) if m and PG_DEFAULT_RE.search(text) else None
 # Texts that gave nothing (see `feed`); a self-stated pid counts only on a line with a rank and no Ray/vLLM
 # writer (`_read`), so such a text's answer depends on the line, and it is never remembered.
 _QUIET = QuietTexts(line_dependent=_line_dependent)
@@ -198,6 +205,23 @@ class EnvironmentParser(Parser):
     def __init__(self) -> None:
         self.pg_sizes: set[tuple[int | None, int]] = set()   # (rank, size) given from PG init options
 
+    history = ("pg_sizes",)
+
+    def take_history(self, earlier: Parser, events: list[Event]) -> dict[int, list[Event]] | None:
+        """A later part's first sighting of a (rank, size) `earlier` gave already would not have been given:
+        its world size is dropped (the event too when that was all it said)."""
+        if not isinstance(earlier, EnvironmentParser) or not self.same_as_fresh(earlier):
+            return None
+        subs: dict[int, list[Event]] = {}
+        for e in events:
+            n = e.get("world_size")
+            if e.kind != "world_info" or (e.rank, n) not in earlier.pg_sizes or not _pg_init_size(e.text):
+                continue
+            rest = {k: v for k, v in e.fields.items() if k != "world_size"}
+            subs[id(e)] = [replace(e, fields=rest)] if rest else []
+        self.pg_sizes |= earlier.pg_sizes
+        return subs
+
     def feed(self, line: LogLine) -> Iterable[Event]:
         if not _ENTRY.may_match(line.text):
             return ()
@@ -243,8 +267,7 @@ class EnvironmentParser(Parser):
             if n is not None:
                 fields.setdefault(name, n)
         if "world_size" not in fields and PG_INIT_TEXT in text:
-            m7 = PG_INIT_SIZE_RE.search(text)
-            n7 = to_count(m7["n"]) if m7 and PG_DEFAULT_RE.search(text) else None
+            n7 = _pg_init_size(text)
             # Once per rank and size in a file: the default group is created once per process, but a console
             # repeats its init lines for every communicator and restart (a fact, not one event per line).
             if n7 and (line.rank, n7) not in self.pg_sizes:

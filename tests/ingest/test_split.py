@@ -222,3 +222,22 @@ def test_what_is_not_split(tmp_path: Path) -> None:
     huge = Unit(unit.fs_path, unit.display, unit.rel, SPLIT_MAX_BYTES + 1)
     assert plan(huge, "plain.log", origin, tuple(PARSERS), 1 << 20, 2, min_bytes=0) is None  # memory
     assert plan(unit, "plain.log", origin, tuple(PARSERS), 1 << 20, 1, min_bytes=0) is None  # one worker
+
+
+def test_world_sizes_from_repeated_group_init_lines_merge_across_parts(tmp_path: Path,
+                                                                       merges: list[bool]) -> None:
+    """The default group's init line gives a rank's world size once per file: a part that meets it again is
+    taken in with that event dropped, not read again (the environment parser's `take_history`)."""
+    line = ("[rank{r}]:[I1204 09:12:{s:02d}.104233000 ProcessGroupNCCL.cpp:905] [PG 0 (default_pg) Rank {r}] "
+            "ProcessGroupNCCL initialization options: size: 4, global rank: {r}, TIMEOUT(ms): 600000, "
+            "USE_HIGH_PRIORITY_STREAM: 0, SPLIT_FROM: 0, SPLIT_COLOR: 0, PG Name: 0\n")
+    step = "[rank{r}]:step {s} loss 0.{s:04d}\n"
+    path = tmp_path / "console.log"
+    path.write_text("".join(line.format(r=r, s=s) + step.format(r=r, s=s) for s in range(60) for r in range(4)))
+    want = summary(read_whole(path))
+    assert [e.get("world_size") for e in read_whole(path).events if e.kind == "world_info"] == [4, 4, 4, 4]
+    for parts in (2, 5, 17):
+        got = read_in_parts(path, parts)
+        assert got is not None
+        assert summary(got[0]) == want, parts
+    assert merges and all(merges)
