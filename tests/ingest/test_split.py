@@ -233,7 +233,8 @@ def test_world_sizes_from_repeated_group_init_lines_merge_across_parts(tmp_path:
             "USE_HIGH_PRIORITY_STREAM: 0, SPLIT_FROM: 0, SPLIT_COLOR: 0, PG Name: 0\n")
     step = "[rank{r}]:step {s} loss 0.{s:04d}\n"
     path = tmp_path / "console.log"
-    path.write_text("".join(line.format(r=r, s=s) + step.format(r=r, s=s) for s in range(60) for r in range(4)))
+    path.write_text("".join(line.format(r=r, s=s) + step.format(r=r, s=s)
+                            for s in range(60) for r in range(4)))
     want = summary(read_whole(path))
     assert [e.get("world_size") for e in read_whole(path).events if e.kind == "world_info"] == [4, 4, 4, 4]
     for parts in (2, 5, 17):
