@@ -303,6 +303,21 @@ _ALREADY_ON: tuple[tuple[str, frozenset[str]], ...] = (
     ("TORCH_NCCL_TRACE_BUFFER_SIZE", frozenset({"flight_recorder", "fr_dump"})),
 )
 
+_SPAWN_ADVICE = (
+    "This job was started with `torch.multiprocessing.spawn`, whose console names a failed process only by "
+    "its index and prints nothing when the parent is stopped: launch it with torchrun instead (`torchrun "
+    "--nproc-per-node N --log-dir DIR --redirects 3 --tee 3 train.py`) so every line carries its rank, each "
+    "rank keeps its own log, and the launcher's failure table names the first failure."
+)
+
+
+def _spawned_without_torchrun(events: Sequence[Any]) -> bool:
+    """The job's processes were started by torch.multiprocessing.spawn's parent (parsers/spawn.py) and no line
+    of torchrun's agent (parsers/elastic.py) is in the logs."""
+    spawned = any(e.kind == "launcher_exit" and e.get("launcher") == "mp.spawn" for e in events)
+    return spawned and not any(e.parser == "elastic" for e in events)
+
+
 # What a piece of rerun advice is about (a knob to turn on, a tool to run): one piece of advice per key.
 _ADVICE_KEYS = (*(knob for knob, _ in _ALREADY_ON), "py-spy dump")
 
@@ -320,6 +335,11 @@ def _collect_next(
     # A rule's advice to turn on what this job's logs show was on already is dropped.
     out: list[str] = [s for s in engine_collect
                       if not any(knob in s and kinds & on for knob, on in _ALREADY_ON)]
+    if _spawned_without_torchrun(evs):
+        # `@record` writes the error file torchrun's agent names (TORCHELASTIC_ERROR_FILE): under
+        # torch.multiprocessing.spawn nobody reads it. What torchrun would add is the advice instead.
+        out = [s for s in out if "errors.record" not in s]
+        out.insert(0, _SPAWN_ADVICE)
     explained = verdict_conf == "high" and category in {c.value for c in _NOT_A_HANG}
     if explained:
         kinds = kinds - {"hang_detected"}
@@ -680,9 +700,12 @@ def build_document(
                 "line": r["line"],
             }
         )
-    engine_collect: list[str] = []
-    for f in findings[:1]:
-        engine_collect.extend(f.get("collect") or [])
+    # The advice of the finding the verdict came from (the renderers show `collect_next` alone, so what it
+    # drops of that finding's advice stays dropped).
+    from hanglens.report._common import primary_finding
+
+    top = primary_finding({"findings": findings, "verdict": verdict})
+    engine_collect: list[str] = list((top or {}).get("collect") or [])
     hosts = sorted({h for h in tables.hosts.values() if h} | {h for f in files for h in f.hosts})
     # What is read from the events, first (see `consume`).
     unexplained = _unexplained(tables.events, set(refs))

@@ -284,10 +284,13 @@ def first_steps(doc: Mapping[str, Any], n: int) -> list[str]:
 
 
 def collect_items(doc: Mapping[str, Any]) -> list[str]:
-    """What to collect on the rerun: the job-level list first, then the primary finding's."""
+    """What to collect on the rerun: the document's `collect_next`, which holds the primary finding's advice
+    less what does not apply to this job (a knob the logs show was on, torchrun's `@record` under
+    torch.multiprocessing.spawn); the primary finding's own list only for a document without it."""
     items: list[str] = []
     finding = primary_finding(doc)
-    for s in [*(doc.get("collect_next") or []), *((finding or {}).get("collect") or [])]:
+    listed = doc["collect_next"] if "collect_next" in doc else (finding or {}).get("collect")
+    for s in listed or []:
         if isinstance(s, str) and s not in items:
             items.append(s)
     return items

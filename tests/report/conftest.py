@@ -263,7 +263,9 @@ def small_doc() -> dict[str, Any]:
                 "ranks": [],
             },
         ],
-        "collect_next": ["NCCL_DEBUG=INFO output of every rank"],
+        # (as a built document holds it: the primary finding's advice first, then the job-level advice)
+        "collect_next": ["TORCH_DISTRIBUTED_DEBUG=DETAIL logs of every rank",
+                         "TORCH_NCCL_TRACE_BUFFER_SIZE=2000", "NCCL_DEBUG=INFO output of every rank"],
         "inputs": {
             "files": 9,
             "bytes": 1_843_200,

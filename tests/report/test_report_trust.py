@@ -304,3 +304,36 @@ def test_stack_dump_advice_is_given_once(tmp_path: Path) -> None:
     doc = api.analyze([tmp_path]).to_dict()
     assert doc["verdict"]["rule_id"] == "silent-hang-at-phase-boundary"
     assert sum("py-spy dump" in s for s in doc["collect_next"]) == 1, doc["collect_next"]
+
+
+def test_a_spawned_job_is_told_what_torchrun_would_add_and_not_to_use_record(tmp_path: Path) -> None:
+    """Under torch.multiprocessing.spawn nobody reads the error file `@record` writes (torchrun's agent names
+    it): the advice is to launch with torchrun, in the document and in every rendering of it."""
+    root = Path(__file__).resolve().parents[2]
+    case = root / "tests/written_cases/g17-spawn-raised-rank4-of6"
+    (tmp_path / "console.txt").write_text((case / "console.txt").read_text())
+    doc = api.analyze([tmp_path]).to_dict()
+    assert doc["verdict"]["category"] == "rank_crash"
+    assert doc["collect_next"][0].startswith("This job was started with `torch.multiprocessing.spawn`")
+    shown = (render_text(doc, color=False, width=100), render_markdown(doc), " ".join(doc["collect_next"]))
+    for text in shown:
+        assert "errors.record" not in text
+        assert "torch.multiprocessing.spawn`, whose console" in text.replace("\n", " ").replace("  ", " ")
+
+
+def test_the_rendered_advice_skips_knobs_the_logs_show_were_on(tmp_path: Path) -> None:
+    """The text and Markdown reports show the document's rerun advice, so a DETAIL run is not told there to
+    turn DETAIL on either (they used to add the primary finding's own list back)."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    rule = yaml.safe_load((root / "rules/control_flow_divergence/rank-blocked-outside-training-step.yaml")
+                          .read_text())
+    test = next(t for t in rule["tests"] if t["name"] == "main-process-checkpoint-against-ddp-backward")
+    for name, text in test["logs"].items():
+        (tmp_path / name).write_text(text)
+    doc = api.analyze([tmp_path]).to_dict()
+    assert any("TORCH_DISTRIBUTED_DEBUG=DETAIL" in s for f in doc["findings"] for s in f.get("collect") or [])
+    for text in (render_text(doc, color=False, width=100), render_markdown(doc)):
+        collect = text.split("Collect", 1)[-1]
+        assert "TORCH_DISTRIBUTED_DEBUG=DETAIL" not in collect
