@@ -273,35 +273,34 @@ def test_one_rank_is_rank_not_ranks(unexplained_doc: dict[str, Any]) -> None:
     assert summary == "The logs show a failure on rank 5, but no rule explains it."
 
 
-def test_rerun_advice_skips_knobs_the_logs_show_were_on(tmp_path: Path) -> None:
-    """A DETAIL run is not told to turn DETAIL on; a run without it is told once, not twice."""
+def _rule_test_doc(tmp_path: Path, rule: str, test_name: str) -> dict[str, Any]:
+    """The document of one embedded test's logs of a built-in rule (`rules/<rule>.yaml`)."""
     import yaml
 
     root = Path(__file__).resolve().parents[2]
-    rule = yaml.safe_load((root / "rules/control_flow_divergence/rank-blocked-outside-training-step.yaml")
-                          .read_text())
-    test = next(t for t in rule["tests"] if t["name"] == "main-process-checkpoint-against-ddp-backward")
-    for name, text in test["logs"].items():  # a DETAIL report, whose rule advises DETAIL for the rerun
+    spec = yaml.safe_load((root / "rules" / f"{rule}.yaml").read_text())
+    test = next(t for t in spec["tests"] if t["name"] == test_name)
+    for name, text in test["logs"].items():
         (tmp_path / name).write_text(text)
-    detail = api.analyze([tmp_path]).to_dict()
+    return api.analyze([tmp_path]).to_dict()
+
+
+def test_rerun_advice_skips_knobs_the_logs_show_were_on(tmp_path: Path) -> None:
+    """A DETAIL run is not told to turn DETAIL on; a run without it is told once, not twice."""
+    # (a DETAIL report, whose rule advises DETAIL for the rerun)
+    detail = _rule_test_doc(tmp_path, "control_flow_divergence/rank-blocked-outside-training-step",
+                            "main-process-checkpoint-against-ddp-backward")
     assert detail["verdict"]["rule_id"] == "rank-blocked-outside-training-step"
     assert not any("TORCH_DISTRIBUTED_DEBUG=DETAIL" in s for s in detail["collect_next"])
-    root = root / "fixtures"
-    plain = api.analyze([root / "main-only-ckpt-rank0"]).to_dict()
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures"
+    plain = api.analyze([fixtures / "main-only-ckpt-rank0"]).to_dict()
     assert sum("TORCH_DISTRIBUTED_DEBUG=DETAIL" in s for s in plain["collect_next"]) == 1
 
 
 def test_stack_dump_advice_is_given_once(tmp_path: Path) -> None:
     """A silent-hang rule's own py-spy advice and the generic one for a hang are one piece of advice."""
-    import yaml
-
-    root = Path(__file__).resolve().parents[2]
-    rule = yaml.safe_load((root / "rules/control_flow_divergence/silent-hang-at-phase-boundary.yaml")
-                          .read_text())
-    test = next(t for t in rule["tests"] if t["name"] == "new-epoch-bar-never-advances-after-validation")
-    for name, text in test["logs"].items():
-        (tmp_path / name).write_text(text)
-    doc = api.analyze([tmp_path]).to_dict()
+    doc = _rule_test_doc(tmp_path, "control_flow_divergence/silent-hang-at-phase-boundary",
+                         "new-epoch-bar-never-advances-after-validation")
     assert doc["verdict"]["rule_id"] == "silent-hang-at-phase-boundary"
     assert sum("py-spy dump" in s for s in doc["collect_next"]) == 1, doc["collect_next"]
 
@@ -324,15 +323,8 @@ def test_a_spawned_job_is_told_what_torchrun_would_add_and_not_to_use_record(tmp
 def test_the_rendered_advice_skips_knobs_the_logs_show_were_on(tmp_path: Path) -> None:
     """The text and Markdown reports show the document's rerun advice, so a DETAIL run is not told there to
     turn DETAIL on either (they used to add the primary finding's own list back)."""
-    import yaml
-
-    root = Path(__file__).resolve().parents[2]
-    rule = yaml.safe_load((root / "rules/control_flow_divergence/rank-blocked-outside-training-step.yaml")
-                          .read_text())
-    test = next(t for t in rule["tests"] if t["name"] == "main-process-checkpoint-against-ddp-backward")
-    for name, text in test["logs"].items():
-        (tmp_path / name).write_text(text)
-    doc = api.analyze([tmp_path]).to_dict()
+    doc = _rule_test_doc(tmp_path, "control_flow_divergence/rank-blocked-outside-training-step",
+                         "main-process-checkpoint-against-ddp-backward")
     assert any("TORCH_DISTRIBUTED_DEBUG=DETAIL" in s for f in doc["findings"] for s in f.get("collect") or [])
     for text in (render_text(doc, color=False, width=100), render_markdown(doc)):
         collect = text.split("Collect", 1)[-1]
