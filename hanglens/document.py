@@ -700,12 +700,9 @@ def build_document(
                 "line": r["line"],
             }
         )
-    # The advice of the finding the verdict came from (the renderers show `collect_next` alone, so what it
-    # drops of that finding's advice stays dropped).
-    from hanglens.report._common import primary_finding
-
-    top = primary_finding({"findings": findings, "verdict": verdict})
-    engine_collect: list[str] = list((top or {}).get("collect") or [])
+    # The advice of the finding the verdict came from, the first (engine `_verdict`); the renderers show
+    # `collect_next` alone, so what it drops of that finding's advice stays dropped.
+    engine_collect: list[str] = list(findings[0].get("collect") or []) if findings else []
     hosts = sorted({h for h in tables.hosts.values() if h} | {h for f in files for h in f.hosts})
     # What is read from the events, first (see `consume`).
     unexplained = _unexplained(tables.events, set(refs))

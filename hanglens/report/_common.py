@@ -288,8 +288,7 @@ def collect_items(doc: Mapping[str, Any]) -> list[str]:
     less what does not apply to this job (a knob the logs show was on, torchrun's `@record` under
     torch.multiprocessing.spawn); the primary finding's own list only for a document without it."""
     items: list[str] = []
-    finding = primary_finding(doc)
-    listed = doc["collect_next"] if "collect_next" in doc else (finding or {}).get("collect")
+    listed = doc["collect_next"] if "collect_next" in doc else (primary_finding(doc) or {}).get("collect")
     for s in listed or []:
         if isinstance(s, str) and s not in items:
             items.append(s)
