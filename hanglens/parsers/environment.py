@@ -61,6 +61,7 @@ USER_WORLD_RES = (
 # <guid>` (log-formats.md section 1.6; failure-signatures.md section 0.5 maps PG ranks with it). Only the
 # default group's size is the world size: its prefix names `default_pg` (2.4+) or its name is `0`, the first
 # group of the global counter (section 1.2); a sub-group's line (`PG Name: 3`, a mesh dimension) is not read.
+PG_INIT_TEXT = "initialization options: size: "
 PG_INIT_SIZE_RE = re.compile(
     r"ProcessGroupNCCL initialization options: size: (?P<n>\d{1,7}), global rank: \d{1,7}(?![\d])")
 PG_DEFAULT_RE = re.compile(r"\(default_pg\)|\bPG Name: 0(?![\w.])")
@@ -89,21 +90,19 @@ def _may_state_pid(text: str) -> bool:
     return "id" in text or "ID" in text
 
 
-def _line_dependent(text: str) -> bool:
-    """A text whose answer depends on more than the text: a self-stated pid (the line's rank and writer) or
-    the default process group's init options (given once per file and rank, see `_read`)."""
-    return _may_state_pid(text) or (PG_INIT_TEXT in text and PG_DEFAULT_RE.search(text) is not None)
-
-
-PG_INIT_TEXT = "initialization options: size: "
-
-
 def _pg_init_size(text: str) -> int | None:
     """The world size a default group's init-options line states (None for any other text)."""
     m = PG_INIT_SIZE_RE.search(text) if PG_INIT_TEXT in text else None
     return to_count(m["n"]) if m and PG_DEFAULT_RE.search(text) else None
-# Texts that gave nothing (see `feed`); a self-stated pid counts only on a line with a rank and no Ray/vLLM
-# writer (`_read`), so such a text's answer depends on the line, and it is never remembered.
+
+
+def _line_dependent(text: str) -> bool:
+    """A text whose answer depends on more than the text: a self-stated pid counts only on a line with a rank
+    and no Ray/vLLM writer, a default group's size once per file and rank (`_read`)."""
+    return _may_state_pid(text) or _pg_init_size(text) is not None
+
+
+# Texts that gave nothing (see `feed`), but for the `_line_dependent` ones, which are never remembered.
 _QUIET = QuietTexts(line_dependent=_line_dependent)
 # Every pattern here reads a line on its own: a text none of them may match gives nothing.
 _ENTRY = EntryGate(__name__)
@@ -266,7 +265,7 @@ class EnvironmentParser(Parser):
             n = to_count(m["val"])
             if n is not None:
                 fields.setdefault(name, n)
-        if "world_size" not in fields and PG_INIT_TEXT in text:
+        if "world_size" not in fields:
             n7 = _pg_init_size(text)
             # Once per rank and size in a file: the default group is created once per process, but a console
             # repeats its init lines for every communicator and restart (a fact, not one event per line).
