@@ -1493,7 +1493,7 @@ def _unheard(cols: dict[str, list[Any]], world: int | None) -> set[int]:
     waited = {r for r, h, q in zip(ranks, cols["hung"], cols["quiet"], strict=True) if h or not q}
     if not silent or len(silent) >= len(others) or not all(r in waited for r in others):
         return set()
-    if any(cols["crashed"][i] for i in range(len(ranks))):
+    if any(cols["crashed"]):
         return set()
     return silent
 

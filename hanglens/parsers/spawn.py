@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, to_count, to_int
+from hanglens.parsers.elastic import SIGNAL_NAMES
 
 EXITED_RE = re.compile(
     r"ProcessExitedException: process (?P<idx>\d{1,6}) terminated with "
@@ -42,9 +43,7 @@ TB_RE = re.compile(r"^(?:Original )?Traceback \(most recent call last\):")
 TERMINATING_RE = re.compile(r"Terminating process (?P<pid>\d{1,10}) via signal SIGTERM")
 MAX_BLOCK = 3000   # lines of one child's traceback
 
-SIGNUMS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGTRAP": 5, "SIGABRT": 6, "SIGBUS": 7,
-           "SIGFPE": 8, "SIGKILL": 9, "SIGUSR1": 10, "SIGSEGV": 11, "SIGUSR2": 12, "SIGPIPE": 13,
-           "SIGALRM": 14, "SIGTERM": 15}
+SIGNUMS = {name: num for num, name in SIGNAL_NAMES.items()}   # (Linux numbering, as torchrun reports it)
 
 
 class SpawnParser(Parser):
