@@ -12,10 +12,12 @@ or as an ISO timestamp, which `prefix.strip_prefixes` reads like any other.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hanglens import lazyre as re
-from hanglens.ingest.sources import ReadableStream
+
+if TYPE_CHECKING:
+    from hanglens.ingest.sources import ReadableStream
 
 # Where each known shipper keeps the line, most specific first.
 MESSAGE_PATHS: tuple[tuple[str, ...], ...] = (
@@ -39,9 +41,10 @@ def _at(obj: Any, path: tuple[str, ...]) -> Any:
     return obj
 
 
-def _record(line: str) -> dict[str, Any] | None:
+def json_record(line: str, max_len: int = MAX_RECORD) -> dict[str, Any] | None:
+    """`line` as a JSON object when it is one (at most `max_len` characters, blanks around it aside)."""
     s = line.strip()
-    if not (s.startswith("{") and s.endswith("}")) or len(s) > MAX_RECORD:
+    if not (s.startswith("{") and s.endswith("}")) or len(s) > max_len:
         return None
     try:
         obj = json.loads(s)
@@ -56,7 +59,7 @@ def message_path(sample: list[str]) -> tuple[str, ...] | None:
     lines = [s for s in sample if s.strip()]
     if len(lines) < MIN_RECORDS:
         return None
-    records = [r for r in (_record(s) for s in lines) if r is not None]
+    records = [r for r in (json_record(s) for s in lines) if r is not None]
     if len(records) < max(MIN_RECORDS, SHARE * len(lines)):
         return None
     for path in MESSAGE_PATHS:
@@ -68,7 +71,7 @@ def message_path(sample: list[str]) -> tuple[str, ...] | None:
 def plain_lines(line: str, path: tuple[str, ...]) -> list[str]:
     """The log lines one physical line holds: a record's message (one line per line it holds, each behind
     the record's time and stream), or the line itself when it is not such a record."""
-    r = _record(line)
+    r = json_record(line)
     msg = _at(r, path) if r is not None else None
     if not isinstance(msg, str):
         return [line]

@@ -9,11 +9,11 @@ envelope → payload.
 from __future__ import annotations
 
 import calendar
-import json
 from dataclasses import dataclass
 from functools import lru_cache
 
 from hanglens import lazyre as re
+from hanglens.ingest.jsonlines import json_record
 from hanglens.model import YEARLESS_YEAR
 
 # CSI (colours, cursor moves), charset selection, keypad modes, and OSC strings (a terminal title, an OSC 8
@@ -333,14 +333,8 @@ def _md_time(year: int, month: int, day: int, hms: str, frac: str | None) -> flo
 def _record_rank(s: str) -> int | None:
     """The `rank` field of a structured log record (JSON object or logfmt, see JSON_RECORD_RE), else None."""
     if s.startswith("{"):
-        body = s.rstrip()
-        if len(body) > MAX_RECORD or not body.endswith("}") or not JSON_RECORD_RE.match(body):
-            return None
-        try:
-            rec = json.loads(body)
-        except ValueError:
-            return None
-        if not isinstance(rec, dict):
+        rec = json_record(s, MAX_RECORD) if JSON_RECORD_RE.match(s) else None
+        if rec is None:
             return None
         for key in RECORD_RANK_KEYS:
             v = rec.get(key)
