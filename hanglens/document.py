@@ -328,8 +328,10 @@ def _collect_next(
     verdict_conf: str,
     engine_collect: Sequence[str],
     category: str = "unknown",
+    fix: Sequence[str] = (),
 ) -> list[str]:
-    """What to turn on for the rerun, tailored to what this job's logs lacked."""
+    """What to turn on for the rerun, tailored to what this job's logs lacked. `fix` is the primary finding's
+    remediation, shown above this list: a knob or tool it already tells the user to use is not repeated."""
     evs = tables.events
     kinds = {e.kind for e in evs}
     # A rule's advice to turn on what this job's logs show was on already is dropped.
@@ -390,7 +392,7 @@ def _collect_next(
             "Rerun with `TORCH_DISTRIBUTED_DEBUG=DETAIL` to check that every rank calls the same "
             "collective with the same shapes (it names the mismatching rank)."
         )
-    seen: set[str] = set()
+    seen: set[str] = {knob for knob in _ADVICE_KEYS if any(knob in step for step in fix)}
     uniq = []
     for s in out:
         # One piece of advice per knob or tool: a rule's own wording first, the generic one only without it.
@@ -703,6 +705,7 @@ def build_document(
     # The advice of the finding the verdict came from, the first (engine `_verdict`); the renderers show
     # `collect_next` alone, so what it drops of that finding's advice stays dropped.
     engine_collect: list[str] = list(findings[0].get("collect") or []) if findings else []
+    engine_fix: list[str] = list(findings[0].get("remediation") or []) if findings else []
     hosts = sorted({h for h in tables.hosts.values() if h} | {h for f in files for h in f.hosts})
     # What is read from the events, first (see `consume`).
     unexplained = _unexplained(tables.events, set(refs))
@@ -710,7 +713,8 @@ def build_document(
         # Nothing failed: there is nothing to debug, so nothing to collect for a rerun.
         [] if verdict.get("category") == "none"
         else _collect_next(
-            tables, files, verdict.get("confidence", "low"), engine_collect, str(verdict.get("category"))
+            tables, files, verdict.get("confidence", "low"), engine_collect, str(verdict.get("category")),
+            engine_fix,
         )
     )
     observed = _observed(tables, file_rank) if verdict.get("category") == "unknown" else None

@@ -329,3 +329,13 @@ def test_the_rendered_advice_skips_knobs_the_logs_show_were_on(tmp_path: Path) -
     for text in (render_text(doc, color=False, width=100), render_markdown(doc)):
         collect = text.split("Collect", 1)[-1]
         assert "TORCH_DISTRIBUTED_DEBUG=DETAIL" not in collect
+
+
+def test_advice_the_fix_already_gives_is_not_repeated_under_collect() -> None:
+    """The fix above already says "rerun with DETAIL": the list of what to collect does not say it again."""
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures"
+    doc = api.analyze([fixtures / "divergence-skip-allreduce"]).to_dict()
+    fix = doc["findings"][0]["remediation"]
+    assert any("TORCH_DISTRIBUTED_DEBUG=DETAIL" in s for s in fix)
+    assert not any("TORCH_DISTRIBUTED_DEBUG=DETAIL" in s for s in doc["collect_next"]), doc["collect_next"]
+    assert any("py-spy dump" in s for s in doc["collect_next"])
