@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hanglens.model import Event
+from hanglens.parsers.elastic import shell_signal_name
 from hanglens.parsers.nccl import IB_MANAGEMENT_EVENTS
 
 # A rank that emits one of these failed on its own account (it may still be a victim of another rank).
@@ -90,17 +91,6 @@ VICTIM_EXCEPTION_MARKERS = (
     # `rendezvous_error` event, not as a crash.
     "RendezvousConnectionError",
 )
-SIGNAL_NAMES = {
-    1: "SIGHUP",
-    2: "SIGINT",
-    6: "SIGABRT",
-    7: "SIGBUS",
-    9: "SIGKILL",
-    11: "SIGSEGV",
-    15: "SIGTERM",
-}
-
-
 # NCCL WARN lines that healthy jobs print too (failure-signatures.md section 10.4 and section 17 item 8):
 # sysfs paths NCCL cannot resolve in VMs/containers, a missing libibverbs when NCCL then uses sockets.
 BENIGN_NCCL_WARNINGS = ("Could not find real path", "Failed to open libibverbs")
@@ -141,10 +131,4 @@ def host_of(e: Event, hosts: dict[int, str], rank: int | None = _OWN_RANK) -> st
 
 def exit_signal(exitcode: object) -> str | None:
     """Signal name of a torchrun negative exit code (or a shell 128+N status)."""
-    if not isinstance(exitcode, int):
-        return None
-    if exitcode < 0:
-        return SIGNAL_NAMES.get(-exitcode, f"SIG{-exitcode}")
-    if 128 < exitcode < 160:
-        return SIGNAL_NAMES.get(exitcode - 128)
-    return None
+    return shell_signal_name(exitcode) if isinstance(exitcode, int) else None
