@@ -34,7 +34,14 @@ from hanglens.ingest.prefilter import (
 )
 from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, Envelope, detect_dialect, strip_prefixes
 from hanglens.ingest.sources import ReadableStream
-from hanglens.ingest.streams import is_agent_event, non_negative_int, stream_ranks, tasks_are_ranks
+from hanglens.ingest.streams import (
+    is_agent_event,
+    is_mpirun_exit,
+    mpirun_starts_ranks,
+    non_negative_int,
+    stream_ranks,
+    tasks_are_ranks,
+)
 from hanglens.limits import MINIMUMS, human_bytes
 from hanglens.model import Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
@@ -347,6 +354,15 @@ def _srun_task_rank(e: Event) -> Event:
     ids = e.get("tasks")
     if (e.kind in ("launcher_exit", "oom") and e.get("launcher") == "srun" and e.rank is None
             and isinstance(ids, list) and len(ids) == 1 and isinstance(ids[0], int)):
+        return replace(e, rank=ids[0])
+    return e
+
+
+def _mpirun_rank(e: Event) -> Event:
+    """mpirun's report of one failed process, ranked by that process's MPI rank."""
+    ids = e.get("tasks")
+    if (is_mpirun_exit(e) and e.rank is None and isinstance(ids, list) and len(ids) == 1
+            and isinstance(ids[0], int)):
         return replace(e, rank=ids[0])
     return e
 
@@ -1525,6 +1541,10 @@ class Reader:
             if (tasks and all(w == f"task {r}" for w, r in tasks.items()) and not self.task_launcher
                     and tasks_are_ranks(res.events, self.task_ranks)):
                 res.events = [_srun_task_rank(e) for e in res.events]
+            # mpirun's report of the first failed process names its MPI_COMM_WORLD rank (parsers/mpirun.py),
+            # the global rank when mpirun started the training processes themselves.
+            if any(is_mpirun_exit(e) for e in res.events) and mpirun_starts_ranks(res.events):
+                res.events = [_mpirun_rank(e) for e in res.events]
         res.ranks = {e.rank for e in res.events if e.rank is not None} | self.envelope_ranks
         res.hosts = {e.host for e in res.events if e.host}
 
