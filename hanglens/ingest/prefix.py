@@ -95,6 +95,10 @@ MPICH_RE = re.compile(r"^\[(?P<rank>\d{1,6})\] (?=.)")
 # sets): `[Rank 3]` is ProcessGroupNCCL's work prefix, which can name a sub-group rank, so the c10d parser
 # reports it as `stated_rank` instead.
 USER_RANK_RE = re.compile(r"^\[(?:rank|RANK)(?:: ?| ?)(?P<rank>\d{1,6})\][ :]")
+# A script's own `rank R/W` (rank R of a world of W) opening a message, `print(f"rank {rank}/{world} | ...")`:
+# the slash and the world size after it say it is the writer's rank in the job, not a count or a sub-group
+# rank (ProcessGroupNCCL's `[Rank 3]` has no world size); read only where R < W.
+USER_RANK_OF_RE = re.compile(r"^(?:rank|Rank|RANK) (?P<rank>\d{1,6}) ?/ ?(?P<world>\d{1,6})(?=[ \t:|,\]-])")
 # DeepSpeed's `log_dist` (deepspeed/utils/logging.py: `final_message = "[Rank {}] {}".format(my_rank,
 # message)`, `my_rank = dist.get_rank()`, the global rank) logs through the DeepSpeed logger's envelope
 # (DEEPSPEED_RE), so right after that envelope `[Rank N] ` names the writer's global rank;
@@ -576,6 +580,10 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
         m = USER_RANK_RE.match(s)
         if m:
             rank = int(m["rank"])
+        elif s[:1] in "rR":
+            m = USER_RANK_OF_RE.match(s)
+            if m and int(m["rank"]) < int(m["world"]):
+                rank = int(m["rank"])
     if rank is None and s[:1] in ("{", "t", "l"):
         rank = _record_rank(s)
     if rank is None and task is not None and local_rank is None:

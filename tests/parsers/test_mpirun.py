@@ -1,5 +1,6 @@
-"""Behaviour tests of the mpirun parser beyond its examples (its contract: test_all_parsers.py), and of the
-reader's ranking of mpirun's report (ingest/reader.py `_mpirun_rank`, ingest/streams.py `mpirun_starts_ranks`).
+"""Behaviour tests of the mpirun parser beyond its examples (its contract: test_all_parsers.py), and of
+the reader's ranking of mpirun's report (ingest/reader.py `_mpirun_rank`, ingest/streams.py
+`mpirun_starts_ranks`).
 
 Texts written here from Open MPI 4.1's `help-orterun.txt` (`[orterun:non-zero-exit]`,
 `[orterun:proc-aborted-strsignal]`) and its `--tag-output` tags, with our own values.
