@@ -52,6 +52,15 @@ OPENMPI_RE = re.compile(
     r"^\[(?P<job>[\w.@-]+),(?P<mpi_rank>\d{1,6})\](?:\[(?P<host>[^:\]]+):\d+\])?"
     r"<(?P<stream>stdout|stderr|stddiag)>: ?"
 )
+# Open MPI's `mpirun --timestamp-output` (4.x, orte/mca/iof/base/iof_base_output.c
+# `orte_iof_base_write_output`): each chunk of a process's output starts with ctime() without its newline,
+# then the `[<job>,<rank>]` tag when `--tag-output` is on too, then `<stdout>:`/`<stderr>:`
+# (`%s[%s,%s]<%s>:`, else `%s<%s>:`).
+OPENMPI_TIME_RE = re.compile(
+    r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}"
+    r"(?P<day>\d{1,2}) (?P<hms>\d\d:\d\d:\d\d) (?P<year>\d{4})"
+    r"(?:<(?P<stream>stdout|stderr|stddiag)>: ?|(?=\[[\w.@-]+,\d{1,6}\]<std(?:out|err|diag)>:))"
+)
 # A host name has a digit somewhere; the lookahead checks that within the name instead of a backtracking
 # `[\w-]*\d[\w.-]*` (quadratic on a long token).
 PDSH_RE = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|(?=[\w.-]{0,253}\d)[A-Za-z][\w.-]{0,252}): (?=.)")
@@ -383,6 +392,15 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
         if m:
             time, year = _iso_time(m["ts"])
             year_known, clock = year is not None, "iso"
+            s = s[m.end():]
+            continue
+        m = OPENMPI_TIME_RE.match(s) if time is None else None
+        if m:
+            year = int(m["year"])
+            time = _md_time(year, MONTHS[m["mon"]], int(m["day"]), m["hms"], None)
+            year_known, clock = True, "ctime"
+            if m["stream"]:
+                stream = "stderr" if m["stream"] == "stderr" else "stdout"
             s = s[m.end():]
             continue
         m = OPENMPI_RE.match(s)

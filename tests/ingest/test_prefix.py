@@ -324,3 +324,14 @@ def test_structured_records_name_their_writers_rank_and_keep_their_text() -> Non
     for raw, rank in cases:
         env = strip_prefixes(raw)
         assert (env.rank, env.text) == (rank, raw), raw
+
+
+def test_open_mpi_timestamp_output_gives_the_time_and_keeps_the_tag() -> None:
+    """`mpirun --timestamp-output` (orte/mca/iof/base/iof_base_output.c): ctime() then the tag or the stream."""
+    env = strip_prefixes("Tue Mar  3 07:41:09 2026[1,5]<stderr>:[rank5]: KeyError: 'view2'")
+    assert (env.rank, env.mpi_rank, env.stream, env.text) == (5, 5, "stderr", "KeyError: 'view2'")
+    assert env.time == strip_prefixes("2026-03-03 07:41:09 x").time
+    env = strip_prefixes("Tue Mar 13 07:41:09 2026<stdout>:rank 1/2 | epoch 0 step 2/3 loss 4.1")
+    assert (env.rank, env.stream, env.text) == (1, "stdout", "rank 1/2 | epoch 0 step 2/3 loss 4.1")
+    # a ctime() with neither a tag nor a stream after it is the payload's own
+    assert strip_prefixes("Tue Mar 13 07:41:09 2026 backup done").text == "Tue Mar 13 07:41:09 2026 backup done"
