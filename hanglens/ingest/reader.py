@@ -207,6 +207,12 @@ class FileResult:
     glued_bar_lines: set[int] = field(default_factory=set)  # lines where text was glued to a tqdm bar
 
 
+# A rule: one punctuation character repeated across the line (Open MPI's help messages sit between rules of
+# 74 dashes, torchrun's failure table between rules of `=` and `-`). Printed at a fixed width by the program,
+# it is no piece of a cut line, and what follows it does not continue it.
+_RULE_RE = re.compile(r"^\s*([-=*_~#+.])\1{7,}\s*$")
+
+
 def _wrap_width(sample: list[str]) -> int | None:
     """Width of a terminal hard-wrap, or None.
 
@@ -214,9 +220,10 @@ def _wrap_width(sample: list[str]) -> int | None:
     of those followed by a line that does not start like a log line (it continues the message).
     A log of many short lines (launcher output, progress prints, a failure table) wrapped at a terminal's
     width has fewer lines at W: from a quarter of the lines, W >= 80 (terminals are 80 columns or wider;
-    torchrun's table rules are 60) and at least three in four of them continued is a wrap as well.
+    torchrun's table rules are 60) and at least three in four of them continued is a wrap as well. Rules
+    (`_RULE_RE`) are left out of the count.
     """
-    lines = [s for s in sample[:-1] if s]
+    lines = [s for s in sample[:-1] if s and not _RULE_RE.match(s)]
     if len(lines) < 4:
         return None
     lengths = [len(s) for s in lines]
