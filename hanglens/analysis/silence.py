@@ -396,6 +396,27 @@ def _point(r: Record) -> tuple[float, int]:
             int(r["last_step"]))
 
 
+def _shortest_loop_ended(r: Record, rows: list[Record], series: list[Any]) -> bool:
+    """Did `r`'s loop end at a total smaller than every other rank's, while they were all inside theirs?
+
+    Ranks that count the same loop to different totals have different numbers of batches
+    (failure-signatures.md section 1, uneven data); the one whose last report is the end of its shorter loop
+    (`N/N`, or `N-1/N` for a counter from 0: its first report was step 0) left it for the next collective
+    while the others, at the same epoch, still had steps to run, even when both printed the same step
+    number last (two ranks: no majority to stand apart from).
+    """
+    total, last, first = r["total"], r["last_step"], r["first_step"]
+    # (a loop counted to N ends at N, or at N-1 when it counts from 0)
+    if not isinstance(total, int) or last is None or last not in (total, total - 1 if first == 0 else total):
+        return False
+    me = next(i for i, o in enumerate(rows) if o is r)
+    others = [(o, s) for i, (o, s) in enumerate(zip(rows, series, strict=True)) if i != me]
+    return bool(others) and all(
+        s == series[me] and o["last_step"] is not None and _point(o)[0] == _point(r)[0]
+        and isinstance(o["total"], int) and o["total"] > total and o["last_step"] < o["total"] - 1
+        for o, s in others)
+
+
 def _compare(rows: list[Record]) -> list[Record]:
     """Fill the cross-rank columns: common step, position, sequence, first silent."""
     # A point is (epoch, step): step 0 of epoch 1 is past step 4 of epoch 0.
@@ -428,6 +449,7 @@ def _compare(rows: list[Record]) -> list[Record]:
     majority_totals = [r["total"] for r in at_majority]
     # ... counting the same series (a tokenizer bar that ends at 300/300 is no shorter training loop)
     majority_series = {r["_series"] for r in at_majority}
+    series = [r["_series"] for r in rows]   # (each row's is dropped as the loop below completes it)
     out: list[Record] = []
     for r in rows:
         step = _point(r) if r["last_step"] is not None else None
@@ -457,7 +479,7 @@ def _compare(rows: list[Record]) -> list[Record]:
             and isinstance(total, int) and r["last_step"] == total and majority_totals
             and majority_series == {r["_series"]}
             and all(isinstance(t, int) and t > total and majority[1] < t for t in majority_totals)
-        )
+        ) or _shortest_loop_ended(r, rows, series)
         # (the row made here, completed in place: a big job has one per rank, and a copy would double them)
         del r["_series"]
         r.update(

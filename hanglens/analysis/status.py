@@ -34,8 +34,9 @@ def _rank_of(e: Event, single_node: bool = True) -> int | None:
     if e.kind == "child_failed":
         r = e.get("failed_rank")
         return r if isinstance(r, int) and r >= 0 else None
-    if e.kind == "launcher_exit" and e.get("launcher") == "srun":
-        return e.rank    # srun's task line: its task, set as the rank only where tasks are ranks (ingest)
+    if e.kind == "launcher_exit" and e.get("launcher") in ("srun", "mpirun"):
+        # srun's task line, mpirun's failed process: set as the rank only where tasks are ranks (ingest)
+        return e.rank
     if e.kind in ("worker_failed", "launcher_exit"):
         placed = e.get("placed_rank")   # the launcher's layout of the host (ingest/attribute.py)
         if isinstance(placed, int) and placed >= 0:

@@ -27,6 +27,12 @@ SLURM_TASK_FILE_RE = re.compile(
     r"^(?P<pre>[A-Za-z][\w.-]{0,64}?[._-])?(?P<job>\d{2,12})[._-](?P<task>\d{1,5})"
     r"\.(?P<ext>out|err|log|txt|stdout|stderr)$"
 )
+# Open MPI's `mpirun --output-filename <dir>` (4.x, orte/mca/iof/base/iof_base_setup.c
+# `orte_iof_base_setup_output_files`): each process writes `<dir>/<local jobid>/rank.<vpid>/stdout` and
+# `stderr` (`<dir>/rank.<vpid>/...` with the `:nojobid` directive), the vpid (MPI_COMM_WORLD rank) left-filled
+# with zeros to the width of the job's largest rank.
+OMPI_RANK_DIR_RE = re.compile(r"^rank\.(?P<n>\d{1,7})$")
+OMPI_FILE_RE = re.compile(r"^std(?:out|err)$")
 IPV4_RE = re.compile(r"^(?:\d{1,3}\.){3}\d{1,3}$")
 HOSTLIKE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*\d[A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*$")
 STREAM_RE = re.compile(r"(?:^|[._-])(?P<s>stdout|stderr|out|err)(?:\.log|\.txt)?$", re.IGNORECASE)
@@ -82,6 +88,8 @@ def origin_of(rel: str) -> PathHints:
             stream = name[:-4] if name.endswith(".log") else None
             return PathHints(Origin(local_rank=int(dirs[-1]), attempt=int(m["n"]), stream=stream, host=host,
                                    node_dir=run_dir))
+    if dirs and OMPI_FILE_RE.match(name) and (mo := OMPI_RANK_DIR_RE.match(dirs[-1])):
+        return PathHints(Origin(rank=int(mo["n"]), stream=name))
     rank: int | None = None
     local_rank: int | None = None
     pid: int | None = None

@@ -52,6 +52,15 @@ OPENMPI_RE = re.compile(
     r"^\[(?P<job>[\w.@-]+),(?P<mpi_rank>\d{1,6})\](?:\[(?P<host>[^:\]]+):\d+\])?"
     r"<(?P<stream>stdout|stderr|stddiag)>: ?"
 )
+# Open MPI's `mpirun --timestamp-output` (4.x, orte/mca/iof/base/iof_base_output.c
+# `orte_iof_base_write_output`): each chunk of a process's output starts with ctime() without its newline,
+# then the `[<job>,<rank>]` tag when `--tag-output` is on too, then `<stdout>:`/`<stderr>:`
+# (`%s[%s,%s]<%s>:`, else `%s<%s>:`).
+OPENMPI_TIME_RE = re.compile(
+    r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}"
+    r"(?P<day>\d{1,2}) (?P<hms>\d\d:\d\d:\d\d) (?P<year>\d{4})"
+    r"(?:<(?P<stream>stdout|stderr|stddiag)>: ?|(?=\[[\w.@-]+,\d{1,6}\]<std(?:out|err|diag)>:))"
+)
 # A host name has a digit somewhere; the lookahead checks that within the name instead of a backtracking
 # `[\w-]*\d[\w.-]*` (quadratic on a long token).
 PDSH_RE = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|(?=[\w.-]{0,253}\d)[A-Za-z][\w.-]{0,252}): (?=.)")
@@ -95,6 +104,10 @@ MPICH_RE = re.compile(r"^\[(?P<rank>\d{1,6})\] (?=.)")
 # sets): `[Rank 3]` is ProcessGroupNCCL's work prefix, which can name a sub-group rank, so the c10d parser
 # reports it as `stated_rank` instead.
 USER_RANK_RE = re.compile(r"^\[(?:rank|RANK)(?:: ?| ?)(?P<rank>\d{1,6})\][ :]")
+# A script's own `rank R/W` (rank R of a world of W) opening a message, `print(f"rank {rank}/{world} | ...")`:
+# the slash and the world size after it say it is the writer's rank in the job, not a count or a sub-group
+# rank (ProcessGroupNCCL's `[Rank 3]` has no world size); read only where R < W.
+USER_RANK_OF_RE = re.compile(r"^(?:rank|Rank|RANK) (?P<rank>\d{1,6}) ?/ ?(?P<world>\d{1,6})(?=[ \t:|,\]-])")
 # DeepSpeed's `log_dist` (deepspeed/utils/logging.py: `final_message = "[Rank {}] {}".format(my_rank,
 # message)`, `my_rank = dist.get_rank()`, the global rank) logs through the DeepSpeed logger's envelope
 # (DEEPSPEED_RE), so right after that envelope `[Rank N] ` names the writer's global rank;
@@ -381,6 +394,15 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
             year_known, clock = year is not None, "iso"
             s = s[m.end():]
             continue
+        m = OPENMPI_TIME_RE.match(s) if time is None else None
+        if m:
+            year = int(m["year"])
+            time = _md_time(year, MONTHS[m["mon"]], int(m["day"]), m["hms"], None)
+            year_known, clock = True, "ctime"
+            if m["stream"]:
+                stream = "stderr" if m["stream"] == "stderr" else "stdout"
+            s = s[m.end():]
+            continue
         m = OPENMPI_RE.match(s)
         if m:
             task = int(m["mpi_rank"])
@@ -576,6 +598,10 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
         m = USER_RANK_RE.match(s)
         if m:
             rank = int(m["rank"])
+        elif s[:1] in "rR":
+            m = USER_RANK_OF_RE.match(s)
+            if m and int(m["rank"]) < int(m["world"]):
+                rank = int(m["rank"])
     if rank is None and s[:1] in ("{", "t", "l"):
         rank = _record_rank(s)
     if rank is None and task is not None and local_rank is None:

@@ -34,7 +34,14 @@ from hanglens.ingest.prefilter import (
 )
 from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, Envelope, detect_dialect, strip_prefixes
 from hanglens.ingest.sources import ReadableStream
-from hanglens.ingest.streams import is_agent_event, non_negative_int, stream_ranks, tasks_are_ranks
+from hanglens.ingest.streams import (
+    is_agent_event,
+    is_mpirun_exit,
+    mpirun_starts_ranks,
+    non_negative_int,
+    stream_ranks,
+    tasks_are_ranks,
+)
 from hanglens.limits import MINIMUMS, human_bytes
 from hanglens.model import Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
@@ -200,6 +207,12 @@ class FileResult:
     glued_bar_lines: set[int] = field(default_factory=set)  # lines where text was glued to a tqdm bar
 
 
+# A rule: one punctuation character repeated across the line (Open MPI's help messages sit between rules of
+# 74 dashes, torchrun's failure table between rules of `=` and `-`). Printed at a fixed width by the program,
+# it is no piece of a cut line, and what follows it does not continue it.
+_RULE_RE = re.compile(r"^\s*([-=*_~#+.])\1{7,}\s*$")
+
+
 def _wrap_width(sample: list[str]) -> int | None:
     """Width of a terminal hard-wrap, or None.
 
@@ -207,9 +220,10 @@ def _wrap_width(sample: list[str]) -> int | None:
     of those followed by a line that does not start like a log line (it continues the message).
     A log of many short lines (launcher output, progress prints, a failure table) wrapped at a terminal's
     width has fewer lines at W: from a quarter of the lines, W >= 80 (terminals are 80 columns or wider;
-    torchrun's table rules are 60) and at least three in four of them continued is a wrap as well.
+    torchrun's table rules are 60) and at least three in four of them continued is a wrap as well. Rules
+    (`_RULE_RE`) are left out of the count.
     """
-    lines = [s for s in sample[:-1] if s]
+    lines = [s for s in sample[:-1] if s and not _RULE_RE.match(s)]
     if len(lines) < 4:
         return None
     lengths = [len(s) for s in lines]
@@ -347,6 +361,15 @@ def _srun_task_rank(e: Event) -> Event:
     ids = e.get("tasks")
     if (e.kind in ("launcher_exit", "oom") and e.get("launcher") == "srun" and e.rank is None
             and isinstance(ids, list) and len(ids) == 1 and isinstance(ids[0], int)):
+        return replace(e, rank=ids[0])
+    return e
+
+
+def _mpirun_rank(e: Event) -> Event:
+    """mpirun's report of one failed process, ranked by that process's MPI rank."""
+    ids = e.get("tasks")
+    if (is_mpirun_exit(e) and e.rank is None and isinstance(ids, list) and len(ids) == 1
+            and isinstance(ids[0], int)):
         return replace(e, rank=ids[0])
     return e
 
@@ -1525,6 +1548,10 @@ class Reader:
             if (tasks and all(w == f"task {r}" for w, r in tasks.items()) and not self.task_launcher
                     and tasks_are_ranks(res.events, self.task_ranks)):
                 res.events = [_srun_task_rank(e) for e in res.events]
+            # mpirun's report of the first failed process names its MPI_COMM_WORLD rank (parsers/mpirun.py),
+            # the global rank when mpirun started the training processes themselves.
+            if any(is_mpirun_exit(e) for e in res.events) and mpirun_starts_ranks(res.events):
+                res.events = [_mpirun_rank(e) for e in res.events]
         res.ranks = {e.rank for e in res.events if e.rank is not None} | self.envelope_ranks
         res.hosts = {e.host for e in res.events if e.host}
 

@@ -112,6 +112,20 @@ def several_processes(events: list[Event]) -> bool:
     return len(local_ranks) > 1 or len(pids) > 1 or tracebacks > 1
 
 
+def is_mpirun_exit(e: Event) -> bool:
+    """mpirun's own report of the first failed process (parsers/mpirun.py): mpirun's line, not a launcher
+    that mpirun started."""
+    return e.kind == "launcher_exit" and e.get("launcher") == "mpirun"
+
+
+def mpirun_starts_ranks(events: list[Event]) -> bool:
+    """Are the MPI ranks mpirun names in a file the job's global ranks? Yes unless the file shows a launcher
+    that mpirun started in its place (torchrun's agent lines, `--tee` prefixes, local ranks: then an MPI rank
+    is a node, as an `srun` task is, log-formats.md section 9.3)."""
+    return not any((e.kind in AGENT_EVENT_KINDS and not is_mpirun_exit(e)) or e.local_rank is not None
+                   or (e.writer is not None and "tee " in e.writer) for e in events)
+
+
 def _mpi_is_rank(mpi: int, events: list[Event], launcher_in_file: bool) -> bool:
     """An Open MPI tag's rank is the writer's global rank unless the file shows mpirun started launchers."""
     if launcher_in_file:
@@ -158,7 +172,8 @@ def stream_ranks(events: list[Event], mpi_ranks: Mapping[str, int], envelope_ran
     for e in events:
         groups.setdefault(e.writer, []).append(e)
     launcher_in_file = any(
-        (e.kind in AGENT_EVENT_KINDS) or (e.writer is not None and "tee " in e.writer) for e in events
+        (e.kind in AGENT_EVENT_KINDS and not is_mpirun_exit(e))
+        or (e.writer is not None and "tee " in e.writer) for e in events
     )
     out: dict[str | None, int] = {}
     if task_ranks and _tasks_are_ranks(groups, task_ranks):

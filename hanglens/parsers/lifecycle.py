@@ -115,10 +115,13 @@ SYNC_SKIPPED_TRIGGERS = ("skip", "Skip", "SKIP")
 # times (failure-signatures.md section 1: "data-dependent branches (skip a batch on NaN/empty input ...)").
 # Not `skipped step` (an optimizer step skipped on overflow: AMP's GradScaler and DeepSpeed decide it from an
 # all-reduced flag, on every rank alike) nor a batch index read from a file (`skipping batch 7` of a resumed
-# run's data-skip): only the batch at hand.
+# run's data-skip): only the batch at hand, also when the message ends on the verb (`blank image in batch,
+# skipping`: what it skips is the batch the reason was found in).
 BATCH_SKIPPED_RE = re.compile(
     r"(?i)\bskip(?:s|ped|ping)? (?:this|the current|that) (?:micro[- ]?)?batch\b"
     r"|\b(?:micro[- ]?)?batch\b[^.;:]{0,60}?[,;:] ?(?:skip(?:ping|ped)|dropp(?:ing|ed)) it\b"
+    r"|\b(?:in|from) (?:the |this )?(?:micro[- ]?)?batch[,;:] ?(?:skip(?:ping|ped)|dropp(?:ing|ed))"
+    r"\s*[.!]?\s*$"
     r"|\bskip(?:s|ped|ping)? (?:the )?(?:forward|backward)(?: pass)?(?: for this (?:micro[- ]?)?batch)?\b"
     r"(?! (?:send|recv|to|from)\b)"
 )

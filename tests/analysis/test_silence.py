@@ -86,6 +86,17 @@ def test_behind_and_no_majority() -> None:
     assert two[0]["common_step"] == 5
 
 
+def test_a_loop_counted_from_zero_that_ended_short_ran_out_beside_the_same_step() -> None:
+    # Rank 0 counts 0..2 of 3 and ended its loop; rank 1 stopped at step 2 of 6 (two ranks, no majority).
+    rows = by_rank([step(0, 0, total=3), step(0, 2, total=3), step(1, 0, total=6), step(1, 2, total=6)])
+    assert rows[0]["ran_out"] and not rows[1]["ran_out"]
+    # the same totals, or a short rank still inside its loop, say nothing
+    same = by_rank([step(0, 0, total=6), step(0, 2, total=6), step(1, 0, total=6), step(1, 2, total=6)])
+    assert not any(r["ran_out"] for r in same.values())
+    inside = by_rank([step(0, 0, total=4), step(0, 2, total=4), step(1, 0, total=6), step(1, 2, total=6)])
+    assert not any(r["ran_out"] for r in inside.values())
+
+
 def test_first_silent_by_cadence() -> None:
     events = [step(0, 0, time=100.0), step(0, 20, time=120.0), step(1, 0, time=100.0),
               step(1, 12, time=112.0)]

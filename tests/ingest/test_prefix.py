@@ -70,6 +70,13 @@ CASES = [
     ("[rank: 3] Seed set to 42", Dialect(), "[rank: 3] Seed set to 42", 3, None, None, None),
     ("2026-11-20 08:14:05,311 | WARNING | fit.loop | [rank: 1] shard 4 is empty; skipping metric sync",
      Dialect(), "[rank: 1] shard 4 is empty; skipping metric sync", 1, None, None, "W"),
+    # a script's own `rank R/W | ...` (rank R of W) opening the message; not a count past the world size
+    ("rank 1/4 | epoch 2 step 6/12 loss 4.84", Dialect(), "rank 1/4 | epoch 2 step 6/12 loss 4.84", 1, None, None,
+     None),
+    ("2026-03-09 11:20:41,805 | INFO | trainer | Rank 3/8: saved shard", Dialect(), "Rank 3/8: saved shard", 3,
+     None, None, "I"),
+    ("rank 4/4 | ranks done", Dialect(), "rank 4/4 | ranks done", None, None, None, None),
+    ("rank 2/3rds of the data", Dialect(), "rank 2/3rds of the data", None, None, None, None),
     # DeepSpeed's `log_dist` puts the global rank after the DeepSpeed logger's envelope (deepspeed/utils/
     # logging.py); the same tag after another envelope, or a lower-case one, is not read this way
     ("[2026-06-02 08:30:12,401] [INFO] [engine.py:310:step] [Rank 5] step=40, skipped=1, lr=[0.0003]", Dialect(),
@@ -317,3 +324,14 @@ def test_structured_records_name_their_writers_rank_and_keep_their_text() -> Non
     for raw, rank in cases:
         env = strip_prefixes(raw)
         assert (env.rank, env.text) == (rank, raw), raw
+
+
+def test_open_mpi_timestamp_output_gives_the_time_and_keeps_the_tag() -> None:
+    """`mpirun --timestamp-output` (orte/mca/iof/base/iof_base_output.c): ctime() then the tag or the stream."""
+    env = strip_prefixes("Tue Mar  3 07:41:09 2026[1,5]<stderr>:[rank5]: KeyError: 'view2'")
+    assert (env.rank, env.mpi_rank, env.stream, env.text) == (5, 5, "stderr", "KeyError: 'view2'")
+    assert env.time == strip_prefixes("2026-03-03 07:41:09 x").time
+    env = strip_prefixes("Tue Mar 13 07:41:09 2026<stdout>:rank 1/2 | epoch 0 step 2/3 loss 4.1")
+    assert (env.rank, env.stream, env.text) == (1, "stdout", "rank 1/2 | epoch 0 step 2/3 loss 4.1")
+    # a ctime() with neither a tag nor a stream after it is the payload's own
+    assert strip_prefixes("Tue Mar 13 07:41:09 2026 backup done").text == "Tue Mar 13 07:41:09 2026 backup done"

@@ -144,6 +144,11 @@ def test_error_json_new_format(tmp_path: Path) -> None:
     ("logs2024/train.log", Origin()),
     ("gpu-node-07/train.log", Origin(host="gpu-node-07")),
     ("r/run_1_abcd/attempt_0/3/stdout.log", Origin(local_rank=3, attempt=0, stream="stdout", node_dir="run_1_abcd")),
+    # Open MPI `mpirun --output-filename out`: out/<local jobid>/rank.<vpid>/std{out,err}, zero-padded vpid
+    ("out/1/rank.2/stdout", Origin(rank=2, stream="stdout")),
+    ("out/1/rank.11/stderr", Origin(rank=11, stream="stderr")),
+    ("out/rank.03/stderr", Origin(rank=3, stream="stderr")),
+    ("out/1/rank.2/notes.txt", Origin()),
 ])
 def test_origin_hints(rel: str, origin: Origin) -> None:
     assert origin_of(rel).origin == origin

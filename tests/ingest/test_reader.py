@@ -139,6 +139,17 @@ def test_equal_length_stack_frames_are_not_a_hard_wrap(mark: tuple[type[Parser],
     assert not any("rejoined" in n for n in res.notes) and res.lines == 7
 
 
+def test_rules_of_a_launchers_messages_are_not_a_hard_wrap(mark: tuple[type[Parser], ...]) -> None:
+    """Open MPI's help messages sit between 74-dash rules: a console of them alone is read line by line."""
+    rule = "-" * 74
+    text = "\n".join([rule, "Primary job  terminated normally, but 1 process returned",
+                      "a non-zero exit code. Per user-direction, the job has been aborted.", rule, rule,
+                      "mpirun noticed that process rank 2 with PID 48211 on node trainer-a exited "
+                      "on signal 9 (Killed). MARK x=1", rule]) + "\n"
+    res = read(text.encode(), mark)
+    assert not any("rejoined" in n for n in res.notes) and [e.ref.line for e in res.events] == [6]
+
+
 def test_two_ranks_glued_on_one_line_are_split() -> None:
     """Two ranks printing at once: `...loss 0.29[rank 0] step 2` is two lines of two ranks."""
     from hanglens.parsers.progress import ProgressParser

@@ -74,6 +74,8 @@ def test_torchvision_init_line_under_another_ranks_envelope_does_not_silence_it_
     ("[rank1] loss is NaN, skipping this micro-batch", "skipping this micro-batch"),
     ("non-finite gradient norm, skipping backward for this micro-batch",
      "skipping backward for this micro-batch"),
+    ("epoch 0 step 3: blank image in batch, skipping", "in batch, skipping"),
+    ("NaN found in this micro-batch; dropping.", "in this micro-batch; dropping."),
 ])
 def test_dropped_batch_matches_batch_skipped(text: str, phrase: str) -> None:
     from hanglens.parsers.lifecycle import BATCH_SKIPPED_RE
@@ -87,6 +89,8 @@ def test_dropped_batch_matches_batch_skipped(text: str, phrase: str) -> None:
     "resuming: skipping the first 1200 batches of epoch 3",
     "micro-batch empty after filtering, skipping forward send",
     "skipping batch 7 (empty)",
+    "batch size 32, skipping",
+    "in batch, skipping the augmentation",
 ])
 def test_other_skips_are_no_dropped_batch(text: str) -> None:
     from hanglens.parsers.lifecycle import BATCH_SKIPPED_RE
