@@ -29,7 +29,8 @@ HALF_YEAR = 183 * 86400.0
 _LAST_NUMBER_RE = re.compile(r"^(?P<pre>.*?)(?P<n>\d{1,6})(?P<post>\D*)$")
 # A Kubeflow PyTorchJob pod's log saved under the pod's name (`<job>-master-0.log`, `<job>-worker-2.txt`) or
 # under its replica name alone (`master-0.log`, `worker-1.log`).
-_KUBEFLOW_POD_RE = re.compile(r"^(?:(?P<job>[A-Za-z0-9][\w.-]{0,200}?)-)?(?P<role>master|worker)-(?P<i>\d{1,5})$")
+_KUBEFLOW_POD_RE = re.compile(
+    r"^(?:(?P<job>[A-Za-z0-9][\w.-]{0,200}?)-)?(?P<role>master|worker)-(?P<i>\d{1,5})$")
 
 
 @dataclass(slots=True)

@@ -281,8 +281,8 @@ def test_culprits_also_join_the_ranks_of_further_bindings() -> None:
     evs = [event("nccl_warn", None, line=1, host="c9", message="x"),
            event("nccl_error", 1, line=2, last_error="x"), event("nccl_error", 3, line=3, last_error="x")]
     hosts = {0: "c9", 1: "c9", 3: "d1"}
-    match = {"all": [{"event": "nccl_warn", "bind": "warn"},
-                     {"event": "nccl_error", "where": {"last_error": "x"}, "count": {"min": 0}, "bind": "own"}]}
+    own = {"event": "nccl_error", "where": {"last_error": "x"}, "count": {"min": 0}, "bind": "own"}
+    match = {"all": [{"event": "nccl_warn", "bind": "warn"}, own]}
     both = rule(match=match, culprits={"from": "warn", "also": ["own"], "by_host": True}, explanation="x")
     assert run([both], events=evs, hosts=hosts).findings[0].culprit_ranks == (0, 1, 3)
     assert run([both], events=evs[:1], hosts=hosts).findings[0].culprit_ranks == (0, 1)
