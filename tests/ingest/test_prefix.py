@@ -317,3 +317,19 @@ def test_structured_records_name_their_writers_rank_and_keep_their_text() -> Non
     for raw, rank in cases:
         env = strip_prefixes(raw)
         assert (env.rank, env.text) == (rank, raw), raw
+
+
+def test_stern_pod_and_container_prefixes_are_learned_from_its_markers() -> None:
+    # stern's default template `{{.PodName}} {{.ContainerName}} {{.Message}}` and its `+ <pod> \u203a <container>`
+    # markers (github.com/stern/stern): the pod is the line's host, the rest is the pod's own line
+    lines = ["+ job-master-0 › pytorch", "+ job-worker-3 › pytorch",
+             "job-worker-3 pytorch [W1204 07:20:44.118402615 socket.cpp:767] [c10d] The client socket has failed"
+             " to connect to [job-master-0]:23456 (errno: -3 - Temporary failure in name resolution).",
+             "job-master-0 pytorch Traceback (most recent call last):", "- job-master-0 › pytorch"]
+    d = detect_dialect(lines)
+    e = strip_prefixes(lines[2], d)
+    assert (e.host, e.level, e.text[:6]) == ("job-worker-3", "W", "[c10d]")
+    assert strip_prefixes(lines[3], d).text == "Traceback (most recent call last):"
+    # without a marker the same words are a payload, not a prefix
+    assert not detect_dialect([*lines[2:4], "plain", "more"]).stern
+    assert strip_prefixes("job-worker-3 pytorch x", Dialect()).host is None
