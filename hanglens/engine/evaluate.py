@@ -18,7 +18,7 @@ from hanglens.analysis.build import object_frame
 from hanglens.analysis.facts_spec import FACT_SPECS
 from hanglens.analysis.kinds import FAILURE_KINDS, is_failure_warning, is_retried_connect_warning
 from hanglens.engine import template
-from hanglens.engine.schema import BASE_ATTRIBUTES, Condition, Rule
+from hanglens.engine.schema import BASE_ATTRIBUTES, Condition, Rule, SourceSpec
 from hanglens.limits import DEFAULT_LIMITS, Limits
 from hanglens.model import ERROR_LEVELS, Category, Confidence, Event, events_in_order, short_host
 
@@ -674,11 +674,22 @@ def _host_ranks(rows: pd.DataFrame, column: str, hosts: Mapping[int, str]) -> se
     return {r for r, h in hosts.items() if short_host(h) in named} if named else set()
 
 
+def _spec_rows(spec: SourceSpec, bindings: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """The rows a culprit / suspect / victim spec names: its `from` binding and those it lists in `also`
+    (only the columns every one of them has, so ranks and hosts line up)."""
+    frames = [bindings.get(name, pd.DataFrame()) for name in (spec.from_, *spec.also)]
+    frames = [f for f in frames if len(f.columns)]
+    if len(frames) <= 1:
+        return frames[0] if frames else pd.DataFrame()
+    common = [c for c in frames[0].columns if all(c in f.columns for f in frames[1:])]
+    return pd.concat([f[common] for f in frames], ignore_index=True)
+
+
 def _finding(rule: Rule, run: _Run, bindings: dict[str, pd.DataFrame]) -> Finding:
     culprits: set[int] = set()
     culprit_hosts: set[str] = set()
     if rule.culprits is not None:
-        source = bindings.get(rule.culprits.from_, pd.DataFrame())
+        source = _spec_rows(rule.culprits, bindings)
         culprits = _ranks_of(source, rule.culprits.column)
         if rule.culprits.by_host:
             culprits |= _host_ranks(source, rule.culprits.column, run.tables.hosts)
@@ -692,10 +703,10 @@ def _finding(rule: Rule, run: _Run, bindings: dict[str, pd.DataFrame]) -> Findin
                 culprit_hosts.add(host)
     suspects: set[int] = set()
     if rule.suspects is not None:
-        suspect_rows = bindings.get(rule.suspects.from_, pd.DataFrame())
+        suspect_rows = _spec_rows(rule.suspects, bindings)
         suspects = _ranks_of(suspect_rows, rule.suspects.column) - culprits
     if rule.victims is not None:
-        victims = _ranks_of(bindings.get(rule.victims.from_, pd.DataFrame()), rule.victims.column) - culprits
+        victims = _ranks_of(_spec_rows(rule.victims, bindings), rule.victims.column) - culprits
     else:
         victims = _default_victims(run) - culprits
     victims -= suspects

@@ -341,6 +341,12 @@ class _FileCheck:
             spec = d.get(key)
             if isinstance(spec, dict):
                 self._binding_column((key,), spec.get("from"), spec.get("column", "rank"), bound)
+                column = spec.get("column", "rank")
+                for i, name in _items(spec.get("also")):
+                    cols = self._binding((key, "also", i), name, bound)
+                    if cols is not None and isinstance(column, str) and column not in cols:
+                        self.add((key, "also", i), f"binding '{name}' has no column '{column}'",
+                                 _hint(column, cols))
         for i, ev in _items(d.get("evidence")):
             if not isinstance(ev, dict):
                 continue

@@ -158,6 +158,9 @@ class SourceSpec(_Strict):
     # `global_rank_mapping=`, torchrun's rendezvous result or a command line with `--node-rank` and
     # `--nproc-per-node`) and those the logs show there.
     by_host: bool = False
+    # More bindings whose rows name ranks the same way (`also: [own]`): one finding, several kinds of
+    # evidence for the same ranks (a WARN that names a host, an error a rank raised itself).
+    also: list[str] = Field(default_factory=list)
 
 
 class EvidenceSpec(_Strict):

@@ -27,8 +27,10 @@ YEAR2000 = float(calendar.timegm((YEARLESS_YEAR, 1, 1, 0, 0, 0)))  # yearless st
 YEAR2001 = float(calendar.timegm((YEARLESS_YEAR + 1, 1, 1, 0, 0, 0)))
 HALF_YEAR = 183 * 86400.0
 _LAST_NUMBER_RE = re.compile(r"^(?P<pre>.*?)(?P<n>\d{1,6})(?P<post>\D*)$")
-# A Kubeflow PyTorchJob pod's log saved under the pod's name (`<job>-master-0.log`, `<job>-worker-2.txt`).
-_KUBEFLOW_POD_RE = re.compile(r"^(?P<job>[A-Za-z0-9][\w.-]{0,200}?)-(?P<role>master|worker)-(?P<i>\d{1,5})$")
+# A Kubeflow PyTorchJob pod's log saved under the pod's name (`<job>-master-0.log`, `<job>-worker-2.txt`) or
+# under its replica name alone (`master-0.log`, `worker-1.log`).
+_KUBEFLOW_POD_RE = re.compile(
+    r"^(?:(?P<job>[A-Za-z0-9][\w.-]{0,200}?)-)?(?P<role>master|worker)-(?P<i>\d{1,5})$")
 
 
 @dataclass(slots=True)
@@ -188,7 +190,7 @@ def _kubeflow_pods(files: list[FileEvents]) -> None:
         head, _, name = f.display.replace("!", "/").rpartition("/")
         m = _KUBEFLOW_POD_RE.match(name.split(".")[0])
         if m is not None and f.origin.node_dir is None and f.origin.local_rank is None:
-            groups.setdefault((head, m["job"]), []).append((m["role"], int(m["i"]), f))
+            groups.setdefault((head, m["job"] or ""), []).append((m["role"], int(m["i"]), f))
     world = _world_size(files)
     for pods in groups.values():
         if not any(role == "master" for role, _, _ in pods):

@@ -73,6 +73,15 @@ _NOT_HOSTS = frozenset({"info", "warning", "warn", "error", "debug", "critical",
 _NOT_HOST_ENDS = ("Error", "Exception", "Warning", "Interrupt", "Exit", "Iteration")
 NAMED_HOSTS_MAX = 64      # distinct names a sample may show as pdsh hosts
 NAMED_HOST_LOG_SHARE = 0.25  # of the lines behind those names, the share that must start like a log line
+# stern (github.com/stern/stern), a tail of several Kubernetes pods at once: its default template prints
+# `{{.PodName}} {{.ContainerName}} {{.Message}}` (with `--all-namespaces`/`--namespace` shown, the namespace
+# first), and `+ <pod> \u203a <container>` / `- <pod> \u203a <container>` (U+203A, a single right angle
+# quote) when it starts or stops tailing one. Only the markers say which leading words are a pod and a
+# container, so the prefixes are learned from them.
+STERN_MARK_RE = re.compile(
+    r"^[+-] (?:(?P<ns>[a-z0-9][a-z0-9-]{0,62}) )?(?P<pod>[a-z0-9][a-z0-9.-]{0,252}) \u203a "
+    r"(?P<container>[a-z0-9][a-z0-9-]{0,62})\s*$")
+STERN_PODS_MAX = 256     # distinct pod/container pairs learned from one file's markers
 RAY_RE = re.compile(r"^\((?P<actor>[\w.]{1,128}) pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[\w.:]{1,64}))?\) ")
 # vLLM's V1 worker processes (vllm/v1/executor/multiproc_executor.py `WorkerProc`: `_add_prefix(sys.stdout,
 # f"VllmWorker rank={rank}", pid)`; later `Worker_TP<n>`, shown simplified as `Worker (TP<n>)`): the tag names
@@ -209,6 +218,7 @@ class Dialect:
     rank_tag: bool = False
     mpich: bool = False
     lead: str = ""       # a paste's indentation or `> ` quote that every line of the file carries
+    stern: tuple[tuple[str, str], ...] = ()   # (`<pod> <container> ` line prefix, pod) from stern's markers
 
 
 # A paste into an issue or e-mail can indent every line (a code block inside a list) or quote it (`> `); the
@@ -235,6 +245,9 @@ def detect_dialect(sample: list[str]) -> Dialect:
     lead = _lead(lines)
     if lead:
         lines = [x[len(lead):] if x.startswith(lead) else x for x in lines]
+    stern = _stern_prefixes(lines)
+    if stern:
+        return Dialect(lead=lead, stern=stern)
     # srun and slurmstepd write their own messages unlabelled into the same output (`srun: error: <host>:
     # task <t>: Exited with exit code <c>`, `slurmstepd: error: *** STEP ... CANCELLED ...`;
     # failure-signatures.md section 6, SchedMD/slurm src/srun/launch.c `_task_finish`): they say nothing
@@ -265,6 +278,22 @@ def _any_dialect() -> re.Pattern[str]:
 
 
 _PLAIN_GROUP_RE = re.compile(r"\(\?P<\w+>")
+
+
+def _stern_prefixes(lines: list[str]) -> tuple[tuple[str, str], ...]:
+    """The `<pod> <container> ` prefixes a stern stream announced with its start markers (`+ <pod>`, the
+    angle quote, `<container>`), longest first, when lines of the sample carry them; else none."""
+    found: dict[str, str] = {}
+    for s in lines:
+        m = STERN_MARK_RE.match(s) if s[:2] in ("+ ", "- ") else None
+        if m is not None:
+            words = [w for w in (m["ns"], m["pod"], m["container"]) if w]
+            found[" ".join(words) + " "] = m["pod"]
+            if len(found) > STERN_PODS_MAX:
+                return ()
+    if not found or not any(s.startswith(p) for s in lines for p in found):
+        return ()
+    return tuple(sorted(found.items(), key=lambda kv: (-len(kv[0]), kv[0])))
 
 
 def _named_hosts(lines: list[str]) -> frozenset[str]:
@@ -430,6 +459,13 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
                 host = m["host"]
                 writers.append(f"host {host}")
                 s = s[m.end():]
+                continue
+        if dialect.stern and host is None:
+            hit = next(((pre, pod) for pre, pod in dialect.stern if s.startswith(pre)), None)
+            if hit is not None:
+                host = hit[1]
+                writers.append(f"pod {hit[1]}")
+                s = s[len(hit[0]):]
                 continue
         m = JOURNAL_RE.match(s)
         if m:

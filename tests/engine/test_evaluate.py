@@ -275,6 +275,21 @@ def test_by_host_culprits_stand_for_every_rank_on_a_rows_host() -> None:
     assert run([by_host], events=evs[:1]).findings[0].culprit_ranks == ()   # no layout: no ranks
 
 
+def test_culprits_also_join_the_ranks_of_further_bindings() -> None:
+    """`culprits: {from: warn, also: [own]}`: the ranks of both bindings, each row's host expanded with
+    `by_host`; a listed binding whose condition matched no row (`count: {min: 0}`) adds nobody."""
+    evs = [event("nccl_warn", None, line=1, host="c9", message="x"),
+           event("nccl_error", 1, line=2, last_error="x"), event("nccl_error", 3, line=3, last_error="x")]
+    hosts = {0: "c9", 1: "c9", 3: "d1"}
+    own = {"event": "nccl_error", "where": {"last_error": "x"}, "count": {"min": 0}, "bind": "own"}
+    match = {"all": [{"event": "nccl_warn", "bind": "warn"}, own]}
+    both = rule(match=match, culprits={"from": "warn", "also": ["own"], "by_host": True}, explanation="x")
+    assert run([both], events=evs, hosts=hosts).findings[0].culprit_ranks == (0, 1, 3)
+    assert run([both], events=evs[:1], hosts=hosts).findings[0].culprit_ranks == (0, 1)
+    alone = rule(match=match, culprits={"from": "warn", "by_host": True}, explanation="x")
+    assert run([alone], events=evs, hosts=hosts).findings[0].culprit_ranks == (0, 1)
+
+
 def test_a_none_verdict_says_the_worker_group_was_restarted_from_the_file_list() -> None:
     """A `--log-dir` tree's `attempt_1` folder is read from the inputs, also one whose files hold no event."""
     from dataclasses import dataclass, field

@@ -136,3 +136,14 @@ def test_remediation_with_template_syntax_is_a_rule_problem(tmp_path: Path) -> N
     _write(tmp_path, "straggler/rank-behind-in-steps.yaml", bad)
     _, problems = collect_rules([tmp_path], builtin=False, catalog=CATALOG)
     assert len(problems) == 1 and "remediation is plain text, not a template" in str(problems[0])
+
+
+def test_culprits_also_names_bindings_that_must_exist(tmp_path: Path) -> None:
+    _write(tmp_path, "oom/also.yaml",
+           "id: also\ntitle: t\ncategory: oom\nconfidence: low\nexplanation: x\nremediation: [r]\n"
+           "match:\n  all:\n    - {event: oom, bind: raised}\n"
+           "culprits: {from: raised, also: [raisd]}\n"
+           "tests:\n  - {name: a, expect: match, logs: {}}\n  - {name: b, expect: no-match, logs: {}}\n")
+    _, problems = collect_rules([tmp_path], builtin=False, catalog=CATALOG)
+    assert [(p.key, p.message) for p in problems if p.key.startswith("culprits")] == [
+        ("culprits.also[0]", "binding 'raisd' is used before it is bound")]

@@ -528,3 +528,16 @@ def test_stack_dump_pid_named_by_a_ranks_own_pid_print(tmp_path: Any) -> None:
     events = _read_events(tmp_path, {"train.log": log, "dump_a.txt": dump})
     stacks = [e for e in events if e.path.endswith("dump_a.txt") and e.kind != "version_info"]
     assert stacks and {e.rank for e in stacks} == {3}
+
+
+def test_pod_logs_saved_under_the_replica_name_alone_are_nodes_not_ranks() -> None:
+    # `kubectl logs` of a PyTorchJob saved as `master-0.log` / `worker-0.log` (no job prefix): worker 0 is
+    # node 1 (the operator gives the master RANK 0, worker i RANK i+1), so the name's rank 0 is not the rank
+    # of the worker pod's unprefixed lines (a tokenizer bar) while its `[rankN]:` lines state 5, 6 and 7.
+    master = FileEvents("logs/master-0.log", Origin(), [ev(rank=0, line=1)], stated_ranks=frozenset({0, 2}))
+    bar = ev(kind="progress", rank=0, line=1)
+    worker = FileEvents("logs/worker-0.log", Origin(rank=0), [bar, ev(rank=5, line=2), ev(rank=6, line=3)],
+                        stated_ranks=frozenset({5, 6, 7}))
+    attribute([master, worker])
+    assert [e.rank for e in worker.events] == [None, 5, 6]
+    assert worker.origin.rank is None

@@ -335,3 +335,19 @@ def test_open_mpi_timestamp_output_gives_the_time_and_keeps_the_tag() -> None:
     assert (env.rank, env.stream, env.text) == (1, "stdout", "rank 1/2 | epoch 0 step 2/3 loss 4.1")
     # a ctime() with neither a tag nor a stream after it is the payload's own
     assert strip_prefixes("Tue Mar 13 07:41:09 2026 backup done").text == "Tue Mar 13 07:41:09 2026 backup done"
+
+
+def test_stern_pod_and_container_prefixes_are_learned_from_its_markers() -> None:
+    # stern's default template `{{.PodName}} {{.ContainerName}} {{.Message}}` and its `+ <pod> \u203a <container>`
+    # markers (github.com/stern/stern): the pod is the line's host, the rest is the pod's own line
+    lines = ["+ job-master-0 › pytorch", "+ job-worker-3 › pytorch",
+             "job-worker-3 pytorch [W1204 07:20:44.118402615 socket.cpp:767] [c10d] The client socket has failed"
+             " to connect to [job-master-0]:23456 (errno: -3 - Temporary failure in name resolution).",
+             "job-master-0 pytorch Traceback (most recent call last):", "- job-master-0 › pytorch"]
+    d = detect_dialect(lines)
+    e = strip_prefixes(lines[2], d)
+    assert (e.host, e.level, e.text[:6]) == ("job-worker-3", "W", "[c10d]")
+    assert strip_prefixes(lines[3], d).text == "Traceback (most recent call last):"
+    # without a marker the same words are a payload, not a prefix
+    assert not detect_dialect([*lines[2:4], "plain", "more"]).stern
+    assert strip_prefixes("job-worker-3 pytorch x", Dialect()).host is None
