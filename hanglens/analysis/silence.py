@@ -304,8 +304,8 @@ def _quiet_before_stop_tod(evs: list[Event], progress: list[Event],
 def _epoch_done(progress: list[Event], stepped: list[Event]) -> Event | None:
     """A rank's newest `epoch_end` report (`epoch 3 done`), when nothing of its main series came after it:
     the rank went past every step of that epoch (section 16 item 1, its last progress line). Else None."""
-    ends = [e for e in progress if e.get("pattern") == "epoch_end" and isinstance(e.get("epoch"), (int, float))
-            and not isinstance(e.get("epoch"), bool)]
+    ends = [e for e in progress if e.get("pattern") == "epoch_end"
+            and isinstance(e.get("epoch"), (int, float)) and not isinstance(e.get("epoch"), bool)]
     if not ends:
         return None
     end = ends[-1]
@@ -327,14 +327,16 @@ def _epoch_ends_shared(per_rank: Sequence[Sequence[Event]]) -> bool:
     ended: list[set[Any]] = []
     reached: list[float] = []
     for evs in per_rank:
-        ended.append({e.get("epoch") for e in evs if e.kind == "progress" and e.get("pattern") == "epoch_end"})
+        ended.append({e.get("epoch") for e in evs
+                      if e.kind == "progress" and e.get("pattern") == "epoch_end"})
         epochs = [float(x) for e in evs if e.kind == "progress" and e.get("pattern") != "epoch_end"
                   and _step(e) is not None and isinstance(x := e.get("epoch"), (int, float))
                   and not isinstance(x, bool)]
         reached.append(max(epochs, default=-1.0))
     every = set().union(*ended) if ended else set()
-    return not any(x not in mine and top > float(x) for x in every for mine, top in zip(ended, reached, strict=True)
-                   if isinstance(x, (int, float)))
+    return not any(x not in mine and top > float(x)
+                   for x in every if isinstance(x, (int, float))
+                   for mine, top in zip(ended, reached, strict=True))
 
 
 def _bar_cut(last: Event, events_by_path: Mapping[str, tuple[int, int]], lines: Mapping[str, int]) -> bool:

@@ -1455,7 +1455,8 @@ def rank_status_columns(
             (
                 _exitcode(e)
                 for e in evs
-                if (e.kind in ("child_failed", "worker_failed") or _spawn_signalled(e)) and _exitcode(e) is not None
+                if (e.kind in ("child_failed", "worker_failed") or _spawn_signalled(e))
+                and _exitcode(e) is not None
             ),
             None,
         )

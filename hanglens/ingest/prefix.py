@@ -57,8 +57,9 @@ OPENMPI_RE = re.compile(
 PDSH_RE = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|(?=[\w.-]{0,253}\d)[A-Za-z][\w.-]{0,252}): (?=.)")
 # docker compose (`docker compose up` / `logs`, v1 `docker-compose`) prefixes each container's line with its
 # name, padded with spaces to the longest name, and ` | `: `trainer-1  | <line>` (v2 `<service>-<index>`, v1
-# `<service>_<index>`; log-formats.md section 9.3, container prefixes). Read only when most lines of the file's
-# sample carry it (`detect_dialect`): a level padded before a bar (`INFO     | ...`) has no index.
+# `<service>_<index>`; the `docker compose logs` reference: `--no-log-prefix` "Don't print prefix in logs").
+# Read only when most lines of the file's sample carry it (`detect_dialect`): a level padded before a bar
+# (`INFO     | ...`) has no index.
 COMPOSE_RE = re.compile(r"^(?P<name>[A-Za-z0-9][\w.-]{0,62}?[-_]\d{1,4}) {1,64}\| ?")
 # pdsh writes `<host>: ` whatever the host is called (log-formats.md section 9.3); a name without a digit is
 # read as a host only when the file's sample shows it as a pdsh prefix (`_named_hosts`), not line by line.

@@ -80,10 +80,11 @@ PATTERN_LITERALS: tuple[str, ...] = (
 EPOCH_RE = re.compile(
     rf"(?<![\w])[Ee]poch{SP}(?:[:=]{SP})?\[?(?P<epoch>\d{{1,20}}(?:\.\d{{1,20}})?)(?!\d)(?:{SP}/{SP}(?P<total>{NUM}))?"
 )
-# A line saying an epoch is over (`epoch 3 done`, `Epoch 3/10 finished`, `end of epoch 3`, `finished epoch 3`):
-# the rank is past every step of that epoch (failure-signatures.md section 16 item 1, "last progress line"
-# per rank). Words only after the number, so `epoch 3 done in 12s, loss 0.4` counts and `epoch 3 step 10
-# done` (a step line, read by the `step` shape first) does not reach here.
+# A line saying an epoch is over (`epoch 3 done`, `Epoch 3/10 finished`, `end of epoch 3`, `finished epoch
+# 3`): the rank is past every step of that epoch (failure-signatures.md section 16 item 1, each rank's last
+# progress marker; item 2, the end of an epoch as a boundary). Words only after the number, so `epoch 3 done
+# in 12s, loss 0.4` counts and `epoch 3 step 10 done` (a step line, read by the `step` shape first) does not
+# reach here.
 EPOCH_END_RE = re.compile(
     rf"(?i)(?<![\w])epoch{SP}[:=]?{SP}\[?(?P<epoch>\d{{1,20}})\]?(?:{SP}/{SP}\d{{1,20}})?{SP}[:,]?{SP}"
     r"(?:is |has |has been )?(?:done|finished|complete|completed|ended|over)(?![\w-])"

@@ -200,7 +200,7 @@ Traceback (most recent call last):
   File "/home/user/.venv/lib/python3.11/site-packages/torch/multiprocessing/spawn.py", line 208, in join
     raise ProcessExitedException(
 torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGABRT
-"""
+"""  # noqa: E501
 
 
 def test_a_spawn_process_that_died_of_a_signal_has_it_in_its_status(tmp_path: Path) -> None:

@@ -285,7 +285,8 @@ def end_of_epoch(rank: int | None, epoch: int, path: str = "job.log") -> Event:
 
 
 def epoch_step(rank: int | None, epoch: int, n: int) -> Event:
-    return ev("progress", rank, parser="progress", step=n, total=None, epoch=epoch, pattern="step", label=None)
+    return ev("progress", rank, parser="progress", step=n, total=None, epoch=epoch, pattern="step",
+              label=None)
 
 
 def test_a_rank_that_said_its_epoch_ended_is_past_every_step_of_it() -> None:
