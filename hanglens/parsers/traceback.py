@@ -132,8 +132,9 @@ class TracebackParser(Parser):
                 "trainer   |     batch = collate(batch)\n"
                 "trainer   | KeyError: 'labels'\n",
                 "exception", {"exc_type": "KeyError", "writer_tag": "trainer   | ", "frame_line": 61},
-                "any (written here: a column-aligned role prefix, as `docker compose logs` pads each name to "
-                "the longest one; compose's own `<service>-<index>  | ` is a file dialect, ingest/prefix.py)"),
+                "any (written here: a column-aligned role prefix, as `docker compose logs` pads each name "
+                "to the longest one; compose's own `<service>-<index>  | ` is a file dialect, "
+                "ingest/prefix.py)"),
         Example("[rank0]: Traceback (most recent call last):\n"
                 "[rank0]:   File \"/home/u/train.py\", line 12, in <module>\n"
                 "[rank0]:     x = torch.empty(1 << 40, device=\"cuda\")\n"
