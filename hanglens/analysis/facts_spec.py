@@ -253,6 +253,8 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "unranked_note",
                 "quiet_before_stop_s",
                 "hung_before_stop",
+                "epoch_done",
+                "bar_cut",
                 *_EVIDENCE,
             ),
             "Where each rank stopped when a job goes quiet (failure-signatures.md section 16): last "
@@ -272,7 +274,12 @@ FACT_SPECS: dict[str, FactSpec] = {
             "interval between its timed lines since its first progress report (one second at least: the "
             "stamps' resolution). One row with rank null stands for unattributed "
             "output when no rank has its own: its `last_step` is the highest step printed (how far some "
-            "rank got; the last line is any rank's), `unranked_note` says so in words.",
+            "rank got; the last line is any rank's), `unranked_note` says so in words. `epoch_done` the "
+            "epoch "
+            "the rank's newest report says is over (`epoch 3 done`, nothing of its steps after it): its "
+            "point is past every step of that epoch. `bar_cut` when its newest report is a progress bar "
+            "short of its total on its file's last line, the file's last event: the log ends inside a "
+            "running loop (the job did not finish, or was still running when the file was copied).",
         ),
         FactSpec(
             "slow_phase",

@@ -301,7 +301,58 @@ def _quiet_before_stop_tod(evs: list[Event], progress: list[Event],
     return quiet, quiet > CADENCE_FACTOR * max(longest, STAMP_RESOLUTION_S)
 
 
-def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Record]:
+def _epoch_done(progress: list[Event], stepped: list[Event]) -> Event | None:
+    """A rank's newest `epoch_end` report (`epoch 3 done`), when nothing of its main series came after it:
+    the rank went past every step of that epoch (section 16 item 1, its last progress line). Else None."""
+    ends = [e for e in progress if e.get("pattern") == "epoch_end"
+            and isinstance(e.get("epoch"), (int, float)) and not isinstance(e.get("epoch"), bool)]
+    if not ends:
+        return None
+    end = ends[-1]
+    if stepped:
+        last = stepped[-1]
+        at = {id(e): i for i, e in enumerate(progress)}
+        if at[id(last)] > at[id(end)]:
+            return None   # it went on reporting steps after it
+        epoch = last.get("epoch")
+        if isinstance(epoch, (int, float)) and not isinstance(epoch, bool) and epoch > end.get("epoch"):
+            return None
+    return end
+
+
+def _epoch_ends_shared(per_rank: Sequence[Sequence[Event]]) -> bool:
+    """Do the ranks that print epoch ends print them all? False when a rank reported a step of an epoch
+    after one whose end another rank printed and it did not (`epoch 0 done` on rank 0 alone, then every
+    rank in epoch 1): then an epoch end says which rank logs summaries, not how far a rank got."""
+    ended: list[set[Any]] = []
+    reached: list[float] = []
+    for evs in per_rank:
+        ended.append({e.get("epoch") for e in evs
+                      if e.kind == "progress" and e.get("pattern") == "epoch_end"})
+        epochs = [float(x) for e in evs if e.kind == "progress" and e.get("pattern") != "epoch_end"
+                  and _step(e) is not None and isinstance(x := e.get("epoch"), (int, float))
+                  and not isinstance(x, bool)]
+        reached.append(max(epochs, default=-1.0))
+    every = set().union(*ended) if ended else set()
+    return not any(x not in mine and top > float(x)
+                   for x in every if isinstance(x, (int, float))
+                   for mine, top in zip(ended, reached, strict=True))
+
+
+def _bar_cut(last: Event, events_by_path: Mapping[str, tuple[int, int]], lines: Mapping[str, int]) -> bool:
+    """The file ends inside a running progress bar: `last` is a bar short of its total (step < total) on its
+    file's last physical line, and no event of that file comes after it. tqdm redraws with `\r` and writes
+    its newline only when the bar closes (log-formats.md section 9.2), so its writer never finished the loop:
+    the process hung and was stopped, died without a word, or was still running when the file was copied
+    (failure-signatures.md section 16: a hang with no error line)."""
+    total, step = _total(last), _step(last)
+    if total is None or step is None or step >= total or last.path not in lines:
+        return False
+    return lines[last.path] == last.line and events_by_path.get(last.path) == (last.line, id(last))
+
+
+def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str],
+                     lines: Mapping[str, int] | None = None) -> list[Record]:
     """Where each rank stopped (section 16 items 1-3): one row per rank that reported progress or a phase.
 
     Columns: `last_step`/`last_epoch`/`total` and the time of its last progress report; `last_phase` (the
@@ -329,6 +380,13 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Rec
     marks = _stop_marks(events)
     stop_time = marks[0]
     no_error = not any(is_error(e) and not _after_stop(e, marks) for e in events)
+    # per file, the last event (line, identity): a bar cut at the file's end must be its last word
+    newest: dict[str, tuple[int, int]] = {}
+    if lines:
+        for e in events:
+            if e.path in lines and (e.path not in newest or e.line >= newest[e.path][0]):
+                newest[e.path] = (e.line, id(e))
+    shared_ends = _epoch_ends_shared([by_rank[r] for r in keys if r is not None])
     base: list[Record] = []
     for rank in keys:
         evs = _order(by_rank[rank])
@@ -359,8 +417,13 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Rec
             last_step = max(steps)
         elif rank is None and steps:
             unranked_note = "no line names its rank: which rank stopped where cannot be told"
+        done = _epoch_done(progress, stepped) if shared_ends else None
+        if done is not None and phase_line is None:
+            last = done   # the row cites the line saying its epoch was over
         base.append(_SilentRow(
             rank=rank,
+            epoch_done=done.get("epoch") if done is not None else None,
+            bar_cut=bool(lines) and bool(progress) and _bar_cut(progress[-1], newest, lines or {}),
             host=hosts.get(rank) if rank is not None else None,
             last_step=last_step,
             unranked_note=unranked_note,
@@ -390,7 +453,18 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Rec
 _SilentRow = record_type("silent_hang", extra=("_series",))
 
 
+# The step of a rank past the end of its epoch (`epoch_done`): after every step of it.
+EPOCH_OVER = 1 << 62
+
+
+def _has_point(r: Record) -> bool:
+    return r["last_step"] is not None or r["epoch_done"] is not None
+
+
 def _point(r: Record) -> tuple[float, int]:
+    done = r["epoch_done"]
+    if done is not None:
+        return (float(done), EPOCH_OVER)
     epoch = r["last_epoch"]
     return (float(epoch) if isinstance(epoch, (int, float)) and not isinstance(epoch, bool) else -1.0,
             int(r["last_step"]))
@@ -420,10 +494,12 @@ def _shortest_loop_ended(r: Record, rows: list[Record], series: list[Any]) -> bo
 def _compare(rows: list[Record]) -> list[Record]:
     """Fill the cross-rank columns: common step, position, sequence, first silent."""
     # A point is (epoch, step): step 0 of epoch 1 is past step 4 of epoch 0.
-    points = [_point(r) for r in rows if r["last_step"] is not None]
+    points = [_point(r) for r in rows if _has_point(r)]
     lasts = points
     common_point = min(points) if points else None
-    common = common_point[1] if common_point is not None else None
+    common = common_point[1] if common_point is not None and common_point[1] != EPOCH_OVER else None
+    if common is None and common_point is not None:
+        common = min((r["last_step"] for r in rows if r["last_step"] is not None), default=None)
     common_epoch = common_point[0] if common_point is not None and common_point[0] >= 0 else None
     counts = Counter(points)
     top = counts.most_common(1)[0] if counts else None
@@ -445,14 +521,14 @@ def _compare(rows: list[Record]) -> list[Record]:
     # The totals the majority's loop counts to: a rank whose own loop ended at a smaller total while the
     # majority were still inside theirs ran out of batches (uneven shards, failure-signatures.md section 1).
     at_majority = [r for r in rows
-                   if majority is not None and r["last_step"] is not None and _point(r) == majority]
+                   if majority is not None and _has_point(r) and _point(r) == majority]
     majority_totals = [r["total"] for r in at_majority]
     # ... counting the same series (a tokenizer bar that ends at 300/300 is no shorter training loop)
     majority_series = {r["_series"] for r in at_majority}
     series = [r["_series"] for r in rows]   # (each row's is dropped as the loop below completes it)
     out: list[Record] = []
     for r in rows:
-        step = _point(r) if r["last_step"] is not None else None
+        step = _point(r) if _has_point(r) else None
         if step is None or len(lasts) < 2:
             position = None
         elif majority is not None:

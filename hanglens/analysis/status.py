@@ -172,6 +172,15 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
     return out
 
 
+def _spawn_signalled(e: Event) -> bool:
+    """mp.spawn's `process N terminated with signal SIGABRT` (parsers/spawn.py, exitcode -6): the process
+    died of that signal, as torchrun's failure table reports a worker's `-6` (torch/multiprocessing/spawn.py
+    `ProcessContext.join` raises ProcessExitedException with the signal's name for a negative exit code).
+    A process the parent itself stopped (`Terminating process <pid> via signal SIGTERM`) has no such line."""
+    return (e.kind == "launcher_exit" and e.get("launcher") == "mp.spawn" and not e.get("raised")
+            and e.get("signal") is not None)
+
+
 def _spawn_exit(e: Event) -> bool:
     """mp.spawn's `process N terminated with exit code K` (parsers/spawn.py): the process left without a
     Python exception (one raised in it is reported as ProcessRaisedException instead, torch/multiprocessing/
@@ -1447,7 +1456,8 @@ def rank_status_columns(
             (
                 _exitcode(e)
                 for e in evs
-                if e.kind in ("child_failed", "worker_failed") and _exitcode(e) is not None
+                if (e.kind in ("child_failed", "worker_failed") or _spawn_signalled(e))
+                and _exitcode(e) is not None
             ),
             None,
         )

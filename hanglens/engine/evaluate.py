@@ -773,6 +773,23 @@ def _stopped_after_finish(run: _Run) -> str:
     return str(stops["said"].iloc[0])
 
 
+def _log_cut(run: _Run) -> str:
+    """`... ends inside a progress bar at step 0 of 14 (nohup.out:5)` when a log's last word is a bar short of
+    its total (silent_hang column `bar_cut`), and nothing failed: the loop never finished, so the job did not
+    end by itself (failure-signatures.md section 16: a hang with no error line is a finding of its own)."""
+    quiet = run.fact_frame("silent_hang")
+    if len(quiet) == 0 or "bar_cut" not in quiet.columns:
+        return ""
+    cut = quiet[_truthy(quiet, "bar_cut")]
+    if len(cut) == 0:
+        return ""
+    row = cut.iloc[0]
+    rank = _as_rank(row["rank"])
+    whose = f"rank {rank}'s" if rank is not None else "a"
+    return (f"The log ends inside {whose} progress bar at step {row['last_step']} of {row['total']} "
+            f"({row['path']}:{row['line']})")
+
+
 def _where_ranks_stopped(run: _Run) -> str:
     """`Rank 0 last reported step 12, rank 1 step 9.` from the progress table (empty when none)."""
     prog = run.fact_frame("progress")
@@ -810,6 +827,14 @@ def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
                        culprit_hosts=(), victim_ranks=tuple(sorted(_default_victims(run))),
                        summary=f"The logs show a failure{who}, but no rule explains it."
                        + _where_ranks_stopped(run),
+                       first_step=_UNKNOWN_FIRST_STEP)
+    cut = _log_cut(run)
+    if cut:
+        return Verdict(category=Category.UNKNOWN, rule_id=None, confidence=Confidence.LOW, culprit_ranks=(),
+                       culprit_hosts=(), victim_ranks=(),
+                       summary=f"No error line, but the job did not finish its loop. {cut}: the loop never "
+                       "reached its total and nothing was written after it, so the job hung and was stopped "
+                       "(or was still running when the logs were copied)." + _where_ranks_stopped(run),
                        first_step=_UNKNOWN_FIRST_STEP)
     confidence = Confidence.MEDIUM if len(ranks) >= 2 else Confidence.LOW
     seen = f"the logs of {len(ranks)} rank(s)" if ranks else "the logs"

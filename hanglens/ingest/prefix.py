@@ -64,6 +64,12 @@ OPENMPI_TIME_RE = re.compile(
 # A host name has a digit somewhere; the lookahead checks that within the name instead of a backtracking
 # `[\w-]*\d[\w.-]*` (quadratic on a long token).
 PDSH_RE = re.compile(r"^(?P<host>(?:\d{1,3}\.){3}\d{1,3}|(?=[\w.-]{0,253}\d)[A-Za-z][\w.-]{0,252}): (?=.)")
+# docker compose (`docker compose up` / `logs`, v1 `docker-compose`) prefixes each container's line with its
+# name, padded with spaces to the longest name, and ` | `: `trainer-1  | <line>` (v2 `<service>-<index>`, v1
+# `<service>_<index>`; the `docker compose logs` reference: `--no-log-prefix` "Don't print prefix in logs").
+# Read only when most lines of the file's sample carry it (`detect_dialect`): a level padded before a bar
+# (`INFO     | ...`) has no index.
+COMPOSE_RE = re.compile(r"^(?P<name>[A-Za-z0-9][\w.-]{0,62}?[-_]\d{1,4}) {1,64}\| ?")
 # pdsh writes `<host>: ` whatever the host is called (log-formats.md section 9.3); a name without a digit is
 # read as a host only when the file's sample shows it as a pdsh prefix (`_named_hosts`), not line by line.
 PDSH_NAME_RE = re.compile(r"^(?P<host>[A-Za-z][\w.-]{0,62}): (?=.)")
@@ -217,6 +223,7 @@ class Dialect:
     pdsh_hosts: frozenset[str] = frozenset()   # host names without a digit the sample showed as pdsh's
     rank_tag: bool = False
     mpich: bool = False
+    compose: bool = False   # docker compose's `<container>  | ` before every line
     lead: str = ""       # a paste's indentation or `> ` quote that every line of the file carries
     stern: tuple[tuple[str, str], ...] = ()   # (`<pod> <container> ` line prefix, pod) from stern's markers
 
@@ -263,7 +270,9 @@ def detect_dialect(sample: list[str]) -> Dialect:
     pdsh = pdsh or bool(named)
     tag = not slurm and not pdsh and _most(RANK_TAG_RE, lines)
     mpich = not slurm and not pdsh and not tag and _most(MPICH_RE, lines)
-    return Dialect(slurm=slurm, pdsh=pdsh, pdsh_hosts=named, rank_tag=tag, mpich=mpich, lead=lead)
+    compose = not slurm and not pdsh and not tag and not mpich and _most(COMPOSE_RE, lines)
+    return Dialect(slurm=slurm, pdsh=pdsh, pdsh_hosts=named, rank_tag=tag, mpich=mpich, compose=compose,
+                   lead=lead)
 
 
 DIALECT_SHARE = 0.6   # of a sample's lines that must start as a dialect's prefix (`_most`, `_named_hosts`)
@@ -273,7 +282,7 @@ DIALECT_SHARE = 0.6   # of a sample's lines that must start as a dialect's prefi
 def _any_dialect() -> re.Pattern[str]:
     """A line starting as any prefix `detect_dialect` tests, or as srun's own lines: the union of their
     patterns (all anchored at the start), named groups made plain."""
-    parts = (SLURM_RE, SLURM_OWN_RE, PDSH_RE, PDSH_NAME_RE, RANK_TAG_RE, MPICH_RE)
+    parts = (SLURM_RE, SLURM_OWN_RE, PDSH_RE, PDSH_NAME_RE, RANK_TAG_RE, MPICH_RE, COMPOSE_RE)
     return re.compile("|".join("(?:" + _PLAIN_GROUP_RE.sub("(?:", p.pattern) + ")" for p in parts))
 
 
@@ -447,6 +456,12 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
             if m and task is None:
                 task = int(m["task"])
                 writers.append(f"task {task}")
+                s = s[m.end():]
+                continue
+        if dialect.compose and not writers:
+            m = COMPOSE_RE.match(s)
+            if m:
+                writers.append(f"container {m['name']}")
                 s = s[m.end():]
                 continue
         if dialect.pdsh and host is None:

@@ -1556,6 +1556,23 @@ class Reader:
         res.hosts = {e.host for e in res.events if e.host}
 
 
+def _fewer_than_the_world(events: list[Event], marks: list[Event]) -> bool:
+    """This parent ran fewer processes than the world size its console states: it is one node's launcher of
+    several (one `mp.spawn` per node, rank = node_rank * nprocs + index), and with no rank on any line the
+    node's offset is unknown, so a process index is no global rank (torch/multiprocessing/spawn.py numbers
+    its processes 0..nprocs-1 on every node). Its processes: the ones it stopped after the first failure
+    (`Terminating process <pid>`, counted into `stopped`) and the failed one, or the distinct worker pids
+    its processes stated, whichever is more. The world: stated by every line that states one, alike."""
+    worlds = {e.get("world_size") for e in events if e.kind == "world_info" and e.get("world_size")}
+    if len(worlds) != 1:
+        return False
+    world = next(iter(worlds))
+    stopped = max((non_negative_int(e.get("stopped")) or 0 for e in marks), default=0)
+    pids = {e.get("worker_pid") for e in events if e.kind == "world_info" and e.get("worker_pid")}
+    ran = max(stopped + 1, len(pids))
+    return isinstance(world, int) and ran >= 2 and ran < world
+
+
 def spawn_ranks(events: list[Event], envelope_ranks: set[int]) -> list[Event]:
     """Place the processes torch.multiprocessing.spawn's parent names (parsers/spawn.py) in the job.
 
@@ -1571,6 +1588,8 @@ def spawn_ranks(events: list[Event], envelope_ranks: set[int]) -> list[Event]:
     ranks = set(envelope_ranks) | {e.rank for e in events if e.rank is not None and not is_agent_event(e)}
     lo = min(ranks, default=0)
     offset = lo if len(ranks) >= 2 and max(ranks) - lo + 1 == len(ranks) and lo % len(ranks) == 0 else 0
+    if not ranks and _fewer_than_the_world(events, marks):
+        return events
     placed: dict[int, int] = {}
     spans: list[tuple[str, int, int, int]] = []
     for e in marks:

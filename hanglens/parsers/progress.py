@@ -80,6 +80,16 @@ PATTERN_LITERALS: tuple[str, ...] = (
 EPOCH_RE = re.compile(
     rf"(?<![\w])[Ee]poch{SP}(?:[:=]{SP})?\[?(?P<epoch>\d{{1,20}}(?:\.\d{{1,20}})?)(?!\d)(?:{SP}/{SP}(?P<total>{NUM}))?"
 )
+# A line saying an epoch is over (`epoch 3 done`, `Epoch 3/10 finished`, `end of epoch 3`, `finished epoch
+# 3`): the rank is past every step of that epoch (failure-signatures.md section 16 item 1, each rank's last
+# progress marker; item 2, the end of an epoch as a boundary). Words only after the number, so `epoch 3 done
+# in 12s, loss 0.4` counts and `epoch 3 step 10 done` (a step line, read by the `step` shape first) does not
+# reach here.
+EPOCH_END_RE = re.compile(
+    rf"(?i)(?<![\w])epoch{SP}[:=]?{SP}\[?(?P<epoch>\d{{1,20}})\]?(?:{SP}/{SP}\d{{1,20}})?{SP}[:,]?{SP}"
+    r"(?:is |has |has been )?(?:done|finished|complete|completed|ended|over)(?![\w-])"
+    rf"|(?i:\b(?:end of|finished|completed|done with) epoch){SP}[:=]?{SP}\[?(?P<epoch2>\d{{1,20}})(?!\d)"
+)
 # The tqdm label is the text before the bar's percentage, after the last `|` or line break.
 LABEL_CUT = ("|", "\r", "\n")
 # tqdm's times after the counter: `[<elapsed><<remaining>` (`format_interval`: MM:SS, or H:MM:SS from an
@@ -474,6 +484,10 @@ class ProgressParser(Parser):
                 "progress", {"step": None, "pattern": "throughput"}, "sglang scheduler"),
         Example("INFO:root:epoch: 4", "progress", {"epoch": 4, "step": None, "pattern": "epoch"},
                 "generic training loops"),
+        Example("[rank 3] epoch 7 finished, val acc 0.812", "progress",
+                {"epoch": 7, "step": None, "pattern": "epoch_end"}, "generic training loops (written here)"),
+        Example("INFO trainer: end of epoch 12 (3410 samples)", "progress",
+                {"epoch": 12, "step": None, "pattern": "epoch_end"}, "generic training loops (written here)"),
     )
     near_misses = (
         "    optimizer.step()",
@@ -759,6 +773,10 @@ class ProgressParser(Parser):
             if name in ("tqdm", "lightning"):
                 out["elapsed_s"], out["remaining_s"] = _times(text, m2.start(), m2.end())
             return out
+        end = EPOCH_END_RE.search(text)
+        if end:
+            return {"step": None, "total": None, "epoch": _num(end["epoch"] or end["epoch2"]),
+                    "pattern": "epoch_end", "label": None}
         e = EPOCH_RE.search(text)
         if e:
             return {"step": None, "total": None, "epoch": _num(e["epoch"]), "pattern": "epoch", "label": None}

@@ -126,13 +126,15 @@ class TracebackParser(Parser):
                 "exception", {"exc_type": "ImportError", "writer_tag": "job-5c1/worker-2 | ",
                               "frame_file": "/app/train.py"},
                 "any (written here: a job runner's per-line prefix the reader does not know)"),
-        Example("trainer-2  | Traceback (most recent call last):\n"
-                "trainer-10 | step 40 loss 0.3310\n"
-                "trainer-2  |   File \"/app/train.py\", line 61, in main\n"
-                "trainer-2  |     batch = collate(batch)\n"
-                "trainer-2  | KeyError: 'labels'\n",
-                "exception", {"exc_type": "KeyError", "writer_tag": "trainer-2  | ", "frame_line": 61},
-                "any (written here: `docker compose logs` pads each service name to the longest one)"),
+        Example("trainer   | Traceback (most recent call last):\n"
+                "evaluator | step 40 loss 0.3310\n"
+                "trainer   |   File \"/app/train.py\", line 61, in main\n"
+                "trainer   |     batch = collate(batch)\n"
+                "trainer   | KeyError: 'labels'\n",
+                "exception", {"exc_type": "KeyError", "writer_tag": "trainer   | ", "frame_line": 61},
+                "any (written here: a column-aligned role prefix, as `docker compose logs` pads each name "
+                "to the longest one; compose's own `<service>-<index>  | ` is a file dialect, "
+                "ingest/prefix.py)"),
         Example("[rank0]: Traceback (most recent call last):\n"
                 "[rank0]:   File \"/home/u/train.py\", line 12, in <module>\n"
                 "[rank0]:     x = torch.empty(1 << 40, device=\"cuda\")\n"

@@ -181,3 +181,32 @@ def test_lost_connection_after_the_peers_timed_out_leaves_a_rank_quiet(tmp_path:
 
 def test_lost_connection_before_the_peers_timed_out_is_an_error_of_its_own(tmp_path: Path) -> None:
     assert _quiet(tmp_path, _timeouts_then_lost("11:20:05")) == set()
+
+
+# A torch.multiprocessing.spawn console (written here from torch/multiprocessing/spawn.py's messages): the
+# parent stopped the survivors and raised for the process that died of a signal; gloo's size check was
+# printed without a rank (log-formats.md section 9.2: the C++ abort writes straight to stderr).
+SPAWN_ABORT = """\
+[rank 0] step 3 loss 2.11
+[rank 1] step 3 loss 2.09
+[rank 2] step 3 loss 2.14
+terminate called after throwing an instance of 'gloo::EnforceNotMet'
+  what():  [enforce fail at /opt/gloo/gloo/transport/tcp/pair.cc:446] op.preamble.length <= op.nbytes. 2048 vs 16. Received data size doesn't match expected size. Is there a distributed collective mismatch in your code?
+W0101 10:00:03.100000 700 torch/multiprocessing/spawn.py:165] Terminating process 701 via signal SIGTERM
+W0101 10:00:03.101000 700 torch/multiprocessing/spawn.py:165] Terminating process 703 via signal SIGTERM
+Traceback (most recent call last):
+  File "/home/user/train.py", line 90, in <module>
+    mp.spawn(main, nprocs=3, join=True)
+  File "/home/user/.venv/lib/python3.11/site-packages/torch/multiprocessing/spawn.py", line 208, in join
+    raise ProcessExitedException(
+torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGABRT
+"""  # noqa: E501
+
+
+def test_a_spawn_process_that_died_of_a_signal_has_it_in_its_status(tmp_path: Path) -> None:
+    (tmp_path / "console.log").write_text(SPAWN_ABORT)
+    analysis = api.analyze([tmp_path])
+    status = analysis.tables.fact("rank_status").set_index("rank")
+    assert status.loc[1, "signal"] == "SIGABRT" and status.loc[0, "signal"] is None
+    # ... so the size check printed without a rank is that process's
+    assert list(analysis.tables.fact("transfer_size_error")["rank"]) == [1]

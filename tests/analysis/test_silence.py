@@ -288,3 +288,51 @@ def test_quiet_before_the_stop_from_print_prefixes_with_the_time_of_day_only() -
     across_midnight = by_rank([tod_step(0, "23:59:50.000000"), tod_step(2, "23:59:51.000000"),
                                ev("job_stopped", how="agent_signal", signal="SIGTERM", time=day + 30.0)])
     assert round(across_midnight[None]["quiet_before_stop_s"]) == 39
+
+
+def end_of_epoch(rank: int | None, epoch: int, path: str = "job.log") -> Event:
+    return ev("progress", rank, parser="progress", path=path, step=None, total=None, epoch=epoch,
+              pattern="epoch_end", label=None)
+
+
+def epoch_step(rank: int | None, epoch: int, n: int) -> Event:
+    return ev("progress", rank, parser="progress", step=n, total=None, epoch=epoch, pattern="step",
+              label=None)
+
+
+def test_a_rank_that_said_its_epoch_ended_is_past_every_step_of_it() -> None:
+    rows = by_rank([epoch_step(0, 0, 10), epoch_step(1, 0, 10), epoch_step(2, 0, 10), end_of_epoch(2, 0)])
+    assert rows[2]["epoch_done"] == 0
+    assert [rows[r]["position"] for r in (0, 1, 2)] == ["same", "same", "ahead"]
+    assert rows[0]["common_step"] == 10
+
+
+def test_an_epoch_end_with_no_step_of_its_own_still_places_the_rank() -> None:
+    rows = by_rank([end_of_epoch(0, 0), epoch_step(1, 0, 20)])
+    assert (rows[0]["position"], rows[1]["position"]) == ("ahead", "same")
+
+
+def test_epoch_ends_one_rank_prints_alone_say_nothing_of_how_far_it_got() -> None:
+    rows = by_rank([end_of_epoch(0, 0), epoch_step(0, 1, 10), epoch_step(1, 1, 10), end_of_epoch(0, 1)])
+    assert rows[0]["epoch_done"] is None
+    assert rows[0]["position"] == rows[1]["position"] == "same"
+
+
+def test_steps_after_the_epoch_end_move_the_rank_on() -> None:
+    rows = by_rank([epoch_step(0, 0, 10), end_of_epoch(0, 0), epoch_step(0, 1, 4), epoch_step(1, 0, 10),
+                    end_of_epoch(1, 0), epoch_step(1, 1, 4)])
+    assert rows[0]["epoch_done"] is None and rows[0]["position"] == "same"
+
+
+def test_a_log_that_ends_inside_a_running_bar_is_cut() -> None:
+    init = ev("world_info", 0, path="nohup.out")
+    bar = step(None, 0, total=14, path="nohup.out")
+    rows = silent_hang_rows([init, bar], {}, {"nohup.out": bar.line})
+    assert rows[0]["bar_cut"] is True
+    # a line after it, a finished bar, or a file longer than the bar's line: not cut
+    later = ev("world_info", 1, path="nohup.out")
+    assert silent_hang_rows([bar, later], {}, {"nohup.out": later.line})[0]["bar_cut"] is False
+    done = step(None, 14, total=14, path="nohup.out")
+    assert silent_hang_rows([done], {}, {"nohup.out": done.line})[0]["bar_cut"] is False
+    assert silent_hang_rows([bar], {}, {"nohup.out": bar.line + 1})[0]["bar_cut"] is False
+    assert silent_hang_rows([bar], {})[0]["bar_cut"] is False

@@ -312,3 +312,12 @@ def test_a_none_verdict_says_the_worker_group_was_restarted_from_the_file_list()
     first = [InputFile("logs/run_x/attempt_0/0/stderr.log", 10, 1, Origin(local_rank=0, attempt=0))]
     once = evaluate([], WithFiles(base.events, base.tables, None, [0, 1], {}, first))
     assert "restarted" not in once.verdict.summary
+
+
+def test_a_log_cut_inside_a_running_bar_is_no_none_verdict() -> None:
+    cut = {"rank": None, "last_step": 0, "total": 14, "bar_cut": True, "path": "nohup.out", "line": 5}
+    res = run([], ranks=[0, 1, 2], facts={"silent_hang": [cut]})
+    assert (res.verdict.category, res.verdict.confidence) == (Category.UNKNOWN, Confidence.LOW)
+    assert "step 0 of 14 (nohup.out:5)" in res.verdict.summary and "py-spy" in res.verdict.first_step
+    whole = run([], ranks=[0, 1, 2], facts={"silent_hang": [{**cut, "bar_cut": False}]})
+    assert whole.verdict.category is Category.NONE

@@ -351,3 +351,28 @@ def test_stern_pod_and_container_prefixes_are_learned_from_its_markers() -> None
     # without a marker the same words are a payload, not a prefix
     assert not detect_dialect([*lines[2:4], "plain", "more"]).stern
     assert strip_prefixes("job-worker-3 pytorch x", Dialect()).host is None
+
+
+# docker compose's container prefix (written here: `<service>-<index>` padded to the longest name, ` | `).
+COMPOSE = [
+    "trainer-1  | ts=2026-03-02T10:00:01.200+00:00 level=info rank=0 msg=\"step 3\"",
+    "trainer-12 | W0302 10:00:02.100000 81 torch/distributed/run.py:792] Setting OMP_NUM_THREADS",
+    'trainer-2  | {"ts": "2026-03-02T10:00:01.300+00:00", "level": "INFO", "rank": 1, "msg": "step 3"}',
+    "trainer-2  |   File \"/home/user/train.py\", line 41, in main",
+]
+
+
+def test_compose_container_prefix_is_stripped_on_every_line() -> None:
+    d = detect_dialect(COMPOSE)
+    assert d.compose
+    first = strip_prefixes(COMPOSE[0], d)
+    assert first.text.startswith("ts=") and first.rank == 0 and first.writer == "container trainer-1"
+    assert strip_prefixes(COMPOSE[1], d).level == "W"
+    assert strip_prefixes(COMPOSE[2], d).rank == 1
+    assert strip_prefixes(COMPOSE[3], d).text == "  File \"/home/user/train.py\", line 41, in main"
+
+
+def test_a_padded_level_before_a_bar_is_no_container() -> None:
+    lines = ["INFO     | step 1", "INFO     | step 2", "WARNING  | slow step", "INFO     | step 3"]
+    assert not detect_dialect(lines).compose
+    assert not detect_dialect(["trainer-1  | a", "plain", "plain too", "more plain"]).compose

@@ -92,3 +92,25 @@ def test_ranks_not_starting_a_block_leave_the_index_as_the_rank() -> None:
             "KeyError: 'w'\n")
     found = read_events(PARSERS, text)
     assert [e.rank for e in found if e.kind == "exception" and e.get("exc_type") == "KeyError"] == [2]
+
+
+def _one_node_of_two(idx: int) -> str:
+    # One launcher per node: its two processes state a world of four and print no rank; the parent stopped
+    # the other one after process `idx` failed.
+    return ("2026-01-05 10:00:01,200 SpawnProcess-1 INFO train: joined, world_size=4, pid=5101\n"
+            "2026-01-05 10:00:01,210 SpawnProcess-2 INFO train: joined, world_size=4, pid=5102\n"
+            "W0105 10:00:41.000000 5100 torch/multiprocessing/spawn.py:165] Terminating process 5102 via "
+            "signal SIGTERM\n" + PARENT.format(idx=idx) +
+            "Traceback (most recent call last):\n"
+            '  File "/home/user/run.py", line 30, in run\n'
+            "    x = table[key]\n"
+            "KeyError: 'w'\n")
+
+
+def test_a_launcher_of_fewer_processes_than_the_world_gives_no_global_rank_without_an_offset() -> None:
+    found = read_events(PARSERS, _one_node_of_two(1))
+    assert [e.rank for e in found if e.kind == "exception" and e.get("exc_type") == "KeyError"] == [None]
+    assert [e.get("placed_rank") for e in found if e.kind == "launcher_exit"] == [None]
+    # the same console stating a world of two: its index is the rank
+    whole = read_events(PARSERS, _one_node_of_two(1).replace("world_size=4", "world_size=2"))
+    assert [e.rank for e in whole if e.kind == "exception" and e.get("exc_type") == "KeyError"] == [1]
