@@ -587,7 +587,8 @@ def _waits_in_collective(e: Event, site: callsite.CallSite) -> bool:
     return is_victim_exception(e) or any(m in text for m in _DISTRIBUTED_ERROR)
 
 
-def call_rows(events: Sequence[Event], hosts: dict[int, str], aborted: int | None = None) -> list[Row]:
+def call_rows(events: Sequence[Event], hosts: dict[int, str], aborted: int | None = None,
+              last_step: Mapping[int, int] | None = None) -> list[Row]:
     """The collective each failing or hung rank was blocked in; the odd ones marked.
 
     Ranks that hang in different collectives (most in all_reduce, one in barrier) took different code
@@ -597,14 +598,15 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str], aborted: int | Non
     main thread. `minority` marks the ranks whose call differs from most ranks'; without a majority,
     `odd_site` marks the side whose call site is further from the training step than every other side's
     (hanglens/analysis/callsite.py). `aborted`: the only rank torchrun saw die of SIGABRT, which owns a crash
-    dump printed without a rank (_crash_dump_owner).
+    dump printed without a rank (_crash_dump_owner). `last_step`: each rank's last logged step (the
+    progress fact), which decides between a section and a barrier (callsite.odd_sites).
     """
     first, stacks = _first_calls(events, hosts, aborted)
     if len(first) == 1:
         return _one_stack(events, hosts, first, stacks)
     if len(first) < 2:
         return []
-    return _mark_calls(first, stacks)
+    return _mark_calls(first, stacks, last_step)
 
 
 def stack_calls(events: Sequence[Event], hosts: dict[int, str], aborted: int | None = None) -> list[Row]:
@@ -684,7 +686,8 @@ def _step_sync(row: Row) -> str:
     return str(row["call"])
 
 
-def _mark_calls(first: dict[int, Row], stacks: dict[int, tuple[list[str], list[str]]]) -> list[Row]:
+def _mark_calls(first: dict[int, Row], stacks: dict[int, tuple[list[str], list[str]]],
+                last_step: Mapping[int, int] | None = None) -> list[Row]:
     """The rows of two or more ranks' calls with minority, site_minority, site and odd_site set."""
     counts = Counter(_step_sync(r) for r in first.values())
     ranked = counts.most_common()
@@ -700,11 +703,21 @@ def _mark_calls(first: dict[int, Row], stacks: dict[int, tuple[list[str], list[s
     sites = {rank: callsite.call_site(f, s, shared) for rank, (f, s) in stacks.items()}
     known = {rank: s for rank, s in sites.items() if s is not None}
     # Without a minority by call, the call sites decide (two sides, or the same op from different places).
-    odd = callsite.odd_sites(known) if not any(r["minority"] for r in first.values()) else set()
+    odd = callsite.odd_sites(known, last_step=last_step) if not any(r["minority"] for r in first.values()) \
+        else set()
+    # A barrier side is odd against a section only by its steps (callsite.odd_sites): its reason says so.
+    steps = last_step or {}
+    behind = set()
+    if any(s.site == callsite.SECTION for s in known.values()):
+        behind = {rank for rank in odd if known[rank].site == callsite.BOUNDARY and rank in steps}
+    ahead = max(steps.get(r, -1) for r in known) if behind else -1
     for rank, r in first.items():
         s = known.get(rank)
         r["site"] = s.site if s else None
         r["site_reason"] = s.reason if s else None
+        if rank in behind and s is not None:
+            r["site_reason"] = (f"{s.reason}; its loop ended at step {steps[rank]}, while its peers "
+                                f"logged step {ahead} before their own call")
         r["odd_site"] = rank in odd
     # The kind of place (step, boundary, section, or none shown) most ranks called from, and who differs:
     # another line of the same step is not another phase of the program.
