@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from hanglens import lazyre as re
 from hanglens.analysis import callsite
 from hanglens.analysis.kinds import is_victim_exception
 from hanglens.analysis.record import Record, record_type
@@ -546,12 +547,12 @@ def _one_stack(events: Sequence[Event], hosts: dict[int, str], first: dict[int, 
             if r != rank and r not in peers:
                 peers[r] = {"rank": r, "host": hosts.get(r), "call": op, "entry": op, "user_frame": None,
                             "calls": 1, "site_differs": False, "minority": False,
-                            "site_minority": False, "site": None, "site_reason": None,
+                            "majority_went_on": False, "site_minority": False, "site": None, "site_reason": None,
                             "odd_site": False, "subgroup": False, "path": e.path,
                             "line": e.line}
     if site is None or not peers or callsite.odd_sites({rank: site}, unseen=len(peers)) != {rank}:
         return []
-    row.update(calls=1, site_differs=False, minority=False, site_minority=False,
+    row.update(calls=1, site_differs=False, minority=False, majority_went_on=False, site_minority=False,
                site=site.site, site_reason=site.reason, odd_site=True)
     return [row, *(peers[r] for r in sorted(peers))]
 
@@ -686,6 +687,25 @@ def _step_sync(row: Row) -> str:
     return str(row["call"])
 
 
+def _all_later(frame: str | None, others: Sequence[str | None]) -> bool:
+    """Is every one of `others` a later line of the same function and file as `frame`? Ranks blocked further
+    down the function a rank is blocked in went on past its call: they completed that collective."""
+    if frame is None or not others:
+        return False
+    mine = _FRAME_AT_RE.match(frame)
+    if mine is None:
+        return False
+    for other in others:
+        m = _FRAME_AT_RE.match(other or "")
+        if m is None or (m["file"], m["func"]) != (mine["file"], mine["func"]) or int(m["line"]) <= int(mine["line"]):
+            return False
+    return True
+
+
+# A user frame as callsite.call_site writes it: `<file>:<line> in <function>`.
+_FRAME_AT_RE = re.compile(r"^(?P<file>[^:]{1,400}):(?P<line>\d{1,9}) in (?P<func>.{1,400})$")
+
+
 def _mark_calls(first: dict[int, Row], stacks: dict[int, tuple[list[str], list[str]]],
                 last_step: Mapping[int, int] | None = None) -> list[Row]:
     """The rows of two or more ranks' calls with minority, site_minority, site and odd_site set."""
@@ -694,9 +714,12 @@ def _mark_calls(first: dict[int, Row], stacks: dict[int, tuple[list[str], list[s
     majority = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else None
     places = Counter(r["user_frame"] for r in first.values()).most_common()
     usual = places[0][0] if len(places) == 1 or places[0][1] > places[1][1] else None
+    majority_frames = [r["user_frame"] for r in first.values() if majority is not None
+                       and _step_sync(r) == majority]
     for r in first.values():
         r["calls"] = len(counts)
         r["minority"] = majority is not None and _step_sync(r) != majority
+        r["majority_went_on"] = r["minority"] and _all_later(r["user_frame"], majority_frames)
         # Called from another place than most ranks: blocked elsewhere, not still working (a straggler).
         r["site_minority"] = usual is not None and r["user_frame"] != usual
     shared = callsite.common_prefix([f for f, _ in stacks.values()])
