@@ -547,7 +547,8 @@ def _one_stack(events: Sequence[Event], hosts: dict[int, str], first: dict[int, 
             if r != rank and r not in peers:
                 peers[r] = {"rank": r, "host": hosts.get(r), "call": op, "entry": op, "user_frame": None,
                             "calls": 1, "site_differs": False, "minority": False,
-                            "majority_went_on": False, "site_minority": False, "site": None, "site_reason": None,
+                            "majority_went_on": False, "site_minority": False, "site": None,
+                            "site_reason": None,
                             "odd_site": False, "subgroup": False, "path": e.path,
                             "line": e.line}
     if site is None or not peers or callsite.odd_sites({rank: site}, unseen=len(peers)) != {rank}:
@@ -697,7 +698,8 @@ def _all_later(frame: str | None, others: Sequence[str | None]) -> bool:
         return False
     for other in others:
         m = _FRAME_AT_RE.match(other or "")
-        if m is None or (m["file"], m["func"]) != (mine["file"], mine["func"]) or int(m["line"]) <= int(mine["line"]):
+        same_function = m is not None and (m["file"], m["func"]) == (mine["file"], mine["func"])
+        if m is None or not same_function or int(m["line"]) <= int(mine["line"]):
             return False
     return True
 
