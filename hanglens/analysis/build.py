@@ -296,7 +296,10 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     # Row lists are dropped as soon as their tables exist: a big job has one row dict per rank in each, and
     # the tables built next reuse their memory.
     del state
-    tables["progress"] = frame("progress", progress.progress_rows(evs, hosts))
+    progress_rows = progress.progress_rows(evs, hosts)
+    last_step = {int(r["rank"]): int(r["last_step"]) for r in progress_rows}
+    tables["progress"] = frame("progress", progress_rows)
+    del progress_rows
     stops = silence.stop_rows(evs, hosts)
     quiet = silence.silent_hang_rows(evs, hosts, {f.path: f.lines for f in files})
     finished = silence.finished_before_stop(evs, stops, quiet)
@@ -319,7 +322,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     # A crash dump printed without a rank (faulthandler's `Fatal Python error: Aborted` stack) is the only
     # rank torchrun saw die of SIGABRT, when exactly one did.
     lone_abort = next(iter(aborted)) if len(aborted) == 1 else None
-    calls = collectives.call_rows(evs, hosts, lone_abort)
+    calls = collectives.call_rows(evs, hosts, lone_abort, last_step)
     tables["collective_call"] = frame("collective_call", calls)
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
     tables["unowned_crash"] = frame("unowned_crash", status.unowned_crash_rows(evs, hosts, world))

@@ -13,7 +13,7 @@ a driver function every rank runs (`train_and_evaluate`) says nothing about eith
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -243,7 +243,8 @@ def call_site(frames: Sequence[str], sources: Sequence[str] = (), shared: int = 
     return CallSite(call, entry, user, None, None)
 
 
-def odd_sites(sites: dict[int, CallSite], unseen: int = 0) -> set[int]:
+def odd_sites(sites: dict[int, CallSite], unseen: int = 0,
+              last_step: Mapping[int, int] | None = None) -> set[int]:
     """Ranks whose call site is further from the training step than every other side's.
 
     Named only when every side's site is known, the sides were called from different places, and one
@@ -251,6 +252,13 @@ def odd_sites(sites: dict[int, CallSite], unseen: int = 0) -> set[int]:
     counts the other sides known only by their timeout or fingerprint (no stack): a single stack in a
     side section (a rank-conditional checkpoint, evaluation or logging call, issue 8's "its own stack in a
     rank-conditional call") still names its rank; a barrier or a step alone never does.
+
+    `last_step` (each rank's last logged step) turns a section against a barrier around when every rank
+    in the barrier logged a smaller last step than every rank in the section: the section's collective was
+    called in an iteration the barrier's ranks never reached, so it is the loop's own work and the barrier
+    side left the loop first (failure-signatures.md section 1, "uneven number of batches per rank"). A rank
+    that went into a rank-conditional section instead leaves its peers to log further steps before their
+    barrier, so their last step is not behind it.
     """
     if unseen:
         if len(sites) != 1:
@@ -266,4 +274,9 @@ def odd_sites(sites: dict[int, CallSite], unseen: int = 0) -> set[int]:
     odd = {r for r, lv in levels.items() if lv == top}
     if top == 0 or len(odd) == len(levels):
         return set()
+    if top == LEVEL[SECTION] and last_step is not None:
+        rest = set(levels) - odd
+        if (all(levels[r] == LEVEL[BOUNDARY] for r in rest) and all(r in last_step for r in levels)
+                and max(last_step[r] for r in rest) < min(last_step[r] for r in odd)):
+            return rest
     return odd

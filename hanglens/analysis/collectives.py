@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from hanglens import lazyre as re
 from hanglens.analysis import callsite
 from hanglens.analysis.kinds import is_victim_exception
 from hanglens.analysis.record import Record, record_type
@@ -546,12 +547,13 @@ def _one_stack(events: Sequence[Event], hosts: dict[int, str], first: dict[int, 
             if r != rank and r not in peers:
                 peers[r] = {"rank": r, "host": hosts.get(r), "call": op, "entry": op, "user_frame": None,
                             "calls": 1, "site_differs": False, "minority": False,
-                            "site_minority": False, "site": None, "site_reason": None,
+                            "majority_went_on": False, "site_minority": False, "site": None,
+                            "site_reason": None,
                             "odd_site": False, "subgroup": False, "path": e.path,
                             "line": e.line}
     if site is None or not peers or callsite.odd_sites({rank: site}, unseen=len(peers)) != {rank}:
         return []
-    row.update(calls=1, site_differs=False, minority=False, site_minority=False,
+    row.update(calls=1, site_differs=False, minority=False, majority_went_on=False, site_minority=False,
                site=site.site, site_reason=site.reason, odd_site=True)
     return [row, *(peers[r] for r in sorted(peers))]
 
@@ -587,7 +589,8 @@ def _waits_in_collective(e: Event, site: callsite.CallSite) -> bool:
     return is_victim_exception(e) or any(m in text for m in _DISTRIBUTED_ERROR)
 
 
-def call_rows(events: Sequence[Event], hosts: dict[int, str], aborted: int | None = None) -> list[Row]:
+def call_rows(events: Sequence[Event], hosts: dict[int, str], aborted: int | None = None,
+              last_step: Mapping[int, int] | None = None) -> list[Row]:
     """The collective each failing or hung rank was blocked in; the odd ones marked.
 
     Ranks that hang in different collectives (most in all_reduce, one in barrier) took different code
@@ -597,14 +600,15 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str], aborted: int | Non
     main thread. `minority` marks the ranks whose call differs from most ranks'; without a majority,
     `odd_site` marks the side whose call site is further from the training step than every other side's
     (hanglens/analysis/callsite.py). `aborted`: the only rank torchrun saw die of SIGABRT, which owns a crash
-    dump printed without a rank (_crash_dump_owner).
+    dump printed without a rank (_crash_dump_owner). `last_step`: each rank's last logged step (the
+    progress fact), which decides between a section and a barrier (callsite.odd_sites).
     """
     first, stacks = _first_calls(events, hosts, aborted)
     if len(first) == 1:
         return _one_stack(events, hosts, first, stacks)
     if len(first) < 2:
         return []
-    return _mark_calls(first, stacks)
+    return _mark_calls(first, stacks, last_step)
 
 
 def stack_calls(events: Sequence[Event], hosts: dict[int, str], aborted: int | None = None) -> list[Row]:
@@ -684,27 +688,61 @@ def _step_sync(row: Row) -> str:
     return str(row["call"])
 
 
-def _mark_calls(first: dict[int, Row], stacks: dict[int, tuple[list[str], list[str]]]) -> list[Row]:
+def _all_later(frame: str | None, others: Sequence[str | None]) -> bool:
+    """Is every one of `others` a later line of the same function and file as `frame`? Ranks blocked further
+    down the function a rank is blocked in went on past its call: they completed that collective."""
+    if frame is None or not others:
+        return False
+    mine = _FRAME_AT_RE.match(frame)
+    if mine is None:
+        return False
+    for other in others:
+        m = _FRAME_AT_RE.match(other or "")
+        same_function = m is not None and (m["file"], m["func"]) == (mine["file"], mine["func"])
+        if m is None or not same_function or int(m["line"]) <= int(mine["line"]):
+            return False
+    return True
+
+
+# A user frame as callsite.call_site writes it: `<file>:<line> in <function>`.
+_FRAME_AT_RE = re.compile(r"^(?P<file>[^:]{1,400}):(?P<line>\d{1,9}) in (?P<func>.{1,400})$")
+
+
+def _mark_calls(first: dict[int, Row], stacks: dict[int, tuple[list[str], list[str]]],
+                last_step: Mapping[int, int] | None = None) -> list[Row]:
     """The rows of two or more ranks' calls with minority, site_minority, site and odd_site set."""
     counts = Counter(_step_sync(r) for r in first.values())
     ranked = counts.most_common()
     majority = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else None
     places = Counter(r["user_frame"] for r in first.values()).most_common()
     usual = places[0][0] if len(places) == 1 or places[0][1] > places[1][1] else None
+    majority_frames = [r["user_frame"] for r in first.values() if majority is not None
+                       and _step_sync(r) == majority]
     for r in first.values():
         r["calls"] = len(counts)
         r["minority"] = majority is not None and _step_sync(r) != majority
+        r["majority_went_on"] = r["minority"] and _all_later(r["user_frame"], majority_frames)
         # Called from another place than most ranks: blocked elsewhere, not still working (a straggler).
         r["site_minority"] = usual is not None and r["user_frame"] != usual
     shared = callsite.common_prefix([f for f, _ in stacks.values()])
     sites = {rank: callsite.call_site(f, s, shared) for rank, (f, s) in stacks.items()}
     known = {rank: s for rank, s in sites.items() if s is not None}
     # Without a minority by call, the call sites decide (two sides, or the same op from different places).
-    odd = callsite.odd_sites(known) if not any(r["minority"] for r in first.values()) else set()
+    odd = callsite.odd_sites(known, last_step=last_step) if not any(r["minority"] for r in first.values()) \
+        else set()
+    # A barrier side is odd against a section only by its steps (callsite.odd_sites): its reason says so.
+    steps = last_step or {}
+    behind = set()
+    if any(s.site == callsite.SECTION for s in known.values()):
+        behind = {rank for rank in odd if known[rank].site == callsite.BOUNDARY and rank in steps}
+    ahead = max(steps.get(r, -1) for r in known) if behind else -1
     for rank, r in first.items():
         s = known.get(rank)
         r["site"] = s.site if s else None
         r["site_reason"] = s.reason if s else None
+        if rank in behind and s is not None:
+            r["site_reason"] = (f"{s.reason}; its loop ended at step {steps[rank]}, while its peers "
+                                f"logged step {ahead} before their own call")
         r["odd_site"] = rank in odd
     # The kind of place (step, boundary, section, or none shown) most ranks called from, and who differs:
     # another line of the same step is not another phase of the program.

@@ -45,6 +45,13 @@ JOURNAL_RE = re.compile(
     r"^(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) "
     r"(?P<hms>\d\d:\d\d:\d\d)(?:\.\d{6})? (?P<host>\S+) (?P<ident>[^\s\[:]+)(?:\[\d+\])?: "
 )
+# `journalctl -o short-iso` (log-formats.md section 9.3): the same envelope with an ISO 8601 time. The
+# identifier must carry its `[pid]` (or be the kernel's) so that an ISO-stamped log line's next words
+# (`INFO trainer: ...`) are not read as a host and an identifier.
+JOURNAL_ISO_RE = re.compile(
+    r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:[+-]\d\d:?\d\d|Z)) (?P<host>\S{1,255}) "
+    r"(?:[^\s\[:]{1,255}\[\d{1,10}\]|kernel): "
+)
 SLURM_RE = re.compile(r"^(?:P\d+ )?\s*(?P<task>\d{1,5}): ")
 # Lines srun / slurmstepd write themselves (never behind a task label).
 SLURM_OWN_RE = re.compile(r"^(?:srun|slurmstepd(?:-[\w.-]+)?)(?:@[\w.-]+)?: ")
@@ -488,6 +495,14 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
             t = _md_time(year_default, MONTHS[m["mon"]], int(m["day"]), m["hms"], None)
             if time is None:
                 time, clock = t, "journal"
+            s = s[m.end():]
+            continue
+        m = JOURNAL_ISO_RE.match(s) if s[:1].isdigit() else None
+        if m:
+            host = host or m["host"]
+            if time is None:
+                t, y = _iso_time(m["ts"])
+                time, year, year_known, clock = t, y, y is not None, "journal"
             s = s[m.end():]
             continue
         m = COLOREDLOGS_RE.match(s) if time is None and s[:1].isdigit() else None

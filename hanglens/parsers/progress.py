@@ -68,8 +68,10 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("step", re.compile(
         rf"(?<![\w])(?:global_)?[Ss]tep(?! size){SP}(?:[:=#]{SP})?(?P<step>{NUM})(?!\.\d)"
         rf"(?:{SP}(?:/|of){SP}(?P<total>{NUM}))?")),
+    # Not after a `/`: `episodes/iter=3`, `samples/it: 64` are a quantity per iteration (a rate or a
+    # setting printed in a banner), not the loop's counter.
     ("iteration", re.compile(
-        rf"(?<![\w])(?:[Ii]ter(?:ation)?|it){SP}(?:[:=#]{SP})?(?P<step>{NUM})(?!\.\d)"
+        rf"(?<![\w/])(?:[Ii]ter(?:ation)?|it){SP}(?:[:=#]{SP})?(?P<step>{NUM})(?!\.\d)"
         rf"(?:{SP}/{SP}(?P<total>{NUM}))?")),
 )
 # A substring every match of PATTERNS[i] contains: a line without it skips that pattern.
@@ -497,6 +499,7 @@ class ProgressParser(Parser):
         "lr_scheduler: StepLR step size 30",
         "gradient_accumulation_steps: 4",
         "Number of iterations to run: 1000",
+        "actor up: world=4 episodes/iter=3 iters=6",
         "GPU memory 61.2G/80.0G reserved",
         "Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 48 reqs",
     )

@@ -120,6 +120,17 @@ def test_odd_side_is_the_one_further_from_the_step() -> None:
     assert callsite.odd_sites(dict([cs(0, "step"), cs(1, "section", "gather"), cs(2, "step")])) == {1}
 
 
+def test_barrier_side_whose_steps_ended_behind_left_the_loop() -> None:
+    """A section against a barrier: the barrier side is odd when its last logged step is behind every step
+    the section side logged (its loop ended first); otherwise the section side stays odd."""
+    sides = dict([cs(0, "boundary", "barrier", "a.py:90 in main"), cs(1, "section", "gather_object")])
+    assert callsite.odd_sites(sides, last_step={0: 2, 1: 3}) == {0}
+    assert callsite.odd_sites(sides, last_step={0: 5, 1: 3}) == {1}
+    assert callsite.odd_sites(sides, last_step={0: 3, 1: 3}) == {1}
+    assert callsite.odd_sites(sides, last_step={1: 3}) == {1}
+    assert callsite.odd_sites(sides) == {1}
+
+
 def test_no_odd_side_without_evidence_on_every_side() -> None:
     assert callsite.odd_sites(dict([cs(0, "step"), cs(1, None, "barrier")])) == set()
     assert callsite.odd_sites(dict([cs(0, "step", "broadcast"), cs(1, "step")])) == set()

@@ -193,7 +193,7 @@ def test_no_outer_prefix_starts_with_the_rank_envelope(rank: int, rest: str) -> 
     """`strip_prefixes` skips the outer prefixes of a line starting with `[rankN]:`: none can match there."""
     line = f"[rank{rank}]:{rest}"
     for rx in (prefix.CRI_RE, prefix.CLOUDWATCH_RE, prefix.OPENMPI_RE, prefix.SLURM_RE, prefix.PDSH_RE,
-               prefix.JOURNAL_RE, prefix.ISO_RE, prefix.TIME_ONLY_RE, prefix.DMESG_RE, prefix.RAY_RE,
+               prefix.JOURNAL_RE, prefix.JOURNAL_ISO_RE, prefix.ISO_RE, prefix.TIME_ONLY_RE, prefix.DMESG_RE, prefix.RAY_RE,
                prefix.TORCHX_RE, prefix.TEE_RE, prefix.RANK_TAG_RE):
         assert rx.match(line) is None, rx.pattern
 
@@ -376,3 +376,16 @@ def test_a_padded_level_before_a_bar_is_no_container() -> None:
     lines = ["INFO     | step 1", "INFO     | step 2", "WARNING  | slow step", "INFO     | step 3"]
     assert not detect_dialect(lines).compose
     assert not detect_dialect(["trainer-1  | a", "plain", "plain too", "more plain"]).compose
+
+
+def test_journal_short_iso_prefix_is_taken_off() -> None:
+    """`journalctl -o short-iso` (log-formats.md section 9.3): `<ISO time> <host> <ident>[<pid>]: `, the same
+    envelope as the default `short` output with an ISO 8601 time; the line behind it is read as usual."""
+    env = strip_prefixes("2026-03-11T07:42:19+0000 gpu-07 python3[4411]:   rank      : 3 (local_rank: 3)")
+    assert (env.host, env.text) == ("gpu-07", "  rank      : 3 (local_rank: 3)")
+    assert env.time is not None
+    env = strip_prefixes("2026-03-11T07:42:19.532811+01:00 gpu-07 kernel: NVRM: Xid (PCI:0000:3b:00): 79")
+    assert (env.host, env.text) == ("gpu-07", "NVRM: Xid (PCI:0000:3b:00): 79")
+    # An ISO-stamped log line whose next words are no `<host> <ident>[<pid>]:` keeps them.
+    env = strip_prefixes("2026-03-11T07:42:19+0000 INFO trainer: step 4")
+    assert env.text == "INFO trainer: step 4"
