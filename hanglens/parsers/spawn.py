@@ -21,6 +21,7 @@ rank is `node offset + N` (the index itself when one launcher starts every rank)
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import ClassVar
 
 from hanglens import lazyre as re
 from hanglens.model import Event, LogLine
@@ -103,6 +104,10 @@ class SpawnParser(Parser):
         "ProcessExitedException raised in worker",
         "    raise ProcessExitedException(",
     )
+
+    # The parent's `Terminating process <pid>` warning printed again after a later failure (the same pids
+    # when a restarted group reuses them) counts toward that failure's `stopped`: never skipped as a repeat.
+    repeats_matter: ClassVar[bool] = True
 
     def __init__(self) -> None:
         self.pending: tuple[LogLine, int] | None = None   # the `-- Process N` line and N

@@ -242,3 +242,20 @@ def test_world_sizes_from_repeated_group_init_lines_merge_across_parts(tmp_path:
         assert got is not None
         assert summary(got[0]) == want, parts
     assert merges and all(merges)
+
+
+def test_a_spawn_parents_repeated_terminating_warnings_count_in_every_part(tmp_path: Path) -> None:
+    """The parent's `Terminating process <pid>` warnings printed again, the same pids, before a second
+    failure: whole or in parts, that failure's `stopped` counts them (a repeat is not skipped for this
+    parser)."""
+    warn = ("node-3:7101:7101 [0] init.cc:700 NCCL WARN Duplicate GPU detected : rank 3 and rank 1 both on "
+            "CUDA device 4e000")
+    stops = "".join(f"W1202 10:11:12.{k}00000 9000 torch/multiprocessing/spawn.py:160] Terminating process "
+                    f"{pid} via signal SIGTERM\n" for k, pid in enumerate((7102, 7104)))
+    exited = "torch.multiprocessing.spawn.ProcessExitedException: process 2 terminated with signal SIGSEGV\n"
+    path = tmp_path / "console.log"
+    path.write_text(("\n" + warn + "\n" + stops + exited) * 2)
+    whole = read_whole(path)
+    assert [e.fields["stopped"] for e in whole.events if e.kind == "launcher_exit"] == [2, 2]
+    got = read_in_parts(path, 2)
+    assert got is not None and summary(got[0]) == summary(whole)
