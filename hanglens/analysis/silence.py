@@ -339,6 +339,11 @@ def _epoch_ends_shared(per_rank: Sequence[Sequence[Event]]) -> bool:
                    for mine, top in zip(ended, reached, strict=True))
 
 
+# Progress patterns (parsers/progress.py) that are a bar redrawn with `\r` and closed by one newline (tqdm,
+# and Lightning's progress bar, which is tqdm's).
+DRAWN_BARS = frozenset({"tqdm", "lightning"})
+
+
 def _bar_cut(last: Event, events_by_path: Mapping[str, tuple[int, int]], lines: Mapping[str, int]) -> bool:
     """The file ends inside a running progress bar: `last` is a bar short of its total (step < total) on its
     file's last physical line, and no event of that file comes after it. tqdm redraws with `\r` and writes
@@ -346,6 +351,10 @@ def _bar_cut(last: Event, events_by_path: Mapping[str, tuple[int, int]], lines: 
     the process hung and was stopped, died without a word, or was still running when the file was copied
     (failure-signatures.md section 16: a hang with no error line)."""
     total, step = _total(last), _step(last)
+    # Only a bar drawn in place: a logged `step 4/6` line ends with its newline, and a script that logs
+    # every k-th step ends a finished epoch on such a line.
+    if last.get("pattern") not in DRAWN_BARS:
+        return False
     if total is None or step is None or step >= total or last.path not in lines:
         return False
     return lines[last.path] == last.line and events_by_path.get(last.path) == (last.line, id(last))

@@ -336,3 +336,8 @@ def test_a_log_that_ends_inside_a_running_bar_is_cut() -> None:
     assert silent_hang_rows([done], {}, {"nohup.out": done.line})[0]["bar_cut"] is False
     assert silent_hang_rows([bar], {}, {"nohup.out": bar.line + 1})[0]["bar_cut"] is False
     assert silent_hang_rows([bar], {})[0]["bar_cut"] is False
+    # a logged step line (`epoch 2 step 4/6 loss ...`, newline-terminated) short of its total: a script that
+    # logs every second step ends each finished epoch on one
+    logged = ev("progress", 1, parser="progress", path="rank.1/stdout", step=4, total=6, epoch=2,
+                pattern="step", label=None, gap_after=None)
+    assert silent_hang_rows([logged], {}, {"rank.1/stdout": logged.line})[0]["bar_cut"] is False
