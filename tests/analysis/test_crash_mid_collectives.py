@@ -66,3 +66,24 @@ def test_peers_torn_out_of_different_collectives_by_a_crash_name_the_crashed_ran
 def test_peers_that_timed_out_in_different_collectives_are_still_read_as_blocked(tmp_path: Path) -> None:
     v = _verdict(tmp_path, _console([2], [6, 7], TIMED_OUT))
     assert v["rule_id"] != "rank-crashed-while-peers-in-collectives"
+
+
+# gloo's size check aborts the receiver of a longer message (failure-signatures.md section 2, pair.cc
+# `op.preamble.length <= op.nbytes`, thrown on gloo's I/O thread: `terminate called after throwing an
+# instance of 'gloo::EnforceNotMet'`); ranks of the other groups lose it wherever they were.
+_ABORT = """\
+terminate called after throwing an instance of 'gloo::EnforceNotMet'
+  what():  [enforce fail at /build/third_party/gloo/gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 16 vs 12. Received data size doesn't match expected size.
+"""
+
+
+def test_a_gloo_size_abort_is_no_divergence_of_the_calls_its_peers_were_in(tmp_path: Path) -> None:
+    logs = tmp_path / "logs" / "job_k2/attempt_0"
+    for r in range(4):
+        (logs / str(r)).mkdir(parents=True)
+    (logs / "3" / "stderr.log").write_text(_ABORT)
+    (logs / "0" / "stderr.log").write_text(_STACK_AG.format(r=0, port=40100))
+    (logs / "1" / "stderr.log").write_text(_STACK_AR.format(r=1, port=40101))
+    (logs / "2" / "stderr.log").write_text(_STACK_AR.format(r=2, port=40102))
+    v = api.analyze([tmp_path]).to_dict()["verdict"]
+    assert v["category"] == "collective_mismatch"
