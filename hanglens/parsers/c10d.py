@@ -320,6 +320,9 @@ class C10dParser(Parser):
         "watchdog",
         "NCCL work",
         "terminate called",
+        # Ray's C++ terminate handler (ray/src/ray/util/logging.cc `TerminateHandler`) in a Ray worker:
+        # `Unhandled exception: <mangled type>. what(): <message>`, whatever the message (`TERMINATE_RE`)
+        "Unhandled exception: ",
         "debug info",
         "Timeout at collective",
         "entire process down",

@@ -167,6 +167,19 @@ def test_mangled_unhandled_exception_form() -> None:
     assert has([e for e in found if e.kind == "watchdog_terminated"], {"stated_rank": 5})
 
 
+def test_mangled_unhandled_exception_without_a_c10d_word() -> None:
+    # Ray's terminate handler in a gloo worker (a Ray Train run, torch 2.13): no c10d word in the line but
+    # `Unhandled exception:` itself (written here with our own sizes and pids).
+    text = (
+        "(RayTrainWorker pid=5120, ip=10.0.0.3) [2026-03-02 11:04:17,206 E 5120 5188] logging.cc:118: "
+        "Unhandled exception: N4gloo13EnforceNotMetE. what(): [enforce fail at /pytorch/third_party/gloo/"
+        "gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 1032 vs 8. Received data size "
+        "doesn't match expected size. Is there a distributed collective mismatch in your code?"
+    )
+    found = events(text, "process_teardown")
+    assert has(found, {"exc_type": "gloo::EnforceNotMet", "reason": "uncaught_exception"})
+
+
 def test_demangles_itanium_type_names() -> None:
     assert _demangle("N3c1016DistBackendErrorE") == "c10::DistBackendError"
     assert _demangle("St13runtime_error") == "std::runtime_error"
