@@ -311,11 +311,25 @@ _SPAWN_ADVICE = (
 )
 
 
-def _spawned_without_torchrun(events: Sequence[Any]) -> bool:
-    """The job's processes were started by torch.multiprocessing.spawn's parent (parsers/spawn.py) and no line
-    of torchrun's agent (parsers/elastic.py) is in the logs."""
-    spawned = any(e.kind == "launcher_exit" and e.get("launcher") == "mp.spawn" for e in events)
-    return spawned and not any(e.parser == "elastic" for e in events)
+_MPIRUN_ADVICE = (
+    "This job was started with Open MPI's `mpirun`, which names only the first process that failed and keeps "
+    "no file per rank by default: rerun with `mpirun --tag-output --timestamp-output --output-filename DIR` "
+    "so every line carries its rank and time and each rank's stdout/stderr is kept under `DIR/1/rank.<N>/`."
+)
+
+
+# A file of `mpirun --output-filename DIR`: DIR/<jobid>/rank.<N>/stdout or stderr (ingest/origin.py).
+_MPI_OUTPUT_FILE_RE = re.compile(r"(?:^|/)rank\.\d+/std(?:out|err)$")
+
+
+def _launched_without_torchrun(events: Sequence[Any]) -> str | None:
+    """The launcher that started the job's processes, `mp.spawn` (torch.multiprocessing.spawn's parent,
+    parsers/spawn.py) or `mpirun` (Open MPI, parsers/mpirun.py), when no line of torchrun's agent
+    (parsers/elastic.py) is in the logs; else None."""
+    launchers = {e.get("launcher") for e in events if e.kind == "launcher_exit"} & {"mp.spawn", "mpirun"}
+    if not launchers or any(e.parser == "elastic" for e in events):
+        return None
+    return "mp.spawn" if "mp.spawn" in launchers else "mpirun"
 
 
 # What a piece of rerun advice is about (a knob to turn on, a tool to run): one piece of advice per key.
@@ -337,11 +351,16 @@ def _collect_next(
     # A rule's advice to turn on what this job's logs show was on already is dropped.
     out: list[str] = [s for s in engine_collect
                       if not any(knob in s and kinds & on for knob, on in _ALREADY_ON)]
-    if _spawned_without_torchrun(evs):
+    launcher = _launched_without_torchrun(evs)
+    if launcher is not None:
         # `@record` writes the error file torchrun's agent names (TORCHELASTIC_ERROR_FILE): under
-        # torch.multiprocessing.spawn nobody reads it. What torchrun would add is the advice instead.
+        # torch.multiprocessing.spawn or mpirun nobody reads it. What the launcher can keep is the advice
+        # instead (for mpirun, unless its per-rank output files are what was read).
         out = [s for s in out if "errors.record" not in s]
-        out.insert(0, _SPAWN_ADVICE)
+        if launcher == "mp.spawn":
+            out.insert(0, _SPAWN_ADVICE)
+        elif not any(_MPI_OUTPUT_FILE_RE.search(f.path) for f in files):
+            out.insert(0, _MPIRUN_ADVICE)
     explained = verdict_conf == "high" and category in {c.value for c in _NOT_A_HANG}
     if explained:
         kinds = kinds - {"hang_detected"}

@@ -320,6 +320,19 @@ def test_a_spawned_job_is_told_what_torchrun_would_add_and_not_to_use_record(tmp
         assert "torch.multiprocessing.spawn`, whose console" in text.replace("\n", " ").replace("  ", " ")
 
 
+def test_an_mpirun_job_is_told_what_mpirun_can_keep_and_not_to_use_record() -> None:
+    """Under Open MPI's mpirun nobody reads `@record`'s error file either: the advice is mpirun's own tags and
+    per-rank output files, unless those files are what was read."""
+    root = Path(__file__).resolve().parents[2] / "tests/written_cases"
+    doc = api.analyze([root / "p22-ompi-timestamp-tag-sigsegv-rank5-of-8"]).to_dict()
+    assert doc["verdict"]["culprit_ranks"] == [5]
+    assert doc["collect_next"][0].startswith("This job was started with Open MPI's `mpirun`")
+    for text in (render_text(doc, color=False, width=100), render_markdown(doc)):
+        assert "errors.record" not in text
+    kept = api.analyze([root / "p22-ompi-output-filename-sigkill-rank2"]).to_dict()
+    assert not any("errors.record" in s or "--output-filename" in s for s in kept["collect_next"])
+
+
 def test_the_rendered_advice_skips_knobs_the_logs_show_were_on(tmp_path: Path) -> None:
     """The text and Markdown reports show the document's rerun advice, so a DETAIL run is not told there to
     turn DETAIL on either (they used to add the primary finding's own list back)."""
