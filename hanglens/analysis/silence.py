@@ -182,6 +182,11 @@ def _step(e: Event) -> int | None:
     return s if isinstance(s, int) and not isinstance(s, bool) else None
 
 
+def _epoch(e: Event) -> float | None:
+    x = e.get("epoch")
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
 def _total(e: Event) -> int | None:
     t = e.get("total")
     return t if isinstance(t, int) and not isinstance(t, bool) and t > 0 else None
@@ -304,8 +309,7 @@ def _quiet_before_stop_tod(evs: list[Event], progress: list[Event],
 def _epoch_done(progress: list[Event], stepped: list[Event]) -> Event | None:
     """A rank's newest `epoch_end` report (`epoch 3 done`), when nothing of its main series came after it:
     the rank went past every step of that epoch (section 16 item 1, its last progress line). Else None."""
-    ends = [e for e in progress if e.get("pattern") == "epoch_end"
-            and isinstance(e.get("epoch"), (int, float)) and not isinstance(e.get("epoch"), bool)]
+    ends = [e for e in progress if e.get("pattern") == "epoch_end" and _epoch(e) is not None]
     if not ends:
         return None
     end = ends[-1]
@@ -314,8 +318,8 @@ def _epoch_done(progress: list[Event], stepped: list[Event]) -> Event | None:
         at = {id(e): i for i, e in enumerate(progress)}
         if at[id(last)] > at[id(end)]:
             return None   # it went on reporting steps after it
-        epoch = last.get("epoch")
-        if isinstance(epoch, (int, float)) and not isinstance(epoch, bool) and epoch > end.get("epoch"):
+        epoch, ended = _epoch(last), _epoch(end)
+        if epoch is not None and ended is not None and epoch > ended:
             return None
     return end
 
@@ -329,9 +333,8 @@ def _epoch_ends_shared(per_rank: Sequence[Sequence[Event]]) -> bool:
     for evs in per_rank:
         ended.append({e.get("epoch") for e in evs
                       if e.kind == "progress" and e.get("pattern") == "epoch_end"})
-        epochs = [float(x) for e in evs if e.kind == "progress" and e.get("pattern") != "epoch_end"
-                  and _step(e) is not None and isinstance(x := e.get("epoch"), (int, float))
-                  and not isinstance(x, bool)]
+        epochs = [x for e in evs if e.kind == "progress" and e.get("pattern") != "epoch_end"
+                  and _step(e) is not None and (x := _epoch(e)) is not None]
         reached.append(max(epochs, default=-1.0))
     every = set().union(*ended) if ended else set()
     return not any(x not in mine and top > float(x)
