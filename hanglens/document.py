@@ -15,6 +15,7 @@ import pandas as pd
 from hanglens import __version__
 from hanglens import lazyre as re
 from hanglens.analysis import Tables
+from hanglens.ingest.origin import is_mpirun_output
 from hanglens.model import (
     YEARLESS_YEAR,
     Category,
@@ -318,10 +319,6 @@ _MPIRUN_ADVICE = (
 )
 
 
-# A file of `mpirun --output-filename DIR`: DIR/<jobid>/rank.<N>/stdout or stderr (ingest/origin.py).
-_MPI_OUTPUT_FILE_RE = re.compile(r"(?:^|/)rank\.\d+/std(?:out|err)$")
-
-
 def _launched_without_torchrun(events: Sequence[Any]) -> str | None:
     """The launcher that started the job's processes, `mp.spawn` (torch.multiprocessing.spawn's parent,
     parsers/spawn.py) or `mpirun` (Open MPI, parsers/mpirun.py), when no line of torchrun's agent
@@ -359,7 +356,7 @@ def _collect_next(
         out = [s for s in out if "errors.record" not in s]
         if launcher == "mp.spawn":
             out.insert(0, _SPAWN_ADVICE)
-        elif not any(_MPI_OUTPUT_FILE_RE.search(f.path) for f in files):
+        elif not any(is_mpirun_output(f.path) for f in files):
             out.insert(0, _MPIRUN_ADVICE)
     explained = verdict_conf == "high" and category in {c.value for c in _NOT_A_HANG}
     if explained:

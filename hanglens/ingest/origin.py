@@ -72,6 +72,17 @@ class PathHints:
     pid: int | None = None
 
 
+def _mpirun_rank_dir(dirs: list[str], name: str) -> re.Match[str] | None:
+    """The `rank.<N>` folder match when `dirs`/`name` is a file `mpirun --output-filename` wrote."""
+    return OMPI_RANK_DIR_RE.match(dirs[-1]) if dirs and OMPI_FILE_RE.match(name) else None
+
+
+def is_mpirun_output(rel: str) -> bool:
+    """Whether a display-relative path is one of `mpirun --output-filename`'s per-rank files."""
+    parts = [p for p in PurePosixPath(rel.replace("!", "/")).parts if p not in ("", ".", "/")]
+    return bool(parts) and _mpirun_rank_dir(parts[:-1], parts[-1]) is not None
+
+
 def origin_of(rel: str) -> PathHints:
     """Origin hints from a display-relative path (archive members included, `!` treated as a folder)."""
     parts = [p for p in PurePosixPath(rel.replace("!", "/")).parts if p not in ("", ".", "/")]
@@ -88,7 +99,7 @@ def origin_of(rel: str) -> PathHints:
             stream = name[:-4] if name.endswith(".log") else None
             return PathHints(Origin(local_rank=int(dirs[-1]), attempt=int(m["n"]), stream=stream, host=host,
                                    node_dir=run_dir))
-    if dirs and OMPI_FILE_RE.match(name) and (mo := OMPI_RANK_DIR_RE.match(dirs[-1])):
+    if (mo := _mpirun_rank_dir(dirs, name)) is not None:
         return PathHints(Origin(rank=int(mo["n"]), stream=name))
     rank: int | None = None
     local_rank: int | None = None
