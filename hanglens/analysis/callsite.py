@@ -79,7 +79,8 @@ class CallSite:
     reason: str | None        # the frame (and word) that decided `site`
 
 
-def _split(frame: str) -> tuple[str, int, str] | None:
+def split_frame(frame: str) -> tuple[str, int, str] | None:
+    """(file, line, function) of a frame written `<file>:<line> in <function>`, else None."""
     m = FRAME_RE.match(str(frame))
     if not m:
         return None
@@ -121,7 +122,7 @@ def blocking_call(frames: Sequence[str]) -> tuple[int, int, str, str] | None:
     ddp_broadcast: int | None = None
     in_forward = False
     for i, fr in enumerate(frames):
-        parts = _split(fr)
+        parts = split_frame(fr)
         if parts is None:
             continue
         path, _, func = parts
@@ -208,7 +209,7 @@ def call_site(frames: Sequence[str], sources: Sequence[str] = (), shared: int = 
         decided = nearest and (section is not None or step is not None)
         if decided and user is not None:
             break
-        parts = _split(frames[i])
+        parts = split_frame(frames[i])
         if parts is None:
             continue
         path, line, func = parts

@@ -9,7 +9,6 @@ from typing import Any
 
 import pandas as pd
 
-from hanglens import lazyre as re
 from hanglens.analysis import callsite
 from hanglens.analysis.kinds import is_victim_exception
 from hanglens.analysis.record import Record, record_type
@@ -693,19 +692,14 @@ def _all_later(frame: str | None, others: Sequence[str | None]) -> bool:
     down the function a rank is blocked in went on past its call: they completed that collective."""
     if frame is None or not others:
         return False
-    mine = _FRAME_AT_RE.match(frame)
+    mine = callsite.split_frame(frame)   # (a user frame as callsite.call_site writes it)
     if mine is None:
         return False
     for other in others:
-        m = _FRAME_AT_RE.match(other or "")
-        same_function = m is not None and (m["file"], m["func"]) == (mine["file"], mine["func"])
-        if m is None or not same_function or int(m["line"]) <= int(mine["line"]):
+        theirs = callsite.split_frame(other or "")
+        if theirs is None or (theirs[0], theirs[2]) != (mine[0], mine[2]) or theirs[1] <= mine[1]:
             return False
     return True
-
-
-# A user frame as callsite.call_site writes it: `<file>:<line> in <function>`.
-_FRAME_AT_RE = re.compile(r"^(?P<file>[^:]{1,400}):(?P<line>\d{1,9}) in (?P<func>.{1,400})$")
 
 
 def _mark_calls(first: dict[int, Row], stacks: dict[int, tuple[list[str], list[str]]],
