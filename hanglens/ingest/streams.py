@@ -122,8 +122,14 @@ def mpirun_starts_ranks(events: list[Event]) -> bool:
     """Are the MPI ranks mpirun names in a file the job's global ranks? Yes unless the file shows a launcher
     that mpirun started in its place (torchrun's agent lines, `--tee` prefixes, local ranks: then an MPI rank
     is a node, as an `srun` task is, log-formats.md section 9.3)."""
-    return not any((e.kind in AGENT_EVENT_KINDS and not is_mpirun_exit(e)) or e.local_rank is not None
-                   or (e.writer is not None and "tee " in e.writer) for e in events)
+    return not _launcher_in_file(events) and not any(e.local_rank is not None for e in events)
+
+
+def _launcher_in_file(events: list[Event]) -> bool:
+    """The file shows a launcher of its own between mpirun (or srun) and the training processes: torchrun's
+    agent lines or its `--tee` prefixes (mpirun's own report is not one)."""
+    return any((e.kind in AGENT_EVENT_KINDS and not is_mpirun_exit(e))
+               or (e.writer is not None and "tee " in e.writer) for e in events)
 
 
 def _mpi_is_rank(mpi: int, events: list[Event], launcher_in_file: bool) -> bool:
@@ -171,10 +177,7 @@ def stream_ranks(events: list[Event], mpi_ranks: Mapping[str, int], envelope_ran
     groups: dict[str | None, list[Event]] = {}
     for e in events:
         groups.setdefault(e.writer, []).append(e)
-    launcher_in_file = any(
-        (e.kind in AGENT_EVENT_KINDS and not is_mpirun_exit(e))
-        or (e.writer is not None and "tee " in e.writer) for e in events
-    )
+    launcher_in_file = _launcher_in_file(events)
     out: dict[str | None, int] = {}
     if task_ranks and _tasks_are_ranks(groups, task_ranks):
         out.update({w: task_ranks[w] for w in groups if w is not None and w in task_ranks})
