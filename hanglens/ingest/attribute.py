@@ -880,7 +880,9 @@ def _only_exception_exit(files: list[FileEvents]) -> None:
 
 
 def _hosts(files: list[FileEvents]) -> None:
-    """Hosts from NCCL envelopes, then rank -> host from every event that states both."""
+    """Hosts from NCCL envelopes, then rank -> host from every event that states both (a launcher's report of
+    one task that is a rank names its node: srun's `srun: error: <node>: task <n>`, mpirun's `process rank
+    <n> ... on node <node>`)."""
     def own(f: FileEvents, e: Event) -> Event:
         h = e.get("nccl_host")
         return _with(f, e, "host", h) if e.host is None and isinstance(h, str) and h else e
@@ -894,6 +896,9 @@ def _hosts(files: list[FileEvents]) -> None:
                 pairs.append((_int(e.get("failed_rank")), e.get("failed_host")))
             elif e.kind == "world_info":
                 pairs.append((_int(e.get("global_rank")), e.get("hostname")))
+            elif e.rank is not None and e.get("tasks") == [e.rank]:
+                # a launcher's exit line of one task that is this rank (srun, mpirun) names the task's node
+                pairs.append((e.rank, e.get("task_host")))
             if e.kind in LAYOUT_KINDS:
                 pairs.extend((g, h) for h, _, g in layout_of(e))
             for r, h in pairs:

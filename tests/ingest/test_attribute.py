@@ -89,6 +89,19 @@ def test_host_from_rank_map() -> None:
     assert f.events[1].host == "nodeA"
 
 
+def test_a_launchers_report_of_one_rank_task_names_its_node() -> None:
+    """mpirun's `process rank 1 ... on node n01` and srun's `srun: error: n02: task 3: Killed`, ranked by
+    their task, give that rank's host; a report whose task is not the event's rank gives none."""
+    f = FileEvents("c.log", Origin(), [
+        ev(kind="launcher_exit", rank=1, launcher="mpirun", tasks=[1], task_host="n01", line=1),
+        ev(kind="launcher_exit", rank=3, launcher="srun", tasks=[3], task_host="n02", line=2),
+        ev(kind="launcher_exit", rank=5, launcher="srun", tasks=[0], task_host="n03", line=3),
+        ev(kind="exception", rank=1, line=4), ev(kind="exception", rank=3, line=5),
+        ev(kind="exception", rank=5, line=6)])
+    attribute([f])
+    assert [e.host for e in f.events[3:]] == ["n01", "n02", None]
+
+
 def _utc(t: float | None) -> tuple[int, int, int]:
     d = dt.datetime.fromtimestamp(t or 0, dt.timezone.utc)
     return d.year, d.month, d.day
