@@ -127,6 +127,14 @@ def rank_list(value: Any) -> str:
     return ", ".join(parts)
 
 
+def ranks_phrase(value: Any) -> str:
+    """`rank 3` for one rank, `ranks 0-3, 5` for several (rank_list's ranges), `` for none."""
+    listed = rank_list(value)
+    if not listed:
+        return ""
+    return f"rank {listed}" if listed.isdigit() else f"ranks {listed}"
+
+
 def _first(value: Any) -> Any:
     vals = _values(value)
     return vals[0] if vals else None
@@ -315,7 +323,8 @@ def _bounded_filter(env: BoundedSandbox, name: str, fn: Any) -> Any:
 def environment(max_output: int = DEFAULT_LIMITS.max_template_output) -> SandboxedEnvironment:
     """A fresh sandbox with strict undefined names, the rule filters and bounded operations."""
     env = BoundedSandbox(max_output, undefined=jinja2.StrictUndefined, autoescape=False)
-    env.filters.update({"rank_list": rank_list, "first": _first, "min": _min, "max": _max, "count": _count,
+    env.filters.update({"rank_list": rank_list, "ranks_phrase": ranks_phrase, "first": _first, "min": _min,
+                        "max": _max, "count": _count,
                         "unique": _unique, "join": _join, "hosts": _hosts, "size": _size,
                         "duration": _duration, "tally": _tally})
     env.filters.update({name: _bounded_filter(env, name, env.filters[name])

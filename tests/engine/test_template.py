@@ -26,6 +26,9 @@ FRAME = pd.DataFrame({"rank": [2, 0, 1, None], "pg": ["0", "0", "1", None], "seq
 
 @pytest.mark.parametrize(("source", "text"), [
     ("{{ b.rank | rank_list }}", "0-2"),
+    ("{{ b.rank | ranks_phrase | capitalize }} waited; so did {{ [4] | ranks_phrase }}"
+     "{{ [] | ranks_phrase }}.",
+     "Ranks 0-2 waited; so did rank 4."),
     ("{{ b.pg | first }}", "0"),
     ("{{ b.seq | min }}-{{ b.seq | max }}", "5-7"),
     ("{{ b.rank | count }} of {{ b | count }}", "3 of 4"),
