@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,13 @@ _SOURCES = ("failure-signatures.md", "log-formats.md", ".cpp", ".py", ".cc", ".h
 def test_description_cites_its_source(rule: Rule) -> None:
     """A rule stands on a mechanism: its description names the reference section or upstream file."""
     assert any(s in rule.description for s in _SOURCES), rule.description
+
+
+_RANKS_AS_PARENS = re.compile(r"[Rr]ank\(s\)\s+\{\{[^{}]*\|\s*rank_list\s*\}\}")
+
+
+@needs_rules
+@pytest.mark.parametrize("rule", BUILTIN, ids=lambda r: r.id)
+def test_explanation_names_ranks_in_words(rule: Rule) -> None:
+    """`rank 3` / `ranks 0-2` (filter `ranks_phrase`), never `rank(s) 3`: a user reads a sentence."""
+    assert not _RANKS_AS_PARENS.search(rule.explanation), rule.explanation
