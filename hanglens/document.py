@@ -302,6 +302,8 @@ _ALREADY_ON: tuple[tuple[str, frozenset[str]], ...] = (
     ("TORCH_DISTRIBUTED_DEBUG=DETAIL", frozenset({"collective_fingerprint", "collective_mismatch"})),
     ("NCCL_DEBUG=INFO", frozenset({"nccl_comm_init"})),
     ("TORCH_NCCL_TRACE_BUFFER_SIZE", frozenset({"flight_recorder", "fr_dump"})),
+    # `@record` is on when a worker's error.json was read or the agent's failure table printed its traceback
+    ("errors.record", frozenset({"error_file"})),
 )
 
 _SPAWN_ADVICE = (

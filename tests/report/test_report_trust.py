@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from importlib import resources
 from pathlib import Path
@@ -352,3 +353,26 @@ def test_advice_the_fix_already_gives_is_not_repeated_under_collect() -> None:
     assert any("TORCH_DISTRIBUTED_DEBUG=DETAIL" in s for s in fix)
     assert not any("TORCH_DISTRIBUTED_DEBUG=DETAIL" in s for s in doc["collect_next"]), doc["collect_next"]
     assert any("py-spy dump" in s for s in doc["collect_next"])
+
+
+def test_a_job_whose_error_file_was_read_is_not_told_to_use_record(tmp_path: Path) -> None:
+    """`@record` writes the worker's error.json (torch/distributed/elastic/multiprocessing/errors): when one
+    was read, the job already had it, and the advice to decorate the entrypoint is noise."""
+    attempt = tmp_path / "logs" / "none_k2x9" / "attempt_0"
+    for lr in range(3):
+        (attempt / str(lr)).mkdir(parents=True)
+    err = "ValueError: label 7 out of range for 5 classes"
+    (attempt / "2" / "stderr.log").write_text(f"Traceback (most recent call last):\n  File \"t.py\", line 9, "
+                                              f"in <module>\n    main()\n{err}\n")
+    for lr in (0, 1):
+        (attempt / str(lr) / "stderr.log").write_text(
+            f"[rank{lr}]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection "
+            f"closed by peer [127.0.0.1]:{5600 + lr}\n")
+    without = api.analyze([tmp_path]).to_dict()
+    assert without["verdict"]["culprit_ranks"] == [2]
+    assert any("errors.record" in s for s in without["collect_next"])
+    (attempt / "2" / "error.json").write_text(json.dumps({"message": {
+        "message": err, "extraInfo": {"py_callstack": "Traceback ...", "timestamp": "1764800000"}}}))
+    doc = api.analyze([tmp_path]).to_dict()
+    assert doc["verdict"]["culprit_ranks"] == [2]
+    assert not any("errors.record" in s for s in doc["collect_next"]), doc["collect_next"]
