@@ -164,8 +164,12 @@ def call_source(frames: Sequence[str], sources: Sequence[str]) -> str | None:
     return caller_source(frames, sources, found[0]) or None
 
 
-# `group=<a process group>` in the source line of the call into torch.distributed (not None or WORLD).
-_SUBGROUP_ARG_RE = re.compile(r"\bgroup\s*=\s*(?!None\b|(?:[\w.]*\.)?WORLD\b)[A-Za-z_]")
+# `group=<a process group>` in the source line of the call into torch.distributed (not None or WORLD). A
+# wrapper that passes its own `group` parameter on (`group=group`) says nothing about the group its caller
+# chose, and the common ones default it to the whole world: Lightning's `_sync_ddp`, behind every
+# `self.log(..., sync_dist=True)`, sets `group = torch.distributed.group.WORLD if group is None else group`
+# and calls `torch.distributed.barrier(group=group)` (lightning/fabric/utilities/distributed.py).
+_SUBGROUP_ARG_RE = re.compile(r"\bgroup\s*=\s*(?!None\b|(?:[\w.]*\.)?WORLD\b|group\b)[A-Za-z_]")
 
 
 def subgroup_call(frames: Sequence[str], sources: Sequence[str]) -> bool:

@@ -288,3 +288,16 @@ def test_a_user_function_named_for_evaluation_is_still_a_section() -> None:
     f, s = stack(MAIN, ("/srv/app/eval_frame.py", 8, "score", "dist.all_reduce(hits)"),
                  tail=c10d("all_reduce"))
     assert site(f, s).site == "section"
+
+
+def test_a_forwarded_group_parameter_is_not_a_subgroup() -> None:
+    # Lightning's `_sync_ddp` sets `group = torch.distributed.group.WORLD if group is None else group` and calls
+    # `torch.distributed.barrier(group=group)` (lightning/fabric/utilities/distributed.py): a wrapper passing
+    # its own `group` parameter on says nothing about which group its caller chose.
+    sync = ("/opt/env/lib/python3.10/site-packages/lightning/fabric/utilities/distributed.py", 213, "_sync_ddp",
+            "torch.distributed.barrier(group=group)")
+    f, s = stack(MAIN, sync, tail=c10d("barrier"))
+    assert not callsite.subgroup_call(f, s)
+    named = ("/srv/app/tp.py", 40, "sync", "dist.all_reduce(t, group=self.tp_group)")
+    f, s = stack(MAIN, named, tail=c10d("all_reduce"))
+    assert callsite.subgroup_call(f, s)
