@@ -55,7 +55,8 @@ DDP_FILE = "nn/parallel/distributed.py"
 # (`dist.broadcast(sigterm_tensor, src=0)`) from inside the signal handler: a collective there is the rank
 # being stopped (by torchrun's closing SIGTERM after a peer failed), and the frames under the handler are
 # what the rank was doing when its peers waited.
-SIGNAL_HANDLER_RE = re.compile(r"(?:^|/)(?:lightning/pytorch|pytorch_lightning)/trainer/connectors/signal_connector\.py$")
+SIGNAL_HANDLER_RE = re.compile(
+    r"(?:^|/)(?:lightning/pytorch|pytorch_lightning)/trainer/connectors/signal_connector\.py$")
 # The entry of the buffer broadcast DDP's forward makes: with the gradient all_reduce under `backward` it is
 # one of the training step's own collectives (collectives.STEP_SYNC).
 DDP_FORWARD = "DDP forward"

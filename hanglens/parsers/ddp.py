@@ -8,7 +8,8 @@ param_indices=[60, 61]).
 Lightning 1.6-2.6 (`DDPStrategy.on_exception`, lightning/pytorch/strategies/ddp.py) replaces that message with
 its own sentence `It looks like your LightningModule has parameters that were not used in producing the loss
 returned by training_step. ...` before it propagates; it does so only for the reducer's message and only with
-`find_unused_parameters` off (the sentence asks to turn it on), so it is the same event with find_unused=False.
+`find_unused_parameters` off (the sentence asks to turn it on), so it is the same event with
+find_unused=False.
 
 The reducer message spans several lines, so after its first sentence the parser looks at the next
 WINDOW lines for the variant sentences (find_unused_parameters / static_graph). The "Parameter indices"
