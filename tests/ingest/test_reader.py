@@ -520,3 +520,16 @@ def test_lines_padded_to_the_console_width_are_not_a_hard_wrap() -> None:
     res = read(data, (ProgressParser,))
     assert not any("rejoined" in n for n in res.notes)
     assert res.events and res.events[-1].get("step") == 13
+
+
+def test_bars_ending_on_one_physical_line_keep_the_order_they_were_drawn() -> None:
+    """Lightning's sanity-check bar, then its epoch bar, redrawn with `\\r` on one physical line and cut
+    mid-epoch: the epoch bar's last redraw is the file's last report (the sanity bar's came before it)."""
+    from hanglens.parsers.progress import ProgressParser
+
+    sanity = "".join(f"\rSanity Checking DataLoader 0: {n * 50:3d}%|###       | {n}/2 [00:00<00:00, 31.0it/s]"
+                     for n in range(3))
+    epoch = "".join(f"\rEpoch 0: {n * 100 // 8:3d}%|##        | {n}/8 [00:00<00:00, 40.00it/s, v_num=0, "
+                    "train_loss=2.5]" for n in range(6))
+    res = read(("setup done\n" + sanity + epoch).encode(), (ProgressParser,))
+    assert [(e.get("step"), e.get("total")) for e in res.events][-1] == (5, 8)
