@@ -50,6 +50,13 @@ BARRIERS = frozenset({"barrier", "monitored_barrier"})
 # broadcasts rank 0's parameters and buffers (torch/distributed/utils.py `_sync_params_and_buffers`).
 DDP_BROADCASTS = frozenset({"_distributed_broadcast_coalesced", "_sync_params_and_buffers"})
 DDP_FILE = "nn/parallel/distributed.py"
+# Lightning's SIGTERM handler (lightning/pytorch/trainer/connectors/signal_connector.py, Lightning 2.x
+# `_sigterm_notifier_fn`, run through `_HandlersCompose.__call__`) broadcasts the stop to the other ranks
+# (`dist.broadcast(sigterm_tensor, src=0)`) from inside the signal handler: a collective there is the rank
+# being stopped (by torchrun's closing SIGTERM after a peer failed), and the frames under the handler are
+# what the rank was doing when its peers waited.
+SIGNAL_HANDLER_RE = re.compile(
+    r"(?:^|/)(?:lightning/pytorch|pytorch_lightning)/trainer/connectors/signal_connector\.py$")
 # The entry of the buffer broadcast DDP's forward makes: with the gradient all_reduce under `backward` it is
 # one of the training step's own collectives (collectives.STEP_SYNC).
 DDP_FORWARD = "DDP forward"
@@ -108,6 +115,15 @@ def _is_step(text: str) -> str | None:
     return hit[0] if hit else None
 
 
+def interrupted_frames(frames: Sequence[str]) -> Sequence[str]:
+    """The frames a signal handler interrupted: the stack cut where Lightning's SIGTERM handler starts."""
+    for i, fr in enumerate(frames):
+        parts = split_frame(fr)
+        if parts is not None and SIGNAL_HANDLER_RE.search(parts[0]):
+            return frames[:i]
+    return frames
+
+
 def blocking_call(frames: Sequence[str]) -> tuple[int, int, str, str] | None:
     """(index of the outermost, index of the innermost public c10d frame, entry, call) of a stack, or None.
 
@@ -121,6 +137,7 @@ def blocking_call(frames: Sequence[str]) -> tuple[int, int, str, str] | None:
     autograd: int | None = None
     ddp_broadcast: int | None = None
     in_forward = False
+    frames = interrupted_frames(frames)
     for i, fr in enumerate(frames):
         parts = split_frame(fr)
         if parts is None:
@@ -164,8 +181,12 @@ def call_source(frames: Sequence[str], sources: Sequence[str]) -> str | None:
     return caller_source(frames, sources, found[0]) or None
 
 
-# `group=<a process group>` in the source line of the call into torch.distributed (not None or WORLD).
-_SUBGROUP_ARG_RE = re.compile(r"\bgroup\s*=\s*(?!None\b|(?:[\w.]*\.)?WORLD\b)[A-Za-z_]")
+# `group=<a process group>` in the source line of the call into torch.distributed (not None or WORLD). A
+# wrapper that passes its own `group` parameter on (`group=group`) says nothing about the group its caller
+# chose, and the common ones default it to the whole world: Lightning's `_sync_ddp`, behind every
+# `self.log(..., sync_dist=True)`, sets `group = torch.distributed.group.WORLD if group is None else group`
+# and calls `torch.distributed.barrier(group=group)` (lightning/fabric/utilities/distributed.py).
+_SUBGROUP_ARG_RE = re.compile(r"\bgroup\s*=\s*(?!None\b|(?:[\w.]*\.)?WORLD\b|group\b)[A-Za-z_]")
 
 
 def subgroup_call(frames: Sequence[str], sources: Sequence[str]) -> bool:

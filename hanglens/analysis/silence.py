@@ -173,6 +173,10 @@ def _order(evs: Sequence[Event]) -> list[Event]:
     return sorted(evs, key=lambda e: (e.path, e.line))
 
 
+def _sanity_bar(e: Event) -> bool:
+    return str(e.get("label") or "").startswith("Sanity Checking")
+
+
 def _series(e: Event) -> tuple[Any, ...]:
     return (e.get("pattern"), e.get("label"))
 
@@ -407,8 +411,11 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str],
         dist = [e for e in evs if e.parser in DIST_PARSERS and e.kind not in ("progress", "phase")]
         if rank is None and not progress:
             continue
-        # The rank's main loop is the series it reported first (validation bars come later).
-        first = next((e for e in progress if _step(e) is not None), None)
+        # The rank's main loop is the series it reported first (validation bars come later), past a
+        # sanity-check bar: Lightning validates a few batches before training starts, under its own bar
+        # ("Sanity Checking", lightning/pytorch/callbacks/progress/progress_bar.py).
+        first = next((e for e in progress if _step(e) is not None and not _sanity_bar(e)), None) \
+            or next((e for e in progress if _step(e) is not None), None)
         stepped = [e for e in progress if first is not None and _series(e) == _series(first)]
         last = (stepped or progress or phases)[-1]
         stalled, boundary, phase_line = _boundary(progress, phases)

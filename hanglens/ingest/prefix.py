@@ -130,6 +130,15 @@ USER_RANK_RE = re.compile(r"^\[(?:rank|RANK)(?:: ?| ?)(?P<rank>\d{1,6})\][ :]")
 # the slash and the world size after it say it is the writer's rank in the job, not a count or a sub-group
 # rank (ProcessGroupNCCL's `[Rank 3]` has no world size); read only where R < W.
 USER_RANK_OF_RE = re.compile(r"^(?:rank|Rank|RANK) (?P<rank>\d{1,6}) ?/ ?(?P<world>\d{1,6})(?=[ \t:|,\]-])")
+# Lightning's `Initializing distributed: GLOBAL_RANK: 5, MEMBER: 6/8` (lightning/fabric/utilities/
+# distributed.py `_init_dist_connection`: `log.info(f"Initializing distributed: GLOBAL_RANK: {global_rank},
+# MEMBER: {global_rank + 1}/{world_size}")`, Lightning 1.x-2.6) is logged by the process of that global rank
+# itself, right before it calls `init_process_group`: in a console every rank shares it is that rank's own
+# line. Read only when the member number is the rank plus one and within the world (the shape Lightning
+# writes).
+LIGHTNING_INIT_RE = re.compile(
+    r"^Initializing distributed: GLOBAL_RANK: (?P<rank>\d{1,6}), "
+    r"MEMBER: (?P<member>\d{1,7})/(?P<world>\d{1,7})")
 # DeepSpeed's `log_dist` (deepspeed/utils/logging.py: `final_message = "[Rank {}] {}".format(my_rank,
 # message)`, `my_rank = dist.get_rank()`, the global rank) logs through the DeepSpeed logger's envelope
 # (DEEPSPEED_RE), so right after that envelope `[Rank N] ` names the writer's global rank;
@@ -667,6 +676,10 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
         elif s[:1] in "rR":
             m = USER_RANK_OF_RE.match(s)
             if m and int(m["rank"]) < int(m["world"]):
+                rank = int(m["rank"])
+        elif s[:1] == "I":
+            m = LIGHTNING_INIT_RE.match(s)
+            if m and int(m["member"]) == int(m["rank"]) + 1 <= int(m["world"]):
                 rank = int(m["rank"])
     if rank is None and s[:1] in ("{", "t", "l"):
         rank = _record_rank(s)

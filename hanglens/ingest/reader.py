@@ -226,7 +226,7 @@ def _wrap_width(sample: list[str]) -> int | None:
     lines = [s for s in sample[:-1] if s and not _RULE_RE.match(s)]
     if len(lines) < 4:
         return None
-    lengths = [len(s) for s in lines]
+    lengths = [_cut_length(s) for s in lines]
     found = _wrap_width_at(lines, lengths, max(lengths))
     if found is not None:
         return found
@@ -240,7 +240,7 @@ def _wrap_width(sample: list[str]) -> int | None:
     longer = sum(1 for n in lengths if n > width)
     if longer > max(2, 0.05 * len(lines)):
         return None
-    kept = [s for s in lines if len(s) <= width]
+    kept = [s for s in lines if _cut_length(s) <= width]
     # Records of one template that happen to share a length (ranks' timestamped lines behind a log shipper's
     # prefix) are not pieces of a cut line: a piece cut from the middle of a message does not start with a
     # timestamped envelope of its own.
@@ -248,7 +248,16 @@ def _wrap_width(sample: list[str]) -> int | None:
     stamped = sum(1 for i in at if i + 1 < len(kept) and strip_prefixes(kept[i + 1]).time is not None)
     if stamped > len(at) // 4:
         return None
-    return _wrap_width_at(kept, [len(s) for s in kept], width)
+    return _wrap_width_at(kept, [_cut_length(s) for s in kept], width)
+
+
+def _cut_length(line: str) -> int:
+    """How long `line` is as a terminal's cut would leave it: a line padded with spaces to the console's
+    width was printed whole, not cut there (a rich `Table.grid(expand=True)` pads each row to the console's
+    width, 80 columns when not a terminal, rich/segment.py `Segment.adjust_line_length`: Lightning's model
+    summary, lightning/pytorch/callbacks/rich_model_summary.py), so it counts without its padding; one
+    space at the end may be where a cut fell."""
+    return len(line.rstrip(" ")) if line.endswith("  ") else len(line)
 
 
 # How far short of the width a word-wrapped line may end: the word that did not fit moved whole to the

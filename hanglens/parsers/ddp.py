@@ -5,6 +5,12 @@ starting a new one. ...` followed (within the same message, split over lines) by
 not receive grad for rank 1: 60 61` → `ddp_reduction_unfinished` and `ddp_unused_parameters` (for_rank=1,
 param_indices=[60, 61]).
 
+Lightning 1.6-2.6 (`DDPStrategy.on_exception`, lightning/pytorch/strategies/ddp.py) replaces that message with
+its own sentence `It looks like your LightningModule has parameters that were not used in producing the loss
+returned by training_step. ...` before it propagates; it does so only for the reducer's message and only with
+`find_unused_parameters` off (the sentence asks to turn it on), so it is the same event with
+find_unused=False.
+
 The reducer message spans several lines, so after its first sentence the parser looks at the next
 WINDOW lines for the variant sentences (find_unused_parameters / static_graph). The "Parameter indices"
 and "Parameters which did not receive grad" lines of one rank are merged into ONE `ddp_unused_parameters`
@@ -21,6 +27,9 @@ from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, int_list, to_count
 
 UNFINISHED_RE = re.compile(r"Expected to have finished reduction in the prior iteration")
+LIGHTNING_UNFINISHED_RE = re.compile(
+    r"LightningModule has parameters that were not used in producing the loss returned by training_step"
+)
 FIND_UNUSED_ON_RE = re.compile(r"Since `?find_unused_parameters=True`? is enabled")
 FIND_UNUSED_OFF_RE = re.compile(r"You can enable unused parameter detection by passing the keyword argument")
 STATIC_RE = re.compile(r"static_graph set to True|training graph has changed in this iteration")
@@ -47,6 +56,7 @@ class DdpParser(Parser):
     name = "ddp"
     triggers = (
         "finished reduction",
+        "were not used in producing the loss",
         "did not receive grad",
         "DDP expects same model",
         "appears not to match",
@@ -100,6 +110,10 @@ class DdpParser(Parser):
             out.extend(self._flush_red())
             self._red = (line, {"find_unused": None, "static_graph": False})
             self._red_left = WINDOW
+        elif LIGHTNING_UNFINISHED_RE.search(text):
+            out.extend(self._flush_red())
+            self._red = (line, {"find_unused": False, "static_graph": False})
+            self._red_left = 0
         if self._red is not None:
             fields = self._red[1]
             if FIND_UNUSED_ON_RE.search(text):
@@ -259,6 +273,16 @@ class DdpParser(Parser):
             "torch 1.10-2.9 (constructed)",
         ),
         Example(
+            "[rank2]: RuntimeError: It looks like your LightningModule has parameters that were not used in "
+            "producing the loss returned by training_step. If this is intentional, you must enable the "
+            "detection of unused parameters in DDP, either by setting the string value "
+            "`strategy='ddp_find_unused_parameters_true'` or by setting the flag in the strategy with "
+            "`strategy=DDPStrategy(find_unused_parameters=True)`.",
+            "ddp_reduction_unfinished",
+            {"find_unused": False, "static_graph": False},
+            "Lightning 1.6-2.6 DDPStrategy.on_exception rewrite (constructed)",
+        ),
+        Example(
             "RuntimeError: Expected to have finished reduction in the prior iteration before starting a "
             "new one.\n"
             "Parameter indices which did not receive grad for rank 1: 60 61\n",
@@ -308,6 +332,7 @@ class DdpParser(Parser):
         "forward pass. This flag results in an extra traversal of the autograd graph every iteration.",
         "[Rank 0]: DDP Initialized with: broadcast_buffers: 1, find_unused_parameters: 0",
         "all parameters received grad for rank 0",
+        "Tip: parameters that were not used in producing the loss can be frozen with requires_grad=False",
         "the reduction finished reduction stats: 12 buckets",
         "layer sizes appears not to match the checkpoint; loading with strict=False",
     )

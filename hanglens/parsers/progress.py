@@ -715,7 +715,11 @@ class ProgressParser(Parser):
                     seen.add(id(pair))
                     out.extend(self._events(pair))
         self.held, self.extremes, self.restarts = {}, {}, {}
-        for k, p in sorted(self.last.items(), key=lambda kv: (kv[1].num, repr(kv[0]))):
+        # Series whose last reports share a physical line (tqdm redraws joined by `\r`: Lightning's
+        # sanity-check bar, then its epoch bar) come out in the order they began, which is the order they
+        # were drawn there (a later bar starts after an earlier one closed), not in the order of their keys.
+        order = {k: i for i, k in enumerate(self.last)}
+        for k, p in sorted(self.last.items(), key=lambda kv: (kv[1].num, order[kv[0]])):
             gap = _gap_after(self.diffs.get(k, {}))
             if self.emitted.get(k) is not p.fields or gap is not None:
                 out.append(self.event("progress", p.line, **{**p.fields, "gap_after": gap}))

@@ -288,3 +288,31 @@ def test_a_user_function_named_for_evaluation_is_still_a_section() -> None:
     f, s = stack(MAIN, ("/srv/app/eval_frame.py", 8, "score", "dist.all_reduce(hits)"),
                  tail=c10d("all_reduce"))
     assert site(f, s).site == "section"
+
+
+def test_a_forwarded_group_parameter_is_not_a_subgroup() -> None:
+    # Lightning's `_sync_ddp` sets `group = torch.distributed.group.WORLD if group is None else group` and
+    # calls `torch.distributed.barrier(group=group)` (lightning/fabric/utilities/distributed.py): a wrapper
+    # passing its own `group` parameter on says nothing about which group its caller chose.
+    lib = "/opt/env/lib/python3.10/site-packages/lightning/fabric/utilities/distributed.py"
+    sync = (lib, 213, "_sync_ddp", "torch.distributed.barrier(group=group)")
+    f, s = stack(MAIN, sync, tail=c10d("barrier"))
+    assert not callsite.subgroup_call(f, s)
+    named = ("/srv/app/tp.py", 40, "sync", "dist.all_reduce(t, group=self.tp_group)")
+    f, s = stack(MAIN, named, tail=c10d("all_reduce"))
+    assert callsite.subgroup_call(f, s)
+
+
+def test_a_collective_inside_lightnings_sigterm_handler_is_not_where_the_rank_waited() -> None:
+    # Lightning's SIGTERM handler broadcasts the stop to the other ranks
+    # (lightning/pytorch/trainer/connectors/signal_connector.py `_sigterm_notifier_fn`); the frames under it
+    # are what the rank was doing.
+    lib = "/opt/env/lib/python3.10/site-packages/lightning/pytorch/trainer/connectors/signal_connector.py"
+    user = ("/srv/app/model.py", 118, "training_step", "time.sleep(self.delay)")
+    handler = ((lib, 36, "__call__", "signal_handler(signum, frame)"),
+               (lib, 118, "_sigterm_notifier_fn", "dist.broadcast(sigterm_tensor, src=0)"))
+    f, s = stack(MAIN, user, *handler, tail=c10d("broadcast"))
+    assert callsite.blocking_call(f) is None
+    assert callsite.call_site(f, s) is None
+    f, s = stack(MAIN, ("/srv/app/loop.py", 52, "run", "dist.all_reduce(flat_grad)"), tail=c10d("all_reduce"))
+    assert callsite.blocking_call(f) is not None

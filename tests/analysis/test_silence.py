@@ -341,3 +341,13 @@ def test_a_log_that_ends_inside_a_running_bar_is_cut() -> None:
     logged = ev("progress", 1, parser="progress", path="rank.1/stdout", step=4, total=6, epoch=2,
                 pattern="step", label=None, gap_after=None)
     assert silent_hang_rows([logged], {}, {"rank.1/stdout": logged.line})[0]["bar_cut"] is False
+
+
+def test_a_sanity_check_bar_drawn_first_is_not_the_main_loop() -> None:
+    # Lightning runs a short validation ("Sanity Checking", lightning/pytorch/callbacks/progress/
+    # progress_bar.py `sanity_check_description`) before training: its bar comes first, the loop's after it.
+    sanity = step(0, 2, total=2, label="Sanity Checking DataLoader 0", path="console.log")
+    started = step(0, 0, total=8, path="console.log")
+    cut = step(0, 5, total=8, path="console.log")
+    row = silent_hang_rows([sanity, started, cut], {}, {"console.log": cut.line})[0]
+    assert (row["last_step"], row["total"], row["bar_cut"]) == (5, 8, True)

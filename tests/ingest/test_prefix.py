@@ -70,6 +70,14 @@ CASES = [
     ("[rank: 3] Seed set to 42", Dialect(), "[rank: 3] Seed set to 42", 3, None, None, None),
     ("2026-11-20 08:14:05,311 | WARNING | fit.loop | [rank: 1] shard 4 is empty; skipping metric sync",
      Dialect(), "[rank: 1] shard 4 is empty; skipping metric sync", 1, None, None, "W"),
+    # Lightning's `_init_dist_connection` announcement is logged by the process of that global rank itself
+    # (lightning/fabric/utilities/distributed.py), under a torchrun `--tee` prefix too (local rank 1 there)
+    ("Initializing distributed: GLOBAL_RANK: 5, MEMBER: 6/8", Dialect(),
+     "Initializing distributed: GLOBAL_RANK: 5, MEMBER: 6/8", 5, None, None, None),
+    ("[default1]:Initializing distributed: GLOBAL_RANK: 9, MEMBER: 10/16", Dialect(),
+     "Initializing distributed: GLOBAL_RANK: 9, MEMBER: 10/16", 9, 1, None, None),
+    ("INFO:lightning.fabric.utilities.distributed:Initializing distributed: GLOBAL_RANK: 2, MEMBER: 3/4", Dialect(),
+     "Initializing distributed: GLOBAL_RANK: 2, MEMBER: 3/4", 2, None, None, "I"),
     # a script's own `rank R/W | ...` (rank R of W) opening the message; not a count past the world size
     ("rank 1/4 | epoch 2 step 6/12 loss 4.84", Dialect(), "rank 1/4 | epoch 2 step 6/12 loss 4.84", 1, None, None,
      None),
@@ -119,6 +127,8 @@ NEAR_MISSES = [
     "INFO 2024 is not a vLLM stamp",
     "[rank]: not a rank",
     "[rank: a] not a rank",
+    "Initializing distributed: GLOBAL_RANK: 4, MEMBER: 2/2",   # member number not the rank's: not that line
+    "note: Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2 was logged twice",
 ]
 
 

@@ -504,3 +504,32 @@ def test_lines_stating_two_ranks_are_not_the_one_rank_prefix_s() -> None:
     imp = [e for e in res.events if e.kind == "exception" and e.get("exc_type") == "ImportError"]
     assert imp and all(e.rank is None for e in imp)
     assert imp[0].get("writer_tag") == "job/worker-3 | "
+
+
+def test_lines_padded_to_the_console_width_are_not_a_hard_wrap() -> None:
+    """rich pads each line it prints to the console's width (80 columns when not a terminal) with spaces:
+    Lightning's model summary in a worker's stdout.log, then its tqdm bar redraws, keep the last report."""
+    from hanglens.parsers.progress import ProgressParser
+
+    summary = ["Trainable params: 21.3 K", "Non-trainable params: 0", "Total params: 21.3 K",
+               "Total estimated model params size (MB): 0.085", "Modules in train mode: 9",
+               "Modules in eval mode: 0", "Total FLOPs: 0"]
+    redraw = "\rEpoch 0: %3d%%|##        | %d/20 [00:01<00:02,  9.50it/s, v_num=3, train_loss=1.25]"
+    bar = "".join(redraw % (n * 5, n) for n in range(14))
+    data = ("\n".join(s.ljust(80) for s in summary) + "\n" + bar + "\n").encode()
+    res = read(data, (ProgressParser,))
+    assert not any("rejoined" in n for n in res.notes)
+    assert res.events and res.events[-1].get("step") == 13
+
+
+def test_bars_ending_on_one_physical_line_keep_the_order_they_were_drawn() -> None:
+    """Lightning's sanity-check bar, then its epoch bar, redrawn with `\\r` on one physical line and cut
+    mid-epoch: the epoch bar's last redraw is the file's last report (the sanity bar's came before it)."""
+    from hanglens.parsers.progress import ProgressParser
+
+    sanity = "".join(f"\rSanity Checking DataLoader 0: {n * 50:3d}%|###       | {n}/2 [00:00<00:00, 31.0it/s]"
+                     for n in range(3))
+    epoch = "".join(f"\rEpoch 0: {n * 100 // 8:3d}%|##        | {n}/8 [00:00<00:00, 40.00it/s, v_num=0, "
+                    "train_loss=2.5]" for n in range(6))
+    res = read(("setup done\n" + sanity + epoch).encode(), (ProgressParser,))
+    assert [(e.get("step"), e.get("total")) for e in res.events][-1] == (5, 8)

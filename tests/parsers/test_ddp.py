@@ -54,3 +54,22 @@ def test_variant_sentence_on_a_later_line_is_attached() -> None:
         + "\nSince `find_unused_parameters=True` is enabled, this likely  means that not all outputs"
     )
     assert has(events(text, "ddp_reduction_unfinished"), {"find_unused": True})
+
+
+def test_lightning_rewritten_reducer_error_is_an_unfinished_reduction() -> None:
+    # Lightning's DDPStrategy.on_exception replaces the reducer's message with its own sentence
+    # (lightning/pytorch/strategies/ddp.py); it only does so for "Expected to have finished reduction".
+    text = (
+        "[rank3]: RuntimeError: It looks like your LightningModule has parameters that were not used in "
+        "producing the loss returned by training_step. If this is intentional, you must enable the detection "
+        "of unused parameters in DDP, either by setting the string value "
+        "`strategy='ddp_find_unused_parameters_true'` or by setting the flag in the strategy with "
+        "`strategy=DDPStrategy(find_unused_parameters=True)`."
+    )
+    found = events(text, "ddp_reduction_unfinished")
+    assert [(e.get("find_unused"), e.get("static_graph")) for e in found] == [(False, False)]
+
+
+def test_lightning_find_unused_advice_alone_is_not_a_reducer_error() -> None:
+    text = "hint: set strategy='ddp_find_unused_parameters_true' when some parameters are unused"
+    assert not events(text, "ddp_reduction_unfinished")
