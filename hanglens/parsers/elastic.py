@@ -487,9 +487,10 @@ class ElasticParser(Parser):
                 "\t  work = group.allgather([tensor_list], [tensor])\n",
                 "error_file", {"exc_type": None, "frame_func": "all_gather", "frame_line": 2950},
                 "the same pasted through an editor that turned each four-space indent into a tab"),
-        Example("W0312 17:20:41.507000 48210 torch/distributed/elastic/multiprocessing/api.py:1047] Unable to "
-                "shutdown process 48233 via 2, forcefully exiting via 9",
-                "closing_signal", {"pid": 48233, "signal": "SIGKILL"}, "torch 2.x on Python 3.11+ (signal number)"),
+        Example("W0312 17:20:41.507000 48210 torch/distributed/elastic/multiprocessing/api.py:1047] "
+                "Unable to shutdown process 48233 via 2, forcefully exiting via 9",
+                "closing_signal", {"pid": 48233, "signal": "SIGKILL"},
+                "torch 2.x on Python 3.11+ (signal number)"),
     )
     near_misses = (
         "    raise ChildFailedError(",
