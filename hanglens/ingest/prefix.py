@@ -180,6 +180,14 @@ HFEX_RE = re.compile(
     r"^(?P<mo>0[1-9]|1[0-2])/(?P<dd>\d\d)/(?P<yyyy>\d{4}) (?P<hms>\d\d:\d\d:\d\d)(?:,(?P<ms>\d{3}))? - "
     r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) - [\w.<>-]{1,200} - "
 )
+# transformers' own loggers after `transformers.utils.logging.enable_explicit_format()` (utils/logging.py:
+# `logging.Formatter("[%(levelname)s|%(filename)s:%(lineno)s] %(asctime)s >> %(message)s")`; the run_*.py
+# examples and many Trainer scripts call it): `[INFO|trainer.py:2518] 2026-03-14 09:27:01,512 >> ...`. Read
+# for its time only, as HFEX_RE: the text keeps the envelope.
+TFX_RE = re.compile(
+    r"^\[(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL)\|[\w.-]{1,200}\.py:\d{1,6}\] "
+    r"(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d),(?P<ms>\d{3}) >> "
+)
 # Hydra's job logging (`hydra/conf/hydra/job_logging/default.yaml`: `[%(asctime)s][%(name)s][%(levelname)s] -
 # %(message)s`), and the same bracketed fields with a `datefmt` of the time alone or a user's `[rank N]` field
 # before the ` - `.
@@ -612,8 +620,13 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
                 time, clock, year_known = t, "pylog", year_hint is not None
             s = s[m.end():]
         else:
-            for rx in (PYLOG21_RE, DEEPSPEED_RE, PYFMT_RE, HFEX_RE):
+            for rx in (PYLOG21_RE, DEEPSPEED_RE, PYFMT_RE, HFEX_RE, TFX_RE):
                 m = rx.match(s)
+                if m and rx is TFX_RE:
+                    t, y = _iso_time(f"{m['date']} {m['hms']},{m['ms']}")
+                    if time is None:
+                        time, year, year_known, clock = t, y, True, "pylog"
+                    break
                 if m and rx is HFEX_RE:
                     # Only its time is taken: the text keeps the envelope, whose INFO level marks the main
                     # process's lines (analysis/status.py attribute_main_process_stream).

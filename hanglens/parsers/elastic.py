@@ -148,9 +148,16 @@ def shell_signal_name(code: int | None) -> str | None:
 
 
 def _signame(text: str) -> str:
-    """`<Signals.SIGKILL: 9>` / `Signals.SIGKILL` / `SIGKILL` → `SIGKILL`."""
+    """`<Signals.SIGKILL: 9>` / `Signals.SIGKILL` / `SIGKILL` / `9` → `SIGKILL`.
+
+    The agent formats the `signal.Signals` member with `%s` (elastic/multiprocessing/api.py `_close`); from
+    Python 3.11 an IntEnum's str() is its number (`enum.IntEnum.__str__ = int.__str__`), so the same line
+    names the signal by its Linux number.
+    """
     m = re.search(r"SIG[A-Z0-9]+", text)
-    return m.group(0) if m else text
+    if m:
+        return m.group(0)
+    return SIGNAL_NAMES.get(int(text), text) if text.isdigit() and len(text) <= 2 else text
 
 
 @dataclass
@@ -480,6 +487,10 @@ class ElasticParser(Parser):
                 "\t  work = group.allgather([tensor_list], [tensor])\n",
                 "error_file", {"exc_type": None, "frame_func": "all_gather", "frame_line": 2950},
                 "the same pasted through an editor that turned each four-space indent into a tab"),
+        Example("W0312 17:20:41.507000 48210 torch/distributed/elastic/multiprocessing/api.py:1047] "
+                "Unable to shutdown process 48233 via 2, forcefully exiting via 9",
+                "closing_signal", {"pid": 48233, "signal": "SIGKILL"},
+                "torch 2.x on Python 3.11+ (signal number)"),
     )
     near_misses = (
         "    raise ChildFailedError(",

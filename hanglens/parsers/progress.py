@@ -54,7 +54,10 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         rf"(?<![\w/.])(?P<step>{SCALED})/(?P<total>{SCALED}) \[\d{{1,9}}:\d\d(?::\d\d)?<"
         rf"(?:\d{{1,9}}:\d\d(?::\d\d)?|\?)")),
     ("tqdm", re.compile(rf"(?<![\w/.])(?P<step>{NUM})it \[\d{{1,9}}:\d\d(?::\d\d)?[,\]]")),
-    ("hf_trainer", re.compile(r"\{'loss': [^{}]{0,2048}?'epoch': (?P<epoch>\d{1,20}(?:\.\d{1,20})?)")),
+    # transformers' ProgressCallback.on_log writes the log dict with str(); 4.x kept the floats
+    # (`'epoch': 0.5`), later releases format each float as f"{v:.4g}" first, so every value is quoted
+    # (`'loss': '3.285', ..., 'epoch': '0.0625'`; transformers/trainer_callback.py).
+    ("hf_trainer", re.compile(r"\{'loss': [^{}]{0,2048}?'epoch': '?(?P<epoch>\d{1,20}(?:\.\d{1,20})?)")),
     ("epoch_samples", re.compile(
         rf"(?<![\w])Epoch:? (?P<epoch>{NUM}) \[(?P<step>{NUM})/(?P<total>{NUM}) \(\d{{1,3}}%\)\]")),
     # torchvision's reference scripts' MetricLogger.log_every (references/classification/utils.py, also
@@ -448,6 +451,9 @@ class ProgressParser(Parser):
                 "HF datasets `map` with tqdm 4.x, past an hour (H:MM:SS)"),
         Example("{'loss': 2.3041, 'grad_norm': 1.25, 'learning_rate': 4.9e-05, 'epoch': 0.5}", "progress",
                 {"epoch": 0.5, "pattern": "hf_trainer", "step": None}, "HF Trainer 4.x"),
+        Example("{'loss': '1.874', 'grad_norm': '0.6613', 'learning_rate': '3.2e-05', 'epoch': '2.125'}",
+                "progress", {"epoch": 2.125, "pattern": "hf_trainer", "step": None},
+                "HF Trainer 5.x (floats formatted with .4g, quoted)"),
         Example(" 25/100 [00:10<00:30,  2.50it/s]", "progress", {"step": 25, "total": 100, "pattern": "tqdm"},
                 "HF Trainer / tqdm without bar"),
         Example("Downloading data:  31%|███       | 6.19G/20.0G [13:02<29:05, 7.91MB/s]", "progress",

@@ -288,6 +288,22 @@ def test_transformers_examples_envelope_gives_the_time() -> None:
         assert strip_prefixes(other).time is None
 
 
+def test_transformers_explicit_format_gives_the_time() -> None:
+    """transformers' `enable_explicit_format()` (`[%(levelname)s|%(filename)s:%(lineno)s] %(asctime)s >>
+    %(message)s`): the time is read and the text keeps the envelope, as for the examples' format."""
+    import datetime as dt
+
+    raw = "[INFO|trainer.py:2518] 2026-03-14 09:27:01,512 >> ***** Running training *****"
+    env = strip_prefixes(raw)
+    t = dt.datetime.fromtimestamp(env.time or 0, dt.timezone.utc)
+    assert (t.year, t.month, t.day, t.hour, t.minute, t.second) == (2026, 3, 14, 9, 27, 1) and env.year_known
+    assert env.text == raw and env.rank is None
+    # no `>>`, or a level word that is not logging's: another format, no time
+    for other in ("[INFO|trainer.py:2518] 2026-03-14 09:27:01,512 ***** Running training *****",
+                  "[NOTE|trainer.py:2518] 2026-03-14 09:27:01,512 >> x"):
+        assert strip_prefixes(other).time is None
+
+
 def test_a_scripts_rank_tag_after_the_transformers_examples_envelope_names_the_writer() -> None:
     # the script logs its own `[rank N]` first in the message (USER_RANK_RE), as after the other envelopes
     env = strip_prefixes("07/19/2026 22:40:02 - INFO - __main__ - [rank 6] building the packed dataset cache")
