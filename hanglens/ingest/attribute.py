@@ -438,13 +438,14 @@ def _placed_ranks(files: list[FileEvents], layout: set[tuple[str, int, int]]) ->
 
     `failed (exitcode: ...) local_rank: <l>` (torchrun's agent) and `[... '--local_rank=<l>'] exits with
     return code = <c>` (DeepSpeed's launcher, deepspeed/launcher/launch.py `sigkill_handler`) name a local
-    rank of their own host; a layout of that host (`layout_of`) says which global rank it is. The line
+    rank of their own host, as does DeepSpeed's `process <pid> spawned with command: [... '--local_rank=<l>']`
+    (`worker_spawned`); a layout of that host (`layout_of`) says which global rank it is. The line
     stays the agent's own (no `rank`): only the rank it is about is added.
     """
     by_host = _unique(((h, lr), g) for h, lr, g in layout)
 
     def fill(f: FileEvents, e: Event) -> Event:
-        if e.kind not in ("worker_failed", "launcher_exit") or not e.host:
+        if e.kind not in ("worker_failed", "launcher_exit", "worker_spawned") or not e.host:
             return e
         lr = _int(e.get("local_rank"))
         g = by_host.get((short_host(e.host), lr)) if lr is not None else None
