@@ -887,6 +887,7 @@ def _hosts(files: list[FileEvents]) -> None:
         return _with(f, e, "host", h) if e.host is None and isinstance(h, str) and h else e
 
     _apply(files, own)
+    _named_host_files(files)
     seen: dict[int, set[str]] = {}
     for f in files:
         for e in f.events:
@@ -911,6 +912,33 @@ def _hosts(files: list[FileEvents]) -> None:
         return e
 
     _apply(files, fill)
+
+
+def _named_host_files(files: list[FileEvents]) -> None:
+    """A file named after the one host its lines name is that host's output: its ranked lines without a
+    host are on it.
+
+    NCCL prints the host of every process in its envelope (`<host>:<pid>:<tid>`, log-formats.md section
+    4.1); a node's collected output (`node-b.out`, `nccl.node-c.7731`, `<host>.log`) holds the lines of the
+    processes that node ran, NCCL's and the ranks' own `[rankN]:` lines alike. When every host-bearing line
+    of the file names one host and the file's name carries that host as a word of its own, the ranks whose
+    lines the file holds ran there (the node-level facts, e.g. an interface missing on that node,
+    failure-signatures.md section 0.2 R5, then reach its ranks)."""
+    for f in files:
+        base = f.display.replace("\\", "/").rsplit("/", 1)[-1]
+        hosts = {short_host(e.host) for e in f.events if e.host}
+        if len(hosts) != 1:
+            continue
+        host = next(iter(hosts))
+        if len(host) < 2 or not re.search(r"(?:^|[^\w-])" + re.escape(host) + r"(?![\w-])", base):
+            continue
+        if not any(e.rank is not None and e.host is None for e in f.events):
+            continue
+
+        def fill(f: FileEvents, e: Event, host: str = host) -> Event:
+            return _with(f, e, "host", host) if e.rank is not None and e.host is None else e
+
+        _apply([f], fill)
 
 
 def _yearless(t: float | None) -> bool:
