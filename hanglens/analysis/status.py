@@ -37,6 +37,11 @@ def _rank_of(e: Event, single_node: bool = True) -> int | None:
     if e.kind == "launcher_exit" and e.get("launcher") in ("srun", "mpirun"):
         # srun's task line, mpirun's failed process: set as the rank only where tasks are ranks (ingest)
         return e.rank
+    if e.kind == "launcher_exit" and e.get("launcher") == "deepspeed":
+        # `[<cmd>] exits with return code = <c>` prints the command of the last local rank the launcher
+        # started (the loop variable of deepspeed/launcher/launch.py `main`), whichever child failed:
+        # never the failed rank (failure-signatures.md section 6, DeepSpeed row)
+        return None
     if e.kind in ("worker_failed", "launcher_exit", "worker_spawned"):
         placed = e.get("placed_rank")   # the launcher's layout of the host (ingest/attribute.py)
         if isinstance(placed, int) and placed >= 0:

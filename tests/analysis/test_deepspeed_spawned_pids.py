@@ -56,3 +56,12 @@ def test_a_pid_spawned_on_two_hosts_names_nobody(tmp_path: Path) -> None:
     console += "".join(_spawn(f"n{h}: ", 7100 + lr, lr) for h in (1, 2) for lr in range(2))
     v = _verdict(tmp_path, console + _exit("n2: ", -9, 1), OOM.format(pid=7100))
     assert (v["category"], v["culprit_ranks"]) == ("oom", [])
+
+
+def test_the_exit_lines_last_local_rank_is_not_a_rank_that_died(tmp_path: Path) -> None:
+    # the launcher printed rank 2's command (its loop's last), but rank 1 is the one the kernel killed
+    console = ("[2026-02-02 10:00:00,001] [INFO] [launch.py:163:main] global_rank_mapping=defaultdict("
+               "<class 'list'>, {'localhost': [0, 1, 2]})\n")
+    console += "".join(_spawn("", 7100 + lr, lr) for lr in range(3)) + _exit("", -9, 2)
+    v = _verdict(tmp_path, console, OOM.format(pid=7101))
+    assert 2 not in v["victim_ranks"] and 2 not in v["culprit_ranks"]
