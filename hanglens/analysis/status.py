@@ -407,8 +407,8 @@ def _launcher_pid_ranks(events: Sequence[Event], sn: bool) -> dict[Any, int]:
         elif e.rank is not None and e.get("nccl_host") and e.parser != "pyspy":
             nccl[pid].add(e.rank)
     for pid, ranks in spawned.items():
-        if len(ranks) == 1 and pid not in out and (rank := next(iter(ranks))) >= 0:
-            out[pid] = rank
+        if len(ranks) == 1 and pid not in out and (only := next(iter(ranks))) >= 0:
+            out[pid] = only
     for pid, ranks in nccl.items():
         if len(ranks) == 1 and pid not in out:
             out[pid] = next(iter(ranks))

@@ -204,8 +204,8 @@ def ib_peer_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         behind = set(ip_ranks.get(peer, set()))
         peer_hosts = ip_hosts.get(peer, set())
         behind |= {r for r, h in hosts.items() if h in peer_hosts}
-        converged = (len(reporters) == 1 and len(who) >= 2 and not (who & behind) and not (who & peer_hosts)) \
-            or converging == [peer]
+        alone = len(reporters) == 1 and len(who) >= 2 and not (who & behind) and not (who & peer_hosts)
+        converged = alone or converging == [peer]
         e = first[peer]
         base = {"peer": peer, "reporters": len(who), "peers_named": len(reporters), "converged": converged,
                 "fanout": fanout, "path": e.path, "line": e.line}

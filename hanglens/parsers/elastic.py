@@ -274,9 +274,9 @@ class ElasticParser(Parser):
                   "`global_rank_mapping=`): `global_ranks` in local-rank order, `node_index` the host's "
                   "place in the mapping (its node rank); one event per host"),
         EventSpec("worker_spawned", ("pid", "local_rank", "launcher", "placed_rank"),
-                  "a launcher started a local worker with this pid (DeepSpeed's `process <pid> spawned with "
-                  "command: [... '--local_rank=<l>' ...]`); `placed_rank`: its global rank, where a launcher's "
-                  "layout of the host states it (set job-wide, after reading)"),
+                  "a launcher started a local worker with this pid (DeepSpeed's `process <pid> spawned "
+                  "with command: [... '--local_rank=<l>' ...]`); `placed_rank`: its global rank, where a "
+                  "launcher's layout of the host states it (set job-wide, after reading)"),
         EventSpec("launch_config", ("launcher", "nnodes", "node_rank", "nproc_per_node", "several_workers"),
                   "a torchrun / torch.distributed.run / launch command line (node_rank only when the "
                   "static rendezvous uses it), or torchrun's OMP_NUM_THREADS banner, which it prints only "

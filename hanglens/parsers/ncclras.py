@@ -40,12 +40,13 @@ from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, to_count
 
 SUMMARY_HEAD_RE = re.compile(r"^\s*\(total\)\s+per node\s+per process\s+\(total\)\s+\(total\)\s*$")
-SUMMARY_ROW_RE = re.compile(r"^\s*(?P<nodes>\d{1,7})\s+(?P<ppn>\d{1,7})\s+(?P<gpp>\d{1,7})\s+(?P<procs>\d{1,7})"
-                            r"\s+(?P<gpus>\d{1,7})\s*$")
+SUMMARY_ROW_RE = re.compile(r"^\s*(?P<nodes>\d{1,7})\s+(?P<ppn>\d{1,7})\s+(?P<gpp>\d{1,7})"
+                            r"\s+(?P<procs>\d{1,7})\s+(?P<gpus>\d{1,7})\s*$")
 GROUP_HEAD_RE = re.compile(r"^\s*#\s+in group\s+per comm\s+per node\s+per comm\s+in group\s*$")
 GROUP_ROW_RE = re.compile(r"^\s*(?P<g>\d{1,7})\s+(?P<comms>\d{1,7})\s+(?P<nodes>\d{1,7})\s+(?P<rpn>\d{1,7})"
                           r"\s+(?P<rpc>\d{1,7})\s+(?P<rig>\d{1,9})\s+(?P<status>[A-Z]{2,20})\b")
-BLOCK_RE = re.compile(r"^\s*#(?P<g>\d{1,7})-(?P<c>\d{1,7}) \((?P<hash>[0-9a-f]{1,32})\) (?P<what>[A-Z]{2,20})\b")
+BLOCK_RE = re.compile(
+    r"^\s*#(?P<g>\d{1,7})-(?P<c>\d{1,7}) \((?P<hash>[0-9a-f]{1,32})\) (?P<what>[A-Z]{2,20})\b")
 COUNT_RE = re.compile(r"^\s*(?P<n>\d{1,7}) ranks have (?:launched up to operation (?P<op>\d{1,19})|"
                       r"not launched any operations)\s*$")
 ONE_RE = re.compile(r"^\s*Rank (?P<r>\d{1,7}) has (?:launched up to operation (?P<op>\d{1,19})|"
@@ -62,16 +63,16 @@ class NcclRasParser(Parser):
     """
 
     name = "ncclras"
-    triggers = ("per node  per process", "per comm  per node", "ranks have ", "has launched up to operation",
-                "has not launched any operations", ") MISMATCH", " -- GPU ")
+    triggers = ("per node  per process", "per comm  per node", "ranks have ",
+                "has launched up to operation", "has not launched any operations", ") MISMATCH", " -- GPU ")
     emits = (
-        EventSpec("ras_op_counts", ("group", "comm_hash", "counts", "odd_ranks", "ranks_per_comm", "processes",
-                                    "world_comm"),
+        EventSpec("ras_op_counts", ("group", "comm_hash", "counts", "odd_ranks", "ranks_per_comm",
+                                    "processes", "world_comm"),
                   "an NCCL RAS report's block for a communicator whose ranks launched different numbers of "
                   "operations: `counts` [[operation, ranks], ...] as printed, `odd_ranks` the ranks it lists "
                   "(the outlier groups', communicator ranks), `ranks_per_comm` (the group table) and "
-                  "`processes` (the job summary) when the report holds them; `world_comm` when both are known and "
-                  "equal: the communicator holds every process, so its ranks are the global ranks"),
+                  "`processes` (the job summary) when the report holds them; `world_comm` when both are "
+                  "known and equal: the communicator holds every process, so its ranks are the global ranks"),
     )
     examples = (
         Example("(total)   per node  per process    (total)  (total)\n"
@@ -81,10 +82,11 @@ class NcclRasParser(Parser):
                 "#0-0 (9c0e5ab1d2f37046) MISMATCH\n"
                 "  Communicator ranks have different collective operation counts\n"
                 "  7 ranks have launched up to operation 413\n"
-                "  Rank 5 has launched up to operation 412 -- GPU 5 managed by process 55107 on node 10.4.0.12\n",
+                "  Rank 5 has launched up to operation 412 -- GPU 5 managed by process 55107 on node "
+                "10.4.0.12\n",
                 "ras_op_counts",
-                {"group": 0, "comm_hash": "9c0e5ab1d2f37046", "counts": [[413, 7], [412, 1]], "odd_ranks": [5],
-                 "ranks_per_comm": 8, "processes": 8, "world_comm": True},
+                {"group": 0, "comm_hash": "9c0e5ab1d2f37046", "counts": [[413, 7], [412, 1]],
+                 "odd_ranks": [5], "ranks_per_comm": 8, "processes": 8, "world_comm": True},
                 "ncclras, NCCL 2.24+ (src/ras/client_support.cc)"),
         Example("#0-0 (27a0c3e1f4b95d10) MISMATCH\n"
                 "  Communicator ranks have different AllReduce operation counts\n"

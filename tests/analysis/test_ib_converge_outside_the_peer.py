@@ -6,6 +6,7 @@ Per-host outputs written here from log-formats.md section 4.4 (NCCL 2.18-2.19 IB
 `localGid`/`remoteGids`), section 4.3 (2.19 Init COMPLETE), section 4.1 (`Bootstrap : Using <if>:<ip>`),
 values our own.
 """
+# ruff: noqa: E501 - log lines stay whole, as NCCL and the launchers print them
 from __future__ import annotations
 
 from pathlib import Path

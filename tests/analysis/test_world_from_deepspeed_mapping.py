@@ -6,6 +6,7 @@ Lines written here from log-formats.md section 9.2-9.3 (DeepSpeed logger, pdsh `
 section 1.5 (2.6+ watchdog lines) and failure-signatures.md section 15 (peers time out in a barrier while
 one rank's preprocessing bar still runs), values our own.
 """
+# ruff: noqa: E501 - log lines stay whole, as NCCL and the launchers print them
 from __future__ import annotations
 
 from pathlib import Path

@@ -5,6 +5,7 @@ envelope; failure-signatures.md section 0.2 R5: a node's fault reaches the ranks
 
 Lines written here from log-formats.md sections 4.1 and 1.6, values our own.
 """
+# ruff: noqa: E501 - log lines stay whole, as NCCL and the launchers print them
 from __future__ import annotations
 
 from pathlib import Path

@@ -4,6 +4,7 @@ communicator-init line (`comm <ptr> rank <r> nranks <n>`, section 4.3) states it
 
 Lines written here from log-formats.md sections 4.1-4.4 and 1.5 (2.2 envelope), values our own.
 """
+# ruff: noqa: E501 - log lines stay whole, as NCCL and the launchers print them
 from __future__ import annotations
 
 from pathlib import Path
