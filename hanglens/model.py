@@ -20,7 +20,7 @@ ERROR_LEVELS = frozenset("EFC")
 # worker's rank from the file they are in.
 AGENT_EVENT_KINDS = frozenset(
     {"child_failed", "worker_failed", "closing_signal", "launcher_exit", "worker_group_restart",
-     "agent_succeeded", "launch_config", "job_stopped", "rank_layout"}
+     "agent_succeeded", "launch_config", "job_stopped", "rank_layout", "worker_spawned"}
 )
 
 

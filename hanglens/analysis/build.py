@@ -124,7 +124,8 @@ def rank_hosts(events: Sequence[Event]) -> dict[int, str]:
 
 
 def world_size_of(events: Sequence[Event]) -> int | None:
-    """The job's world size when a log states it (communicator size, WORLD_SIZE, launcher tables, or the
+    """The job's world size when a log states it (communicator size, WORLD_SIZE, launcher tables, DeepSpeed's
+    `global_rank_mapping=` when its hosts' ranks are exactly 0..N-1, or the
     members of the default process group in a Flight Recorder dump's `pg_config`: its `ranks` are global
     ranks and the default group holds every rank, log-formats.md section 8.3; a torchrun command line that
     states both `--nnodes` (or `--standalone`) and `--nproc-per-node`: the agents start nnodes x
@@ -132,6 +133,22 @@ def world_size_of(events: Sequence[Event]) -> int | None:
     `Starting with 4 processes`), when they all agree."""
     sizes: list[int] = []
     stated: set[int] = set()   # sizes only a program's own line states (`world_size=4`)
+    # DeepSpeed's `global_rank_mapping=` lists every host of the job with its global ranks, one event per
+    # host from the same line (deepspeed/launcher/launch.py `main`, log-formats.md section 9.2); each node's
+    # launcher prints the same mapping. A mapping whose hosts' ranks are exactly 0..N-1 (no gap, no rank
+    # twice) states N ranks; mappings that disagree (another run's, another attempt's) state nothing.
+    mappings: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for e in events:
+        if e.kind == "rank_layout":
+            ranks = e.get("global_ranks")
+            if isinstance(ranks, list):
+                mappings[(e.path, e.line)].extend(r for r in ranks if isinstance(r, int))
+    mapped = {len(rs) for rs in mappings.values() if sorted(rs) == list(range(len(rs)))}
+    if len(mapped) == 1 and len(mappings) == sum(
+            1 for rs in mappings.values() if sorted(rs) == list(range(len(rs)))):
+        n = next(iter(mapped))
+        if 0 < n <= 1_000_000:
+            sizes.append(n)
     for e in events:
         for key in ("nranks", "world_size"):
             v = e.get(key)

@@ -37,7 +37,12 @@ def _rank_of(e: Event, single_node: bool = True) -> int | None:
     if e.kind == "launcher_exit" and e.get("launcher") in ("srun", "mpirun"):
         # srun's task line, mpirun's failed process: set as the rank only where tasks are ranks (ingest)
         return e.rank
-    if e.kind in ("worker_failed", "launcher_exit"):
+    if e.kind == "launcher_exit" and e.get("launcher") == "deepspeed":
+        # `[<cmd>] exits with return code = <c>` prints the command of the last local rank the launcher
+        # started (the loop variable of deepspeed/launcher/launch.py `main`), whichever child failed:
+        # never the failed rank (failure-signatures.md section 6, DeepSpeed row)
+        return None
+    if e.kind in ("worker_failed", "launcher_exit", "worker_spawned"):
         placed = e.get("placed_rank")   # the launcher's layout of the host (ingest/attribute.py)
         if isinstance(placed, int) and placed >= 0:
             return placed
@@ -374,13 +379,15 @@ def _setup_error(e: Event) -> bool:
 
 def _launcher_pid_ranks(events: Sequence[Event], sn: bool) -> dict[Any, int]:
     """pid -> rank from the launcher's failure lines (`failed (exitcode ...) (pid: P)`, its failure table),
-    else from the ranks' own NCCL lines (`<host>:<pid>:<tid> [<dev>] NCCL ...`, log-formats.md section 4.1).
+    else from the pid DeepSpeed's launcher says it started a local rank as (`worker_spawned`), else from the
+    ranks' own NCCL lines (`<host>:<pid>:<tid> [<dev>] NCCL ...`, log-formats.md section 4.1).
 
     A pid is a process's only on its host, and containers give every node's workers the same small pids:
     an NCCL pid names a rank only when no other rank's NCCL lines show the same pid.
     """
     out: dict[Any, int] = {}
     nccl: dict[int, set[int]] = defaultdict(set)
+    spawned: dict[int, set[int]] = defaultdict(set)
     for e in events:
         pid = e.get("pid")
         if not isinstance(pid, int):
@@ -389,8 +396,19 @@ def _launcher_pid_ranks(events: Sequence[Event], sn: bool) -> dict[Any, int]:
             rank = _rank_of(e, sn)
             if rank is not None:
                 out.setdefault(pid, rank)
+        elif e.kind == "worker_spawned":
+            # DeepSpeed's launcher names the pid it started each local rank as (deepspeed/launcher/launch.py
+            # `main`); one pid started on two hosts (containers reuse small pids) is nobody's
+            rank = _rank_of(e, sn)
+            if rank is not None:
+                spawned[pid].add(rank)
+            else:
+                spawned[pid].add(-1)
         elif e.rank is not None and e.get("nccl_host") and e.parser != "pyspy":
             nccl[pid].add(e.rank)
+    for pid, ranks in spawned.items():
+        if len(ranks) == 1 and pid not in out and (only := next(iter(ranks))) >= 0:
+            out[pid] = only
     for pid, ranks in nccl.items():
         if len(ranks) == 1 and pid not in out:
             out[pid] = next(iter(ranks))

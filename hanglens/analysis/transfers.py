@@ -24,6 +24,7 @@ gloo::EnforceNotMet terminates it), when exactly one did.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -146,7 +147,9 @@ def ib_peer_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     `reporters`: distinct processes (ranks, else NCCL hosts) whose errors name that peer; `peers_named`:
     distinct peer addresses over every IB completion error of the job; `converged`: two or more reporters,
     all naming this one peer, none of them behind it (failure-signatures.md section 9, culprit rule 2:
-    many ranks reporting errors toward one host point at that host, not at themselves).
+    many ranks reporting errors toward one host point at that host, not at themselves); or, when the
+    peer's own ranks report errors too, every reporter outside that peer (on two hosts or more) names it
+    and nothing else, and no other peer is singled out that way.
     """
     ip_ranks, ip_hosts, said = _addresses(events)
     reporters: dict[str, set[object]] = {}
@@ -171,13 +174,38 @@ def ib_peer_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     peer_host_sets = [ip_hosts.get(p, set()) for p in reporters]
     fanout = (len(reporters) >= 2 and len(reporter_hosts) == 1 and None not in reporter_hosts
               and all(ph and not ({short_host(h) for h in ph} & reporter_hosts) for ph in peer_host_sets))
+    # The peers each reporter named, and who is behind each peer address (its `Bootstrap : Using` ranks and
+    # every rank of its host).
+    named_by: dict[object, set[str]] = defaultdict(set)
+    for peer, who in reporters.items():
+        for w in who:
+            named_by[w].add(peer)
+    behind_of: dict[str, set[object]] = {}
+    for peer in reporters:
+        peer_hosts = ip_hosts.get(peer, set())
+        behind_of[peer] = (set(ip_ranks.get(peer, set())) | {r for r, h in hosts.items() if h in peer_hosts}
+                           | set(peer_hosts))
+    # A peer every reporter outside it names, and only it: two or more such reporters, on two hosts or more,
+    # none of them behind it. Its own ranks may report errors toward their peers (the host whose link went
+    # down sees every connection fail, section 9 rule 3), which does not make those peers suspects. Two hosts
+    # that name each other both qualify: then neither is singled out.
+    def outside_converge(peer: str) -> bool:
+        who = reporters[peer]
+        behind = behind_of[peer]
+        outside = [w for w in named_by if w not in behind]
+        where = {short_host(hosts[w]) if isinstance(w, int) and w in hosts else
+                 (short_host(w) if isinstance(w, str) else None) for w in outside}
+        return (len(who) >= 2 and not (who & behind) and all(named_by[w] == {peer} for w in outside)
+                and len(where) >= 2 and None not in where)
+    converging = [p for p in reporters if outside_converge(p)]
     rows: list[Row] = []
     for peer in sorted(reporters):
         who = reporters[peer]
         behind = set(ip_ranks.get(peer, set()))
         peer_hosts = ip_hosts.get(peer, set())
         behind |= {r for r, h in hosts.items() if h in peer_hosts}
-        converged = len(reporters) == 1 and len(who) >= 2 and not (who & behind) and not (who & peer_hosts)
+        alone = len(reporters) == 1 and len(who) >= 2 and not (who & behind) and not (who & peer_hosts)
+        converged = alone or converging == [peer]
         e = first[peer]
         base = {"peer": peer, "reporters": len(who), "peers_named": len(reporters), "converged": converged,
                 "fanout": fanout, "path": e.path, "line": e.line}

@@ -438,13 +438,14 @@ def _placed_ranks(files: list[FileEvents], layout: set[tuple[str, int, int]]) ->
 
     `failed (exitcode: ...) local_rank: <l>` (torchrun's agent) and `[... '--local_rank=<l>'] exits with
     return code = <c>` (DeepSpeed's launcher, deepspeed/launcher/launch.py `sigkill_handler`) name a local
-    rank of their own host; a layout of that host (`layout_of`) says which global rank it is. The line
+    rank of their own host, as does DeepSpeed's `process <pid> spawned with command: [... '--local_rank=<l>']`
+    (`worker_spawned`); a layout of that host (`layout_of`) says which global rank it is. The line
     stays the agent's own (no `rank`): only the rank it is about is added.
     """
     by_host = _unique(((h, lr), g) for h, lr, g in layout)
 
     def fill(f: FileEvents, e: Event) -> Event:
-        if e.kind not in ("worker_failed", "launcher_exit") or not e.host:
+        if e.kind not in ("worker_failed", "launcher_exit", "worker_spawned") or not e.host:
             return e
         lr = _int(e.get("local_rank"))
         g = by_host.get((short_host(e.host), lr)) if lr is not None else None
@@ -888,6 +889,7 @@ def _hosts(files: list[FileEvents]) -> None:
         return _with(f, e, "host", h) if e.host is None and isinstance(h, str) and h else e
 
     _apply(files, own)
+    _named_host_files(files)
     seen: dict[int, set[str]] = {}
     for f in files:
         for e in f.events:
@@ -915,6 +917,33 @@ def _hosts(files: list[FileEvents]) -> None:
         return e
 
     _apply(files, fill)
+
+
+def _named_host_files(files: list[FileEvents]) -> None:
+    """A file named after the one host its lines name is that host's output: its ranked lines without a
+    host are on it.
+
+    NCCL prints the host of every process in its envelope (`<host>:<pid>:<tid>`, log-formats.md section
+    4.1); a node's collected output (`node-b.out`, `nccl.node-c.7731`, `<host>.log`) holds the lines of the
+    processes that node ran, NCCL's and the ranks' own `[rankN]:` lines alike. When every host-bearing line
+    of the file names one host and the file's name carries that host as a word of its own, the ranks whose
+    lines the file holds ran there (the node-level facts, e.g. an interface missing on that node,
+    failure-signatures.md section 0.2 R5, then reach its ranks)."""
+    for f in files:
+        base = f.display.replace("\\", "/").rsplit("/", 1)[-1]
+        hosts = {short_host(e.host) for e in f.events if e.host}
+        if len(hosts) != 1:
+            continue
+        host = next(iter(hosts))
+        if len(host) < 2 or not re.search(r"(?:^|[^\w-])" + re.escape(host) + r"(?![\w-])", base):
+            continue
+        if not any(e.rank is not None and e.host is None for e in f.events):
+            continue
+
+        def fill(f: FileEvents, e: Event, host: str = host) -> Event:
+            return _with(f, e, "host", host) if e.rank is not None and e.host is None else e
+
+        _apply([f], fill)
 
 
 def _yearless(t: float | None) -> bool:

@@ -35,6 +35,7 @@ from hanglens.ingest.prefilter import (
 from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, Envelope, detect_dialect, strip_prefixes
 from hanglens.ingest.sources import ReadableStream
 from hanglens.ingest.streams import (
+    DUMP_PARSERS,
     is_agent_event,
     is_mpirun_exit,
     mpirun_starts_ranks,
@@ -1508,6 +1509,14 @@ class Reader:
             stated = {r for e in res.events if not is_agent_event(e)
                       for r in [non_negative_int(e.get("stated_rank"))] if r is not None}
             several = len(stated) > 1
+        if not several:
+            # NCCL lines of two processes (`<host>:<pid>:<tid>`, log-formats.md section 4.1: every process
+            # prints its own pid; a node's output file holds all its local ranks'): the one `[rankN]:` rank
+            # speaks for its own lines only, the other pid's init line states its own rank (section 4.3).
+            pids = {(e.get("nccl_host"), e.get("pid")) for e in res.events
+                    if isinstance(e.get("nccl_host"), str) and isinstance(e.get("pid"), int)
+                    and e.parser not in DUMP_PARSERS}
+            several = len(pids) > 1
         if file_rank is None and len(self.envelope_ranks) == 1 and not several:
             file_rank = next(iter(self.envelope_ranks))
         by_local: dict[int, set[int]] = {}

@@ -16,6 +16,7 @@ from hanglens.parsers.gloo import GlooParser
 from hanglens.parsers.lifecycle import LifecycleParser
 from hanglens.parsers.mpirun import MpirunParser
 from hanglens.parsers.nccl import NcclParser
+from hanglens.parsers.ncclras import NcclRasParser
 from hanglens.parsers.progress import ProgressParser
 from hanglens.parsers.pyspy import PyspyParser
 from hanglens.parsers.spawn import SpawnParser
@@ -27,6 +28,7 @@ PARSERS: tuple[type[Parser], ...] = (
     C10dParser,
     WrapperParser,
     FrtraceParser,
+    NcclRasParser,
     DdpParser,
     NcclParser,
     CudaParser,

@@ -61,6 +61,10 @@ SRUN_TASK_EXIT_RE = re.compile(
 STRSIGNAL = {"Terminated": 15, "Killed": 9, "Aborted": 6, "Segmentation fault": 11, "Bus error": 7,
              "Floating point exception": 8, "Hangup": 1, "Interrupt": 2, "Illegal instruction": 4}
 DEEPSPEED_EXIT_RE = re.compile(r"exits with return code = (?P<code>-?\d+)")
+# deepspeed/launcher/launch.py `main`: the launcher logs each local process it starts, `process <pid> spawned
+# with command: [<argv>]`, the argv holding `--local_rank=<l>` unless the script reads LOCAL_RANK itself
+# (`--no_local_rank`); that pid is the local rank's.
+DS_SPAWNED_RE = re.compile(r"\bprocess (?P<pid>\d+) spawned with command: \[")
 LOCAL_RANK_ARG_RE = re.compile(r"--local[_-]rank=(?P<lr>\d+)")
 CHILD_EXIT_RE = re.compile(
     r"[Pp]rocess\b[^.]{0,60}?\b(?:failed|exited|died|terminated)\b[^.]{0,30}?"
@@ -247,6 +251,7 @@ class ElasticParser(Parser):
         "OMP_NUM_THREADS environment variable",
         "global_rank_mapping=",
         "srun: error: ",
+        "spawned with command",
     )
     emits = (
         EventSpec("worker_failed", ("exitcode", "local_rank", "pid", "signal", "entrypoint", "placed_rank"),
@@ -275,6 +280,10 @@ class ElasticParser(Parser):
                   "a launcher's statement of which global ranks run on a host (DeepSpeed's "
                   "`global_rank_mapping=`): `global_ranks` in local-rank order, `node_index` the host's "
                   "place in the mapping (its node rank); one event per host"),
+        EventSpec("worker_spawned", ("pid", "local_rank", "launcher", "placed_rank"),
+                  "a launcher started a local worker with this pid (DeepSpeed's `process <pid> spawned "
+                  "with command: [... '--local_rank=<l>' ...]`); `placed_rank`: its global rank, where a "
+                  "launcher's layout of the host states it (set job-wide, after reading)"),
         EventSpec("launch_config", ("launcher", "nnodes", "node_rank", "nproc_per_node", "several_workers"),
                   "a torchrun / torch.distributed.run / launch command line (node_rank only when the "
                   "static rendezvous uses it), or torchrun's OMP_NUM_THREADS banner, which it prints only "
@@ -491,6 +500,10 @@ class ElasticParser(Parser):
                 "Unable to shutdown process 48233 via 2, forcefully exiting via 9",
                 "closing_signal", {"pid": 48233, "signal": "SIGKILL"},
                 "torch 2.x on Python 3.11+ (signal number)"),
+        Example("[2025-03-14 22:10:02,127] [INFO] [launch.py:253:main] process 51232 spawned with command: "
+                "['/usr/bin/python3', '-u', 'finetune.py', '--local_rank=2', '--deepspeed', 'z3.json']",
+                "worker_spawned", {"pid": 51232, "local_rank": 2, "launcher": "deepspeed"},
+                "DeepSpeed launcher (deepspeed/launcher/launch.py `main`)"),
     )
     near_misses = (
         "    raise ChildFailedError(",
@@ -644,6 +657,13 @@ class ElasticParser(Parser):
                                       signal=signal_name(code), local_rank=None,
                                       tasks=task_ids(m["tasks"]), task_host=m["host"]))
                 return out
+        m = DS_SPAWNED_RE.search(text)
+        if m:
+            lr = LOCAL_RANK_ARG_RE.search(text)
+            if lr:
+                out.append(self.event("worker_spawned", line, pid=to_count(m["pid"]),
+                                      local_rank=to_count(lr["lr"]), launcher="deepspeed"))
+            return out
         m = DEEPSPEED_EXIT_RE.search(text)
         if m:
             code = to_int(m["code"])
