@@ -582,6 +582,13 @@ def _sorted_rows(frame: pd.DataFrame, first: int = 32) -> Iterator[dict[str, Any
         yield from map(row, sorted((i for i in range(n) if i not in taken), key=key))
 
 
+def _subject_rank(row: Mapping[str, Any]) -> int | None:
+    """The rank a line is about: its writer's, else the rank a launcher's line reports on (`failed_rank` of
+    torchrun's failure table, whose lines the agent writes)."""
+    rank = _as_rank(row.get("rank"))
+    return rank if rank is not None else _as_rank(row.get("failed_rank"))
+
+
 def _evidence(rule: Rule, run: _Run, bindings: Mapping[str, pd.DataFrame],
               culprits: set[int]) -> list[Evidence]:
     out: list[Evidence] = []
@@ -595,7 +602,10 @@ def _evidence(rule: Rule, run: _Run, bindings: Mapping[str, pd.DataFrame],
                 keep = (culprits if spec.ranks == "culprits"
                         else _ranks_of(bindings.get(spec.ranks, pd.DataFrame())))
                 if len(frame):
-                    frame = frame[[_as_rank(r) in keep for r in frame["rank"]]]
+                    about = (frame["failed_rank"].tolist() if "failed_rank" in frame.columns
+                             else [None] * len(frame))
+                    frame = frame[[_subject_rank({"rank": r, "failed_rank": a}) in keep
+                                   for r, a in zip(frame["rank"].tolist(), about, strict=True)]]
         if not {"path", "line"} <= set(frame.columns):
             continue
         taken = 0
@@ -610,7 +620,7 @@ def _evidence(rule: Rule, run: _Run, bindings: Mapping[str, pd.DataFrame],
                 continue
             seen.add(ref)
             taken += 1
-            rank = _as_rank(r.get("rank"))
+            rank = _subject_rank(r)
             text = r.get("text")
             out.append(Evidence(path=ref[0], line=ref[1], rank=rank,
                                 host=None if _is_null(r.get("host")) else str(r["host"]),

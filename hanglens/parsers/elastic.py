@@ -170,6 +170,7 @@ class _Record:
     section: str  # "failures", "root" or "unknown" (flattened rows seen without the header)
     fields: dict[str, Any] = field(default_factory=dict)
     tb: _Callstack | None = None   # the worker's py_callstack printed in the `traceback :` field
+    exit_line: LogLine | None = None   # the row's `exitcode : <n> (pid: <p>)` line: what the event cites
 
 
 def untab(text: str) -> str:
@@ -755,6 +756,8 @@ class ElasticParser(Parser):
         if s.records:
             rec = s.records[-1]
             self._fields(rec, rest)
+            if rec.exit_line is None and "exitcode" in rest and CFE_EXIT_RE.search(rest):
+                rec.exit_line = line
             if rec.tb is None and CFE_TB_RE.search(rest):
                 rec.tb = _Callstack(line=line)
         return True
@@ -802,7 +805,8 @@ class ElasticParser(Parser):
                 root = None
             code = f.get("exitcode")
             out.append(self.event(
-                "child_failed", rec.line, failed_rank=f.get("failed_rank"), local_rank=f.get("local_rank"),
+                "child_failed", rec.exit_line or rec.line, failed_rank=f.get("failed_rank"),
+                local_rank=f.get("local_rank"),
                 failed_host=f.get("failed_host"), exitcode=code, pid=f.get("pid"),
                 signal=f.get("signal") or signal_name(code), failure_time=f.get("failure_time"),
                 root_cause=root, error_file=f.get("error_file"), table_local_ranks=table_local_ranks,

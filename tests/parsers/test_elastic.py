@@ -22,7 +22,8 @@ def test_summary_yields_one_event_per_block_with_roles() -> None:
     found = events(text, "child_failed")
     assert sorted((e.get("failed_rank"), e.get("root_cause"), e.get("signal")) for e in found) == [
         (2, True, None), (3, False, "SIGABRT")]
-    assert all(e.ref.line in (6, 15) for e in found)
+    # each row is cited at its `exitcode : <n> (pid: <p>)` line, the one a reader of the evidence can use
+    assert sorted(e.ref.line for e in found) == [10, 19]
 
 
 def test_summary_without_other_failures() -> None:
