@@ -142,8 +142,8 @@ FACT_SPECS: dict[str, FactSpec] = {
             "Per rank and device-mesh dimension, the members of its group along that dimension (the ranks "
             "sharing every other coordinate; torch/distributed/device_mesh.py lays ranks out row-major), "
             "read from a printed DeviceMesh, each rank's logged coordinates (`[dp=1 tp=0]`) or a mesh "
-            "shape the ranks state alike whose product is the world size: `source` says which. Empty when the logs "
-            "state no mesh.",
+            "shape the ranks state alike whose product is the world size: `source` says which. Empty when "
+            "the logs state no mesh.",
         ),
         FactSpec(
             "mesh_group_split",
