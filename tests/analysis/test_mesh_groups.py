@@ -65,7 +65,8 @@ def test_a_repr_of_another_world_size_is_not_the_job_mesh() -> None:
 
 def test_unprefixed_coordinates_filling_the_grid_give_shape_and_ranks() -> None:
     evs = [coord(None, "replicate,shard", f"{r // 2},{r % 2}") for r in range(4)]
-    skip = ev("sync_skipped", None, "| replicate0 shard1 | INFO | skipping metric sync", phrase="skipping metric sync")
+    skip = ev("sync_skipped", None, "| replicate0 shard1 | INFO | skipping metric sync",
+              phrase="skipping metric sync")
     lay = mesh.mesh_layout([*evs, skip], 4)
     assert groups(lay, "shard") == {(0, 1), (2, 3)}
     out = mesh.attribute([*evs, skip], lay, {})
@@ -90,7 +91,8 @@ def test_the_odd_member_of_a_named_group() -> None:
 
 def test_two_members_two_sides_is_a_tie() -> None:
     lay = mesh.mesh_layout([coord(r, "dp,tp", f"{r // 2},{r % 2}") for r in range(4)], 4)
-    calls = [call(0, "backward", 90, "loss.backward()", False), call(1, "backward", 90, "loss.backward()", False),
+    calls = [call(0, "backward", 90, "loss.backward()", False),
+             call(1, "backward", 90, "loss.backward()", False),
              call(2, "all_reduce", 84, "dist.all_reduce(x, group=tp_group)"),
              call(3, "all_gather", 86, "dist.all_gather(o, x, group=tp_group)")]
     rows = mesh.split_rows(lay, calls, {})

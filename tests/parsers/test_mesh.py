@@ -1,6 +1,7 @@
 """The mesh parser: which texts state mesh coordinates or a DeviceMesh, and which only look alike.
 
-Lines written here, in the shapes user code and torch's DeviceMesh repr print (torch/distributed/device_mesh.py).
+Lines written here, in the shapes user code and torch's DeviceMesh repr print
+(torch/distributed/device_mesh.py).
 """
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ def test_new_repr_gives_sizes_and_strides_not_coordinates() -> None:
 
 def test_old_repr_gives_the_ranks() -> None:
     got = _feed([(0, "DeviceMesh('cuda', [[0, 2], [1, 3]], mesh_dim_names=('dp', 'tp'))")])
-    assert got == [("device_mesh", 0, {"dims": "dp,tp", "sizes": [2, 2], "strides": None, "ranks": [0, 2, 1, 3]})]
+    assert got == [("device_mesh", 0, {"dims": "dp,tp", "sizes": [2, 2], "strides": None,
+                                       "ranks": [0, 2, 1, 3]})]
 
 
 def test_ragged_mesh_list_is_no_mesh() -> None:
