@@ -331,6 +331,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     tables["collective_call"] = frame("collective_call", calls)
     tables["mesh_group"] = frame("mesh_group", mesh.group_rows(layout, hosts))
     tables["mesh_group_split"] = frame("mesh_group_split", mesh.split_rows(layout, calls, hosts))
+    tables["mesh_group_waiting"] = frame("mesh_group_waiting", mesh.waiting_rows(layout, calls, hosts))
     del layout
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
     tables["unowned_crash"] = frame("unowned_crash", status.unowned_crash_rows(evs, hosts, world))

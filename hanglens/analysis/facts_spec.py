@@ -158,6 +158,15 @@ FACT_SPECS: dict[str, FactSpec] = {
             "path and line cite the member's stack.",
         ),
         FactSpec(
+            "mesh_group_waiting",
+            ("rank", "host", "dim", "members", "size", "call", "user_frame", "side", "source", *_EVIDENCE),
+            "Device-mesh groups whose members with a stack (collective_call) all wait at one place, more "
+            "of them than not, while the other members left no stack: `side` waiting (in the call) or "
+            "missing (the members the group waits for: never in a collective when the job failed). Not "
+            "read where the call's `group=` names another dimension. path and line cite a waiting "
+            "member's stack (empty for a missing one).",
+        ),
+        FactSpec(
             "transfer_size_error",
             ("rank", "host", "role", "peer", "p2p", "remote_bytes", "local_bytes", "basis", "odd",
              "elsewhere", "place", "others_place", *_EVIDENCE),

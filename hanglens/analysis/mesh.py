@@ -266,3 +266,45 @@ def split_rows(layout: Layout | None, calls: Sequence[Mapping[str, Any]],
                          "side": side, "how": how, "source": layout.source,
                          "path": by_rank[m].get("path"), "line": by_rank[m].get("line")})
     return rows
+
+
+def waiting_rows(layout: Layout | None, calls: Sequence[Mapping[str, Any]],
+                 hosts: Mapping[int, str]) -> list[Row]:
+    """Mesh groups whose members with a stack all wait in one call while the others left no stack.
+
+    A collective on a mesh group completes once every member calls it, so a group whose stacked members
+    all wait at one place (the same call from the same line), more of them than not, waits for the
+    members that are not there: those left no stack because they were never in a collective (still
+    working, stalled, or gone). Read only where the call's `group=` names no other dimension.
+
+    Columns: rank, host, dim, members, size, call, user_frame, side (waiting / missing), source.
+    """
+    if layout is None:
+        return []
+    by_rank = {int(c["rank"]): c for c in calls if c.get("rank") is not None}
+    rows: list[Row] = []
+    seen: set[tuple[int, tuple[int, ...]]] = set()
+    for dim in range(len(layout.dims)):
+        for r in sorted(layout.coords):
+            members = layout.group(r, dim)
+            if (dim, members) in seen:
+                continue
+            seen.add((dim, members))
+            stacked = [m for m in members if m in by_rank]
+            missing = [m for m in members if m not in by_rank]
+            if not missing or len(stacked) < 2 or len(stacked) <= len(missing):
+                continue
+            places = {_place(by_rank[m]) for m in stacked}
+            if len(places) != 1:
+                continue
+            named = {_dim_named(by_rank[m].get("source"), layout.dims) for m in stacked} - {None}
+            if named and named != {dim}:
+                continue
+            call, frame = places.pop()
+            for m in members:
+                rows.append({"rank": m, "host": hosts.get(m), "dim": layout.dims[dim],
+                             "members": list(members), "size": len(members), "call": call, "user_frame": frame,
+                             "side": "waiting" if m in by_rank else "missing", "source": layout.source,
+                             "path": by_rank[m].get("path") if m in by_rank else None,
+                             "line": by_rank[m].get("line") if m in by_rank else None})
+    return rows

@@ -113,3 +113,22 @@ def test_unnamed_group_whose_members_all_wait_in_the_same_call_is_not_that_calls
 def test_no_layout_no_rows() -> None:
     assert mesh.split_rows(None, [call(0, "all_reduce", 1, "x")], {}) == []
     assert mesh.mesh_layout([], 8) is None
+
+
+def test_a_group_waiting_at_one_place_for_a_member_without_a_stack() -> None:
+    lay = mesh.mesh_layout([coord(r, "replicate,shard", f"{r // 4},{r % 4}") for r in range(8)], 8)
+    fsdp = "out = model(x)"
+    calls = [call(r, "all_reduce", 117, "loss.backward()", False) for r in range(4)]
+    calls += [call(r, "all_gather_single", 116, fsdp, False) for r in (4, 6, 7)]
+    rows = mesh.waiting_rows(lay, calls, {})
+    assert {(r["rank"], r["side"]) for r in rows} == {(4, "waiting"), (5, "missing"), (6, "waiting"),
+                                                     (7, "waiting")}
+
+
+def test_no_waiting_group_when_its_stacked_members_are_split_or_few() -> None:
+    lay = mesh.mesh_layout([coord(r, "dp,tp", f"{r // 2},{r % 2}") for r in range(4)], 4)
+    # Pairs: one stack and one missing member is no majority.
+    assert mesh.waiting_rows(lay, [call(0, "all_reduce", 5, "x"), call(2, "all_gather", 6, "y")], {}) == []
+    lay = mesh.mesh_layout([coord(r, "dp,tp", f"{r // 3},{r % 3}") for r in range(6)], 6)
+    calls = [call(3, "all_reduce", 5, "x"), call(5, "all_gather", 6, "y")]
+    assert mesh.waiting_rows(lay, calls, {}) == []
