@@ -303,8 +303,9 @@ def waiting_rows(layout: Layout | None, calls: Sequence[Mapping[str, Any]],
             call, frame = places.pop()
             for m in members:
                 rows.append({"rank": m, "host": hosts.get(m), "dim": layout.dims[dim],
-                             "members": list(members), "size": len(members), "call": call, "user_frame": frame,
-                             "side": "waiting" if m in by_rank else "missing", "source": layout.source,
+                             "members": list(members), "size": len(members), "call": call,
+                             "user_frame": frame, "side": "waiting" if m in by_rank else "missing",
+                             "source": layout.source,
                              "path": by_rank[m].get("path") if m in by_rank else None,
                              "line": by_rank[m].get("line") if m in by_rank else None})
     return rows
