@@ -113,8 +113,12 @@ class MeshParser(Parser):
     """
 
     name = "mesh"
-    triggers = ("DeviceMesh", "oordinate", "Coord", "coord", "dp=", "tp=", "pp=", "cp=", "ep=", "dp_",
-                "shard", "replicate", *(f"{n}{d}" for n in ("dp", "tp", "pp", "cp", "ep") for d in range(10)))
+    # No digit in a trigger: the reader remembers which triggers a line holds per shape of line (its digits
+    # written as 0), which a trigger holding a digit turns off (hanglens/ingest/dispatch.py). Not `ep=`,
+    # which every `step=` line holds, nor ` tp` (torchtitan's `tps:` throughput on every step line) or
+    # `(dp` (ProcessGroupNCCL's `PG GUID 2(dp)`); a statement is found by the trigger of another pair.
+    triggers = ("DeviceMesh", "oordinate", "Coord", "coord", "dp=", "tp=", "pp=", "cp=", "dp_", "tp_",
+                "shard", "replicate", " dp", " pp", "[dp", "[tp", "[pp", "|dp", "|tp", "|pp")
     emits = (
         EventSpec("device_mesh", ("dims", "sizes", "strides", "ranks"),
                   "a printed DeviceMesh: `dims` its dimension names (comma-separated, empty when unnamed), "
