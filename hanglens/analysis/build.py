@@ -16,6 +16,7 @@ from hanglens.analysis import (
     facts_init,
     flight,
     gpu,
+    mesh,
     progress,
     silence,
     status,
@@ -271,6 +272,10 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     evs = status.attribute_main_process_stream(evs)
     hosts = rank_hosts(evs)
     world = world_size_of(evs)
+    # The device mesh the logs state, and the rank of each unprefixed line that states its own coordinates.
+    known = {e.rank for e in evs if e.rank is not None}
+    layout = mesh.mesh_layout(evs, world or (max(known) + 1 if known else None))
+    evs = mesh.attribute(evs, layout, hosts)
     seen = {e.rank for e in evs if e.rank is not None}
     for f in files:
         seen.update(f.ranks)
@@ -341,6 +346,10 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     lone_abort = next(iter(aborted)) if len(aborted) == 1 else None
     calls = collectives.call_rows(evs, hosts, lone_abort, last_step)
     tables["collective_call"] = frame("collective_call", calls)
+    tables["mesh_group"] = frame("mesh_group", mesh.group_rows(layout, hosts))
+    tables["mesh_group_split"] = frame("mesh_group_split", mesh.split_rows(layout, calls, hosts))
+    tables["mesh_group_waiting"] = frame("mesh_group_waiting", mesh.waiting_rows(layout, calls, hosts))
+    del layout
     tables["crash"] = frame("crash", status.crash_rows(evs, hosts))
     tables["unowned_crash"] = frame("unowned_crash", status.unowned_crash_rows(evs, hosts, world))
     tables["host_failures"] = frame(

@@ -137,6 +137,36 @@ FACT_SPECS: dict[str, FactSpec] = {
             "members of a subgroup the logs do not list, not for the world.",
         ),
         FactSpec(
+            "mesh_group",
+            ("rank", "host", "dim", "members", "size", "source"),
+            "Per rank and device-mesh dimension, the members of its group along that dimension (the ranks "
+            "sharing every other coordinate; torch/distributed/device_mesh.py lays ranks out row-major), "
+            "read from a printed DeviceMesh, each rank's logged coordinates (`[dp=1 tp=0]`) or a mesh "
+            "shape the ranks state alike whose product is the world size: `source` says which. Empty when "
+            "the logs state no mesh.",
+        ),
+        FactSpec(
+            "mesh_group_split",
+            ("rank", "host", "dim", "members", "size", "call", "user_frame", "side", "how", "source",
+             *_EVIDENCE),
+            "The members of a device-mesh group whose ranks were blocked in different collectives (call "
+            "or calling line), from collective_call and mesh_group: the group a rank waits on is the one "
+            "its `group=` expression names (`tp_group`; `how` name) or else the only dimension whose "
+            "other members all wait in subgroup calls too, not all in the same one (`how` calls). `side`: "
+            "majority (where a strict majority of the group's members are), odd (the other members), tie "
+            "(no majority: a group split evenly, two members on two sides); `source` as in mesh_group; "
+            "path and line cite the member's stack.",
+        ),
+        FactSpec(
+            "mesh_group_waiting",
+            ("rank", "host", "dim", "members", "size", "call", "user_frame", "side", "source", *_EVIDENCE),
+            "Device-mesh groups whose members with a stack (collective_call) all wait at one place, more "
+            "of them than not, while the other members left no stack: `side` waiting (in the call) or "
+            "missing (the members the group waits for: never in a collective when the job failed). Not "
+            "read where the call's `group=` names another dimension. path and line cite a waiting "
+            "member's stack (empty for a missing one).",
+        ),
+        FactSpec(
             "transfer_size_error",
             ("rank", "host", "role", "peer", "p2p", "remote_bytes", "local_bytes", "basis", "odd",
              "elsewhere", "place", "others_place", *_EVIDENCE),

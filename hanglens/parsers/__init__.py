@@ -14,6 +14,7 @@ from hanglens.parsers.faulthandler import FaulthandlerParser
 from hanglens.parsers.frtrace import FrtraceParser
 from hanglens.parsers.gloo import GlooParser
 from hanglens.parsers.lifecycle import LifecycleParser
+from hanglens.parsers.mesh import MeshParser
 from hanglens.parsers.mpirun import MpirunParser
 from hanglens.parsers.nccl import NcclParser
 from hanglens.parsers.ncclras import NcclRasParser
@@ -43,6 +44,7 @@ PARSERS: tuple[type[Parser], ...] = (
     FaulthandlerParser,
     ProgressParser,
     LifecycleParser,
+    MeshParser,
     EnvironmentParser,
     CatchallParser,
 )
