@@ -112,8 +112,34 @@ def is_retried_connect_warning(e: Event) -> bool:
     return e.kind == "store_error" and e.get("op") == "connect" and e.get("errno") is not None
 
 
+# A frame in a library's file, not the program's: torch itself, installed packages, the standard library.
+_LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python", "<frozen ")
+
+
+def _library_frame(frame: object) -> bool:
+    f = str(frame)
+    return f.startswith("torch/") or "/torch/" in f or any(p in f for p in _LIBRARY_PATHS)
+
+
+def raised_by_own_code(e: Event) -> bool:
+    """A traceback every frame of which is the program's own code (no torch, installed-package or standard
+    library frame), whose innermost source line is a `raise`, chaining no earlier exception: the program
+    raised it itself, so its message (a `ConnectionResetError` while fetching a shard, a `TimeoutError` of
+    its own) is this rank's fault, not a collective's report of a peer's (which torch raises from
+    distributed_c10d.py or the backend, below the program's frames)."""
+    frames, sources = e.get("frames"), e.get("sources")
+    if (e.kind != "exception" or not isinstance(frames, list) or not frames or e.get("chained")
+            or not isinstance(sources, list) or len(sources) != len(frames)):
+        return False
+    # (the innermost frame's own source line is the `raise`: a paste that left out torch's frames below a
+    # `loss.backward()` shows the program's frames only, but not a raise of its own)
+    return str(sources[-1]).lstrip().startswith("raise ") and not any(_library_frame(f) for f in frames)
+
+
 def is_victim_exception(e: Event) -> bool:
     """An exception that only reports that a collective/peer failed, not a fault of this rank's own."""
+    if raised_by_own_code(e):
+        return False
     text = f"{e.get('exc_type') or ''}: {e.get('message') or ''} {e.text}"
     return any(m in text for m in VICTIM_EXCEPTION_MARKERS)
 
