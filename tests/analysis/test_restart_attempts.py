@@ -142,3 +142,47 @@ def test_every_attempt_failing_alike_is_said(tmp_path: Path) -> None:
     assert list(v.culprit_ranks) == [1]
     assert "Every one of the 2 attempts" in v.summary
     assert "ValueError" in v.summary
+
+
+# attempt 0: local rank 1 is SIGKILLed; attempt 1 (new pids) fails while starting: rank 0 cannot connect in
+# init_process_group, before any step. A restart is a follow-up of the previous attempt's failure
+# (failure-signatures.md section 12, last row): the attempts are judged together.
+KILL_THEN_INIT_FAILURE = (
+    _steps(range(2), range(0, 3))
+    + _closed(0, 40611)
+    + _closing("41:00.601000", 7501)
+    + _failed("41:00.630000", -9, 1, 7502)
+    + "[rank0]: Traceback (most recent call last):\n"
+    + '[rank0]:   File "/home/user/proj/run.py", line 40, in <module>\n'
+    + '[rank0]:     dist.init_process_group("gloo")\n'
+    + "[rank0]: RuntimeError: Gloo connectFullMesh failed with [/pytorch/third_party/gloo/gloo/transport/tcp/"
+    + "pair.cc:144] no error\n"
+    + _closing("41:03.701000", 7602)
+    + _failed("41:03.730000", 1, 0, 7601)
+    + _table([(0, 1, 7601), (1, -15, 7602)])
+)
+
+
+def test_a_last_attempt_that_never_trained_is_judged_with_the_earlier_ones(tmp_path: Path) -> None:
+    v = _analyze(tmp_path, KILL_THEN_INIT_FAILURE).result.verdict
+    assert list(v.culprit_ranks) == [1]
+    assert "failed before any training step" in v.summary
+
+
+# At INFO level the agent says it restarts (agent/server/api.py `_invoke_run`); the new workers' pids are not
+# needed then.
+RESTART_LINE = (
+    "I0611 08:41:10.800000 4410 torch/distributed/elastic/agent/server/api.py:900] [default] Worker group "
+    "FAILED. 1/2 attempts left; will restart worker group\n"
+)
+
+
+def test_the_agents_restart_line_is_a_boundary(tmp_path: Path) -> None:
+    text = RECOVERED.replace(_failed("40:11.130000", 1, 2, 7003),
+                             _failed("40:11.130000", 1, 2, 7003) + RESTART_LINE)
+    (tmp_path / "console.log").write_text(text)
+    events = read_inputs([tmp_path]).events
+    assert {e.attempt for e in events if e.kind == "exception" and "KeyError" in e.text} == {0}
+    assert {e.attempt for e in events if e.kind == "run_finished"} == {1}
+    v = api.analyze([tmp_path]).result.verdict
+    assert v.category.value == "none"
