@@ -798,7 +798,7 @@ def _rank_filler(r: int) -> Callable[[FileEvents, Event], Event]:
     return fill
 
 
-_RESUMED_KINDS = frozenset({"progress", "run_finished"})
+_RESUMED_KINDS = frozenset({"run_finished", "agent_succeeded"})
 _REPORT_KINDS = frozenset({"worker_failed", "closing_signal"})
 
 
@@ -811,10 +811,10 @@ def _console_attempts(files: list[FileEvents]) -> None:
     api.py `_close`), reports the failed one (`failed (exitcode: N) local_rank: L (pid: P)`) and, with
     restarts left, starts a new worker group (`Worker group FAILED. <k>/<m> attempts left; will restart
     worker group`, logged at INFO only, so absent from a console at the default level). An attempt
-    therefore ends at a restart line, or at a run of the agent's reports when a later run of reports
-    names only new worker pids (new processes: the workers were started again), or when after the last
-    run the workers train on (a step, a finish line) and no failure table (ChildFailedError) closes the
-    console. Events of a stream with no such boundary keep no attempt.
+    therefore ends at a restart line, or at a report of the agent when a later report names only new
+    worker pids (new processes: the workers were started again), or when after the last report the
+    workers finish (a finish line, the agent's success line) and no failure table (ChildFailedError)
+    closes the console. Events of a stream with no such boundary keep no attempt.
     """
     for f in files:
         if f.origin.attempt is not None or not any(e.kind in ("worker_failed", "worker_group_restart")
@@ -837,32 +837,43 @@ def _console_attempts(files: list[FileEvents]) -> None:
 
 def _restart_cuts(events: list[Event]) -> list[int]:
     """The lines (ascending) after which an agent's stream starts a new restart attempt (see
-    `_console_attempts`)."""
+    `_console_attempts`).
+
+    One poll's report is the closing lines of the other workers and the failed worker's line (elastic/
+    multiprocessing/api.py `SubprocessContext._poll`: `close()`, then `failed (exitcode: ...)`); a worker's
+    buffered prints may land between them, so a report ends at its failed line, not at the first worker
+    line. A later report whose worker pids are all new was written about new processes."""
     cuts: set[int] = set()
-    groups: list[tuple[int, set[int]]] = []   # runs of agent reports: (last line, worker pids named)
-    pids: set[int] | None = None
-    last = 0
+    groups: list[tuple[int, set[int]]] = []   # reports: (line of the failed line, worker pids named)
+    pids: set[int] = set()
+    failed: int | None = None
     for e in events:
         if e.kind == "worker_group_restart":
             cuts.add(e.line)
         if e.kind in _REPORT_KINDS:
-            if pids is None:
-                pids = set()
             pid = _int(e.get("pid"))
             if pid is not None:
                 pids.add(pid)
-            last = e.line
-        elif pids is not None and not is_agent_event(e):
-            groups.append((last, pids))
-            pids = None
-    if pids is not None:
-        groups.append((last, pids))
+            if e.kind == "worker_failed":
+                failed = e.line
+        elif failed is not None and not is_agent_event(e):
+            groups.append((failed, pids))
+            pids, failed = set(), None
+    if failed is not None:
+        groups.append((failed, pids))
+    # A merged console of several agents (kubectl logs of two pods one after the other) shows other agents'
+    # reports with other pids too: new workers are also told by a rank already seen before the report
+    # writing again after it (that rank's process had ended).
+    ranked = [(e.line, e.rank) for e in events if e.rank is not None and not is_agent_event(e)]
     seen: set[int] = set()
-    for (line, named), (_, later) in itertools.pairwise(groups):
+    for (line, named), (nxt, later) in itertools.pairwise(groups):
         seen |= named
-        if later and seen and not later & seen:
+        before = {r for n, r in ranked if n < line}
+        again = any(line < n < nxt and r in before for n, r in ranked)
+        if later and seen and not later & seen and again:
             cuts.add(line)
     if groups:
+        # after the last report, the workers trained to their end and no failure table closed the run
         end = groups[-1][0]
         after = [e for e in events if e.line > end]
         if (any(e.kind in _RESUMED_KINDS for e in after)

@@ -39,8 +39,8 @@ def _closed(rank: int, port: int) -> str:
     return (f"[rank{rank}]: Traceback (most recent call last):\n"
             f'[rank{rank}]:   File "/home/user/proj/run.py", line 70, in <module>\n'
             f"[rank{rank}]:     loss.backward()\n"
-            f"[rank{rank}]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection "
-            f"closed by peer [127.0.0.1]:{port}\n")
+            f"[rank{rank}]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] "
+            f"Connection closed by peer [127.0.0.1]:{port}\n")
 
 
 def _table(rows: list[tuple[int, int, int]]) -> str:
@@ -186,3 +186,14 @@ def test_the_agents_restart_line_is_a_boundary(tmp_path: Path) -> None:
     assert {e.attempt for e in events if e.kind == "run_finished"} == {1}
     v = api.analyze([tmp_path]).result.verdict
     assert v.category.value == "none"
+
+
+def test_two_agents_reports_in_one_console_are_no_restart(tmp_path: Path) -> None:
+    # kubectl logs of two pods one after the other: each agent reports its own workers (other pids), but no
+    # rank writes again after its agent's report, so nothing was restarted
+    text = (_steps(range(2), range(0, 2)) + _crash(1, "ValueError: column 'age' has 0 rows")
+            + _closing("42:00.100000", 801) + _failed("42:00.130000", 1, 1, 802)
+            + _steps(range(2, 4), range(0, 2)) + _closed(2, 40711) + _closed(3, 40712)
+            + _closing("42:01.100000", 901) + _failed("42:01.130000", 1, 0, 900))
+    (tmp_path / "console.log").write_text(text)
+    assert {e.attempt for e in read_inputs([tmp_path]).events} == {None}
