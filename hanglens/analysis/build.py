@@ -44,6 +44,7 @@ class Tables:
     offsets: dict[str, float] = field(default_factory=dict)
     clock_note: str = ""
     files: list[InputFile] = field(default_factory=list)   # every input read (events or not)
+    restart_note: str = ""   # the earlier attempts of a restarted worker group (status.restart_history)
 
     def fact(self, name: str) -> pd.DataFrame:
         return self.tables[name]
@@ -298,6 +299,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
         evs = [e for e in evs if e.kind != "progress" or (e.path, e.line, e.text) not in errs]
     del errs
     # Errors their writer trained on after (caught, logged, retried) did not end the job: not failures.
+    restart_note = status.restart_history(evs, files)
     survived = status.survived_failures(evs, files)
     if survived:
         evs = [e for i, e in enumerate(evs) if i not in survived]
@@ -402,4 +404,5 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
         offsets=offsets,
         clock_note=note,
         files=list(files),
+        restart_note=restart_note,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -945,7 +946,7 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
             key = writer(e)
             if key is not None and (e.level or "") in ERROR_LEVELS:
                 records[(e.path, e.line)] = key
-    out: set[int] = _survived_by_success(events, files)
+    out: set[int] = _survived_by_success(events, files) | earlier_attempts(events, files)
     if not last_line and not finished:
         return out | _survived_unattributed(events, files, writer)
     out |= _survived_by_peers(events, restarted)
@@ -974,6 +975,129 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
         if t is not None and key in last_time and last_time[key] > t:
             out.add(i)
     return out | _survived_unattributed(events, files, writer)
+
+
+def earlier_attempts(events: Sequence[Event], files: Sequence[InputFile]) -> set[int]:
+    """Indexes of the failures of a torchrun console's earlier restart attempts (`--max-restarts`).
+
+    ingest/attribute.py `_console_attempts` numbers a console's attempts where the agent restarted its
+    workers (torch/distributed/elastic/agent/server/api.py `_invoke_run`): the job's end is its last
+    attempt, so an earlier attempt's errors and the agent's reports of them are history, not the failure
+    to explain (`restart_history` words them for the report). A `--log-dir` tree's attempts are
+    `_survived_by_success`'s.
+    """
+    tree = {f.path for f in files if f.origin.attempt is not None}
+    last: dict[str, int] = {}
+    for e in events:
+        if e.attempt is not None and e.path not in tree and e.attempt > last.get(e.path, 0):
+            last[e.path] = e.attempt
+    # A last attempt that never trained (no step, no finish line: it failed while starting, e.g. at
+    # `init_process_group`) has no failure of its own to judge: a restart is a follow-up of the previous
+    # attempt's failure (failure-signatures.md section 12, last row), so every attempt is judged together.
+    trained = {e.path for e in events
+               if e.path in last and e.attempt == last[e.path] and e.kind in ("progress", "run_finished")}
+    last = {p: a for p, a in last.items() if p in trained}
+    if not last:
+        return set()
+    return {i for i, e in enumerate(events)
+            if e.path in last and e.attempt is not None and e.attempt < last[e.path]
+            and (_ended_badly(e) or e.kind in _AGENT_REPORT_KINDS)}
+
+
+_AGENT_REPORT_KINDS = frozenset({"worker_failed", "closing_signal"})
+_FOLLOW_KINDS = frozenset({"network_error", "peer_closed", "gloo_error", "hang_detected",
+                           "collective_timeout", "store_error"})
+
+
+def _attempt_failure(events: list[Event]) -> tuple[str, tuple[Any, ...]] | None:
+    """How one restart attempt failed, in words, and a key that is equal for attempts that failed alike
+    (the failed local rank, its exit code, the exception type); None when nothing in it failed.
+
+    The agent's first `failed (exitcode: N) local_rank: L` line names the worker whose exit ended the
+    attempt (elastic/multiprocessing/api.py); an exit code 1 is an uncaught exception, whose traceback that
+    rank printed (the first one of the attempt names it where the rank is unknown)."""
+    events = sorted(events, key=lambda e: (e.path, e.line))
+    agent = next((e for e in events if e.kind == "worker_failed"), None)
+    # A lost connection or a timeout is a peer's failure seen from the other side (failure-signatures.md
+    # section 0.1): an attempt's own error is the first exception that is neither.
+    # (the events other parsers read from a traceback's last line share that line's text)
+    follow = {(e.path, e.text) for e in events if e.kind in _FOLLOW_KINDS}
+    excs = sorted((e for e in events if e.kind == "exception" and e.get("exc_type") and e.rank is not None),
+                  key=lambda e: ((e.path, e.text) in follow, e.time is None, e.time or 0.0, e.path, e.line))
+    if agent is None and not excs and not any(_ended_badly(e) or e.kind == "child_failed" for e in events):
+        return None
+    lr = non_negative_int(agent.get("local_rank")) if agent is not None else None
+    code = agent.get("exitcode") if agent is not None else None
+    exc = next((e for e in excs if lr is not None and e.rank == lr), None) or (
+        excs[0] if excs and (agent is None or str(code) == "1") else None)
+    exc_type = str(exc.get("exc_type")).rsplit(".", 1)[-1] if exc is not None else None
+    if agent is not None:
+        who = f"local rank {lr}" if lr is not None else "a worker"
+        try:
+            n = int(str(code))
+        except ValueError:
+            n = None
+        if n is not None and n < 0:
+            try:
+                sig = signal.Signals(-n).name
+            except ValueError:
+                sig = f"signal {-n}"
+            text = f"{who} was killed by {sig} (exit code {n})"
+        else:
+            text = f"{who} exited with code {code}"
+        if exc is not None and n == 1:
+            text += f" after {_exc_words(exc)}"
+    elif exc is not None:
+        text = f"rank {exc.rank} raised {_exc_words(exc)}"
+    else:
+        text = "it reported errors"
+    return text, (lr, code, exc_type)
+
+
+def _exc_words(e: Event) -> str:
+    exc_type = str(e.get("exc_type")).rsplit(".", 1)[-1]
+    message = " ".join(str(e.get("message") or "").split())
+    if len(message) > 80:
+        message = message[:77] + "..."
+    return f"{exc_type}: {message}" if message else exc_type
+
+
+def restart_history(events: Sequence[Event], files: Sequence[InputFile]) -> str:
+    """The earlier restart attempts of a torchrun job (`--max-restarts`), in words for the verdict.
+
+    The verdict is about the job's end, its last attempt (`earlier_attempts`, `_survived_by_success`);
+    what ended the attempts before it is context: a failure the restart survived, or the same failure in
+    every attempt, which restarting cannot cure (torch/distributed/elastic/agent/server/api.py `_invoke_run`
+    restarts the whole worker group with the same code and data). Attempts are numbered on the events by
+    a `--log-dir` tree's `attempt_<n>` folders (ingest/origin.py) or a console's restart boundaries
+    (ingest/attribute.py `_console_attempts`). "" for a job of one attempt."""
+    by_attempt: dict[int, list[Event]] = {}
+    for e in events:
+        if e.attempt is not None:
+            by_attempt.setdefault(e.attempt, []).append(e)
+    if len(by_attempt) < 2:
+        return ""
+    last = max(by_attempt)
+    failures = {a: _attempt_failure(evs) for a, evs in sorted(by_attempt.items())}
+    earlier = [(a, f) for a, f in failures.items() if a < last and f is not None]
+    if not earlier:
+        return ""
+    end = failures[last]
+    keys = {f[1] for _, f in earlier}
+    if end is not None and len(keys) == 1 and end[1] in keys and len(earlier) == last:
+        return (f" Every one of the {last + 1} attempts of the worker group (torchrun `--max-restarts`)"
+                f" failed the same way ({end[0]}): restarting cannot help, the cause must be fixed.")
+    past = "; ".join(f"attempt {a}: {f[0]}" for a, f in earlier)
+    trained = any(e.kind in ("progress", "run_finished") for e in by_attempt[last])
+    if end is not None and not trained:
+        return (f" The worker group was restarted (torchrun `--max-restarts`) after {past}; the last attempt"
+                f" ({last}) failed before any training step ({end[0]}), a follow-up of that earlier failure:"
+                f" every attempt is judged together.")
+    if end is None:
+        return (f" The worker group was restarted (torchrun `--max-restarts`) after an earlier attempt failed"
+                f" ({past}); the last attempt ({last}) ran to the end, so that failure was survived.")
+    return (f" This is the last attempt ({last}) of a restarted worker group (torchrun `--max-restarts`);"
+            f" before it, {past}.")
 
 
 def _ended_badly(e: Event) -> bool:

@@ -815,11 +815,12 @@ def _where_ranks_stopped(run: _Run) -> str:
 
 
 def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
+    history = getattr(run.tables, "restart_note", "")
     if findings:
         top = findings[0]
         return Verdict(category=top.category, rule_id=top.rule_id, confidence=top.confidence,
                        culprit_ranks=top.culprit_ranks, culprit_hosts=top.culprit_hosts,
-                       victim_ranks=top.victim_ranks, summary=_collapse(top.explanation),
+                       victim_ranks=top.victim_ranks, summary=_collapse(top.explanation) + history,
                        first_step=top.remediation[0] if top.remediation else "",
                        suspect_ranks=top.suspect_ranks)
     ranks = sorted(run.tables.ranks)
@@ -828,7 +829,7 @@ def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
         return Verdict(category=Category.NONE, rule_id=None, confidence=Confidence.LOW, culprit_ranks=(),
                        culprit_hosts=(), victim_ranks=(),
                        summary=f"The job was stopped from outside ({finished}) after its output said the run "
-                       "was over; nothing failed before the stop.",
+                       "was over; nothing failed before the stop." + history,
                        first_step=_FINISHED_FIRST_STEP)
     if _failed(run):
         flagged = sorted(_flagged_ranks(run))
@@ -836,7 +837,7 @@ def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
         return Verdict(category=Category.UNKNOWN, rule_id=None, confidence=Confidence.LOW, culprit_ranks=(),
                        culprit_hosts=(), victim_ranks=tuple(sorted(_default_victims(run))),
                        summary=f"The logs show a failure{who}, but no rule explains it."
-                       + _where_ranks_stopped(run),
+                       + _where_ranks_stopped(run) + history,
                        first_step=_UNKNOWN_FIRST_STEP)
     cut = _log_cut(run)
     if cut:
@@ -850,7 +851,7 @@ def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
     seen = f"the logs of {len(ranks)} rank(s)" if ranks else "the logs"
     return Verdict(category=Category.NONE, rule_id=None, confidence=confidence, culprit_ranks=(),
                    culprit_hosts=(), victim_ranks=(),
-                   summary=f"No failure signal in {seen}." + _restarted(run),
+                   summary=f"No failure signal in {seen}." + (history or _restarted(run)),
                    first_step="")
 
 

@@ -150,6 +150,7 @@ def attribute(files: list[FileEvents]) -> None:
     _oom_device_index(files)
     _self_announced_rank(files)
     _only_exception_exit(files)
+    _console_attempts(files)
     _hosts(files)
     rebase_years(files)
 
@@ -795,6 +796,98 @@ def _rank_filler(r: int) -> Callable[[FileEvents, Event], Event]:
     def fill(f: FileEvents, e: Event) -> Event:
         return e if e.rank is not None else _with(f, e, "rank", r)
     return fill
+
+
+_RESUMED_KINDS = frozenset({"run_finished", "agent_succeeded"})
+_REPORT_KINDS = frozenset({"worker_failed", "closing_signal"})
+
+
+def _console_attempts(files: list[FileEvents]) -> None:
+    """Number the restart attempts of a torchrun console (`--max-restarts`), as a `--log-dir` tree's
+    `attempt_<n>` folders number them (ingest/origin.py).
+
+    When a worker fails, the agent's monitor loop (torch/distributed/elastic/agent/server/api.py
+    `_invoke_run`) stops the others (`Sending process P closing signal SIGTERM`, elastic/multiprocessing/
+    api.py `_close`), reports the failed one (`failed (exitcode: N) local_rank: L (pid: P)`) and, with
+    restarts left, starts a new worker group (`Worker group FAILED. <k>/<m> attempts left; will restart
+    worker group`, logged at INFO only, so absent from a console at the default level). An attempt
+    therefore ends at a restart line, or at a report of the agent when a later report names only new
+    worker pids (new processes: the workers were started again), or when after the last report the
+    workers finish (a finish line, the agent's success line) and no failure table (ChildFailedError)
+    closes the console. Events of a stream with no such boundary keep no attempt.
+    """
+    for f in files:
+        if f.origin.attempt is not None or not any(e.kind in ("worker_failed", "worker_group_restart")
+                                                   for e in f.events):
+            continue
+        by_scope: dict[str, list[Event]] = {}
+        for e in f.events:
+            by_scope.setdefault(_scope(e), []).append(e)
+        bounds: dict[str, list[int]] = {}
+        for scope, events in by_scope.items():
+            cuts = _restart_cuts(sorted(events, key=lambda e: e.line))
+            if cuts:
+                bounds[scope] = cuts
+        if not bounds:
+            continue
+        f.events = [_with(f, e, "attempt", bisect.bisect_left(bounds[_scope(e)], e.line))
+                    if e.attempt is None and _scope(e) in bounds else e
+                    for e in f.events]
+
+
+def _restart_cuts(events: list[Event]) -> list[int]:
+    """The lines (ascending) after which an agent's stream starts a new restart attempt (see
+    `_console_attempts`).
+
+    One poll's report is the closing lines of the other workers and the failed worker's line (elastic/
+    multiprocessing/api.py `SubprocessContext._poll`: `close()`, then `failed (exitcode: ...)`); a worker's
+    buffered prints may land between them, so a report ends at its failed line, not at the first worker
+    line. A later report whose worker pids are all new was written about new processes."""
+    cuts: set[int] = set()
+    groups: list[tuple[int, set[int]]] = []   # reports: (line of the failed line, worker pids named)
+    pids: set[int] = set()
+    failed: int | None = None
+    for e in events:
+        if e.kind == "worker_group_restart":
+            cuts.add(e.line)
+        if e.kind in _REPORT_KINDS:
+            pid = _int(e.get("pid"))
+            if pid is not None:
+                pids.add(pid)
+            if e.kind == "worker_failed":
+                failed = e.line
+        elif failed is not None and not is_agent_event(e):
+            groups.append((failed, pids))
+            pids, failed = set(), None
+    if failed is not None:
+        groups.append((failed, pids))
+    # A merged console of several agents (kubectl logs of two pods one after the other) shows other agents'
+    # reports with other pids too: new workers are also told by a rank already seen before the report
+    # writing again after it (that rank's process had ended).
+    ranked = [(e.line, e.rank) for e in events if e.rank is not None and not is_agent_event(e)]
+    seen: set[int] = set()
+    for (line, named), (nxt, later) in itertools.pairwise(groups):
+        seen |= named
+        before = {r for n, r in ranked if n < line}
+        again = any(line < n < nxt and r in before for n, r in ranked)
+        if later and seen and not later & seen and again:
+            cuts.add(line)
+    if groups:
+        # after the last report, the workers trained to their end and no failure table closed the run
+        end = groups[-1][0]
+        after = [e for e in events if e.line > end]
+        if (any(e.kind in _RESUMED_KINDS for e in after)
+                and not any(e.kind in ("child_failed", "launcher_exit") for e in after)):
+            cuts.add(end)
+    # a restart line right after the reports it follows is the same boundary
+    out: list[int] = []
+    lines = sorted(e.line for e in events if not is_agent_event(e))
+    for c in sorted(cuts):
+        if out and bisect.bisect_right(lines, c) == bisect.bisect_right(lines, out[-1]):
+            out[-1] = c
+        else:
+            out.append(c)
+    return out
 
 
 def _only_exception_exit(files: list[FileEvents]) -> None:
