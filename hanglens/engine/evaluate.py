@@ -479,7 +479,7 @@ def _check(cond: Condition, run: _Run, bindings: Mapping[str, pd.DataFrame],
         k = len(_ranks_of(rows))
         denom = run.denominator()
         if r.min is not None and k < r.min:
-            return False, rows, f"{k} rank(s) with {what}"
+            return False, rows, f"{k} rank{'' if k == 1 else 's'} with {what}"
         if r.max is not None and k > r.max:
             return False, rows, f"{k} ranks with {what}"
         for bound_f, low in ((r.min_fraction, True), (r.max_fraction, False)):
@@ -848,7 +848,7 @@ def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
                        "(or was still running when the logs were copied)." + _where_ranks_stopped(run),
                        first_step=_UNKNOWN_FIRST_STEP)
     confidence = Confidence.MEDIUM if len(ranks) >= 2 else Confidence.LOW
-    seen = f"the logs of {len(ranks)} rank(s)" if ranks else "the logs"
+    seen = (f"the logs of {len(ranks)} rank{'' if len(ranks) == 1 else 's'}" if ranks else "the logs")
     return Verdict(category=Category.NONE, rule_id=None, confidence=confidence, culprit_ranks=(),
                    culprit_hosts=(), victim_ranks=(),
                    summary=f"No failure signal in {seen}." + (history or _restarted(run)),
