@@ -32,7 +32,14 @@ from hanglens.ingest.prefilter import (
     FastProgress,
     valid_date,
 )
-from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, Envelope, detect_dialect, strip_prefixes
+from hanglens.ingest.prefix import (
+    ANSI_RE,
+    RANK_RE,
+    Dialect,
+    Envelope,
+    detect_dialect,
+    strip_prefixes,
+)
 from hanglens.ingest.sources import ReadableStream
 from hanglens.ingest.streams import (
     DUMP_PARSERS,
@@ -930,6 +937,8 @@ class Reader:
         self._note_long_lines(block, lineno)
         if b"[rank" in block:
             self._scan_block_ranks(block)
+        if self.dialect.rank_field is not None:
+            self._scan_block_fields(block)
         if n >= ROWS_MIN_BYTES and not self.reference:
             return self._block_rows(block, lineno)
         if not self.reference and self.line_triggers:
@@ -1121,6 +1130,15 @@ class Reader:
             return
         for rank in set(_RANK_ONLY_RE.findall(block)):
             self.envelope_ranks.add(int(rank))
+
+    def _scan_block_fields(self, block: bytes) -> None:
+        """Record the rank of every line in `block` whose learned rank field names one (as `[rankN]:`
+        envelopes are, `_scan_block_ranks`): a console of several such writers gives none of them the rest."""
+        field = self.dialect.rank_field
+        assert field is not None
+        for rank in set(_field_scan(self.dialect.lead, field).findall(block)):
+            if int(rank) < field[2]:
+                self.envelope_ranks.add(int(rank))
 
     def _repeat(self, line: bytes) -> bool:
         """True (and counted) when `line` is one plain segment repeating an inert earlier one (see `seen`).
@@ -1572,6 +1590,19 @@ class Reader:
                 res.events = [_mpirun_rank(e) for e in res.events]
         res.ranks = {e.rank for e in res.events if e.rank is not None} | self.envelope_ranks
         res.hosts = {e.host for e in res.events if e.host}
+
+
+_SHAPE_PARTS = {"0": rb"\d", "L": rb"(?:L|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)", " ": rb"\s+"}
+
+
+@lru_cache(maxsize=8)
+def _field_scan(lead: str, field: tuple[str, str, int]) -> re.Pattern[bytes]:
+    """A bytes pattern for the lines whose header has a learned rank field's shape, the rank as its group
+    (prefix.py `learn_rank_field`: word, header shape with digits as 0, level words as L, blanks as one)."""
+    word, shape, world = field
+    head = b"".join(_SHAPE_PARTS.get(c) or re.escape(c.encode()) for c in shape)
+    return re.compile(rb"(?m)^" + re.escape(lead.encode()) + head + rb"(?i:" + re.escape(word.encode())
+                      + rb") ?(\d{1,6})(?: ?/ ?| of )" + str(world).encode() + rb"(?=[ \t|\])>,;:])")
 
 
 def _fewer_than_the_world(events: list[Event], marks: list[Event]) -> bool:
