@@ -328,10 +328,11 @@ FIELD_MAX_COUNTING = 0.75   # share of a field's value changes that may be +1 (a
 # Words before an `n/N` that count progress, not writers (`step 3/8`, `epoch 1/4`, `batch 12/500`, ...).
 PROGRESS_WORDS = frozenset({
     "step", "steps", "epoch", "epochs", "ep", "batch", "batches", "iter", "iters", "iteration", "it",
-    "sample", "samples", "file", "files", "chunk", "chunks", "part", "page", "item", "items", "round", "trial",
-    "try", "attempt", "retry", "stage", "phase", "shard", "block", "layer", "layers", "task", "tasks", "job", "test",
-    "tests", "case", "fold", "run", "restart", "restarts", "micro", "mb", "accum", "grad", "eval", "val",
-    "train", "loss", "done", "of", "at", "to", "in", "on", "for", "by", "and", "or", "is", "was",
+    "sample", "samples", "file", "files", "chunk", "chunks", "part", "page", "item", "items", "round",
+    "trial", "try", "attempt", "retry", "stage", "phase", "shard", "block", "layer", "layers", "task",
+    "tasks", "job", "test", "tests", "case", "fold", "run", "restart", "restarts", "micro", "mb",
+    "accum", "grad", "eval", "val", "train", "loss", "done", "of", "at", "to", "in", "on", "for", "by",
+    "and", "or", "is", "was",
 })
 
 
