@@ -515,10 +515,26 @@ def field_rank(raw: str, dialect: Dialect) -> int | None:
     field = dialect.rank_field
     if field is None:
         return None
-    hit = _field_at(raw[len(dialect.lead):] if dialect.lead and raw.startswith(dialect.lead) else raw)
-    if hit is None or (hit[0], hit[1], hit[3]) != field:
-        return None
-    return hit[2]
+    m = field_line_re(dialect.lead, field).match(raw)
+    return int(m[1]) if m is not None and int(m[1]) < field[2] else None
+
+
+_SHAPE_PARTS = {"0": r"\d", "L": r"(?:L|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)", " ": r"[ \t]+"}
+
+
+def field_pattern(lead: str, field: tuple[str, str, int]) -> str:
+    """The pattern of a line whose header has a learned rank field (word, header shape, world) after the
+    file's `lead`, the rank as group 1: the shape's digits (0) as digits, level words (L) as level words,
+    blanks as blank runs; the field ends a header field and the message after it is not empty."""
+    word, shape, world = field
+    head = "".join(_SHAPE_PARTS.get(c) or re.escape(c) for c in shape)
+    return (r"^" + re.escape(lead) + head + r"(?i:" + re.escape(word) + r") ?(\d{1,6})(?: ?/ ?| of )"
+            + str(world) + r"(?=[\s|\])>,;:])(?=[ \t]*\S)")
+
+
+@lru_cache(maxsize=8)
+def field_line_re(lead: str, field: tuple[str, str, int]) -> re.Pattern[str]:
+    return re.compile(field_pattern(lead, field))
 
 
 def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None = None) -> Envelope:

@@ -38,6 +38,7 @@ from hanglens.ingest.prefix import (
     Dialect,
     Envelope,
     detect_dialect,
+    field_pattern,
     strip_prefixes,
 )
 from hanglens.ingest.sources import ReadableStream
@@ -1592,17 +1593,10 @@ class Reader:
         res.hosts = {e.host for e in res.events if e.host}
 
 
-_SHAPE_PARTS = {"0": rb"\d", "L": rb"(?:L|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)", " ": rb"\s+"}
-
-
 @lru_cache(maxsize=8)
 def _field_scan(lead: str, field: tuple[str, str, int]) -> re.Pattern[bytes]:
-    """A bytes pattern for the lines whose header has a learned rank field's shape, the rank as its group
-    (prefix.py `learn_rank_field`: word, header shape with digits as 0, level words as L, blanks as one)."""
-    word, shape, world = field
-    head = b"".join(_SHAPE_PARTS.get(c) or re.escape(c.encode()) for c in shape)
-    return re.compile(rb"(?m)^" + re.escape(lead.encode()) + head + rb"(?i:" + re.escape(word.encode())
-                      + rb") ?(\d{1,6})(?: ?/ ?| of )" + str(world).encode() + rb"(?=[ \t|\])>,;:])")
+    """`prefix.field_pattern` over the lines of a block (each line's start)."""
+    return re.compile(b"(?m)" + field_pattern(lead, field).encode())
 
 
 def _fewer_than_the_world(events: list[Event], marks: list[Event]) -> bool:
