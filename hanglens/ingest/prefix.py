@@ -510,15 +510,6 @@ def _record_rank(s: str) -> int | None:
     return int(m["rank"]) if m else None
 
 
-def field_rank(raw: str, dialect: Dialect) -> int | None:
-    """The rank in a line's learned rank field (same word, header shape and world size), or None."""
-    field = dialect.rank_field
-    if field is None:
-        return None
-    m = field_line_re(dialect.lead, field).match(raw)
-    return int(m[1]) if m is not None and int(m[1]) < field[2] else None
-
-
 _SHAPE_PARTS = {"0": r"\d", "L": r"(?:L|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)", " ": r"[ \t]+"}
 
 
@@ -812,7 +803,9 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
     if rank is None and s[:1] in ("{", "t", "l"):
         rank = _record_rank(s)
     if rank is None and dialect.rank_field is not None:
-        rank = field_rank(raw, dialect)
+        m = field_line_re(dialect.lead, dialect.rank_field).match(raw)
+        if m is not None and int(m[1]) < dialect.rank_field[2]:
+            rank = int(m[1])
     if rank is None and task is not None and local_rank is None:
         rank = None  # a scheduler task id is not a global rank; kept in `task`
     return Envelope(
