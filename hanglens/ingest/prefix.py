@@ -9,8 +9,9 @@ envelope → payload.
 from __future__ import annotations
 
 import calendar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
+from itertools import pairwise
 
 from hanglens import lazyre as re
 from hanglens.ingest.jsonlines import json_record
@@ -130,6 +131,20 @@ USER_RANK_RE = re.compile(r"^\[(?:rank|RANK)(?:: ?| ?)(?P<rank>\d{1,6})\][ :]")
 # the slash and the world size after it say it is the writer's rank in the job, not a count or a sub-group
 # rank (ProcessGroupNCCL's `[Rank 3]` has no world size); read only where R < W.
 USER_RANK_OF_RE = re.compile(r"^(?:rank|Rank|RANK) (?P<rank>\d{1,6}) ?/ ?(?P<world>\d{1,6})(?=[ \t:|,\]-])")
+# A script's own rank field in its log format's header, `%(asctime)s | %(levelname)-7s | w{rank}/{world} |
+# %(name)s | %(message)s` (`w1/2`, `r3/8`, `rank 3/8`, `[3/8]`, `(3 of 8)`, `proc 3/8`): an optional word, the
+# rank, `/` or ` of `, the world size, then the end of the field. Learned per file (`learn_rank_field`): only
+# where a sample of the file's lines carries it after the same header shape with one world size, every rank
+# below it, and (several values) taking turns as writers do rather than counting up as a step, epoch or batch
+# counter (`step 3/8`, `[12/500]`) does.
+RANK_FIELD_RE = re.compile(
+    r"(?:^|(?<=[\s|\[(<,;:]))(?P<pre>[A-Za-z]{0,8}) ?(?P<rank>\d{1,6})(?: ?/ ?| of )(?P<world>\d{1,6})"
+    r"(?=[\s|\])>,;:])")
+# The header before it, as a shape: digits as 0, level words as L, blank runs as one space (a padded
+# `%(levelname)-7s` and a changing clock keep one shape).
+FIELD_DIGIT_RE = re.compile(r"\d")
+FIELD_LEVEL_RE = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b")
+FIELD_BLANK_RE = re.compile(r"\s+")
 # Lightning's `Initializing distributed: GLOBAL_RANK: 5, MEMBER: 6/8` (lightning/fabric/utilities/
 # distributed.py `_init_dist_connection`: `log.info(f"Initializing distributed: GLOBAL_RANK: {global_rank},
 # MEMBER: {global_rank + 1}/{world_size}")`, Lightning 1.x-2.6) is logged by the process of that global rank
@@ -250,6 +265,7 @@ class Dialect:
     compose: bool = False   # docker compose's `<container>  | ` before every line
     lead: str = ""       # a paste's indentation or `> ` quote that every line of the file carries
     stern: tuple[tuple[str, str], ...] = ()   # (`<pod> <container> ` line prefix, pod) from stern's markers
+    rank_field: tuple[str, str, int] | None = None   # (word, header shape, world) of a learned rank field
 
 
 # A paste into an issue or e-mail can indent every line (a code block inside a list) or quote it (`> `); the
@@ -276,6 +292,12 @@ def detect_dialect(sample: list[str]) -> Dialect:
     lead = _lead(lines)
     if lead:
         lines = [x[len(lead):] if x.startswith(lead) else x for x in lines]
+    d = _detect(lines, lead)
+    field = learn_rank_field(lines)
+    return d if field is None else replace(d, rank_field=field)
+
+
+def _detect(lines: list[str], lead: str) -> Dialect:
     stern = _stern_prefixes(lines)
     if stern:
         return Dialect(lead=lead, stern=stern)
@@ -297,6 +319,72 @@ def detect_dialect(sample: list[str]) -> Dialect:
     compose = not slurm and not pdsh and not tag and not mpich and _most(COMPOSE_RE, lines)
     return Dialect(slurm=slurm, pdsh=pdsh, pdsh_hosts=named, rank_tag=tag, mpich=mpich, compose=compose,
                    lead=lead)
+
+
+FIELD_HEAD = 96       # characters at a line's start where a header's rank field is looked for
+FIELD_MIN_LINES = 6   # sample lines that must carry a rank field (and FIELD_SHARE of the sample's lines)
+FIELD_SHARE = 0.15
+FIELD_MAX_COUNTING = 0.75   # share of a field's value changes that may be +1 (a counter's are nearly all)
+# Words before an `n/N` that count progress, not writers (`step 3/8`, `epoch 1/4`, `batch 12/500`, ...).
+PROGRESS_WORDS = frozenset({
+    "step", "steps", "epoch", "epochs", "ep", "batch", "batches", "iter", "iters", "iteration", "it",
+    "sample", "samples", "file", "files", "chunk", "chunks", "part", "page", "item", "items", "round",
+    "trial", "try", "attempt", "retry", "stage", "phase", "shard", "block", "layer", "layers", "task",
+    "tasks", "job", "test", "tests", "case", "fold", "run", "restart", "restarts", "micro", "mb",
+    "accum", "grad", "eval", "val", "train", "loss", "done", "of", "at", "to", "in", "on", "for", "by",
+    "and", "or", "is", "was",
+})
+
+
+def _field_shape(before: str) -> str:
+    """The shape of the header before a rank field: digits as 0, level words as L, blank runs as one space."""
+    return FIELD_BLANK_RE.sub(" ", FIELD_LEVEL_RE.sub("L", FIELD_DIGIT_RE.sub("0", before)))
+
+
+def _field_at(s: str) -> tuple[str, str, int, int] | None:
+    """(word, header shape, rank, world) of the first `<word?><r>/<W>` field in a line's head, or None."""
+    head = s[:FIELD_HEAD]
+    m = RANK_FIELD_RE.search(head)
+    if m is None or not s[m.end():].strip():
+        return None
+    return m["pre"].lower(), _field_shape(s[:m.start()]), int(m["rank"]), int(m["world"])
+
+
+def learn_rank_field(lines: list[str]) -> tuple[str, str, int] | None:
+    """The (word, header shape, world) of a rank field that a file's log format puts in each line's header
+    (`12:00:01.250 | INFO | w1/2 | fit | msg`), learned from a sample of its lines; None when there is none.
+
+    A field counts only where it is the writer's rank beyond doubt: at least FIELD_MIN_LINES lines (and
+    FIELD_SHARE of the sample) carry it after the same header shape (so it sits in the header, not in the
+    message), its word is not a progress word (`step`, `epoch`, `batch`), it states one world size W >= 2 and
+    every rank below W; when it takes several values they take turns as writers' lines do (the values come
+    back: more runs than twice the values, and at most FIELD_MAX_COUNTING of the changes are +1 steps, where
+    a counter's are nearly all), and a single value needs a word (`w0/2`; a bare `[1/4]` may be the first
+    epoch of a counter)."""
+    found: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for s in lines:
+        if "/" not in s[:FIELD_HEAD] and " of " not in s[:FIELD_HEAD]:
+            continue
+        hit = _field_at(s)
+        if hit is not None:
+            found.setdefault(hit[:2], []).append(hit[2:])
+    if not found:
+        return None
+    (word, shape), seen = max(found.items(), key=lambda kv: len(kv[1]))
+    if len(seen) < max(FIELD_MIN_LINES, FIELD_SHARE * len(lines)) or word in PROGRESS_WORDS:
+        return None
+    world = seen[0][1]
+    if world < 2 or any(w != world or r >= world for r, w in seen):
+        return None
+    ranks = [r for r, _ in seen]
+    values = set(ranks)
+    if len(values) == 1:
+        return (word, shape, world) if word else None
+    changes = [(a, b) for a, b in pairwise(ranks) if a != b]
+    counting = sum(1 for a, b in changes if b == a + 1)
+    if len(changes) + 1 < 2 * len(values) or counting > FIELD_MAX_COUNTING * len(changes):
+        return None
+    return word, shape, world
 
 
 DIALECT_SHARE = 0.6   # of a sample's lines that must start as a dialect's prefix (`_most`, `_named_hosts`)
@@ -420,6 +508,24 @@ def _record_rank(s: str) -> int | None:
         return None
     m = LOGFMT_RANK_RE.match(s)
     return int(m["rank"]) if m else None
+
+
+_SHAPE_PARTS = {"0": r"\d", "L": r"(?:L|DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)", " ": r"[ \t]+"}
+
+
+def field_pattern(lead: str, field: tuple[str, str, int]) -> str:
+    """The pattern of a line whose header has a learned rank field (word, header shape, world) after the
+    file's `lead`, the rank as group 1: the shape's digits (0) as digits, level words (L) as level words,
+    blanks as blank runs; the field ends a header field and the message after it is not empty."""
+    word, shape, world = field
+    head = "".join(_SHAPE_PARTS.get(c) or re.escape(c) for c in shape)
+    return (r"^" + re.escape(lead) + head + r"(?i:" + re.escape(word) + r") ?(\d{1,6})(?: ?/ ?| of )"
+            + str(world) + r"(?=[\s|\])>,;:])(?=[ \t]*\S)")
+
+
+@lru_cache(maxsize=8)
+def field_line_re(lead: str, field: tuple[str, str, int]) -> re.Pattern[str]:
+    return re.compile(field_pattern(lead, field))
 
 
 def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None = None) -> Envelope:
@@ -696,6 +802,10 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
                 rank = int(m["rank"])
     if rank is None and s[:1] in ("{", "t", "l"):
         rank = _record_rank(s)
+    if rank is None and dialect.rank_field is not None:
+        m = field_line_re(dialect.lead, dialect.rank_field).match(raw)
+        if m is not None and int(m[1]) < dialect.rank_field[2]:
+            rank = int(m[1])
     if rank is None and task is not None and local_rank is None:
         rank = None  # a scheduler task id is not a global rank; kept in `task`
     return Envelope(

@@ -32,7 +32,15 @@ from hanglens.ingest.prefilter import (
     FastProgress,
     valid_date,
 )
-from hanglens.ingest.prefix import ANSI_RE, RANK_RE, Dialect, Envelope, detect_dialect, strip_prefixes
+from hanglens.ingest.prefix import (
+    ANSI_RE,
+    RANK_RE,
+    Dialect,
+    Envelope,
+    detect_dialect,
+    field_pattern,
+    strip_prefixes,
+)
 from hanglens.ingest.sources import ReadableStream
 from hanglens.ingest.streams import (
     DUMP_PARSERS,
@@ -930,6 +938,8 @@ class Reader:
         self._note_long_lines(block, lineno)
         if b"[rank" in block:
             self._scan_block_ranks(block)
+        if self.dialect.rank_field is not None:
+            self._scan_block_fields(block)
         if n >= ROWS_MIN_BYTES and not self.reference:
             return self._block_rows(block, lineno)
         if not self.reference and self.line_triggers:
@@ -1121,6 +1131,15 @@ class Reader:
             return
         for rank in set(_RANK_ONLY_RE.findall(block)):
             self.envelope_ranks.add(int(rank))
+
+    def _scan_block_fields(self, block: bytes) -> None:
+        """Record the rank of every line in `block` whose learned rank field names one (as `[rankN]:`
+        envelopes are, `_scan_block_ranks`): a console of several such writers gives none of them the rest."""
+        field = self.dialect.rank_field
+        assert field is not None
+        for rank in set(_field_scan(self.dialect.lead, field).findall(block)):
+            if int(rank) < field[2]:
+                self.envelope_ranks.add(int(rank))
 
     def _repeat(self, line: bytes) -> bool:
         """True (and counted) when `line` is one plain segment repeating an inert earlier one (see `seen`).
@@ -1572,6 +1591,12 @@ class Reader:
                 res.events = [_mpirun_rank(e) for e in res.events]
         res.ranks = {e.rank for e in res.events if e.rank is not None} | self.envelope_ranks
         res.hosts = {e.host for e in res.events if e.host}
+
+
+@lru_cache(maxsize=8)
+def _field_scan(lead: str, field: tuple[str, str, int]) -> re.Pattern[bytes]:
+    """`prefix.field_pattern` over the lines of a block (each line's start)."""
+    return re.compile(b"(?m)" + field_pattern(lead, field).encode())
 
 
 def _fewer_than_the_world(events: list[Event], marks: list[Event]) -> bool:

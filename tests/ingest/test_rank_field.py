@@ -1,0 +1,125 @@
+"""A rank field that a script's own log format puts in every line's header (`w1/2`, `rank 3/8`,
+`[3/8]`, `(3 of 8)`) is learned per file and read as the writer's rank; counters in the header or the message
+are not."""
+
+from __future__ import annotations
+
+import io
+import random
+
+import pytest
+
+from hanglens.ingest.prefix import detect_dialect, learn_rank_field, strip_prefixes
+from hanglens.ingest.reader import Reader
+from hanglens.model import Origin
+from hanglens.parsers.base import Parser
+
+MESSAGES = ["starting attempt=0", "process group ready", "wrapped with DDP", "epoch 0 begins",
+            "step 0 loss 2.41", "step 1 loss 2.17", "step 2 loss 1.98", "step 3 loss 1.90"]
+
+
+def console(field: str, world: int, ranks: list[int] | None = None, *, seed: int = 7) -> list[str]:
+    """A shared console: each message of MESSAGES logged by every rank in a shuffled order per message."""
+    rnd = random.Random(seed)
+    out = []
+    t = 0
+    for msg in MESSAGES:
+        order = list(ranks if ranks is not None else range(world))
+        rnd.shuffle(order)
+        for r in order:
+            t += 137
+            stamp = f"09:4{t // 60000 % 10}:{t // 1000 % 60:02d}.{t % 1000:03d}"
+            level = "INFO   " if r % 2 else "WARNING"
+            out.append(f"{stamp} | {level} | {field.format(r=r, w=world)} | trainer | {msg}")
+    return out
+
+
+@pytest.mark.parametrize("field", ["w{r}/{w}", "r{r}/{w}", "rank {r}/{w}", "[{r}/{w}]", "({r} of {w})",
+                                   "proc {r}/{w}", "gpu{r}/{w}"])
+def test_learned_field_names_each_lines_writer(field: str) -> None:
+    lines = console(field, 5)
+    d = detect_dialect(lines)
+    assert d.rank_field is not None and d.rank_field[2] == 5
+    line = "09:47:12.004 | ERROR   | " + field.format(r=3, w=5) + " | trainer | loss is nan, skipping sync"
+    assert strip_prefixes(line, d).rank == 3
+    # the text is kept whole for the parsers
+    assert strip_prefixes(line, d).text == line
+
+
+def test_column_aligned_header() -> None:
+    lines = [f"2026-03-02 09:47:{i:02d}  {'INFO ' if i % 3 else 'ERROR'}  r{r}/4  step {i} done"
+             for i, r in enumerate([0, 2, 1, 3, 3, 0, 1, 2, 2, 1, 0, 3])]
+    d = detect_dialect(lines)
+    assert d.rank_field == ("r", "0000-00-00 00:00:00 L ", 4)
+    assert strip_prefixes("2026-03-02 09:48:00  ERROR  r2/4  boom", d).rank == 2
+
+
+def test_single_writer_file_with_a_worded_field() -> None:
+    lines = console("w{r}/{w}", 8, ranks=[5])
+    d = detect_dialect(lines)
+    assert d.rank_field == ("w", "00:00:00.000 | L | ", 8)
+    assert strip_prefixes(lines[-1], d).rank == 5
+
+
+def test_line_of_another_shape_or_world_keeps_no_rank() -> None:
+    d = detect_dialect(console("w{r}/{w}", 4))
+    assert strip_prefixes("w1/4 | trainer | a differently shaped line", d).rank is None
+    assert strip_prefixes("09:47:12.004 | INFO    | w1/5 | trainer | another world", d).rank is None
+    assert strip_prefixes("09:47:12.004 | INFO    | trainer | step 1/4 done", d).rank is None
+
+
+# -- near misses: counters, not writers ----------------------------------------------------------------
+
+def test_step_epoch_and_batch_counters_in_the_header_are_not_ranks() -> None:
+    for word in ("step", "epoch", "batch", "iter"):
+        lines = console(word + " {r}/{w}", 6)
+        assert learn_rank_field(lines) is None, word
+
+
+def test_counter_in_the_message_is_not_a_rank() -> None:
+    # one writer counting batches `12/500` and steps `3/8` in its message
+    lines = [f"09:47:{i:02d}.000 | INFO    | trainer | batch {i}/500 loss 0.{i}" for i in range(40)]
+    lines += [f"09:48:{i:02d}.000 | INFO    | trainer | [{i}/8] loss 0.{i}" for i in range(8)]
+    assert learn_rank_field(lines) is None
+    d = detect_dialect(lines)
+    assert d.rank_field is None
+    assert strip_prefixes(lines[3], d).rank is None
+
+
+def test_tqdm_like_counter_repeated_over_epochs_is_not_a_rank() -> None:
+    # `[i/8]` counted 0..7 in each of four epochs: the values come back, but nearly every change is +1
+    lines = [f"[{i}/8] epoch {e} loss 0.{i}{e}" for e in range(4) for i in range(8)]
+    assert learn_rank_field(lines) is None
+    # the same counter printed by two interleaved writers (each step's line twice, sometimes out of order)
+    seq = [0, 0, 1, 1, 2, 1, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7] * 3
+    lines = [f"12:00:{n % 60:02d}.000 | INFO | [{i}/8] | loss 0.{n}" for n, i in enumerate(seq)]
+    assert learn_rank_field(lines) is None
+
+
+def test_bare_constant_counter_is_not_a_rank() -> None:
+    # a single value without a word (`[1/4]` all through epoch 1 of 4) is not taken as a writer's rank
+    lines = [f"12:00:{n:02d}.000 | INFO | [1/4] | loss 0.{n}" for n in range(20)]
+    assert learn_rank_field(lines) is None
+
+
+def test_values_at_or_above_the_world_or_several_worlds_are_not_a_rank_field() -> None:
+    lines = [*console("w{r}/{w}", 4), "09:59:00.000 | INFO    | w4/4 | trainer | done"]
+    assert learn_rank_field(lines) is None
+    lines = console("w{r}/{w}", 4) + console("w{r}/{w}", 5, ranks=[0, 1, 2, 3])
+    assert learn_rank_field(lines) is None
+
+
+def test_too_few_lines_are_not_enough() -> None:
+    lines = console("w{r}/{w}", 2)[:4] + [f"plain line {i}" for i in range(40)]
+    assert learn_rank_field(lines) is None
+
+
+# -- through the reader ---------------------------------------------------------------------------------
+
+def test_reader_attributes_the_field_lines(mark: tuple[type[Parser], ...]) -> None:
+    lines = ["W1204 10:00:00.001000 4242 torch/distributed/run.py:874] *****", *console("w{r}/{w}", 3)]
+    lines.insert(14, "09:47:30.111 | WARNING | w2/3 | trainer | MARK non-finite loss, skipping sync")
+    lines.append("MARK an unprefixed line")
+    res = Reader("console.log", Origin(), mark).read(io.BytesIO(("\n".join(lines) + "\n").encode()))
+    assert [(e.rank, e.text.rsplit("| ", 1)[-1]) for e in res.events] == [
+        (2, "MARK non-finite loss, skipping sync"), (None, "MARK an unprefixed line")]
