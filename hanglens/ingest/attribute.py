@@ -864,12 +864,23 @@ def _restart_cuts(events: list[Event]) -> list[int]:
     # A merged console of several agents (kubectl logs of two pods one after the other) shows other agents'
     # reports with other pids too: new workers are also told by a rank already seen before the report
     # writing again after it (that rank's process had ended).
+    # (`events` are in line order and the reports' spans follow each other: one pass over the ranked lines)
     ranked = [(e.line, e.rank) for e in events if e.rank is not None and not is_agent_event(e)]
     seen: set[int] = set()
+    before: set[int] = set()
+    at = 0
     for (line, named), (nxt, later) in itertools.pairwise(groups):
         seen |= named
-        before = {r for n, r in ranked if n < line}
-        again = any(line < n < nxt and r in before for n, r in ranked)
+        while at < len(ranked) and ranked[at][0] < line:
+            before.add(ranked[at][1])
+            at += 1
+        again = False
+        k = at
+        while k < len(ranked) and ranked[k][0] < nxt:
+            if ranked[k][0] > line and ranked[k][1] in before:
+                again = True
+                break
+            k += 1
         if later and seen and not later & seen and again:
             cuts.add(line)
     if groups:
