@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -18,6 +17,8 @@ from hanglens.analysis.kinds import (
 )
 from hanglens.ingest.streams import is_spawn_parent_exception, non_negative_int
 from hanglens.model import AGENT_EVENT_KINDS, ERROR_LEVELS, Event, InputFile, short_host
+from hanglens.parsers.base import to_int
+from hanglens.parsers.elastic import signal_name
 
 Row = dict[str, Any]
 _TIME_MAX = float("inf")
@@ -1033,16 +1034,9 @@ def _attempt_failure(events: list[Event]) -> tuple[str, tuple[Any, ...]] | None:
     exc_type = str(exc.get("exc_type")).rsplit(".", 1)[-1] if exc is not None else None
     if agent is not None:
         who = f"local rank {lr}" if lr is not None else "a worker"
-        try:
-            n = int(str(code))
-        except ValueError:
-            n = None
+        n = to_int(str(code))
         if n is not None and n < 0:
-            try:
-                sig = signal.Signals(-n).name
-            except ValueError:
-                sig = f"signal {-n}"
-            text = f"{who} was killed by {sig} (exit code {n})"
+            text = f"{who} was killed by {signal_name(n)} (exit code {n})"
         else:
             text = f"{who} exited with code {code}"
         if exc is not None and n == 1:
