@@ -582,11 +582,11 @@ def _sorted_rows(frame: pd.DataFrame, first: int = 32) -> Iterator[dict[str, Any
         yield from map(row, sorted((i for i in range(n) if i not in taken), key=key))
 
 
-def _subject_rank(row: Mapping[str, Any]) -> int | None:
+def _subject_rank(rank: Any, failed_rank: Any) -> int | None:
     """The rank a line is about: its writer's, else the rank a launcher's line reports on (`failed_rank` of
     torchrun's failure table, whose lines the agent writes)."""
-    rank = _as_rank(row.get("rank"))
-    return rank if rank is not None else _as_rank(row.get("failed_rank"))
+    own = _as_rank(rank)
+    return own if own is not None else _as_rank(failed_rank)
 
 
 def _evidence(rule: Rule, run: _Run, bindings: Mapping[str, pd.DataFrame],
@@ -604,7 +604,7 @@ def _evidence(rule: Rule, run: _Run, bindings: Mapping[str, pd.DataFrame],
                 if len(frame):
                     about = (frame["failed_rank"].tolist() if "failed_rank" in frame.columns
                              else [None] * len(frame))
-                    frame = frame[[_subject_rank({"rank": r, "failed_rank": a}) in keep
+                    frame = frame[[_subject_rank(r, a) in keep
                                    for r, a in zip(frame["rank"].tolist(), about, strict=True)]]
         if not {"path", "line"} <= set(frame.columns):
             continue
@@ -620,7 +620,7 @@ def _evidence(rule: Rule, run: _Run, bindings: Mapping[str, pd.DataFrame],
                 continue
             seen.add(ref)
             taken += 1
-            rank = _subject_rank(r)
+            rank = _subject_rank(r.get("rank"), r.get("failed_rank"))
             text = r.get("text")
             out.append(Evidence(path=ref[0], line=ref[1], rank=rank,
                                 host=None if _is_null(r.get("host")) else str(r["host"]),
