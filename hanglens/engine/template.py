@@ -110,8 +110,18 @@ def _as_int(value: Any) -> int | None:
 
 
 def rank_list(value: Any) -> str:
-    """Sorted unique integer ranks folded into ranges: `0-3, 5, 7-9` (non-integers are ignored)."""
-    ints = sorted({i for i in (_as_int(v) for v in _values(value)) if i is not None})
+    """Sorted unique integer ranks folded into ranges: `0-3, 5, 7-9` (non-integers are ignored).
+
+    A cell may itself hold a list of ranks (an event that names several, such as NCCL's duplicate-GPU pair):
+    its members count like separate values.
+    """
+    flat: list[Any] = []
+    for v in _values(value):
+        if isinstance(v, (list, tuple)):
+            flat.extend(_values(v))
+        else:
+            flat.append(v)
+    ints = sorted({i for i in (_as_int(v) for v in flat) if i is not None})
     parts: list[str] = []
     start = prev = None
     for i in ints:
@@ -128,10 +138,14 @@ def rank_list(value: Any) -> str:
 
 
 def ranks_phrase(value: Any) -> str:
-    """`rank 3` for one rank, `ranks 0-3, 5` for several (rank_list's ranges), `` for none."""
+    """`rank 3` for one rank, `ranks 0-3, 5` for several (rank_list's ranges).
+
+    With no rank number at all (the lines carry no rank prefix) the phrase still has to stand as the subject
+    or object of the rule's sentence, so it says so in words rather than leaving a hole ("report ...").
+    """
     listed = rank_list(value)
     if not listed:
-        return ""
+        return "ranks not named in the logs"
     return f"rank {listed}" if listed.isdigit() else f"ranks {listed}"
 
 

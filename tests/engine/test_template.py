@@ -15,6 +15,7 @@ from hanglens.engine.template import find_variables, rank_list, render
     ([3], "3"),
     ([3, 0, 1, 2, 2, 5, 9, 7, 8], "0-3, 5, 7-9"),
     ([1.0, None, float("nan"), "x", 4], "1, 4"),
+    ([[15, 8], [8, 15], None], "8, 15"),
 ])
 def test_rank_list(values: list[Any], text: str) -> None:
     assert rank_list(values) == text
@@ -26,9 +27,10 @@ FRAME = pd.DataFrame({"rank": [2, 0, 1, None], "pg": ["0", "0", "1", None], "seq
 
 @pytest.mark.parametrize(("source", "text"), [
     ("{{ b.rank | rank_list }}", "0-2"),
-    ("{{ b.rank | ranks_phrase | capitalize }} waited; so did {{ [4] | ranks_phrase }}"
-     "{{ [] | ranks_phrase }}.",
+    ("{{ b.rank | ranks_phrase | capitalize }} waited; so did {{ [4] | ranks_phrase }}.",
      "Ranks 0-2 waited; so did rank 4."),
+    ("{{ [] | ranks_phrase | capitalize }} report; so do {{ [None] | ranks_phrase }}.",
+     "Ranks not named in the logs report; so do ranks not named in the logs."),
     ("{{ b.pg | first }}", "0"),
     ("{{ b.seq | min }}-{{ b.seq | max }}", "5-7"),
     ("{{ b.rank | count }} of {{ b | count }}", "3 of 4"),
