@@ -373,15 +373,16 @@ def mismatch_global_ranks(mismatches: Sequence[Event]) -> dict[int, list[int]]:
     ProcessGroupWrapper numbers the ranks of a `new_group` subgroup by their group rank (log-formats.md
     section 2.1; failure-signatures.md section 0.5), while `[rankN]:` carries the writer's global rank. A
     report's writer side (its group rank with the op, shape and dtype it ran at that sequence number) is the
-    global rank of the line that carries it; any report that names the same side as its peer (the writer's
-    report of the same comparison, or another member's comparison with it) then reads it as that global
-    rank. When one side at a sequence number is seen on more than one global rank, several subgroups
-    compared the same fingerprints there and who is whose peer is unknown: those reports are left as printed.
+    global rank of the line that carries it, when that differs from the printed one; any report that names
+    the same side as its peer (the writer's report of the same comparison, or another member's comparison
+    with it) then reads it as that global rank. When one side at a sequence number is seen on more than one
+    global rank, several subgroups compared the same fingerprints there and who is whose peer is unknown:
+    those reports are left as printed.
     """
     learned: dict[tuple[object, ...], set[int]] = defaultdict(set)
     for e in mismatches:
         got = _sides(e)
-        if got is not None and e.rank is not None:
+        if got is not None and e.rank is not None and e.rank != got[1][0][0]:
             learned[(got[0], got[1][0])].add(e.rank)
     shared = {key[0] for key, seen in learned.items() if len(seen) > 1}
     out: dict[int, list[int]] = {}
@@ -397,7 +398,7 @@ def mismatch_global_ranks(mismatches: Sequence[Event]) -> dict[int, list[int]]:
             return next(iter(seen)) if seen else printed
 
         # A line that carried no global rank of its own got the printed one: read it as a group rank too.
-        writer = resolve(mine, w) if e.rank is None else e.rank
+        writer = resolve(mine, w) if e.rank is None or e.rank == w else e.rank
         peer = resolve(theirs, p)
         if writer != peer and [writer, peer] != [w, p]:
             out[id(e)] = [writer, peer]

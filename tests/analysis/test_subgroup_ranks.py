@@ -39,6 +39,9 @@ def test_a_side_learned_from_one_comparison_names_the_peer_of_another() -> None:
     c = report(4, 2, 0, ("[5]", "[4]"), seq=0)
     got = mismatch_global_ranks([a, b, c])
     assert (got[id(a)], got[id(b)], got[id(c)]) == ([0, 4], [2, 4], [4, 0])
+    # torchrun's failure table repeats global 2's report on a line that only its printed rank attributes
+    copy = report(1, 1, 2, ("[4]", "[5]"), seq=0)
+    assert mismatch_global_ranks([a, b, c, copy])[id(copy)] == [2, 4]
     rows = build([a, b, c]).fact("collective_disagreement").to_dict(orient="records")
     assert sorted((r["rank"], r["shape"], r["minority"]) for r in rows) == [
         (0, "[4]", False), (2, "[4]", False), (4, "[5]", True)]
