@@ -351,9 +351,9 @@ def _signature(r: Row) -> tuple[object, ...]:
     return (r.get("op"), r.get("numel_in"), r.get("numel_out"), r.get("shape"), r.get("dtype"))
 
 
-def _conversation(e: Event) -> tuple[object, ...] | None:
-    """What identifies one fingerprint comparison across its two reports: the sequence number and the two
-    (group rank, op, shape, dtype) sides, unordered (each writer lists itself first)."""
+def _sides(e: Event) -> tuple[int | None, list[tuple[object, ...]]] | None:
+    """A fingerprint report's sequence number and its two sides, each (group rank, op, shape, dtype): the
+    writer's first (each writer lists itself first)."""
     ranks = e.get("ranks") or []
     if len(ranks) != 2 or not all(isinstance(r, int) for r in ranks):
         return None
@@ -364,7 +364,7 @@ def _conversation(e: Event) -> tuple[object, ...] | None:
         vals = [e.get(n) if isinstance(e.get(n), list) else [] for n in ("ops", "shapes", "dtypes")]
         return (ranks[j], *(str(v[j]) if len(v) > j and v[j] is not None else None for v in vals))
 
-    return (seq, frozenset((side(0), side(1))))
+    return seq, [side(0), side(1)]
 
 
 def mismatch_global_ranks(mismatches: Sequence[Event]) -> dict[int, list[int]]:
@@ -372,33 +372,34 @@ def mismatch_global_ranks(mismatches: Sequence[Event]) -> dict[int, list[int]]:
 
     ProcessGroupWrapper numbers the ranks of a `new_group` subgroup by their group rank (log-formats.md
     section 2.1; failure-signatures.md section 0.5), while `[rankN]:` carries the writer's global rank. A
-    report whose writer's printed rank differs from its line's global rank says which global rank that
-    group rank is; the peer's report of the same comparison (same sequence number and fingerprints) says it
-    for the peer. When a group rank maps to more than one global rank (several subgroups compared the same
-    fingerprints), that comparison is left as printed.
+    report's writer side (its group rank with the op, shape and dtype it ran at that sequence number) is the
+    global rank of the line that carries it, when that differs from the printed one; any report that names
+    the same side as its peer (the writer's report of the same comparison, or another member's comparison
+    with it) then reads it as that global rank. When one side at a sequence number is seen on more than one
+    global rank, several subgroups compared the same fingerprints there and who is whose peer is unknown:
+    those reports are left as printed.
     """
-    learned: dict[tuple[object, ...], dict[int, set[int]]] = defaultdict(lambda: defaultdict(set))
+    learned: dict[tuple[object, ...], set[int]] = defaultdict(set)
     for e in mismatches:
-        conv, ranks = _conversation(e), e.get("ranks") or []
-        if conv is not None and e.rank is not None and e.rank != ranks[0]:
-            learned[conv][ranks[0]].add(e.rank)
+        got = _sides(e)
+        if got is not None and e.rank is not None and e.rank != got[1][0][0]:
+            learned[(got[0], got[1][0])].add(e.rank)
+    shared = {key[0] for key, seen in learned.items() if len(seen) > 1}
     out: dict[int, list[int]] = {}
     for e in mismatches:
-        conv = _conversation(e)
-        if conv is None or conv not in learned:
+        got = _sides(e)
+        if got is None or got[0] in shared:
             continue
-        known = learned[conv]
-        if any(len(seen) > 1 for seen in known.values()):
-            continue  # several subgroups compared the same fingerprints: who is whose peer is unknown
+        seq, (mine, theirs) = got
         w, p = e.get("ranks")
 
-        def resolve(g: int, known: dict[int, set[int]] = known) -> int:
-            seen = known.get(g)
-            return next(iter(seen)) if seen else g
+        def resolve(side: tuple[object, ...], printed: int, seq: object = seq) -> int:
+            seen = learned.get((seq, side))
+            return next(iter(seen)) if seen else printed
 
         # A line that carried no global rank of its own got the printed one: read it as a group rank too.
-        writer = resolve(w) if e.rank is None or e.rank == w else e.rank
-        peer = resolve(p)
+        writer = resolve(mine, w) if e.rank is None or e.rank == w else e.rank
+        peer = resolve(theirs, p)
         if writer != peer and [writer, peer] != [w, p]:
             out[id(e)] = [writer, peer]
     return out

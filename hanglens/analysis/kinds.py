@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hanglens import lazyre as re
 from hanglens.model import Event
 from hanglens.parsers.elastic import shell_signal_name
 from hanglens.parsers.nccl import IB_MANAGEMENT_EVENTS
@@ -136,10 +137,30 @@ def raised_by_own_code(e: Event) -> bool:
     return str(sources[-1]).lstrip().startswith("raise ") and not any(_library_frame(f) for f in frames)
 
 
+# torch.distributed.checkpoint (DCP) runs each rank's planning and writing, gathers every rank's exception
+# to the coordinator and raises one `CheckpointException` on every rank whose text starts with the ranks
+# that failed (`CheckpointException ranks:dict_keys([<r>, ...])`, torch/distributed/checkpoint/api.py
+# `CheckpointException.__str__`; utils.py `_DistWrapper.reduce_scatter` / `all_gather` / `all_reduce`),
+# followed by each failing rank's own traceback `(RANK <r>)`. On a rank it does not name, it is the report
+# of a peer's failure.
+_DCP_FAILED_RE = re.compile(r"CheckpointException ranks:\s*dict_keys\(\[(?P<ks>[\d,\s]*)\]\)")
+
+
+def checkpoint_failed_ranks(e: Event) -> list[int] | None:
+    """The ranks a DCP `CheckpointException` names as failed, or None when the event is not one."""
+    m = _DCP_FAILED_RE.search(f"{e.get('message') or ''} {e.text}")
+    if m is None:
+        return None
+    return [int(k) for k in m["ks"].replace(",", " ").split()]
+
+
 def is_victim_exception(e: Event) -> bool:
     """An exception that only reports that a collective/peer failed, not a fault of this rank's own."""
     if raised_by_own_code(e):
         return False
+    failed = checkpoint_failed_ranks(e)
+    if failed is not None and e.rank is not None:
+        return bool(failed) and e.rank not in failed
     text = f"{e.get('exc_type') or ''}: {e.get('message') or ''} {e.text}"
     return any(m in text for m in VICTIM_EXCEPTION_MARKERS)
 

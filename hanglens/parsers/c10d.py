@@ -175,9 +175,30 @@ def _bare_prefix(text: str) -> re.Match[str] | None:
     return DESYNC_HEADER_ONLY_RE.search(text)
 
 
+def _same_process(a: LogLine, b: LogLine) -> bool:
+    """Whether two lines may come from one process: the same launcher stream (`writer`, e.g. torchrun's
+    `[default2]:`), else the same rank; a line that says neither may be anyone's."""
+    if a.writer is not None and b.writer is not None:
+        return a.writer == b.writer
+    return a.rank is None or b.rank is None or a.rank == b.rank
+
+
+def _owned(line: LogLine) -> bool:
+    """Whether a line says which process wrote it."""
+    return line.writer is not None or line.rank is not None
+
+
 PROBE_LINES = 2  # lines after a timeout/what()/bare prefix in which a desync report may start
 HB_WINDOW = 12  # lines a heartbeat "timed out" waits for the "got stuck for N seconds" verdict
 TERMINATE_WINDOW = 3  # lines between "terminate called" and its `what():`
+# libstdc++'s verbose terminate handler writes `terminate called after throwing an instance of '<T>'` and
+# `  what():  <message>` to the process's stderr, back to back. A console that merges many processes
+# (torchrun `--tee`, whose agent tails each rank's stdout and stderr files in turn) puts the other ranks'
+# lines, and this rank's own stdout flushed meanwhile, between them: when the lines say which process wrote
+# them (launcher stream or rank), only that process's lines count, up to TERMINATE_RANK_WINDOW of them, and
+# at most TERMINATE_MAX_LINES lines in all.
+TERMINATE_RANK_WINDOW = 24
+TERMINATE_MAX_LINES = 400
 DESYNC_MAX = 200  # a desync report longer than this is cut (a runaway block must not eat the file)
 
 TEARDOWN_REASONS = (  # matched as prefixes: pasted excerpts often cut the sentence
@@ -381,8 +402,9 @@ class C10dParser(Parser):
         self._hb_left = 0
         self._term: tuple[LogLine, str | None] | None = None
         self._term_left = 0
+        self._term_total = 0
 
-    idle_ignores = ("_probe_line", "_hb_left", "_term_left")
+    idle_ignores = ("_probe_line", "_hb_left", "_term_left", "_term_total")
     history = ("_seen", "_dump_seen")
 
     def take_history(self, earlier: Parser, events: list[Event]) -> dict[int, list[Event]] | None:
@@ -427,11 +449,13 @@ class C10dParser(Parser):
         if self._hb is not None:
             self._hb_left -= 1
         if self._term is not None:
-            self._term_left -= 1
+            self._term_total -= 1
+            if _same_process(self._term[0], line):
+                self._term_left -= 1
         out.extend(self._match(line))
         if self._hb is not None and self._hb_left <= 0:
             out.extend(self._flush_hb())
-        if self._term is not None and self._term_left <= 0:
+        if self._term is not None and (self._term_left <= 0 or self._term_total <= 0):
             out.extend(self._flush_term(None))
         if idle and not out and not self.wants_more() and "ProcessGroupNCCL" in line.raw:
             self._maybe_quiet(line)
@@ -470,7 +494,8 @@ class C10dParser(Parser):
             out.extend(self._flush_term(None))
             if tm["other"] != "recursively":
                 self._term = (line, tm["type"] or _demangle(tm["mangled"]))
-                self._term_left = TERMINATE_WINDOW
+                self._term_left = TERMINATE_RANK_WINDOW if _owned(line) else TERMINATE_WINDOW
+                self._term_total = TERMINATE_MAX_LINES
                 wm = WHAT_RE.search(text, tm.end())
                 if wm:
                     out.extend(self._flush_term(wm["what"].strip() or None))
@@ -478,7 +503,7 @@ class C10dParser(Parser):
             wm = WHAT_RE.search(text)
             if wm:
                 probe = True
-                if self._term is not None:
+                if self._term is not None and _same_process(self._term[0], line):
                     out.extend(self._flush_term(wm["what"].strip() or None))
 
         for rx, detector in (

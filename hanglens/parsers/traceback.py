@@ -15,6 +15,12 @@ from hanglens.model import Event, LogLine
 from hanglens.parsers.base import EventSpec, Example, Parser, to_count
 
 TB_START_RE = re.compile(r"^(?P<pre>.*?)(?P<orig>Original )?Traceback \(most recent call last\):")
+# torch.distributed.checkpoint's `CheckpointException` carries the traceback of every rank that failed,
+# each opened by `Traceback (most recent call last): (RANK <r>)` (torch/distributed/checkpoint/api.py
+# `CheckpointException.__str__`): those are the failing ranks' tracebacks relayed in the message of the
+# exception every rank raises, not exceptions of the rank that prints them.
+DCP_RANK_TB_RE = re.compile(r"Traceback \(most recent call last\): \(RANK \d+\)")
+DCP_EXC = "CheckpointException"
 # What may precede "Traceback" on its line: indentation, a ^C echo, the end of a progress bar.
 TB_PRE_OK_RE = re.compile(r"^\s*(?:\^C)?\s*$|\]\s*$")
 FRAME_RE = re.compile(r"^\s*File \"(?P<file>[^\"]+)\", line (?P<line>\d+)(?:, in (?P<func>.+?))?\s*$")
@@ -72,6 +78,9 @@ class _Tb:
     outer_message: str | None = None
     original_message: str | None = None
     worker: int | None = None
+    # the frames of the raising rank's own traceback, kept while relayed tracebacks (DCP) are read
+    outer_frames: list[tuple[str, int | None, str | None]] | None = None
+    outer_sources: list[str] | None = None
 
 
 class TracebackParser(Parser):
@@ -298,6 +307,13 @@ class TracebackParser(Parser):
                 tb.original, tb.phase, tb.frames, tb.sources, tb.noise = True, "frames", [], [], 0
                 tb.outer_type, tb.outer_message = tb.exc_type, tb.message
                 return True, False
+            relays = (tb.outer_type if tb.original else tb.exc_type) or ""
+            if m and relays.endswith(DCP_EXC) and DCP_RANK_TB_RE.search(text):
+                if not tb.original:
+                    tb.outer_type, tb.outer_message = tb.exc_type, tb.message
+                    tb.outer_frames, tb.outer_sources = tb.frames, tb.sources
+                tb.original, tb.phase, tb.frames, tb.sources, tb.noise = True, "frames", [], [], 0
+                return True, False
             if m or BARE_EXC_RE.search(text) or FRAME_RE.match(text):
                 return False, True
             if text.strip():
@@ -350,13 +366,15 @@ class TracebackParser(Parser):
         message = tb.outer_message if tb.original else tb.message
         if exc_type is None and not tb.frames:
             return None
-        inner = tb.frames[-1] if tb.frames else (None, None, None)
+        frames = tb.frames if tb.outer_frames is None else tb.outer_frames
+        sources = tb.sources if tb.outer_sources is None else tb.outer_sources
+        inner = frames[-1] if frames else (None, None, None)
         ev = self.event(
             "exception", tb.first, exc_type=exc_type, message=message, frame_file=inner[0],
                 frame_line=inner[1],
             frame_func=inner[2], chained=list(tb.chained),
-            frames=[f"{f}:{n} in {fn}" if fn else f"{f}:{n}" for f, n, fn in tb.frames],
-            sources=list(tb.sources),
+            frames=[f"{f}:{n} in {fn}" if fn else f"{f}:{n}" for f, n, fn in frames],
+            sources=list(sources),
             dataloader_worker=tb.worker, original_message=tb.original_message,
         )
         if tb.exc_line is not None:

@@ -60,3 +60,14 @@ def test_the_rank_that_raised_its_own_connection_error_is_the_culprit(tmp_path: 
     doc = api.analyze([tmp_path]).to_dict()
     assert doc["verdict"]["category"] == "rank_crash"
     assert doc["verdict"]["culprit_ranks"] == [1]
+
+
+def test_a_dcp_checkpoint_exception_is_a_victims_report_on_the_ranks_it_does_not_name() -> None:
+    # torch/distributed/checkpoint/api.py: every rank raises it; its text names the ranks that failed.
+    frames = ["/srv/job/train.py:71 in resume",
+              "/opt/venv/lib/python3.11/site-packages/torch/distributed/checkpoint/utils.py:221 in "
+              "reduce_scatter"]
+    dcp = "torch.distributed.checkpoint.api.CheckpointException"
+    other = exc(dcp, "CheckpointException ranks:dict_keys([0, 5])", frames, last="raise result")
+    named = exc(dcp, "CheckpointException ranks:dict_keys([2])", frames, last="raise result")
+    assert is_victim_exception(other) and not is_victim_exception(named)

@@ -30,6 +30,23 @@ def test_subgroup_reports_are_read_as_global_ranks() -> None:
     assert sorted((r["rank"], r["shape"]) for r in rows) == [(4, "[5]"), (6, "[2]")]
 
 
+def test_a_side_learned_from_one_comparison_names_the_peer_of_another() -> None:
+    # Subgroup [0, 2, 4] (new_subgroups_by_enumeration): global 4, group rank 2, runs [5]; global 0 and 2
+    # (group ranks 0 and 1) run [4]. Each member compares itself with group rank 2 (or 0): group rank 2 is
+    # global 4 in every comparison that names it, also in global 2's, which global 4 never answered.
+    a = report(0, 0, 2, ("[4]", "[5]"), seq=0)
+    b = report(2, 1, 2, ("[4]", "[5]"), seq=0)
+    c = report(4, 2, 0, ("[5]", "[4]"), seq=0)
+    got = mismatch_global_ranks([a, b, c])
+    assert (got[id(a)], got[id(b)], got[id(c)]) == ([0, 4], [2, 4], [4, 0])
+    # torchrun's failure table repeats global 2's report on a line that only its printed rank attributes
+    copy = report(1, 1, 2, ("[4]", "[5]"), seq=0)
+    assert mismatch_global_ranks([a, b, c, copy])[id(copy)] == [2, 4]
+    rows = build([a, b, c]).fact("collective_disagreement").to_dict(orient="records")
+    assert sorted((r["rank"], r["shape"], r["minority"]) for r in rows) == [
+        (0, "[4]", False), (2, "[4]", False), (4, "[5]", True)]
+
+
 def test_a_copy_without_its_own_rank_follows_its_writer() -> None:
     # The same report again in a launcher's summary, whose line carried no rank: its group rank 0 is global 4.
     a = report(6, 1, 0, ("[2]", "[5]"))

@@ -250,3 +250,25 @@ def test_bare_prefix_answers_as_the_pattern() -> None:
     for text in texts:
         want, got = DESYNC_HEADER_ONLY_RE.search(text), _bare_prefix(text)
         assert (want and want.span()) == (got and got.span()), text
+
+
+def test_terminate_and_its_what_stay_paired_across_other_ranks_lines_in_a_tee_console() -> None:
+    # torchrun --tee: the agent tails each rank's stdout and stderr files in turn, so the C++ terminate
+    # handler's two stderr lines of rank 2 arrive with rank 2's own stdout and the other ranks' lines
+    # between.
+    lines = ["[default2]:terminate called after throwing an instance of 'gloo::EnforceNotMet'"]
+    lines += [f"[default2]:2026-01-05 10:00:0{i},100 [INFO] [rank 2/4] fit: step {i}/6 loss 0.5"
+              for i in range(4)]
+    lines += [f"[default{r}]:[rank{r}]:   File \"/home/user/job/train.py\", line 9, in main"
+              for r in (0, 1, 3)] * 3
+    lines.append(
+        "[default2]:  what():  [enforce fail at /opt/gloo/gloo/transport/tcp/pair.cc:456] "
+        "op.preamble.length <= op.nbytes. 292 vs 4. Received data size doesn't match expected size. Is "
+        "there a distributed collective mismatch in your code?"
+    )
+    teardowns = events("\n".join(lines), "process_teardown")
+    assert len(teardowns) == 1
+    assert "op.preamble.length" in (teardowns[0].get("error") or "")
+    # a what() of another process never completes rank 2's terminate
+    other = [lines[0], lines[-1].replace("[default2]", "[default1]")]
+    assert [e.get("error") for e in events("\n".join(other), "process_teardown")] == [None]

@@ -33,3 +33,29 @@ def test_continuation_after_message_does_not_end_the_chain() -> None:
     (ev,) = events(text, "exception")
     assert (ev.get("exc_type"), ev.get("chained"), ev.get("frame_file")) == (
         "KeyboardInterrupt", ["RuntimeError"], "b.py")
+
+
+def test_dcp_checkpoint_exception_keeps_the_failed_ranks_tracebacks_inside_it() -> None:
+    # torch.distributed.checkpoint raises one CheckpointException on every rank; its text relays each
+    # failing rank's own traceback under `Traceback (most recent call last): (RANK <r>)`.
+    lib = "/home/user/.venv/lib/python3.11/site-packages/torch/distributed/checkpoint"
+    text = "\n".join(f"[rank3]: {x}" for x in [
+        "Traceback (most recent call last):",
+        '  File "/home/user/job/train.py", line 71, in resume',
+        "    dcp.load(state, checkpoint_id=path)",
+        f'  File "{lib}/utils.py", line 221, in reduce_scatter',
+        "    raise result",
+        "torch.distributed.checkpoint.api.CheckpointException: CheckpointException ranks:dict_keys([1, 2])",
+        "Traceback (most recent call last): (RANK 1)",
+        f'  File "{lib}/default_planner.py", line 495, in create_default_local_load_plan',
+        '    raise RuntimeError(f"Missing key in checkpoint state_dict: {fqn}.")',
+        "RuntimeError: Missing key in checkpoint state_dict: optim.state.3.exp_avg.",
+        "Traceback (most recent call last): (RANK 2)",
+        f'  File "{lib}/default_planner.py", line 495, in create_default_local_load_plan',
+        '    raise RuntimeError(f"Missing key in checkpoint state_dict: {fqn}.")',
+        "RuntimeError: Missing key in checkpoint state_dict: optim.state.3.exp_avg.",
+    ])
+    (ev,) = events(text, "exception")
+    assert ev.rank == 3 and ev.get("exc_type", "").endswith("CheckpointException")
+    assert ev.get("frames")[0] == "/home/user/job/train.py:71 in resume"
+    assert ev.get("original_message") == "Missing key in checkpoint state_dict: optim.state.3.exp_avg."
