@@ -71,3 +71,15 @@ _RANKS_AS_PARENS = re.compile(r"[Rr]ank\(s\)\s+\{\{[^{}]*\|\s*rank_list\s*\}\}")
 def test_explanation_names_ranks_in_words(rule: Rule) -> None:
     """`rank 3` / `ranks 0-2` (filter `ranks_phrase`), never `rank(s) 3`: a user reads a sentence."""
     assert not _RANKS_AS_PARENS.search(rule.explanation), rule.explanation
+
+
+_VERB_AFTER_RANKS = re.compile(
+    r"ranks_phrase(?:\s*\|\s*capitalize)?\s*\}\}\s+(?:\{%[^%]*%\}\s*)?"
+    r"(?:was|were|is|are|has|have|does|do|reports|report|runs|run|forms|form)\b")
+
+
+@needs_rules
+@pytest.mark.parametrize("rule", BUILTIN, ids=lambda r: r.id)
+def test_verb_after_ranks_agrees(rule: Rule) -> None:
+    """A verb whose number follows the ranks comes from `agree` (`rank 2 was` / `ranks 0-1 were`), never fixed."""
+    assert not _VERB_AFTER_RANKS.search(rule.explanation), rule.explanation

@@ -149,6 +149,16 @@ def ranks_phrase(value: Any) -> str:
     return f"rank {listed}" if listed.isdigit() else f"ranks {listed}"
 
 
+def agree(value: Any, singular: str, plural: str) -> str:
+    """The verb form that agrees with `ranks_phrase` of the same value: `singular` for exactly one rank.
+
+    `{{ b.rank | ranks_phrase }} {{ b.rank | agree('was', 'were') }}` reads `rank 3 was` / `ranks 0-2 were`
+    (and `ranks not named in the logs were` when no rank is known).
+    """
+    listed = rank_list(value)
+    return singular if listed.isdigit() else plural
+
+
 def _first(value: Any) -> Any:
     vals = _values(value)
     return vals[0] if vals else None
@@ -337,7 +347,7 @@ def _bounded_filter(env: BoundedSandbox, name: str, fn: Any) -> Any:
 def environment(max_output: int = DEFAULT_LIMITS.max_template_output) -> SandboxedEnvironment:
     """A fresh sandbox with strict undefined names, the rule filters and bounded operations."""
     env = BoundedSandbox(max_output, undefined=jinja2.StrictUndefined, autoescape=False)
-    env.filters.update({"rank_list": rank_list, "ranks_phrase": ranks_phrase, "first": _first, "min": _min,
+    env.filters.update({"rank_list": rank_list, "ranks_phrase": ranks_phrase, "agree": agree, "first": _first, "min": _min,
                         "max": _max, "count": _count,
                         "unique": _unique, "join": _join, "hosts": _hosts, "size": _size,
                         "duration": _duration, "tally": _tally})
