@@ -58,6 +58,9 @@ class TablesLike(Protocol):
     @property
     def hosts(self) -> Mapping[int, str]: ...
 
+    @property
+    def nproc_per_node(self) -> int | None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
