@@ -411,7 +411,9 @@ _RANK_TAG_SPLIT_RE = re.compile(r"(?<=[^\s\]:])(?=\[rank(?:: ?| ?)\d+\](?!:))")
 # terminal and log at the same moment interleave within lines (log-formats.md section 9.1, "Concurrent
 # writers"). The envelope starts a line of its own; a `:` before it is an outer prefix (`[default1]:[rank5]:`,
 # a doubled `[rank3]:[rank3]:`), not another writer's text, and a space before it is a Ray/TorchX prefix.
-_ENVELOPE_GLUE_RE = re.compile(r"(?<=[^\s:\]])(?=\[rank\d{1,6}\]:\[[VIWEF]\d{0,4}[ \w.:]{0,48}?\.(?:cpp|cc|cu|h|hpp|c):\d+\] )")
+_ENVELOPE_GLUE_RE = re.compile(
+    r"(?<=[^\s:\]])(?=\[rank\d{1,6}\]:\[[VIWEF]\d{0,4}[ \w.:]{0,48}?\.(?:cpp|cc|cu|h|hpp|c):\d+\] )"
+)
 # The end of a tqdm bar (`[<elapsed><<remaining>, <rate>]`, or `<n>it [<elapsed>, <rate>]` without a
 # total) with more text right after it: tqdm redraws with `\r` and writes no newline, so whatever another
 # process (or the same one) prints next is glued to the bar. tqdm ends its line with that bracket, so the

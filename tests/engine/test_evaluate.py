@@ -277,8 +277,9 @@ def test_by_host_culprits_stand_for_every_rank_on_a_rows_host() -> None:
 
 
 def test_by_host_culprit_without_a_host_gets_its_nodes_block_of_ranks() -> None:
-    """A row's rank whose host no line names, in a job whose launcher states 4 workers per node, stands for
-    the node's consecutive block (torchrun: group_rank * nproc_per_node + local_rank); unstated, only itself."""
+    """A row's rank whose host no line names, in a job whose launcher states 4 workers per node, stands
+    for the node's consecutive block (torchrun: group_rank * nproc_per_node + local_rank); unstated, only
+    itself."""
     evs = [event("exception", 9, line=4, exc_type="RuntimeError")]
     by_host = rule(match={"all": [{"event": "exception", "bind": "raised"}]},
                    culprits={"from": "raised", "by_host": True}, explanation="x")

@@ -167,9 +167,9 @@ def test_a_c10d_envelope_glued_mid_line_starts_that_rank_s_line() -> None:
     such as `[default1]:[rank5]:` is not cut."""
     from hanglens.parsers.c10d import C10dParser
 
-    wd = ("[rank{r}]:[E527 10:41:07.11833740{r} ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
-          "operation timeout: WorkNCCL(SeqNum=20871, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) "
-          "ran for 600091 milliseconds before timing out.")
+    wd = ("[rank{r}]:[E527 10:41:07.11833740{r} ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
+          "collective operation timeout: WorkNCCL(SeqNum=20871, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, "
+          "Timeout(ms)=600000) ran for 600091 milliseconds before timing out.")
     a, b = wd.format(r=1), wd.format(r=2)
     data = (a[:150] + b + "\n" + a[150:] + "\n").encode()
     res = read(data, (C10dParser,))
