@@ -45,6 +45,7 @@ class Tables:
     clock_note: str = ""
     files: list[InputFile] = field(default_factory=list)   # every input read (events or not)
     restart_note: str = ""   # the earlier attempts of a restarted worker group (status.restart_history)
+    nproc_per_node: int | None = None   # workers per node every launcher line states alike (`node_size`)
 
     def fact(self, name: str) -> pd.DataFrame:
         return self.tables[name]
@@ -123,6 +124,21 @@ def rank_hosts(events: Sequence[Event]) -> dict[int, str]:
         if r not in out and len(hs) == 1:
             out[r] = next(iter(hs))
     return out
+
+
+def node_size(events: Sequence[Event]) -> int | None:
+    """How many workers each node runs, when every launcher line that states it (torchrun's and
+    torch.distributed.launch's `--nproc_per_node`, section 3.5 of log-formats.md) states the same number.
+
+    torchrun numbers a node's workers `group_rank * nproc_per_node + local_rank` (the rendezvous result,
+    log-formats.md section 3.5), so with one worker count on every node a rank's node holds the block of
+    `nproc_per_node` consecutive ranks it falls in, even where no line names that node's host."""
+    sizes = {e.get("nproc_per_node") for e in events if e.kind == "launch_config"}
+    sizes.discard(None)
+    if len(sizes) != 1:
+        return None
+    n = next(iter(sizes))
+    return n if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= 4096 else None
 
 
 def world_size_of(events: Sequence[Event]) -> int | None:
@@ -405,4 +421,5 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
         clock_note=note,
         files=list(files),
         restart_note=restart_note,
+        nproc_per_node=node_size(evs),
     )

@@ -139,6 +139,11 @@ def _addresses(
     return ip_ranks, ip_hosts, said
 
 
+# How many distinct failing peer addresses one host's IB errors must name, when some address is mapped to no
+# host, before the reporting host's own NIC is blamed (see `ib_peer_rows`).
+FANOUT_UNMAPPED_MIN = 3
+
+
 def ib_peer_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     """The peers NCCL's InfiniBand completion errors name (`Got completion from peer <ip><port> with
     status=<n>`, log-formats.md section 4.4), one row per rank behind each peer address (one row with
@@ -171,9 +176,15 @@ def ib_peer_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     every: set[object] = set().union(*reporters.values()) if reporters else set()
     reporter_hosts = {short_host(hosts[w]) if isinstance(w, int) and w in hosts else
                       (short_host(w) if isinstance(w, str) else None) for w in every}
+    # A peer address no `Bootstrap : Using` line maps is still another host's: NCCL sends between the GPUs
+    # of one host over NVLink, PCIe P2P or shared memory, not through the IB NIC (failure-signatures.md
+    # section 9; log-formats.md section 4.3 "Channel ... via P2P/IPC"). Two unmapped addresses may be two
+    # rails of one peer host, so unmapped peers count only when three or more distinct addresses fail.
     peer_host_sets = [ip_hosts.get(p, set()) for p in reporters]
-    fanout = (len(reporters) >= 2 and len(reporter_hosts) == 1 and None not in reporter_hosts
-              and all(ph and not ({short_host(h) for h in ph} & reporter_hosts) for ph in peer_host_sets))
+    unmapped = any(not ph for ph in peer_host_sets)
+    fanout = (len(reporters) >= (FANOUT_UNMAPPED_MIN if unmapped else 2)
+              and len(reporter_hosts) == 1 and None not in reporter_hosts
+              and all(not ph or not ({short_host(h) for h in ph} & reporter_hosts) for ph in peer_host_sets))
     # The peers each reporter named, and who is behind each peer address (its `Bootstrap : Using` ranks and
     # every rank of its host).
     named_by: dict[object, set[str]] = defaultdict(set)

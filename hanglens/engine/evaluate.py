@@ -58,6 +58,9 @@ class TablesLike(Protocol):
     @property
     def hosts(self) -> Mapping[int, str]: ...
 
+    @property
+    def nproc_per_node(self) -> int | None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
@@ -670,18 +673,27 @@ def _default_victims(run: _Run) -> set[int]:
     return _ranks_of(status[_flagged_mask(status) & ~own])
 
 
-def _host_ranks(rows: pd.DataFrame, column: str, hosts: Mapping[int, str]) -> set[int]:
+def _host_ranks(rows: pd.DataFrame, column: str, hosts: Mapping[int, str], nproc: int | None = None,
+                world: int | None = None) -> set[int]:
     """Every rank on a host a row names, or on the host of a row's rank (`culprits: {by_host: true}`): the
-    fault is the node's, so it is every rank's the job placed there."""
-    if "host" not in rows.columns or column not in rows.columns or not hosts:
+    fault is the node's, so it is every rank's the job placed there. A row's rank whose host no line names
+    still has its node where every node runs the same stated number of workers (`nproc`): torchrun gives a
+    node the consecutive block of ranks `group_rank * nproc_per_node + local_rank` (log-formats.md section
+    3.5), so that block is the node's."""
+    if "host" not in rows.columns or column not in rows.columns:
         return set()
     named: set[str] = set()
+    blocks: set[int] = set()
     for x, h in zip(rows[column], rows["host"], strict=True):
         r = _as_rank(x)
         h = h if isinstance(h, str) and h else hosts.get(r) if r is not None else None
         if h:
             named.add(short_host(h))
-    return {r for r, h in hosts.items() if short_host(h) in named} if named else set()
+        elif r is not None and nproc and (world is None or r < world):
+            start = r - r % nproc
+            blocks.update(range(start, min(start + nproc, world or start + nproc)))
+    out = {r for r, h in hosts.items() if short_host(h) in named} if named else set()
+    return out | blocks
 
 
 def _spec_rows(spec: SourceSpec, bindings: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -702,7 +714,8 @@ def _finding(rule: Rule, run: _Run, bindings: dict[str, pd.DataFrame]) -> Findin
         source = _spec_rows(rule.culprits, bindings)
         culprits = _ranks_of(source, rule.culprits.column)
         if rule.culprits.by_host:
-            culprits |= _host_ranks(source, rule.culprits.column, run.tables.hosts)
+            culprits |= _host_ranks(source, rule.culprits.column, run.tables.hosts,
+                                    run.tables.nproc_per_node, run.tables.world_size)
         for r in sorted(culprits):
             host = run.tables.hosts.get(r)
             if host is None and "host" in source.columns and rule.culprits.column in source.columns:

@@ -407,6 +407,13 @@ _RANK_ENVELOPE_RE = re.compile(r"\[rank\d{1,6}\]:")
 # A user-style rank tag (`[rank 3] `, Lightning's `[rank: 3] `, not the `[rank3]:` envelope) glued to the end
 # of another line.
 _RANK_TAG_SPLIT_RE = re.compile(r"(?<=[^\s\]:])(?=\[rank(?:: ?| ?)\d+\](?!:))")
+# A c10 log line's `[rankN]:[<L>` envelope glued after another writer's unfinished text: ranks that share a
+# terminal and log at the same moment interleave within lines (log-formats.md section 9.1, "Concurrent
+# writers"). The envelope starts a line of its own; a `:` before it is an outer prefix (`[default1]:[rank5]:`,
+# a doubled `[rank3]:[rank3]:`), not another writer's text, and a space before it is a Ray/TorchX prefix.
+_ENVELOPE_GLUE_RE = re.compile(
+    r"(?<=[^\s:\]])(?=\[rank\d{1,6}\]:\[[VIWEF]\d{0,4}[ \w.:]{0,48}?\.(?:cpp|cc|cu|h|hpp|c):\d+\] )"
+)
 # The end of a tqdm bar (`[<elapsed><<remaining>, <rate>]`, or `<n>it [<elapsed>, <rate>]` without a
 # total) with more text right after it: tqdm redraws with `\r` and writes no newline, so whatever another
 # process (or the same one) prints next is glued to the bar. tqdm ends its line with that bracket, so the
@@ -533,6 +540,15 @@ def split_tee(seg: str) -> list[str]:
     out = [seg[:cuts[0]]]
     for a, b in itertools.pairwise([*cuts, len(seg)]):
         out.append(outer + seg[a:b])
+    return out
+
+
+def _glued_parts(seg: str) -> list[str]:
+    """`seg` cut before a user-style rank tag and before a c10 `[rankN]:[<L>` envelope glued after another
+    writer's text (each piece one writer's)."""
+    out: list[str] = []
+    for part in _RANK_TAG_SPLIT_RE.split(seg):
+        out.extend(_ENVELOPE_GLUE_RE.split(part) if "]:[" in part else (part,))
     return out
 
 
@@ -702,7 +718,7 @@ class Reader:
                 if k + 1 < len(glued):
                     self._mark_glued(num)
                 # Two ranks printing at once can glue their lines: `...loss 0.29[rank 0] step 2 ...`.
-                parts = _RANK_TAG_SPLIT_RE.split(seg) if seg.find("[rank", 1) > 0 else (seg,)
+                parts = _glued_parts(seg) if seg.find("[rank", 1) > 0 else (seg,)
                 for part in parts:
                     if part.strip():
                         self._segment(part, num, scanned)

@@ -48,9 +48,13 @@ WATCHDOG_RE = re.compile(r"Watchdog caught collective operation timeout")
 BLOCKING_1X_RE = re.compile(r"(?<![A-Za-z])Caught collective operation timeout")
 BLOCKING_2X_RE = re.compile(r"Work (?=WorkNCCL\().{0,400}?timed out in blocking wait")
 SEQ_RE = re.compile(r"SeqNum=(?P<v>-?\d+)")
-OP_RE = re.compile(r"OpType=(?P<v>[A-Z_][A-Z0-9_]*)")
-NUMEL_IN_RE = re.compile(r"NumelIn=(?P<v>-?\d+)")
-NUMEL_OUT_RE = re.compile(r"NumelOut=(?P<v>-?\d+)")
+# The op and sizes count only when their value is closed by `,` or `)` as WorkNCCL's description prints
+# them: a line cut mid-value (a paste truncated there, or another rank's text glued in, log-formats.md
+# section 9.1) would otherwise read `OpType=ALLRED` as an op of its own or `NumelIn=83` as a size, which
+# the cross-rank comparisons would take for a different collective.
+OP_RE = re.compile(r"OpType=(?P<v>[A-Z_][A-Z0-9_]*)(?=[,)])")
+NUMEL_IN_RE = re.compile(r"NumelIn=(?P<v>-?\d+)(?=[,)])")
+NUMEL_OUT_RE = re.compile(r"NumelOut=(?P<v>-?\d+)(?=[,)])")
 TIMEOUT_RE = re.compile(r"Timeout\(ms\)=(?P<v>\d+)")
 RAN_FOR_RE = re.compile(r"ran for (?P<v>\d+) milliseconds")
 WORK_END_RE = re.compile(r"before timing out|timed out in blocking wait")

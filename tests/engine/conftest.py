@@ -36,6 +36,7 @@ class FakeTables:
     world_size: int | None = None
     ranks: list[int] = field(default_factory=list)
     hosts: dict[int, str] = field(default_factory=dict)
+    nproc_per_node: int | None = None
 
 
 def fact(name: str, rows: Iterable[Mapping[str, Any]] = ()) -> pd.DataFrame:

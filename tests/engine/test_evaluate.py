@@ -6,11 +6,12 @@ from typing import Any
 
 import pytest
 
+from hanglens.analysis.facts_spec import FACT_SPECS
 from hanglens.engine import evaluate
 from hanglens.engine.evaluate import describe_condition
 from hanglens.model import Category, Confidence
 
-from .conftest import CATALOG, event, rule, tables
+from .conftest import CATALOG, FakeTables, event, fact, rule, tables
 
 STATUS = [
     {"rank": 0, "host": "a", "crashed": False, "hung": True, "victim": True},
@@ -273,6 +274,20 @@ def test_by_host_culprits_stand_for_every_rank_on_a_rows_host() -> None:
     plain = rule(match=match, culprits={"from": "raised"}, explanation="x")
     assert run([plain], events=evs, hosts=hosts).findings[0].culprit_ranks == (5,)
     assert run([by_host], events=evs[:1]).findings[0].culprit_ranks == ()   # no layout: no ranks
+
+
+def test_by_host_culprit_without_a_host_gets_its_nodes_block_of_ranks() -> None:
+    """A row's rank whose host no line names, in a job whose launcher states 4 workers per node, stands
+    for the node's consecutive block (torchrun: group_rank * nproc_per_node + local_rank); unstated, only
+    itself."""
+    evs = [event("exception", 9, line=4, exc_type="RuntimeError")]
+    by_host = rule(match={"all": [{"event": "exception", "bind": "raised"}]},
+                   culprits={"from": "raised", "by_host": True}, explanation="x")
+    facts = {name: fact(name) for name in FACT_SPECS}
+    stated = FakeTables(evs, facts, 12, [], {}, nproc_per_node=4)
+    assert evaluate([by_host], stated, catalog=CATALOG).findings[0].culprit_ranks == (8, 9, 10, 11)
+    unstated = FakeTables(evs, facts, 12, [], {})
+    assert evaluate([by_host], unstated, catalog=CATALOG).findings[0].culprit_ranks == (9,)
 
 
 def test_culprits_also_join_the_ranks_of_further_bindings() -> None:

@@ -161,6 +161,24 @@ def test_two_ranks_glued_on_one_line_are_split() -> None:
     assert [(e.rank, e.get("step")) for e in doubled.events] == [(0, 3)]
 
 
+def test_a_c10d_envelope_glued_mid_line_starts_that_rank_s_line() -> None:
+    """Two ranks' watchdogs writing one terminal at once: the second `[rankN]:[E...]` line lands inside the
+    first (log-formats.md section 9.1); it is read as its own line of its own rank, and an outer prefix
+    such as `[default1]:[rank5]:` is not cut."""
+    from hanglens.parsers.c10d import C10dParser
+
+    wd = ("[rank{r}]:[E527 10:41:07.11833740{r} ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
+          "collective operation timeout: WorkNCCL(SeqNum=20871, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, "
+          "Timeout(ms)=600000) ran for 600091 milliseconds before timing out.")
+    a, b = wd.format(r=1), wd.format(r=2)
+    data = (a[:150] + b + "\n" + a[150:] + "\n").encode()
+    res = read(data, (C10dParser,))
+    got = sorted((e.rank, e.get("op"), e.get("seq")) for e in res.events if e.kind == "hang_detected")
+    assert got == [(1, None, 20871), (2, "ALLREDUCE", 20871)]
+    tee = read(b"[default1]:" + wd.format(r=5).encode() + b"\n", (C10dParser,))
+    assert [(e.rank, e.get("op")) for e in tee.events if e.kind == "hang_detected"] == [(5, "ALLREDUCE")]
+
+
 def test_text_glued_to_a_tqdm_bar_is_its_own_line_and_the_bar_keeps_no_borrowed_rank() -> None:
     """tqdm redraws with `\\r` and no newline: another process's line lands on the bar's line."""
     from hanglens.parsers.progress import ProgressParser
