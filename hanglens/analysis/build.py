@@ -390,11 +390,12 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     # Each rank's own call, also where only one rank left a stack (call_rows then judges no sides): read only
     # when a transfer was rejected.
     own_calls = collectives.stack_calls(evs, hosts, lone_abort) if size_rows else []
-    if any(r.get("role") == "receiver" and r.get("peer") is None for r in size_rows):
+    if any(r.get("role") == "receiver" and (r.get("peer") is None or not r.get("p2p")) for r in size_rows):
         # The receiver that rejected a message is often the only other rank left with anything to show (it
         # aborted without a Python stack): the sender's own stack, blocked in its send when the receiver's
         # abort reset the connection, names it even when no second stack makes a side to compare
-        # (failure-signatures.md section 2; gloo/transport/tcp/pair.cc Pair::prepareRead).
+        # (failure-signatures.md section 2; gloo/transport/tcp/pair.cc Pair::prepareRead), and shows the
+        # transfer point-to-point where a 2-rank job's ring reading would call it a collective's.
         have = {c.get("rank") for c in calls}
         extra = [c for c in own_calls if c.get("rank") not in have]
         if extra:

@@ -61,6 +61,19 @@ SIGNAL_HANDLER_RE = re.compile(
 # one of the training step's own collectives (collectives.STEP_SYNC).
 DDP_FORWARD = "DDP forward"
 DDP_BROADCAST_FILE_RE = re.compile(r"(?:^|/)torch/(?:nn/parallel/distributed|distributed/utils)\.py$")
+# torch.distributed.pipelining's schedules move activations and gradients between stages with batched
+# point-to-point ops (`_batch_p2p` -> `dist.batch_isend_irecv`, torch 2.4+) and wait on the works in
+# `_wait_batch_p2p` (`work.wait()`), past distributed_c10d.py: a stack there is blocked in a send or recv
+# between stages. The line that calls `_wait_batch_p2p` names what it waits for (`send_work`,
+# `_batch_p2p(fwd_recvs, desc="fwd_recv")`, `self.bwd_recv_ops.pop(...)`; torch/distributed/pipelining/
+# schedules.py); a line naming both or neither (`_wait_batch_p2p(work)`) is a point-to-point wait of
+# either direction.
+PIPELINING_RE = re.compile(r"(?:^|/)torch/distributed/pipelining/")
+PIPELINE_WAITS = frozenset({"_wait_batch_p2p"})
+PIPELINE_P2P = "batch_isend_irecv"
+# Point-to-point calls (distributed_c10d.py): a rank waiting in one waits for its one peer.
+POINT_TO_POINT = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv", "send_object_list",
+                            "recv_object_list"})
 SECTION_WORDS = frozenset({
     "save", "saving", "saver", "checkpoint", "checkpoints", "checkpointing", "checkpointer", "ckpt",
     "eval", "evaluate", "evaluation", "evaluator", "validate", "validation", "val", "metric", "metrics",
@@ -124,14 +137,32 @@ def interrupted_frames(frames: Sequence[str]) -> Sequence[str]:
     return frames
 
 
-def blocking_call(frames: Sequence[str]) -> tuple[int, int, str, str] | None:
+def _pipeline_wait(frames: Sequence[str], sources: Sequence[str]) -> tuple[int, int, str, str] | None:
+    """A stack blocked in a pipelining schedule's point-to-point wait (PIPELINE_WAITS): (index of the
+    outermost pipelining frame, index of the wait, op, op), the op `send`, `recv` or PIPELINE_P2P."""
+    first: int | None = None
+    for i, fr in enumerate(frames):
+        parts = split_frame(fr)
+        if parts is None or not PIPELINING_RE.search(parts[0]):
+            continue
+        first = i if first is None else first
+        if parts[2].rsplit(".", 1)[-1] in PIPELINE_WAITS:
+            said = set(tokens(sources[i - 1])) if 0 < i <= len(sources) else set()
+            sends, recvs = bool(said & {"send", "sends"}), bool(said & {"recv", "recvs"})
+            op = "send" if sends and not recvs else ("recv" if recvs and not sends else PIPELINE_P2P)
+            return first, i, op, op
+    return None
+
+
+def blocking_call(frames: Sequence[str], sources: Sequence[str] = ()) -> tuple[int, int, str, str] | None:
     """(index of the outermost, index of the innermost public c10d frame, entry, call) of a stack, or None.
 
     A stack without a c10d frame that ends in autograd's backward is DDP's gradient reduction: the reducer
     runs its all_reduce from autograd hooks, so the main thread waits in `backward`. One that ends in DDP's
     or torch.distributed's own buffer and parameter sync calls the C++ binding `dist._broadcast_coalesced`
     directly, past distributed_c10d.py: a broadcast from the authoritative rank (`DDP_BROADCASTS`), whose
-    entry is `DDP_FORWARD` when DDP's forward made it.
+    entry is `DDP_FORWARD` when DDP's forward made it. One in a pipelining schedule's wait is a send or
+    recv between stages (`_pipeline_wait`; `sources` give its direction).
     """
     found: list[tuple[int, str]] = []
     autograd: int | None = None
@@ -158,7 +189,7 @@ def blocking_call(frames: Sequence[str]) -> tuple[int, int, str, str] | None:
         return autograd, autograd, "backward", "backward"
     if ddp_broadcast is not None:
         return ddp_broadcast, ddp_broadcast, DDP_FORWARD if in_forward else "broadcast", "broadcast"
-    return None
+    return _pipeline_wait(frames, sources)
 
 
 def caller_source(frames: Sequence[str], sources: Sequence[str], outer: int) -> str | None:
@@ -175,7 +206,7 @@ def caller_source(frames: Sequence[str], sources: Sequence[str], outer: int) -> 
 def call_source(frames: Sequence[str], sources: Sequence[str]) -> str | None:
     """The source line of the program's call into torch.distributed, when the stack prints it (a traceback
     does; faulthandler and py-spy dumps do not)."""
-    found = blocking_call(frames)
+    found = blocking_call(frames, sources)
     if found is None or found[2] == "backward":
         return None
     return caller_source(frames, sources, found[0]) or None
@@ -191,7 +222,7 @@ _SUBGROUP_ARG_RE = re.compile(r"\bgroup\s*=\s*(?!None\b|(?:[\w.]*\.)?WORLD\b|gro
 
 def subgroup_call(frames: Sequence[str], sources: Sequence[str]) -> bool:
     """Does the program's call into torch.distributed pass a subgroup (`group=tp_group`)?"""
-    found = blocking_call(frames)
+    found = blocking_call(frames, sources)
     if found is None or found[2] == "backward":
         return False
     src = caller_source(frames, sources, found[0])
@@ -218,7 +249,7 @@ def call_site(frames: Sequence[str], sources: Sequence[str] = (), shared: int = 
     other side's to compare, so the frames every rank runs cannot be set aside) the evidence nearest to
     the collective decides: a driver function's name far up the stack does not.
     """
-    found = blocking_call(frames)
+    found = blocking_call(frames, sources)
     if found is None:
         return None
     outer, _, entry, call = found

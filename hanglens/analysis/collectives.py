@@ -709,6 +709,12 @@ def _mark_calls(first: dict[int, Row], stacks: dict[int, tuple[list[str], list[s
     counts = Counter(_step_sync(r) for r in first.values())
     ranked = counts.most_common()
     majority = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else None
+    # Ranks waiting in send/recv are no majority to measure a collective against: in a pipeline each
+    # stage waits in its own recv or send for a neighbour by design (failure-signatures.md section 2,
+    # "Point-to-point in pipeline parallelism"), while a stage runs its own step's collectives (FSDP's
+    # all-gather in its forward); the call sites decide then (a barrier after the loop is off the step).
+    if majority in callsite.POINT_TO_POINT:
+        majority = None
     places = Counter(r["user_frame"] for r in first.values()).most_common()
     usual = places[0][0] if len(places) == 1 or places[0][1] > places[1][1] else None
     majority_frames = [r["user_frame"] for r in first.values() if majority is not None

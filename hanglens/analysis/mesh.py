@@ -212,6 +212,14 @@ def _dim_named(source: str | None, dims: Sequence[str]) -> int | None:
     return named[0] if len(named) == 1 else None
 
 
+def _collective_calls(calls: Sequence[Mapping[str, Any]]) -> dict[int, Mapping[str, Any]]:
+    """Each rank's call, by rank, leaving out the ranks blocked in a point-to-point op: such a rank waits
+    for its one peer (a pipeline stage for its neighbour stage, torch/distributed/pipelining/schedules.py),
+    not in a collective of any mesh group, and has not reached its groups' next collective yet."""
+    return {int(c["rank"]): c for c in calls
+            if c.get("rank") is not None and c.get("call") not in callsite.POINT_TO_POINT}
+
+
 def _place(call: Mapping[str, Any]) -> tuple[Any, Any]:
     return call.get("call"), call.get("user_frame")
 
@@ -232,7 +240,7 @@ def split_rows(layout: Layout | None, calls: Sequence[Mapping[str, Any]],
     """
     if layout is None:
         return []
-    by_rank = {int(c["rank"]): c for c in calls if c.get("rank") is not None}
+    by_rank = _collective_calls(calls)
     seen: set[tuple[int, tuple[int, ...]]] = set()
     rows: list[Row] = []
     for r, c in sorted(by_rank.items()):
@@ -281,7 +289,7 @@ def waiting_rows(layout: Layout | None, calls: Sequence[Mapping[str, Any]],
     """
     if layout is None:
         return []
-    by_rank = {int(c["rank"]): c for c in calls if c.get("rank") is not None}
+    by_rank = _collective_calls(calls)
     rows: list[Row] = []
     seen: set[tuple[int, tuple[int, ...]]] = set()
     for dim in range(len(layout.dims)):

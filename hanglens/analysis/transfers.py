@@ -280,6 +280,11 @@ def size_error_rows(
             candidates = sorted(r for r, c in call_of.items() if c in SENDS and r != receiver)
             basis = "the only rank blocked in a send" if len(candidates) == 1 else "ranks blocked in a send"
         sender = candidates[0] if len(candidates) == 1 else None
+        if sender is None and e.kind == "process_teardown" and world == 2 and receiver in (0, 1) \
+                and (receiver in p2p or 1 - receiver in p2p):
+            # A point-to-point message in a 2-rank job can only have come from the other rank (its wait
+            # may name no direction: a pipelining schedule waiting on a batch of sends and recvs).
+            sender, basis = 1 - receiver, "the only other rank of a 2-rank job"
         is_p2p = receiver in p2p or (sender is not None and sender in p2p)
         if sender is None and e.kind == "process_teardown" and not is_p2p:
             ring = _ring_sender(receiver, world, calls, known)
@@ -469,7 +474,7 @@ def _peer_of_call(frames: Sequence[str], sources: Sequence[str], rank: int) -> t
     torch/distributed/distributed_c10d.py: `recv(tensor, src=None, ...)` and `send(tensor, dst=None, ...)`,
     both global ranks, as keyword or second positional argument.
     """
-    found = blocking_call(frames)
+    found = blocking_call(frames, sources)
     if found is None or (found[3] not in RECVS and found[3] not in SENDS):
         return None
     op = "recv" if found[3] in RECVS else "send"

@@ -316,3 +316,41 @@ def test_a_collective_inside_lightnings_sigterm_handler_is_not_where_the_rank_wa
     assert callsite.call_site(f, s) is None
     f, s = stack(MAIN, ("/srv/app/loop.py", 52, "run", "dist.all_reduce(flat_grad)"), tail=c10d("all_reduce"))
     assert callsite.blocking_call(f) is not None
+
+
+PIPE = f"{LIB}/distributed/pipelining/schedules.py"
+
+
+def pipeline_wait(waits_on: str) -> tuple[list[str], list[str]]:
+    """A stage's stack as torch.distributed.pipelining's schedules leave it: `_wait_batch_p2p` called with
+    what it waits for, then `work.wait()` (torch/distributed/pipelining/schedules.py, torch 2.13)."""
+    return stack(("/srv/app/train_pp.py", 97, "<module>", "schedule.step()"),
+                 tail=((PIPE, 785, "step", "self._step_microbatches("),
+                       (PIPE, 1081, "_step_microbatches", waits_on),
+                       (PIPE, 683, "_wait_batch_p2p", "w.wait()")))
+
+
+def test_a_pipelining_schedule_waiting_on_its_sends_is_in_a_send() -> None:
+    got = site(*pipeline_wait("_wait_batch_p2p(send_work)"))
+    assert (got.call, got.entry, got.user_frame) == ("send", "send", "train_pp.py:97 in <module>")
+
+
+def test_a_pipelining_schedule_waiting_on_its_recvs_is_in_a_recv() -> None:
+    fwd = '_wait_batch_p2p(_batch_p2p(fwd_recvs, desc="fwd_recv"))'
+    assert site(*pipeline_wait(fwd)).call == "recv"
+    bwd = "_wait_batch_p2p(self.bwd_recv_ops.pop((stage_idx, mb_index)))"
+    assert site(*pipeline_wait(bwd)).call == "recv"
+
+
+def test_a_pipelining_wait_that_names_no_direction_is_a_point_to_point_wait() -> None:
+    assert site(*pipeline_wait("_wait_batch_p2p(work)")).call == callsite.PIPELINE_P2P
+    mixed = '_wait_batch_p2p(_batch_p2p(fwd_sends + bwd_recvs, desc="fwd_send_bwd_recv"))'
+    assert site(*pipeline_wait(mixed)).call == callsite.PIPELINE_P2P
+
+
+def test_a_pipelining_stage_that_raised_in_its_forward_waits_in_nothing() -> None:
+    f, s = stack(("/srv/app/train_pp.py", 97, "<module>", "schedule.step()"),
+                 tail=((PIPE, 785, "step", "self._step_microbatches("),
+                       (f"{LIB}/distributed/pipelining/stage.py", 893, "forward_one_chunk",
+                        "output = self.forward_maybe_with_nosync(*composite_args, **composite_kwargs)")))
+    assert callsite.call_site(f, s) is None

@@ -132,3 +132,15 @@ def test_no_waiting_group_when_its_stacked_members_are_split_or_few() -> None:
     lay = mesh.mesh_layout([coord(r, "dp,tp", f"{r // 3},{r % 3}") for r in range(6)], 6)
     calls = [call(3, "all_reduce", 5, "x"), call(5, "all_gather", 6, "y")]
     assert mesh.waiting_rows(lay, calls, {}) == []
+
+
+def test_a_member_waiting_in_a_point_to_point_op_is_not_at_another_collective_of_its_group() -> None:
+    # dp x pp = 2 x 2: rank 3 waits in its pipeline recv for stage 0 (rank 2, still busy), rank 1 in the dp
+    # group's all_reduce: rank 3 has not reached the group's collective yet, the group is not split.
+    lay = mesh.mesh_layout([coord(r, "dp,pp", f"{r // 2},{r % 2}") for r in range(4)], 4)
+    ar = "dist.all_reduce(p.grad, group=dp_group)"
+    calls = [call(0, "all_reduce", 101, ar), call(1, "all_reduce", 101, ar),
+             call(3, "recv", 95, "schedule.step(target=y, losses=losses)", False)]
+    assert mesh.split_rows(lay, calls, {}) == []
+    elsewhere = call(3, "all_gather", 88, "dist.all_gather(o, x, group=dp_group)")
+    assert mesh.split_rows(lay, [*calls[:2], elsewhere], {}) != []

@@ -295,3 +295,17 @@ def test_no_common_sender_without_its_own_output_or_with_two_ranks_left() -> Non
     two_left = [ev("process_teardown", r, error=SIZE_CHECK) for r in (0, 1)]
     got = rows([*world(5), *two_left, in_all_to_all(2), in_all_to_all(3)])
     assert not [r for r in got if r["role"] == "sender"]
+
+
+def test_gloo_size_check_in_two_ranks_with_a_pipeline_wait_is_point_to_point_from_the_other_rank() -> None:
+    # A pipelining schedule's wait names no direction (`_wait_batch_p2p(work)`, torch 2.13 schedules.py):
+    # in a 2-rank job the message still came from the other rank, over a point-to-point transfer.
+    pipe = "/opt/py/lib/python3.11/site-packages/torch/distributed/pipelining/schedules.py"
+    stage0 = ev("exception", 0, exc_type="RuntimeError", message="Connection reset by peer",
+                frames=["/srv/pp.py:93 in <module>", f"{pipe}:785 in step",
+                        f"{pipe}:928 in _step_microbatches", f"{pipe}:683 in _wait_batch_p2p"],
+                sources=["schedule.step(batch)", "self._step_microbatches(", "_wait_batch_p2p(work)",
+                         "w.wait()"])
+    got = {r["role"]: r for r in rows([*world(2), stage0, ev("process_teardown", 1, error=SIZE_CHECK)])}
+    assert (got["receiver"]["rank"], got["sender"]["rank"]) == (1, 0)
+    assert got["sender"]["p2p"] and got["receiver"]["p2p"]
