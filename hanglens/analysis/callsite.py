@@ -27,6 +27,13 @@ C10D_FILE = "distributed_c10d.py"
 C10D_WRAPPERS = frozenset({"wrapper", "inner", "_fn", "decorate_context"})
 # torch.distributed's own helpers between the caller and the collective (c10d_logger's wrapper, ...).
 TORCH_DISTRIBUTED_RE = re.compile(r"(?:^|/)torch/distributed/(?!checkpoint/|fsdp/)")
+# DeepSpeed's pass-through layers, whose names say nothing about the program's phase: its communication
+# layer (deepspeed/comm/comm.py wraps every collective in `timed_op`, whose inner function is `log_wrapper`,
+# the comms logger's timing hook; deepspeed/comm/torch.py `TorchBackend` forwards each call to
+# torch.distributed through its `wrapper`/`stage_on_cpu` decorators), like torch's c10d_logger, and the
+# NVTX range decorator on the engine's and ZeRO's methods (deepspeed/utils/nvtx.py `instrument_w_nvtx`:
+# `wrapped_fn` runs `ret_val = func(*args, **kwargs)`, whose `val` is no validation).
+DEEPSPEED_PASS_RE = re.compile(r"(?:^|/)deepspeed/(?:comm/|utils/nvtx\.py$)")
 LIBRARY_RE = re.compile(r"(?:^|/)torch/|site-packages|dist-packages")
 # The training step's own machinery: backward (DDP's reducer all-reduces gradients from autograd hooks),
 # DDP's forward, the optimizer.
@@ -238,7 +245,8 @@ def call_site(frames: Sequence[str], sources: Sequence[str] = (), shared: int = 
         where = f"{base}:{line} in {func}"
         if user is None and not LIBRARY_RE.search(path):
             user = where
-        if decided or i < shared or TORCH_DISTRIBUTED_RE.search(path) or PASS_THROUGH_RE.search(path):
+        if (decided or i < shared or TORCH_DISTRIBUTED_RE.search(path) or PASS_THROUGH_RE.search(path)
+                or DEEPSPEED_PASS_RE.search(path)):
             continue
         src = sources[i] if i < len(sources) else ""
         text = f"{func} {base.removesuffix('.py')} {src}"

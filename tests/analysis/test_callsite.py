@@ -316,3 +316,25 @@ def test_a_collective_inside_lightnings_sigterm_handler_is_not_where_the_rank_wa
     assert callsite.call_site(f, s) is None
     f, s = stack(MAIN, ("/srv/app/loop.py", 52, "run", "dist.all_reduce(flat_grad)"), tail=c10d("all_reduce"))
     assert callsite.blocking_call(f) is not None
+
+
+DS = "/opt/env/lib/python3.10/site-packages/deepspeed"
+
+
+def test_deepspeed_pass_through_frames_say_nothing_about_the_phase() -> None:
+    # ZeRO-2's gradient all_reduce under `engine.backward`, as DeepSpeed 0.19 prints it: the NVTX decorator's
+    # `ret_val = func(...)` (no validation) and deepspeed.comm's `log_wrapper` (no logging section) are
+    # pass-through frames, so the step's own `backward` decides
+    f, s = stack(("/srv/app/train.py", 125, "<module>", "engine.backward(loss)"),
+                 (f"{DS}/utils/nvtx.py", 33, "wrapped_fn", "ret_val = func(*args, **kwargs)"),
+                 (f"{DS}/runtime/engine.py", 3431, "backward", "self._backward_epilogue()"),
+                 (f"{DS}/runtime/zero/stage_1_and_2.py", 2384, "allreduce_bucket",
+                  "dist.all_reduce(tensor_to_allreduce, group=process_group)"),
+                 (f"{DS}/comm/comm.py", 129, "log_wrapper", "return func(*args, **kwargs)"),
+                 (f"{DS}/comm/comm.py", 710, "all_reduce", "return cdb.all_reduce(tensor, op, group, async_op)"),
+                 (f"{DS}/comm/torch.py", 290, "all_reduce",
+                  "return torch.distributed.all_reduce(tensor=tensor, op=op, group=group, async_op=async_op)"),
+                 tail=c10d("all_reduce"))
+    got = site(f, s)
+    assert (got.site, got.user_frame) == ("step", "train.py:125 in <module>")
+    assert got.reason is not None and "engine.py" in got.reason
