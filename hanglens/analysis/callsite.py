@@ -34,6 +34,13 @@ TORCH_DISTRIBUTED_RE = re.compile(r"(?:^|/)torch/distributed/(?!checkpoint/|fsdp
 # NVTX range decorator on the engine's and ZeRO's methods (deepspeed/utils/nvtx.py `instrument_w_nvtx`:
 # `wrapped_fn` runs `ret_val = func(*args, **kwargs)`, whose `val` is no validation).
 DEEPSPEED_PASS_RE = re.compile(r"(?:^|/)deepspeed/(?:comm/|utils/nvtx\.py$)")
+# ZeRO-3 gathers each module's partitioned parameters before its forward (and backward) with an async
+# all-gather and waits on the handle it returned (deepspeed/runtime/zero/partition_parameters.py
+# `AllGatherHandle.wait` / `AllGatherCoalescedHandle.wait`, from partitioned_param_coordinator.py
+# `fetch_sub_module`): `self.allgather_handle.wait()` is torch's `Work.wait()`, a C++ call with no
+# distributed_c10d.py frame, so a rank stuck there shows that `wait` as its innermost Python frame.
+ZERO3_GATHER_FILE_RE = re.compile(r"(?:^|/)deepspeed/runtime/zero/partition_parameters\.py$")
+ZERO3_GATHER = "all_gather"
 LIBRARY_RE = re.compile(r"(?:^|/)torch/|site-packages|dist-packages")
 # The training step's own machinery: backward (DDP's reducer all-reduces gradients from autograd hooks),
 # DDP's forward, the optimizer.
@@ -134,7 +141,9 @@ def interrupted_frames(frames: Sequence[str]) -> Sequence[str]:
 def blocking_call(frames: Sequence[str]) -> tuple[int, int, str, str] | None:
     """(index of the outermost, index of the innermost public c10d frame, entry, call) of a stack, or None.
 
-    A stack without a c10d frame that ends in autograd's backward is DDP's gradient reduction: the reducer
+    A stack without a c10d frame that waits on a ZeRO-3 parameter all-gather handle (`ZERO3_GATHER_FILE_RE`)
+    is that all-gather. A stack without a c10d frame that ends in autograd's backward is DDP's gradient
+    reduction: the reducer
     runs its all_reduce from autograd hooks, so the main thread waits in `backward`. One that ends in DDP's
     or torch.distributed's own buffer and parameter sync calls the C++ binding `dist._broadcast_coalesced`
     directly, past distributed_c10d.py: a broadcast from the authoritative rank (`DDP_BROADCASTS`), whose
@@ -142,6 +151,7 @@ def blocking_call(frames: Sequence[str]) -> tuple[int, int, str, str] | None:
     """
     found: list[tuple[int, str]] = []
     autograd: int | None = None
+    zero3: int | None = None
     ddp_broadcast: int | None = None
     in_forward = False
     frames = interrupted_frames(frames)
@@ -159,8 +169,12 @@ def blocking_call(frames: Sequence[str]) -> tuple[int, int, str, str] | None:
             ddp_broadcast = i if ddp_broadcast is None else ddp_broadcast
         elif name == "_pre_forward" and path.endswith(DDP_FILE):
             in_forward = True
+        elif name == "wait" and zero3 is None and ZERO3_GATHER_FILE_RE.search(path):
+            zero3 = i
     if found:
         return found[0][0], found[-1][0], found[0][1], found[-1][1]
+    if zero3 is not None:
+        return zero3, zero3, ZERO3_GATHER, ZERO3_GATHER
     if autograd is not None:
         return autograd, autograd, "backward", "backward"
     if ddp_broadcast is not None:

@@ -338,3 +338,20 @@ def test_deepspeed_pass_through_frames_say_nothing_about_the_phase() -> None:
     got = site(f, s)
     assert (got.site, got.user_frame) == ("step", "train.py:125 in <module>")
     assert got.reason is not None and "engine.py" in got.reason
+
+
+def test_a_zero3_parameter_gather_wait_is_a_collective_in_the_step() -> None:
+    # ZeRO-3 waits on its async all-gather handle (Work.wait() is C++, no distributed_c10d.py frame) in the
+    # forward's parameter fetch; DeepSpeed 0.19 prints these frames on a gloo timeout there
+    f, s = stack(("/srv/app/train.py", 123, "<module>", "out = engine(x)"),
+                 (f"{DS}/runtime/engine.py", 3007, "forward", "loss = self.module(*inputs, **kwargs)"),
+                 (f"{DS}/runtime/zero/parameter_offload.py", 543, "pre_sub_module_forward_function",
+                  "param_coordinator.fetch_sub_module(sub_module, forward=True)"),
+                 (f"{DS}/runtime/zero/partitioned_param_coordinator.py", 406, "_fetch_sub_module_impl",
+                  "self.__inflight_param_registry.pop(param).wait()"),
+                 (f"{DS}/runtime/zero/partition_parameters.py", 765, "wait",
+                  "instrument_w_nvtx(self.allgather_handle.wait)()"),
+                 (f"{DS}/utils/nvtx.py", 33, "wrapped_fn", "ret_val = func(*args, **kwargs)"))
+    got = site(f, s)
+    assert (got.call, got.entry, got.site) == ("all_gather", "all_gather", "step")
+    assert callsite.blocking_call([f"{DS}/runtime/zero/stage3.py:2100 in wait"]) is None
