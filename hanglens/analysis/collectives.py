@@ -552,8 +552,8 @@ def _one_stack(events: Sequence[Event], hosts: dict[int, str], first: dict[int, 
                             "line": e.line}
     if site is None or not peers or callsite.odd_sites({rank: site}, unseen=len(peers)) != {rank}:
         return []
-    row.update(calls=1, places=1, site_differs=False, minority=False, majority_went_on=False, site_minority=False,
-               site=site.site, site_reason=site.reason, odd_site=True)
+    row.update(calls=1, places=1, site_differs=False, minority=False, majority_went_on=False,
+               site_minority=False, site=site.site, site_reason=site.reason, odd_site=True)
     return [row, *(peers[r] for r in sorted(peers))]
 
 

@@ -331,9 +331,11 @@ def test_deepspeed_pass_through_frames_say_nothing_about_the_phase() -> None:
                  (f"{DS}/runtime/zero/stage_1_and_2.py", 2384, "allreduce_bucket",
                   "dist.all_reduce(tensor_to_allreduce, group=process_group)"),
                  (f"{DS}/comm/comm.py", 129, "log_wrapper", "return func(*args, **kwargs)"),
-                 (f"{DS}/comm/comm.py", 710, "all_reduce", "return cdb.all_reduce(tensor, op, group, async_op)"),
+                 (f"{DS}/comm/comm.py", 710, "all_reduce",
+                  "return cdb.all_reduce(tensor, op, group, async_op)"),
                  (f"{DS}/comm/torch.py", 290, "all_reduce",
-                  "return torch.distributed.all_reduce(tensor=tensor, op=op, group=group, async_op=async_op)"),
+                  "return torch.distributed.all_reduce(tensor=tensor, op=op, group=group,"
+                  " async_op=async_op)"),
                  tail=c10d("all_reduce"))
     got = site(f, s)
     assert (got.site, got.user_frame) == ("step", "train.py:125 in <module>")
