@@ -27,6 +27,20 @@ C10D_FILE = "distributed_c10d.py"
 C10D_WRAPPERS = frozenset({"wrapper", "inner", "_fn", "decorate_context"})
 # torch.distributed's own helpers between the caller and the collective (c10d_logger's wrapper, ...).
 TORCH_DISTRIBUTED_RE = re.compile(r"(?:^|/)torch/distributed/(?!checkpoint/|fsdp/)")
+# DeepSpeed's pass-through layers, whose names say nothing about the program's phase: its communication
+# layer (deepspeed/comm/comm.py wraps every collective in `timed_op`, whose inner function is `log_wrapper`,
+# the comms logger's timing hook; deepspeed/comm/torch.py `TorchBackend` forwards each call to
+# torch.distributed through its `wrapper`/`stage_on_cpu` decorators), like torch's c10d_logger, and the
+# NVTX range decorator on the engine's and ZeRO's methods (deepspeed/utils/nvtx.py `instrument_w_nvtx`:
+# `wrapped_fn` runs `ret_val = func(*args, **kwargs)`, whose `val` is no validation).
+DEEPSPEED_PASS_RE = re.compile(r"(?:^|/)deepspeed/(?:comm/|utils/nvtx\.py$)")
+# ZeRO-3 gathers each module's partitioned parameters before its forward (and backward) with an async
+# all-gather and waits on the handle it returned (deepspeed/runtime/zero/partition_parameters.py
+# `AllGatherHandle.wait` / `AllGatherCoalescedHandle.wait`, from partitioned_param_coordinator.py
+# `fetch_sub_module`): `self.allgather_handle.wait()` is torch's `Work.wait()`, a C++ call with no
+# distributed_c10d.py frame, so a rank stuck there shows that `wait` as its innermost Python frame.
+ZERO3_GATHER_FILE_RE = re.compile(r"(?:^|/)deepspeed/runtime/zero/partition_parameters\.py$")
+ZERO3_GATHER = "all_gather"
 LIBRARY_RE = re.compile(r"(?:^|/)torch/|site-packages|dist-packages")
 # The training step's own machinery: backward (DDP's reducer all-reduces gradients from autograd hooks),
 # DDP's forward, the optimizer.
@@ -157,7 +171,9 @@ def _pipeline_wait(frames: Sequence[str], sources: Sequence[str]) -> tuple[int, 
 def blocking_call(frames: Sequence[str], sources: Sequence[str] = ()) -> tuple[int, int, str, str] | None:
     """(index of the outermost, index of the innermost public c10d frame, entry, call) of a stack, or None.
 
-    A stack without a c10d frame that ends in autograd's backward is DDP's gradient reduction: the reducer
+    A stack without a c10d frame that waits on a ZeRO-3 parameter all-gather handle (`ZERO3_GATHER_FILE_RE`)
+    is that all-gather. A stack without a c10d frame that ends in autograd's backward is DDP's gradient
+    reduction: the reducer
     runs its all_reduce from autograd hooks, so the main thread waits in `backward`. One that ends in DDP's
     or torch.distributed's own buffer and parameter sync calls the C++ binding `dist._broadcast_coalesced`
     directly, past distributed_c10d.py: a broadcast from the authoritative rank (`DDP_BROADCASTS`), whose
@@ -166,6 +182,7 @@ def blocking_call(frames: Sequence[str], sources: Sequence[str] = ()) -> tuple[i
     """
     found: list[tuple[int, str]] = []
     autograd: int | None = None
+    zero3: int | None = None
     ddp_broadcast: int | None = None
     in_forward = False
     frames = interrupted_frames(frames)
@@ -183,8 +200,12 @@ def blocking_call(frames: Sequence[str], sources: Sequence[str] = ()) -> tuple[i
             ddp_broadcast = i if ddp_broadcast is None else ddp_broadcast
         elif name == "_pre_forward" and path.endswith(DDP_FILE):
             in_forward = True
+        elif name == "wait" and zero3 is None and ZERO3_GATHER_FILE_RE.search(path):
+            zero3 = i
     if found:
         return found[0][0], found[-1][0], found[0][1], found[-1][1]
+    if zero3 is not None:
+        return zero3, zero3, ZERO3_GATHER, ZERO3_GATHER
     if autograd is not None:
         return autograd, autograd, "backward", "backward"
     if ddp_broadcast is not None:
@@ -269,7 +290,8 @@ def call_site(frames: Sequence[str], sources: Sequence[str] = (), shared: int = 
         where = f"{base}:{line} in {func}"
         if user is None and not LIBRARY_RE.search(path):
             user = where
-        if decided or i < shared or TORCH_DISTRIBUTED_RE.search(path) or PASS_THROUGH_RE.search(path):
+        if (decided or i < shared or TORCH_DISTRIBUTED_RE.search(path) or PASS_THROUGH_RE.search(path)
+                or DEEPSPEED_PASS_RE.search(path)):
             continue
         src = sources[i] if i < len(sources) else ""
         text = f"{func} {base.removesuffix('.py')} {src}"

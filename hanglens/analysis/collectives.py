@@ -546,15 +546,15 @@ def _one_stack(events: Sequence[Event], hosts: dict[int, str], first: dict[int, 
         for r, op in found:
             if r != rank and r not in peers:
                 peers[r] = {"rank": r, "host": hosts.get(r), "call": op, "entry": op, "user_frame": None,
-                            "calls": 1, "site_differs": False, "minority": False,
+                            "calls": 1, "places": 1, "site_differs": False, "minority": False,
                             "majority_went_on": False, "site_minority": False, "site": None,
                             "site_reason": None,
                             "odd_site": False, "subgroup": False, "path": e.path,
                             "line": e.line}
     if site is None or not peers or callsite.odd_sites({rank: site}, unseen=len(peers)) != {rank}:
         return []
-    row.update(calls=1, site_differs=False, minority=False, majority_went_on=False, site_minority=False,
-               site=site.site, site_reason=site.reason, odd_site=True)
+    row.update(calls=1, places=1, site_differs=False, minority=False, majority_went_on=False,
+               site_minority=False, site=site.site, site_reason=site.reason, odd_site=True)
     return [row, *(peers[r] for r in sorted(peers))]
 
 
@@ -721,6 +721,7 @@ def _mark_calls(first: dict[int, Row], stacks: dict[int, tuple[list[str], list[s
                        and _step_sync(r) == majority]
     for r in first.values():
         r["calls"] = len(counts)
+        r["places"] = len(places)
         r["minority"] = majority is not None and _step_sync(r) != majority
         r["majority_went_on"] = r["minority"] and _all_later(r["user_frame"], majority_frames)
         # Called from another place than most ranks: blocked elsewhere, not still working (a straggler).

@@ -114,7 +114,7 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "collective_call",
-            ("rank", "host", "call", "entry", "user_frame", "calls", "minority", "majority_went_on",
+            ("rank", "host", "call", "entry", "user_frame", "calls", "places", "minority", "majority_went_on",
              "site_minority", "site", "site_reason", "odd_site", "site_differs", "subgroup", *_EVIDENCE),
             "The torch.distributed function each rank was inside when it failed (from its traceback or "
             "its main thread's py-spy stack dump), e.g. all_reduce vs barrier, or `backward` (DDP's "
@@ -122,7 +122,8 @@ FACT_SPECS: dict[str, FactSpec] = {
             "(broadcast_object_list around a broadcast); `minority` marks ranks whose call differs from "
             "most ranks'; `majority_went_on` marks a minority rank whose majority waits at later lines of "
             "the same function (they completed the call this rank is in); `calls` counts the distinct "
-            "calls across ranks; `site_minority` marks ranks "
+            "calls across ranks, `places` the distinct user frames they were called from; `site_minority` "
+            "marks ranks "
             "called from another place (user frame) than most ranks (blocked elsewhere, not still "
             "working). `site` says where the call came from, read from the frames the sides do not "
             "share: step (the training step: gradients, "

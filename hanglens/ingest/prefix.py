@@ -131,6 +131,13 @@ USER_RANK_RE = re.compile(r"^\[(?:rank|RANK)(?:: ?| ?)(?P<rank>\d{1,6})\][ :]")
 # the slash and the world size after it say it is the writer's rank in the job, not a count or a sub-group
 # rank (ProcessGroupNCCL's `[Rank 3]` has no world size); read only where R < W.
 USER_RANK_OF_RE = re.compile(r"^(?:rank|Rank|RANK) (?P<rank>\d{1,6}) ?/ ?(?P<world>\d{1,6})(?=[ \t:|,\]-])")
+# A script's own `rank R: ` opening a message, `print(f"rank {rank}: ...")`: the writer names itself as the
+# subject before a colon, as torch does in its own per-rank lines (distributed_c10d.py `_store_based_barrier`
+# logs `Rank <rank>: Completed store-based barrier for key:...` with the writer's `get_rank()`). Under a
+# launcher that adds no rank prefix (DeepSpeed's `deepspeed`, torchrun without `--tee`) it is often the
+# only thing that says whose line it is. Not `rank 3 of 8` nor `rank 3 timed out` (no colon right after
+# the number: a sentence about a rank), nor ProcessGroupNCCL's bracketed `[Rank 3]`.
+USER_RANK_COLON_RE = re.compile(r"^(?:rank|Rank|RANK) (?P<rank>\d{1,6}): (?=\S)")
 # A script's own rank field in its log format's header, `%(asctime)s | %(levelname)-7s | w{rank}/{world} |
 # %(name)s | %(message)s` (`w1/2`, `r3/8`, `rank 3/8`, `[3/8]`, `(3 of 8)`, `proc 3/8`): an optional word, the
 # rank, `/` or ` of `, the world size, then the end of the field. Learned per file (`learn_rank_field`): only
@@ -796,6 +803,10 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
             m = USER_RANK_OF_RE.match(s)
             if m and int(m["rank"]) < int(m["world"]):
                 rank = int(m["rank"])
+            elif m is None:
+                m = USER_RANK_COLON_RE.match(s)
+                if m:
+                    rank = int(m["rank"])
         elif s[:1] == "I":
             m = LIGHTNING_INIT_RE.match(s)
             if m and int(m["member"]) == int(m["rank"]) + 1 <= int(m["world"]):

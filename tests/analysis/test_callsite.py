@@ -354,3 +354,42 @@ def test_a_pipelining_stage_that_raised_in_its_forward_waits_in_nothing() -> Non
                        (f"{LIB}/distributed/pipelining/stage.py", 893, "forward_one_chunk",
                         "output = self.forward_maybe_with_nosync(*composite_args, **composite_kwargs)")))
     assert callsite.call_site(f, s) is None
+DS = "/opt/env/lib/python3.10/site-packages/deepspeed"
+
+
+def test_deepspeed_pass_through_frames_say_nothing_about_the_phase() -> None:
+    # ZeRO-2's gradient all_reduce under `engine.backward`, as DeepSpeed 0.19 prints it: the NVTX decorator's
+    # `ret_val = func(...)` (no validation) and deepspeed.comm's `log_wrapper` (no logging section) are
+    # pass-through frames, so the step's own `backward` decides
+    f, s = stack(("/srv/app/train.py", 125, "<module>", "engine.backward(loss)"),
+                 (f"{DS}/utils/nvtx.py", 33, "wrapped_fn", "ret_val = func(*args, **kwargs)"),
+                 (f"{DS}/runtime/engine.py", 3431, "backward", "self._backward_epilogue()"),
+                 (f"{DS}/runtime/zero/stage_1_and_2.py", 2384, "allreduce_bucket",
+                  "dist.all_reduce(tensor_to_allreduce, group=process_group)"),
+                 (f"{DS}/comm/comm.py", 129, "log_wrapper", "return func(*args, **kwargs)"),
+                 (f"{DS}/comm/comm.py", 710, "all_reduce",
+                  "return cdb.all_reduce(tensor, op, group, async_op)"),
+                 (f"{DS}/comm/torch.py", 290, "all_reduce",
+                  "return torch.distributed.all_reduce(tensor=tensor, op=op, group=group,"
+                  " async_op=async_op)"),
+                 tail=c10d("all_reduce"))
+    got = site(f, s)
+    assert (got.site, got.user_frame) == ("step", "train.py:125 in <module>")
+    assert got.reason is not None and "engine.py" in got.reason
+
+
+def test_a_zero3_parameter_gather_wait_is_a_collective_in_the_step() -> None:
+    # ZeRO-3 waits on its async all-gather handle (Work.wait() is C++, no distributed_c10d.py frame) in the
+    # forward's parameter fetch; DeepSpeed 0.19 prints these frames on a gloo timeout there
+    f, s = stack(("/srv/app/train.py", 123, "<module>", "out = engine(x)"),
+                 (f"{DS}/runtime/engine.py", 3007, "forward", "loss = self.module(*inputs, **kwargs)"),
+                 (f"{DS}/runtime/zero/parameter_offload.py", 543, "pre_sub_module_forward_function",
+                  "param_coordinator.fetch_sub_module(sub_module, forward=True)"),
+                 (f"{DS}/runtime/zero/partitioned_param_coordinator.py", 406, "_fetch_sub_module_impl",
+                  "self.__inflight_param_registry.pop(param).wait()"),
+                 (f"{DS}/runtime/zero/partition_parameters.py", 765, "wait",
+                  "instrument_w_nvtx(self.allgather_handle.wait)()"),
+                 (f"{DS}/utils/nvtx.py", 33, "wrapped_fn", "ret_val = func(*args, **kwargs)"))
+    got = site(f, s)
+    assert (got.call, got.entry, got.site) == ("all_gather", "all_gather", "step")
+    assert callsite.blocking_call([f"{DS}/runtime/zero/stage3.py:2100 in wait"]) is None

@@ -84,6 +84,17 @@ CASES = [
     ("2026-03-09 11:20:41,805 | INFO | trainer | Rank 3/8: saved shard", Dialect(), "Rank 3/8: saved shard", 3,
      None, None, "I"),
     ("rank 4/4 | ranks done", Dialect(), "rank 4/4 | ranks done", None, None, None, None),
+    # a script's own `rank R: ` opening the message (`print(f"rank {rank}: ...")` under DeepSpeed's launcher,
+    # which adds no prefix), and torch's own `Rank R: Completed store-based barrier`; not a sentence about a
+    # rank (no colon right after the number)
+    ("rank 2: skipping loss sync at step 3", Dialect(), "rank 2: skipping loss sync at step 3", 2, None, None,
+     None),
+    ("Rank 5: Completed store-based barrier for key:store_based_barrier_key:1 with 8 nodes.", Dialect(),
+     "Rank 5: Completed store-based barrier for key:store_based_barrier_key:1 with 8 nodes.", 5, None, None,
+     None),
+    ("rank 3 timed out: waiting for rank 1", Dialect(), "rank 3 timed out: waiting for rank 1", None, None,
+     None, None),
+    ("rank 3 of 8: loss 0.4", Dialect(), "rank 3 of 8: loss 0.4", None, None, None, None),
     ("rank 2/3rds of the data", Dialect(), "rank 2/3rds of the data", None, None, None, None),
     # DeepSpeed's `log_dist` puts the global rank after the DeepSpeed logger's envelope (deepspeed/utils/
     # logging.py); the same tag after another envelope, or a lower-case one, is not read this way
