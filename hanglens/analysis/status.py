@@ -998,11 +998,52 @@ def earlier_attempts(events: Sequence[Event], files: Sequence[InputFile]) -> set
     trained = {e.path for e in events
                if e.path in last and e.attempt == last[e.path] and e.kind in ("progress", "run_finished")}
     last = {p: a for p, a in last.items() if p in trained}
-    if not last:
-        return set()
-    return {i for i, e in enumerate(events)
-            if e.path in last and e.attempt is not None and e.attempt < last[e.path]
-            and (_ended_badly(e) or e.kind in _AGENT_REPORT_KINDS)}
+    out = {i for i, e in enumerate(events)
+           if e.path in last and e.attempt is not None and e.attempt < last[e.path]
+           and (_ended_badly(e) or e.kind in _AGENT_REPORT_KINDS)}
+    return out | _earlier_tree_attempts(events, files)
+
+
+def _earlier_tree_attempts(events: Sequence[Event], files: Sequence[InputFile]) -> set[int]:
+    """Indexes of the failures of a `--log-dir` tree's earlier attempts when its newest attempt trained and
+    failed too (one that ran to its end is `_survived_by_success`'s).
+
+    torchrun writes each attempt's workers under `attempt_<n>/<local_rank>/` (log-formats.md section 3.2)
+    and restarts the whole worker group after a failure (torch/distributed/elastic/agent/server/api.py
+    `_invoke_run`): the job ended in the newest attempt, so the earlier attempts' errors are history
+    (`restart_history` words them). The agent's console outside the tree logs one `failed (exitcode: ...)`
+    line per failed attempt (elastic/multiprocessing/api.py `SubprocessContext._poll`): with one tree and as
+    many such lines as attempts, every one but the last, and the closing signals before it, are history too.
+    A newest attempt that never trained (it failed while starting) is judged together with the earlier ones
+    (failure-signatures.md section 12, last row).
+    """
+    trees: dict[tuple[Any, ...], dict[int, set[str]]] = {}
+    for f in files:
+        o = f.origin
+        if o.attempt is not None and o.node_dir:
+            trees.setdefault((o.host, o.node_dir), {}).setdefault(o.attempt, set()).add(f.path)
+    out: set[int] = set()
+    history: set[str] = set()
+    newest_of: list[int] = []
+    for attempts in trees.values():
+        newest = max(attempts)
+        paths = attempts[newest]
+        if newest == 0 or not any(e.path in paths and e.kind in ("progress", "run_finished") for e in events):
+            continue
+        newest_of.append(newest)
+        history |= {p for a, ps in attempts.items() if a < newest for p in ps}
+    if not history:
+        return out
+    out = {i for i, e in enumerate(events) if e.path in history and _ended_badly(e)}
+    if len(trees) == 1 and len(newest_of) == 1:
+        tree = {f.path for f in files if f.origin.attempt is not None}
+        agent = [(e.path, e.line, i) for i, e in enumerate(events)
+                 if e.kind in _AGENT_REPORT_KINDS and e.path not in tree]
+        failed = sorted((p, ln) for p, ln, i in agent if events[i].kind == "worker_failed")
+        if len({p for p, _ in failed}) == 1 and len(failed) == newest_of[0] + 1:
+            end = failed[-2]   # the earlier attempts' reports end at the one before the last
+            out |= {i for p, ln, i in agent if (p, ln) <= end}
+    return out
 
 
 _AGENT_REPORT_KINDS = frozenset({"worker_failed", "closing_signal"})
@@ -1045,7 +1086,8 @@ def _attempt_failure(events: list[Event]) -> tuple[str, tuple[Any, ...]] | None:
         text = f"rank {exc.rank} raised {_exc_words(exc)}"
     else:
         text = "it reported errors"
-    return text, (lr, code, exc_type)
+    # where no agent line names the worker (a `--log-dir` tree's attempt folders), the raising rank does
+    return text, (lr if lr is not None or exc is None else exc.rank, code, exc_type)
 
 
 def _exc_words(e: Event) -> str:

@@ -197,3 +197,32 @@ def test_two_agents_reports_in_one_console_are_no_restart(tmp_path: Path) -> Non
             + _closing("42:01.100000", 901) + _failed("42:01.130000", 1, 0, 900))
     (tmp_path / "console.log").write_text(text)
     assert {e.attempt for e in read_inputs([tmp_path]).events} == {None}
+
+
+def _tree_attempt(root: Path, attempt: int, world: int, culprit: int, exc: str) -> None:
+    """One attempt of a `--log-dir DIR --redirects 3` tree (`<run_id>/attempt_<n>/<local_rank>/`): every
+    rank logs its steps, the culprit raises at step 3, the others lose their connection to it."""
+    for lr in range(world):
+        d = root / "logs" / "none_k2j8q1x0" / f"attempt_{attempt}" / str(lr)
+        d.mkdir(parents=True)
+        (d / "stdout.log").write_text("".join(f"[rank {lr}] step {s}/8 loss {2.5 - s / 10:.3f}\n"
+                                              for s in range(3)))
+        (d / "stderr.log").write_text(_crash(lr, exc) if lr == culprit else _closed(lr, 40800 + lr))
+
+
+def test_a_log_dir_trees_earlier_attempts_are_history_when_the_last_one_failed_too(tmp_path: Path) -> None:
+    # --max-restarts 2: the same RuntimeError hits rank 0, then rank 3, then rank 1; the job ends on rank 1
+    exc = "RuntimeError: shard index corrupted: expected 32 records, read 29"
+    pids = {0: (7700, 0), 1: (7710, 3), 2: (7720, 1)}
+    console = ""
+    for attempt, (pid, culprit) in pids.items():
+        _tree_attempt(tmp_path, attempt, 4, culprit, exc)
+        console += "".join(_closing(f"4{attempt}:00.10000{lr}", pid + lr) for lr in range(4) if lr != culprit)
+        console += _failed(f"4{attempt}:00.130000", 1, culprit, pid + culprit)
+    console += _table([(1, 1, 7721), (0, -15, 7720), (2, -15, 7722), (3, -15, 7723)])
+    (tmp_path / "console.log").write_text(console)
+    v = api.analyze([tmp_path]).result.verdict
+    assert v.category.value == "rank_crash"
+    assert list(v.culprit_ranks) == [1]
+    assert "attempt 0: rank 0 raised RuntimeError" in v.summary
+    assert "attempt 1: rank 3 raised RuntimeError" in v.summary
