@@ -15,7 +15,7 @@ from hanglens.analysis.kinds import (
     host_of,
     is_victim_exception,
 )
-from hanglens.ingest.streams import is_spawn_parent_exception, non_negative_int
+from hanglens.ingest.streams import is_agent_event, is_spawn_parent_exception, non_negative_int
 from hanglens.model import AGENT_EVENT_KINDS, ERROR_LEVELS, Event, InputFile, short_host
 from hanglens.parsers.base import to_int
 from hanglens.parsers.elastic import signal_name
@@ -1501,6 +1501,41 @@ def _signalled_outside(events: Sequence[Event], single: bool) -> set[int]:
     return out
 
 
+def _alive_at_stop(events: Sequence[Event]) -> set[int]:
+    """Ranks whose process was still running when torchrun's agent was told to stop.
+
+    On a stop signal the agent logs `Received <sig> death signal, shutting down workers` and closes its
+    workers; `_close` signals only the ones still running (`if handler.proc.poll() is None`, torch/
+    distributed/elastic/multiprocessing/api.py; failure-signatures.md section 17.4), each with `Sending
+    process <pid> closing signal <SIG>`. A worker exited already gets no such line. The pid names the rank
+    where the logs pair it with one: a rank's own line stating its pid (`world_info` `worker_pid`), or the
+    agent's failure table (`child_failed`: pid and global rank). A pid two ranks claim is nobody's.
+    """
+    stops: dict[str, int] = {}
+    for e in events:
+        if e.kind == "job_stopped" and e.get("how") == "agent_signal":
+            stops[e.path] = min(stops.get(e.path, e.line), e.line)
+    if not stops:
+        return set()
+    closed = {pid for e in events
+              if e.kind == "closing_signal" and e.path in stops and e.line > stops[e.path]
+              and (pid := non_negative_int(e.get("pid"))) is not None}
+    if not closed:
+        return set()
+    claims: dict[int, set[int]] = defaultdict(set)
+    for e in events:
+        if e.kind == "world_info" and e.rank is not None and not is_agent_event(e):
+            pid = non_negative_int(e.get("worker_pid"))
+        elif e.kind == "child_failed":
+            pid = non_negative_int(e.get("pid"))
+        else:
+            continue
+        r = non_negative_int(e.get("failed_rank")) if e.kind == "child_failed" else e.rank
+        if pid in closed and r is not None:
+            claims[pid].add(r)
+    return {next(iter(rs)) for rs in claims.values() if len(rs) == 1}
+
+
 def _record_times(events: Sequence[Event]) -> dict[tuple[str, int], float]:
     """Each ranked event's time: its own, or for a line of a logged traceback the time of the error record
     it continues.
@@ -1577,7 +1612,7 @@ def _closed_after_peer_timeout(events: Sequence[Event], victims: Sequence[Row]) 
 
 RANK_STATUS_KEYS = ("rank", "host", "status", "crashed", "hung", "victim", "quiet", "own_log", "unheard",
                     "first_error_kind", "first_error_time", "exitcode", "signal", "exited_clean",
-                    "signalled_outside")
+                    "signalled_outside", "alive_at_stop")
 
 
 def rank_status_columns(
@@ -1612,12 +1647,13 @@ def rank_status_columns(
     } - _closed_after_peer_timeout(events, victims)
     exit_only = _exit_only_crashes(events)
     outside = _signalled_outside(events, sn)
+    alive = _alive_at_stop(events)
     clean = clean or set()
     own_logs = own_logs or set()
     printed = printed or set()
     cols: dict[str, list[Any]] = {k: [] for k in RANK_STATUS_KEYS}
     (c_rank, c_host, c_status, c_crashed, c_hung, c_victim, c_quiet, c_own, c_unheard, c_kind, c_time, c_exit,
-     c_signal, c_clean, c_outside) = cols.values()
+     c_signal, c_clean, c_outside, c_alive) = cols.values()
     no_events: list[Event] = []
     for rank in sorted(set(ranks) | set(by_rank)):
         evs = by_rank.get(rank, no_events)
@@ -1659,6 +1695,7 @@ def rank_status_columns(
         c_signal.append(exit_signal(exitcode))
         c_clean.append(rank in clean and exitcode is None and not crashed and not hung)
         c_outside.append(rank in outside and not crashed and not hung)
+        c_alive.append(rank in alive)
     unheard = _unheard(cols, world)
     cols["unheard"] = [r in unheard for r in c_rank]
     return cols
