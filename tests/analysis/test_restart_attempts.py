@@ -226,3 +226,28 @@ def test_a_log_dir_trees_earlier_attempts_are_history_when_the_last_one_failed_t
     assert list(v.culprit_ranks) == [1]
     assert "attempt 0: rank 0 raised RuntimeError" in v.summary
     assert "attempt 1: rank 3 raised RuntimeError" in v.summary
+
+
+# One node's console of a two-node elastic job: attempt 0 ends with rank 3's KeyError (the agent reports
+# local rank 1); in the next round the workers cannot reach the store and the agent restarts them for a
+# membership change, with closing signals and no failed line (agent/server/api.py `_restart_workers`);
+# the round after that trains to the end.
+MEMBERSHIP_RESTART = (
+    _steps(range(2, 4), range(0, 3))
+    + _crash(3, "KeyError: 'label_12'")
+    + _closing("43:00.100000", 8002)
+    + _failed("43:00.130000", 1, 1, 8003)
+    + "[rank2]:[E0611 08:43:21.500000 socket.cpp:1028] [c10d] The client socket has timed out after 20000ms "
+      "while trying to connect to (127.0.0.1, 29511).\n"
+    + _closing("43:30.100000", 8102) + _closing("43:30.101000", 8103)
+    + _steps(range(2, 4), range(0, 6))
+    + "".join(f"[rank{r}]:finished training\n" for r in range(2, 4))
+)
+
+
+def test_a_restart_for_a_membership_change_is_a_boundary(tmp_path: Path) -> None:
+    (tmp_path / "console.log").write_text(MEMBERSHIP_RESTART)
+    events = read_inputs([tmp_path]).events
+    assert {e.attempt for e in events if e.kind == "run_finished"} == {2}
+    v = api.analyze([tmp_path]).result.verdict
+    assert v.category.value == "none"
