@@ -1001,7 +1001,41 @@ def earlier_attempts(events: Sequence[Event], files: Sequence[InputFile]) -> set
     out = {i for i, e in enumerate(events)
            if e.path in last and e.attempt is not None and e.attempt < last[e.path]
            and (_ended_badly(e) or e.kind in _AGENT_REPORT_KINDS)}
-    return out | _earlier_tree_attempts(events, files)
+    return out | _left_before_recovery(events, last) | _earlier_tree_attempts(events, files)
+
+
+def _left_before_recovery(events: Sequence[Event], last: dict[str, int]) -> set[int]:
+    """Indexes of the failures in the files of a node that left an elastic job which then ran to its end
+    without it.
+
+    With `--nnodes MIN:MAX` the remaining agents re-form the worker group when a node leaves (preempted,
+    cancelled, its agent stopped) and restart their workers (torch/distributed/elastic/agent/server/api.py
+    `_invoke_run`; failure-signatures.md section 12, last row). When a console's last attempt trained to
+    its end with no error (the job recovered), another file all of whose dated lines precede that attempt's
+    first line is the console of a node that left before the restart: its stop and errors are the history
+    of an earlier attempt, not how the job ended."""
+    starts: list[float] = []
+    bad_in_last: set[str] = set()
+    for e in events:
+        if e.path in last and e.attempt == last[e.path] and _ended_badly(e):
+            bad_in_last.add(e.path)
+    for p, a in last.items():
+        if p in bad_in_last or not any(e.path == p and e.attempt == a and e.kind == "run_finished"
+                                       for e in events):
+            continue
+        times = [e.time for e in events if e.path == p and e.attempt == a and e.time is not None]
+        if times:
+            starts.append(min(times))
+    if not starts:
+        return set()
+    start = min(starts)
+    latest: dict[str, float] = {}
+    for e in events:
+        if e.path not in last and e.time is not None:
+            latest[e.path] = max(latest.get(e.path, e.time), e.time)
+    left = {p for p, t in latest.items() if t < start}
+    return {i for i, e in enumerate(events)
+            if e.path in left and (_ended_badly(e) or e.kind in _AGENT_REPORT_KINDS)}
 
 
 def _earlier_tree_attempts(events: Sequence[Event], files: Sequence[InputFile]) -> set[int]:

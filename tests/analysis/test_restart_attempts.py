@@ -251,3 +251,28 @@ def test_a_restart_for_a_membership_change_is_a_boundary(tmp_path: Path) -> None
     assert {e.attempt for e in events if e.kind == "run_finished"} == {2}
     v = api.analyze([tmp_path]).result.verdict
     assert v.category.value == "none"
+
+
+def _dated_steps(ranks: range, steps: range, minute: int) -> str:
+    return "".join(f"2025-06-11 08:{minute}:{10 + s:02d},500 [rank {r}] step {s}/12 loss {1.5 - s / 10:.3f}\n"
+                   for s in steps for r in ranks)
+
+
+def test_a_node_that_left_an_elastic_job_that_finished_without_it_is_history(tmp_path: Path) -> None:
+    # --nnodes 1:2: node 1's agent is stopped (a preemption) at step 4; node 0's workers lose it, its agent
+    # restarts them in a world of two, and they train to the end
+    (tmp_path / "node1-console.log").write_text(
+        _dated_steps(range(2, 4), range(0, 5), 44)
+        + "W0611 08:44:15.100000 5101 torch/distributed/elastic/agent/server/api.py:753] Received 15 death "
+          "signal, shutting down workers\n"
+        + "W0611 08:44:15.101000 5101 " + AGENT + ":1028] Sending process 5120 closing signal SIGTERM\n"
+        + "W0611 08:44:15.102000 5101 " + AGENT + ":1028] Sending process 5121 closing signal SIGTERM\n"
+        + "torch.distributed.elastic.multiprocessing.api.SignalException: Process 5101 got signal: 15\n")
+    (tmp_path / "node0-console.log").write_text(
+        _dated_steps(range(0, 2), range(0, 5), 44)
+        + _closed(0, 40901) + _closed(1, 40902)
+        + _closing("44:16.100000", 5111) + _failed("44:16.130000", 1, 0, 5110)
+        + _dated_steps(range(0, 2), range(0, 12), 45)
+        + "".join(f"2025-06-11 08:45:40,000 [rank {r}] finished training\n" for r in range(2)))
+    v = api.analyze([tmp_path]).result.verdict
+    assert v.category.value == "none"
