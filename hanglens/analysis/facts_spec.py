@@ -456,8 +456,8 @@ FACT_SPECS: dict[str, FactSpec] = {
             "`signalled_outside`: the agent found it dead of SIGTERM, SIGINT or SIGHUP while its own "
             "closing signals went to other pids (and the agent itself was not told to stop): someone else "
             "stopped it. `alive_at_stop`: when torchrun's agent was told to stop (`Received <sig> death "
-            "signal`) it still had this rank's process to close (`Sending process <pid> closing signal`, a pid "
-            "the rank's own line or the failure table pairs with it): it had not exited.",
+            "signal`) it still had this rank's process to close (`Sending process <pid> closing signal`, "
+            "a pid the rank's own line or the failure table pairs with it): it had not exited.",
         ),
     )
 }
