@@ -276,3 +276,17 @@ def test_a_node_that_left_an_elastic_job_that_finished_without_it_is_history(tmp
         + "".join(f"2025-06-11 08:45:40,000 [rank {r}] finished training\n" for r in range(2)))
     v = api.analyze([tmp_path]).result.verdict
     assert v.category.value == "none"
+
+
+def test_an_attempts_own_error_is_named_when_the_agent_reported_a_victim_first(tmp_path: Path) -> None:
+    # attempt 0: rank 1 raises ValueError, rank 0 loses it and happens to exit first, so the agent's one
+    # failed line names local rank 0; attempt 1 trains to the end
+    text = (_steps(range(2), range(0, 3))
+            + _closed(0, 41011)
+            + _crash(1, "ValueError: column 'age' has 0 rows")
+            + _closing("41:20.101000", 7702) + _failed("41:20.130000", 1, 0, 7701)
+            + _steps(range(2), range(0, 8))
+            + "".join(f"[rank{r}]:finished training\n" for r in range(2)))
+    v = _analyze(tmp_path, text).result.verdict
+    assert v.category.value == "none"
+    assert "attempt 0: rank 1 raised ValueError" in v.summary
