@@ -1469,7 +1469,7 @@ def clean_exit_ranks(events: Sequence[Event], files: Sequence[InputFile] = ()) -
     and every pid it sent a closing signal to is in the table. The agent's local ranks are those below the
     highest one the table lists, all below `--nproc-per-node` when the command line states it, and the
     local-rank folders of its `--log-dir` tree when the input holds one agent's tree and one agent's table,
-    the ranks that wrote lines of their own in a job of one node (one agent's table),
+    the ranks that said in the table's file that their run or loop ended, in a job of one node,
     and the local ranks of the `--tee` prefixes (`[<role><local_rank>]:`, log-formats.md section 3) in the
     table's own file when that file holds one agent's `failed (exitcode ...)` line: a worker that printed
     through the agent's tee was one of its workers.
@@ -1481,13 +1481,13 @@ def clean_exit_ranks(events: Sequence[Event], files: Sequence[InputFile] = ()) -
     table_files = {e.path for e in events if e.kind == "child_failed" and e.get("table_local_ranks")}
     if len(tree_agents) != 1 or len(table_files) != 1:
         tree_locals = set()
-    # A job of one node and one agent's table: every rank whose own lines are here is one of that agent's
-    # workers (its global rank is its local rank, `single_node`), even the highest, which no table row
-    # below it implies.
+    # A job of one node and one agent's table: a rank that said in the table's own file that its run or its
+    # loop ended is one of that agent's workers (its global rank is its local rank, `single_node`) that got
+    # to its end, even the highest, which no table row below it implies.
     own_ranks: set[int] = set()
     if len(table_files) == 1 and single_node(events):
         own_ranks = {e.rank for e in events if e.rank is not None and 0 <= e.rank <= 4096
-                     and e.kind not in AGENT_EVENT_KINDS and e.parser != "elastic"}
+                     and e.path in table_files and e.kind in ("run_finished", "loop_finished")}
     by_path: dict[str, list[Event]] = defaultdict(list)
     tee_locals: dict[str, set[int]] = defaultdict(set)
     for e in events:
