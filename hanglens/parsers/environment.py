@@ -118,9 +118,8 @@ class EnvironmentParser(Parser):
                 "CUDA used", "orld_size", "orld size:", "orld size =", "orld size=", "MEMBER: ",
                 "Num processes", "tarting with ", "nitialized with ", "nitialised with ", "tarted with ",
                 "aunched with ", "unning with ", "Setting up process group for: ", "world_rank=",
-                # (a rank's own `pid=<n>` anywhere on its line, `[rank 2] start pid=9865`; Ray's prefix
-                # `(RayTrainWorker pid=<n>)` holds one too, and its writer keeps it out in `feed`)
-                " pid=", " pid: ", " PID=", " PID: ",
+                # (a rank tag or a comma right before the pid: a bare `pid=` is in every Ray prefix)
+                "] pid=", "] pid: ", "] PID=", "] PID: ", ", pid=", ", pid: ",
                 PG_INIT_TEXT)
     emits = (
         EventSpec("version_info", ("component", "version", "source"),
@@ -179,8 +178,6 @@ class EnvironmentParser(Parser):
         Example("hostname: gpu-node-17", "world_info", {"hostname": "gpu-node-17"}, "job scripts"),
         Example("[rank 4] pid=29118 device=cuda:4", "world_info", {"worker_pid": 29118},
                 "user prints: a rank's own pid (the `[rank 4]` tag gives the line's rank)"),
-        Example("[rank 2] start pid=9865 attempt=0 world=4", "world_info", {"worker_pid": 9865},
-                "user prints: the pid after other words of the rank's own line"),
         Example("Running on host gpu-node-03.cluster", "world_info", {"hostname": "gpu-node-03.cluster"},
                 "job scripts"),
     )
