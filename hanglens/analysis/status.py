@@ -1111,8 +1111,8 @@ def _attempt_failure(events: list[Event]) -> tuple[str, tuple[Any, ...]] | None:
     # that is no such consequence, when there is one.
     own = excs[0] if excs and (excs[0].path, excs[0].text) not in follow else None
     if own is not None and exc is not own and (exc is None or (exc.path, exc.text) in follow):
-        exc_type = str(own.get("exc_type")).rsplit(".", 1)[-1]
-        return f"rank {own.rank} raised {_exc_words(own)}", (own.rank, "1", exc_type)
+        own_type = str(own.get("exc_type")).rsplit(".", 1)[-1]
+        return f"rank {own.rank} raised {_exc_words(own)}", (own.rank, "1", own_type)
     exc_type = str(exc.get("exc_type")).rsplit(".", 1)[-1] if exc is not None else None
     if agent is not None:
         who = f"local rank {lr}" if lr is not None else "a worker"
