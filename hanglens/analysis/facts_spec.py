@@ -442,6 +442,7 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "signal",
                 "exited_clean",
                 "signalled_outside",
+                "alive_at_stop",
             ),
             "One row per known rank: did it crash, hang, only suffer, or look fine. `quiet` ranks reported "
             "no hang, no fault and no lost peer of their own (being stopped by the agent's SIGTERM or seeing "
@@ -455,7 +456,9 @@ FACT_SPECS: dict[str, FactSpec] = {
             "exited 0 (and no fault or hang of its own is seen). "
             "`signalled_outside`: the agent found it dead of SIGTERM, SIGINT or SIGHUP while its own "
             "closing signals went to other pids (and the agent itself was not told to stop): someone else "
-            "stopped it.",
+            "stopped it. `alive_at_stop`: when torchrun's agent was told to stop (`Received <sig> death "
+            "signal`) it still had this rank's process to close (`Sending process <pid> closing signal`, "
+            "a pid the rank's own line or the failure table pairs with it): it had not exited.",
         ),
     )
 }

@@ -15,7 +15,7 @@ from hanglens.analysis.kinds import (
     host_of,
     is_victim_exception,
 )
-from hanglens.ingest.streams import is_spawn_parent_exception, non_negative_int
+from hanglens.ingest.streams import is_agent_event, is_spawn_parent_exception, non_negative_int
 from hanglens.model import AGENT_EVENT_KINDS, ERROR_LEVELS, Event, InputFile, short_host
 from hanglens.parsers.base import to_int
 from hanglens.parsers.elastic import signal_name
@@ -998,11 +998,86 @@ def earlier_attempts(events: Sequence[Event], files: Sequence[InputFile]) -> set
     trained = {e.path for e in events
                if e.path in last and e.attempt == last[e.path] and e.kind in ("progress", "run_finished")}
     last = {p: a for p, a in last.items() if p in trained}
-    if not last:
+    out = {i for i, e in enumerate(events)
+           if e.path in last and e.attempt is not None and e.attempt < last[e.path]
+           and (_ended_badly(e) or e.kind in _AGENT_REPORT_KINDS)}
+    return out | _left_before_recovery(events, last) | _earlier_tree_attempts(events, files)
+
+
+def _left_before_recovery(events: Sequence[Event], last: dict[str, int]) -> set[int]:
+    """Indexes of the failures in the files of a node that left an elastic job which then ran to its end
+    without it.
+
+    With `--nnodes MIN:MAX` the remaining agents re-form the worker group when a node leaves (preempted,
+    cancelled, its agent stopped) and restart their workers (torch/distributed/elastic/agent/server/api.py
+    `_invoke_run`; failure-signatures.md section 12, last row). When a console's last attempt trained to
+    its end with no error (the job recovered), another file all of whose dated lines precede that attempt's
+    first line is the console of a node that left before the restart: its stop and errors are the history
+    of an earlier attempt, not how the job ended."""
+    starts: list[float] = []
+    bad_in_last: set[str] = set()
+    for e in events:
+        if e.path in last and e.attempt == last[e.path] and _ended_badly(e):
+            bad_in_last.add(e.path)
+    for p, a in last.items():
+        if p in bad_in_last or not any(e.path == p and e.attempt == a and e.kind == "run_finished"
+                                       for e in events):
+            continue
+        times = [e.time for e in events if e.path == p and e.attempt == a and e.time is not None]
+        if times:
+            starts.append(min(times))
+    if not starts:
         return set()
+    start = min(starts)
+    latest: dict[str, float] = {}
+    for e in events:
+        if e.path not in last and e.time is not None:
+            latest[e.path] = max(latest.get(e.path, e.time), e.time)
+    left = {p for p, t in latest.items() if t < start}
     return {i for i, e in enumerate(events)
-            if e.path in last and e.attempt is not None and e.attempt < last[e.path]
-            and (_ended_badly(e) or e.kind in _AGENT_REPORT_KINDS)}
+            if e.path in left and (_ended_badly(e) or e.kind in _AGENT_REPORT_KINDS)}
+
+
+def _earlier_tree_attempts(events: Sequence[Event], files: Sequence[InputFile]) -> set[int]:
+    """Indexes of the failures of a `--log-dir` tree's earlier attempts when its newest attempt trained and
+    failed too (one that ran to its end is `_survived_by_success`'s).
+
+    torchrun writes each attempt's workers under `attempt_<n>/<local_rank>/` (log-formats.md section 3.2)
+    and restarts the whole worker group after a failure (torch/distributed/elastic/agent/server/api.py
+    `_invoke_run`): the job ended in the newest attempt, so the earlier attempts' errors are history
+    (`restart_history` words them). The agent's console outside the tree logs one `failed (exitcode: ...)`
+    line per failed attempt (elastic/multiprocessing/api.py `SubprocessContext._poll`): with one tree and as
+    many such lines as attempts, every one but the last, and the closing signals before it, are history too.
+    A newest attempt that never trained (it failed while starting) is judged together with the earlier ones
+    (failure-signatures.md section 12, last row).
+    """
+    trees: dict[tuple[Any, ...], dict[int, set[str]]] = {}
+    for f in files:
+        o = f.origin
+        if o.attempt is not None and o.node_dir:
+            trees.setdefault((o.host, o.node_dir), {}).setdefault(o.attempt, set()).add(f.path)
+    out: set[int] = set()
+    history: set[str] = set()
+    newest_of: list[int] = []
+    for attempts in trees.values():
+        newest = max(attempts)
+        paths = attempts[newest]
+        if newest == 0 or not any(e.path in paths and e.kind in ("progress", "run_finished") for e in events):
+            continue
+        newest_of.append(newest)
+        history |= {p for a, ps in attempts.items() if a < newest for p in ps}
+    if not history:
+        return out
+    out = {i for i, e in enumerate(events) if e.path in history and _ended_badly(e)}
+    if len(trees) == 1 and len(newest_of) == 1:
+        tree = {f.path for f in files if f.origin.attempt is not None}
+        agent = [(e.path, e.line, i) for i, e in enumerate(events)
+                 if e.kind in _AGENT_REPORT_KINDS and e.path not in tree]
+        failed = sorted((p, ln) for p, ln, i in agent if events[i].kind == "worker_failed")
+        if len({p for p, _ in failed}) == 1 and len(failed) == newest_of[0] + 1:
+            end = failed[-2]   # the earlier attempts' reports end at the one before the last
+            out |= {i for p, ln, i in agent if (p, ln) <= end}
+    return out
 
 
 _AGENT_REPORT_KINDS = frozenset({"worker_failed", "closing_signal"})
@@ -1031,6 +1106,13 @@ def _attempt_failure(events: list[Event]) -> tuple[str, tuple[Any, ...]] | None:
     code = agent.get("exitcode") if agent is not None else None
     exc = next((e for e in excs if lr is not None and e.rank == lr), None) or (
         excs[0] if excs and (agent is None or str(code) == "1") else None)
+    # The agent's line names the first worker it found dead, which may be a peer that lost the failing rank
+    # (another node's agent, a victim that exited first): the attempt's own error is the first exception
+    # that is no such consequence, when there is one.
+    own = excs[0] if excs and (excs[0].path, excs[0].text) not in follow else None
+    if own is not None and exc is not own and (exc is None or (exc.path, exc.text) in follow):
+        own_type = str(own.get("exc_type")).rsplit(".", 1)[-1]
+        return f"rank {own.rank} raised {_exc_words(own)}", (own.rank, "1", own_type)
     exc_type = str(exc.get("exc_type")).rsplit(".", 1)[-1] if exc is not None else None
     if agent is not None:
         who = f"local rank {lr}" if lr is not None else "a worker"
@@ -1045,7 +1127,8 @@ def _attempt_failure(events: list[Event]) -> tuple[str, tuple[Any, ...]] | None:
         text = f"rank {exc.rank} raised {_exc_words(exc)}"
     else:
         text = "it reported errors"
-    return text, (lr, code, exc_type)
+    # where no agent line names the worker (a `--log-dir` tree's attempt folders), the raising rank does
+    return text, (lr if lr is not None or exc is None else exc.rank, code, exc_type)
 
 
 def _exc_words(e: Event) -> str:
@@ -1386,6 +1469,7 @@ def clean_exit_ranks(events: Sequence[Event], files: Sequence[InputFile] = ()) -
     and every pid it sent a closing signal to is in the table. The agent's local ranks are those below the
     highest one the table lists, all below `--nproc-per-node` when the command line states it, and the
     local-rank folders of its `--log-dir` tree when the input holds one agent's tree and one agent's table,
+    the ranks that said in the table's file that their run or loop ended, in a job of one node,
     and the local ranks of the `--tee` prefixes (`[<role><local_rank>]:`, log-formats.md section 3) in the
     table's own file when that file holds one agent's `failed (exitcode ...)` line: a worker that printed
     through the agent's tee was one of its workers.
@@ -1397,6 +1481,13 @@ def clean_exit_ranks(events: Sequence[Event], files: Sequence[InputFile] = ()) -
     table_files = {e.path for e in events if e.kind == "child_failed" and e.get("table_local_ranks")}
     if len(tree_agents) != 1 or len(table_files) != 1:
         tree_locals = set()
+    # A job of one node and one agent's table: a rank that said in the table's own file that its run or its
+    # loop ended is one of that agent's workers (its global rank is its local rank, `single_node`) that got
+    # to its end, even the highest, which no table row below it implies.
+    own_ranks: set[int] = set()
+    if len(table_files) == 1 and single_node(events):
+        own_ranks = {e.rank for e in events if e.rank is not None and 0 <= e.rank <= 4096
+                     and e.path in table_files and e.kind in ("run_finished", "loop_finished")}
     by_path: dict[str, list[Event]] = defaultdict(list)
     tee_locals: dict[str, set[int]] = defaultdict(set)
     for e in events:
@@ -1422,6 +1513,8 @@ def clean_exit_ranks(events: Sequence[Event], files: Sequence[InputFile] = ()) -
             if isinstance(nproc, int) and max(listed) < nproc <= 4096:
                 span |= set(range(nproc))
             span |= {v for v in tree_locals if 0 <= v <= 4096}
+            if rank == local and path in table_files:
+                span |= own_ranks
             if sum(1 for x in evs if x.kind == "worker_failed") == 1:
                 span |= {v for v in tee_locals.get(path, ()) if 0 <= v <= 4096}
             out |= {rank - local + v for v in span - listed}
@@ -1457,6 +1550,41 @@ def _signalled_outside(events: Sequence[Event], single: bool) -> set[int]:
         if rank is not None and e.get("pid") is not None and e.get("pid") not in stopped[e.path]:
             out.add(rank)
     return out
+
+
+def _alive_at_stop(events: Sequence[Event]) -> set[int]:
+    """Ranks whose process was still running when torchrun's agent was told to stop.
+
+    On a stop signal the agent logs `Received <sig> death signal, shutting down workers` and closes its
+    workers; `_close` signals only the ones still running (`if handler.proc.poll() is None`, torch/
+    distributed/elastic/multiprocessing/api.py; failure-signatures.md section 17.4), each with `Sending
+    process <pid> closing signal <SIG>`. A worker exited already gets no such line. The pid names the rank
+    where the logs pair it with one: a rank's own line stating its pid (`world_info` `worker_pid`), or the
+    agent's failure table (`child_failed`: pid and global rank). A pid two ranks claim is nobody's.
+    """
+    stops: dict[str, int] = {}
+    for e in events:
+        if e.kind == "job_stopped" and e.get("how") == "agent_signal":
+            stops[e.path] = min(stops.get(e.path, e.line), e.line)
+    if not stops:
+        return set()
+    closed = {pid for e in events
+              if e.kind == "closing_signal" and e.path in stops and e.line > stops[e.path]
+              and (pid := non_negative_int(e.get("pid"))) is not None}
+    if not closed:
+        return set()
+    claims: dict[int, set[int]] = defaultdict(set)
+    for e in events:
+        if e.kind == "world_info" and e.rank is not None and not is_agent_event(e):
+            pid = non_negative_int(e.get("worker_pid"))
+        elif e.kind == "child_failed":
+            pid = non_negative_int(e.get("pid"))
+        else:
+            continue
+        r = non_negative_int(e.get("failed_rank")) if e.kind == "child_failed" else e.rank
+        if pid in closed and r is not None:
+            claims[pid].add(r)
+    return {next(iter(rs)) for rs in claims.values() if len(rs) == 1}
 
 
 def _record_times(events: Sequence[Event]) -> dict[tuple[str, int], float]:
@@ -1535,7 +1663,7 @@ def _closed_after_peer_timeout(events: Sequence[Event], victims: Sequence[Row]) 
 
 RANK_STATUS_KEYS = ("rank", "host", "status", "crashed", "hung", "victim", "quiet", "own_log", "unheard",
                     "first_error_kind", "first_error_time", "exitcode", "signal", "exited_clean",
-                    "signalled_outside")
+                    "signalled_outside", "alive_at_stop")
 
 
 def rank_status_columns(
@@ -1570,12 +1698,13 @@ def rank_status_columns(
     } - _closed_after_peer_timeout(events, victims)
     exit_only = _exit_only_crashes(events)
     outside = _signalled_outside(events, sn)
+    alive = _alive_at_stop(events)
     clean = clean or set()
     own_logs = own_logs or set()
     printed = printed or set()
     cols: dict[str, list[Any]] = {k: [] for k in RANK_STATUS_KEYS}
     (c_rank, c_host, c_status, c_crashed, c_hung, c_victim, c_quiet, c_own, c_unheard, c_kind, c_time, c_exit,
-     c_signal, c_clean, c_outside) = cols.values()
+     c_signal, c_clean, c_outside, c_alive) = cols.values()
     no_events: list[Event] = []
     for rank in sorted(set(ranks) | set(by_rank)):
         evs = by_rank.get(rank, no_events)
@@ -1617,6 +1746,7 @@ def rank_status_columns(
         c_signal.append(exit_signal(exitcode))
         c_clean.append(rank in clean and exitcode is None and not crashed and not hung)
         c_outside.append(rank in outside and not crashed and not hung)
+        c_alive.append(rank in alive)
     unheard = _unheard(cols, world)
     cols["unheard"] = [r in unheard for r in c_rank]
     return cols

@@ -814,7 +814,8 @@ def _console_attempts(files: list[FileEvents]) -> None:
     therefore ends at a restart line, or at a report of the agent when a later report names only new
     worker pids (new processes: the workers were started again), or when after the last report the
     workers finish (a finish line, the agent's success line) and no failure table (ChildFailedError)
-    closes the console. Events of a stream with no such boundary keep no attempt.
+    closes the console. A restart for a membership change (a node joined or left) is a report of closing
+    signals alone (`_restart_cuts`). Events of a stream with no such boundary keep no attempt.
     """
     for f in files:
         if f.origin.attempt is not None or not any(e.kind in ("worker_failed", "worker_group_restart")
@@ -847,20 +848,38 @@ def _restart_cuts(events: list[Event]) -> list[int]:
     groups: list[tuple[int, set[int]]] = []   # reports: (line of the failed line, worker pids named)
     pids: set[int] = set()
     failed: int | None = None
+    # An agent that restarts its workers for a membership change (a node joined or left: `Detected <n> new
+    # nodes ...; will restart worker group`, INFO) stops them with closing signals and no failed line
+    # (agent/server/api.py `_restart_workers` -> `_stop_workers`). Such a report is told by workers writing
+    # after its closing lines and no failed line following them before the agent closes workers again
+    # (seconds later: one `_close` signals its workers in one loop) or the console ends.
+    closed: Event | None = None
+    written = False
     for e in events:
         if e.kind == "worker_group_restart":
             cuts.add(e.line)
         if e.kind in _REPORT_KINDS:
+            if (e.kind == "closing_signal" and failed is None and closed is not None and written
+                    and e.time is not None and closed.time is not None and e.time - closed.time > 1.0):
+                groups.append((closed.line, pids))
+                pids = set()
             pid = _int(e.get("pid"))
             if pid is not None:
                 pids.add(pid)
             if e.kind == "worker_failed":
                 failed = e.line
-        elif failed is not None and not is_agent_event(e):
-            groups.append((failed, pids))
-            pids, failed = set(), None
+                closed = None
+            else:
+                closed, written = e, False
+        elif not is_agent_event(e):
+            written = True
+            if failed is not None:
+                groups.append((failed, pids))
+                pids, failed, closed = set(), None, None
     if failed is not None:
         groups.append((failed, pids))
+    elif closed is not None and written and groups:
+        groups.append((closed.line, pids))
     # A merged console of several agents (kubectl logs of two pods one after the other) shows other agents'
     # reports with other pids too: new workers are also told by a rank already seen before the report
     # writing again after it (that rank's process had ended).

@@ -197,3 +197,96 @@ def test_two_agents_reports_in_one_console_are_no_restart(tmp_path: Path) -> Non
             + _closing("42:01.100000", 901) + _failed("42:01.130000", 1, 0, 900))
     (tmp_path / "console.log").write_text(text)
     assert {e.attempt for e in read_inputs([tmp_path]).events} == {None}
+
+
+def _tree_attempt(root: Path, attempt: int, world: int, culprit: int, exc: str) -> None:
+    """One attempt of a `--log-dir DIR --redirects 3` tree (`<run_id>/attempt_<n>/<local_rank>/`): every
+    rank logs its steps, the culprit raises at step 3, the others lose their connection to it."""
+    for lr in range(world):
+        d = root / "logs" / "none_k2j8q1x0" / f"attempt_{attempt}" / str(lr)
+        d.mkdir(parents=True)
+        (d / "stdout.log").write_text("".join(f"[rank {lr}] step {s}/8 loss {2.5 - s / 10:.3f}\n"
+                                              for s in range(3)))
+        (d / "stderr.log").write_text(_crash(lr, exc) if lr == culprit else _closed(lr, 40800 + lr))
+
+
+def test_a_log_dir_trees_earlier_attempts_are_history_when_the_last_one_failed_too(tmp_path: Path) -> None:
+    # --max-restarts 2: the same RuntimeError hits rank 0, then rank 3, then rank 1; the job ends on rank 1
+    exc = "RuntimeError: shard index corrupted: expected 32 records, read 29"
+    pids = {0: (7700, 0), 1: (7710, 3), 2: (7720, 1)}
+    console = ""
+    for attempt, (pid, culprit) in pids.items():
+        _tree_attempt(tmp_path, attempt, 4, culprit, exc)
+        console += "".join(_closing(f"4{attempt}:00.10000{lr}", pid + lr) for lr in range(4) if lr != culprit)
+        console += _failed(f"4{attempt}:00.130000", 1, culprit, pid + culprit)
+    console += _table([(1, 1, 7721), (0, -15, 7720), (2, -15, 7722), (3, -15, 7723)])
+    (tmp_path / "console.log").write_text(console)
+    v = api.analyze([tmp_path]).result.verdict
+    assert v.category.value == "rank_crash"
+    assert list(v.culprit_ranks) == [1]
+    assert "attempt 0: rank 0 raised RuntimeError" in v.summary
+    assert "attempt 1: rank 3 raised RuntimeError" in v.summary
+
+
+# One node's console of a two-node elastic job: attempt 0 ends with rank 3's KeyError (the agent reports
+# local rank 1); in the next round the workers cannot reach the store and the agent restarts them for a
+# membership change, with closing signals and no failed line (agent/server/api.py `_restart_workers`);
+# the round after that trains to the end.
+MEMBERSHIP_RESTART = (
+    _steps(range(2, 4), range(0, 3))
+    + _crash(3, "KeyError: 'label_12'")
+    + _closing("43:00.100000", 8002)
+    + _failed("43:00.130000", 1, 1, 8003)
+    + "[rank2]:[E0611 08:43:21.500000 socket.cpp:1028] [c10d] The client socket has timed out after 20000ms "
+      "while trying to connect to (127.0.0.1, 29511).\n"
+    + _closing("43:30.100000", 8102) + _closing("43:30.101000", 8103)
+    + _steps(range(2, 4), range(0, 6))
+    + "".join(f"[rank{r}]:finished training\n" for r in range(2, 4))
+)
+
+
+def test_a_restart_for_a_membership_change_is_a_boundary(tmp_path: Path) -> None:
+    (tmp_path / "console.log").write_text(MEMBERSHIP_RESTART)
+    events = read_inputs([tmp_path]).events
+    assert {e.attempt for e in events if e.kind == "run_finished"} == {2}
+    v = api.analyze([tmp_path]).result.verdict
+    assert v.category.value == "none"
+
+
+def _dated_steps(ranks: range, steps: range, minute: int) -> str:
+    return "".join(f"2025-06-11 08:{minute}:{10 + s:02d},500 [rank {r}] step {s}/12 loss {1.5 - s / 10:.3f}\n"
+                   for s in steps for r in ranks)
+
+
+def test_a_node_that_left_an_elastic_job_that_finished_without_it_is_history(tmp_path: Path) -> None:
+    # --nnodes 1:2: node 1's agent is stopped (a preemption) at step 4; node 0's workers lose it, its agent
+    # restarts them in a world of two, and they train to the end
+    (tmp_path / "node1-console.log").write_text(
+        _dated_steps(range(2, 4), range(0, 5), 44)
+        + "W0611 08:44:15.100000 5101 torch/distributed/elastic/agent/server/api.py:753] Received 15 death "
+          "signal, shutting down workers\n"
+        + "W0611 08:44:15.101000 5101 " + AGENT + ":1028] Sending process 5120 closing signal SIGTERM\n"
+        + "W0611 08:44:15.102000 5101 " + AGENT + ":1028] Sending process 5121 closing signal SIGTERM\n"
+        + "torch.distributed.elastic.multiprocessing.api.SignalException: Process 5101 got signal: 15\n")
+    (tmp_path / "node0-console.log").write_text(
+        _dated_steps(range(0, 2), range(0, 5), 44)
+        + _closed(0, 40901) + _closed(1, 40902)
+        + _closing("44:16.100000", 5111) + _failed("44:16.130000", 1, 0, 5110)
+        + _dated_steps(range(0, 2), range(0, 12), 45)
+        + "".join(f"2025-06-11 08:45:40,000 [rank {r}] finished training\n" for r in range(2)))
+    v = api.analyze([tmp_path]).result.verdict
+    assert v.category.value == "none"
+
+
+def test_an_attempts_own_error_is_named_when_the_agent_reported_a_victim_first(tmp_path: Path) -> None:
+    # attempt 0: rank 1 raises ValueError, rank 0 loses it and happens to exit first, so the agent's one
+    # failed line names local rank 0; attempt 1 trains to the end
+    text = (_steps(range(2), range(0, 3))
+            + _closed(0, 41011)
+            + _crash(1, "ValueError: column 'age' has 0 rows")
+            + _closing("41:20.101000", 7702) + _failed("41:20.130000", 1, 0, 7701)
+            + _steps(range(2), range(0, 8))
+            + "".join(f"[rank{r}]:finished training\n" for r in range(2)))
+    v = _analyze(tmp_path, text).result.verdict
+    assert v.category.value == "none"
+    assert "attempt 0: rank 1 raised ValueError" in v.summary
