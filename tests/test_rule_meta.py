@@ -81,5 +81,5 @@ _VERB_AFTER_RANKS = re.compile(
 @needs_rules
 @pytest.mark.parametrize("rule", BUILTIN, ids=lambda r: r.id)
 def test_verb_after_ranks_agrees(rule: Rule) -> None:
-    """A verb whose number follows the ranks comes from `agree` (`rank 2 was` / `ranks 0-1 were`), never fixed."""
+    """A verb after the ranks comes from `agree` (`rank 2 was` / `ranks 0-1 were`), never fixed text."""
     assert not _VERB_AFTER_RANKS.search(rule.explanation), rule.explanation

@@ -347,8 +347,8 @@ def _bounded_filter(env: BoundedSandbox, name: str, fn: Any) -> Any:
 def environment(max_output: int = DEFAULT_LIMITS.max_template_output) -> SandboxedEnvironment:
     """A fresh sandbox with strict undefined names, the rule filters and bounded operations."""
     env = BoundedSandbox(max_output, undefined=jinja2.StrictUndefined, autoescape=False)
-    env.filters.update({"rank_list": rank_list, "ranks_phrase": ranks_phrase, "agree": agree, "first": _first, "min": _min,
-                        "max": _max, "count": _count,
+    env.filters.update({"rank_list": rank_list, "ranks_phrase": ranks_phrase, "agree": agree,
+                        "first": _first, "min": _min, "max": _max, "count": _count,
                         "unique": _unique, "join": _join, "hosts": _hosts, "size": _size,
                         "duration": _duration, "tally": _tally})
     env.filters.update({name: _bounded_filter(env, name, env.filters[name])

@@ -30,7 +30,8 @@ FRAME = pd.DataFrame({"rank": [2, 0, 1, None], "pg": ["0", "0", "1", None], "seq
     ("{{ b.rank | ranks_phrase | capitalize }} waited; so did {{ [4] | ranks_phrase }}.",
      "Ranks 0-2 waited; so did rank 4."),
     ("{{ [2] | ranks_phrase }} {{ [2] | agree('was', 'were') }} late, {{ b.rank | ranks_phrase }} "
-     "{{ b.rank | agree('was', 'were') }} not, {{ [] | ranks_phrase }} {{ [] | agree('was', 'were') }} unknown.",
+     "{{ b.rank | agree('was', 'were') }} not, "
+     "{{ [] | ranks_phrase }} {{ [] | agree('was', 'were') }} unknown.",
      "rank 2 was late, ranks 0-2 were not, ranks not named in the logs were unknown."),
     ("{{ [] | ranks_phrase | capitalize }} report; so do {{ [None] | ranks_phrase }}.",
      "Ranks not named in the logs report; so do ranks not named in the logs."),
