@@ -147,6 +147,10 @@ USER_RANK_COLON_RE = re.compile(r"^(?:rank|Rank|RANK) (?P<rank>\d{1,6}): (?=\S)"
 RANK_FIELD_RE = re.compile(
     r"(?:^|(?<=[\s|\[(<,;:]))(?P<pre>[A-Za-z]{0,8}) ?(?P<rank>\d{1,6})(?: ?/ ?| of )(?P<world>\d{1,6})"
     r"(?=[\s|\])>,;:])")
+# What follows a progress bar's `n/total`: tqdm's ` [<elapsed><<remaining>, <rate>]` (tqdm/std.py
+# `format_meter`: `{n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]`). A bar redrawn by
+# several writers, or restarted, can make its counts take turns like ranks; it is never a rank field.
+FIELD_BAR_TAIL_RE = re.compile(r" ?\[(?:\d{1,4}:)?\d{1,2}:\d\d")
 # The header before it, as a shape: digits as 0, level words as L, blank runs as one space (a padded
 # `%(levelname)-7s` and a changing clock keep one shape).
 FIELD_DIGIT_RE = re.compile(r"\d")
@@ -354,6 +358,8 @@ def _field_at(s: str) -> tuple[str, str, int, int] | None:
     m = RANK_FIELD_RE.search(head)
     if m is None or not s[m.end():].strip():
         return None
+    if "%|" in s[:m.start()] or FIELD_BAR_TAIL_RE.match(s, m.end()) is not None:
+        return None   # a progress bar's `n/total` (tqdm: `45%|####5 | 9/20 [00:04<00:05, 2.1it/s]`)
     return m["pre"].lower(), _field_shape(s[:m.start()]), int(m["rank"]), int(m["world"])
 
 

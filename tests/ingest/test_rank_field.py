@@ -96,6 +96,19 @@ def test_tqdm_like_counter_repeated_over_epochs_is_not_a_rank() -> None:
     assert learn_rank_field(lines) is None
 
 
+def test_progress_bar_counts_taking_turns_are_not_a_rank() -> None:
+    # tqdm bars restarted (or redrawn by several writers) whose `n/total` values come and go like ranks':
+    # the `%|` bar before the count and tqdm's `[elapsed<remaining` after it say it is a bar
+    counts = [5, 5, 5, 6, 5, 6, 5, 6, 6, 5]
+    bars = [f"\r 1{n}%|█         | {n}/50 [00:{k:02d}<00:10, 4.97it/s]" for k, n in enumerate(counts)]
+    assert learn_rank_field(bars) is None
+    bare = [f"{n}/50 [00:{k:02d}<00:10, 4.97it/s]" for k, n in enumerate(counts)]
+    assert learn_rank_field(bare) is None
+    # the same counts in a header field of their own are a rank field (the control)
+    fields = [f"12:00:{k:02d}.000 | INFO | w{n - 5}/2 | fit | loss 0.{k}" for k, n in enumerate(counts)]
+    assert learn_rank_field(fields) is not None
+
+
 def test_bare_constant_counter_is_not_a_rank() -> None:
     # a single value without a word (`[1/4]` all through epoch 1 of 4) is not taken as a writer's rank
     lines = [f"12:00:{n:02d}.000 | INFO | [1/4] | loss 0.{n}" for n in range(20)]
