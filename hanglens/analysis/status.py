@@ -1014,18 +1014,19 @@ def _left_before_recovery(events: Sequence[Event], last: dict[str, int]) -> set[
     its end with no error (the job recovered), another file all of whose dated lines precede that attempt's
     first line is the console of a node that left before the restart: its stop and errors are the history
     of an earlier attempt, not how the job ended."""
-    starts: list[float] = []
     bad_in_last: set[str] = set()
-    for e in events:
-        if e.path in last and e.attempt == last[e.path] and _ended_badly(e):
-            bad_in_last.add(e.path)
-    for p, a in last.items():
-        if p in bad_in_last or not any(e.path == p and e.attempt == a and e.kind == "run_finished"
-                                       for e in events):
+    finished: set[str] = set()
+    first_time: dict[str, float] = {}
+    for e in events:   # one pass over the last attempts' events of every console
+        if e.attempt is None or e.attempt != last.get(e.path):
             continue
-        times = [e.time for e in events if e.path == p and e.attempt == a and e.time is not None]
-        if times:
-            starts.append(min(times))
+        if _ended_badly(e):
+            bad_in_last.add(e.path)
+        if e.kind == "run_finished":
+            finished.add(e.path)
+        if e.time is not None:
+            first_time[e.path] = min(first_time.get(e.path, e.time), e.time)
+    starts = [t for p, t in first_time.items() if p in finished and p not in bad_in_last]
     if not starts:
         return set()
     start = min(starts)
