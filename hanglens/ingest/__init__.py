@@ -53,6 +53,31 @@ if TYPE_CHECKING:
 PARALLEL_MIN_BYTES = 32 << 20   # below this, starting worker processes costs more than it saves
 CONTEXT_LINE_CHARS = 2000       # evidence context lines are cut here
 _TORCHRUN_JSON_RE = re.compile(r"(?:^|[/!])error[\w.-]*\.json$")
+# Configuration and source files that sit beside the logs (Hydra's `.hydra/config.yaml` in its run folder,
+# a DeepSpeed `ds_config.json`, torchtitan's `.toml`, the training script itself): what they say is
+# settings or code, never something that happened, so a comment such as "# lower if CUDA out of memory"
+# must not become evidence. Shell scripts are still read (a `torchrun --nproc_per_node` line is context
+# the launcher parsers use), as are notebooks (their outputs hold real tracebacks).
+_CONTEXT_EXTS = {
+    "yaml": "configuration", "yml": "configuration", "toml": "configuration", "ini": "configuration",
+    "cfg": "configuration", "conf": "configuration", "py": "Python source",
+}
+
+
+def context_reason(rel: str, head: bytes) -> str | None:
+    """Why the file at `rel` (its first bytes `head`) is context rather than a log, else None.
+
+    By the name's extension for configuration and source files; a `.json` file only when it is one JSON
+    document (starts with `{` or `[` and is not JSON lines with a message field, `json_message_path`), as
+    error.json files and Flight Recorder dumps are read before this is asked.
+    """
+    name = PurePosixPath(rel.replace("!", "/")).name.lower()
+    ext = name.rpartition(".")[2] if "." in name else ""
+    if ext in _CONTEXT_EXTS:
+        return f"{_CONTEXT_EXTS[ext]} file (.{ext}): read as context, not as a log"
+    if ext == "json" and head.lstrip()[:1] in (b"{", b"[") and json_message_path(head[: 1 << 16]) is None:
+        return "JSON document (settings or state, not log records): read as context, not as a log"
+    return None
 
 
 @dataclass
@@ -205,6 +230,10 @@ def _read_unit(unit: Unit, parsers: tuple[type[Parser], ...], limits: Limits = D
         head = inner.read(SNIFF)
         item = replace(item, stream=Head(head, inner))
         fmt = flight.dump_format(item.rel, head)
+        why = None if fmt or _TORCHRUN_JSON_RE.search(item.rel) else context_reason(item.rel, head)
+        if why is not None:
+            out.append(Skipped(item.display, why))
+            continue
         got = _read_flight(item, head, fmt, limits) if fmt else _read_opened(item, parsers, limits)
         out.append(got)
         err = item.stream.error or inner.error

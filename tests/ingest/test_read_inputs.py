@@ -102,9 +102,30 @@ def test_checkpoint_zip_and_binaries_skipped(tmp_path: Path) -> None:
     assert [f.path for f in ing.files] == ["ok.log"]
 
 
-def test_yaml_is_not_skipped_by_name(tmp_path: Path) -> None:
-    (tmp_path / "case.yaml").write_text("category: oom\n")
-    assert [f.path for f in read_inputs([tmp_path]).files] == ["case.yaml"]
+def test_config_and_source_files_are_context_not_logs(tmp_path: Path) -> None:
+    """Settings and code beside the logs say what could happen, not what did: a comment in Hydra's
+    `.hydra/config.yaml` or a string in a DeepSpeed config is never evidence. JSON lines logs, error.json
+    files, shell scripts and notebooks are still read."""
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "config.yaml").write_text(
+        "trainer:\n  # lower if: CUDA out of memory. Tried to allocate 2.00 GiB\n  batch_size: 32\n")
+    (tmp_path / "ds_config.json").write_text('{\n  "train_batch_size": 32,\n  "note": "MARK kind=mark"\n}\n')
+    (tmp_path / "titan.toml").write_text('[job]\ndescription = "MARK kind=mark"\n')
+    (tmp_path / "train.py").write_text('raise RuntimeError("MARK kind=mark")\n')
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
+    (tmp_path / "log.json").write_text('{"message": "MARK kind=mark", "level": "INFO"}\n'
+                                       '{"message": "done", "level": "INFO"}\n')
+    (tmp_path / "error.json").write_text('{"message": {"message": "RuntimeError: boom", "extraInfo": '
+                                         '{"py_callstack": "Traceback", "timestamp": "1700000000"}}}')
+    ing = read_inputs([tmp_path])
+    assert {s.path: s.reason for s in ing.skipped} == {
+        ".hydra/config.yaml": "configuration file (.yaml): read as context, not as a log",
+        "ds_config.json": "JSON document (settings or state, not log records): read as context, not as a log",
+        "titan.toml": "configuration file (.toml): read as context, not as a log",
+        "train.py": "Python source file (.py): read as context, not as a log"}
+    assert [f.path for f in ing.files] == ["error.json", "log.json", "run.sh"]
+    assert not any(e.kind == "cuda_oom" for e in ing.events)
+    assert any(e.kind == "error_file" for e in ing.events)
 
 
 def test_torchrun_tree_and_error_json(tmp_path: Path, mark: tuple[type[Parser], ...]) -> None:
