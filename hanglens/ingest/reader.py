@@ -83,6 +83,11 @@ _RANK_SCAN_RE = re.compile(rb"(?:\[(?!rank)[A-Za-z_][\w-]*?(\d{1,4})\]:)?\[rank(
 # that ends right before a `[rank`, so there both patterns find the same ranks.
 _RANK_ONLY_RE = re.compile(rb"\[rank(\d{1,6})\]:")
 _TAGGED_RANK = b"]:[rank"
+# A Ray or vLLM worker tag opening a line (prefix.RAY_RE, prefix.VLLM_WORKER_RE): the rank a vLLM tag names
+# is an envelope rank as `[rankN]:` is, read for every line of a block as `_scan_block_ranks` does.
+_WORKER_TAG_SCAN_RE = re.compile(
+    rb"(?m)^\((?:VllmWorker rank=(\d{1,6}) pid=\d{1,10}|Worker_TP(\d{1,6}) pid=\d{1,10}"
+    rb"|Worker \(TP(\d{1,6})\)|[\w.]{1,128} pid=\d{1,10}(?:, ip=[\w.:]{1,64})?)\) ")
 # A line that starts a log record, so it cannot continue a hard-wrapped one. NCCL's envelope is
 # `<host>:<pid>:<tid> [<dev>] NCCL INFO` and, for WARNs, `... [<dev>] <file>:<line> NCCL WARN` (log-formats.md
 # section 4.1); a launcher prefix may come first: pdsh `<host>: `, `srun -l` `<task>: `, Open MPI
@@ -214,6 +219,9 @@ class FileResult:
     rank_pairs: set[tuple[int, int]] = field(default_factory=set)   # (local_rank, rank) stated on one line
     dated: tuple[float, float] | None = None     # earliest, latest stamp that stated its year
     glued_bar_lines: set[int] = field(default_factory=set)  # lines where text was glued to a tqdm bar
+    # A Ray or vLLM worker tag (`(RayTrainWorker pid=...)`, `(VllmWorker rank=...)`) was seen: those tools
+    # tag every other process's lines in the console of the process that started them.
+    worker_tagged: bool = False
 
 
 # A rule: one punctuation character repeated across the line (Open MPI's help messages sit between rules of
@@ -852,6 +860,8 @@ class Reader:
             self.result.dated = (t, t) if d is None else (min(d[0], t), max(d[1], t))
         o = self.origin
         rank = env.rank if env.rank is not None else o.rank
+        if env.writer is not None and env.writer.startswith(("vllm rank ", "ray ")):
+            self.result.worker_tagged = True
         if env.rank is not None:
             self.envelope_ranks.add(env.rank)
             if env.local_rank is not None:
@@ -954,6 +964,8 @@ class Reader:
         self._note_long_lines(block, lineno)
         if b"[rank" in block:
             self._scan_block_ranks(block)
+        if b" pid=" in block or b"(Worker (TP" in block:
+            self._scan_worker_tags(block)
         if self.dialect.rank_field is not None:
             self._scan_block_fields(block)
         if n >= ROWS_MIN_BYTES and not self.reference:
@@ -1147,6 +1159,15 @@ class Reader:
             return
         for rank in set(_RANK_ONLY_RE.findall(block)):
             self.envelope_ranks.add(int(rank))
+
+    def _scan_worker_tags(self, block: bytes) -> None:
+        """Record the Ray/vLLM worker tags opening lines of `block` (the ranks vLLM's tags name, and that
+        the console holds tagged workers' lines), as `_line` does for the lines it reads one by one."""
+        for groups in set(_WORKER_TAG_SCAN_RE.findall(block)):
+            self.result.worker_tagged = True
+            rank = next((g for g in groups if g), None)
+            if rank is not None:
+                self.envelope_ranks.add(int(rank))
 
     def _scan_block_fields(self, block: bytes) -> None:
         """Record the rank of every line in `block` whose learned rank field names one (as `[rankN]:`
@@ -1352,6 +1373,7 @@ class Reader:
         res.notes.extend(got.notes)
         self.envelope_ranks |= got.envelope_ranks
         res.rank_pairs |= got.rank_pairs
+        res.worker_tagged = res.worker_tagged or got.worker_tagged
         if got.dated is not None:
             d = res.dated
             res.dated = got.dated if d is None else (min(d[0], got.dated[0]), max(d[1], got.dated[1]))
@@ -1605,6 +1627,14 @@ class Reader:
             # the global rank when mpirun started the training processes themselves.
             if any(is_mpirun_exit(e) for e in res.events) and mpirun_starts_ranks(res.events):
                 res.events = [_mpirun_rank(e) for e in res.events]
+        if res.worker_tagged and self.origin.rank is None:
+            # Ray and vLLM tag every worker process's lines in the console of the process that started
+            # them (log-formats.md section 9.2), so that console's untagged lines are its own: one writer,
+            # the driver (Ray's driver script, vLLM's API server or engine), whose later lines may show it
+            # went on after an error (a serving process rejects a request, logs it and keeps serving).
+            res.events = [replace(e, writer="driver")
+                          if e.rank is None and e.writer is None and not is_agent_event(e) else e
+                          for e in res.events]
         res.ranks = {e.rank for e in res.events if e.rank is not None} | self.envelope_ranks
         res.hosts = {e.host for e in res.events if e.host}
 

@@ -118,8 +118,8 @@ class EnvironmentParser(Parser):
                 "CUDA used", "orld_size", "orld size:", "orld size =", "orld size=", "MEMBER: ",
                 "Num processes", "tarting with ", "nitialized with ", "nitialised with ", "tarted with ",
                 "aunched with ", "unning with ", "Setting up process group for: ", "world_rank=",
-                # (a rank tag or a comma right before the pid: a bare `pid=` is in every Ray prefix)
-                "] pid=", "] pid: ", "] PID=", "] PID: ", ", pid=", ", pid: ",
+                # (`pid=` is in every Ray and vLLM worker prefix too: the parser skips those writers' lines)
+                "] pid=", "] pid: ", "] PID=", "] PID: ", ", pid=", ", pid: ", " pid=",
                 PG_INIT_TEXT)
     emits = (
         EventSpec("version_info", ("component", "version", "source"),

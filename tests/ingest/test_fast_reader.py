@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -127,7 +128,7 @@ def _events(data: bytes, reference: bool, origin: Origin | None = None) -> list[
     return [(e.kind, e.ref.line, e.text, e.parser, e.rank, e.time, e.local_rank, e.level, e.writer,
              dict(e.fields)) for e in res.events] + [
         ("file", res.lines, res.envelope_ranks, res.rank_pairs, res.dated, res.glued_bar_lines,
-         res.lines_with_events)]
+         res.lines_with_events, res.worker_tagged)]
 
 
 @contextmanager
@@ -343,7 +344,7 @@ def test_segments_no_parser_reads_still_count_for_ranks_and_dates() -> None:
         assert _events(data, reference=False) == _events(data, reference=True), line
     got = _events("".join(line + "\n" for line in lines).encode(), reference=False)
     assert got == _events("".join(line + "\n" for line in lines).encode(), reference=True)
-    _, lines_read, ranks, pairs, dated, _, _ = got[-1]
+    _, lines_read, ranks, pairs, dated, _, _, _ = got[-1]
     assert lines_read == 5 and {17, 2, 3, 4, 6} <= ranks and (5, 2) in pairs and dated is not None
 
 
@@ -369,3 +370,41 @@ def test_the_shape_memo_answers_as_the_trigger_search(text: str) -> None:
     assert reader_module.holds_trigger(_OTHERS, line) == (_OTHERS.search(line) is not None)  # (memoised)
     digits = reader_module.compile_triggers([type("P", (Parser,), {"triggers": ("e1", "Error")})])
     assert reader_module.holds_trigger(digits, line) == (digits.search(line) is not None)
+
+
+VLLM_CONSOLE = (
+    "INFO 11-30 09:12:01 [api_server.py:1100] vLLM API server version 0.8.4\n"
+    "(VllmWorker rank=0 pid=41200) INFO 11-30 09:12:20 [parallel_state.py:948] rank 0 is TP rank 0\n"
+    "(VllmWorker rank=1 pid=41201) INFO 11-30 09:12:20 [parallel_state.py:948] rank 1 is TP rank 1\n"
+    "(VllmWorker rank=2 pid=41202) INFO 11-30 09:12:20 [gpu_model_runner.py:1176] Model loaded\n"
+    "[rank0]:[W1130 09:12:25.000000000 ProcessGroupNCCL.cpp:1496] Warning: WARNING: destroy_process_group() "
+    "was not called before program exit, which can leak resources.\n"
+    "ERROR 11-30 09:20:31 [serving_chat.py:200] Error in preprocessing prompt inputs\n"
+    "ValueError: This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.\n"
+    "INFO 11-30 09:20:42 [loggers.py:80] Avg prompt throughput: 1500.0 tokens/s, Running: 3 reqs\n"
+)
+
+
+@pytest.mark.parametrize("reference", [False, True])
+def test_worker_tags_name_their_ranks_and_leave_the_rest_to_the_driver(reference: bool) -> None:
+    """vLLM tags each worker's lines with its rank (`(VllmWorker rank=<r> pid=<p>) `): those ranks are the
+    file's whether or not a parser reads the tagged lines (the fast reader had kept only `[rank0]:`, so the
+    untagged API-server lines were given to rank 0), and the untagged lines are one writer, the driver."""
+    with _big_blocks():
+        reader = Reader("x.log", Origin(), PARSERS, reference=reference)
+        res = reader.read(io.BytesIO(VLLM_CONSOLE.encode()))
+    assert res.envelope_ranks == {0, 1, 2} and res.worker_tagged
+    err = next(e for e in res.events if e.text.startswith("ValueError"))
+    assert (err.rank, err.writer) == (None, "driver")
+    assert _events(VLLM_CONSOLE.encode(), False) == _events(VLLM_CONSOLE.encode(), True)
+
+
+def test_a_ranks_own_line_stating_its_pid_after_a_word_is_read() -> None:
+    """`[rank 2] start pid=9865` states rank 2's pid (`world_info` `worker_pid`), as `[rank 2] pid=9865`
+    does: torchrun's agent later names the process only by that pid (`Sending process 9865 closing
+    signal`)."""
+    data = b"2026-11-30 10:00:01,433 [rank 2] start pid=9865 attempt=0 local_rank=2\n"
+    for reference in (False, True):
+        got = Reader("x.log", Origin(), PARSERS, reference=reference).read(io.BytesIO(data))
+        assert [(e.kind, e.rank, e.get("worker_pid")) for e in got.events if e.kind == "world_info"] == [
+            ("world_info", 2, 9865)]
