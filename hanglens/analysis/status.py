@@ -166,9 +166,9 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
 
     A failed DCP save or load raises the same `CheckpointException` on every rank, naming the ranks whose
     own step failed (torch/distributed/checkpoint/utils.py `_DistWrapper.all_reduce` / `all_gather` /
-    `reduce_scatter` end with `raise final_result` on every rank; api.py `CheckpointException.__str__`): once a
-    rank's lines show one, a rank it does not name that exited with code 1 and left nothing else raised that
-    report of a peer's failure, not a fault of its own.
+    `reduce_scatter` end with `raise final_result` on every rank; api.py `CheckpointException.__str__`):
+    once a rank's lines show one, a rank it does not name that exited with code 1 and left nothing else
+    raised that report of a peer's failure, not a fault of its own.
     """
     sn = single_node(events)
     informed = {

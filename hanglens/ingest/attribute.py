@@ -652,7 +652,8 @@ def _failure_table_callstacks(files: list[FileEvents]) -> None:
     """Events read from the lines of a worker's callstack in torchrun's failure table -> that worker's rank.
 
     The agent prints each failed worker's error.json callstack under its entry's `traceback :` field
-    (log-formats.md section 3.6; torch/distributed/elastic/multiprocessing/errors `ChildFailedError.format_msg`);
+    (log-formats.md section 3.6; torch/distributed/elastic/multiprocessing/errors
+    `ChildFailedError.format_msg`);
     the entry names the worker's global rank, so what other parsers read from those lines (a DataLoader
     worker's death, an OOM, a CUDA error ending the callstack) is that worker's own output relayed. Without
     this, a console that shows only some ranks (`--local-ranks-filter`, `--redirects`) leaves the relayed
@@ -667,7 +668,7 @@ def _failure_table_callstacks(files: list[FileEvents]) -> None:
 
 
 def _span_filler(spans: list[tuple[int, int, int]]) -> Callable[[FileEvents, Event], Event]:
-    """Give a rank-less event that is not the agent's own the rank of the (first line, last line) span it lies in."""
+    """Give a rank-less event, not the agent's own, the rank of the (first, last line) span it lies in."""
     starts = [a for a, _, _ in spans]
 
     def fill(f: FileEvents, e: Event) -> Event:

@@ -565,9 +565,11 @@ FILTERED_CONSOLE = """\
 [rank0]:[rank0]: Traceback (most recent call last):
 [rank0]:[rank0]:   File "/home/user/titan/train.py", line 88, in <module>
 [rank0]:[rank0]:     trainer.train()
-[rank0]:[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by \
+[rank0]:[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] \
+Connection closed by \
 peer [127.0.0.1]:41230. This is typically caused by a remote worker crashing.
-W0302 11:20:11.402000 7300 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 7311 closing \
+W0302 11:20:11.402000 7300 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process \
+7311 closing \
 signal SIGTERM
 E0302 11:20:11.655000 7300 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) \
 local_rank: 3 (pid: 7314) of binary: /home/user/.venv/bin/python
@@ -585,7 +587,8 @@ Failures:
   traceback : Traceback (most recent call last):
     File "/home/user/titan/train.py", line 88, in train
       trainer.train()
-  RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:41230
+  RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by \
+peer [127.0.0.1]:41230
 ------------------------------------------------------------
 Root Cause (first observed failure):
 [0]:
@@ -597,7 +600,8 @@ Root Cause (first observed failure):
   traceback : Traceback (most recent call last):
     File "/home/user/titan/train.py", line 88, in train
       batch = next(data_iterator)
-    File "/home/user/.venv/lib/python3.11/site-packages/torch/utils/data/_utils/signal_handling.py", line 73, in handler
+    File "/home/user/.venv/lib/python3.11/site-packages/torch/utils/data/_utils/signal_handling.py", \
+line 73, in handler
       _error_if_any_worker_fails()
   RuntimeError: DataLoader worker (pid 7390) is killed by signal: Segmentation fault.
 ============================================================
