@@ -11,6 +11,7 @@ from hanglens import lazyre as re
 from hanglens.analysis.kinds import (
     CRASH_KINDS,
     FAILURE_KINDS,
+    checkpoint_failed_ranks,
     exit_signal,
     host_of,
     is_victim_exception,
@@ -161,19 +162,30 @@ def is_own_crash(e: Event) -> bool:
 
 
 def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
-    """Ranks whose only sign of failure is a positive exit code (no exception or hang line of their own)."""
+    """Ranks whose only sign of failure is a positive exit code (no exception or hang line of their own).
+
+    A failed DCP save or load raises the same `CheckpointException` on every rank, naming the ranks whose
+    own step failed (torch/distributed/checkpoint/utils.py `_DistWrapper.all_reduce` / `all_gather` /
+    `reduce_scatter` end with `raise final_result` on every rank; api.py `CheckpointException.__str__`):
+    once a rank's lines show one, a rank it does not name that exited with code 1 and left nothing else
+    raised that report of a peer's failure, not a fault of its own.
+    """
     sn = single_node(events)
     informed = {
         e.rank
         for e in events
         if e.rank is not None and e.kind in ("exception", "error_file", "hang_detected")
     }
+    dcp_failed = {r for e in events if e.kind in ("exception", "error_file")
+                  for r in (checkpoint_failed_ranks(e) or ())}
     out: dict[int, Event] = {}
     for e in events:
         if e.kind not in ("child_failed", "worker_failed") and not (
                 e.kind == "launcher_exit" and e.get("launcher") == "srun") and not _spawn_exit(e):
             continue
         rank, code = _rank_of(e, sn), _exitcode(e)
+        if dcp_failed and rank not in dcp_failed and code == 1:
+            continue
         if rank is not None and code is not None and code > 0 and rank not in informed:
             out.setdefault(rank, e)
     return out

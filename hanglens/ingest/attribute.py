@@ -144,6 +144,7 @@ def attribute(files: list[FileEvents]) -> None:
     _numbered_series(files)
     _slurm_task_files(files)
     _nccl_pids(files)
+    _failure_table_callstacks(files)
     _ray_workers(files)
     _tagged_writers(files)
     _stated_ranks(files)
@@ -645,6 +646,39 @@ RAY_WRITER_RE = re.compile(r"^ray [\w.]+ (?P<pid>\d{1,10})$")
 # (ray/exceptions.py `RayTaskError`); a chain of them ends with the process where the exception arose.
 RAY_TASK_ERROR_RE = re.compile(
     r"RayTaskError(?:\(\w+\))?: .{0,300}?\(pid=(?P<pid>\d{1,10})(?:, ip=[\w.:]+)?[,)]")
+
+
+def _failure_table_callstacks(files: list[FileEvents]) -> None:
+    """Events read from the lines of a worker's callstack in torchrun's failure table -> that worker's rank.
+
+    The agent prints each failed worker's error.json callstack under its entry's `traceback :` field
+    (log-formats.md section 3.6; torch/distributed/elastic/multiprocessing/errors
+    `ChildFailedError.format_msg`);
+    the entry names the worker's global rank, so what other parsers read from those lines (a DataLoader
+    worker's death, an OOM, a CUDA error ending the callstack) is that worker's own output relayed. Without
+    this, a console that shows only some ranks (`--local-ranks-filter`, `--redirects`) leaves the relayed
+    fault of a hidden rank without an owner.
+    """
+    for f in files:
+        spans = sorted((e.line, last, e.rank) for e in f.events
+                       if e.kind == "error_file" and e.parser == "elastic" and e.rank is not None
+                       and isinstance(last := e.get("last_line"), int) and last > e.line)
+        if spans:
+            _apply([f], _span_filler(spans))
+
+
+def _span_filler(spans: list[tuple[int, int, int]]) -> Callable[[FileEvents, Event], Event]:
+    """Give a rank-less event, not the agent's own, the rank of the (first, last line) span it lies in."""
+    starts = [a for a, _, _ in spans]
+
+    def fill(f: FileEvents, e: Event) -> Event:
+        if e.rank is not None or is_agent_event(e):
+            return e
+        k = bisect.bisect_right(starts, e.line) - 1
+        if k >= 0 and spans[k][0] <= e.line <= spans[k][1]:
+            return _with(f, e, "rank", spans[k][2])
+        return e
+    return fill
 
 
 def _ray_workers(files: list[FileEvents]) -> None:

@@ -191,6 +191,7 @@ class _Callstack:
     message: str | None = None
     local_rank: int | None = None
     failed_rank: int | None = None
+    end: int | None = None   # the physical line number of the callstack's last line read
 
     def feed(self, text: str) -> bool:
         """Take one table-indented line of the callstack; False when it is not one.
@@ -290,10 +291,11 @@ class ElasticParser(Parser):
                   "static rendezvous uses it), or torchrun's OMP_NUM_THREADS banner, which it prints only "
                   "when it starts several workers (several_workers)"),
         EventSpec("error_file", ("exc_type", "message", "timestamp", "error_code", "frames", "frame_file",
-                                 "frame_line", "frame_func"),
+                                 "frame_line", "frame_func", "last_line"),
                   "a worker's error.json callstack as the agent prints it: the `traceback :` field of a "
-                  "ChildFailedError entry (rank = its global rank), or the callstack printed after the agent "
-                  "named the child's error file (local_rank = the file's folder)"),
+                  "ChildFailedError entry (rank = its global rank; `last_line`: the line number of the "
+                  "entry's last callstack line), or the callstack printed after the agent named the child's "
+                  "error file (local_rank = the file's folder)"),
     )
     examples = (
         Example("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 "
@@ -544,6 +546,7 @@ class ElasticParser(Parser):
         text = line.text
         if self.callstack is not None:
             if self.callstack.feed(text):
+                self.callstack.end = line.ref.line
                 return out
             out.extend(self._flush_callstack())
         if self.copied is not None and self.summary is None:
@@ -591,7 +594,7 @@ class ElasticParser(Parser):
         ev = self.event(
             "error_file", cs.line, exc_type=cs.exc_type, message=cs.message, timestamp=None, error_code=None,
             frames=[f"{f}:{n} in {fn}" if fn else f"{f}:{n}" for f, n, fn in cs.frames],
-            frame_file=inner[0], frame_line=inner[1], frame_func=inner[2],
+            frame_file=inner[0], frame_line=inner[1], frame_func=inner[2], last_line=cs.end,
         )
         text = f"{cs.exc_type}: {cs.message}" if cs.exc_type and cs.message else (cs.exc_type or ev.text)
         return replace(ev, text=text, rank=cs.failed_rank, local_rank=cs.local_rank)
@@ -750,6 +753,7 @@ class ElasticParser(Parser):
             s.records.append(_Record(line=line, section=s.section))
             rest = rest[m.end():]
         elif s.records and s.records[-1].tb is not None and s.records[-1].tb.feed(text):
+            s.records[-1].tb.end = line.ref.line
             return True
         elif rest is text and not CFE_FIELD_RE.match(text) and not (s.records and text[:1].isspace()):
             return False

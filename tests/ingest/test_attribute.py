@@ -554,3 +554,67 @@ def test_pod_logs_saved_under_the_replica_name_alone_are_nodes_not_ranks() -> No
     attribute([master, worker])
     assert [e.rank for e in worker.events] == [None, 5, 6]
     assert worker.origin.rank is None
+
+
+# written here from log-formats.md section 3.6 (the ChildFailedError table with each worker's error.json
+# callstack under `traceback :`) and failure-signatures.md section 8 (a DataLoader worker's death ends its
+# rank's callstack); torchtitan's launch script shape `--local-ranks-filter 0 --role rank --tee 3`, so only
+# rank 0's own lines are in the console (torch 2.13, 4 workers, values of our own)
+FILTERED_CONSOLE = """\
+[rank0]:[titan] 2026-03-02 11:20:05,118 - root - INFO - step:  3  loss:  7.4120  grad_norm:  1.6021
+[rank0]:[rank0]: Traceback (most recent call last):
+[rank0]:[rank0]:   File "/home/user/titan/train.py", line 88, in <module>
+[rank0]:[rank0]:     trainer.train()
+[rank0]:[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] \
+Connection closed by \
+peer [127.0.0.1]:41230. This is typically caused by a remote worker crashing.
+W0302 11:20:11.402000 7300 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process \
+7311 closing \
+signal SIGTERM
+E0302 11:20:11.655000 7300 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) \
+local_rank: 3 (pid: 7314) of binary: /home/user/.venv/bin/python
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-03-02_11:20:11
+  host      : node-a
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 7311)
+  error_file: /tmp/torchelastic_q1/none_w2/attempt_0/0/error.json
+  traceback : Traceback (most recent call last):
+    File "/home/user/titan/train.py", line 88, in train
+      trainer.train()
+  RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by \
+peer [127.0.0.1]:41230
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-03-02_11:20:06
+  host      : node-a
+  rank      : 3 (local_rank: 3)
+  exitcode  : 1 (pid: 7314)
+  error_file: /tmp/torchelastic_q1/none_w2/attempt_0/3/error.json
+  traceback : Traceback (most recent call last):
+    File "/home/user/titan/train.py", line 88, in train
+      batch = next(data_iterator)
+    File "/home/user/.venv/lib/python3.11/site-packages/torch/utils/data/_utils/signal_handling.py", \
+line 73, in handler
+      _error_if_any_worker_fails()
+  RuntimeError: DataLoader worker (pid 7390) is killed by signal: Segmentation fault.
+============================================================
+"""
+
+
+def test_a_failure_table_callstack_s_lines_belong_to_its_entry_s_rank(tmp_path: Any) -> None:
+    """What other parsers read inside a table entry's callstack is that entry's worker's (here a DataLoader
+    worker death of rank 3, whose own lines the console filtered out)."""
+    from hanglens import api
+
+    (tmp_path / "console.log").write_text(FILTERED_CONSOLE)
+    a = api.analyze([tmp_path])
+    died = [e for e in a.tables.events if e.kind == "dataloader_worker_died"]
+    assert died and {e.rank for e in died} == {3}
+    assert a.result.verdict.culprit_ranks == (3,)
