@@ -409,7 +409,8 @@ def test_a_collective_inside_a_compiled_forward_is_not_the_backward() -> None:
     assert callsite.blocking_call(f) is None
     bwd = ((f"{LIB}/_tensor.py", 581, "backward", "torch.autograd.backward("),
            (f"{LIB}/autograd/__init__.py", 347, "backward", "_engine_run_backward("),
-           (f"{LIB}/autograd/graph.py", 825, "_engine_run_backward", "return Variable._execution_engine.run_backward("))
+           (f"{LIB}/autograd/graph.py", 825, "_engine_run_backward",
+            "return Variable._execution_engine.run_backward("))
     f, _ = stack(MAIN, ("/srv/app/train.py", 79, "train_step", "loss.backward()"), tail=bwd)
     found = callsite.blocking_call(f)
     assert found is not None and found[2] == "backward"
