@@ -45,7 +45,13 @@ LIBRARY_RE = re.compile(r"(?:^|/)torch/|site-packages|dist-packages")
 # The training step's own machinery: backward (DDP's reducer all-reduces gradients from autograd hooks),
 # DDP's forward, the optimizer.
 STEP_LIBRARY_RE = re.compile(r"(?:^|/)torch/(?:autograd/|optim/|nn/parallel/distributed\.py)")
-AUTOGRAD_RE = re.compile(r"(?:^|/)torch/autograd/")
+# The autograd engine's backward entry points: `torch.autograd.backward` / `torch.autograd.grad`
+# (torch/autograd/__init__.py, which `Tensor.backward` calls) and `_engine_run_backward`
+# (torch/autograd/graph.py, 2.3+). Not torch/autograd/function.py: `Function.apply` runs a custom autograd
+# Function's forward, and AOTAutograd runs every compiled forward through one
+# (torch/_functorch/_aot_autograd/runtime_wrappers.py `CompiledFunction.apply`), so a collective inside a
+# torch.compile'd forward is under `apply`, not in the backward.
+AUTOGRAD_RE = re.compile(r"(?:^|/)torch/autograd/(?:__init__|graph)\.py$")
 # torch's pass-through wrappers, whose names say nothing about the program's phase: TorchDynamo's frame
 # evaluation hook (torch/_dynamo/eval_frame.py, PEP 523 "frame evaluation", not a model evaluation: its
 # `_fn` wraps every function `torch._disable_dynamo` marks, FSDP2's forward hooks among them,

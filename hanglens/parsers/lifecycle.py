@@ -46,6 +46,12 @@ PHASE_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"loading (?:the )?dataset|caching (?:the )?dataset|"
         r"(?:re)?build(?:ing)? (?:the |a )?(?:[\w-]{1,30} ){0,3}?(?:index|indices|index maps?|caches?))"
         r"(?![\w])")),
+    # TorchDynamo recompiling a frame whose guards failed (a new input shape, a changed Python value):
+    # torch/_dynamo/guards.py `get_and_maybe_log_recompilation_reasons` logs `Recompiling function <name> in
+    # <file>:<line>` under TORCH_LOGS=recompiles (or recompiles_verbose) before it traces and compiles the
+    # frame again, which takes seconds on the host per recompile (inductor) while the rank's peers wait in
+    # the step's collectives.
+    ("compile", re.compile(r"\bRecompiling function [\w<>.]{1,120} in \S")),
 )
 # The training script saying its run is over (section 16 item 1, the last line a rank printed): generic
 # `Training complete(d)` / `finished training`, HF transformers' Trainer `Training completed. Do not forget
@@ -152,7 +158,7 @@ PROCESS_BANNER_RE = re.compile(
     r"(?P<dist>True|False)\b"
 )
 PHASE_TRIGGERS = ("heckpoint", "alidat", "valuat", "eval", "Eval", "est loop", "est epoch", "okeniz",
-                  "reprocess", "ataset", "uilding")
+                  "reprocess", "ataset", "uilding", "ecompiling function")
 # Lines of a stack or a traceback mention these words as code, not as a phase.
 _CODE_LINE = re.compile(r"^\s*(?:File \"|at |#\d|Traceback|\w+Error\b|\w+Exception\b)")
 MAX_PHASE_LINE = 400
@@ -176,7 +182,8 @@ class LifecycleParser(Parser):
                   "e.g. TIME LIMIT)"),
         EventSpec("phase", ("phase",),
                   "a training-loop phase began or ended: checkpoint_save, checkpoint_load, validation, "
-                  "data_prep (the phase a silent hang most often stops in)"),
+                  "data_prep (the phase a silent hang most often stops in), compile (TorchDynamo "
+                  "recompiling a frame, logged under TORCH_LOGS=recompiles)"),
         EventSpec("phase_took", ("label", "duration_s"),
                   "a phase reported how long it took once it was over (`elapsed time to <what> (seconds): "
                   "<s>`): `duration_s` whole seconds"),
@@ -228,6 +235,9 @@ class LifecycleParser(Parser):
                 {"phase": "data_prep"}, "user code (written here)"),
         Example(" > building indices for blendable datasets ...", "phase", {"phase": "data_prep"},
                 "Megatron-LM blended dataset"),
+        Example("[rank3]:V1203 10:02:11.418000 4410 torch/_dynamo/guards.py:5396] [0/2] [__recompiles] "
+                "Recompiling function forward in /home/user/proj/model.py:88", "phase", {"phase": "compile"},
+                "torch 2.6-2.13 TORCH_LOGS=recompiles"),
         Example("    elapsed time to build and save sample-idx mapping (seconds): 1204.5", "phase_took",
                 {"label": "build and save sample-idx mapping", "duration_s": 1204},
                 "Megatron-LM gpt_dataset"),

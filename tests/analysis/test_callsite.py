@@ -393,3 +393,24 @@ def test_a_zero3_parameter_gather_wait_is_a_collective_in_the_step() -> None:
     got = site(f, s)
     assert (got.call, got.entry, got.site) == ("all_gather", "all_gather", "step")
     assert callsite.blocking_call([f"{DS}/runtime/zero/stage3.py:2100 in wait"]) is None
+
+
+def test_a_collective_inside_a_compiled_forward_is_not_the_backward() -> None:
+    # AOTAutograd runs a torch.compile'd forward through `CompiledFunction.apply`
+    # (torch/_functorch/_aot_autograd/runtime_wrappers.py, torch/autograd/function.py `apply`); a collective
+    # the compiled graph runs there (a functional all_reduce, dispatched through torch/_ops.py) is in the
+    # forward. Only the engine's backward entry (torch/autograd/__init__.py, graph.py) is the backward.
+    fwd = ((f"{LIB}/autograd/function.py", 575, "apply", "return super().apply(*args, **kwargs)"),
+           (f"{LIB}/_functorch/_aot_autograd/runtime_wrappers.py", 2101, "forward",
+            "return CompiledFunction._fwd_fn("),
+           ("<eval_with_key>.5", 31, "forward", ""),
+           (f"{LIB}/_ops.py", 840, "__call__", "return self._op(*args, **kwargs)"))
+    f, _ = stack(MAIN, ("/srv/app/train.py", 77, "train_step", "out = model(batch)"), tail=fwd)
+    assert callsite.blocking_call(f) is None
+    bwd = ((f"{LIB}/_tensor.py", 581, "backward", "torch.autograd.backward("),
+           (f"{LIB}/autograd/__init__.py", 347, "backward", "_engine_run_backward("),
+           (f"{LIB}/autograd/graph.py", 825, "_engine_run_backward",
+            "return Variable._execution_engine.run_backward("))
+    f, _ = stack(MAIN, ("/srv/app/train.py", 79, "train_step", "loss.backward()"), tail=bwd)
+    found = callsite.blocking_call(f)
+    assert found is not None and found[2] == "backward"
