@@ -72,7 +72,8 @@ def single_node(events: Sequence[Event]) -> bool:
 
     Two torchrun agents writing under different launcher prefixes (Slurm `srun -l` with one torchrun per
     task) are two nodes too: there the task id is the node index, not a rank (log-formats.md section 9.3).
-    So is a rendezvous result of a node rank above 0 or a node count above 1. So is an agent naming local
+    So is a rendezvous result of a node rank above 0 or a node count above 1, and a ChildFailedError row
+    pairing a local rank with another global rank (`rank: 21 (local_rank: 5)`, section 3.6). So is an agent naming local
     ranks below every global rank its workers print (`[5]:`, `[rank5]:`): a
     node's ranks are node_rank * nproc_per_node + local_rank, so its workers' ranks start above 0 only on a
     node other than the first (section 3.5), and so is one worker line whose global rank differs from its
@@ -108,6 +109,10 @@ def single_node(events: Sequence[Event]) -> bool:
         if (e.rank is not None and e.local_rank is not None and e.rank != e.local_rank
                 and e.kind not in AGENT_EVENT_KINDS):
             return False   # `[default1]:[rank5]:`: rank = node_rank * nproc + local rank, node_rank > 0
+        if e.kind == "child_failed":
+            g, lr = e.get("failed_rank"), e.get("local_rank")
+            if isinstance(g, int) and isinstance(lr, int) and lr >= 0 and g != lr:
+                return False   # `rank: 21 (local_rank: 5)`: the reporting agent's node is not the first
     return not (printed and named_local and min(printed) > max(named_local))
 
 
@@ -394,7 +399,13 @@ def _launcher_pid_ranks(events: Sequence[Event], sn: bool) -> dict[Any, int]:
         pid = e.get("pid")
         if not isinstance(pid, int):
             continue
-        if e.kind in ("child_failed", "worker_failed"):
+        if e.kind == "child_failed":
+            # the failure table states the global rank of the pid (log-formats.md section 3.6); the agent's
+            # `failed ... local_rank: L (pid: P)` line only a local rank
+            rank = _rank_of(e, sn)
+            if rank is not None:
+                out[pid] = rank
+        elif e.kind == "worker_failed":
             rank = _rank_of(e, sn)
             if rank is not None:
                 out.setdefault(pid, rank)
