@@ -599,12 +599,31 @@ def _nccl_pids(files: list[FileEvents]) -> None:
 
 
 def _stated_ranks(files: list[FileEvents]) -> None:
-    """Last resort: a message that names its writer's own rank (`stated_rank`, set by the parser)."""
-    def fill(f: FileEvents, e: Event) -> Event:
-        r = _int(e.get("stated_rank"))
-        return e if e.rank is not None or r is None else _with(f, e, "rank", r)
+    """Last resort: a message that names its writer's own rank (`stated_rank`, set by the parser).
 
-    _apply(files, fill)
+    `[Rank <r>]` is a rank within the message's process group, and from torch 2.3 the work-level one is
+    whichever work logged first (log-formats.md sections 1.2, 9.1; failure-signatures.md section 0.5): only
+    the `[rank<G>]:` envelope is the global rank. When a process's watchdog message carries the envelope
+    and the same stream then repeats `[Rank <r>]` without it (the `what():` of the exception the watchdog
+    throws, section 1.5-1.6), that line is G's, not rank r's: an earlier line of the same stream whose
+    `[rank<G>]:` writer stated the same `[Rank <r>]` with G != r names it, if only one G did.
+    """
+    for f in files:
+        aliases: dict[tuple[Any, int], dict[int, int]] = {}   # (stream, stated) -> {writer G: first line}
+        for e in f.events:
+            r = _int(e.get("stated_rank"))
+            if e.rank is not None and r is not None and e.rank != r and not is_agent_event(e):
+                first = aliases.setdefault((e.writer or e.host, r), {})
+                first.setdefault(e.rank, e.line)
+
+        def fill(f: FileEvents, e: Event, aliases: dict[tuple[Any, int], dict[int, int]] = aliases) -> Event:
+            r = _int(e.get("stated_rank"))
+            if e.rank is not None or r is None:
+                return e
+            writers = [g for g, line in aliases.get((e.writer or e.host, r), {}).items() if line < e.line]
+            return _with(f, e, "rank", writers[0] if len(writers) == 1 else r)
+
+        _apply([f], fill)
 
 
 def _tagged_writers(files: list[FileEvents]) -> None:

@@ -82,6 +82,21 @@ def test_stated_rank_is_the_last_resort() -> None:
     assert [e.rank for e in f.events] == [3, 1]
 
 
+def test_an_unenveloped_pg_rank_after_its_writers_enveloped_line_is_that_writers() -> None:
+    """`[rank19]:[E ...] [Rank 3] NCCL watchdog thread terminated ...` then `what():  [Rank 3] ...` on the
+    same stream: `[Rank 3]` is a process-group rank (log-formats.md section 1.2); the what() line is
+    rank 19's."""
+    enveloped = Event(kind="watchdog_terminated", ref=SourceRef("ds.log", 5), text="", parser="t", rank=19,
+                      host="worker-2", fields={"stated_rank": 3})
+    what = Event(kind="watchdog_terminated", ref=SourceRef("ds.log", 10), text="", parser="t",
+                 host="worker-2", fields={"stated_rank": 3})
+    other = Event(kind="watchdog_terminated", ref=SourceRef("ds.log", 12), text="", parser="t",
+                  host="worker-0", fields={"stated_rank": 3})
+    f = FileEvents("ds.log", Origin(), [enveloped, what, other])
+    attribute([f])
+    assert [e.rank for e in f.events] == [19, 19, 3]
+
+
 def test_host_from_rank_map() -> None:
     f = FileEvents("c.log", Origin(), [ev(kind="world_info", rank=4, global_rank=4, hostname="nodeA"),
                                        ev(kind="z", rank=4)])
