@@ -74,8 +74,9 @@ def single_node(events: Sequence[Event]) -> bool:
     task) are two nodes too: there the task id is the node index, not a rank (log-formats.md section 9.3).
     So is a rendezvous result of a node rank above 0 or a node count above 1, and a ChildFailedError row
     pairing a local rank with another global rank (`rank: 21 (local_rank: 5)`, section 3.6). So is an
-    agent naming local ranks below every global rank its workers print (`[5]:`, `[rank5]:`): a node's ranks are node_rank * nproc_per_node + local_rank, so its workers' ranks start above 0 only on a
-    node other than the first (section 3.5), and so is one worker line whose global rank differs from its
+    agent naming local ranks below every global rank its workers print (`[5]:`, `[rank5]:`): a node's
+    ranks are node_rank * nproc_per_node + local_rank, so its workers' ranks start above 0 only on a node
+    other than the first (section 3.5), and so is one worker line whose global rank differs from its
     torchrun local rank (`[default1]:[rank5]:`).
     """
     hosts = set()
