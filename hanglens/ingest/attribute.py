@@ -560,6 +560,20 @@ def _nccl_pids(files: list[FileEvents]) -> None:
             g, pid, h = _int(e.get("failed_rank")), _int(e.get("pid")), e.get("failed_host")
             if g is not None and pid is not None and isinstance(h, str) and h:
                 pairs.add(((short_host(h), pid), g))
+    # PyTorch's NCCL error ends with `Last error:` and the text of the last NCCL WARN of its own process
+    # (log-formats.md section 1.6): a ranked error whose last error only one host:pid warned is that pid's.
+    warned: dict[str, set[tuple[str, int]]] = {}
+    for e in events:
+        msg, host, pid = e.get("message"), e.get("nccl_host"), _int(e.get("pid"))
+        if e.kind == "nccl_warn" and isinstance(msg, str) and isinstance(host, str) and pid is not None:
+            warned.setdefault(msg.strip(), set()).add((short_host(host), pid))
+    if warned:
+        for e in events:
+            last = e.get("last_error")
+            if e.kind == "nccl_error" and e.rank is not None and isinstance(last, str):
+                procs = warned.get(last.strip(), set())
+                if len(procs) == 1:
+                    pairs.add((next(iter(procs)), e.rank))
     by_pid = _unique(pairs)
     # A process that states its own pid (`world_info` `worker_pid`: a rank's `pid=<n>` print, with the rank
     # of its line; Ray Train's worker list, with `worker_rank`) names the rank of that pid, host unknown.

@@ -97,6 +97,23 @@ def test_an_unenveloped_pg_rank_after_its_writers_enveloped_line_is_that_writers
     assert [e.rank for e in f.events] == [19, 19, 3]
 
 
+def test_an_nccl_errors_last_error_names_the_pid_that_warned_it() -> None:
+    """`Last error:` repeats the last NCCL WARN of the raising process (log-formats.md section 1.6): the pid
+    that alone warned that text is the rank that raised, and its other WARN lines (a port event) are too."""
+    ib = "NET/IB : Got completion from peer 10.0.9.66<52290> with status=12 opcode=0 len=0 vendor err 129"
+
+    def warn(line: int, pid: int, msg: str) -> Event:
+        return Event(kind="nccl_warn", ref=SourceRef("p.txt", line), text="", parser="t", host="gpu-r12",
+                     fields={"message": msg, "nccl_host": "gpu-r12", "pid": pid})
+    port = warn(1, 40088, "NET/IB : Got async event : port error")
+    other = warn(2, 40089, "NET/IB : Got async event : port error")
+    err = Event(kind="nccl_error", ref=SourceRef("p.txt", 4), text="", parser="t", rank=88,
+                fields={"last_error": ib})
+    f = FileEvents("p.txt", Origin(), [port, other, warn(3, 40088, ib), err])
+    attribute([f])
+    assert [e.rank for e in f.events] == [88, None, 88, 88]
+
+
 def test_host_from_rank_map() -> None:
     f = FileEvents("c.log", Origin(), [ev(kind="world_info", rank=4, global_rank=4, hostname="nodeA"),
                                        ev(kind="z", rank=4)])
