@@ -1813,13 +1813,21 @@ def store_barrier_missing_rows(events: Sequence[Event]) -> list[Row]:
     `_store_based_barrier` (torch/distributed/distributed_c10d.py) has each rank add 1 to the barrier key and
     wait until the count is the world size; on timeout each waiting rank raises `Timed out initializing
     process group in store based barrier on rank <r>, for key: <key> (world_size=<n>, worker_count=<m>, ...)`
-    (log-formats.md section 3.7). Every rank that reports arrived, so when the distinct reporting ranks of a
-    key are exactly `m` (all below `n`, every report stating the same n and m), they are all the ranks that
-    arrived and the others never did. Fewer reporters (an excerpt) name nobody.
+    (log-formats.md section 3.7). Every rank that reports arrived, and so did every rank that logged `Added
+    key: <key> to store for rank: <r>` (INFO, failure-signatures.md section 12), so when the distinct
+    arrived ranks of a key are exactly `m` (all below `n`, every report stating the same n and m), they are
+    all the ranks that arrived and the others never did. Fewer (an excerpt) name nobody.
     """
     groups: dict[tuple[str, int, int], tuple[set[int], Event]] = {}
     spoiled: set[tuple[str, int, int]] = set()
+    added: dict[str, set[int]] = defaultdict(set)
     for e in events:
+        if e.kind == "store_barrier_arrived":
+            r = non_negative_int(e.get("stated_rank"))
+            r = e.rank if r is None else r
+            if r is not None and isinstance(e.get("key"), str):
+                added[e.get("key")].add(r)
+            continue
         if e.kind != "rendezvous_error" or e.get("error_class") != "store_barrier_timeout":
             continue
         n, m, key = non_negative_int(e.get("world_size")), non_negative_int(e.get("joined")), e.get("key")
@@ -1837,7 +1845,8 @@ def store_barrier_missing_rows(events: Sequence[Event]) -> list[Row]:
         return []   # one key with two counts: the reports do not describe one barrier
     rows: list[Row] = []
     for (key, n, m), (ranks, first) in groups.items():
-        if (key, n, m) in spoiled or len(ranks) != m:
+        ranks = ranks | added.get(key, set())
+        if (key, n, m) in spoiled or len(ranks) != m or max(ranks) >= n:
             continue
         rows.extend({"rank": r, "world_size": n, "joined": m, "key": key, "path": first.path,
                      "line": first.line} for r in range(n) if r not in ranks)
