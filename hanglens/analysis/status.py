@@ -73,10 +73,11 @@ def single_node(events: Sequence[Event]) -> bool:
 
     Two torchrun agents writing under different launcher prefixes (Slurm `srun -l` with one torchrun per
     task) are two nodes too: there the task id is the node index, not a rank (log-formats.md section 9.3).
-    So is a rendezvous result of a node rank above 0 or a node count above 1. So is an agent naming local
-    ranks below every global rank its workers print (`[5]:`, `[rank5]:`): a
-    node's ranks are node_rank * nproc_per_node + local_rank, so its workers' ranks start above 0 only on a
-    node other than the first (section 3.5), and so is one worker line whose global rank differs from its
+    So is a rendezvous result of a node rank above 0 or a node count above 1, and a ChildFailedError row
+    pairing a local rank with another global rank (`rank: 21 (local_rank: 5)`, section 3.6). So is an
+    agent naming local ranks below every global rank its workers print (`[5]:`, `[rank5]:`): a node's
+    ranks are node_rank * nproc_per_node + local_rank, so its workers' ranks start above 0 only on a node
+    other than the first (section 3.5), and so is one worker line whose global rank differs from its
     torchrun local rank (`[default1]:[rank5]:`).
     """
     hosts = set()
@@ -109,6 +110,10 @@ def single_node(events: Sequence[Event]) -> bool:
         if (e.rank is not None and e.local_rank is not None and e.rank != e.local_rank
                 and e.kind not in AGENT_EVENT_KINDS):
             return False   # `[default1]:[rank5]:`: rank = node_rank * nproc + local rank, node_rank > 0
+        if e.kind == "child_failed":
+            g, lr = e.get("failed_rank"), e.get("local_rank")
+            if isinstance(g, int) and isinstance(lr, int) and lr >= 0 and g != lr:
+                return False   # `rank: 21 (local_rank: 5)`: the reporting agent's node is not the first
     return not (printed and named_local and min(printed) > max(named_local))
 
 
@@ -406,7 +411,13 @@ def _launcher_pid_ranks(events: Sequence[Event], sn: bool) -> dict[Any, int]:
         pid = e.get("pid")
         if not isinstance(pid, int):
             continue
-        if e.kind in ("child_failed", "worker_failed"):
+        if e.kind == "child_failed":
+            # the failure table states the global rank of the pid (log-formats.md section 3.6); the agent's
+            # `failed ... local_rank: L (pid: P)` line only a local rank
+            rank = _rank_of(e, sn)
+            if rank is not None:
+                out[pid] = rank
+        elif e.kind == "worker_failed":
             rank = _rank_of(e, sn)
             if rank is not None:
                 out.setdefault(pid, rank)
@@ -1814,13 +1825,21 @@ def store_barrier_missing_rows(events: Sequence[Event]) -> list[Row]:
     `_store_based_barrier` (torch/distributed/distributed_c10d.py) has each rank add 1 to the barrier key and
     wait until the count is the world size; on timeout each waiting rank raises `Timed out initializing
     process group in store based barrier on rank <r>, for key: <key> (world_size=<n>, worker_count=<m>, ...)`
-    (log-formats.md section 3.7). Every rank that reports arrived, so when the distinct reporting ranks of a
-    key are exactly `m` (all below `n`, every report stating the same n and m), they are all the ranks that
-    arrived and the others never did. Fewer reporters (an excerpt) name nobody.
+    (log-formats.md section 3.7). Every rank that reports arrived, and so did every rank that logged `Added
+    key: <key> to store for rank: <r>` (INFO, failure-signatures.md section 12), so when the distinct
+    arrived ranks of a key are exactly `m` (all below `n`, every report stating the same n and m), they are
+    all the ranks that arrived and the others never did. Fewer (an excerpt) name nobody.
     """
     groups: dict[tuple[str, int, int], tuple[set[int], Event]] = {}
     spoiled: set[tuple[str, int, int]] = set()
+    added: dict[str, set[int]] = defaultdict(set)
     for e in events:
+        if e.kind == "store_barrier_arrived":
+            r = non_negative_int(e.get("stated_rank"))
+            r = e.rank if r is None else r
+            if r is not None and isinstance(e.get("key"), str):
+                added[e.get("key")].add(r)
+            continue
         if e.kind != "rendezvous_error" or e.get("error_class") != "store_barrier_timeout":
             continue
         n, m, key = non_negative_int(e.get("world_size")), non_negative_int(e.get("joined")), e.get("key")
@@ -1838,7 +1857,8 @@ def store_barrier_missing_rows(events: Sequence[Event]) -> list[Row]:
         return []   # one key with two counts: the reports do not describe one barrier
     rows: list[Row] = []
     for (key, n, m), (ranks, first) in groups.items():
-        if (key, n, m) in spoiled or len(ranks) != m:
+        ranks = ranks | added.get(key, set())
+        if (key, n, m) in spoiled or len(ranks) != m or max(ranks) >= n:
             continue
         rows.extend({"rank": r, "world_size": n, "joined": m, "key": key, "path": first.path,
                      "line": first.line} for r in range(n) if r not in ranks)

@@ -561,6 +561,20 @@ def _nccl_pids(files: list[FileEvents]) -> None:
             g, pid, h = _int(e.get("failed_rank")), _int(e.get("pid")), e.get("failed_host")
             if g is not None and pid is not None and isinstance(h, str) and h:
                 pairs.add(((short_host(h), pid), g))
+    # PyTorch's NCCL error ends with `Last error:` and the text of the last NCCL WARN of its own process
+    # (log-formats.md section 1.6): a ranked error whose last error only one host:pid warned is that pid's.
+    warned: dict[str, set[tuple[str, int]]] = {}
+    for e in events:
+        msg, host, pid = e.get("message"), e.get("nccl_host"), _int(e.get("pid"))
+        if e.kind == "nccl_warn" and isinstance(msg, str) and isinstance(host, str) and pid is not None:
+            warned.setdefault(msg.strip(), set()).add((short_host(host), pid))
+    if warned:
+        for e in events:
+            last = e.get("last_error")
+            if e.kind == "nccl_error" and e.rank is not None and isinstance(last, str):
+                procs = warned.get(last.strip(), set())
+                if len(procs) == 1:
+                    pairs.add((next(iter(procs)), e.rank))
     by_pid = _unique(pairs)
     # A process that states its own pid (`world_info` `worker_pid`: a rank's `pid=<n>` print, with the rank
     # of its line; Ray Train's worker list, with `worker_rank`) names the rank of that pid, host unknown.
@@ -600,12 +614,31 @@ def _nccl_pids(files: list[FileEvents]) -> None:
 
 
 def _stated_ranks(files: list[FileEvents]) -> None:
-    """Last resort: a message that names its writer's own rank (`stated_rank`, set by the parser)."""
-    def fill(f: FileEvents, e: Event) -> Event:
-        r = _int(e.get("stated_rank"))
-        return e if e.rank is not None or r is None else _with(f, e, "rank", r)
+    """Last resort: a message that names its writer's own rank (`stated_rank`, set by the parser).
 
-    _apply(files, fill)
+    `[Rank <r>]` is a rank within the message's process group, and from torch 2.3 the work-level one is
+    whichever work logged first (log-formats.md sections 1.2, 9.1; failure-signatures.md section 0.5): only
+    the `[rank<G>]:` envelope is the global rank. When a process's watchdog message carries the envelope
+    and the same stream then repeats `[Rank <r>]` without it (the `what():` of the exception the watchdog
+    throws, section 1.5-1.6), that line is G's, not rank r's: an earlier line of the same stream whose
+    `[rank<G>]:` writer stated the same `[Rank <r>]` with G != r names it, if only one G did.
+    """
+    for f in files:
+        aliases: dict[tuple[Any, int], dict[int, int]] = {}   # (stream, stated) -> {writer G: first line}
+        for e in f.events:
+            r = _int(e.get("stated_rank"))
+            if e.rank is not None and r is not None and e.rank != r and not is_agent_event(e):
+                first = aliases.setdefault((e.writer or e.host, r), {})
+                first.setdefault(e.rank, e.line)
+
+        def fill(f: FileEvents, e: Event, aliases: dict[tuple[Any, int], dict[int, int]] = aliases) -> Event:
+            r = _int(e.get("stated_rank"))
+            if e.rank is not None or r is None:
+                return e
+            writers = [g for g, line in aliases.get((e.writer or e.host, r), {}).items() if line < e.line]
+            return _with(f, e, "rank", writers[0] if len(writers) == 1 else r)
+
+        _apply([f], fill)
 
 
 def _tagged_writers(files: list[FileEvents]) -> None:

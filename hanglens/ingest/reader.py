@@ -92,10 +92,13 @@ _WORKER_TAG_SCAN_RE = re.compile(
 # `<host>:<pid>:<tid> [<dev>] NCCL INFO` and, for WARNs, `... [<dev>] <file>:<line> NCCL WARN` (log-formats.md
 # section 4.1); a launcher prefix may come first: pdsh `<host>: `, `srun -l` `<task>: `, Open MPI
 # `[<job>,<rank>]<stream>:` (section 9.3), Ray's `(<Actor> pid=<pid>[, ip=<ip>]) ` (section 9.2). Several
-# ranks' WARNs of one width are separate records.
+# ranks' WARNs of one width are separate records, and so are the Python logging records of torch 1.9-2.0's
+# default format `<LEVEL>:<logger.name>:<message>` (section 3.4), as every rank's `INFO:torch.distributed.
+# distributed_c10d:Added key: ... for rank: <r>` is one line of the same width as its neighbours.
 _WRAP_START_RE = re.compile(
     r"^(?:[A-Za-z0-9][\w.-]{0,63}: |\s{0,4}\d{1,5}: |\[[\w.@-]+,\d+\]<\w+>: ?)?"
-    r"(?:\[rank\d+\]|\[default\d+\]|\[[VIWEF]\d{0,4}[ \d:.]*[\w.+-]*\.(?:cpp|cc|h|hpp)|[VIWEC]\d{4} |"
+    r"(?:\[rank\d+\]|\[default\d+\]|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[A-Za-z_][\w.]*:|"
+    r"\[[VIWEF]\d{0,4}[ \d:.]*[\w.+-]*\.(?:cpp|cc|h|hpp)|[VIWEC]\d{4} |"
     r"\([\w.]{1,128} pid=\d+[,)]|\d{4}-\d\d-\d\d|Traceback|\s+File \"|\w*(?:Error|Exception)\b|\[\d{4}-|"
     r"\S+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ )?NCCL|frame #\d+:|Exception raised from |#\d+ )"
 )

@@ -84,6 +84,9 @@ STORE_BARRIER_RE = re.compile(
     r"(?P<key>[^\s,]+)(?: \(world_size=(?P<ws>\d+), (?:worker_count|num_workers_joined)=(?P<joined>\d+), "
     r"timeout=(?P<to>[^ )]+))?"
 )
+# `_store_based_barrier` (torch/distributed/distributed_c10d.py, 1.10-2.0 by default) logs at INFO, for each
+# rank that reached it: `Added key: <key> to store for rank: <r>` (failure-signatures.md section 12).
+BARRIER_ADDED_RE = re.compile(r"Added key: (?P<key>[^\s,]+) to store for rank: (?P<rank>\d+)")
 DUMP_FLAG_RE = re.compile(
     r"Failed to check the \"should dump\" flag on TCPStore.*?(?:with error: (?P<err>.*))?$"
     r"|Failed to get (?:timeout rank ID from TCPStore|exception dump flag from the global "
@@ -182,6 +185,9 @@ class StoreParser(Parser):
                   "store_barrier_timeout or wait_for_workers_timeout"),
         EventSpec("hang_detected", ("detector", "op", "timeout_ms", "pg", "pg_rank", "stated_rank"),
                   "a wait on the store timed out (detector=store)"),
+        EventSpec("store_barrier_arrived", ("key", "stated_rank"),
+                  "a rank reached init_process_group's store-based barrier (`Added key: <key> to store for "
+                  "rank: <r>`, INFO); stated_rank: that rank"),
     )
     examples = (
         Example("[W socket.cpp:418] [c10d] The server socket has failed to bind to [::]:29511 (errno: 98 - "
@@ -252,6 +258,9 @@ class StoreParser(Parser):
                 {"error_class": "wait_for_workers_timeout", "world_size": 2, "joined": 1,
                  "timeout_ms": 901000},
                 "torch 2.2-2.9"),
+        Example("INFO:torch.distributed.distributed_c10d:Added key: store_based_barrier_key:1 to store for "
+                "rank: 5", "store_barrier_arrived", {"key": "store_based_barrier_key:1", "stated_rank": 5},
+                "torch 1.10-2.0"),
         Example("RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for "
                 "key: "
                 "store_based_barrier_key:1 (world_size=4, worker_count=3, timeout=0:30:00)",
@@ -370,6 +379,9 @@ class StoreParser(Parser):
         if m:
             err = (m["err"] or m["err2"] or "").strip() or None
             return [self._err(line, "check_dump_flag", error=err)]
+        m = BARRIER_ADDED_RE.search(text)
+        if m:
+            return [self.event("store_barrier_arrived", line, key=m["key"], stated_rank=to_count(m["rank"]))]
         m = STORE_BARRIER_RE.search(text)
         if m:
             to = timedelta_ms(m["to"])

@@ -82,6 +82,38 @@ def test_stated_rank_is_the_last_resort() -> None:
     assert [e.rank for e in f.events] == [3, 1]
 
 
+def test_an_unenveloped_pg_rank_after_its_writers_enveloped_line_is_that_writers() -> None:
+    """`[rank19]:[E ...] [Rank 3] NCCL watchdog thread terminated ...` then `what():  [Rank 3] ...` on the
+    same stream: `[Rank 3]` is a process-group rank (log-formats.md section 1.2); the what() line is
+    rank 19's."""
+    enveloped = Event(kind="watchdog_terminated", ref=SourceRef("ds.log", 5), text="", parser="t", rank=19,
+                      host="worker-2", fields={"stated_rank": 3})
+    what = Event(kind="watchdog_terminated", ref=SourceRef("ds.log", 10), text="", parser="t",
+                 host="worker-2", fields={"stated_rank": 3})
+    other = Event(kind="watchdog_terminated", ref=SourceRef("ds.log", 12), text="", parser="t",
+                  host="worker-0", fields={"stated_rank": 3})
+    f = FileEvents("ds.log", Origin(), [enveloped, what, other])
+    attribute([f])
+    assert [e.rank for e in f.events] == [19, 19, 3]
+
+
+def test_an_nccl_errors_last_error_names_the_pid_that_warned_it() -> None:
+    """`Last error:` repeats the last NCCL WARN of the raising process (log-formats.md section 1.6): the pid
+    that alone warned that text is the rank that raised, and its other WARN lines (a port event) are too."""
+    ib = "NET/IB : Got completion from peer 10.0.9.66<52290> with status=12 opcode=0 len=0 vendor err 129"
+
+    def warn(line: int, pid: int, msg: str) -> Event:
+        return Event(kind="nccl_warn", ref=SourceRef("p.txt", line), text="", parser="t", host="gpu-r12",
+                     fields={"message": msg, "nccl_host": "gpu-r12", "pid": pid})
+    port = warn(1, 40088, "NET/IB : Got async event : port error")
+    other = warn(2, 40089, "NET/IB : Got async event : port error")
+    err = Event(kind="nccl_error", ref=SourceRef("p.txt", 4), text="", parser="t", rank=88,
+                fields={"last_error": ib})
+    f = FileEvents("p.txt", Origin(), [port, other, warn(3, 40088, ib), err])
+    attribute([f])
+    assert [e.rank for e in f.events] == [88, None, 88, 88]
+
+
 def test_host_from_rank_map() -> None:
     f = FileEvents("c.log", Origin(), [ev(kind="world_info", rank=4, global_rank=4, hostname="nodeA"),
                                        ev(kind="z", rank=4)])

@@ -139,6 +139,16 @@ def test_equal_length_stack_frames_are_not_a_hard_wrap(mark: tuple[type[Parser],
     assert not any("rejoined" in n for n in res.notes) and res.lines == 7
 
 
+def test_equal_width_python_logging_records_are_not_a_hard_wrap(mark: tuple[type[Parser], ...]) -> None:
+    """torch 1.9-2.0's default logging format `<LEVEL>:<logger>:<message>` (log-formats.md section 3.4):
+    every rank's `Added key ... for rank: <r>` is a record of its own, of the same width as the others."""
+    recs = [f"INFO:torch.distributed.distributed_c10d:Added key: store_based_barrier_key:1 to store for "
+            f"rank: {r} MARK r={r}" for r in (0, 3, 1, 2, 5, 4)]
+    res = read(("\n".join(recs) + "\n").encode(), mark)
+    assert not any("rejoined" in n for n in res.notes)
+    assert [e.ref.line for e in res.events] == [1, 2, 3, 4, 5, 6]
+
+
 def test_rules_of_a_launchers_messages_are_not_a_hard_wrap(mark: tuple[type[Parser], ...]) -> None:
     """Open MPI's help messages sit between 74-dash rules: a console of them alone is read line by line."""
     rule = "-" * 74
