@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Any, AnyStr, NamedTuple, cast
 
 from hanglens import lazyre as re
 from hanglens.ingest.dispatch import ZERO_DIGITS, dispatch_for, trie_regex
-from hanglens.ingest.jsonlines import JsonLinesText, message_path
+from hanglens.ingest.jsonlines import (
+    CsvLines,
+    JsonArrayLines,
+    JsonLinesText,
+    ReversedLines,
+    export_kind,
+    message_path,
+    newest_first,
+)
 from hanglens.ingest.prefilter import (
     FAST_BODY,
     FAST_HEAD_RE2,
@@ -336,13 +344,38 @@ UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def json_message_path(head: bytes) -> tuple[str, ...] | None:
-    """The field holding the log line when the file's head is one JSON record per line (`jsonlines`)."""
-    if head.lstrip()[:1] != b"{":
+    """The field holding the log line when the file's head is one JSON record per line, or holds log records
+    among plain lines (`jsonlines`)."""
+    if b'\n{"' not in head and head.lstrip()[:1] != b"{":
         return None
     sample = head.decode("utf-8", "replace").split("\n")[:SAMPLE_LINES]
     if len(sample) > 1 and not head.endswith(b"\n"):
         sample = sample[:-1]
     return message_path(sample)
+
+
+def json_records_stream(head: bytes, stream: ReadableStream) -> tuple[ReadableStream, str] | None:
+    """`stream` (whose first bytes `head` were read) as the plain lines its JSON log records hold, oldest
+    first, and a note saying so; None when it holds no such records."""
+    kind = export_kind(head)
+    export: ReadableStream | None = None
+    if kind == "array":
+        export = JsonArrayLines(Replay(head, stream))
+    elif isinstance(kind, tuple):
+        export = CsvLines(Replay(head, stream), *kind)
+    if export is not None:
+        stream, head = export, export.read(BLOCK)
+    path = json_message_path(head[: 1 << 16])
+    if path is None:
+        return None if export is None else (Replay(head, stream), "a JSON array or CSV export")
+    note = f"JSON records; read the lines their `{'.'.join(path)}` field holds"
+    if export is not None:
+        note = ("a JSON array" if kind == "array" else "a CSV export") + " of " + note[0].lower() + note[1:]
+    replay: ReadableStream = Replay(head, stream)
+    if newest_first(head[: 1 << 16].decode("utf-8", "replace").split("\n")[:SAMPLE_LINES]):
+        replay = ReversedLines(replay)
+        note += ", oldest first (the export lists the newest first)"
+    return JsonLinesText(replay, path), note
 
 
 class Utf16ToUtf8:
@@ -1243,11 +1276,10 @@ class Reader:
             self.result.notes.append("UTF-16 text (byte-order mark); decoded")
             stream = Utf16ToUtf8(Replay(head, stream))
             head = stream.read(BLOCK)
-        records = json_message_path(head[: 1 << 16])
-        if records is not None:
-            self.result.notes.append(f"one JSON record per line; read the lines their `{'.'.join(records)}` "
-                                     "field holds")
-            stream = JsonLinesText(Replay(head, stream), records)
+        unwrapped = json_records_stream(head, stream)
+        if unwrapped is not None:
+            stream = unwrapped[0]
+            self.result.notes.append(unwrapped[1])
             head = stream.read(BLOCK)
         cr_only, wrap = self.prepare(head[: 1 << 16])
         if wrap:
