@@ -228,6 +228,9 @@ class FileResult:
 # 74 dashes, torchrun's failure table between rules of `=` and `-`). Printed at a fixed width by the program,
 # it is no piece of a cut line, and what follows it does not continue it.
 _RULE_RE = re.compile(r"^\s*([-=*_~#+.])\1{7,}\s*$")
+# A row of a box drawn at the console's width (rich's traceback and panels pad each row to the width and
+# close it with a border, rich/box.py): a whole row, not a piece of a cut line.
+_BOX_ROW_RE = re.compile(r"[│┃║╮╯┐┘]\s*$")
 
 
 def _wrap_width(sample: list[str]) -> int | None:
@@ -238,9 +241,9 @@ def _wrap_width(sample: list[str]) -> int | None:
     A log of many short lines (launcher output, progress prints, a failure table) wrapped at a terminal's
     width has fewer lines at W: from a quarter of the lines, W >= 80 (terminals are 80 columns or wider;
     torchrun's table rules are 60) and at least three in four of them continued is a wrap as well. Rules
-    (`_RULE_RE`) are left out of the count.
+    (`_RULE_RE`) and the rows of a drawn box (`_BOX_ROW_RE`) are left out of the count.
     """
-    lines = [s for s in sample[:-1] if s and not _RULE_RE.match(s)]
+    lines = [s for s in sample[:-1] if s and not _RULE_RE.match(s) and not _BOX_ROW_RE.search(s)]
     if len(lines) < 4:
         return None
     lengths = [_cut_length(s) for s in lines]
