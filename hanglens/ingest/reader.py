@@ -1190,7 +1190,7 @@ class Reader:
         field = self.dialect.rank_field
         assert field is not None
         for rank in set(_field_scan(self.dialect.lead, field).findall(block)):
-            if int(rank) < field[2]:
+            if int(rank) < field[2] or not field[2]:
                 self.envelope_ranks.add(int(rank))
 
     def _repeat(self, line: bytes) -> bool:
