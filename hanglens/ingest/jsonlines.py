@@ -207,20 +207,21 @@ class JsonLinesText:
             if not data:
                 self.done = True
                 rest, self.carry = self.carry, b""
-                return self._convert([rest]) if rest else b""
+                return self._convert(rest) if rest else b""
             buf = self.carry + data
             cut = buf.rfind(b"\n")
             if cut < 0:
                 self.carry = buf
                 continue
             self.carry = buf[cut + 1:]
-            out = self._convert(buf[:cut].split(b"\n"))
-            return out + b"\n"
+            return self._convert(buf[:cut]) + b"\n"
         return b""
 
-    def _convert(self, lines: list[bytes]) -> bytes:
+    def _convert(self, block: bytes) -> bytes:
+        if b"{" not in block:
+            return block  # no record here (a mixed console's plain stretch): as it is
         out: list[str] = []
-        for b in lines:
+        for b in block.split(b"\n"):
             out.extend(plain_lines(b.decode("utf-8", "replace"), self.path))
         return "\n".join(out).encode("utf-8", "replace")
 
