@@ -90,10 +90,12 @@ def test_records_among_plain_lines_are_read_with_their_traceback_and_rank() -> N
     assert message_path(sample) == ("message",)
     # JSON values a script printed (no level or time field) are not log records
     assert message_path(["epoch 1", '{"message": "a"}', '{"message": "b"}', "epoch 2"]) is None
-    lines = plain_lines(_pjl("2026-03-01 10:00:02,001", 3, "ERROR", "fetch failed", exc_info=TB), ("message",))
+    failed = _pjl("2026-03-01 10:00:02,001", 3, "ERROR", "fetch failed", exc_info=TB)
+    lines = plain_lines(failed, ("message",))
     assert lines[0] == "2026-03-01 10:00:02,001 [rank3]: fetch failed"
     assert lines[1] == "2026-03-01 10:00:02,001 [rank3]: Traceback (most recent call last):"
-    assert lines[-1] == "2026-03-01 10:00:02,001 [rank3]: IndexError: shard 17 has 2048 rows, asked for row 2051"
+    assert lines[-1] == ("2026-03-01 10:00:02,001 [rank3]: IndexError: shard 17 has 2048 rows, asked for "
+                         "row 2051")
     # structlog's format_exc_info field, and a record inside a Cloud Logging record's textPayload
     inner = json.dumps({"rank": 1, "level": "error", "timestamp": "2026-03-01T10:00:02.5Z",
                         "exception": TB, "message": "fetch failed"})
@@ -145,7 +147,8 @@ def test_gcloud_json_array_and_csv_exports_become_json_lines() -> None:
     kind = export_kind(csv_text.encode())
     assert kind == (2, 0)
     assert isinstance(kind, tuple)
-    recs = [json.loads(s) for s in CsvLines(io.BytesIO(csv_text.encode()), *kind).read().decode().splitlines()]
+    rows = CsvLines(io.BytesIO(csv_text.encode()), *kind).read().decode().splitlines()
+    recs = [json.loads(s) for s in rows]
     assert recs == [{"message": 'Traceback (most recent call last):\n  File "a.py", line 1',
                      "timestamp": "2026-03-01T10:00:02Z"},
                     {"message": "x, y", "timestamp": "2026-03-01T10:00:03Z"}]
