@@ -406,8 +406,10 @@ def learn_rank_field(lines: list[str]) -> tuple[str, str, int] | None:
         if len(seen) < FIELD_HEADED_SHARE * sum(1 for s in lines if head_re.match(s)):
             return None
     world = seen[0][1]
-    if world == 0:  # a `rank<r>` field: the word says what it is, no world bounds it
-        if word != "rank" or any(w != 0 for _, w in seen):
+    if world == 0:  # a `rank<r>` field: the word says what it is, no world bounds it, so it must open the
+        # message: only a time and a level before it (`run: rank 1 epoch 2` is a sentence of a logger's)
+        if word != "rank" or any(w != 0 for _, w in seen) or any(
+                c.isalpha() and c not in "LTZ" for c in shape):
             return None
     elif world < 2 or any(w != world or r >= world for r, w in seen):
         return None

@@ -158,5 +158,9 @@ def test_ranks_named_in_order_in_the_message_are_no_rank_field() -> None:
     # one writer reporting on each peer in turn (`rank 0 ready`, `rank 1 ready`, ...) counts up, as a counter
     lines = [f"12:00:{i:02d}.000 INFO rank {i % 4} ready after {i} s" for i in range(24)]
     assert learn_rank_field(lines) is None
+    # after a logger's name the words are a sentence of the message, not a header field (no world bounds it)
+    lines = [f"2025-04-12 08:01:{i:02d},311 INFO run: rank {i % 2} epoch 1 step {i} loss 0.7"
+             for i in range(20)]
+    assert learn_rank_field(lines) is None
     # torch's own `[rank<r>]:` envelope is not such a field
     assert learn_rank_field([f"[rank{i % 3}]: step {i} loss 0.5" for i in range(30)]) is None
