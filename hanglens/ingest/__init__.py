@@ -15,7 +15,6 @@ from hanglens import lazyre as re
 from hanglens.errors import InputError
 from hanglens.ingest import flight
 from hanglens.ingest.attribute import FileEvents, attribute
-from hanglens.ingest.jsonlines import JsonLinesText
 from hanglens.ingest.origin import MAX_ERROR_JSON, error_file_event, origin_of
 from hanglens.ingest.prefix import ANSI_RE, strip_prefixes
 from hanglens.ingest.progress import Meter, OnProgress, ReadProgress
@@ -27,7 +26,7 @@ from hanglens.ingest.reader import (
     Replay,
     Utf16ToUtf8,
     compile_triggers,
-    json_message_path,
+    json_records_stream,
 )
 from hanglens.ingest.sources import (
     SNIFF,
@@ -751,9 +750,9 @@ def _lines_at(loc: Locator | None, display: str, wanted: set[int]) -> dict[int, 
         if data.startswith(UTF16_BOMS):
             stream = Utf16ToUtf8(Replay(data, stream))
             data = stream.read(BLOCK)
-        records = json_message_path(data[: 1 << 16])
-        if records is not None:  # (numbered as the reader numbers them: the lines the records hold)
-            stream = JsonLinesText(Replay(data, stream), records)
+        unwrapped = json_records_stream(data, stream)
+        if unwrapped is not None:  # (numbered as the reader numbers them: the lines the records hold)
+            stream = unwrapped[0]
             data = stream.read(BLOCK)
         cr_only = b"\n" not in data[: 1 << 16] and b"\r" in data[: 1 << 16]
         num, carry = 1, b""

@@ -3,15 +3,29 @@
 Log shippers and exports keep each line a process printed as a field of a JSON record: Docker's json-file
 logging driver writes `{"log":"<line>\\n","stream":"stdout","time":"<RFC 3339>"}` per line (Docker docs,
 "JSON File logging driver"), `journalctl -o json` puts the line in `MESSAGE`, a Google Cloud Logging export
-in `textPayload` (or `jsonPayload.message`), and other exports in `message`/`msg`/`@message`. The records'
-line is the log line whose formats log-formats.md describes; the record's time and stream are written back
-in front of it as the container runtime's own prefix (`<RFC 3339> <stream> F `, log-formats.md section 9.3)
-or as an ISO timestamp, which `prefix.strip_prefixes` reads like any other.
+in `textPayload` (or `jsonPayload.message`), Loki's `logcli query --output=jsonl` in `line`, and other
+exports in `message`/`msg`/`@message`. The records' line is the log line whose formats log-formats.md
+describes; the record's time and stream are written back in front of it as the container runtime's own
+prefix (`<RFC 3339> <stream> F `, log-formats.md section 9.3) or as an ISO timestamp, which
+`prefix.strip_prefixes` reads like any other.
+
+A script's own logger may write such records too, between the launcher's plain lines (python-json-logger's
+`JsonFormatter`, structlog's `JSONRenderer`): each record holds one message, the writer's rank when the script
+bound it (`rank`, `global_rank`), and the formatted traceback of `logger.exception` in a field of its own
+(python-json-logger `exc_info` and `stack_info`, structlog's `format_exc_info` `exception`, the stdlib's
+`exc_text`). A record becomes its message's lines and then its traceback's, each behind the record's time and
+a `[rank<r>]: ` envelope (the one torch puts on a rank's lines, log-formats.md section 1.1), so a traceback
+logged that way reads like one printed. A record held in a shipper record's line (a JSON log line exported
+by Cloud Logging) is read the same way, once.
 """
 
 from __future__ import annotations
 
+import codecs
+import csv
 import json
+from collections.abc import Iterator
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from hanglens import lazyre as re
@@ -22,8 +36,14 @@ if TYPE_CHECKING:
 # Where each known shipper keeps the line, most specific first.
 MESSAGE_PATHS: tuple[tuple[str, ...], ...] = (
     ("log",), ("MESSAGE",), ("textPayload",), ("jsonPayload", "message"), ("message",), ("msg",),
-    ("@message",),
+    ("@message",), ("line",),
 )
+# Where logging libraries keep a record's formatted traceback (python-json-logger `exc_info`/`stack_info`,
+# structlog `format_exc_info` -> `exception`, logging's `exc_text`).
+TRACE_KEYS = ("exc_info", "exception", "exc_text", "stack_info")
+RANK_KEYS = ("rank", "global_rank")
+# A record of a logging library names its level or time: what tells one from a JSON value a script printed.
+LOG_KEYS = ("level", "levelname", "severity", "lvl", "time", "timestamp", "@timestamp", "asctime")
 TIME_KEYS = ("time", "timestamp", "@timestamp")
 # The container runtime's stamp (`prefix.CRI_RE`) and a plain ISO stamp (`prefix.ISO_RE`).
 CRI_TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)$")
@@ -31,6 +51,7 @@ ISO_TIME_RE = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+
 SHARE = 0.9        # of the sample's non-empty lines that must be records of one shape
 MIN_RECORDS = 2
 MAX_RECORD = 1 << 20  # a longer line is read as it is (a record that long is not a log line's)
+MAX_REVERSED = 256 << 20  # bytes of a newest-first export held to be read oldest first
 
 
 def _at(obj: Any, path: tuple[str, ...]) -> Any:
@@ -55,29 +76,109 @@ def json_record(line: str, max_len: int = MAX_RECORD) -> dict[str, Any] | None:
 
 def message_path(sample: list[str]) -> tuple[str, ...] | None:
     """The field holding the log line when (nearly) every non-empty sample line is a JSON record that has it
-    as a string, else None."""
+    as a string, or when the records among plain lines are log records (a level or time field) that have
+    it, else None."""
     lines = [s for s in sample if s.strip()]
     if len(lines) < MIN_RECORDS:
         return None
     records = [r for r in (json_record(s) for s in lines) if r is not None]
-    if len(records) < max(MIN_RECORDS, SHARE * len(lines)):
+    if len(records) < MIN_RECORDS:
         return None
+    whole = len(records) >= SHARE * len(lines)
     for path in MESSAGE_PATHS:
-        if sum(isinstance(_at(r, path), str) for r in records) >= SHARE * len(lines):
+        holding = [r for r in records if isinstance(_at(r, path), str)]
+        if whole and len(holding) >= SHARE * len(lines):
+            return path
+        if len(holding) >= max(MIN_RECORDS, SHARE * len(records)) and all(
+                any(k in r for k in LOG_KEYS) for r in holding):
             return path
     return None
 
 
-def plain_lines(line: str, path: tuple[str, ...]) -> list[str]:
-    """The log lines one physical line holds: a record's message (one line per line it holds, each behind
-    the record's time and stream), or the line itself when it is not such a record."""
-    r = json_record(line)
+def newest_first(sample: list[str]) -> bool:
+    """True when the sample's records run backwards in time: an export listed newest first (Loki's `logcli
+    query` reads `--direction backward` by default, `gcloud logging read` lists newest entries first, a
+    Kibana table sorts `@timestamp` descending). Equal times say nothing; one step forward in ten is noise."""
+    times = [t for t in map(_time_of, sample) if t is not None]
+    back = sum(a > b for a, b in pairwise(times))
+    ahead = sum(a < b for a, b in pairwise(times))
+    return back >= MIN_RECORDS and ahead * 10 <= back
+
+
+def _time_of(line: str) -> str | None:
+    r = json_record(line) if line.strip() else None
+    if r is None:
+        return None
+    t = next((v for k in TIME_KEYS if isinstance(v := r.get(k), str)), None)
+    return t if t is not None and ISO_TIME_RE.match(t) else None
+
+
+class ReversedLines:
+    """A stream's lines in reverse order (a newest-first export read oldest first), UTF-8 bytes. The whole
+    stream is held, so only up to `cap` bytes are reversed; a longer stream is read as it is after them."""
+
+    def __init__(self, stream: ReadableStream, cap: int = MAX_REVERSED) -> None:
+        self.stream, self.cap = stream, cap
+        self.out: list[bytes] | None = None
+
+    def read(self, size: int = -1, /) -> bytes:
+        if self.out is None:
+            chunks, held = [], 0
+            while held <= self.cap:
+                data = self.stream.read(1 << 20)
+                if not data:
+                    break
+                chunks.append(data)
+                held += len(data)
+            blob = b"".join(chunks)
+            if held > self.cap:  # past the cap: reverse nothing, read on as written
+                self.out = [blob]
+            else:
+                lines = blob.split(b"\n")
+                if lines and not lines[-1]:
+                    lines.pop()
+                lines.reverse()
+                self.out = [b"\n".join(lines) + b"\n"] if lines else []
+        if self.out:
+            return self.out.pop(0)
+        return self.stream.read(size)
+
+
+def _rank_of(r: dict[str, Any]) -> int | None:
+    for key in RANK_KEYS:
+        v = r.get(key)
+        if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1_000_000:
+            return v
+        if isinstance(v, str) and v.isdigit() and len(v) <= 6:
+            return int(v)
+    return None
+
+
+def _inner_path(r: dict[str, Any]) -> tuple[str, ...] | None:
+    """The message field of a log record held in another record's line (one with a level or time field)."""
+    if not any(k in r for k in LOG_KEYS):
+        return None
+    return next((p for p in MESSAGE_PATHS if isinstance(_at(r, p), str)), None)
+
+
+def plain_lines(line: str, path: tuple[str, ...], nested: bool = True) -> list[str]:
+    """The log lines one physical line holds: a record's message and traceback (one line per line they
+    hold, each behind the record's time and stream and its writer's `[rank<r>]: `), or the line itself when
+    it is not such a record."""
+    r = json_record(line) if line[:1] == "{" or line.lstrip()[:1] == "{" else None
     msg = _at(r, path) if r is not None else None
     if not isinstance(msg, str):
         return [line]
     if msg.endswith("\n"):
         msg = msg[:-1]
     msg = msg.removesuffix("\r")
+    inner = json_record(msg) if nested and msg[:1] == "{" else None
+    inner_path = _inner_path(inner) if inner is not None else None
+    parts = plain_lines(msg, inner_path, nested=False) if inner_path is not None else msg.split("\n")
+    for key in TRACE_KEYS:
+        v = r.get(key) if r is not None else None
+        if isinstance(v, str) and v.strip() and v not in msg:
+            parts.extend(v.rstrip("\n").split("\n"))
     t = next((v for k in TIME_KEYS if isinstance(v := r.get(k), str)), None) if r is not None else None
     stream = r.get("stream") if r is not None else None
     if t is not None and stream in ("stdout", "stderr") and CRI_TIME_RE.match(t):
@@ -86,7 +187,10 @@ def plain_lines(line: str, path: tuple[str, ...]) -> list[str]:
         lead = f"{t} "
     else:
         lead = ""
-    return [lead + part for part in msg.split("\n")]
+    rank = _rank_of(r) if r is not None else None
+    if rank is not None:
+        lead += f"[rank{rank}]: "
+    return [lead + part for part in parts]
 
 
 class JsonLinesText:
@@ -103,19 +207,144 @@ class JsonLinesText:
             if not data:
                 self.done = True
                 rest, self.carry = self.carry, b""
-                return self._convert([rest]) if rest else b""
+                return self._convert(rest) if rest else b""
             buf = self.carry + data
             cut = buf.rfind(b"\n")
             if cut < 0:
                 self.carry = buf
                 continue
             self.carry = buf[cut + 1:]
-            out = self._convert(buf[:cut].split(b"\n"))
-            return out + b"\n"
+            return self._convert(buf[:cut]) + b"\n"
         return b""
 
-    def _convert(self, lines: list[bytes]) -> bytes:
+    def _convert(self, block: bytes) -> bytes:
+        if b"{" not in block:
+            return block  # no record here (a mixed console's plain stretch): as it is
         out: list[str] = []
-        for b in lines:
+        for b in block.split(b"\n"):
             out.extend(plain_lines(b.decode("utf-8", "replace"), self.path))
         return "\n".join(out).encode("utf-8", "replace")
+
+
+# -- whole-document exports, read as one JSON record per line --------------------------------------------
+# `gcloud logging read --format=json` prints a JSON array of LogEntry objects, indented; Kibana / Grafana
+# table downloads are CSV with a header row naming a time and a message column.
+ARRAY_HEAD_RE = re.compile(r"^\s*\[\s*\{")
+CSV_MESSAGE_COLUMNS = ("message", "line", "log", "textpayload", "_raw", "msg", "@message")
+CSV_TIME_COLUMNS = ("timestamp", "time", "@timestamp", "_time", "date", "receivetimestamp")
+CSV_HEADER_RE = re.compile(
+    r'^\ufeff?(?:"[\w@. -]{1,64}"|[\w@. -]{1,64})(?:,(?:"[\w@. -]{1,64}"|[\w@. -]{1,64})){1,63}$')
+CHUNK = 1 << 16
+
+
+class JsonArrayLines:
+    """A JSON array of objects (however indented) read as one compact JSON object per line, UTF-8 bytes. An
+    object longer than MAX_RECORD, or text that is not such an array, ends the conversion: the rest is read
+    as it is."""
+
+    def __init__(self, stream: ReadableStream) -> None:
+        self.stream = stream
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.buf, self.pos = "", 0
+        self.started = self.done = self.raw = False
+        self.json = json.JSONDecoder()
+
+    def _more(self) -> bool:
+        data = self.stream.read(CHUNK)
+        self.buf = self.buf[self.pos:] + self.decoder.decode(data, final=not data)
+        self.pos = 0
+        return bool(data)
+
+    def read(self, size: int = -1, /) -> bytes:
+        if self.raw:
+            rest, self.buf, self.pos = self.buf[self.pos:], "", 0
+            return rest.encode("utf-8") if rest else self.stream.read(size)
+        out: list[str] = []
+        while not self.done and sum(map(len, out)) < CHUNK:
+            s, i = self.buf, self.pos
+            while i < len(s) and (s[i].isspace() or s[i] == "," or (s[i] == "[" and not self.started)):
+                self.started |= s[i] == "["
+                i += 1
+            self.pos = i
+            if i >= len(s):
+                if not self._more():
+                    self.done = True
+                continue
+            if s[i] == "]":
+                self.done = True
+                break
+            try:
+                obj, end = self.json.raw_decode(s, i)
+            except ValueError:
+                if len(s) - i > MAX_RECORD or not self._more():
+                    self.raw = self.done = True
+                continue
+            out.append(json.dumps(obj, ensure_ascii=False) + "\n")
+            self.pos = end
+        if out:
+            return "".join(out).encode("utf-8")
+        return self.read(size) if self.raw else b""
+
+
+class CsvLines:
+    """A CSV export with a header row read as one JSON record per row (`{"timestamp": ..., "message": ...}`),
+    UTF-8 bytes; a quoted message may span lines."""
+
+    def __init__(self, stream: ReadableStream, message: int, time: int | None) -> None:
+        self.stream, self.message, self.time = stream, message, time
+        self.rows = csv.reader(self._lines())
+        next(self.rows, None)  # the header
+        self.done = False
+
+    def _lines(self) -> Iterator[str]:
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        carry = ""
+        while True:
+            data = self.stream.read(CHUNK)
+            text = carry + decoder.decode(data, final=not data)
+            parts = text.split("\n")
+            carry = parts.pop()
+            for p in parts:
+                yield p + "\n"
+            if not data:
+                if carry:
+                    yield carry
+                return
+
+    def read(self, size: int = -1, /) -> bytes:
+        out: list[str] = []
+        while not self.done and sum(map(len, out)) < CHUNK:
+            try:
+                row = next(self.rows, None)
+            except csv.Error:  # a field past the csv module's limit: skipped
+                continue
+            if row is None:
+                self.done = True
+                break
+            if len(row) <= self.message:
+                continue
+            rec = {"message": row[self.message]}
+            if self.time is not None and self.time < len(row):
+                rec["timestamp"] = row[self.time]
+            out.append(json.dumps(rec, ensure_ascii=False) + "\n")
+        return "".join(out).encode("utf-8")
+
+
+def csv_columns(first_line: str) -> tuple[int, int | None] | None:
+    """The message and time columns named by a CSV header row, else None."""
+    if not CSV_HEADER_RE.match(first_line):
+        return None
+    names = [n.strip().strip('"').lower() for n in next(csv.reader([first_line.lstrip("\ufeff")]))]
+    msg = next((names.index(c) for c in CSV_MESSAGE_COLUMNS if c in names), None)
+    if msg is None:
+        return None
+    return msg, next((names.index(c) for c in CSV_TIME_COLUMNS if c in names), None)
+
+
+def export_kind(head: bytes) -> str | tuple[int, int | None] | None:
+    """"array" when the file's first bytes open a JSON array of objects, a CSV header's (message, time)
+    columns, else None."""
+    text = head[:4096].decode("utf-8", "replace")
+    if ARRAY_HEAD_RE.match(text):
+        return "array"
+    return csv_columns(text.split("\n", 1)[0].removesuffix("\r"))

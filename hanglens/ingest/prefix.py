@@ -147,6 +147,11 @@ USER_RANK_COLON_RE = re.compile(r"^(?:rank|Rank|RANK) (?P<rank>\d{1,6}): (?=\S)"
 RANK_FIELD_RE = re.compile(
     r"(?:^|(?<=[\s|\[(<,;:]))(?P<pre>[A-Za-z]{0,8}) ?(?P<rank>\d{1,6})(?: ?/ ?| of )(?P<world>\d{1,6})"
     r"(?=[\s|\])>,;:])")
+# The same field without the world size, named by the word `rank` itself (`%(asctime)s rank{rank}
+# %(levelname)s %(message)s`, loguru's `{time} | {level} | rank{extra[rank]} | ...`): learned the same way,
+# with no world to bound it. Not torch's own `[rank<r>]:` envelope (`RANK_RE`), read before any field.
+RANK_WORD_FIELD_RE = re.compile(
+    r"(?:^|(?<=[\s|(<,;:]))(?P<pre>rank|Rank|RANK) ?(?P<rank>\d{1,6})(?=[\s|\])>,;:])")
 # What follows a progress bar's `n/total`: tqdm's ` [<elapsed><<remaining>, <rate>]` (tqdm/std.py
 # `format_meter`: `{n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]`). A bar redrawn by
 # several writers, or restarted, can make its counts take turns like ranks; it is never a rank field.
@@ -335,6 +340,7 @@ def _detect(lines: list[str], lead: str) -> Dialect:
 FIELD_HEAD = 96       # characters at a line's start where a header's rank field is looked for
 FIELD_MIN_LINES = 6   # sample lines that must carry a rank field (and FIELD_SHARE of the sample's lines)
 FIELD_SHARE = 0.15
+FIELD_HEADED_SHARE = 0.8   # else of the sample's lines that open with the field's header shape
 FIELD_MAX_COUNTING = 0.75   # share of a field's value changes that may be +1 (a counter's are nearly all)
 # Words before an `n/N` that count progress, not writers (`step 3/8`, `epoch 1/4`, `batch 12/500`, ...).
 PROGRESS_WORDS = frozenset({
@@ -356,6 +362,12 @@ def _field_at(s: str) -> tuple[str, str, int, int] | None:
     """(word, header shape, rank, world) of the first `<word?><r>/<W>` field in a line's head, or None."""
     head = s[:FIELD_HEAD]
     m = RANK_FIELD_RE.search(head)
+    w = (RANK_WORD_FIELD_RE.search(head, 0, m.start() if m else len(head))
+         if "ank" in head or "ANK" in head else None)
+    if w is not None:  # a world-less `rank<r>` field before any `<r>/<W>` one
+        if not s[w.end():].strip():
+            return None
+        return w["pre"].lower(), _field_shape(s[:w.start()]), int(w["rank"]), 0
     if m is None or not s[m.end():].strip():
         return None
     if "%|" in s[:m.start()] or FIELD_BAR_TAIL_RE.match(s, m.end()) is not None:
@@ -376,7 +388,8 @@ def learn_rank_field(lines: list[str]) -> tuple[str, str, int] | None:
     epoch of a counter)."""
     found: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for s in lines:
-        if "/" not in s[:FIELD_HEAD] and " of " not in s[:FIELD_HEAD]:
+        head = s[:FIELD_HEAD]
+        if "/" not in head and " of " not in head and "ank" not in head and "ANK" not in head:
             continue
         hit = _field_at(s)
         if hit is not None:
@@ -384,10 +397,21 @@ def learn_rank_field(lines: list[str]) -> tuple[str, str, int] | None:
     if not found:
         return None
     (word, shape), seen = max(found.items(), key=lambda kv: len(kv[1]))
-    if len(seen) < max(FIELD_MIN_LINES, FIELD_SHARE * len(lines)) or word in PROGRESS_WORDS:
+    if len(seen) < FIELD_MIN_LINES or word in PROGRESS_WORDS:
         return None
+    if len(seen) < FIELD_SHARE * len(lines):
+        # Many lines without a header (tracebacks, a launcher's report) thin the share out: the field still
+        # counts when most lines that open with its header's shape carry it.
+        head_re = re.compile("^" + "".join(_SHAPE_PARTS.get(c) or re.escape(c) for c in shape))
+        if len(seen) < FIELD_HEADED_SHARE * sum(1 for s in lines if head_re.match(s)):
+            return None
     world = seen[0][1]
-    if world < 2 or any(w != world or r >= world for r, w in seen):
+    if world == 0:  # a `rank<r>` field: the word says what it is, no world bounds it, so it must open the
+        # message: only a time and a level before it (`run: rank 1 epoch 2` is a sentence of a logger's)
+        if word != "rank" or any(w != 0 for _, w in seen) or any(
+                c.isalpha() and c not in "LTZ" for c in shape):
+            return None
+    elif world < 2 or any(w != world or r >= world for r, w in seen):
         return None
     ranks = [r for r, _ in seen]
     values = set(ranks)
@@ -532,8 +556,9 @@ def field_pattern(lead: str, field: tuple[str, str, int]) -> str:
     blanks as blank runs; the field ends a header field and the message after it is not empty."""
     word, shape, world = field
     head = "".join(_SHAPE_PARTS.get(c) or re.escape(c) for c in shape)
-    return (r"^" + re.escape(lead) + head + r"(?i:" + re.escape(word) + r") ?(\d{1,6})(?: ?/ ?| of )"
-            + str(world) + r"(?=[\s|\])>,;:])(?=[ \t]*\S)")
+    total = r"(?: ?/ ?| of )" + str(world) if world else ""
+    return (r"^" + re.escape(lead) + head + r"(?i:" + re.escape(word) + r") ?(\d{1,6})" + total
+            + r"(?=[\s|\])>,;:])(?=[ \t]*\S)")
 
 
 @lru_cache(maxsize=8)
@@ -821,7 +846,7 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
         rank = _record_rank(s)
     if rank is None and dialect.rank_field is not None:
         m = field_line_re(dialect.lead, dialect.rank_field).match(raw)
-        if m is not None and int(m[1]) < dialect.rank_field[2]:
+        if m is not None and (int(m[1]) < dialect.rank_field[2] or not dialect.rank_field[2]):
             rank = int(m[1])
     if rank is None and task is not None and local_rank is None:
         rank = None  # a scheduler task id is not a global rank; kept in `task`

@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Any, AnyStr, NamedTuple, cast
 
 from hanglens import lazyre as re
 from hanglens.ingest.dispatch import ZERO_DIGITS, dispatch_for, trie_regex
-from hanglens.ingest.jsonlines import JsonLinesText, message_path
+from hanglens.ingest.jsonlines import (
+    CsvLines,
+    JsonArrayLines,
+    JsonLinesText,
+    ReversedLines,
+    export_kind,
+    message_path,
+    newest_first,
+)
 from hanglens.ingest.prefilter import (
     FAST_BODY,
     FAST_HEAD_RE2,
@@ -231,6 +239,9 @@ class FileResult:
 # 74 dashes, torchrun's failure table between rules of `=` and `-`). Printed at a fixed width by the program,
 # it is no piece of a cut line, and what follows it does not continue it.
 _RULE_RE = re.compile(r"^\s*([-=*_~#+.])\1{7,}\s*$")
+# A row of a box drawn at the console's width (rich's traceback and panels pad each row to the width and
+# close it with a border, rich/box.py): a whole row, not a piece of a cut line.
+_BOX_ROW_RE = re.compile(r"[│┃║╮╯┐┘]\s*$")
 
 
 def _wrap_width(sample: list[str]) -> int | None:
@@ -241,9 +252,9 @@ def _wrap_width(sample: list[str]) -> int | None:
     A log of many short lines (launcher output, progress prints, a failure table) wrapped at a terminal's
     width has fewer lines at W: from a quarter of the lines, W >= 80 (terminals are 80 columns or wider;
     torchrun's table rules are 60) and at least three in four of them continued is a wrap as well. Rules
-    (`_RULE_RE`) are left out of the count.
+    (`_RULE_RE`) and the rows of a drawn box (`_BOX_ROW_RE`) are left out of the count.
     """
-    lines = [s for s in sample[:-1] if s and not _RULE_RE.match(s)]
+    lines = [s for s in sample[:-1] if s and not _RULE_RE.match(s) and not _BOX_ROW_RE.search(s)]
     if len(lines) < 4:
         return None
     lengths = [_cut_length(s) for s in lines]
@@ -347,13 +358,38 @@ UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def json_message_path(head: bytes) -> tuple[str, ...] | None:
-    """The field holding the log line when the file's head is one JSON record per line (`jsonlines`)."""
-    if head.lstrip()[:1] != b"{":
+    """The field holding the log line when the file's head is one JSON record per line, or holds log records
+    among plain lines (`jsonlines`)."""
+    if b'\n{"' not in head and head.lstrip()[:1] != b"{":
         return None
     sample = head.decode("utf-8", "replace").split("\n")[:SAMPLE_LINES]
     if len(sample) > 1 and not head.endswith(b"\n"):
         sample = sample[:-1]
     return message_path(sample)
+
+
+def json_records_stream(head: bytes, stream: ReadableStream) -> tuple[ReadableStream, str] | None:
+    """`stream` (whose first bytes `head` were read) as the plain lines its JSON log records hold, oldest
+    first, and a note saying so; None when it holds no such records."""
+    kind = export_kind(head)
+    export: ReadableStream | None = None
+    if kind == "array":
+        export = JsonArrayLines(Replay(head, stream))
+    elif isinstance(kind, tuple):
+        export = CsvLines(Replay(head, stream), *kind)
+    if export is not None:
+        stream, head = export, export.read(BLOCK)
+    path = json_message_path(head[: 1 << 16])
+    if path is None:
+        return None if export is None else (Replay(head, stream), "a JSON array or CSV export")
+    note = f"JSON records; read the lines their `{'.'.join(path)}` field holds"
+    if export is not None:
+        note = ("a JSON array" if kind == "array" else "a CSV export") + " of " + note[0].lower() + note[1:]
+    replay: ReadableStream = Replay(head, stream)
+    if newest_first(head[: 1 << 16].decode("utf-8", "replace").split("\n")[:SAMPLE_LINES]):
+        replay = ReversedLines(replay)
+        note += ", oldest first (the export lists the newest first)"
+    return JsonLinesText(replay, path), note
 
 
 class Utf16ToUtf8:
@@ -1178,7 +1214,7 @@ class Reader:
         field = self.dialect.rank_field
         assert field is not None
         for rank in set(_field_scan(self.dialect.lead, field).findall(block)):
-            if int(rank) < field[2]:
+            if int(rank) < field[2] or not field[2]:
                 self.envelope_ranks.add(int(rank))
 
     def _repeat(self, line: bytes) -> bool:
@@ -1267,11 +1303,10 @@ class Reader:
             self.result.notes.append("UTF-16 text (byte-order mark); decoded")
             stream = Utf16ToUtf8(Replay(head, stream))
             head = stream.read(BLOCK)
-        records = json_message_path(head[: 1 << 16])
-        if records is not None:
-            self.result.notes.append(f"one JSON record per line; read the lines their `{'.'.join(records)}` "
-                                     "field holds")
-            stream = JsonLinesText(Replay(head, stream), records)
+        unwrapped = json_records_stream(head, stream)
+        if unwrapped is not None:
+            stream = unwrapped[0]
+            self.result.notes.append(unwrapped[1])
             head = stream.read(BLOCK)
         cr_only, wrap = self.prepare(head[: 1 << 16])
         if wrap:

@@ -36,6 +36,17 @@ TB_SUFFIX_RE = re.compile(r"(?:Error|Exception|Interrupt|Exit|StopIteration|Warn
 BARE_EXC_RE = re.compile(
     r"(?:^|(?<=\]))(?P<type>(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):(?: (?P<msg>.*?))?\s*$"
 )
+# rich's traceback (`rich.traceback.install()`, `RichHandler(rich_tracebacks=True)`; rich/traceback.py
+# `Traceback._render_stack`): the frames in a box titled `Traceback (most recent call last)`, each frame a
+# `<file>:<line> in <function>` row (a long file name wrapped onto the row before) over its source lines, the
+# failing one marked `❱ <n>`; after the box the `<type>: <message>` line, the message word-wrapped at the
+# console's width onto the lines after it.
+RICH_START_RE = re.compile(r"^(?P<pre>\s*)╭─+ Traceback \(most recent call last\) ─+╮\s*$")
+RICH_FRAME_RE = re.compile(r"^\s*│ (?P<file>\S(?:[^│]*?\S)?):(?P<line>\d+) in (?P<func>\S+) *│\s*$")
+RICH_PATH_RE = re.compile(r"^\s*│ (?P<part>[^\s│]{2,}) *│\s*$")
+RICH_SOURCE_RE = re.compile(r"^\s*│ (?:│ )?❱ ?\d+ [│ ]*(?P<src>\S.*?) *│\s*$")
+RICH_ROW_RE = re.compile(r"^\s*[│╰╭]")
+RICH_END_RE = re.compile(r"^\s*╰─+╯\s*$")
 DATALOADER_RE = re.compile(r"Caught (?P<exc>\w+) in DataLoader worker process (?P<worker>\d+)")
 # A per-line prefix the reader does not know (`gpu-a8: `, `host17 | `, `[node3] `, `worker-2>`): learned from
 # the `Traceback` line, confirmed by the next line of that writer, which must carry it before a `File` frame.
@@ -78,6 +89,8 @@ class _Tb:
     outer_message: str | None = None
     original_message: str | None = None
     worker: int | None = None
+    rich: bool = False              # a rich box: frames as `file:line in func` rows, the message wrapped
+    path_part: str = ""             # a rich frame row's file name wrapped onto the row before
     # the frames of the raising rank's own traceback, kept while relayed tracebacks (DCP) are read
     outer_frames: list[tuple[str, int | None, str | None]] | None = None
     outer_sources: list[str] | None = None
@@ -189,6 +202,29 @@ class TracebackParser(Parser):
                  "dataloader_worker": 3, "original_message": "bad sample", "frame_file": "/home/u/dataset.py",
                  "frame_line": 20, "frame_func": "__getitem__"},
                 "torch 1.10-2.9"),
+        Example("╭──────────── Traceback (most recent call last) ────────────╮\n"
+                "│ /home/u/proj/train.py:57 in <module>                       │\n"
+                "│                                                            │\n"
+                "│   56 if __name__ == \"__main__\":                             │\n"
+                "│ ❱ 57 │   fit()                                             │\n"
+                "│                                                            │\n"
+                "│ /home/u/.venv/lib/python3.11/site-packages/torch/distribut │\n"
+                "│ ed/c10d_logger.py:81 in wrapper                            │\n"
+                "│                                                            │\n"
+                "│ ❱ 81 │   │   │   return func(*args, **kwargs)              │\n"
+                "╰────────────────────────────────────────────────────────────╯\n"
+                "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:534] \n"
+                "Connection closed by peer [10.1.0.4]:41122\n",
+                "exception",
+                {"exc_type": "RuntimeError",
+                 "message": "[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by "
+                            "peer [10.1.0.4]:41122",
+                 "frame_file": "/home/u/.venv/lib/python3.11/site-packages/torch/distributed/"
+                               "c10d_logger.py",
+                 "frame_line": 81, "frame_func": "wrapper",
+                 "sources": ["fit()", "return func(*args, **kwargs)"]},
+                "any (rich.traceback.install(): a boxed traceback, the message word-wrapped at the console's "
+                "width; written here, 62 columns)"),
         Example("Traceback (most recent call last):\n"
                 "  File \"train.py\", line 42, in <module>\n"
                 "    main()\n",
@@ -276,6 +312,10 @@ class TracebackParser(Parser):
             indent = len(pre) - len(pre.lstrip(" ")) if not pre.strip() else 0
             self.open[key] = _Tb(first=line, indent=indent)
             return out
+        m = RICH_START_RE.match(text) if "╭" in text else None
+        if m:
+            self.open[key] = _Tb(first=line, indent=len(m["pre"]), rich=True)
+            return out
         m = BARE_EXC_RE.search(text)
         if m:
             out.append(self._bare(line, m))
@@ -292,7 +332,7 @@ class TracebackParser(Parser):
             if not text.strip() or CHAIN_RE.match(text):
                 return True, False
             m = TB_START_RE.search(text)
-            if m and TB_PRE_OK_RE.search(m["pre"]):
+            if (m and TB_PRE_OK_RE.search(m["pre"])) or (tb.rich and RICH_START_RE.match(text)):
                 tb.phase, tb.frames, tb.sources, tb.noise = "frames", [], [], 0
                 return True, False
             return False, True
@@ -314,15 +354,21 @@ class TracebackParser(Parser):
                     tb.outer_frames, tb.outer_sources = tb.frames, tb.sources
                 tb.original, tb.phase, tb.frames, tb.sources, tb.noise = True, "frames", [], [], 0
                 return True, False
-            if m or BARE_EXC_RE.search(text) or FRAME_RE.match(text):
+            if m or BARE_EXC_RE.search(text) or FRAME_RE.match(text) or (
+                    tb.rich and RICH_START_RE.match(text)):
                 return False, True
             if text.strip():
                 tb.tail += 1
                 if tb.tail > MAX_TAIL:
                     return False, True
+                if tb.rich and not tb.original:  # the message word-wrapped at the console's width
+                    tb.message = f"{tb.message or ''} {text.strip()}".strip()[:MAX_MESSAGE]
             return True, False
         # frames phase
         if not text.strip():
+            return True, False
+        if tb.rich and RICH_ROW_RE.match(text):
+            self._rich_row(tb, text)
             return True, False
         m = FRAME_RE.match(text)
         if m:
@@ -349,6 +395,23 @@ class TracebackParser(Parser):
             return True, tb.noise > MAX_NOISE
         tb.noise += 1
         return tb.noise <= MAX_NOISE, tb.noise > MAX_NOISE
+
+    def _rich_row(self, tb: _Tb, text: str) -> None:
+        """One row of a rich traceback box: a frame, a wrapped file name, a marked source line, or other."""
+        m = RICH_FRAME_RE.match(text)
+        if m:
+            tb.frames.append((tb.path_part + m["file"], to_count(m["line"]), m["func"]))
+            tb.sources.append("")
+            tb.path_part = ""
+            if len(tb.frames) > MAX_FRAMES:
+                del tb.frames[0]
+                del tb.sources[0]
+            return
+        m = RICH_SOURCE_RE.match(text)
+        if m and tb.sources and not tb.sources[-1]:
+            tb.sources[-1] = m["src"][:MAX_SOURCE]
+        m = RICH_PATH_RE.match(text)
+        tb.path_part = m["part"] if m and len(m["part"]) < 400 else ""
 
     def _exception(self, tb: _Tb, line: LogLine, exc_type: str, msg: str | None) -> None:
         message = (msg or "").strip()[:MAX_MESSAGE] or None

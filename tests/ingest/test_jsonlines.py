@@ -4,11 +4,21 @@ plain lines their records hold. Records written here from Docker's json-file for
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 from hanglens import api
-from hanglens.ingest.jsonlines import message_path, plain_lines
+from hanglens.ingest import read_inputs
+from hanglens.ingest.jsonlines import (
+    CsvLines,
+    JsonArrayLines,
+    ReversedLines,
+    export_kind,
+    message_path,
+    newest_first,
+    plain_lines,
+)
 
 
 def _docker(lines: list[tuple[str, str, str]]) -> str:
@@ -57,3 +67,90 @@ def test_a_cuda_error_inside_cloud_logging_records_is_read_as_the_line_it_is(tmp
     (tmp_path / "export.jsonl").write_text(text)
     verdict = api.analyze([tmp_path]).result.verdict
     assert (verdict.category.value, verdict.culprit_ranks) == ("cuda_error", (3,))
+
+
+# -- a script's own JSON log records, and whole-document exports ----------------------------------------
+# Records written here in python-json-logger's and structlog's shapes (their JsonFormatter / JSONRenderer
+# field names), with lines from log-formats.md sections 1.1 and 3.1; own values.
+
+def _pjl(t: str, rank: int, level: str, msg: str, **extra: str) -> str:
+    return json.dumps({"timestamp": t, "level": level, "name": "trainer", "message": msg, "rank": rank,
+                       "world_size": 4, **extra}) + "\n"
+
+
+TB = ('Traceback (most recent call last):\n  File "/home/user/proj/train.py", line 88, in <module>\n'
+      '    run()\n  File "/home/user/proj/train.py", line 61, in run\n    batch = fetch(i)\n'
+      "IndexError: shard 17 has 2048 rows, asked for row 2051")
+
+
+def test_records_among_plain_lines_are_read_with_their_traceback_and_rank() -> None:
+    sample = ["W0301 10:00:00.100000 811 torch/distributed/run.py:874] *****",
+              _pjl("2026-03-01 10:00:01,200", 0, "INFO", "step 4 loss 0.51"),
+              _pjl("2026-03-01 10:00:01,230", 2, "INFO", "step 4 loss 0.49")]
+    assert message_path(sample) == ("message",)
+    # JSON values a script printed (no level or time field) are not log records
+    assert message_path(["epoch 1", '{"message": "a"}', '{"message": "b"}', "epoch 2"]) is None
+    failed = _pjl("2026-03-01 10:00:02,001", 3, "ERROR", "fetch failed", exc_info=TB)
+    lines = plain_lines(failed, ("message",))
+    assert lines[0] == "2026-03-01 10:00:02,001 [rank3]: fetch failed"
+    assert lines[1] == "2026-03-01 10:00:02,001 [rank3]: Traceback (most recent call last):"
+    assert lines[-1] == ("2026-03-01 10:00:02,001 [rank3]: IndexError: shard 17 has 2048 rows, asked for "
+                         "row 2051")
+    # structlog's format_exc_info field, and a record inside a Cloud Logging record's textPayload
+    inner = json.dumps({"rank": 1, "level": "error", "timestamp": "2026-03-01T10:00:02.5Z",
+                        "exception": TB, "message": "fetch failed"})
+    outer = json.dumps({"textPayload": inner, "timestamp": "2026-03-01T10:00:02.6Z"})
+    lines = plain_lines(outer, ("textPayload",))
+    assert lines[0] == "2026-03-01T10:00:02.6Z 2026-03-01T10:00:02.5Z [rank1]: fetch failed"
+    assert lines[-1].endswith("[rank1]: IndexError: shard 17 has 2048 rows, asked for row 2051")
+
+
+def test_a_traceback_only_in_a_json_record_names_its_rank(tmp_path: Path) -> None:
+    # The script logs the exception with logger.exception and exits 1: torchrun's report has no traceback,
+    # the only one is the record's escaped `exc_info` (log-formats.md section 3.1 for the launcher's lines).
+    head = "".join(f"W0301 10:00:00.100000 811 torch/distributed/run.py:874] {s}\n" for s in ("", "*****"))
+    recs = "".join(_pjl(f"2026-03-01 10:00:0{s},100", r, "INFO", f"step {s} loss 0.5")
+                   for s in range(1, 4) for r in range(4))
+    fail = _pjl("2026-03-01 10:00:04,010", 2, "ERROR", "training failed", exc_info=TB)
+    tail = ("W0301 10:00:04.500000 811 torch/distributed/elastic/multiprocessing/api.py:908] Sending process "
+            "901 closing signal SIGTERM\n"
+            "E0301 10:00:04.800000 811 torch/distributed/elastic/multiprocessing/api.py:882] failed "
+            "(exitcode: 1) local_rank: 2 (pid: 903) of binary: /home/user/venv/bin/python\n")
+    (tmp_path / "console.log").write_text(head + recs + fail + tail)
+    verdict = api.analyze([tmp_path]).result.verdict
+    assert (verdict.category.value, verdict.culprit_ranks) == ("rank_crash", (2,))
+    exc = [e for e in read_inputs([tmp_path]).events if e.kind == "exception"]
+    assert [(e.rank, e.fields.get("exc_type")) for e in exc] == [(2, "IndexError")]
+
+
+def test_a_newest_first_export_is_read_oldest_first() -> None:
+    recs = [json.dumps({"labels": {"pod": "train-0"}, "line": f"step {i}",
+                        "timestamp": f"2026-03-01T10:00:0{i}.000000000Z"}) for i in range(5)]
+    assert not newest_first(recs)
+    assert newest_first(recs[::-1])
+    data = "\n".join(recs[::-1]).encode() + b"\n"
+    out = ReversedLines(io.BytesIO(data)).read()
+    assert out.decode().split("\n")[:5] == recs
+    assert ReversedLines(io.BytesIO(data), cap=10).read() + ReversedLines(io.BytesIO(b""), cap=10).read() \
+        == data  # past the cap: read as written
+
+
+def test_gcloud_json_array_and_csv_exports_become_json_lines() -> None:
+    entries = [{"textPayload": "step 3 loss 0.4", "timestamp": "2026-03-01T10:00:03Z"},
+               {"textPayload": "a \"quoted\" line, with a comma", "timestamp": "2026-03-01T10:00:02Z"}]
+    data = json.dumps(entries, indent=2).encode()
+    assert export_kind(data) == "array"
+    lines = JsonArrayLines(io.BytesIO(data)).read().decode().splitlines()
+    assert [json.loads(s) for s in lines] == entries
+    csv_text = ('"timestamp","pod","message"\n"2026-03-01T10:00:02Z","train-0","Traceback (most recent call '
+                'last):\n  File ""a.py"", line 1"\n"2026-03-01T10:00:03Z","train-0","x, y"\n')
+    kind = export_kind(csv_text.encode())
+    assert kind == (2, 0)
+    assert isinstance(kind, tuple)
+    rows = CsvLines(io.BytesIO(csv_text.encode()), *kind).read().decode().splitlines()
+    recs = [json.loads(s) for s in rows]
+    assert recs == [{"message": 'Traceback (most recent call last):\n  File "a.py", line 1',
+                     "timestamp": "2026-03-01T10:00:02Z"},
+                    {"message": "x, y", "timestamp": "2026-03-01T10:00:03Z"}]
+    assert export_kind(b"step,loss\n1,0.5\n") is None  # a CSV without a message column
+    assert export_kind(b"[rank0]: x, y, z\n") is None

@@ -136,3 +136,31 @@ def test_reader_attributes_the_field_lines(mark: tuple[type[Parser], ...]) -> No
     res = Reader("console.log", Origin(), mark).read(io.BytesIO(("\n".join(lines) + "\n").encode()))
     assert [(e.rank, e.text.rsplit("| ", 1)[-1]) for e in res.events] == [
         (2, "MARK non-finite loss, skipping sync"), (None, "MARK an unprefixed line")]
+
+
+# -- a `rank<r>` field without a world size --------------------------------------------------------------
+
+def test_a_worded_rank_field_without_a_world_is_learned_among_tracebacks() -> None:
+    # `%(asctime)s rank{r} %(levelname)s %(message)s` (and loguru's `{time} | {level} | rank{r} | ...`): the
+    # word names the field; a traceback's many unheaded lines do not thin it out of the sample.
+    lines = console("rank{r}", 3)[:14]
+    frames = [f'  File "/home/user/t.py", line {n}, in f' for n in range(40)]
+    tb = ["Traceback (most recent call last):", *frames, "RuntimeError: boom",
+          "[rank2]: Traceback (most recent call last):"]
+    d = detect_dialect(lines + tb)
+    assert d.rank_field == ("rank", "00:00:00.000 | L | ", 0)
+    line = "09:47:12.004 | ERROR   | rank2 | trainer | loss is nan, skipping sync"
+    assert strip_prefixes(line, d).rank == 2
+    assert strip_prefixes("09:47:12.004 | INFO    | trainer | rank 2 joined", d).rank is None
+
+
+def test_ranks_named_in_order_in_the_message_are_no_rank_field() -> None:
+    # one writer reporting on each peer in turn (`rank 0 ready`, `rank 1 ready`, ...) counts up, as a counter
+    lines = [f"12:00:{i:02d}.000 INFO rank {i % 4} ready after {i} s" for i in range(24)]
+    assert learn_rank_field(lines) is None
+    # after a logger's name the words are a sentence of the message, not a header field (no world bounds it)
+    lines = [f"2025-04-12 08:01:{i:02d},311 INFO run: rank {i % 2} epoch 1 step {i} loss 0.7"
+             for i in range(20)]
+    assert learn_rank_field(lines) is None
+    # torch's own `[rank<r>]:` envelope is not such a field
+    assert learn_rank_field([f"[rank{i % 3}]: step {i} loss 0.5" for i in range(30)]) is None
