@@ -15,6 +15,7 @@ from hanglens import lazyre as re
 from hanglens.errors import InputError
 from hanglens.ingest import flight
 from hanglens.ingest.attribute import FileEvents, attribute
+from hanglens.ingest.jsonlines import export_kind
 from hanglens.ingest.origin import MAX_ERROR_JSON, error_file_event, origin_of
 from hanglens.ingest.prefix import ANSI_RE, strip_prefixes
 from hanglens.ingest.progress import Meter, OnProgress, ReadProgress
@@ -26,6 +27,7 @@ from hanglens.ingest.reader import (
     Replay,
     Utf16ToUtf8,
     compile_triggers,
+    json_message_path,
     json_records_stream,
 )
 from hanglens.ingest.sources import (
@@ -67,14 +69,19 @@ def context_reason(rel: str, head: bytes) -> str | None:
     """Why the file at `rel` (its first bytes `head`) is context rather than a log, else None.
 
     By the name's extension for configuration and source files; a `.json` file only when it is one JSON
-    document (starts with `{` or `[` and is not JSON lines with a message field, `json_message_path`), as
-    error.json files and Flight Recorder dumps are read before this is asked.
+    document (an object that is not JSON lines with a message field, `json_message_path`, or an array that
+    is not an export of records, `export_kind`), as error.json files and Flight Recorder dumps are read
+    before this is asked.
     """
     name = PurePosixPath(rel.replace("!", "/")).name.lower()
     ext = name.rpartition(".")[2] if "." in name else ""
     if ext in _CONTEXT_EXTS:
         return f"{_CONTEXT_EXTS[ext]} file (.{ext}): read as context, not as a log"
-    if ext == "json" and head.lstrip()[:1] in (b"{", b"[") and json_message_path(head[: 1 << 16]) is None:
+    if ext != "json":
+        return None
+    first = head.lstrip()[:1]
+    if (first == b"{" and json_message_path(head[: 1 << 16]) is None) or (
+            first == b"[" and export_kind(head.lstrip()) != "array"):
         return "JSON document (settings or state, not log records): read as context, not as a log"
     return None
 

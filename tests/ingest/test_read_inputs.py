@@ -115,15 +115,19 @@ def test_config_and_source_files_are_context_not_logs(tmp_path: Path) -> None:
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
     (tmp_path / "log.json").write_text('{"message": "MARK kind=mark", "level": "INFO"}\n'
                                        '{"message": "done", "level": "INFO"}\n')
+    (tmp_path / "export.json").write_text('[\n  {"textPayload": "MARK kind=mark", "timestamp": '
+                                          '"2026-11-30T10:00:00Z"}\n]\n')
+    (tmp_path / "list.json").write_text('[1, 2, 3]\n')
     (tmp_path / "error.json").write_text('{"message": {"message": "RuntimeError: boom", "extraInfo": '
                                          '{"py_callstack": "Traceback", "timestamp": "1700000000"}}}')
     ing = read_inputs([tmp_path])
     assert {s.path: s.reason for s in ing.skipped} == {
         ".hydra/config.yaml": "configuration file (.yaml): read as context, not as a log",
         "ds_config.json": "JSON document (settings or state, not log records): read as context, not as a log",
+        "list.json": "JSON document (settings or state, not log records): read as context, not as a log",
         "titan.toml": "configuration file (.toml): read as context, not as a log",
         "train.py": "Python source file (.py): read as context, not as a log"}
-    assert [f.path for f in ing.files] == ["error.json", "log.json", "run.sh"]
+    assert [f.path for f in ing.files] == ["error.json", "export.json", "log.json", "run.sh"]
     assert not any(e.kind == "cuda_oom" for e in ing.events)
     assert any(e.kind == "error_file" for e in ing.events)
 
