@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from hanglens import lazyre as re
+from hanglens.parsers.stacks import FUNCOL_WAIT, collective_frame
 
 STEP, BOUNDARY, SECTION = "step", "boundary", "section"
 LEVEL = {STEP: 0, BOUNDARY: 1, SECTION: 2}
@@ -177,6 +178,11 @@ def _pipeline_wait(frames: Sequence[str], sources: Sequence[str]) -> tuple[int, 
 def blocking_call(frames: Sequence[str], sources: Sequence[str] = ()) -> tuple[int, int, str, str] | None:
     """(index of the outermost, index of the innermost public c10d frame, entry, call) of a stack, or None.
 
+    A public function of torch/distributed/_functional_collectives.py counts as the c10d op it launches
+    (parsers/stacks.py FUNCOL_OPS: what DTensor's and torchtitan's helpers call); a wait under such an op's
+    frame is that op's, a bare `wait_tensor` (an AsyncCollectiveTensor's first use) is a wait on an earlier
+    funcol op, call `wait_tensor`.
+
     A stack without a c10d frame that waits on a ZeRO-3 parameter all-gather handle (`ZERO3_GATHER_FILE_RE`)
     is that all-gather. A stack without a c10d frame that ends in autograd's backward is DDP's gradient
     reduction: the reducer
@@ -198,8 +204,9 @@ def blocking_call(frames: Sequence[str], sources: Sequence[str] = ()) -> tuple[i
             continue
         path, _, func = parts
         name = func.rsplit(".", 1)[-1]
-        if path.endswith(C10D_FILE) and name not in C10D_WRAPPERS and not name.startswith("_"):
-            found.append((i, name))
+        op = name if path.endswith(C10D_FILE) else collective_frame(path, name)
+        if op is not None and op not in C10D_WRAPPERS and not op.startswith("_"):
+            found.append((i, op))
         elif autograd is None and AUTOGRAD_RE.search(path):
             autograd = i
         elif name in DDP_BROADCASTS and DDP_BROADCAST_FILE_RE.search(path):
@@ -209,7 +216,10 @@ def blocking_call(frames: Sequence[str], sources: Sequence[str] = ()) -> tuple[i
         elif name == "wait" and zero3 is None and ZERO3_GATHER_FILE_RE.search(path):
             zero3 = i
     if found:
-        return found[0][0], found[-1][0], found[0][1], found[-1][1]
+        # A funcol wait below a funcol op's frame is that op's wait (`all_gather_tensor` -> `.wait()`).
+        ops = [name for _, name in found if name != FUNCOL_WAIT]
+        call = ops[-1] if found[-1][1] == FUNCOL_WAIT and ops else found[-1][1]
+        return found[0][0], found[-1][0], found[0][1], call
     if zero3 is not None:
         return zero3, zero3, ZERO3_GATHER, ZERO3_GATHER
     if autograd is not None:

@@ -27,6 +27,47 @@ QUEUE_FILES = ("/queue.py", "multiprocessing/queues.py")
 ITERATOR_FUNCS = frozenset({"__iter__", "__next__"})
 # Decorators torch wraps the c10d functions in (`_exception_logger.<locals>.wrapper`, ...).
 C10D_WRAPPERS = frozenset({"wrapper", "inner", "_fn", "decorate_context"})
+# torch.distributed._functional_collectives ("funcol", what DTensor and torchtitan's helpers call eagerly; a
+# torch.compile'd graph calls `torch.ops._c10d_functional.*` itself, from a frame with no source line, so
+# its stack names no op): each public function launches one c10d op (`torch.ops._c10d_functional.
+# all_reduce`, ...) and returns an AsyncCollectiveTensor, whose first use waits in
+# `wait_tensor` (`AsyncCollectiveTensor.__torch_dispatch__` -> `unwrap` -> `trigger_wait` ->
+# `wait_tensor`; `.wait()`, `.numpy()` and `.tolist()` too), or waits at once under tracing
+# (`_maybe_wrap_tensor`). Function -> the c10d op it is; a rank blocked in `wait_tensor` with no op frame
+# above waits on an earlier funcol op.
+FUNCOL_FILE = "torch/distributed/_functional_collectives.py"
+FUNCOL_WAIT = "wait_tensor"
+FUNCOL_OPS = {
+    "all_reduce": "all_reduce", "all_reduce_coalesced": "all_reduce", "all_reduce_inplace": "all_reduce",
+    "all_gather_tensor": "all_gather_into_tensor", "all_gather_tensor_autograd": "all_gather_into_tensor",
+    "all_gather_single": "all_gather_into_tensor", "all_gather_single_autograd": "all_gather_into_tensor",
+    "all_gather_single_coalesced": "all_gather_into_tensor",
+    "all_gather_into_tensor_coalesced": "all_gather_into_tensor",
+    "all_gather_tensor_inplace": "all_gather_into_tensor", "all_gather_inplace": "all_gather_into_tensor",
+    "reduce_scatter_tensor": "reduce_scatter_tensor",
+    "reduce_scatter_tensor_autograd": "reduce_scatter_tensor",
+    "reduce_scatter_single": "reduce_scatter_tensor",
+    "reduce_scatter_single_autograd": "reduce_scatter_tensor",
+    "reduce_scatter_single_coalesced": "reduce_scatter_tensor",
+    "reduce_scatter_tensor_coalesced": "reduce_scatter_tensor",
+    "reduce_scatter_tensor_inplace": "reduce_scatter_tensor",
+    "all_to_all_single": "all_to_all_single", "all_to_all_single_autograd": "all_to_all_single",
+    "all_to_all_inplace": "all_to_all_single", "permute_tensor": "all_to_all_single",
+    "broadcast": "broadcast",
+    "wait_tensor": FUNCOL_WAIT, "wait": FUNCOL_WAIT, "trigger_wait": FUNCOL_WAIT,
+}
+
+
+def collective_frame(path: str, func: str) -> str | None:
+    """The collective a frame is the public function of (a c10d function, or the op a funcol function
+    is), else None. `path` with forward slashes, `func` unqualified."""
+    if path.endswith(C10D_FILE):
+        return func if func not in C10D_WRAPPERS and not func.startswith("_") else None
+    if path.endswith(FUNCOL_FILE):
+        return FUNCOL_OPS.get(func)   # (its private helpers are none)
+    return None
+
+
 # c10d function name -> the OpType spelling watchdog lines use (`OpType=ALLREDUCE`), for `hang_detected.op`.
 OP_TYPES = {
     "all_reduce": "ALLREDUCE", "all_reduce_coalesced": "ALLREDUCE_COALESCED", "barrier": "BARRIER",
@@ -65,8 +106,9 @@ def waits_on(frames: Sequence[Frame]) -> tuple[str | None, str | None]:
     for i in range(len(frames) - 1, -1, -1):
         file, _, name = frames[i]
         path, func = _path(file), _func(name)
-        if path.endswith(C10D_FILE) and func not in C10D_WRAPPERS and not func.startswith("_"):
-            return "collective", func
+        op = collective_frame(path, func)
+        if op is not None:
+            return "collective", _funcol_call(frames[:i], op)
         if path.endswith(DATALOADER_FILE):
             deeper = frames[i + 1:]
             waiting = all(any(w in _path(f) for w in WAIT_LIBRARY) for f, _, _ in deeper)
@@ -76,6 +118,18 @@ def waits_on(frames: Sequence[Frame]) -> tuple[str | None, str | None]:
         if func in ITERATOR_FUNCS and _waits_on_queue(frames[i + 1:]):
             return "dataloader", None
     return None, None
+
+
+def _funcol_call(outer: Sequence[Frame], op: str) -> str:
+    """A funcol wait under a funcol op's own frame (`all_gather_tensor` waits before it concatenates) is
+    that op; else `op`."""
+    if op != FUNCOL_WAIT:
+        return op
+    for file, _, name in reversed(outer):
+        found = collective_frame(_path(file), _func(name))
+        if found is not None and found != FUNCOL_WAIT:
+            return found
+    return op
 
 
 def _waits_on_queue(deeper: Sequence[Frame]) -> bool:

@@ -414,3 +414,38 @@ def test_a_collective_inside_a_compiled_forward_is_not_the_backward() -> None:
     f, _ = stack(MAIN, ("/srv/app/train.py", 79, "train_step", "loss.backward()"), tail=bwd)
     found = callsite.blocking_call(f)
     assert found is not None and found[2] == "backward"
+
+
+FUNCOL = f"{LIB}/distributed/_functional_collectives.py"
+
+
+def test_a_wait_on_an_earlier_functional_collective_is_a_collective() -> None:
+    # torch/distributed/_functional_collectives.py: a funcol op returns an AsyncCollectiveTensor; the rank
+    # blocks where the tensor is first used (`__torch_dispatch__` -> `unwrap` -> `trigger_wait` ->
+    # `wait_tensor`) or in an explicit `wait_tensor`, with no distributed_c10d.py frame.
+    f, s = stack(MAIN, ("/srv/app/metrics.py", 21, "sum_tokens", "return funcol.wait_tensor(x)"),
+                 tail=((FUNCOL, 142, "wait_tensor", "return torch.ops._c10d_functional.wait_tensor(tensor)"),
+                       (f"{LIB}/_ops.py", 1279, "__call__", "return self._op(*args, **kwargs)"),
+                       (FUNCOL, 1155, "AsyncCollectiveTensor.__torch_dispatch__", "unwrapped = ..."),
+                       (FUNCOL, 1143, "unwrap", "return e.trigger_wait()"),
+                       (FUNCOL, 1115, "trigger_wait", "out = wait_tensor(self.elem)"),
+                       (FUNCOL, 142, "wait_tensor", "return torch.ops._c10d_functional.wait_tensor(tensor)")))
+    got = site(f, s)
+    assert (got.call, got.entry) == ("wait_tensor", "wait_tensor")
+    assert got.user_frame == "metrics.py:21 in sum_tokens"
+
+
+def test_functional_collectives_are_the_c10d_op_they_launch() -> None:
+    for func, op in (("all_reduce", "all_reduce"), ("all_gather_tensor", "all_gather_into_tensor"),
+                     ("reduce_scatter_tensor", "reduce_scatter_tensor"),
+                     ("all_to_all_single", "all_to_all_single"), ("broadcast", "broadcast")):
+        # Under tracing `_maybe_wrap_tensor` waits at once: the wait inside the op is that op's.
+        f, s = stack(MAIN, ("/srv/app/loop.py", 52, "run", f"y = funcol.{func}(x, group=pg)"),
+                     tail=((FUNCOL, 170, func, "return _maybe_wrap_tensor(tensor)"),
+                           (FUNCOL, 1404, "_maybe_wrap_tensor", "return wait_tensor(self)"),
+                           (FUNCOL, 142, "wait_tensor", "return torch.ops._c10d_functional.wait_tensor(t)")))
+        found = callsite.blocking_call(f, s)
+        assert found is not None and (found[2], found[3]) == (op, op), func
+    # Its private helpers are no collective of their own.
+    f, _ = stack(MAIN, tail=((FUNCOL, 1260, "_resolve_group", "raise ValueError(...)"),))
+    assert callsite.blocking_call(f) is None

@@ -191,3 +191,16 @@ def test_iterator_waiting_on_its_queue_is_a_data_wait() -> None:
     # A lock wait or a queue get outside an iterator says nothing about data.
     assert waits_on(user + queue_get[1:]) == (None, None)
     assert waits_on(user[:2] + queue_get) == (None, None)
+
+
+def test_a_main_thread_in_a_functional_collective_waits_in_it() -> None:
+    # torch/distributed/_functional_collectives.py: no distributed_c10d.py frame; the funcol function names
+    # the op, and a bare `wait_tensor` (an AsyncCollectiveTensor's first use) waits on an earlier funcol op.
+    funcol = f"{SITE}/torch/distributed/_functional_collectives.py"
+    user = [("/srv/job/train.py", 233, "<module>"), ("/srv/job/train.py", 181, "fit")]
+    gather = [(funcol, 320, "all_gather_tensor"), (funcol, 1404, "_maybe_wrap_tensor"),
+              (funcol, 142, "wait_tensor")]
+    assert waits_on([*user, *gather]) == ("collective", "all_gather_into_tensor")
+    wait = [(funcol, 1115, "AsyncCollectiveTensor.trigger_wait"), (funcol, 142, "wait_tensor")]
+    assert waits_on([*user, *wait]) == ("collective", "wait_tensor")
+    assert waits_on([*user, (funcol, 1260, "_resolve_group")]) == (None, None)
