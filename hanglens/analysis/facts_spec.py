@@ -139,12 +139,13 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "mesh_group",
-            ("rank", "host", "dim", "members", "size", "source"),
+            ("rank", "host", "dim", "members", "size", "world", "source"),
             "Per rank and device-mesh dimension, the members of its group along that dimension (the ranks "
             "sharing every other coordinate; torch/distributed/device_mesh.py lays ranks out row-major), "
             "read from a printed DeviceMesh, each rank's logged coordinates (`[dp=1 tp=0]`) or a mesh "
-            "shape the ranks state alike whose product is the world size: `source` says which. Empty when "
-            "the logs state no mesh.",
+            "shape the ranks state alike whose product is the world size: `source` says which. `world`: "
+            "the group holds every rank (a one-dimensional mesh), so it is the only group along that "
+            "dimension. Empty when the logs state no mesh.",
         ),
         FactSpec(
             "mesh_group_split",

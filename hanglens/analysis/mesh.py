@@ -188,8 +188,9 @@ def attribute(events: list[Event], layout: Layout | None, hosts: Mapping[int, st
 def group_rows(layout: Layout | None, hosts: Mapping[int, str]) -> list[Row]:
     """One row per rank and mesh dimension: the members of its group along it.
 
-    Columns: rank, host, dim, members (global ranks, by index along the dimension), size, source
-    (DeviceMesh, coordinates or stated shape).
+    Columns: rank, host, dim, members (global ranks, by index along the dimension), size, world (the group
+    holds every rank: a one-dimensional mesh, or the other dimensions of size 1, so the mesh makes no
+    other group along it), source (DeviceMesh, coordinates or stated shape).
     """
     if layout is None:
         return []
@@ -198,7 +199,8 @@ def group_rows(layout: Layout | None, hosts: Mapping[int, str]) -> list[Row]:
         for i, name in enumerate(layout.dims):
             members = list(layout.group(r, i))
             rows.append({"rank": r, "host": hosts.get(r), "dim": name, "members": members,
-                         "size": len(members), "source": layout.source})
+                         "size": len(members), "world": len(members) == len(layout.coords),
+                         "source": layout.source})
     return rows
 
 
