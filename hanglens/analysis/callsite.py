@@ -35,6 +35,11 @@ TORCH_DISTRIBUTED_RE = re.compile(r"(?:^|/)torch/distributed/(?!checkpoint/|fsdp
 # NVTX range decorator on the engine's and ZeRO's methods (deepspeed/utils/nvtx.py `instrument_w_nvtx`:
 # `wrapped_fn` runs `ret_val = func(*args, **kwargs)`, whose `val` is no validation).
 DEEPSPEED_PASS_RE = re.compile(r"(?:^|/)deepspeed/(?:comm/|utils/nvtx\.py$)")
+# torchtitan's tracing spans (torchtitan/observability/structured_logger/structured_logging.py
+# `log_trace_span`, used as a decorator: `sync_wrapper` runs `return func(*args, **kwargs)` inside a span that
+# times the call) wrap the trainer's own methods (`forward_backward_step`): their file name says "logging",
+# the program's phase is the decorated function's.
+TORCHTITAN_PASS_RE = re.compile(r"(?:^|/)torchtitan/observability/")
 # ZeRO-3 gathers each module's partitioned parameters before its forward (and backward) with an async
 # all-gather and waits on the handle it returned (deepspeed/runtime/zero/partition_parameters.py
 # `AllGatherHandle.wait` / `AllGatherCoalescedHandle.wait`, from partitioned_param_coordinator.py
@@ -307,7 +312,7 @@ def call_site(frames: Sequence[str], sources: Sequence[str] = (), shared: int = 
         if user is None and not LIBRARY_RE.search(path):
             user = where
         if (decided or i < shared or TORCH_DISTRIBUTED_RE.search(path) or PASS_THROUGH_RE.search(path)
-                or DEEPSPEED_PASS_RE.search(path)):
+                or DEEPSPEED_PASS_RE.search(path) or TORCHTITAN_PASS_RE.search(path)):
             continue
         src = sources[i] if i < len(sources) else ""
         text = f"{func} {base.removesuffix('.py')} {src}"

@@ -449,3 +449,20 @@ def test_functional_collectives_are_the_c10d_op_they_launch() -> None:
     # Its private helpers are no collective of their own.
     f, _ = stack(MAIN, tail=((FUNCOL, 1260, "_resolve_group", "raise ValueError(...)"),))
     assert callsite.blocking_call(f) is None
+
+
+def test_torchtitans_tracing_span_decorator_says_nothing_about_the_phase() -> None:
+    # torchtitan/observability/structured_logger/structured_logging.py `log_trace_span` decorates the
+    # trainer's methods: its `sync_wrapper` times the call, the file's "logging" is no logging section.
+    titan = "/srv/env/lib/python3.11/site-packages/torchtitan"
+    f, s = stack(
+        ("/srv/app/run.py", 40, "<module>", "trainer.train()"),
+        (f"{titan}/trainer.py", 925, "train_step", "loss = self.forward_backward_step(batch)"),
+        (f"{titan}/observability/structured_logger/structured_logging.py", 429, "sync_wrapper",
+         "return func(*args, **kwargs)"),
+        (f"{titan}/trainer.py", 814, "_forward_backward_body", "pred = model(inputs)"),
+        (f"{LIB}/distributed/fsdp/_fully_shard/_fsdp_collectives.py", 364, "foreach_all_gather",
+         "all_gather_work = all_gather_comm("),
+        tail=c10d("all_gather_single", 4394),
+    )
+    assert site(f, s).site == "step"
