@@ -2,9 +2,10 @@
 
 Per ../shared/reference/failure-signatures.md §7 and §16 item 4: a main thread whose innermost meaningful
 frames are the DataLoader's `_try_get_data`/`_get_data` (`torch/utils/data/dataloader.py`, waiting on the
-worker result queue) is stalled on data; one inside a public `torch/distributed/distributed_c10d.py`
-function (`all_reduce`, `barrier`, ...) waits in that collective. Not a parser: the stack-dump parsers
-share it.
+worker result queue) is stalled on data; one inside a public
+`torch/distributed/distributed_c10d.py` function (`all_reduce`, `barrier`, ...) or a public function of
+`torch/distributed/_functional_collectives.py` (FUNCOL_OPS) waits in that collective. Not a parser: the
+stack-dump parsers share it.
 """
 
 from __future__ import annotations
