@@ -52,6 +52,11 @@ SHARE = 0.9        # of the sample's non-empty lines that must be records of one
 MIN_RECORDS = 2
 MAX_RECORD = 1 << 20  # a longer line is read as it is (a record that long is not a log line's)
 MAX_REVERSED = 256 << 20  # bytes of a newest-first export held to be read oldest first
+# A launcher's per-line prefixes in front of a record (`torchrun --tee 3`'s `[default0]:`, torch's
+# excepthook `[rank0]:`, a re-teed `[rank0]:[default0]:`, `srun --label`'s `0: `, a `[0]:` tag): the
+# ones `prefix.strip_prefixes` reads, kept in front of the record's lines so their ranks stay.
+LAUNCH_PREFIX_RE = re.compile(
+    r'^(?:\[[A-Za-z_][\w-]{0,63}?\d{1,6}\]: ?|\[\d{1,6}\]: ?|\d{1,5}: ){1,3}(?=\{")')
 
 
 def _at(obj: Any, path: tuple[str, ...]) -> Any:
@@ -62,9 +67,18 @@ def _at(obj: Any, path: tuple[str, ...]) -> Any:
     return obj
 
 
+def launch_prefix(line: str) -> str:
+    """The launcher prefixes in front of a JSON record on `line` (empty when there are none)."""
+    m = LAUNCH_PREFIX_RE.match(line) if line[:1] == "[" or line[:1].isdigit() else None
+    return m[0] if m else ""
+
+
 def json_record(line: str, max_len: int = MAX_RECORD) -> dict[str, Any] | None:
-    """`line` as a JSON object when it is one (at most `max_len` characters, blanks around it aside)."""
+    """`line` as a JSON object when it is one (at most `max_len` characters, blanks around it and a
+    launcher's prefixes aside)."""
     s = line.strip()
+    if s[:1] != "{":
+        s = s[len(launch_prefix(s)):]
     if not (s.startswith("{") and s.endswith("}")) or len(s) > max_len:
         return None
     try:
@@ -163,9 +177,10 @@ def _inner_path(r: dict[str, Any]) -> tuple[str, ...] | None:
 
 def plain_lines(line: str, path: tuple[str, ...], nested: bool = True) -> list[str]:
     """The log lines one physical line holds: a record's message and traceback (one line per line they
-    hold, each behind the record's time and stream and its writer's `[rank<r>]: `), or the line itself when
-    it is not such a record."""
-    r = json_record(line) if line[:1] == "{" or line.lstrip()[:1] == "{" else None
+    hold, each behind the record's time and stream, the launcher's prefixes it stood behind and its writer's
+    `[rank<r>]: ` unless those name the rank), or the line itself when it is not such a record."""
+    outer = launch_prefix(line) if line[:1] != "{" else ""
+    r = json_record(line) if line[:1] == "{" or outer or line.lstrip()[:1] == "{" else None
     msg = _at(r, path) if r is not None else None
     if not isinstance(msg, str):
         return [line]
@@ -187,8 +202,9 @@ def plain_lines(line: str, path: tuple[str, ...], nested: bool = True) -> list[s
         lead = f"{t} "
     else:
         lead = ""
+    lead += outer
     rank = _rank_of(r) if r is not None else None
-    if rank is not None:
+    if rank is not None and "[rank" not in outer:
         lead += f"[rank{rank}]: "
     return [lead + part for part in parts]
 

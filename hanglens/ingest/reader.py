@@ -360,7 +360,7 @@ UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 def json_message_path(head: bytes) -> tuple[str, ...] | None:
     """The field holding the log line when the file's head is one JSON record per line, or holds log records
     among plain lines (`jsonlines`)."""
-    if b'\n{"' not in head and head.lstrip()[:1] != b"{":
+    if b'{"' not in head:
         return None
     sample = head.decode("utf-8", "replace").split("\n")[:SAMPLE_LINES]
     if len(sample) > 1 and not head.endswith(b"\n"):
