@@ -166,6 +166,12 @@ def test_records_behind_a_launcher_prefix_keep_the_prefix_and_their_traceback(tm
     assert lines[-1].endswith("[default1]:[rank3]: IndexError: shard 17 has 2048 rows, asked for row 2051")
     assert plain_lines("[rank2]:" + rec, ("message",))[0] == "2026-03-01 10:00:02,001 [rank2]:fetch failed"
     assert plain_lines("[default1]:step 3", ("message",)) == ["[default1]:step 3"]
+    # the record's world_size field is kept once per writer (parsers/environment.py reads `world_size=<n>`)
+    worlds: set[tuple[int | None, int]] = set()
+    step = _pjl("2026-03-01 10:00:01,200", 3, "INFO", "step 4").rstrip("\n")
+    assert plain_lines("[default1]:" + step, ("message",), worlds=worlds)[1:] == [
+        "2026-03-01 10:00:01,200 [default1]:[rank3]: world_size=4"]
+    assert len(plain_lines("[default1]:" + step, ("message",), worlds=worlds)) == 1
     teed = ["[default0]:" + _pjl("2026-03-01 10:00:01,200", 0, "INFO", "step 4"),
             "[default1]:" + _pjl("2026-03-01 10:00:01,210", 1, "INFO", "step 4")]
     assert message_path(teed) == ("message",)
