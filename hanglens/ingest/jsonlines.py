@@ -51,7 +51,13 @@ ISO_TIME_RE = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+
 SHARE = 0.9        # of the sample's non-empty lines that must be records of one shape
 MIN_RECORDS = 2
 MAX_RECORD = 1 << 20  # a longer line is read as it is (a record that long is not a log line's)
+MAX_WORLDS = 1 << 16   # writers whose record `world_size` is kept (`plain_lines`)
 MAX_REVERSED = 256 << 20  # bytes of a newest-first export held to be read oldest first
+# A launcher's per-line prefixes in front of a record (`torchrun --tee 3`'s `[default0]:`, torch's
+# excepthook `[rank0]:`, a re-teed `[rank0]:[default0]:`, `srun --label`'s `0: `, a `[0]:` tag): the
+# ones `prefix.strip_prefixes` reads, kept in front of the record's lines so their ranks stay.
+LAUNCH_PREFIX_RE = re.compile(
+    r'^(?:\[[A-Za-z_][\w-]{0,63}?\d{1,6}\]: ?|\[\d{1,6}\]: ?|\d{1,5}: ){1,3}(?=\{")')
 
 
 def _at(obj: Any, path: tuple[str, ...]) -> Any:
@@ -62,9 +68,18 @@ def _at(obj: Any, path: tuple[str, ...]) -> Any:
     return obj
 
 
+def launch_prefix(line: str) -> str:
+    """The launcher prefixes in front of a JSON record on `line` (empty when there are none)."""
+    m = LAUNCH_PREFIX_RE.match(line) if line[:1] == "[" or line[:1].isdigit() else None
+    return m[0] if m else ""
+
+
 def json_record(line: str, max_len: int = MAX_RECORD) -> dict[str, Any] | None:
-    """`line` as a JSON object when it is one (at most `max_len` characters, blanks around it aside)."""
+    """`line` as a JSON object when it is one (at most `max_len` characters, blanks around it and a
+    launcher's prefixes aside)."""
     s = line.strip()
+    if s[:1] != "{":
+        s = s[len(launch_prefix(s)):]
     if not (s.startswith("{") and s.endswith("}")) or len(s) > max_len:
         return None
     try:
@@ -161,11 +176,15 @@ def _inner_path(r: dict[str, Any]) -> tuple[str, ...] | None:
     return next((p for p in MESSAGE_PATHS if isinstance(_at(r, p), str)), None)
 
 
-def plain_lines(line: str, path: tuple[str, ...], nested: bool = True) -> list[str]:
+def plain_lines(line: str, path: tuple[str, ...], nested: bool = True,
+                worlds: set[tuple[int | None, int]] | None = None) -> list[str]:
     """The log lines one physical line holds: a record's message and traceback (one line per line they
-    hold, each behind the record's time and stream and its writer's `[rank<r>]: `), or the line itself when
-    it is not such a record."""
-    r = json_record(line) if line[:1] == "{" or line.lstrip()[:1] == "{" else None
+    hold, each behind the record's time and stream, the launcher's prefixes it stood behind and its writer's
+    `[rank<r>]: ` unless those name the rank), or the line itself when it is not such a record. A record's
+    own `world_size` field (python-json-logger's static fields) is kept as a `world_size=<n>` line of its
+    writer, once per writer and size in `worlds` (the sizes already kept)."""
+    outer = launch_prefix(line) if line[:1] != "{" else ""
+    r = json_record(line) if line[:1] == "{" or outer or line.lstrip()[:1] == "{" else None
     msg = _at(r, path) if r is not None else None
     if not isinstance(msg, str):
         return [line]
@@ -187,9 +206,16 @@ def plain_lines(line: str, path: tuple[str, ...], nested: bool = True) -> list[s
         lead = f"{t} "
     else:
         lead = ""
+    lead += outer
     rank = _rank_of(r) if r is not None else None
-    if rank is not None:
+    if rank is not None and "[rank" not in outer:
         lead += f"[rank{rank}]: "
+    world = r.get("world_size") if r is not None and worlds is not None else None
+    if isinstance(world, int) and not isinstance(world, bool) and 0 < world < 1_000_000 \
+            and worlds is not None and (rank, world) not in worlds and len(worlds) < MAX_WORLDS \
+            and "world_size" not in msg:
+        worlds.add((rank, world))
+        parts.append(f"world_size={world}")
     return [lead + part for part in parts]
 
 
@@ -200,6 +226,7 @@ class JsonLinesText:
         self.stream, self.path = stream, path
         self.carry = b""
         self.done = False
+        self.worlds: set[tuple[int | None, int]] = set()
 
     def read(self, size: int = -1, /) -> bytes:
         while not self.done:
@@ -222,7 +249,7 @@ class JsonLinesText:
             return block  # no record here (a mixed console's plain stretch): as it is
         out: list[str] = []
         for b in block.split(b"\n"):
-            out.extend(plain_lines(b.decode("utf-8", "replace"), self.path))
+            out.extend(plain_lines(b.decode("utf-8", "replace"), self.path, worlds=self.worlds))
         return "\n".join(out).encode("utf-8", "replace")
 
 

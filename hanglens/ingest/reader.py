@@ -242,6 +242,13 @@ _RULE_RE = re.compile(r"^\s*([-=*_~#+.])\1{7,}\s*$")
 # A row of a box drawn at the console's width (rich's traceback and panels pad each row to the width and
 # close it with a border, rich/box.py): a whole row, not a piece of a cut line.
 _BOX_ROW_RE = re.compile(r"[│┃║╮╯┐┘]\s*$")
+# A record row of rich's logging handler (`RichHandler`, rich/_log_render.py `LogRender`): the time column
+# (`[%X]`, blanked when it repeats), the level padded to 8, the message, and the `file:line` of the call
+# right-aligned to the console's width: a whole row, not a piece of a cut line (`\x01`: the filler that stands
+# for a row's colour codes where a byte-counting wrap is measured).
+_RICH_RECORD_RE = re.compile(
+    r"^(?:\[[^\]\n]{1,32}\] | {2,34})?(?:DEBUG   |INFO    |WARNING |ERROR   |CRITICAL) "
+    r"\S.*\S\.py:\d{1,6}\x01*$")
 
 
 def _wrap_width(sample: list[str]) -> int | None:
@@ -252,9 +259,11 @@ def _wrap_width(sample: list[str]) -> int | None:
     A log of many short lines (launcher output, progress prints, a failure table) wrapped at a terminal's
     width has fewer lines at W: from a quarter of the lines, W >= 80 (terminals are 80 columns or wider;
     torchrun's table rules are 60) and at least three in four of them continued is a wrap as well. Rules
-    (`_RULE_RE`) and the rows of a drawn box (`_BOX_ROW_RE`) are left out of the count.
+    (`_RULE_RE`), the rows of a drawn box (`_BOX_ROW_RE`) and rich's log record rows (`_RICH_RECORD_RE`) are
+    left out of the count.
     """
-    lines = [s for s in sample[:-1] if s and not _RULE_RE.match(s) and not _BOX_ROW_RE.search(s)]
+    lines = [s for s in sample[:-1]
+             if s and not _RULE_RE.match(s) and not _BOX_ROW_RE.search(s) and not _RICH_RECORD_RE.match(s)]
     if len(lines) < 4:
         return None
     lengths = [_cut_length(s) for s in lines]
@@ -360,7 +369,7 @@ UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 def json_message_path(head: bytes) -> tuple[str, ...] | None:
     """The field holding the log line when the file's head is one JSON record per line, or holds log records
     among plain lines (`jsonlines`)."""
-    if b'\n{"' not in head and head.lstrip()[:1] != b"{":
+    if b'{"' not in head:
         return None
     sample = head.decode("utf-8", "replace").split("\n")[:SAMPLE_LINES]
     if len(sample) > 1 and not head.endswith(b"\n"):
@@ -405,6 +414,38 @@ class Utf16ToUtf8:
             text = self.decoder.decode(data, final=not data)
             if text or not data:
                 return text.encode("utf-8", "replace")
+
+
+# Terminal colour and hyperlink codes (`prefix.ANSI_RE`) as bytes: a coloured console (rich's handler and
+# traceback with FORCE_COLOR, colorlog) splits a trigger's words with them (`Traceback \x1b[0m\x1b[1;2;31m`
+# before `(most recent call last)`), so the literal prefilter must see its lines without them.
+ANSI_B_RE = re.compile(ANSI_RE.pattern.encode())
+
+
+class AnsiFree:
+    """A stream with its colour codes removed, UTF-8 bytes, cut at line ends (a code never spans one)."""
+
+    def __init__(self, stream: ReadableStream) -> None:
+        self.stream = stream
+        self.carry = b""
+
+    def read(self, size: int = -1, /) -> bytes:
+        while True:
+            data = self.stream.read(size)
+            if not data:
+                rest, self.carry = self.carry, b""
+                return ANSI_B_RE.sub(b"", rest) if b"\x1b" in rest else rest
+            buf = self.carry + data
+            cut = buf.rfind(b"\n") + 1
+            if cut == 0 and len(buf) < MAX_CARRY:
+                self.carry = buf
+                continue
+            cut = cut or len(buf)
+            out, self.carry = buf[:cut], buf[cut:]
+            return ANSI_B_RE.sub(b"", out) if b"\x1b" in out else out
+
+
+MAX_CARRY = 1 << 22   # bytes of one line held whole for `AnsiFree` (a longer one is cut where a read ended)
 
 
 class Replay:
@@ -1312,6 +1353,9 @@ class Reader:
         if wrap:
             self._read_unwrapped(head, stream, wrap)
         else:
+            if b"\x1b" in head:
+                stream = AnsiFree(Replay(head, stream))
+                head = stream.read(BLOCK)
             fast_at = None if self.reference else FastProgress.usable(self.parser_classes)
             if fast_at is not None:
                 self.fast = FastProgress(self.parsers, fast_at, self.origin.local_rank, self._line,

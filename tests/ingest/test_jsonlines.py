@@ -154,3 +154,44 @@ def test_gcloud_json_array_and_csv_exports_become_json_lines() -> None:
                     {"message": "x, y", "timestamp": "2026-03-01T10:00:03Z"}]
     assert export_kind(b"step,loss\n1,0.5\n") is None  # a CSV without a message column
     assert export_kind(b"[rank0]: x, y, z\n") is None
+
+
+def test_records_behind_a_launcher_prefix_keep_the_prefix_and_their_traceback(tmp_path: Path) -> None:
+    # `torchrun --tee 3` puts `[<role><local_rank>]:` before each line a worker writes (log-formats.md
+    # section 3.1), so a python-json-logger record arrives as `[default2]:{"message": ...}`; torch's
+    # excepthook adds `[rank<r>]:` (section 1.1).
+    rec = _pjl("2026-03-01 10:00:02,001", 3, "ERROR", "fetch failed", exc_info=TB).rstrip("\n")
+    lines = plain_lines("[default1]:" + rec, ("message",))
+    assert lines[0] == "2026-03-01 10:00:02,001 [default1]:[rank3]: fetch failed"
+    assert lines[-1].endswith("[default1]:[rank3]: IndexError: shard 17 has 2048 rows, asked for row 2051")
+    assert plain_lines("[rank2]:" + rec, ("message",))[0] == "2026-03-01 10:00:02,001 [rank2]:fetch failed"
+    assert plain_lines("[default1]:step 3", ("message",)) == ["[default1]:step 3"]
+    # the record's world_size field is kept once per writer (parsers/environment.py reads `world_size=<n>`)
+    worlds: set[tuple[int | None, int]] = set()
+    step = _pjl("2026-03-01 10:00:01,200", 3, "INFO", "step 4").rstrip("\n")
+    assert plain_lines("[default1]:" + step, ("message",), worlds=worlds)[1:] == [
+        "2026-03-01 10:00:01,200 [default1]:[rank3]: world_size=4"]
+    assert len(plain_lines("[default1]:" + step, ("message",), worlds=worlds)) == 1
+    teed = ["[default0]:" + _pjl("2026-03-01 10:00:01,200", 0, "INFO", "step 4"),
+            "[default1]:" + _pjl("2026-03-01 10:00:01,210", 1, "INFO", "step 4")]
+    assert message_path(teed) == ("message",)
+
+
+def test_a_teed_json_records_traceback_names_the_tees_rank(tmp_path: Path) -> None:
+    # python-json-logger records with no rank field behind `torchrun --tee 3`'s prefixes (single node):
+    # the only traceback is in rank 2's record, and only the tee names its writer.
+    def rec_of(t: str, level: str, msg: str, **extra: str) -> str:  # no rank field: the tee names the writer
+        return json.dumps({"asctime": t, "levelname": level, "name": "trainer", "message": msg, **extra})
+    head = "".join(f"W0301 10:00:00.100000 811 torch/distributed/run.py:874] {s}\n" for s in ("", "*****"))
+    recs = "".join(f"[default{r}]:" + rec_of(f"2026-03-01 10:00:0{s},100", "INFO", f"step {s} loss 0.5")
+                   + "\n" for s in range(1, 4) for r in range(4))
+    fail = "[default2]:" + rec_of("2026-03-01 10:00:04,010", "ERROR", "training failed", exc_info=TB) + "\n"
+    tail = ("W0301 10:00:04.500000 811 torch/distributed/elastic/multiprocessing/api.py:908] Sending process "
+            "901 closing signal SIGTERM\n"
+            "E0301 10:00:04.800000 811 torch/distributed/elastic/multiprocessing/api.py:882] failed "
+            "(exitcode: 1) local_rank: 2 (pid: 903) of binary: /home/user/venv/bin/python\n")
+    (tmp_path / "console.log").write_text(head + recs + fail + tail)
+    exc = [e for e in read_inputs([tmp_path]).events if e.kind == "exception"]
+    assert [(e.rank, e.fields.get("exc_type")) for e in exc] == [(2, "IndexError")]
+    verdict = api.analyze([tmp_path]).result.verdict
+    assert (verdict.category.value, verdict.culprit_ranks) == ("rank_crash", (2,))

@@ -561,3 +561,44 @@ def test_bars_ending_on_one_physical_line_keep_the_order_they_were_drawn() -> No
                     "train_loss=2.5]" for n in range(6))
     res = read(("setup done\n" + sanity + epoch).encode(), (ProgressParser,))
     assert [(e.get("step"), e.get("total")) for e in res.events][-1] == (5, 8)
+
+
+def _rich_console(color: bool) -> str:
+    """rich's logging handler (`RichHandler(rich_tracebacks=True)`, rich/_log_render.py and rich/traceback.py)
+    at 100 columns: each record row is time, level padded to 8, message and the call's `file:line`
+    right-aligned to the width; a logged exception's boxed traceback is indented under the message column,
+    every row padded to the width. Own values."""
+    def c(code: str, s: str) -> str:
+        return f"\x1b[{code}m{s}\x1b[0m" if color else s
+
+    def row(t: str, level: str, msg: str, where: str) -> str:
+        head = f"{c('2;36', t or ' ' * 10)} {c('34', level.ljust(8))} {msg}"
+        return head + " " * (100 - 20 - len(msg) - len(where)) + where
+
+    pad = " " * 20
+    title = c("1;31", "Traceback ") + c("1;2;31", "(most recent call last)")
+    box = [pad + c("31", "╭" + "─" * 11) + " " + title + " " + c("31", "─" * 12 + "╮") + pad,
+           *(pad + f"│ {s}".ljust(59) + "│" + pad for s in (
+               "/home/user/proj/fit.py:88 in <module>", "❱ 88 │   run()",
+               "/home/user/proj/fit.py:61 in run", "❱ 61 │   batch = fetch(i)")),
+           pad + "╰" + "─" * 58 + "╯" + pad,
+           pad + c("1;31", "IndexError: ") + "shard 17 has 2048 rows, asked for row 2051".ljust(68)]
+    lines = [row(f"[10:00:0{s}]" if r == 0 else "", "INFO", f"[rank {r}] step {s} loss 0.5{r}", "fit.py:74")
+             for s in range(1, 4) for r in range(3)]
+    lines += [row("[10:00:04]", "ERROR", "[rank 2] fetch failed", "fit.py:90"), *box]
+    return "\n".join(lines) + "\n"
+
+
+def test_rich_handler_rows_at_the_console_width_are_not_a_hard_wrap() -> None:
+    from hanglens.ingest.reader import _wrap_width
+    sample = _rich_console(color=False).split("\n")
+    assert {len(s) for s in sample[:9]} == {100}
+    assert _wrap_width(sample) is None
+
+
+def test_a_coloured_rich_traceback_is_read() -> None:
+    # colour codes split the traceback box's title (`Traceback \x1b[0m\x1b[1;2;31m(most recent call last)`)
+    from hanglens.parsers.traceback import TracebackParser
+    res = read(_rich_console(color=True).encode(), (TracebackParser,))
+    exc = [(e.ref.line, e.get("exc_type"), e.get("frame_func")) for e in res.events if e.kind == "exception"]
+    assert exc == [(11, "IndexError", "run")]
