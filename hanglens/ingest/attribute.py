@@ -700,6 +700,13 @@ def _failure_table_callstacks(files: list[FileEvents]) -> None:
             _apply([f], _span_filler(spans))
 
 
+def _span_rank(spans: list[tuple[int, int, int]], starts: list[int], line: int) -> int | None:
+    """The rank of the (first, last line, rank) span of `spans` (sorted; `starts` their first lines) that
+    holds `line`, else None."""
+    k = bisect.bisect_right(starts, line) - 1
+    return spans[k][2] if k >= 0 and spans[k][0] <= line <= spans[k][1] else None
+
+
 def _span_filler(spans: list[tuple[int, int, int]]) -> Callable[[FileEvents, Event], Event]:
     """Give a rank-less event, not the agent's own, the rank of the (first, last line) span it lies in."""
     starts = [a for a, _, _ in spans]
@@ -707,10 +714,8 @@ def _span_filler(spans: list[tuple[int, int, int]]) -> Callable[[FileEvents, Eve
     def fill(f: FileEvents, e: Event) -> Event:
         if e.rank is not None or is_agent_event(e):
             return e
-        k = bisect.bisect_right(starts, e.line) - 1
-        if k >= 0 and spans[k][0] <= e.line <= spans[k][1]:
-            return _with(f, e, "rank", spans[k][2])
-        return e
+        r = _span_rank(spans, starts, e.line)
+        return e if r is None else _with(f, e, "rank", r)
     return fill
 
 
@@ -780,10 +785,7 @@ def _ray_filler(spans: list[tuple[int, int, int]], by_pid: dict[Hashable, int]
     def fill(f: FileEvents, e: Event) -> Event:
         if e.rank is not None or is_agent_event(e):
             return e
-        r = None
-        k = bisect.bisect_right(starts, e.line) - 1
-        if k >= 0 and spans[k][0] <= e.line <= spans[k][1]:
-            r = spans[k][2]
+        r = _span_rank(spans, starts, e.line)
         if r is None and e.writer and e.writer.startswith("ray "):
             m = RAY_WRITER_RE.match(e.writer)
             r = by_pid.get(int(m["pid"])) if m else None
