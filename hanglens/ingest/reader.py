@@ -43,6 +43,8 @@ from hanglens.ingest.prefilter import (
 from hanglens.ingest.prefix import (
     ANSI_RE,
     RANK_RE,
+    RAY_RE,
+    VLLM_WORKER_RE,
     Dialect,
     Envelope,
     detect_dialect,
@@ -91,11 +93,11 @@ _RANK_SCAN_RE = re.compile(rb"(?:\[(?!rank)[A-Za-z_][\w-]*?(\d{1,4})\]:)?\[rank(
 # that ends right before a `[rank`, so there both patterns find the same ranks.
 _RANK_ONLY_RE = re.compile(rb"\[rank(\d{1,6})\]:")
 _TAGGED_RANK = b"]:[rank"
-# A Ray or vLLM worker tag opening a line (prefix.RAY_RE, prefix.VLLM_WORKER_RE): the rank a vLLM tag names
-# is an envelope rank as `[rankN]:` is, read for every line of a block as `_scan_block_ranks` does.
+# A Ray or vLLM worker tag opening a line (prefix.VLLM_WORKER_RE, prefix.RAY_RE, as bytes at every line
+# start): the rank a vLLM tag names is an envelope rank as `[rankN]:` is, read for every line of a block as
+# `_scan_block_ranks` does.
 _WORKER_TAG_SCAN_RE = re.compile(
-    rb"(?m)^\((?:VllmWorker rank=(\d{1,6}) pid=\d{1,10}|Worker_TP(\d{1,6}) pid=\d{1,10}"
-    rb"|Worker \(TP(\d{1,6})\)|[\w.]{1,128} pid=\d{1,10}(?:, ip=[\w.:]{1,64})?)\) ")
+    b"(?m)(?:" + VLLM_WORKER_RE.pattern.encode() + b")|(?:" + RAY_RE.pattern.encode() + b")")
 # A line that starts a log record, so it cannot continue a hard-wrapped one. NCCL's envelope is
 # `<host>:<pid>:<tid> [<dev>] NCCL INFO` and, for WARNs, `... [<dev>] <file>:<line> NCCL WARN` (log-formats.md
 # section 4.1); a launcher prefix may come first: pdsh `<host>: `, `srun -l` `<task>: `, Open MPI
@@ -1243,11 +1245,10 @@ class Reader:
     def _scan_worker_tags(self, block: bytes) -> None:
         """Record the Ray/vLLM worker tags opening lines of `block` (the ranks vLLM's tags name, and that
         the console holds tagged workers' lines), as `_line` does for the lines it reads one by one."""
-        for groups in set(_WORKER_TAG_SCAN_RE.findall(block)):
+        ranks = {m["rank"] or m["tp"] or m["tp2"] for m in _WORKER_TAG_SCAN_RE.finditer(block)}
+        if ranks:
             self.result.worker_tagged = True
-            rank = next((g for g in groups if g), None)
-            if rank is not None:
-                self.envelope_ranks.add(int(rank))
+            self.envelope_ranks.update(int(r) for r in ranks if r is not None)
 
     def _scan_block_fields(self, block: bytes) -> None:
         """Record the rank of every line in `block` whose learned rank field names one (as `[rankN]:`
