@@ -120,11 +120,14 @@ def newest_first(sample: list[str]) -> bool:
     return back >= MIN_RECORDS and ahead * 10 <= back
 
 
+def _record_time(r: dict[str, Any]) -> str | None:
+    """A record's time field (the first of TIME_KEYS holding a string), as written."""
+    return next((v for k in TIME_KEYS if isinstance(v := r.get(k), str)), None)
+
+
 def _time_of(line: str) -> str | None:
     r = json_record(line) if line.strip() else None
-    if r is None:
-        return None
-    t = next((v for k in TIME_KEYS if isinstance(v := r.get(k), str)), None)
+    t = _record_time(r) if r is not None else None
     return t if t is not None and ISO_TIME_RE.match(t) else None
 
 
@@ -184,7 +187,7 @@ def plain_lines(line: str, path: tuple[str, ...], nested: bool = True,
     own `world_size` field (python-json-logger's static fields) is kept as a `world_size=<n>` line of its
     writer, once per writer and size in `worlds` (the sizes already kept)."""
     outer = launch_prefix(line) if line[:1] != "{" else ""
-    r = json_record(line) if line[:1] == "{" or outer or line.lstrip()[:1] == "{" else None
+    r = json_record(line[len(outer):]) if line[:1] == "{" or outer or line.lstrip()[:1] == "{" else None
     msg = _at(r, path) if r is not None else None
     if not isinstance(msg, str):
         return [line]
@@ -198,7 +201,7 @@ def plain_lines(line: str, path: tuple[str, ...], nested: bool = True,
         v = r.get(key) if r is not None else None
         if isinstance(v, str) and v.strip() and v not in msg:
             parts.extend(v.rstrip("\n").split("\n"))
-    t = next((v for k in TIME_KEYS if isinstance(v := r.get(k), str)), None) if r is not None else None
+    t = _record_time(r) if r is not None else None
     stream = r.get("stream") if r is not None else None
     if t is not None and stream in ("stdout", "stderr") and CRI_TIME_RE.match(t):
         lead = f"{t} {stream} F "
@@ -287,7 +290,8 @@ class JsonArrayLines:
             rest, self.buf, self.pos = self.buf[self.pos:], "", 0
             return rest.encode("utf-8") if rest else self.stream.read(size)
         out: list[str] = []
-        while not self.done and sum(map(len, out)) < CHUNK:
+        held = 0   # characters in `out`
+        while not self.done and held < CHUNK:
             s, i = self.buf, self.pos
             while i < len(s) and (s[i].isspace() or s[i] == "," or (s[i] == "[" and not self.started)):
                 self.started |= s[i] == "["
@@ -307,6 +311,7 @@ class JsonArrayLines:
                     self.raw = self.done = True
                 continue
             out.append(json.dumps(obj, ensure_ascii=False) + "\n")
+            held += len(out[-1])
             self.pos = end
         if out:
             return "".join(out).encode("utf-8")
@@ -340,7 +345,8 @@ class CsvLines:
 
     def read(self, size: int = -1, /) -> bytes:
         out: list[str] = []
-        while not self.done and sum(map(len, out)) < CHUNK:
+        held = 0   # characters in `out`
+        while not self.done and held < CHUNK:
             try:
                 row = next(self.rows, None)
             except csv.Error:  # a field past the csv module's limit: skipped
@@ -354,6 +360,7 @@ class CsvLines:
             if self.time is not None and self.time < len(row):
                 rec["timestamp"] = row[self.time]
             out.append(json.dumps(rec, ensure_ascii=False) + "\n")
+            held += len(out[-1])
         return "".join(out).encode("utf-8")
 
 
