@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from hanglens import lazyre as re
-from hanglens.parsers.stacks import FUNCOL_WAIT, collective_frame
+from hanglens.parsers.stacks import C10D_WRAPPERS, FUNCOL_WAIT, collective_frame
 
 STEP, BOUNDARY, SECTION = "step", "boundary", "section"
 LEVEL = {STEP: 0, BOUNDARY: 1, SECTION: 2}
 
 FRAME_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d{1,9}) in (?P<func>.+)$")
+# (matched at the end of any path, more loosely than parsers/stacks.py's C10D_FILE)
 C10D_FILE = "distributed_c10d.py"
-C10D_WRAPPERS = frozenset({"wrapper", "inner", "_fn", "decorate_context"})
 # torch.distributed's own helpers between the caller and the collective (c10d_logger's wrapper, ...).
 TORCH_DISTRIBUTED_RE = re.compile(r"(?:^|/)torch/distributed/(?!checkpoint/|fsdp/)")
 # DeepSpeed's pass-through layers, whose names say nothing about the program's phase: its communication
