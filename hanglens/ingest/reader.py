@@ -450,6 +450,12 @@ class AnsiFree:
 MAX_CARRY = 1 << 22   # bytes of one line held whole for `AnsiFree` (a longer one is cut where a read ended)
 
 
+def coloured(head: bytes) -> bool:
+    """Whether a file whose first `BLOCK` bytes are `head` is read without its colour codes (`AnsiFree`):
+    decided once per file, by the whole-file reader and by the planner of a file read in parts alike."""
+    return b"\x1b" in head[:BLOCK]
+
+
 class Replay:
     """`head` (already read) followed by the rest of `stream`."""
 
@@ -738,6 +744,7 @@ class Reader:
         # Text before a tqdm redraw's percentage -> the progress series when such redraws are read in bulk
         # (`_bar`), else ().
         self.bar_heads: dict[str, tuple[Any, ...]] = {}
+        self.ansi_free = False  # a part of a coloured file (`begin_part`): read without its colour codes
 
     # -- line level --------------------------------------------------------------------------
     def _handle(self, bline: bytes, num: int) -> None:
@@ -1354,7 +1361,7 @@ class Reader:
         if wrap:
             self._read_unwrapped(head, stream, wrap)
         else:
-            if b"\x1b" in head:
+            if coloured(head):
                 stream = AnsiFree(Replay(head, stream))
                 head = stream.read(BLOCK)
             fast_at = None if self.reference else FastProgress.usable(self.parser_classes)
@@ -1382,11 +1389,13 @@ class Reader:
         self.__dict__.update(state)
         self.seen_b = {key.encode() for key in self.seen if key.isascii()}
 
-    def begin_part(self, dialect: Dialect, later: bool = False) -> None:
+    def begin_part(self, dialect: Dialect, later: bool = False, ansi_free: bool = False) -> None:
         """Get ready to read a part of a file whose head was read elsewhere and decided `dialect` (not a
         hard-wrapped paste, `\r`-only or UTF-16 text: those are read whole); `later`: not its first part
-        (a reader another one may `take_over`)."""
+        (a reader another one may `take_over`); `ansi_free`: the file is read without its colour codes
+        (`coloured`), as the whole-file reader reads it."""
         self.dialect = dialect
+        self.ansi_free = ansi_free
         if later and self.misses is None:
             self.misses = {}
         fast_at = None if self.reference else FastProgress.usable(self.parser_classes)
@@ -1398,10 +1407,14 @@ class Reader:
 
     def read_part(self, stream: ReadableStream, lineno: int) -> int:
         """Read `stream` (whole lines) as the lines after line `lineno`; the number of the last one."""
+        if self.ansi_free:
+            stream = AnsiFree(stream)
         return self._read_blocks(stream.read(BLOCK), stream, False, lineno)
 
     def read_line(self, line: bytes, lineno: int) -> int:
         """Read one more line (`line` holds at most one newline, at its end); the new line count."""
+        if self.ansi_free and b"\x1b" in line:
+            line = ANSI_B_RE.sub(b"", line)
         lineno = self._block(line, lineno)
         self.result.lines = lineno
         return lineno

@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 from hanglens.ingest.flight import dump_format
 from hanglens.ingest.prefix import Dialect
-from hanglens.ingest.reader import UTF16_BOMS, FileResult, Reader, json_message_path
+from hanglens.ingest.reader import BLOCK, UTF16_BOMS, FileResult, Reader, coloured, json_message_path
 from hanglens.ingest.sources import SNIFF, Unit, binary_reason, codec_of, is_tar, is_zip
 from hanglens.model import Origin
 from hanglens.parsers.base import Parser
@@ -45,6 +45,7 @@ class PartSpec:
     index: int
     count: int
     size: int  # the file's size when the parts were planned
+    ansi_free: bool = False  # read without colour codes (`reader.coloured` of the file's head)
 
 
 @dataclass
@@ -73,9 +74,10 @@ def plan(unit: Unit, rel: str, origin: Origin, parsers: tuple[type[Parser], ...]
         if not stat.S_ISREG(os.stat(unit.fs_path).st_mode):
             return None
         with open(unit.fs_path, "rb") as f:
-            head = f.read(HEAD_BYTES)
+            block = f.read(BLOCK)
     except OSError:
         return None
+    head = block[:HEAD_BYTES]
     first = head[:SNIFF]
     if (is_zip(first) or codec_of(first) is not None or is_tar(first) or binary_reason(first) is not None
             or dump_format(rel, first) is not None or head.startswith(UTF16_BOMS)
@@ -86,7 +88,7 @@ def plan(unit: Unit, rel: str, origin: Origin, parsers: tuple[type[Parser], ...]
     if cr_only or wrap:
         return None
     return [PartSpec(unit.fs_path, unit.display, origin, parsers, max_line, probe.dialect, k, parts,
-                     unit.size) for k in range(parts)]
+                     unit.size, coloured(block)) for k in range(parts)]
 
 
 class _Span:
@@ -173,7 +175,7 @@ def read_part(spec: PartSpec) -> PartOut:
                 return PartOut(None, start, nominal, start, 0)  # (no line starts in this part)
             lineno = count_lines(f, start)
             reader = Reader(spec.display, spec.origin, spec.parsers, max_line=spec.max_line)
-            reader.begin_part(spec.dialect, later=spec.index > 0)
+            reader.begin_part(spec.dialect, later=spec.index > 0, ansi_free=spec.ansi_free)
             end, lineno = _read_span(reader, f, start, nominal, lineno)
             reader.end_part()
             return PartOut(reader, start, nominal, end, lineno)
@@ -190,7 +192,7 @@ def join(spec: PartSpec, parts: list[PartOut]) -> tuple[FileResult, int]:
         pos, lineno = first.end, first.lines
         if reader is None:
             reader = Reader(spec.display, spec.origin, spec.parsers, max_line=spec.max_line)
-            reader.begin_part(spec.dialect)
+            reader.begin_part(spec.dialect, ansi_free=spec.ansi_free)
             pos, lineno = _read_span(reader, f, 0, first.nominal_end, 0)
             reader.end_part()
         for part in parts[1:]:
@@ -199,7 +201,7 @@ def join(spec: PartSpec, parts: list[PartOut]) -> tuple[FileResult, int]:
             if part.reader is not None and part.start == pos and reader.take_over(part.reader):
                 pos, lineno = part.end, part.lines
                 continue
-            reader.begin_part(spec.dialect)
+            reader.begin_part(spec.dialect, ansi_free=spec.ansi_free)
             pos, lineno = _read_span(reader, f, pos, part.nominal_end, lineno)
             reader.end_part()
     reader.result.lines = lineno

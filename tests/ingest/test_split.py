@@ -281,3 +281,30 @@ def test_a_once_per_file_fact_printed_once_per_part_gives_the_same_events(tmp_pa
     path.write_text(warn + (fact + "\n") * 3)
     got = read_in_parts(path, 3)
     assert got is not None and summary(got[0]) == summary(read_whole(path))
+
+
+def _colour(line: bytes) -> bytes:
+    """A line as a coloured handler prints it: codes around the rank tag and inside trigger phrases."""
+    line = line.replace(b"Traceback (most recent", b"Traceback \x1b[0m\x1b[1;31m(most recent")
+    line = line.replace(b"Error: ", b"\x1b[1;31mError\x1b[0m: ")
+    line = line.replace(b"INFO", b"\x1b[32mINFO\x1b[0m")
+    return re.sub(rb"^\[rank(\d+)\]:", b"\x1b[2m[rank\\1]:\x1b[0m", line)
+
+
+def test_a_coloured_console_read_in_parts_is_read_without_its_codes(tmp_path: Path,
+                                                                    merges: list[bool]) -> None:
+    # The whole-file reader reads a coloured file without its colour codes (`AnsiFree`): a code inside
+    # `Traceback (most recent call last)` would hide the trigger from the prefilter. Each part is read so too.
+    plain = tmp_path / "plain.log"
+    _make_console()(plain, 8, 0.2, 5, 3)
+    path = tmp_path / "coloured.log"
+    path.write_bytes(b"".join(_colour(x) for x in plain.read_bytes().splitlines(keepends=True)))
+    assert path.read_bytes().count(b"\x1b[1;31m(most recent") >= 1
+    whole = read_whole(path)
+    want = summary(whole)
+    assert [e.kind for e in whole.events] == [e.kind for e in read_whole(plain).events]
+    for parts in (2, 5, 17):
+        got = read_in_parts(path, parts)
+        assert got is not None
+        assert summary(got[0]) == want, parts
+    assert merges.count(True) > 5
