@@ -161,6 +161,14 @@ DESYNC_NOTJOIN_RE = re.compile(
 DESYNC_SNAP_HDR_RE = re.compile(r"#(?P<seq>\d+) (?P<phase>started|finished) ranks:")
 DESYNC_SNAP_ITEM_RE = re.compile(r"^\s*\[(?P<ranks>[\d, ]*)\] (?P<phase>started|finished) (?P<op>\w+)\s*$")
 DESYNC_CONT_RE = re.compile(r"^\s*(?:- |\[[\d, ]*\] |#\d+ |To our best knowledge|Snapshot of)")
+# The report's verdict sentence, which opens its body (TraceUtils.h `retrieveDesyncReport`): a paste that
+# starts below the report's first line (`Timeout at collective`, or the bare `[PG ...] Rank r` prefix before
+# it) still holds the ranks the report names. Read as a report of the default group when no line says which,
+# unless its writer is none of the ranks it lists (then its group is UNSTATED_PG: no rank is mapped).
+UNSTATED_PG = "unstated"
+DESYNC_BODY_RE = re.compile(
+    r"To our best knowledge, (?:ranks \[[\d, ]*\] are the lagging ranks|the lagging/dead/mismatched ranks)"
+)
 DESYNC_HEADER_ONLY_RE = re.compile(
     r"(?:^|\]\s)\s*(?:Rank (?P<r>\d+)|" + _PGP_SRC.replace("?P<", "?P<h_") + r")\s*$"
 )
@@ -320,6 +328,9 @@ class _Desync:
     joined_seq: int | None = None
     snapshot: list[str] = field(default_factory=list)
     snap_seq: int | None = None
+    started: int | None = None  # the highest collective the snapshot says ranks started
+    members: set[int] = field(default_factory=set)  # the ranks the snapshot lists
+    headless: bool = False  # read from its verdict sentence on: the line naming its group is not there
     lines: int = 0
     texts: list[str] = field(default_factory=list)
 
@@ -350,6 +361,7 @@ class C10dParser(Parser):
         "Unhandled exception: ",
         "debug info",
         "Timeout at collective",
+        "To our best knowledge",
         "entire process down",
     )
     emits = (
@@ -547,6 +559,10 @@ class C10dParser(Parser):
             self._desync = _Desync(line, who)
             self._desync_line(self._desync, text)
             probe = False
+        elif (mb := DESYNC_BODY_RE.search(text)) is not None:
+            # (no header before it: a report open already reads this line as its continuation)
+            self._desync = _Desync(line, _who(text, mb.start()), headless=True)
+            self._desync_line(self._desync, text)
         elif _bare_prefix(text) and "ProcessGroupNCCL" in line.raw:
             probe = True
         if probe and self._desync is None:
@@ -830,22 +846,34 @@ class C10dParser(Parser):
         m = DESYNC_SNAP_HDR_RE.search(text)
         if m:
             d.snap_seq = to_int(m["seq"])
+            if m["phase"] == "started" and d.snap_seq is not None:
+                d.started = max(d.started or 0, d.snap_seq)
             return
         m = DESYNC_SNAP_ITEM_RE.match(text)
         if m:
+            d.members.update(int_list(m["ranks"]))
             members = ",".join(str(r) for r in int_list(m["ranks"]))
             seq = f"#{d.snap_seq} " if d.snap_seq is not None else ""
             d.snapshot.append(f"{seq}{m['phase']} {m['op']}: {members}")
 
     def _desync_event(self, d: _Desync) -> Event:
+        pg = d.who["pg"]
+        if d.headless and pg is None and d.line.rank is not None and d.members \
+                and d.line.rank not in d.members:
+            # The report's ranks are its group's ranks. Without the line naming the group, it is read as the
+            # default group's only when the writer's own global rank is one of them (a subgroup's report,
+            # written by global rank 9 about ranks 0-3, names no global rank).
+            pg = UNSTATED_PG
         ev = self.event(
             "desync_report",
             d.line,
-            pg=d.who["pg"],
+            pg=pg,
             pg_rank=d.who["pg_rank"],
             pg_desc=d.who["pg_desc"],
             reporter_rank=d.reporter,
-            seq=d.seq,
+            # (without its first line, the collective that timed out is the newest one the snapshot says
+            # ranks started: the reporter's own, `Timeout at collective: <op>, #<seq>`)
+            seq=d.seq if d.seq is not None else d.started,
             op=d.op,
             lagging_ranks=sorted(d.lagging),
             not_joined_ranks=sorted(d.not_joined),
@@ -1498,6 +1526,28 @@ class C10dParser(Parser):
                 "not_joined_ranks": [1, 3],
                 "joined_seq": 144,
                 "snapshot": ["#144 finished ALLREDUCE: 1,3", "#146 started ALLREDUCE: 0,2"],
+            },
+            "torch 2.6-2.9 (constructed)",
+        ),
+        Example(
+            # a paste that starts inside the report: its first line (`Rank 2` / `Timeout at collective`) is
+            # not in it
+            "[rank2]:\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync "
+            "are:\n"
+            "[rank2]:\t   - [5] finished collective #88, but didn't join collective #89 (count from 1)\n"
+            "[rank2]:\t - Snapshot of ranks' latest states:\n"
+            "[rank2]:\t   #88 finished ranks:\n"
+            "[rank2]:\t     [5] finished ALLREDUCE\n"
+            "[rank2]:\t   #90 started ranks:\n"
+            "[rank2]:\t     [0, 1, 2, 3, 4] started ALLREDUCE\n",
+            "desync_report",
+            {
+                "reporter_rank": None,
+                "seq": 90,
+                "lagging_ranks": [5],
+                "not_joined_ranks": [5],
+                "joined_seq": 88,
+                "snapshot": ["#88 finished ALLREDUCE: 5", "#90 started ALLREDUCE: 0,1,2,3,4"],
             },
             "torch 2.6-2.9 (constructed)",
         ),
