@@ -660,24 +660,28 @@ class C10dParser(Parser):
             )
         m = TERMINATING_RE.search(text)
         if m:
-            raw_reason = m["reason"].strip()
-            out.append(
-                self._teardown_event(
-                    line, _who(text, m.start()), _reason(raw_reason), fatal=True, detector="heartbeat_monitor"
-                )
-            )
+            who = _who(text, m.start())
+            why = _reason(m["reason"].strip())
+            out.extend(self._monitor_verdict(line, who, why))
+            out.append(self._teardown_event(line, who, why, fatal=True, detector="heartbeat_monitor"))
         m = MONITOR_OFF_RE.search(text)
         if m:
-            raw_reason = (m["reason"] or "").strip()
-            out.append(
-                self._teardown_event(
-                    line,
-                    _who(text, m.start()),
-                    _reason(raw_reason),
-                    fatal=False,
-                    detector="heartbeat_monitor",
-                )
-            )
+            who = _who(text, m.start())
+            why = _reason((m["reason"] or "").strip())
+            out.extend(self._monitor_verdict(line, who, why))
+            out.append(self._teardown_event(line, who, why, fatal=False, detector="heartbeat_monitor"))
+        return out
+
+    def _monitor_verdict(self, line: LogLine, who: dict[str, Any], reason: str | None) -> list[Event]:
+        """The heartbeat monitor's verdict that the watchdog got stuck, from its terminate (or would-have-
+        terminated) line: its reason `ProcessGroupNCCL watchdog hang` is set only when the watchdog's
+        heartbeat stopped (log-formats.md section 1.7, 2.5+; ProcessGroupNCCL.cpp HeartbeatMonitor). A paste
+        cut after the `got stuck for <sec> seconds` sentence still says so; with that sentence read, this is
+        the same verdict again (`_hang` keeps one per rank and group)."""
+        if reason != "watchdog_hang":
+            return []
+        out = self._flush_hb()
+        out.extend(self._hang(line, _hang_fields("heartbeat_monitor", who)))
         return out
 
     def _flush_hb(self) -> list[Event]:
@@ -1358,6 +1362,17 @@ class C10dParser(Parser):
                 "pg": "0",
                 "stated_rank": 6,
             },
+            "torch 2.5-2.9 (constructed)",
+        ),
+        Example(
+            # the same line is the heartbeat monitor's verdict that rank 6's watchdog got stuck (a paste cut
+            # after the `got stuck for <sec> seconds` sentence still says so)
+            "[rank6]:[F612 01:26:36.903826604 ProcessGroupNCCL.cpp:1554] [PG ID 0 PG GUID 0(default_pg) "
+            "Rank 6] "
+            "Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL "
+            "watchdog hang.",
+            "hang_detected",
+            {"detector": "heartbeat_monitor", "pg": "0", "stated_rank": 6, "stuck_s": None},
             "torch 2.5-2.9 (constructed)",
         ),
         Example(
