@@ -253,8 +253,8 @@ _RICH_RECORD_RE = re.compile(
     r"\S.*\S\.py:\d{1,6}\x01*$")
 
 
-def _wrap_width(sample: list[str]) -> int | None:
-    """Width of a terminal hard-wrap, or None.
+def _wrap_width(sample: list[str], lead: str = "") -> int | None:
+    """Width of a terminal hard-wrap, or None (`lead`: the paste's indentation or `> ` quote on every line).
 
     A wrapped paste has no line longer than some width W >= 60, most lines exactly W long, and most
     of those followed by a line that does not start like a log line (it continues the message).
@@ -287,10 +287,16 @@ def _wrap_width(sample: list[str]) -> int | None:
     # prefix) are not pieces of a cut line: a piece cut from the middle of a message does not start with a
     # timestamped envelope of its own.
     at = [i for i, s in enumerate(kept) if len(s) == width]
-    stamped = sum(1 for i in at if i + 1 < len(kept) and strip_prefixes(kept[i + 1]).time is not None)
+    stamped = sum(1 for i in at
+                  if i + 1 < len(kept) and strip_prefixes(_unlead(kept[i + 1], lead)).time is not None)
     if stamped > len(at) // 4:
         return None
     return _wrap_width_at(kept, [_cut_length(s) for s in kept], width)
+
+
+def _unlead(line: str, lead: str) -> str:
+    """`line` without the paste's `lead` (a quoted paste's `> `): the envelope after it is the record's."""
+    return line[len(lead):] if lead and line.startswith(lead) else line
 
 
 def _cut_length(line: str) -> int:
@@ -1330,7 +1336,7 @@ class Reader:
             # the redraws have one width, but they are not a terminal's hard wrap of longer lines.
             return cr_only, None
         plain = [ANSI_RE.sub("", s) for s in sample] if b"\x1b" in text else sample
-        hard = _wrap_width(plain)
+        hard = _wrap_width(plain, self.dialect.lead)
         if hard is not None:
             return cr_only, hard
         if plain is not sample:
@@ -1338,7 +1344,7 @@ class Reader:
             # bytes, escape sequences included: measure each line with its codes (as filler at its end,
             # so it still starts like the record it is), read it without them.
             counted = [p + "\x01" * (len(s) - len(p)) for s, p in zip(sample, plain, strict=True)]
-            hard = _wrap_width(counted)
+            hard = _wrap_width(counted, self.dialect.lead)
             if hard is not None:
                 return cr_only, hard
         soft = _soft_wrap_width(plain)

@@ -71,6 +71,18 @@ def test_hard_wrapped_paste_under_a_longer_sentence_is_rejoined(mark: tuple[type
     assert len({len(x) for x in shipped}) == 1
     res = read(("\n".join(above + shipped) + "\n").encode(), mark)
     assert not any("rejoined" in n for n in res.notes)
+    # A flattened failure table behind the same envelope, quoted in an issue (`> ` before every line): the
+    # envelope after the quote is each row's own, so rows of one length are rows, not pieces of one line.
+    rows = [f"  | 2026-03-02T11:40:12.55{i}Z | [{i}]: time : 2026-03-02_11:40:12 host : node-b rank : {i} "
+            f"(local_rank: {i}) exitcode : -6 (pid: 44{i}1) error_file: <N/A> traceback : Signal 6 (SIGABRT) "
+            f"received by PID 44{i}1" for i in range(2, 8)]
+    head = ["  | 2026-03-02T11:40:05.101Z | [rank3]:[E ProcessGroupNCCL.cpp:577] [Rank 3] " + "s" * 160,
+            "  | 2026-03-02T11:40:05.101Z | [rank3]:[E ProcessGroupNCCL.cpp:583] [Rank 3] " + "t" * 60]
+    tail = ["  | 2026-03-02T11:40:12.559Z | " + "-" * 52, "  | 2026-03-02T11:40:12.559Z | Root Cause"]
+    assert len({len(x) for x in rows}) == 1
+    quoted = "\n".join("> " + x for x in head + rows + tail) + "\n"
+    res = read(quoted.encode(), mark)
+    assert not any("rejoined" in n for n in res.notes)
 
 
 def _word_wrap(text: str, width: int) -> list[str]:
