@@ -368,3 +368,25 @@ def test_a_store_error_in_another_agents_console_without_success_is_a_failure(tm
              "I0407 16:40:03.500000 9001 torch/distributed/elastic/agent/server/api.py:932] Local worker "
              "group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for other agents to finish\n")
     assert _verdict(tmp_path, {"node0.log": node0, "node1.log": node1})[0] != "none"
+
+
+# Rank 0 says its run is over, then its TCPStore server is gone for the others (torch 2.6 shapes, written here
+# from log-formats.md sections 1.7 and 3.7; failure-signatures.md section 17 item 7).
+STORE_GONE_AFTER_RANK0_FINISHED = (
+    "[rank0]:step 900/900 loss 0.3310\n"
+    "[rank0]:saving final weights to /home/user/out/final.pt, training complete\n"
+    "[rank3]:[W0512 07:31:40.210330512 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=52, "
+    "addr=[gpu-b]:40118, remote=[gpu-a]:29500): Connection reset by peer\n"
+    "[rank3]:[W0512 07:31:40.210901877 ProcessGroupNCCL.cpp:1659] [PG ID 0 PG GUID 0(default_pg) Rank 3] "
+    "Failed to check the \"should dump\" flag on TCPStore, (maybe TCPStore server has shut down too early), "
+    "with error: Connection reset by peer\n"
+)
+
+
+def test_store_gone_after_rank0_said_its_run_finished_is_teardown_noise(tmp_path: Path) -> None:
+    assert _verdict(tmp_path, {"console.log": STORE_GONE_AFTER_RANK0_FINISHED}) == ("none", [])
+    # without rank 0's finish line the store host's exit is unexplained
+    lines = STORE_GONE_AFTER_RANK0_FINISHED.splitlines(keepends=True)
+    assert _verdict(tmp_path / "b", {"console.log": lines[0] + "".join(lines[2:])})[0] != "none"
+    # store errors above the finish line came first: rank 0 finishing later does not explain them
+    assert _verdict(tmp_path / "c", {"console.log": lines[0] + "".join(lines[2:]) + lines[1]})[0] != "none"
