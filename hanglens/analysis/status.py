@@ -1355,9 +1355,9 @@ def _store_gone_after_finish(events: Sequence[Event]) -> set[int]:
     for i, e in enumerate(events):
         if e.kind != "store_error":
             continue
-        if e.path in finish_line and e.line > finish_line[e.path]:
-            out.add(i)
-        elif finish_time is not None and e.time is not None and e.time > finish_time:
+        below = e.path in finish_line and e.line > finish_line[e.path]
+        later = finish_time is not None and e.time is not None and e.time > finish_time
+        if below or later:
             out.add(i)
     return out
 

@@ -395,8 +395,9 @@ def test_store_gone_after_rank0_said_its_run_finished_is_teardown_noise(tmp_path
 # A trainer that catches CUDA OOM and halves its micro-batch logs the error text at WARNING and trains on
 # (torch 2.3 OOM wording, log-formats.md section 5.2; the log format is the user's, written here).
 CAUGHT_OOM = (
-    "2026-07-02 10:11:40 | rank 2 | WARNING | caught OOM at step 812, retrying with micro_batch=8: CUDA out of "
-    "memory. Tried to allocate 1.50 GiB. GPU 2 has a total capacity of 39.39 GiB of which 1.02 GiB is free. "
+    "2026-07-02 10:11:40 | rank 2 | WARNING | caught OOM at step 812, retrying with micro_batch=8: CUDA "
+    "out of memory. Tried to allocate 1.50 GiB. GPU 2 has a total capacity of 39.39 GiB of which 1.02 GiB "
+    "is free. "
     "Of the allocated memory 35.88 GiB is allocated by PyTorch, and 1.97 GiB is reserved by PyTorch but "
     "unallocated.\n"
     "2026-07-02 10:11:41 | rank 2 | INFO | micro_batch now 8\n"
@@ -410,6 +411,7 @@ CAUGHT_OOM = (
 def test_an_oom_a_rank_logged_then_peers_trained_on_for_hours_is_survived(tmp_path: Path) -> None:
     assert _verdict(tmp_path, {"train.log": CAUGHT_OOM}) == ("none", [])
     # the same OOM as the excerpt's last word: nobody trained on after it
-    before = "".join(f"2026-07-02 10:0{i}:10 | rank 0 | INFO | step {800 + i} | loss 2.6{i}\n" for i in range(5))
+    before = "".join(f"2026-07-02 10:0{i}:10 | rank 0 | INFO | step {800 + i} | loss 2.6{i}\n"
+                     for i in range(5))
     last = before + "".join(CAUGHT_OOM.splitlines(keepends=True)[:2])
     assert _verdict(tmp_path / "b", {"train.log": last})[0] == "oom"
