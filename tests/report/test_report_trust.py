@@ -381,7 +381,8 @@ def test_a_job_whose_error_file_was_read_is_not_told_to_use_record(tmp_path: Pat
 # A user's paste of every node's NCCL WARNs (their `<host>:<pid>:<tid>` envelopes) beside one rank's
 # traceback (NCCL 2.26 timestamped WARN lines, log-formats.md sections 4.1 and 4.4; written here).
 WARNS_OF_FOUR_HOSTS = """\
-[2025-04-08 03:14:07] gpu-h03:51872:52211 [6] transport/net_ib.cc:1025 NCCL WARN NET/IB : Got async event : port error
+[2025-04-08 03:14:07] gpu-h03:51872:52211 [6] transport/net_ib.cc:1025 NCCL WARN NET/IB : Got async event : \
+port error
 
 [2025-04-08 03:14:09] gpu-h02:33017:33390 [6] transport/net_ib.cc:2449 NCCL WARN NET/IB: Got completion from \
 peer 10.44.1.13<51222> with status=12 opcode=1 len=0 vendor err 129 (Send) localGid ::ffff:10.44.1.12 \
@@ -392,7 +393,8 @@ peer 10.44.1.13<40032> with status=5 opcode=0 len=0 vendor err 249 (Recv) localG
 remoteGids ::ffff:10.44.1.13 hca mlx5_6
 [rank0]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/\
 ProcessGroupNCCL.cpp:3699, remote process exited or there was a network error, NCCL version 2.26.2
-[rank0]: ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.
+[rank0]: ncclRemoteError: A call failed possibly due to a network error or a remote process exiting \
+prematurely.
 """
 
 
