@@ -681,7 +681,9 @@ def build_document(
     findings = [clean(f.to_dict()) for f in result.findings]
     refs = sorted({SourceRef(ev["path"], ev["line"]) for f in findings for ev in f.get("evidence", [])})
     ctx = context(refs) if context and refs else {}
-    file_rank = {f.path: f.ranks[0] for f in files if len(f.ranks) == 1}
+    # A file whose lines name several hosts (a user's paste of every node's NCCL WARNs beside one rank's
+    # traceback) holds several processes' lines: it is not that one rank's file.
+    file_rank = {f.path: f.ranks[0] for f in files if len(f.ranks) == 1 and len(f.hosts) <= 1}
     file_host = {f.path: f.hosts[0] for f in files if len(f.hosts) == 1}
     for f in findings:
         for ev in f.get("evidence", []):

@@ -211,8 +211,9 @@ FACT_SPECS: dict[str, FactSpec] = {
             "NVIDIA driver Xid lines, one row each: `fault` memory_access (Xid 13, 31), hardware (48, 61, "
             "62, 64, 74, 79, 94, 95, 109, 119, 120) or other; `rank` the rank whose GPU the line names, by "
             "its PCI address matched to that rank's NCCL `busId` or its pid to the NCCL envelope's "
-            "(`mapped_by`), None when no line maps it (log-formats.md sections 4.3 and 5.3; "
-            "hanglens/analysis/gpu.py).",
+            "(`mapped_by` bus_id / pid), or its pid to the one torchrun's failure table gives a rank "
+            "(`mapped_by` failure_table), None when no line maps it (log-formats.md sections 3.6, 4.3 and "
+            "5.3; hanglens/analysis/gpu.py).",
         ),
         FactSpec(
             "recv_wait",

@@ -63,7 +63,8 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     matched against the bus ids, its `pid=` (when the driver names one) against the pids, both on the Xid's
     host (the journal's host field, else the one NCCL host the file's name contains, else every host): a
     match that names one rank maps the line (`mapped_by` bus_id or pid; two that disagree map nothing, and
-    so does a `pid=` that is not the pid of the rank on that bus).
+    so does a `pid=` that is not the pid of the rank on that bus). Without either, a `pid=` that is the pid
+    torchrun's failure table gives one rank on that host (section 3.6) maps it (`mapped_by` failure_table).
     `fault`: memory_access (Xid 13, 31), hardware (48, 61, 62, 64, 74, 79, 94, 95, 109, 119, 120) or other.
     """
     inits = [e for e in events if e.kind == "nccl_comm_init"]
@@ -78,6 +79,15 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             continue
         pid = e.get("pid")
         gpus.append((_short(e.get("nccl_host") or e.host), bus, pid if isinstance(pid, int) else None, whose))
+    # torchrun's failure table (log-formats.md section 3.6) states each failed worker's global rank, host and
+    # pid (`rank : 11 (local_rank: 3)`, `exitcode : -6 (pid: 60813)`): the process a driver line's `pid=`
+    # names, when no NCCL line gives that rank's pid.
+    procs: list[tuple[str | None, int, int]] = []   # (host, pid, rank)
+    for e in events:
+        if e.kind == "child_failed":
+            g, pid, h = e.get("failed_rank"), e.get("pid"), e.get("failed_host")
+            if isinstance(g, int) and isinstance(pid, int) and pid > 0:
+                procs.append((_short(h) if isinstance(h, str) else None, pid, g))
     known = sorted({h for h, _, _, _ in gpus if h})
     rows: list[Row] = []
     for e in events:
@@ -93,6 +103,10 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         by_bus = {r for h, b, _, r in here if bus is not None and b == bus}
         pid = e.get("pid")
         by_pid = {r for h, _, p, r in here if isinstance(pid, int) and p == pid}
+        # the failure table's pids, when no NCCL line states a pid for that rank
+        nccl_pid = {r for _, _, p, r in gpus if p is not None}
+        by_exit = {r for h, p, r in procs if isinstance(pid, int) and p == pid
+                   and (host is None or h in (host, None)) and r not in nccl_pid}
         # A driver line naming a process that is not the rank's own (NCCL pid known and different) is about
         # another process on that GPU (an earlier job's): it says nothing about this rank.
         other = isinstance(pid, int) and any(p is not None and p != pid for _, _, p, r in here if r in by_bus)
@@ -102,6 +116,8 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             rank, how = next(iter(by_bus)), "bus_id"
         elif not by_bus and len(by_pid) == 1:
             rank, how = next(iter(by_pid)), "pid"
+        elif not by_bus and not by_pid and len(by_exit) == 1:
+            rank, how = next(iter(by_exit)), "failure_table"
         xid = e.get("xid")
         rows.append({
             "rank": rank,

@@ -970,7 +970,8 @@ def survived_failures(events: Sequence[Event], files: Sequence[InputFile]) -> se
             key = writer(e)
             if key is not None and (e.level or "") in ERROR_LEVELS:
                 records[(e.path, e.line)] = key
-    out: set[int] = _survived_by_success(events, files) | earlier_attempts(events, files)
+    out: set[int] = (_survived_by_success(events, files) | earlier_attempts(events, files)
+                     | _store_gone_after_finish(events))
     if not last_line and not finished:
         return out | _survived_unattributed(events, files, writer)
     out |= _survived_by_peers(events, restarted)
@@ -1327,6 +1328,37 @@ def _survived_by_success(events: Sequence[Event], files: Sequence[InputFile]) ->
                 out.add(i)
         if whole:
             out.update(agent)
+    return out
+
+
+def _store_gone_after_finish(events: Sequence[Event]) -> set[int]:
+    """Indexes of store errors written after rank 0 said its run is over.
+
+    The TCPStore lives in rank 0's process (or node 0's agent, which exits when its workers have): its
+    clients' `recvValue failed ... Connection reset by peer` and the heartbeat monitor's `Failed to check the
+    "should dump" flag on TCPStore` mean that host went away (failure-signatures.md section 17 item 7). When
+    rank 0 printed a finish line (`run_finished`: `Training complete`, `training finished`) before them, it
+    went away because it reached the end of its script: the normal order of exit, not a failure. "Before" is
+    the line order in the same file (a process ended by an error never prints its finish line, and the
+    others' store errors come after the store host left) or, across files, both lines' own times.
+    """
+    finish_line: dict[str, int] = {}
+    finish_time: float | None = None
+    for e in events:
+        if e.kind == "run_finished" and e.rank == 0:
+            finish_line[e.path] = min(finish_line.get(e.path, e.line), e.line)
+            if e.time is not None:
+                finish_time = e.time if finish_time is None else min(finish_time, e.time)
+    if not finish_line:
+        return set()
+    out: set[int] = set()
+    for i, e in enumerate(events):
+        if e.kind != "store_error":
+            continue
+        below = e.path in finish_line and e.line > finish_line[e.path]
+        later = finish_time is not None and e.time is not None and e.time > finish_time
+        if below or later:
+            out.add(i)
     return out
 
 

@@ -368,3 +368,50 @@ def test_a_store_error_in_another_agents_console_without_success_is_a_failure(tm
              "I0407 16:40:03.500000 9001 torch/distributed/elastic/agent/server/api.py:932] Local worker "
              "group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for other agents to finish\n")
     assert _verdict(tmp_path, {"node0.log": node0, "node1.log": node1})[0] != "none"
+
+
+# Rank 0 says its run is over, then its TCPStore server is gone for the others (torch 2.6 shapes, written here
+# from log-formats.md sections 1.7 and 3.7; failure-signatures.md section 17 item 7).
+STORE_GONE_AFTER_RANK0_FINISHED = (
+    "[rank0]:step 900/900 loss 0.3310\n"
+    "[rank0]:saving final weights to /home/user/out/final.pt, training complete\n"
+    "[rank3]:[W0512 07:31:40.210330512 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=52, "
+    "addr=[gpu-b]:40118, remote=[gpu-a]:29500): Connection reset by peer\n"
+    "[rank3]:[W0512 07:31:40.210901877 ProcessGroupNCCL.cpp:1659] [PG ID 0 PG GUID 0(default_pg) Rank 3] "
+    "Failed to check the \"should dump\" flag on TCPStore, (maybe TCPStore server has shut down too early), "
+    "with error: Connection reset by peer\n"
+)
+
+
+def test_store_gone_after_rank0_said_its_run_finished_is_teardown_noise(tmp_path: Path) -> None:
+    assert _verdict(tmp_path, {"console.log": STORE_GONE_AFTER_RANK0_FINISHED}) == ("none", [])
+    # without rank 0's finish line the store host's exit is unexplained
+    lines = STORE_GONE_AFTER_RANK0_FINISHED.splitlines(keepends=True)
+    assert _verdict(tmp_path / "b", {"console.log": lines[0] + "".join(lines[2:])})[0] != "none"
+    # store errors above the finish line came first: rank 0 finishing later does not explain them
+    assert _verdict(tmp_path / "c", {"console.log": lines[0] + "".join(lines[2:]) + lines[1]})[0] != "none"
+
+
+# A trainer that catches CUDA OOM and halves its micro-batch logs the error text at WARNING and trains on
+# (torch 2.3 OOM wording, log-formats.md section 5.2; the log format is the user's, written here).
+CAUGHT_OOM = (
+    "2026-07-02 10:11:40 | rank 2 | WARNING | caught OOM at step 812, retrying with micro_batch=8: CUDA "
+    "out of memory. Tried to allocate 1.50 GiB. GPU 2 has a total capacity of 39.39 GiB of which 1.02 GiB "
+    "is free. "
+    "Of the allocated memory 35.88 GiB is allocated by PyTorch, and 1.97 GiB is reserved by PyTorch but "
+    "unallocated.\n"
+    "2026-07-02 10:11:41 | rank 2 | INFO | micro_batch now 8\n"
+    "2026-07-02 10:11:52 | rank 0 | INFO | step 813 | loss 2.551\n"
+    "2026-07-02 11:02:10 | rank 0 | INFO | step 2400 | loss 2.102\n"
+    "2026-07-02 13:40:09 | rank 0 | INFO | step 6000 | loss 1.884\n"
+    "2026-07-02 13:40:31 | rank 0 | INFO | exporting model\n"
+)
+
+
+def test_an_oom_a_rank_logged_then_peers_trained_on_for_hours_is_survived(tmp_path: Path) -> None:
+    assert _verdict(tmp_path, {"train.log": CAUGHT_OOM}) == ("none", [])
+    # the same OOM as the excerpt's last word: nobody trained on after it
+    before = "".join(f"2026-07-02 10:0{i}:10 | rank 0 | INFO | step {800 + i} | loss 2.6{i}\n"
+                     for i in range(5))
+    last = before + "".join(CAUGHT_OOM.splitlines(keepends=True)[:2])
+    assert _verdict(tmp_path / "b", {"train.log": last})[0] == "oom"

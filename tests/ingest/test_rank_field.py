@@ -164,3 +164,17 @@ def test_ranks_named_in_order_in_the_message_are_no_rank_field() -> None:
     assert learn_rank_field(lines) is None
     # torch's own `[rank<r>]:` envelope is not such a field
     assert learn_rank_field([f"[rank{i % 3}]: step {i} loss 0.5" for i in range(30)]) is None
+
+
+def test_rank_word_field_of_two_writers_in_a_short_excerpt() -> None:
+    # an issue excerpt: rank 2 logs two records, then rank 0 goes on (`%(asctime)s | rank {rank} |
+    # %(levelname)s | %(message)s`, written here); the word names the field, so the values need not come back
+    lines = ["2026-07-02 10:11:40 | rank 2 | WARNING | caught an error at step 812, retrying",
+             "2026-07-02 10:11:41 | rank 2 | INFO | micro_batch now 8"]
+    lines += [f"2026-07-02 10:1{i}:52 | rank 0 | INFO | step {813 + i} | loss 2.5{i}" for i in range(4)]
+    d = detect_dialect(lines)
+    assert d.rank_field is not None and d.rank_field[0] == "rank"
+    assert strip_prefixes(lines[0], d).rank == 2
+    # a counter named rank that steps up by one (rank 0 printing one line per rank) is still no writer
+    lines = [f"2026-07-02 10:1{i}:52 | rank {i // 3} | INFO | all-reduce bytes {i}" for i in range(6)]
+    assert learn_rank_field(lines) is None

@@ -164,6 +164,11 @@ def test_error_json_new_format(tmp_path: Path) -> None:
     ("train-rank12.out", Origin(rank=12, stream="stdout")),
     ("node0_rank3.log", Origin(rank=3, host="node0")),
     ("local_rank_1.log", Origin(local_rank=1)),
+    # a file a user merged from two processes names both: no one rank's (or node's) file
+    ("rank0_rank14.txt", Origin()),
+    ("logs/rank3-rank7.log", Origin()),
+    ("node0_node1.log", Origin()),
+    ("rank03_rank3.log", Origin(rank=3)),
     ("ranking.log", Origin()),
     ("rank3x.log", Origin()),
     ("logs2024/train.log", Origin()),

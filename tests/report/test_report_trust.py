@@ -376,3 +376,31 @@ def test_a_job_whose_error_file_was_read_is_not_told_to_use_record(tmp_path: Pat
     doc = api.analyze([tmp_path]).to_dict()
     assert doc["verdict"]["culprit_ranks"] == [2]
     assert not any("errors.record" in s for s in doc["collect_next"]), doc["collect_next"]
+
+
+# A user's paste of every node's NCCL WARNs (their `<host>:<pid>:<tid>` envelopes) beside one rank's
+# traceback (NCCL 2.26 timestamped WARN lines, log-formats.md sections 4.1 and 4.4; written here).
+WARNS_OF_FOUR_HOSTS = """\
+[2025-04-08 03:14:07] gpu-h03:51872:52211 [6] transport/net_ib.cc:1025 NCCL WARN NET/IB : Got async event : \
+port error
+
+[2025-04-08 03:14:09] gpu-h02:33017:33390 [6] transport/net_ib.cc:2449 NCCL WARN NET/IB: Got completion from \
+peer 10.44.1.13<51222> with status=12 opcode=1 len=0 vendor err 129 (Send) localGid ::ffff:10.44.1.12 \
+remoteGids ::ffff:10.44.1.13 hca mlx5_6
+
+[2025-04-08 03:14:10] gpu-h01:60211:60617 [6] transport/net_ib.cc:2449 NCCL WARN NET/IB: Got completion from \
+peer 10.44.1.13<40032> with status=5 opcode=0 len=0 vendor err 249 (Recv) localGid ::ffff:10.44.1.11 \
+remoteGids ::ffff:10.44.1.13 hca mlx5_6
+[rank0]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/\
+ProcessGroupNCCL.cpp:3699, remote process exited or there was a network error, NCCL version 2.26.2
+[rank0]: ncclRemoteError: A call failed possibly due to a network error or a remote process exiting \
+prematurely.
+"""
+
+
+def test_a_file_of_several_hosts_lines_is_not_its_one_ranked_writers(tmp_path: Path) -> None:
+    (tmp_path / "warns.txt").write_text(WARNS_OF_FOUR_HOSTS)
+    doc = api.analyze([tmp_path]).to_dict()
+    evidence = [ev for f in doc["findings"] for ev in f.get("evidence", [])]
+    other = [ev for ev in evidence if ev.get("host") in ("gpu-h02", "gpu-h03")]
+    assert other and all(ev.get("rank") is None for ev in other)
