@@ -2,7 +2,7 @@
 number of connected peer ranks is : <m>`, printed by every process for each gloo group it joins), and what
 it decides: one rank dead of a native signal in a console that shows no other rank's fault.
 
-Consoles written here from parsers/gloo.py (the line, as torch 2.9.1, 2.13 and 2.14.1 print it), log-formats.md
+Consoles written here from parsers/gloo.py (the line as torch 2.9.1, 2.13 and 2.14.1 print it), log-formats.md
 section 3.5 (the agent's `failed (exitcode: -11)` and SIGTERM lines) and section 3.6 (the failure table);
 values our own. Shape seen in probe37 (session 22): a torch 2.9.1 worker died of SIGSEGV before its first
 step and the agent stopped the other three.
