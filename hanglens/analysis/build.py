@@ -148,8 +148,12 @@ def world_size_of(events: Sequence[Event]) -> int | None:
     ranks and the default group holds every rank, log-formats.md section 8.3; a torchrun command line that
     states both `--nnodes` (or `--standalone`) and `--nproc-per-node`: the agents start nnodes x
     nproc_per_node workers, section 3.5); else the one size the program's own lines state (`world_size=4`,
-    `Starting with 4 processes`), when they all agree."""
+    `Starting with 4 processes`), when they all agree; else the one group size gloo's mesh lines state
+    (`[Gloo] Rank <r> is connected to <n> peer ranks. Expected number of connected peer ranks is : <m>`,
+    m + 1), when every such line agrees and it is at least 2: each gloo group prints one per process, the
+    default group first, so one size on every line is the default group's, the world's (parsers/gloo.py)."""
     sizes: list[int] = []
+    meshes: set[int] = set()   # group sizes gloo's mesh lines state
     stated: set[int] = set()   # sizes only a program's own line states (`world_size=4`)
     # DeepSpeed's `global_rank_mapping=` lists every host of the job with its global ranks, one event per
     # host from the same line (deepspeed/launcher/launch.py `main`, log-formats.md section 9.2); each node's
@@ -168,6 +172,11 @@ def world_size_of(events: Sequence[Event]) -> int | None:
         if 0 < n <= 1_000_000:
             sizes.append(n)
     for e in events:
+        if e.kind == "gloo_mesh":
+            g = e.get("group_size")
+            if isinstance(g, int) and 0 < g <= 1_000_000:
+                meshes.add(g)
+            continue
         for key in ("nranks", "world_size"):
             v = e.get(key)
             if isinstance(v, int) and 0 < v <= 1_000_000:
@@ -187,6 +196,8 @@ def world_size_of(events: Sequence[Event]) -> int | None:
     # run's or another attempt's.
     if len(stated) == 1:
         return next(iter(stated))
+    if len(meshes) == 1 and (m := next(iter(meshes))) >= 2:
+        return m
     return _world_of_task_tables(events) or _world_of_spawn_parent(events)
 
 

@@ -151,7 +151,13 @@ RANK_FIELD_RE = re.compile(
 # %(levelname)s %(message)s`, loguru's `{time} | {level} | rank{extra[rank]} | ...`): learned the same way,
 # with no world to bound it. Not torch's own `[rank<r>]:` envelope (`RANK_RE`), read before any field.
 RANK_WORD_FIELD_RE = re.compile(
-    r"(?:^|(?<=[\s|(<,;:]))(?P<pre>rank|Rank|RANK) ?(?P<rank>\d{1,6})(?=[\s|\])>,;:])")
+    r"(?:^|(?<=[\s|(<,;:]))(?P<pre>rank|Rank|RANK|r) ?(?P<rank>\d{1,6})(?=[\s|\])>,;:])")
+# The terse form of that field, `r<rank>`, often after the host (`%(asctime)s | %(levelname)s |
+# {hostname}:r{rank} | %(message)s`): a line head that may hold it.
+R_FIELD_HINT_RE = re.compile(r"(?:^|[\s|(<,;:])r\d")
+# A host token closing the header before such a field (`gpu-a17:`, `vm:`): the one word a terse field may
+# follow, besides a time and a level.
+FIELD_HOST_TAIL_RE = re.compile(r"[A-Za-z][\w.-]{0,62}:$")
 # What follows a progress bar's `n/total`: tqdm's ` [<elapsed><<remaining>, <rate>]` (tqdm/std.py
 # `format_meter`: `{n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]`). A bar redrawn by
 # several writers, or restarted, can make its counts take turns like ranks; it is never a rank field.
@@ -363,7 +369,7 @@ def _field_at(s: str) -> tuple[str, str, int, int] | None:
     head = s[:FIELD_HEAD]
     m = RANK_FIELD_RE.search(head)
     w = (RANK_WORD_FIELD_RE.search(head, 0, m.start() if m else len(head))
-         if "ank" in head or "ANK" in head else None)
+         if "ank" in head or "ANK" in head or R_FIELD_HINT_RE.search(head) else None)
     if w is not None:  # a world-less `rank<r>` field before any `<r>/<W>` one
         if not s[w.end():].strip():
             return None
@@ -389,7 +395,8 @@ def learn_rank_field(lines: list[str]) -> tuple[str, str, int] | None:
     found: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for s in lines:
         head = s[:FIELD_HEAD]
-        if "/" not in head and " of " not in head and "ank" not in head and "ANK" not in head:
+        if ("/" not in head and " of " not in head and "ank" not in head and "ANK" not in head
+                and not R_FIELD_HINT_RE.search(head)):
             continue
         hit = _field_at(s)
         if hit is not None:
@@ -407,16 +414,19 @@ def learn_rank_field(lines: list[str]) -> tuple[str, str, int] | None:
             return None
     world = seen[0][1]
     if world == 0:  # a `rank<r>` field: the word says what it is, no world bounds it, so it must open the
-        # message: only a time and a level before it (`run: rank 1 epoch 2` is a sentence of a logger's)
-        if word != "rank" or any(w != 0 for _, w in seen) or any(
-                c.isalpha() and c not in "LTZ" for c in shape):
+        # message: only a time and a level before it (`run: rank 1 epoch 2` is a sentence of a logger's).
+        # The terse `r<r>` may follow a host token too (`vm:r1`), and only as the field of several writers
+        # taking turns (below): one value of a bare `r<n>` says nothing.
+        before = FIELD_HOST_TAIL_RE.sub("", shape) if word == "r" else shape
+        if word not in ("rank", "r") or any(w != 0 for _, w in seen) or any(
+                c.isalpha() and c not in "LTZ" for c in before):
             return None
     elif world < 2 or any(w != world or r >= world for r, w in seen):
         return None
     ranks = [r for r, _ in seen]
     values = set(ranks)
     if len(values) == 1:
-        return (word, shape, world) if word else None
+        return (word, shape, world) if word and word != "r" else None
     changes = [(a, b) for a, b in pairwise(ranks) if a != b]
     counting = sum(1 for a, b in changes if b == a + 1)
     if counting > FIELD_MAX_COUNTING * len(changes):

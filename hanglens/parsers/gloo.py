@@ -28,6 +28,15 @@ MESH_RE = re.compile(r"Gloo connectFullMesh failed with (?P<inner>.*)")
 WORK_WAIT_RE = re.compile(r"(?:^|(?:RuntimeError|DistBackendError)(?: ?:)? )Operation timed out!$")
 LOOPBACK_RE = re.compile(r"Unable to resolve hostname to a \(local\) address\. Using the loopback address")
 INNER_PEER_RE = re.compile(PEER)
+# gloo's full-mesh setup of a process group's context reports on stdout, once per process and group, how many
+# peers it connected to (`[Gloo] Rank <r> is connected to <n> peer ranks. Expected number of connected peer
+# ranks is : <m>`; gloo rendezvous `Context::connectFullMesh`, linked into libtorch_cpu: the three pieces of
+# the text are in `strings libtorch_cpu.so` of torch 2.9.1, 2.13.0 and 2.14.1 alike). `<r>` is the rank in
+# that group and `<m> + 1` the group's size: a group rank, not a global one, and a size that is the world's
+# only for the default group (a `new_group` prints its own line).
+MESH_UP_RE = re.compile(
+    r"\[Gloo\] Rank (?P<rank>\d{1,7}) is connected to (?P<n>\d{1,7}) peer ranks\. "
+    r"Expected number of connected peer ranks is : (?P<m>\d{1,7})")
 
 SOCKET_ERRORS = {"Read error": "read_error", "Write error": "write_error", "Read timeout": "read_timeout",
                  "Write timeout": "write_timeout", "Connect timeout": "connect_timeout"}
@@ -43,7 +52,7 @@ class GlooParser(Parser):
     triggers = ("Timed out waiting", "Operation timed out!", "pair closure", "closed by peer",
                 "connectFullMesh", "error [",
                 "timeout [",
-                "Unable to resolve hostname")
+                "Unable to resolve hostname", "peer ranks")
     emits = (
         EventSpec("hang_detected", ("detector", "timeout_ms", "io", "src"),
                   "gloo `Timed out waiting Nms for recv|send operation` (io = recv or send); c10d's "
@@ -54,6 +63,10 @@ class GlooParser(Parser):
                   "gloo socket Read/Write error or timeout, Connect timeout"),
         EventSpec("gloo_error", ("error", "peer", "port", "detail"),
                   "connectFullMesh failure, pair closure after a timeout"),
+        EventSpec("gloo_mesh", ("group_rank", "group_size", "connected"),
+                  "gloo's `[Gloo] Rank <r> is connected to <n> peer ranks. Expected number of connected peer "
+                  "ranks is : <m>` after a process group's mesh setup (group_rank r, group_size m + 1, "
+                  "connected n): context, no failure"),
         EventSpec("gloo_warning", ("warning",),
                   "ProcessGroupGloo's W `Unable to resolve hostname ... Using the loopback address as "
                   "fallback` (warning=loopback_fallback): context, no failure (log-formats.md section 7: "
@@ -110,8 +123,11 @@ class GlooParser(Parser):
                 "Using the loopback address as fallback. Manually set the network interface to bind to with "
                 "GLOO_SOCKET_IFNAME. (function operator())", "gloo_warning", {"warning": "loopback_fallback"},
                 "torch 1.10+"),
+        Example("[Gloo] Rank 2 is connected to 3 peer ranks. Expected number of connected peer ranks is : 3",
+                "gloo_mesh", {"group_rank": 2, "group_size": 4, "connected": 3}, "torch 2.9.1, 2.13, 2.14.1"),
     )
     near_misses = (
+        "Rank 2 is connected to 3 peer ranks",
         "curl: (28) Operation timed out after 30001 milliseconds with 0 bytes received",
         "requests.exceptions.ConnectTimeout: Operation timed out! retrying in 5s",
         "Timed out waiting for pending UserRRefs to be confirmed by owner and parent.",
@@ -158,6 +174,11 @@ class GlooParser(Parser):
                 out.append(self.event("gloo_error", line, error="connect_full_mesh_failed",
                                       peer=p["ip"] if p else None, port=to_count(p["port"]) if p else None,
                                       detail=inner or None))
+        if "peer ranks" in text:
+            m = MESH_UP_RE.search(text)
+            if m:
+                out.append(self.event("gloo_mesh", line, group_rank=to_count(m["rank"]),
+                                      group_size=int(m["m"]) + 1, connected=to_count(m["n"])))
         if "Unable to resolve hostname" in text and LOOPBACK_RE.search(text):
             # A W line (ProcessGroupGloo.cpp): gloo binds to 127.0.0.1, which is all a one-host job needs;
             # across hosts the peers' connects then fail, and those lines are the failure.

@@ -35,8 +35,10 @@ PHASE_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("checkpoint_load", re.compile(
         r"(?i)\b(?:load(?:ing|ed)?|restor(?:e|ed|ing)|resum(?:e|ed|ing))\b[ \w.:-]{0,40}?\bcheckpoint"
         r"|\bcheckpoint\b[ \w.:-]{0,20}?\b(?:load(?:ed|ing)?|restored)\b")),
+    # Not a word glued after a slash: a path (`/data/validation/`) or c10d's own `TCP client failed to
+    # connect/validate to host` (TCPStore.cpp, 2.4+; log-formats.md section 3.7), which is a store line.
     ("validation", re.compile(
-        r"(?i)(?<![\w])(?:validat(?:e|ing|ion)|evaluat(?:e|ing|ion)|running eval(?:uation)?|eval(?:uation)? "
+        r"(?i)(?<![\w/])(?:validat(?:e|ing|ion)|evaluat(?:e|ing|ion)|running eval(?:uation)?|eval(?:uation)? "
         r"(?:loop|step|epoch|start|begin)|test(?:ing)? (?:loop|epoch))(?![\w])")),
     # Building an index or a cache is data preparation too (section 15, "cache building"; Megatron-LM
     # megatron/core/datasets/gpt_dataset.py builds and saves its document/sample index maps on one rank
@@ -312,6 +314,9 @@ class LifecycleParser(Parser):
         "the loop finished at 10:14",
         "retrying: connection pool exhausted",
         "still waiting for rank 3 of 8 to join",
+        "[c10d] TCP client failed to connect/validate to host 10.0.0.4:29500 - retrying (try=0, "
+        "timeout=600000ms, delay=3021ms): The client socket has timed out after 600000ms",
+        "reading shards from /data/validation/shard-00007.bin",
         "INFO: rank 9 of 8: out of range",
     )
 

@@ -178,3 +178,22 @@ def test_rank_word_field_of_two_writers_in_a_short_excerpt() -> None:
     # a counter named rank that steps up by one (rank 0 printing one line per rank) is still no writer
     lines = [f"2026-07-02 10:1{i}:52 | rank {i // 3} | INFO | all-reduce bytes {i}" for i in range(6)]
     assert learn_rank_field(lines) is None
+
+
+# -- a terse `r<r>` field, after the host (probe37, session 22) -------------------------------------------
+
+def test_a_terse_r_field_after_the_host_is_learned_when_writers_take_turns() -> None:
+    # `%(asctime)s | %(levelname)-5s | {hostname}:r{rank} | %(message)s`, a format of our own like the one
+    # the probe37 training script used (its runs on torch 2.9.1 and 2.14.1 shared one console)
+    lines = console("gpu-a17:r{r}", 3)
+    d = detect_dialect(lines)
+    assert d.rank_field == ("r", "00:00:00.000 | L | gpu-a00:", 0)
+    line = "09:47:12.004 | ERROR   | gpu-a17:r1 | trainer | loss is nan, skipping sync"
+    assert strip_prefixes(line, d).rank == 1
+
+
+def test_a_terse_r_field_of_one_value_or_after_a_word_is_no_rank() -> None:
+    # one writer's `r0` says nothing (a revision, a run id), and after a logger's words it is a sentence
+    assert learn_rank_field(console("r{r}", 4, ranks=[0])) is None
+    lines = [f"2025-04-12 08:01:{i:02d},311 INFO model loaded: r{i % 2} checkpoint {i}" for i in range(20)]
+    assert learn_rank_field(lines) is None
