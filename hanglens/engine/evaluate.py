@@ -17,6 +17,7 @@ from hanglens import lazyre as re
 from hanglens.analysis.build import object_frame
 from hanglens.analysis.facts_spec import FACT_SPECS
 from hanglens.analysis.kinds import FAILURE_KINDS, is_failure_warning, is_retried_connect_warning
+from hanglens.analysis.status import printed_ranks
 from hanglens.engine import template
 from hanglens.engine.schema import BASE_ATTRIBUTES, Condition, Rule, SourceSpec
 from hanglens.limits import DEFAULT_LIMITS, Limits
@@ -861,7 +862,10 @@ def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
                        "(or was still running when the logs were copied)." + _where_ranks_stopped(run),
                        first_step=_UNKNOWN_FIRST_STEP)
     confidence = Confidence.MEDIUM if len(ranks) >= 2 else Confidence.LOW
-    seen = (f"the logs of {len(ranks)} rank{'' if len(ranks) == 1 else 's'}" if ranks else "the logs")
+    # The ranks that wrote something: the job's ranks reach the highest one named, an excerpt's may have gaps.
+    files = getattr(run.tables, "files", None)
+    wrote = (sorted(printed_ranks(files)) if files else []) or ranks
+    seen = (f"the logs of {len(wrote)} rank{'' if len(wrote) == 1 else 's'}" if wrote else "the logs")
     return Verdict(category=Category.NONE, rule_id=None, confidence=confidence, culprit_ranks=(),
                    culprit_hosts=(), victim_ranks=(),
                    summary=f"No failure signal in {seen}." + (history or _restarted(run)),

@@ -336,3 +336,15 @@ def test_a_log_cut_inside_a_running_bar_is_no_none_verdict() -> None:
     assert "step 0 of 14 (nohup.out:5)" in res.verdict.summary and "py-spy" in res.verdict.first_step
     whole = run([], ranks=[0, 1, 2], facts={"silent_hang": [{**cut, "bar_cut": False}]})
     assert whole.verdict.category is Category.NONE
+
+
+def test_a_none_verdict_counts_the_ranks_that_wrote(tmp_path: Any) -> None:
+    # ranks 0 and 2 of an excerpt wrote lines (rank 1 is not in it): the healthy verdict says two ranks, not
+    # the three up to the highest one named
+    from hanglens import api
+
+    for r in (0, 2):
+        (tmp_path / f"rank{r}.log").write_text("".join(f"[rank{r}]: step {s} loss 0.{s}\n" for s in range(5)))
+    res = api.analyze([tmp_path]).result
+    assert res.verdict.category is Category.NONE
+    assert "the logs of 2 ranks" in res.verdict.summary
