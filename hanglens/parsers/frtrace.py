@@ -74,7 +74,8 @@ class FrtraceParser(Parser):
                                       "missing_ranks": [1, 3], "expected_ranks": 4},
                 "fr_trace, 2.5-era wording"),
         Example("group info: 0:default_pg\ncollective: nccl:broadcast\nmissing ranks: {5, 6}\n"
-                "input sizes: [[2048]]\noutput sizes: [[2048]]\nexpected ranks: 8\ncollective state: scheduled",
+                "input sizes: [[2048]]\noutput sizes: [[2048]]\nexpected ranks: 8\n"
+                "collective state: scheduled",
                 "fr_report_missing", {"seq": None, "pg": "0", "op": "BROADCAST", "missing_ranks": [5, 6],
                                       "expected_ranks": 8},
                 "fr_trace (constructed: the report pasted without its title line)"),
