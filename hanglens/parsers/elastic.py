@@ -98,6 +98,10 @@ CFE_ERRFILE_RE = re.compile(r"(?:^|\s)error_file\s*: ?(?P<path>\S+)")
 CFE_SIGNAL_RE = re.compile(r"Signal (?P<signum>\d+) \((?P<signame>SIG\w+)\) received by PID (?P<pid>\d+)")
 CFE_FIELD_RE = re.compile(r"^\s+(?:time|host|rank|exitcode|error_file|traceback)\s*:")
 CFE_FLAT_RE = re.compile(r"^\s*\[\d+\]:\s+time\s*:.*\brank\s*: -?\d+")
+# An entry's `rank : <global> (local_rank: <local>)` field (errors/__init__.py _format_failure, reference
+# §3.6): nothing else prints this pair, so a paste cut below the table's header (or inside an entry) is read
+# from it on; its entry counts only when the `exitcode : <n> (pid: <p>)` field follows.
+CFE_RANK_FIELD_RE = re.compile(r"^\s*rank\s*: -?\d+ \(local_rank: -?\d+\)\s*$")
 CFE_TB_RE = re.compile(r"(?:^|\s)traceback\s*: Traceback \(most recent call last\):")
 # Inside the table the worker's py_callstack is indented two more spaces (errors/__init__.py _format_failure):
 # frames at four spaces, the exception line at two. One space less is accepted: a launcher tag stripped with
@@ -229,6 +233,7 @@ class _Summary:
     lines: int = 0
     headed: bool = False          # began at the `ChildFailedError:` line (not a flattened excerpt)
     failures_seen: bool = False   # its `Failures:` section (records or <NO_OTHER_FAILURES>) was read
+    cut: bool = False             # began at an entry's `rank :` field: the paste lost the header above it
 
 
 class ElasticParser(Parser):
@@ -254,6 +259,7 @@ class ElasticParser(Parser):
         "global_rank_mapping=",
         "srun: error: ",
         "spawned with command",
+        "(local_rank: ",
     )
     emits = (
         EventSpec("worker_failed", ("exitcode", "local_rank", "pid", "signal", "entrypoint", "placed_rank"),
@@ -385,6 +391,18 @@ class ElasticParser(Parser):
                 {"failed_rank": 8, "local_rank": 0, "failed_host": "node-02", "exitcode": -6, "pid": 2197,
                  "signal": "SIGABRT", "root_cause": True},
                 "torch 1.10-2.9 (table flattened one row per rank by a log shipper)"),
+        Example("[3]:\n"
+                "  time      : 2025-06-11_03:12:40\n"
+                "  host      : trn-b04\n"
+                "  rank      : 11 (local_rank: 3)\n"
+                "  exitcode  : -9 (pid: 7702)\n"
+                "  error_file: <N/A>\n"
+                "  traceback : Signal 9 (SIGKILL) received by PID 7702\n"
+                "============================================================\n",
+                "child_failed",
+                {"failed_rank": 11, "local_rank": 3, "exitcode": -9, "pid": 7702, "signal": "SIGKILL",
+                 "root_cause": None},
+                "torch 1.10-2.9 (constructed: a paste cut below the table's header and Root Cause line)"),
         Example("I0412 06:30:11.402000 5120 torch/distributed/elastic/agent/server/api.py:932] Local worker "
                 "group finished (WorkerState.SUCCEEDED). Waiting 300 seconds for other agents to finish",
                 "agent_succeeded", {"role": None},
@@ -518,6 +536,7 @@ class ElasticParser(Parser):
         "  File \"/usr/local/bin/torchrun\", line 8, in <module>",
         "torchrun failed again, see above",
         "global_rank_mapping={}",
+        "  rank      : 2 (local_rank: 2)",
     )
 
     def __init__(self) -> None:
@@ -577,6 +596,12 @@ class ElasticParser(Parser):
             return out
         if CFE_FLAT_RE.search(text):
             self.summary = _Summary()
+            self.copied = None
+            self._summary_line(line)
+            return out
+        if CFE_RANK_FIELD_RE.match(text):
+            self.summary = _Summary(cut=True)
+            self.summary.records.append(_Record(line=line, section="unknown"))
             self.copied = None
             self._summary_line(line)
             return out
@@ -801,6 +826,8 @@ class ElasticParser(Parser):
         table_local_ranks = sorted({v for v in locals_ if isinstance(v, int)}) if complete else None
         for rec in s.records:
             f = dict(rec.fields)
+            if s.cut and rec.exit_line is None:
+                continue   # a lone `rank :` field (the cut also took the entry's exitcode): not read
             if rec.section == "root":
                 root: bool | None = True
             elif rec.section == "failures" or s.root_seen:

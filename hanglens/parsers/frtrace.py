@@ -19,6 +19,10 @@ pytorch/pytorch tools/flight_recorder/components/utils.py, moved to torch/distri
 expected_ranks=64). `missing ranks` are the ranks the analyzer found without an entry for that collective:
 the ranks the others waited for (failure-signatures.md section 0.2, R2). The ranks are the group's global
 ranks as the dumps' `pg_config` lists them.
+
+A report pasted without its title line is read from its `group info: <pg>:<desc>` line when the next line is
+the analyzer's `collective: <backend>:<op>` and a `missing ranks:` line follows in the block: that pair of
+detail lines is the analyzer's template and nothing else prints it; such a block has no sequence number.
 """
 
 from __future__ import annotations
@@ -69,18 +73,26 @@ class FrtraceParser(Parser):
                 "fr_report_missing", {"seq": 5, "entry": 4, "pg": "3", "op": "_ALLGATHER_BASE",
                                       "missing_ranks": [1, 3], "expected_ranks": 4},
                 "fr_trace, 2.5-era wording"),
+        Example("group info: 0:default_pg\ncollective: nccl:broadcast\nmissing ranks: {5, 6}\n"
+                "input sizes: [[2048]]\noutput sizes: [[2048]]\nexpected ranks: 8\n"
+                "collective state: scheduled",
+                "fr_report_missing", {"seq": None, "pg": "0", "op": "BROADCAST", "missing_ranks": [5, 6],
+                                      "expected_ranks": 8},
+                "fr_trace (constructed: the report pasted without its title line)"),
     )
     near_misses = (
         "missing ranks: {37}",
         "# the analyzer prints 'Not all ranks joining collective' when a rank is missing",
         "collective: nccl:all_reduce",
+        "group info: 0:default_pg\nmissing ranks: {3}",
     )
 
     def __init__(self) -> None:
         self._block: tuple[LogLine, dict[str, Any]] | None = None
         self._left = 0
+        self._headless = False   # the open block began at `group info:` (its title line was cut)
 
-    idle_ignores = ("_left",)
+    idle_ignores = ("_left", "_headless")
 
     def wants_more(self) -> bool:
         return self._block is not None
@@ -101,8 +113,18 @@ class FrtraceParser(Parser):
             self._left = BLOCK_LINES
             return out
         if self._block is None:
+            g = GROUP_RE.match(text)
+            if g:   # the title was cut: the block may start here (kept only if `collective:` follows)
+                self._block = (line, {"seq": None, "entry": None, "pg": g["pg"], "pg_desc": g["desc"] or None,
+                                      "op": None, "missing_ranks": None, "expected_ranks": None,
+                                      "state": None})
+                self._left = BLOCK_LINES
+                self._headless = True
             return out
         fields = self._block[1]
+        if self._headless and fields["op"] is None and not OP_RE.match(text):
+            self._block, self._headless = None, False   # `group info:` not followed by `collective:`
+            return out
         self._left -= 1
         g = GROUP_RE.match(text)
         if g and fields["pg"] is None:
@@ -129,6 +151,7 @@ class FrtraceParser(Parser):
         line, fields = self._block
         self._block = None
         self._left = 0
+        self._headless = False
         if not fields["missing_ranks"]:
             return []
         return [self.event("fr_report_missing", line, **fields)]

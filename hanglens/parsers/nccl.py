@@ -73,6 +73,13 @@ INLINE_CODE_RE = re.compile(r"(?:\\n|\n)(?P<code>nccl[A-Z]\w*): ?(?P<detail>.*?)
 INLINE_LAST_RE = re.compile(r"Last error:(?:\\n|\n| )*(?P<last>.+?)(?=\\n|\n|$)")
 UNKNOWN_RE = re.compile(r"^\s*Unknown NCCL error!?\s*$")
 LAST_ERROR_RE = re.compile(r"^\s*Last error:\s*(?P<inline>.*)$")
+# torch's NCCL error message (ProcessGroupNCCL / NCCLUtils getNcclErrorDetailStr, log-formats.md section 4.4)
+# goes on with `<ncclResult name>: <ncclGetErrorString>` and `Last error:` + NCCL's last WARN text. A paste
+# cut below the `NCCL error in:` line is read from that detail line: the result names are NCCL's own enum
+# (nccl.h ncclResult_t), and the block counts only when its `Last error:` is a message NCCL classifies.
+HEADLESS_CODE_RE = re.compile(
+    r"^\s*(?P<code>nccl(?:UnhandledCudaError|SystemError|InternalError|InvalidArgument|InvalidUsage|"
+    r"RemoteError)): ?(?P<detail>.*)$")
 ABORT_REASON_RE = re.compile(
     r"^\s*(?P<reason>Process Group (?:destroyed|shutdown) on rank (?P<rank>\d{1,10})"
     r"|No abort reason provided\.?)\s*$"
@@ -337,6 +344,7 @@ class _ErrorBlock:
     seen: int = 0
     cut: str | None = None  # the head line's cut-off version tail (`, N`), completed by the next line
     extra: list[tuple[str, Fields]] = field(default_factory=list)
+    headless: bool = False  # began at the detail line: the `NCCL error in:` line above it was cut
 
 
 class NcclParser(Parser):
@@ -347,7 +355,9 @@ class NcclParser(Parser):
 
     name = "nccl"
     triggers = ("NCCL WARN", "NCCL version", "NCCL error", " nranks ", "Cuda failure", "[Service thread]",
-                "remote error detected", "Bootstrap : Using", "Bootstrap: Using")
+                "remote error detected", "Bootstrap : Using", "Bootstrap: Using", "ncclUnhandledCudaError",
+                "ncclSystemError", "ncclInternalError", "ncclInvalidArgument", "ncclInvalidUsage",
+                "ncclRemoteError")
     emits = (
         EventSpec("nccl_version", ("version", "cuda", "pid", "nccl_host", "source"),
                   "NCCL version from the banner (source=banner), torch's error suffix (torch_error) or its "
@@ -535,6 +545,11 @@ class NcclParser(Parser):
                 "remote process exiting prematurely.\nLast error:\nsocketProgress: Connection closed by "
                 "remote peer node08<43890>",
                 "peer_closed", {"transport": "socket", "peer": "node08"}, "torch 2.3"),
+        Example("[rank6]: ncclUnhandledCudaError: Call to CUDA function failed.\n[rank6]: Last error:\n"
+                "[rank6]: Cuda failure 'an illegal memory access was encountered'",
+                "nccl_error", {"error_type": "ncclUnhandledCudaError", "reason": None,
+                               "last_error": "Cuda failure 'an illegal memory access was encountered'"},
+                "torch 2.x (constructed: the message pasted without its `NCCL error in:` line)"),
         Example("[rank0]: torch.distributed.DistBackendError: NCCL error in: "
                 "/pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, invalid usage (run with "
                 "NCCL_DEBUG=WARN for details), NCCL version 2.26.2\n[rank0]: ncclInvalidUsage: This usually "
@@ -560,6 +575,7 @@ class NcclParser(Parser):
         "grep 'NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error, see above' issue.md",
         "**Question: is this NCCL WARN something I need to fix?**",
         "Every run prints a NCCL WARN at startup and then trains fine.",
+        "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.",
     )
 
     def __init__(self) -> None:
@@ -639,6 +655,13 @@ class NcclParser(Parser):
                 return out
             out.extend(self._flush())
         text = line.text
+        if "nccl" in text:
+            h = HEADLESS_CODE_RE.match(text)
+            if h:
+                self._block = _ErrorBlock(head=line, headless=True, fields={
+                    "error_type": h["code"], "reason": None, "nccl_version": None, "location": None,
+                    "detail": h["detail"].strip() or None, "last_error": None, "timeout": False})
+                return out
         if "NCCL " in text:
             out.extend(self._envelope(line))
         if "NCCL e" in text or "NCCL t" in text:
@@ -820,6 +843,8 @@ class NcclParser(Parser):
         if block is None:
             return []
         head = block.head
+        if block.headless and not block.extra:
+            return []   # a cut message whose `Last error:` says nothing NCCL-specific: not read
         out = [self.event("nccl_error", head, **block.fields)]
         for kind, fields in block.extra:
             out.append(self.event(kind, head, **fields, pid=None, nccl_host=None))
