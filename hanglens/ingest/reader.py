@@ -495,8 +495,12 @@ _TAG_RE = re.compile(r"\[(?!rank\d)[A-Za-z_][\w-]{0,63}?\d{1,6}\]:")
 _RANK_ENVELOPE_RE = re.compile(r"\[rank\d{1,6}\]:")
 
 # A user-style rank tag (`[rank 3] `, Lightning's `[rank: 3] `, not the `[rank3]:` envelope) glued to the end
-# of another line.
-_RANK_TAG_SPLIT_RE = re.compile(r"(?<=[^\s\]:])(?=\[rank(?:: ?| ?)\d+\](?!:))")
+# of another line, with or without the date-time stamp a logging format puts before it: `print` writes its
+# text and its newline apart, so a second process writing the same pipe lands right after the first one's
+# last character (log-formats.md section 9.1, "Concurrent writers").
+_RANK_TAG_SPLIT_RE = re.compile(
+    r"(?<=[^\s\]:])(?=(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d{1,9})? )?\[rank(?:: ?| ?)\d+\](?!:))"
+)
 # A c10 log line's `[rankN]:[<L>` envelope glued after another writer's unfinished text: ranks that share a
 # terminal and log at the same moment interleave within lines (log-formats.md section 9.1, "Concurrent
 # writers"). The envelope starts a line of its own; a `:` before it is an outer prefix (`[default1]:[rank5]:`,

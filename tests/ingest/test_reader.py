@@ -171,6 +171,21 @@ def test_two_ranks_glued_on_one_line_are_split() -> None:
     assert [(e.rank, e.get("step")) for e in doubled.events] == [(0, 3)]
 
 
+def test_a_stamped_rank_line_glued_after_another_rank_s_line_is_split() -> None:
+    """Two ranks' `print(f"{stamp} [rank N] ...", flush=True)` on one pipe: print writes the text and its
+    newline apart, so the second record lands right after the first's last digit (probe38, a real two-node
+    run under `srun -l`): `... loss 3.93812026-12-05 06:13:00,478 [rank 2] step 1/8`. The stamp and tag
+    start the second rank's own line; a stamp at a line's start is not cut."""
+    from hanglens.parsers.progress import ProgressParser
+
+    data = (b"2027-03-01 09:10:11,100 [rank 1] step 1/8 loss 3.9312"
+            b"2027-03-01 09:10:11,102 [rank 0] step 1/8 loss 3.9312\n")
+    res = read(data, (ProgressParser,))
+    assert sorted((e.rank, e.get("step")) for e in res.events) == [(0, 1), (1, 1)]
+    one = read(b"2027-03-01 09:10:11,100 [rank 3] step 2/8 loss 3.9\n", (ProgressParser,))
+    assert [(e.rank, e.get("step")) for e in one.events] == [(3, 2)]
+
+
 def test_a_c10d_envelope_glued_mid_line_starts_that_rank_s_line() -> None:
     """Two ranks' watchdogs writing one terminal at once: the second `[rankN]:[E...]` line lands inside the
     first (log-formats.md section 9.1); it is read as its own line of its own rank, and an outer prefix
