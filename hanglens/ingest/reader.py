@@ -1611,6 +1611,17 @@ class Reader:
             self.agent_unranked = True
         if own in self.envelope_ranks:
             return
+        if any(e.kind == "launch_config" and e.get("several_workers") for e in self.result.events):
+            # No line of this several-worker console carries the name's rank as its own envelope: the
+            # number is the pod's or node's index (a `<job>-worker-1.log` pod running torchrun with two
+            # workers holds ranks 2 and 3), so its unprefixed lines (the agent's store and rendezvous
+            # errors, workers' output before init_process_group) are given no rank by the name. A line that
+            # tags itself with that rank (`[rank 1] ...`) keeps it.
+            tag = re.compile(rf"\[rank:? ?{own}\]")
+            self.origin = replace(self.origin, rank=None)
+            self.result.events = [replace(e, rank=None) if e.rank == own and not tag.search(e.text) else e
+                                  for e in self.result.events]
+            return
         named = {e.get("failed_rank") for e in self.result.events if e.kind == "child_failed"} - {None}
         if not named or (len(named) == 1 and own in named):
             return

@@ -617,3 +617,25 @@ def test_a_coloured_rich_traceback_is_read() -> None:
     res = read(_rich_console(color=True).encode(), (TracebackParser,))
     exc = [(e.ref.line, e.get("exc_type"), e.get("frame_func")) for e in res.events if e.kind == "exception"]
     assert exc == [(11, "IndexError", "run")]
+
+
+def test_a_pod_console_of_several_workers_gives_its_name_s_number_to_no_line() -> None:
+    """`<job>-worker-1.log`, a pod whose torchrun runs two workers (the OMP_NUM_THREADS banner: run.py prints
+    it only for --nproc-per-node above 1), holds ranks 2 and 3: the name's 1 is the pod's index, so the
+    agent's store error is nobody's rank, and a line tagged `[rank 3]` keeps its own (probe38, a real
+    two-pod run)."""
+    from hanglens.parsers.elastic import ElasticParser
+    from hanglens.parsers.progress import ProgressParser
+    from hanglens.parsers.store import StoreParser
+
+    data = (b"W0301 09:10:11.100000 811 torch/distributed/run.py:874] Setting OMP_NUM_THREADS environment variable "
+            b"for each process to be 1 in default, to avoid your system being overloaded, please further tune "
+            b"the variable for optimal performance in your application as needed.\n"
+            b"2027-03-01 09:10:15,100 [rank 3] step 4/9 loss 3.95\n"
+            b"[W0301 09:10:17.713000000 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed on "
+            b"SocketImpl(fd=3, addr=[::ffff:10.1.0.12]:35334, remote=[::ffff:10.1.0.11]:29400): Failed to recv, "
+            b"got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?\n")
+    parsers = (ElasticParser, StoreParser, ProgressParser)
+    res = Reader("job-worker-1.log", Origin(rank=1), parsers).read(io.BytesIO(data))
+    assert {e.rank for e in res.events if e.kind == "store_error"} == {None}
+    assert {e.rank for e in res.events if e.kind == "progress"} == {3}
