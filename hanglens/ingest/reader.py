@@ -230,6 +230,8 @@ class FileResult:
     size: int | None = None     # bytes of the file when the reader opened it itself (grep path)
     envelope_ranks: set[int] = field(default_factory=set)
     rank_pairs: set[tuple[int, int]] = field(default_factory=set)   # (local_rank, rank) stated on one line
+    # the same pairs with the outer launcher stream they came through (`task 1` of `srun -l`, a pdsh host)
+    scoped_pairs: set[tuple[str, int, int]] = field(default_factory=set)
     dated: tuple[float, float] | None = None     # earliest, latest stamp that stated its year
     glued_bar_lines: set[int] = field(default_factory=set)  # lines where text was glued to a tqdm bar
     # A Ray or vLLM worker tag (`(RayTrainWorker pid=...)`, `(VllmWorker rank=...)`) was seen: those tools
@@ -637,6 +639,15 @@ def split_tee(seg: str) -> list[str]:
     return out
 
 
+def _outer(writer: str | None) -> str:
+    """The outer launcher stream of a writer (`task 1` of `task 1/tee default0`), "" for none or a bare tee
+    tag (as ingest/attribute.py `_scope`)."""
+    if not writer:
+        return ""
+    outer = writer.split("/", 1)[0]
+    return "" if outer.startswith("tee ") else outer
+
+
 def _glued_parts(seg: str) -> list[str]:
     """`seg` cut before a user-style rank tag and before a c10 `[rankN]:[<L>` envelope glued after another
     writer's text (each piece one writer's)."""
@@ -952,6 +963,8 @@ class Reader:
             self.envelope_ranks.add(env.rank)
             if env.local_rank is not None:
                 self.result.rank_pairs.add((env.local_rank, env.rank))
+                if len(self.result.scoped_pairs) < MAX_SEEN:
+                    self.result.scoped_pairs.add((_outer(env.writer), env.local_rank, env.rank))
         if env.mpi_rank is not None and env.writer is not None and len(self.mpi_ranks) < MAX_SEEN:
             self.mpi_ranks.setdefault(env.writer, env.mpi_rank)
         elif env.task is not None and env.writer == f"task {env.task}" and len(self.task_ranks) < MAX_SEEN:
@@ -1460,6 +1473,7 @@ class Reader:
         res.notes.extend(got.notes)
         self.envelope_ranks |= got.envelope_ranks
         res.rank_pairs |= got.rank_pairs
+        res.scoped_pairs |= got.scoped_pairs
         res.worker_tagged = res.worker_tagged or got.worker_tagged
         if got.dated is not None:
             d = res.dated
@@ -1677,6 +1691,14 @@ class Reader:
         by_local: dict[int, set[int]] = {}
         for lr, r in res.rank_pairs:
             by_local.setdefault(lr, set()).add(r)
+        # Two launcher streams in one file (`srun -l` tasks, pdsh hosts: one torchrun agent per node) number
+        # their workers' local ranks each from 0 (log-formats.md section 9.3): a `[default0]:` line takes the
+        # rank its own stream paired with local rank 0, never another node's.
+        scoped: dict[tuple[str, int], set[int]] = {}
+        for outer, lr, r in res.scoped_pairs:
+            scoped.setdefault((outer, lr), set()).add(r)
+        streams = {_outer(e.writer) for e in res.events if e.local_rank is not None and e.writer}
+        split = len(streams) > 1
         own_local = self.origin.local_rank
         # In a console where workers' lines carry torchrun's `[defaultN]:` tag, untagged lines are the
         # agent's own (worker failures, SIGTERMs, ChildFailedError): they belong to no worker rank.
@@ -1694,7 +1716,8 @@ class Reader:
             if two_writers(e):
                 return None
             if e.local_rank is not None and e.local_rank != own_local:
-                ranks = by_local.get(e.local_rank, set())
+                ranks = (scoped.get((_outer(e.writer), e.local_rank), set()) if split
+                         else by_local.get(e.local_rank, set()))
                 return next(iter(ranks)) if len(ranks) == 1 else None
             if (self.origin.rank is None and (teed or is_agent_event(e))) or (self.agent_unranked
                                                                             and is_agent_event(e)):

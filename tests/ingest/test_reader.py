@@ -639,3 +639,21 @@ def test_a_pod_console_of_several_workers_gives_its_name_s_number_to_no_line() -
     res = Reader("job-worker-1.log", Origin(rank=1), parsers).read(io.BytesIO(data))
     assert {e.rank for e in res.events if e.kind == "store_error"} == {None}
     assert {e.rank for e in res.events if e.kind == "progress"} == {3}
+
+
+def test_a_local_rank_of_one_srun_task_takes_no_rank_another_task_paired(tmp_path: Path) -> None:
+    """`srun -l` over one torchrun `--tee 3` per node: each task's agent numbers its workers' local ranks
+    from 0 (log-formats.md section 9.3), so task 0 pairing `[default0]` with rank 0 says nothing about task
+    1's `[default0]` (probe38: node 1's workers died at import before stating their ranks)."""
+    from hanglens.ingest import read_inputs
+
+    lines = ["0: [default0]:[rank0]: step 1 loss 0.52", "0: [default1]:[rank1]: step 1 loss 0.52"]
+    lines += [f"1: [default{lr}]:{x}" for lr in (0, 1) for x in (
+        "Traceback (most recent call last):",
+        '  File "/home/user/proj/train.py", line 31, in <module>',
+        "    tok = importlib.import_module(backend)",
+        "ModuleNotFoundError: No module named 'fasttok'")]
+    (tmp_path / "slurm-7731.out").write_text("\n".join(lines) + "\n")
+    events = read_inputs([tmp_path]).events
+    missing = [e for e in events if e.kind == "exception" and "fasttok" in e.text]
+    assert len(missing) == 2 and {e.rank for e in missing} == {None}
