@@ -687,7 +687,8 @@ def _one_attempt(first: dict[int, Row], stacks: dict[int, tuple[list[str], list[
         return first, stacks
     keep = max(counts, key=lambda a: (counts[a], a))
     drop = {r for r, a in attempt_of.items() if a != keep}
-    return ({r: v for r, v in first.items() if r not in drop}, {r: v for r, v in stacks.items() if r not in drop})
+    return ({r: v for r, v in first.items() if r not in drop},
+            {r: v for r, v in stacks.items() if r not in drop})
 
 
 # DDP's own collectives of one training step: the buffer broadcast its forward makes (`_sync_buffers`,

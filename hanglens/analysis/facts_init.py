@@ -97,7 +97,8 @@ def init_key_missing_rows(events: Sequence[Event], world: int | None) -> list[Ro
     return [{**row, "waiting": len(waiters[r])} for r, row in sorted(found.items())]
 
 
-# Reports that end a launcher stream's run: any of them after the last step means the stream did not just stop.
+# Reports that end a launcher stream's run: any of them after the last step means the stream did not just
+# stop.
 _STREAM_END_KINDS = frozenset({
     "exception", "error_line", "store_error", "rendezvous_error", "hang_detected", "closing_signal",
     "worker_failed", "child_failed", "run_finished", "agent_succeeded", "agent_signal", "process_teardown",

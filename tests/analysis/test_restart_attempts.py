@@ -299,7 +299,8 @@ def _init_wait(rank: int) -> str:
             f'  File "/home/user/env/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", '
             f"line 1710, in init_process_group\n"
             f"    store, rank, world_size = next(rendezvous_iterator)\n"
-            f"torch.distributed.DistStoreError: wait timeout after 30000ms, keys: /default_pg/0//cpu//0/{rank}\n")
+            "torch.distributed.DistStoreError: wait timeout after 30000ms, keys: "
+            f"/default_pg/0//cpu//0/{rank}\n")
 
 
 def _backward_closed(rank: int, port: int) -> str:
@@ -327,7 +328,8 @@ CRASH_THEN_INIT = (
     + _closing("41:00.101000", 7501) + _closing("41:00.102000", 7502) + _closing("41:00.103000", 7503)
     + _failed("41:00.130000", 1, 3, 7504)
     + "[rank 3] restarting: attempt 1\n" + _init_wait(0).replace("Traceback", "[rank3]: Traceback", 1)
-    .replace("\n  ", "\n[rank3]:   ").replace("\n    ", "\n[rank3]:     ").replace("\ntorch.", "\n[rank3]: torch.")
+    .replace("\n  ", "\n[rank3]:   ").replace("\n    ", "\n[rank3]:     ")
+    .replace("\ntorch.", "\n[rank3]: torch.")
     + _closing("41:31.301000", 7601) + _closing("41:31.302000", 7602) + _closing("41:31.303000", 7603)
     + _failed("41:31.330000", 1, 3, 7604)
     + _table([(3, 1, 7604), (0, -15, 7601)])

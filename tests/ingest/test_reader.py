@@ -628,12 +628,13 @@ def test_a_pod_console_of_several_workers_gives_its_name_s_number_to_no_line() -
     from hanglens.parsers.progress import ProgressParser
     from hanglens.parsers.store import StoreParser
 
-    data = (b"W0301 09:10:11.100000 811 torch/distributed/run.py:874] Setting OMP_NUM_THREADS environment variable "
-            b"for each process to be 1 in default, to avoid your system being overloaded, please further tune "
-            b"the variable for optimal performance in your application as needed.\n"
+    data = (b"W0301 09:10:11.100000 811 torch/distributed/run.py:874] Setting OMP_NUM_THREADS environment "
+            b"variable for each process to be 1 in default, to avoid your system being overloaded, please "
+            b"further tune the variable for optimal performance in your application as needed.\n"
             b"2027-03-01 09:10:15,100 [rank 3] step 4/9 loss 3.95\n"
             b"[W0301 09:10:17.713000000 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed on "
-            b"SocketImpl(fd=3, addr=[::ffff:10.1.0.12]:35334, remote=[::ffff:10.1.0.11]:29400): Failed to recv, "
+            b"SocketImpl(fd=3, addr=[::ffff:10.1.0.12]:35334, remote=[::ffff:10.1.0.11]:29400): "
+            b"Failed to recv, "
             b"got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?\n")
     parsers = (ElasticParser, StoreParser, ProgressParser)
     res = Reader("job-worker-1.log", Origin(rank=1), parsers).read(io.BytesIO(data))
