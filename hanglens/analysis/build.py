@@ -393,6 +393,10 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
         "init_key_missing",
         [{**r, "host": hosts.get(r["rank"])} for r in facts_init.init_key_missing_rows(evs, world)],
     )
+    tables["vanished_stream"] = frame(
+        "vanished_stream",
+        [{**r, "host": hosts.get(r["rank"])} for r in facts_init.vanished_stream_rows(evs)],
+    )
     fr_dumps, fr_match = flight.flight_rows(evs, hosts, world)
     tables["fr_dumps"] = frame("fr_dumps", fr_dumps)
     tables["fr_match"] = frame("fr_match", fr_match)

@@ -640,6 +640,7 @@ def _first_calls(
     first: dict[int, Row] = {}
     stacks: dict[int, tuple[list[str], list[str]]] = {}
     dumped: set[int] = set()
+    attempt_of: dict[int, int] = {}
     owned = _crash_dump_owner(events, aborted)
     for source in ("exception", "error_file", "stack_dump"):
         for e in events:
@@ -669,7 +670,25 @@ def _first_calls(
                 "path": e.path,
                 "line": e.line,
             }
-    return first, stacks
+            if e.attempt is not None:
+                attempt_of[e.rank] = e.attempt
+    return _one_attempt(first, stacks, attempt_of)
+
+
+def _one_attempt(first: dict[int, Row], stacks: dict[int, tuple[list[str], list[str]]],
+                 attempt_of: dict[int, int]) -> tuple[dict[int, Row], dict[int, tuple[list[str], list[str]]]]:
+    """The rows of one restart attempt only. After a torchrun restart (`--max-restarts`, or a membership
+    change) every worker is a new process of a new attempt (elastic/agent/server/api.py `_restart_workers`):
+    a rank whose first collective stack is of another attempt than its peers' was not blocked beside them,
+    so comparing its call with theirs says nothing about diverging code. The attempt with the most ranks'
+    stacks is kept (the later one on a tie); a rank whose stack has no attempt is kept."""
+    counts = Counter(attempt_of.values())
+    if len(counts) < 2:
+        return first, stacks
+    keep = max(counts, key=lambda a: (counts[a], a))
+    drop = {r for r, a in attempt_of.items() if a != keep}
+    return ({r: v for r, v in first.items() if r not in drop},
+            {r: v for r, v in stacks.items() if r not in drop})
 
 
 # DDP's own collectives of one training step: the buffer broadcast its forward makes (`_sync_buffers`,

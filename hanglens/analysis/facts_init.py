@@ -1,5 +1,6 @@
-"""Init-time absences: NCCL communicators whose init started on some ranks and completed nowhere, and gloo
-rendezvous keys the waiting ranks timed out on: who never arrived."""
+"""Absences: NCCL communicators whose init started on some ranks and completed nowhere, gloo rendezvous keys
+the waiting ranks timed out on (who never arrived), and a node whose whole output stopped mid-run while the
+others lost the store it hosted (who went away)."""
 
 from __future__ import annotations
 
@@ -94,3 +95,83 @@ def init_key_missing_rows(events: Sequence[Event], world: int | None) -> list[Ro
             found.setdefault(rank, {"rank": rank, "key": key, "timeout_ms": _int(e.get("timeout_ms")),
                                     "path": e.path, "line": e.line})
     return [{**row, "waiting": len(waiters[r])} for r, row in sorted(found.items())]
+
+
+# Reports that end a launcher stream's run: any of them after the last step means the stream did not just
+# stop.
+_STREAM_END_KINDS = frozenset({
+    "exception", "error_line", "store_error", "rendezvous_error", "hang_detected", "closing_signal",
+    "worker_failed", "child_failed", "run_finished", "agent_succeeded", "agent_signal", "process_teardown",
+})
+# The store client's words for a store server that went away (torch/csrc/distributed/c10d/Utils.hpp
+# `recvBytes`: "Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or
+# crash?"; sendBytes' Broken pipe / Connection reset; log-formats.md section 3.7).
+_STORE_GONE_RE = re.compile(r"got 0 bytes|Connection was likely closed|Broken pipe|Connection reset by peer")
+
+
+def _outer(writer: str | None) -> str:
+    if not writer:
+        return ""
+    outer = writer.split("/", 1)[0]
+    return "" if outer.startswith("tee ") else outer
+
+
+def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
+    """Ranks of a launcher stream (a node's console: its own file, `srun -l` task or pdsh host) whose output
+    stopped mid-run without a word, while another node's stream, after the same training progress, reports
+    the store going away (a TCPStore client's closed connection, a RendezvousConnectionError).
+
+    torchrun's c10d rendezvous store lives in one agent (the endpoint host's: rendezvous/
+    c10d_rendezvous_backend.py `_create_tcp_store`), and every other agent polls it from its monitor loop
+    (elastic/agent/server/api.py `_invoke_run`, `num_nodes_waiting`): when that host vanishes (node lost,
+    agent and workers killed), the others raise on the store while the lost node's console just ends, with no
+    error, no exit report and no finish line (failure-signatures.md section 17.7: these lines mean that host
+    went away; examine it for the primary failure). One row per rank of the silent streams; none when no
+    stream reports the store gone, when every stream went silent, when a rank finished (a run that ended is
+    not lost), or when the silent ranks had reached their last step.
+    """
+    streams: dict[tuple[str, str], dict[str, Any]] = {}
+    finished = False
+    for e in events:
+        if e.kind in ("run_finished", "agent_succeeded"):
+            finished = True
+        st = streams.setdefault((e.path, _outer(e.writer)),
+                                {"ranks": set(), "last": -1, "after": [], "steps": {}, "total": None})
+        if e.kind == "progress" and e.rank is not None:
+            st["ranks"].add(e.rank)
+            st["last"] = max(st["last"], e.line)
+            step, total = _int(e.get("step")), _int(e.get("total"))
+            if step is not None:
+                st["steps"][e.rank] = max(step, st["steps"].get(e.rank, step))
+            if total:
+                st["total"] = total
+        elif e.kind in _STREAM_END_KINDS:
+            st["after"].append(e)
+    if finished:
+        return []
+    trained = {k: st for k, st in streams.items() if st["ranks"]}
+    silent, gone = [], []
+    for key, st in trained.items():
+        after = [e for e in st["after"] if e.line > st["last"]]
+        if not after:
+            silent.append(key)
+        elif any((e.kind == "store_error" and _STORE_GONE_RE.search(e.text))
+                 or (e.kind == "rendezvous_error" and e.get("error_class") == "RendezvousConnectionError")
+                 for e in after):
+            gone.append(key)
+    if not silent or not gone or len(silent) == len(trained):
+        return []
+    seen_elsewhere = {r for k in gone for r in trained[k]["ranks"]}
+    rows: list[Row] = []
+    for key in silent:
+        st = trained[key]
+        total = st["total"]
+        for r in sorted(st["ranks"] - seen_elsewhere):
+            step = st["steps"].get(r)
+            if total is not None and step is not None and step + 1 >= total:
+                return []   # it had reached its last step: a run that ended, not a node lost
+            last = max((e for e in events if e.kind == "progress" and e.rank == r
+                        and (e.path, _outer(e.writer)) == key), key=lambda e: e.line)
+            rows.append({"rank": r, "last_step": step, "total": total, "stream": key[1] or key[0],
+                         "reporters": len(gone), "path": last.path, "line": last.line})
+    return rows

@@ -92,6 +92,15 @@ FACT_SPECS: dict[str, FactSpec] = {
             "it.",
         ),
         FactSpec(
+            "vanished_stream",
+            ("rank", "host", "last_step", "total", "stream", "reporters", *_EVIDENCE),
+            "Ranks of a node's stream (its console file, `srun -l` task or pdsh host) whose output stopped "
+            "mid-run with no error, exit report or finish line, while another node's stream reports the "
+            "store going away after the same progress (closed connection, RendezvousConnectionError): the "
+            "node that hosted the store was lost (failure-signatures.md section 17.7). `reporters` counts "
+            "the streams that saw it go.",
+        ),
+        FactSpec(
             "collective_disagreement",
             (
                 "pg",

@@ -230,6 +230,8 @@ class FileResult:
     size: int | None = None     # bytes of the file when the reader opened it itself (grep path)
     envelope_ranks: set[int] = field(default_factory=set)
     rank_pairs: set[tuple[int, int]] = field(default_factory=set)   # (local_rank, rank) stated on one line
+    # the same pairs with the outer launcher stream they came through (`task 1` of `srun -l`, a pdsh host)
+    scoped_pairs: set[tuple[str, int, int]] = field(default_factory=set)
     dated: tuple[float, float] | None = None     # earliest, latest stamp that stated its year
     glued_bar_lines: set[int] = field(default_factory=set)  # lines where text was glued to a tqdm bar
     # A Ray or vLLM worker tag (`(RayTrainWorker pid=...)`, `(VllmWorker rank=...)`) was seen: those tools
@@ -507,8 +509,12 @@ _TAG_RE = re.compile(r"\[(?!rank\d)[A-Za-z_][\w-]{0,63}?\d{1,6}\]:")
 _RANK_ENVELOPE_RE = re.compile(r"\[rank\d{1,6}\]:")
 
 # A user-style rank tag (`[rank 3] `, Lightning's `[rank: 3] `, not the `[rank3]:` envelope) glued to the end
-# of another line.
-_RANK_TAG_SPLIT_RE = re.compile(r"(?<=[^\s\]:])(?=\[rank(?:: ?| ?)\d+\](?!:))")
+# of another line, with or without the date-time stamp a logging format puts before it: `print` writes its
+# text and its newline apart, so a second process writing the same pipe lands right after the first one's
+# last character (log-formats.md section 9.1, "Concurrent writers").
+_RANK_TAG_SPLIT_RE = re.compile(
+    r"(?<=[^\s\]:])(?=(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d{1,9})? )?\[rank(?:: ?| ?)\d+\](?!:))"
+)
 # A c10 log line's `[rankN]:[<L>` envelope glued after another writer's unfinished text: ranks that share a
 # terminal and log at the same moment interleave within lines (log-formats.md section 9.1, "Concurrent
 # writers"). The envelope starts a line of its own; a `:` before it is an outer prefix (`[default1]:[rank5]:`,
@@ -643,6 +649,15 @@ def split_tee(seg: str) -> list[str]:
     for a, b in itertools.pairwise([*cuts, len(seg)]):
         out.append(outer + seg[a:b])
     return out
+
+
+def _outer(writer: str | None) -> str:
+    """The outer launcher stream of a writer (`task 1` of `task 1/tee default0`), "" for none or a bare tee
+    tag (as ingest/attribute.py `_scope`)."""
+    if not writer:
+        return ""
+    outer = writer.split("/", 1)[0]
+    return "" if outer.startswith("tee ") else outer
 
 
 def _glued_parts(seg: str) -> list[str]:
@@ -961,6 +976,8 @@ class Reader:
             self.envelope_ranks.add(env.rank)
             if env.local_rank is not None:
                 self.result.rank_pairs.add((env.local_rank, env.rank))
+                if len(self.result.scoped_pairs) < MAX_SEEN:
+                    self.result.scoped_pairs.add((_outer(env.writer), env.local_rank, env.rank))
         if env.mpi_rank is not None and env.writer is not None and len(self.mpi_ranks) < MAX_SEEN:
             self.mpi_ranks.setdefault(env.writer, env.mpi_rank)
         elif env.task is not None and env.writer == f"task {env.task}" and len(self.task_ranks) < MAX_SEEN:
@@ -1475,6 +1492,7 @@ class Reader:
         res.notes.extend(got.notes)
         self.envelope_ranks |= got.envelope_ranks
         res.rank_pairs |= got.rank_pairs
+        res.scoped_pairs |= got.scoped_pairs
         res.worker_tagged = res.worker_tagged or got.worker_tagged
         if got.dated is not None:
             d = res.dated
@@ -1626,6 +1644,17 @@ class Reader:
             self.agent_unranked = True
         if own in self.envelope_ranks:
             return
+        if any(e.kind == "launch_config" and e.get("several_workers") for e in self.result.events):
+            # No line of this several-worker console carries the name's rank as its own envelope: the
+            # number is the pod's or node's index (a `<job>-worker-1.log` pod running torchrun with two
+            # workers holds ranks 2 and 3), so its unprefixed lines (the agent's store and rendezvous
+            # errors, workers' output before init_process_group) are given no rank by the name. A line that
+            # tags itself with that rank (`[rank 1] ...`) keeps it.
+            tag = re.compile(rf"\[rank:? ?{own}\]")
+            self.origin = replace(self.origin, rank=None)
+            self.result.events = [replace(e, rank=None) if e.rank == own and not tag.search(e.text) else e
+                                  for e in self.result.events]
+            return
         named = {e.get("failed_rank") for e in self.result.events if e.kind == "child_failed"} - {None}
         if not named or (len(named) == 1 and own in named):
             return
@@ -1681,6 +1710,14 @@ class Reader:
         by_local: dict[int, set[int]] = {}
         for lr, r in res.rank_pairs:
             by_local.setdefault(lr, set()).add(r)
+        # Two launcher streams in one file (`srun -l` tasks, pdsh hosts: one torchrun agent per node) number
+        # their workers' local ranks each from 0 (log-formats.md section 9.3): a `[default0]:` line takes the
+        # rank its own stream paired with local rank 0, never another node's.
+        scoped: dict[tuple[str, int], set[int]] = {}
+        for outer, lr, r in res.scoped_pairs:
+            scoped.setdefault((outer, lr), set()).add(r)
+        streams = {_outer(e.writer) for e in res.events if e.local_rank is not None and e.writer}
+        split = len(streams) > 1
         own_local = self.origin.local_rank
         # In a console where workers' lines carry torchrun's `[defaultN]:` tag, untagged lines are the
         # agent's own (worker failures, SIGTERMs, ChildFailedError): they belong to no worker rank.
@@ -1698,7 +1735,8 @@ class Reader:
             if two_writers(e):
                 return None
             if e.local_rank is not None and e.local_rank != own_local:
-                ranks = by_local.get(e.local_rank, set())
+                ranks = (scoped.get((_outer(e.writer), e.local_rank), set()) if split
+                         else by_local.get(e.local_rank, set()))
                 return next(iter(ranks)) if len(ranks) == 1 else None
             if (self.origin.rank is None and (teed or is_agent_event(e))) or (self.agent_unranked
                                                                             and is_agent_event(e)):

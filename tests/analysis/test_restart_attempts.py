@@ -290,3 +290,60 @@ def test_an_attempts_own_error_is_named_when_the_agent_reported_a_victim_first(t
     v = _analyze(tmp_path, text).result.verdict
     assert v.category.value == "none"
     assert "attempt 0: rank 1 raised ValueError" in v.summary
+
+
+def _init_wait(rank: int) -> str:
+    return (f"Traceback (most recent call last):\n"
+            f'  File "/home/user/proj/run.py", line 22, in <module>\n'
+            f'    dist.init_process_group("gloo")\n'
+            f'  File "/home/user/env/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", '
+            f"line 1710, in init_process_group\n"
+            f"    store, rank, world_size = next(rendezvous_iterator)\n"
+            "torch.distributed.DistStoreError: wait timeout after 30000ms, keys: "
+            f"/default_pg/0//cpu//0/{rank}\n")
+
+
+def _backward_closed(rank: int, port: int) -> str:
+    site = "/home/user/env/lib/python3.11/site-packages/torch"
+    return "".join(f"[rank{rank}]: {x}\n" for x in [
+        "Traceback (most recent call last):",
+        '  File "/home/user/proj/run.py", line 70, in <module>',
+        "    loss.backward()",
+        f'  File "{site}/_tensor.py", line 623, in backward',
+        "    torch.autograd.backward(",
+        f'  File "{site}/autograd/__init__.py", line 395, in backward',
+        "    _engine_run_backward(",
+        f'  File "{site}/autograd/graph.py", line 979, in _engine_run_backward',
+        "    return Variable._execution_engine.run_backward(",
+        f"RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+        f"[127.0.0.1]:{port}. This is typically caused by a remote worker crashing."])
+
+
+# attempt 0: rank 3 raises while ranks 0-2 are in backward (DDP's all_reduce) and lose it; attempt 1 (new
+# pids): rank 3's only collective stack is init_process_group's, the others left none.
+CRASH_THEN_INIT = (
+    _steps(range(4), range(0, 3))
+    + _crash(3, "RuntimeError: shard manifest corrupted: expected 64 records, read 61")
+    + _backward_closed(0, 40611) + _backward_closed(1, 40612) + _backward_closed(2, 40613)
+    + _closing("41:00.101000", 7501) + _closing("41:00.102000", 7502) + _closing("41:00.103000", 7503)
+    + _failed("41:00.130000", 1, 3, 7504)
+    + "[rank 3] restarting: attempt 1\n" + _init_wait(0).replace("Traceback", "[rank3]: Traceback", 1)
+    .replace("\n  ", "\n[rank3]:   ").replace("\n    ", "\n[rank3]:     ")
+    .replace("\ntorch.", "\n[rank3]: torch.")
+    + _closing("41:31.301000", 7601) + _closing("41:31.302000", 7602) + _closing("41:31.303000", 7603)
+    + _failed("41:31.330000", 1, 3, 7604)
+    + _table([(3, 1, 7604), (0, -15, 7601)])
+)
+
+
+def test_stacks_of_different_attempts_are_not_compared(tmp_path: Path) -> None:
+    """Rank 3's init_process_group stack is of the second attempt, its peers' backward stacks of the first:
+    they were never blocked side by side, so no rank is called the odd one by its call (probe38, a real
+    two-node `--max-restarts 1` run under pdsh)."""
+    from hanglens.analysis import collectives
+
+    (tmp_path / "console.log").write_text(CRASH_THEN_INIT)
+    events = read_inputs([tmp_path]).events
+    assert {e.attempt for e in events if e.kind == "exception" and e.rank == 3} == {0, 1}
+    rows = collectives.call_rows(events, {})
+    assert not [r for r in rows if r.get("minority")]

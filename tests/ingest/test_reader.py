@@ -183,6 +183,21 @@ def test_two_ranks_glued_on_one_line_are_split() -> None:
     assert [(e.rank, e.get("step")) for e in doubled.events] == [(0, 3)]
 
 
+def test_a_stamped_rank_line_glued_after_another_rank_s_line_is_split() -> None:
+    """Two ranks' `print(f"{stamp} [rank N] ...", flush=True)` on one pipe: print writes the text and its
+    newline apart, so the second record lands right after the first's last digit (probe38, a real two-node
+    run under `srun -l`): `... loss 3.93812026-12-05 06:13:00,478 [rank 2] step 1/8`. The stamp and tag
+    start the second rank's own line; a stamp at a line's start is not cut."""
+    from hanglens.parsers.progress import ProgressParser
+
+    data = (b"2027-03-01 09:10:11,100 [rank 1] step 1/8 loss 3.9312"
+            b"2027-03-01 09:10:11,102 [rank 0] step 1/8 loss 3.9312\n")
+    res = read(data, (ProgressParser,))
+    assert sorted((e.rank, e.get("step")) for e in res.events) == [(0, 1), (1, 1)]
+    one = read(b"2027-03-01 09:10:11,100 [rank 3] step 2/8 loss 3.9\n", (ProgressParser,))
+    assert [(e.rank, e.get("step")) for e in one.events] == [(3, 2)]
+
+
 def test_a_c10d_envelope_glued_mid_line_starts_that_rank_s_line() -> None:
     """Two ranks' watchdogs writing one terminal at once: the second `[rankN]:[E...]` line lands inside the
     first (log-formats.md section 9.1); it is read as its own line of its own rank, and an outer prefix
@@ -614,3 +629,44 @@ def test_a_coloured_rich_traceback_is_read() -> None:
     res = read(_rich_console(color=True).encode(), (TracebackParser,))
     exc = [(e.ref.line, e.get("exc_type"), e.get("frame_func")) for e in res.events if e.kind == "exception"]
     assert exc == [(11, "IndexError", "run")]
+
+
+def test_a_pod_console_of_several_workers_gives_its_name_s_number_to_no_line() -> None:
+    """`<job>-worker-1.log`, a pod whose torchrun runs two workers (the OMP_NUM_THREADS banner: run.py prints
+    it only for --nproc-per-node above 1), holds ranks 2 and 3: the name's 1 is the pod's index, so the
+    agent's store error is nobody's rank, and a line tagged `[rank 3]` keeps its own (probe38, a real
+    two-pod run)."""
+    from hanglens.parsers.elastic import ElasticParser
+    from hanglens.parsers.progress import ProgressParser
+    from hanglens.parsers.store import StoreParser
+
+    data = (b"W0301 09:10:11.100000 811 torch/distributed/run.py:874] Setting OMP_NUM_THREADS environment "
+            b"variable for each process to be 1 in default, to avoid your system being overloaded, please "
+            b"further tune the variable for optimal performance in your application as needed.\n"
+            b"2027-03-01 09:10:15,100 [rank 3] step 4/9 loss 3.95\n"
+            b"[W0301 09:10:17.713000000 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed on "
+            b"SocketImpl(fd=3, addr=[::ffff:10.1.0.12]:35334, remote=[::ffff:10.1.0.11]:29400): "
+            b"Failed to recv, "
+            b"got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?\n")
+    parsers = (ElasticParser, StoreParser, ProgressParser)
+    res = Reader("job-worker-1.log", Origin(rank=1), parsers).read(io.BytesIO(data))
+    assert {e.rank for e in res.events if e.kind == "store_error"} == {None}
+    assert {e.rank for e in res.events if e.kind == "progress"} == {3}
+
+
+def test_a_local_rank_of_one_srun_task_takes_no_rank_another_task_paired(tmp_path: Path) -> None:
+    """`srun -l` over one torchrun `--tee 3` per node: each task's agent numbers its workers' local ranks
+    from 0 (log-formats.md section 9.3), so task 0 pairing `[default0]` with rank 0 says nothing about task
+    1's `[default0]` (probe38: node 1's workers died at import before stating their ranks)."""
+    from hanglens.ingest import read_inputs
+
+    lines = ["0: [default0]:[rank0]: step 1 loss 0.52", "0: [default1]:[rank1]: step 1 loss 0.52"]
+    lines += [f"1: [default{lr}]:{x}" for lr in (0, 1) for x in (
+        "Traceback (most recent call last):",
+        '  File "/home/user/proj/train.py", line 31, in <module>',
+        "    tok = importlib.import_module(backend)",
+        "ModuleNotFoundError: No module named 'fasttok'")]
+    (tmp_path / "slurm-7731.out").write_text("\n".join(lines) + "\n")
+    events = read_inputs([tmp_path]).events
+    missing = [e for e in events if e.kind == "exception" and "fasttok" in e.text]
+    assert len(missing) == 2 and {e.rank for e in missing} == {None}
