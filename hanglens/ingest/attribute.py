@@ -18,7 +18,7 @@ from typing import Any
 from hanglens import lazyre as re
 from hanglens.ingest.origin import slurm_task
 from hanglens.ingest.sources import tar_base, zip_base
-from hanglens.ingest.streams import DUMP_PARSERS, is_agent_event, several_processes
+from hanglens.ingest.streams import DUMP_PARSERS, is_agent_event, outer_stream, several_processes
 from hanglens.ingest.streams import non_negative_int as _int
 from hanglens.model import AGENT_EVENT_KINDS, YEARLESS_YEAR, Event, Origin, short_host
 from hanglens.parsers.elastic import LAYOUT_KINDS, layout_of, world_local_pairs
@@ -67,14 +67,8 @@ def _unique(pairs: Iterable[tuple[Hashable, int]]) -> dict[Hashable, int]:
 
 
 def _scope(e: Event | None) -> str:
-    """The outer launcher stream a line came through (`task 1` of `srun -l`, `host gpu-07` of pdsh, `mpi
-    1,3` of Open MPI), "" when no outer prefix says: in a console that merges several nodes' agents, the
-    agent whose workers a `[defaultN]:` local rank counts (log-formats.md section 9.3)."""
-    w = e.writer if e is not None else None
-    if not w:
-        return ""
-    outer = w.split("/", 1)[0]
-    return "" if outer.startswith("tee ") else outer
+    """The outer launcher stream a line came through (`streams.outer_stream`), "" for no line."""
+    return outer_stream(e.writer if e is not None else None)
 
 
 def _node_key(f: FileEvents, e: Event | None) -> tuple[str, ...]:

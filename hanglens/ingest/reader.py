@@ -58,6 +58,7 @@ from hanglens.ingest.streams import (
     is_mpirun_exit,
     mpirun_starts_ranks,
     non_negative_int,
+    outer_stream,
     stream_ranks,
     tasks_are_ranks,
 )
@@ -651,15 +652,6 @@ def split_tee(seg: str) -> list[str]:
     return out
 
 
-def _outer(writer: str | None) -> str:
-    """The outer launcher stream of a writer (`task 1` of `task 1/tee default0`), "" for none or a bare tee
-    tag (as ingest/attribute.py `_scope`)."""
-    if not writer:
-        return ""
-    outer = writer.split("/", 1)[0]
-    return "" if outer.startswith("tee ") else outer
-
-
 def _glued_parts(seg: str) -> list[str]:
     """`seg` cut before a user-style rank tag and before a c10 `[rankN]:[<L>` envelope glued after another
     writer's text (each piece one writer's)."""
@@ -977,7 +969,7 @@ class Reader:
             if env.local_rank is not None:
                 self.result.rank_pairs.add((env.local_rank, env.rank))
                 if len(self.result.scoped_pairs) < MAX_SEEN:
-                    self.result.scoped_pairs.add((_outer(env.writer), env.local_rank, env.rank))
+                    self.result.scoped_pairs.add((outer_stream(env.writer), env.local_rank, env.rank))
         if env.mpi_rank is not None and env.writer is not None and len(self.mpi_ranks) < MAX_SEEN:
             self.mpi_ranks.setdefault(env.writer, env.mpi_rank)
         elif env.task is not None and env.writer == f"task {env.task}" and len(self.task_ranks) < MAX_SEEN:
@@ -1716,7 +1708,7 @@ class Reader:
         scoped: dict[tuple[str, int], set[int]] = {}
         for outer, lr, r in res.scoped_pairs:
             scoped.setdefault((outer, lr), set()).add(r)
-        streams = {_outer(e.writer) for e in res.events if e.local_rank is not None and e.writer}
+        streams = {outer_stream(e.writer) for e in res.events if e.local_rank is not None and e.writer}
         split = len(streams) > 1
         own_local = self.origin.local_rank
         # In a console where workers' lines carry torchrun's `[defaultN]:` tag, untagged lines are the
@@ -1735,7 +1727,7 @@ class Reader:
             if two_writers(e):
                 return None
             if e.local_rank is not None and e.local_rank != own_local:
-                ranks = (scoped.get((_outer(e.writer), e.local_rank), set()) if split
+                ranks = (scoped.get((outer_stream(e.writer), e.local_rank), set()) if split
                          else by_local.get(e.local_rank, set()))
                 return next(iter(ranks)) if len(ranks) == 1 else None
             if (self.origin.rank is None and (teed or is_agent_event(e))) or (self.agent_unranked

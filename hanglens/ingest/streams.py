@@ -35,6 +35,17 @@ def non_negative_int(value: object) -> int | None:
 _int = non_negative_int
 
 
+def outer_stream(writer: str | None) -> str:
+    """The outer launcher stream a writer came through (`task 1` of `srun -l`'s `task 1/tee default0`,
+    `host gpu-07` of pdsh, `mpi 1,3` of Open MPI), "" for none or a bare torchrun `--tee` tag: in a console
+    that merges several nodes' agents, the agent whose workers a `[defaultN]:` local rank counts
+    (log-formats.md section 9.3)."""
+    if not writer:
+        return ""
+    outer = writer.split("/", 1)[0]
+    return "" if outer.startswith("tee ") else outer
+
+
 def is_agent_event(e: Event) -> bool:
     """Lines the torchrun agent (not a worker) writes: they must not inherit a worker's rank."""
     if e.kind in AGENT_EVENT_KINDS or e.parser == "elastic":
