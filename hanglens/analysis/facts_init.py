@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hanglens import lazyre as re
+from hanglens.ingest.streams import outer_stream
 from hanglens.model import Event
 
 Row = dict[str, Any]
@@ -109,13 +110,6 @@ _STREAM_END_KINDS = frozenset({
 _STORE_GONE_RE = re.compile(r"got 0 bytes|Connection was likely closed|Broken pipe|Connection reset by peer")
 
 
-def _outer(writer: str | None) -> str:
-    if not writer:
-        return ""
-    outer = writer.split("/", 1)[0]
-    return "" if outer.startswith("tee ") else outer
-
-
 def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
     """Ranks of a launcher stream (a node's console: its own file, `srun -l` task or pdsh host) whose output
     stopped mid-run without a word, while another node's stream, after the same training progress, reports
@@ -135,11 +129,15 @@ def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
     for e in events:
         if e.kind in ("run_finished", "agent_succeeded"):
             finished = True
-        st = streams.setdefault((e.path, _outer(e.writer)),
-                                {"ranks": set(), "last": -1, "after": [], "steps": {}, "total": None})
+        st = streams.setdefault((e.path, outer_stream(e.writer)),
+                                {"ranks": set(), "last": -1, "after": [], "steps": {}, "total": None,
+                                 "newest": {}})
         if e.kind == "progress" and e.rank is not None:
             st["ranks"].add(e.rank)
             st["last"] = max(st["last"], e.line)
+            newest = st["newest"].get(e.rank)
+            if newest is None or e.line > newest.line:
+                st["newest"][e.rank] = e   # the rank's last progress line in this stream
             step, total = _int(e.get("step")), _int(e.get("total"))
             if step is not None:
                 st["steps"][e.rank] = max(step, st["steps"].get(e.rank, step))
@@ -170,8 +168,7 @@ def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
             step = st["steps"].get(r)
             if total is not None and step is not None and step + 1 >= total:
                 return []   # it had reached its last step: a run that ended, not a node lost
-            last = max((e for e in events if e.kind == "progress" and e.rank == r
-                        and (e.path, _outer(e.writer)) == key), key=lambda e: e.line)
+            last = st["newest"][r]
             rows.append({"rank": r, "last_step": step, "total": total, "stream": key[1] or key[0],
                          "reporters": len(gone), "path": last.path, "line": last.line})
     return rows

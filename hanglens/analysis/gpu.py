@@ -88,6 +88,7 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             g, pid, h = e.get("failed_rank"), e.get("pid"), e.get("failed_host")
             if isinstance(g, int) and isinstance(pid, int) and pid > 0:
                 procs.append((_short(h) if isinstance(h, str) else None, pid, g))
+    nccl_pid = {r for _, _, p, r in gpus if p is not None}   # ranks whose pid an NCCL line states
     known = sorted({h for h, _, _, _ in gpus if h})
     rows: list[Row] = []
     for e in events:
@@ -104,7 +105,6 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         pid = e.get("pid")
         by_pid = {r for h, _, p, r in here if isinstance(pid, int) and p == pid}
         # the failure table's pids, when no NCCL line states a pid for that rank
-        nccl_pid = {r for _, _, p, r in gpus if p is not None}
         by_exit = {r for h, p, r in procs if isinstance(pid, int) and p == pid
                    and (host is None or h in (host, None)) and r not in nccl_pid}
         # A driver line naming a process that is not the rank's own (NCCL pid known and different) is about

@@ -107,17 +107,15 @@ def origin_of(rel: str) -> PathHints:
     host = None
     stem = name
     m = RANK_HINT_RE.search(stem)
+    # `rank0_rank14.txt`, `rank3-rank7.log`: a file a user merged from several processes' output names each
+    # of them; it is no one rank's file, so its lines keep the ranks their own prefixes give.
     several = m is not None and len({h["n"].lstrip("0") for h in RANK_HINT_RE.finditer(stem)}) > 1
-    if several:
-        # `rank0_rank14.txt`, `rank3-rank7.log`: a file a user merged from several processes' output names
-        # each of them; it is no one rank's file, so its lines keep the ranks their own prefixes give.
-        m = None
-    elif m:
+    if m is not None and not several:
         if m["local"]:
             local_rank = int(m["n"])
         else:
             rank = int(m["n"])
-    elif not several:
+    elif m is None:
         for d in reversed(dirs):
             md = RANK_HINT_RE.search(d)
             if md and LOCAL_DIR_RE.match(md["n"]) and RANK_HINT_RE.fullmatch(d) is not None:
