@@ -218,12 +218,14 @@ HFEX_RE = re.compile(
     r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) - [\w.<>-]{1,200} - "
 )
 # MMEngine's logger (mmengine/logging/logger.py `MMFormatter`, used by every OpenMMLab toolbox's Runner):
-# `%(asctime)s - %(name)s - <LEVEL> - %(message)s`, its console handler with `datefmt='%m/%d %H:%M:%S'` (no
-# year: `12/05 09:13:41 - mmengine - INFO - ...`), the `work_dir/<timestamp>/<timestamp>.log` file handler with
-# `'%Y/%m/%d %H:%M:%S'`; an ERROR record adds `%(pathname)s - %(funcName)s - %(lineno)d - ` before the message.
+# `%(asctime)s - %(name)s - <LEVEL> - %(message)s`, its console handler with `datefmt='%m/%d %H:%M:%S'`
+# (no year: `12/05 09:13:41 - mmengine - INFO - ...`), the `work_dir/<timestamp>/<timestamp>.log` file
+# handler with `'%Y/%m/%d %H:%M:%S'`; an ERROR record adds `%(pathname)s - %(funcName)s - %(lineno)d - `
+# before the message.
 MMENGINE_RE = re.compile(
-    r"^(?:(?P<yyyy>\d{4})/)?(?P<mo>0[1-9]|1[0-2])/(?P<dd>[0-3]\d) (?P<hms>\d\d:\d\d:\d\d) - [\w.<>-]{1,200} - "
-    r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) - (?:[^ ]{1,1000}\.py - [\w<>]{1,200} - \d{1,7} - )?"
+    r"^(?:(?P<yyyy>\d{4})/)?(?P<mo>0[1-9]|1[0-2])/(?P<dd>[0-3]\d) (?P<hms>\d\d:\d\d:\d\d) - "
+    r"[\w.<>-]{1,200} - (?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
+    r"(?:[^ ]{1,1000}\.py - [\w<>]{1,200} - \d{1,7} - )?"
 )
 # transformers' own loggers after `transformers.utils.logging.enable_explicit_format()` (utils/logging.py:
 # `logging.Formatter("[%(levelname)s|%(filename)s:%(lineno)s] %(asctime)s >> %(message)s")`; the run_*.py

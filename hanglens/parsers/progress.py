@@ -87,7 +87,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 # A substring every match of PATTERNS[i] contains: a line without it skips that pattern.
 PATTERN_LITERALS: tuple[str, ...] = (
-    "iteration", "step:", "throughput", "%|", "%|", " [", "it [", "{'loss': ", "poch", "Epoch: [", "(train)", "Epoch [",
+    "iteration", "step:", "throughput", "%|", "%|", " [", "it [", "{'loss': ", "poch", "Epoch: [", "(train)",
+    "Epoch [",
     "tep", "t",
 )
 EPOCH_RE = re.compile(

@@ -344,7 +344,8 @@ SPAWN_CONSOLE = "".join(line + "\n" for line in (
     "2026-04-02 11:20:31,118 fit INFO: Epoch[2] Iteration[40] loss: 1.0021",
     "2026-04-02 11:20:33,402 trainer ERROR: Engine run is terminating due to exception: [../third_party/gloo/"
     "gloo/transport/tcp/pair.cc:553] Connection closed by peer [10.1.0.4]:40112",
-    "W0402 11:20:39.012000 7710 torch/multiprocessing/spawn.py:165] Terminating process 7733 via signal SIGTERM",
+    "W0402 11:20:39.012000 7710 torch/multiprocessing/spawn.py:165] Terminating process 7733 via signal "
+    "SIGTERM",
     "Traceback (most recent call last):",
     "  File \"/home/user/fit.py\", line 90, in <module>",
     "    parallel.run(training, cfg)",
