@@ -191,6 +191,12 @@ def _epoch(e: Event) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
+def _position(e: Event) -> tuple[float, int]:
+    """A progress report's place in its series: (epoch, step), an epoch-less report's epoch as -1."""
+    x = _epoch(e)
+    return (x if x is not None else -1.0, _step(e) or 0)
+
+
 def _total(e: Event) -> int | None:
     t = e.get("total")
     return t if isinstance(t, int) and not isinstance(t, bool) and t > 0 else None
@@ -428,12 +434,15 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str],
         steps = [s for s in (_step(e) for e in stepped) if s is not None]
         last_step = _step(stepped[-1]) if stepped else None
         unranked_note = None
-        if rank is None and steps and max(steps) != last_step:
+        # How far a report is: by its epoch first where the series counts steps within an epoch
+        # (`Epoch 3: 40/1251`, `Epoch(train) [3][150/1251]`), so epoch 2's step 250 is behind epoch 3's 150.
+        top = max((e for e in stepped if _step(e) is not None), key=_position, default=None)
+        if rank is None and top is not None and _position(top) != _position(stepped[-1]):
             # Interleaved lines of several ranks with no rank on them: the last line is whichever rank
-            # printed last, not where the job stopped; the highest step printed is how far some rank got.
-            unranked_note = (f"no line names its rank: some rank printed step {max(steps)}, the last line is "
+            # printed last, not where the job stopped; the furthest step printed is how far some rank got.
+            unranked_note = (f"no line names its rank: some rank printed step {_step(top)}, the last line is "
                              f"step {last_step}; which rank stopped where cannot be told")
-            last_step = max(steps)
+            last_step = _step(top)
         elif rank is None and steps:
             unranked_note = "no line names its rank: which rank stopped where cannot be told"
         done = _epoch_done(progress, stepped) if shared_ends else None

@@ -217,6 +217,16 @@ HFEX_RE = re.compile(
     r"^(?P<mo>0[1-9]|1[0-2])/(?P<dd>\d\d)/(?P<yyyy>\d{4}) (?P<hms>\d\d:\d\d:\d\d)(?:,(?P<ms>\d{3}))? - "
     r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) - [\w.<>-]{1,200} - "
 )
+# MMEngine's logger (mmengine/logging/logger.py `MMFormatter`, used by every OpenMMLab toolbox's Runner):
+# `%(asctime)s - %(name)s - <LEVEL> - %(message)s`, its console handler with `datefmt='%m/%d %H:%M:%S'`
+# (no year: `12/05 09:13:41 - mmengine - INFO - ...`), the `work_dir/<timestamp>/<timestamp>.log` file
+# handler with `'%Y/%m/%d %H:%M:%S'`; an ERROR record adds `%(pathname)s - %(funcName)s - %(lineno)d - `
+# before the message.
+MMENGINE_RE = re.compile(
+    r"^(?:(?P<yyyy>\d{4})/)?(?P<mo>0[1-9]|1[0-2])/(?P<dd>[0-3]\d) (?P<hms>\d\d:\d\d:\d\d) - "
+    r"[\w.<>-]{1,200} - (?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
+    r"(?:[^ ]{1,1000}\.py - [\w<>]{1,200} - \d{1,7} - )?"
+)
 # transformers' own loggers after `transformers.utils.logging.enable_explicit_format()` (utils/logging.py:
 # `logging.Formatter("[%(levelname)s|%(filename)s:%(lineno)s] %(asctime)s >> %(message)s")`; the run_*.py
 # examples and many Trainer scripts call it): `[INFO|trainer.py:2518] 2026-03-14 09:27:01,512 >> ...`. Read
@@ -811,7 +821,18 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
                             s = s[m.end():]
                     break
             else:
-                m = VLLM_RE.match(s)
+                m = MMENGINE_RE.match(s) if s[:1].isdigit() else None
+                if m:
+                    level = LEVEL_LETTER[m["lvl"]]
+                    if m["yyyy"]:
+                        t, y = _iso_time(f"{m['yyyy']}-{m['mo']}-{m['dd']} {m['hms']},0")
+                        if time is None:
+                            time, year, year_known, clock = t, y, True, "pylog"
+                    elif time is None:
+                        t = _md_time(year_default, int(m["mo"]), int(m["dd"]), m["hms"], None)
+                        time, clock, year_known = t, "pylog", year_hint is not None
+                    s = s[m.end():]
+                m = None if m else VLLM_RE.match(s)
                 if m:
                     level = LEVEL_LETTER[m["lvl"]]
                     t = _md_time(year_default, int(m["mm"]), int(m["dd"]), m["hms"], m["frac"])
@@ -821,7 +842,7 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
                         rank = 0
                         writers.append("vllm driver")
                     s = s[m.end():]
-                m = None if m else HYDRA_RE.match(s) if s.startswith("[") else None
+                m = None if m or level is not None else HYDRA_RE.match(s) if s.startswith("[") else None
                 if m:
                     level = LEVEL_LETTER[m["lvl"]]
                     if m["date"] and time is None:

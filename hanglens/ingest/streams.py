@@ -13,7 +13,8 @@ A stream is a whole file, or the lines one launcher prefix marks in it (`writer`
   shows a second process: no other rank stated, no two local ranks, no two NCCL `host:pid`s, no two
   tracebacks or the same exception twice, no launcher that ran several workers into one console
   (`--nproc-per-node` > 1, or torchrun's OMP_NUM_THREADS banner, which it prints only then:
-  torch/distributed/run.py).
+  torch/distributed/run.py; `torch.multiprocessing.spawn`'s parent terminating processes besides the
+  failed one, torch/multiprocessing/spawn.py).
 
 A stream with no rank statement, or with two, gives nothing: absence is never evidence.
 """
@@ -103,6 +104,12 @@ def several_processes(events: list[Event]) -> bool:
             continue
         if e.kind == "child_failed":
             continue    # judged by the caller against the stream's rank
+        if (e.kind == "launcher_exit" and e.get("launcher") == "mp.spawn"
+                and (_int(e.get("stopped")) or 0) >= 1):
+            # torch.multiprocessing.spawn's parent terminated processes still alive besides the failed one
+            # (`Terminating process <pid> via signal SIGTERM`, torch/multiprocessing/spawn.py
+            # ProcessContext.join): it started several, and they all inherited its stdout and stderr.
+            return True
         if is_agent_event(e):
             continue
         if e.local_rank is not None:

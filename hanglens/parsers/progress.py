@@ -65,6 +65,14 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # `[<i>/<len>]` with i padded to len's width, joined by two spaces.
     ("metric_logger", re.compile(
         rf"(?<![\w])Epoch: \[(?P<epoch>{NUM})\]{SP}\[{SP}(?P<step>{NUM})/(?P<total>{NUM})\]")),
+    # MMEngine's LogProcessor (mmengine/runner/log_processor.py `get_log_after_iter`): by epoch
+    # `Epoch(train) [<epoch>][<iter>/<len>]` (the epoch right-aligned to the width of max_epochs, the
+    # iteration to the width of the loader's length: `Epoch(train)  [9][ 10/270]`), by iteration
+    # `Iter(train) [<iter>/<max_iters>]`. Only the training loop's counter: `Epoch(val)` / `Iter(test)` count
+    # another loader's batches.
+    ("mmengine", re.compile(
+        rf"(?<![\w])(?:Epoch\(train\){SP}\[{SP}(?P<epoch>{NUM})\]|Iter\(train\){SP})"
+        rf"\[{SP}(?P<step>{NUM})/(?P<total>{NUM})\]")),
     ("epoch_bracket", re.compile(
         rf"(?<![\w])Epoch \[(?P<epoch>{NUM})/(?P<epoch_total>{NUM})\](?:[^\r\n]{{0,256}}?(?<![\w])Step "
         rf"\[(?P<step>{NUM})/(?P<total>{NUM})\])?")),
@@ -79,7 +87,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 # A substring every match of PATTERNS[i] contains: a line without it skips that pattern.
 PATTERN_LITERALS: tuple[str, ...] = (
-    "iteration", "step:", "throughput", "%|", "%|", " [", "it [", "{'loss': ", "poch", "Epoch: [", "Epoch [",
+    "iteration", "step:", "throughput", "%|", "%|", " [", "it [", "{'loss': ", "poch", "Epoch: [", "(train)",
+    "Epoch [",
     "tep", "t",
 )
 EPOCH_RE = re.compile(

@@ -236,6 +236,20 @@ def test_unattributed_output_ending_on_its_highest_step_still_says_the_ranks_are
     assert "cannot be told" in row["unranked_note"]
 
 
+def test_unattributed_per_epoch_counters_compare_by_epoch_first() -> None:
+    # A counter that restarts every epoch (MMEngine's `Epoch(train) [e][i/n]`, Lightning's bar): epoch 2's
+    # step 250 is behind epoch 3's step 150, so the last line is the furthest one and nothing is said
+    # against it.
+    def at(epoch: int, n: int) -> Event:
+        return ev("progress", None, parser="progress", step=n, total=1251, epoch=epoch, pattern="mmengine")
+    row = by_rank([at(2, 200), at(2, 250), at(3, 50), at(3, 150)])[None]
+    assert row["last_step"] == 150 and row["last_epoch"] == 3
+    assert row["unranked_note"] == "no line names its rank: which rank stopped where cannot be told"
+    row = by_rank([at(3, 50), at(3, 150), at(3, 100)])[None]
+    assert row["last_step"] == 150
+    assert "step 150" in row["unranked_note"] and "step 100" in row["unranked_note"]
+
+
 def test_ranked_rows_have_no_unranked_note() -> None:
     rows = by_rank([step(0, 1), step(1, 2)])
     assert rows[0]["unranked_note"] is None and rows[1]["unranked_note"] is None

@@ -3,7 +3,9 @@
 # ruff: noqa: E501 - one log template per case line reads better than templates cut mid-token
 from __future__ import annotations
 
+import calendar
 import random
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -118,6 +120,19 @@ CASES = [
      None, None, None, None),
     # a bracketed level alone is left in the text
     ("2026-05-14 16:02:11,377 [INFO] loading shards", Dialect(), "[INFO] loading shards", None, None, None, None),
+    # MMEngine's MMFormatter (mmengine/logging/logger.py, 0.10.7): console `%m/%d %H:%M:%S`, the work_dir log
+    # file `%Y/%m/%d %H:%M:%S`, an ERROR record with the caller's path, function and line
+    ("03/17 22:40:09 - mmengine - INFO - Epoch(train) [3][ 20/120]  lr: 1.0000e-02", Dialect(),
+     "Epoch(train) [3][ 20/120]  lr: 1.0000e-02", None, None, None, "I"),
+    ("2025/03/17 22:40:09 - mmengine - WARNING - The model and loaded state dict do not match", Dialect(),
+     "The model and loaded state dict do not match", None, None, None, "W"),
+    ("2025/03/17 22:41:50 - mmengine - ERROR - /home/user/mmdet/engine/hooks/eval.py - after_val_epoch - 88 - "
+     "[rank 2] shard missing", Dialect(), "[rank 2] shard missing", 2, None, None, "E"),
+    ("[default1]:03/17 22:40:09 - mmdet - INFO - loading annotations", Dialect(), "loading annotations",
+     None, 1, None, "I"),
+    # month/day/year belongs to the transformers examples' format (HFEX_RE), not MMEngine's
+    ("03/17/2025 22:40:09 - INFO - __main__ - x", Dialect(), "03/17/2025 22:40:09 - INFO - __main__ - x",
+     None, None, None, None),
 ]
 
 
@@ -426,3 +441,13 @@ def test_journal_short_iso_prefix_is_taken_off() -> None:
     # An ISO-stamped log line whose next words are no `<host> <ident>[<pid>]:` keeps them.
     env = strip_prefixes("2026-03-11T07:42:19+0000 INFO trainer: step 4")
     assert env.text == "INFO trainer: step 4"
+
+
+def test_mmengine_envelope_times() -> None:
+    """MMEngine's work_dir log file states the year, its console does not (mmengine/logging/logger.py
+    MMFormatter datefmt '%Y/%m/%d %H:%M:%S' and '%m/%d %H:%M:%S')."""
+    env = strip_prefixes("2025/03/17 22:40:09 - mmengine - INFO - x")
+    assert env.time == calendar.timegm((2025, 3, 17, 22, 40, 9, 0, 0, 0)) and env.year_known
+    env = strip_prefixes("03/17 22:40:09 - mmengine - INFO - x")
+    assert env.time is not None and not env.year_known
+    assert time.gmtime(env.time)[1:6] == (3, 17, 22, 40, 9)

@@ -334,3 +334,39 @@ def test_srun_task_exit_line_keeps_no_rank_where_a_task_stream_states_other_rank
                 "srun: error: cn-12: task 1: Exited with exit code 1\n")
     evs = events(tmp_path, {"job.out": per_node})
     assert 1 not in ranks_of(evs, "launcher_exit")
+
+
+# torch.multiprocessing.spawn's parent (torch/multiprocessing/spawn.py, torch 2.13): it terminates the
+# processes still alive, then re-raises the failed one's traceback with its index. Every spawned process
+# inherited the parent's console, so the lines before it are not the failed process's alone (an Ignite
+# `setup_logger` line here is rank 0's: ignite/utils.py gives ranks above 0 a NullHandler).
+SPAWN_CONSOLE = "".join(line + "\n" for line in (
+    "2026-04-02 11:20:31,118 fit INFO: Epoch[2] Iteration[40] loss: 1.0021",
+    "2026-04-02 11:20:33,402 trainer ERROR: Engine run is terminating due to exception: [../third_party/gloo/"
+    "gloo/transport/tcp/pair.cc:553] Connection closed by peer [10.1.0.4]:40112",
+    "W0402 11:20:39.012000 7710 torch/multiprocessing/spawn.py:165] Terminating process 7733 via signal "
+    "SIGTERM",
+    "Traceback (most recent call last):",
+    "  File \"/home/user/fit.py\", line 90, in <module>",
+    "    parallel.run(training, cfg)",
+    "torch.multiprocessing.spawn.ProcessRaisedException: ",
+    "",
+    "-- Process 1 terminated with the following error:",
+    "Traceback (most recent call last):",
+    "  File \"/home/user/fit.py\", line 51, in forward",
+    "    raise ValueError('bad crop size 0')",
+    "ValueError: bad crop size 0",
+))
+
+
+def test_a_spawn_parent_that_stopped_other_processes_shows_several_writers(tmp_path: Path) -> None:
+    evs = events(tmp_path, {"console.log": SPAWN_CONSOLE})
+    assert [e.rank for e in evs if e.kind == "exception" and "bad crop" in e.text] == [1]
+    assert ranks_of(evs, "peer_closed") == [None]
+    assert [e.rank for e in evs if e.kind == "progress"] == [None]
+
+
+def test_a_spawn_parent_with_no_process_left_to_stop_keeps_the_one_writer(tmp_path: Path) -> None:
+    one = SPAWN_CONSOLE.replace(SPAWN_CONSOLE.splitlines()[2] + "\n", "")
+    evs = events(tmp_path, {"console.log": one})
+    assert [e.rank for e in evs if e.kind == "progress"] == [1]

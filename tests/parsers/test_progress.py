@@ -101,3 +101,26 @@ def test_a_tqdm_bar_moving_on_keeps_its_latest_redraw() -> None:
     text = "".join(bar.format(n=n, e=f"{10 + n:02d}") + "\n" for n in (4, 5, 5, 6))
     got = events(text, "progress")
     assert [(e.get("step"), e.get("elapsed_s"), e.ref.line) for e in got] == [(4, 14, 1), (6, 16, 4)]
+
+
+@pytest.mark.parametrize(("line", "epoch", "step", "total"), [
+    # MMEngine's LogProcessor (mmengine/runner/log_processor.py, 0.10.7): epoch and iteration padded to the
+    # widths of max_epochs and of the loader's length, two spaces before the first metric
+    ("Epoch(train) [2][ 7/40]  lr: 2.0000e-02  eta: 0:01:10  time: 0.0312  loss: 0.8811", 2, 7, 40),
+    ("Epoch(train)  [11][130/418]  base_lr: 1.0000e-03 lr: 1.0000e-03  loss: 0.4120", 11, 130, 418),
+    ("Iter(train) [  250/20000]  lr: 1.0000e-04  eta: 3:10:02  time: 0.5110  loss: 2.3310", None, 250, 20000),
+])
+def test_mmengine_train_counter(line: str, epoch: int | None, step: int, total: int) -> None:
+    got = events(line, "progress")
+    assert has(got, {"pattern": "mmengine", "step": step, "total": total})
+    assert got[0].get("epoch") == epoch
+
+
+@pytest.mark.parametrize("line", [
+    "Epoch(val) [3][ 8/25]    eta: 0:00:02  time: 0.0410  data_time: 0.0030",
+    "Epoch(test) [ 8/25]    eta: 0:00:02  time: 0.0410",
+    "Iter(val) [ 8/25]    eta: 0:00:02",
+])
+def test_mmengine_eval_counters_are_not_training_steps(line: str) -> None:
+    """An evaluation loop's batch counter is not the training loop's position."""
+    assert not has(events(line, "progress"), {"pattern": "mmengine"})
