@@ -95,16 +95,20 @@ class LazyPattern:
             # strings, not for one a short log calls a few times. The first `GATE_AFTER` calls are counted.
             self._calls = 0
             for name in _GATED:
-                setattr(self, name, self._counting(getattr(compiled, name)))
+                setattr(self, name, self._counting(name, getattr(compiled, name)))
             self._compiled = compiled
             return compiled
 
-    def _counting(self, plain: Callable[..., Any]) -> Callable[..., Any]:
+    def _counting(self, name: str, plain: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             self._calls += 1
-            if self._calls >= GATE_AFTER:
-                self._install_gate()
-            return plain(*args, **kwargs)
+            if self._calls < GATE_AFTER:
+                return plain(*args, **kwargs)
+            if self._calls == GATE_AFTER:
+                self._install_gate()  # once: the count is shared by the five methods
+            # A caller that kept this counting method (`search = rx.search`, `map(rx.search, lines)`)
+            # reaches the installed one through it, without computing the gate again.
+            return getattr(self, name)(*args, **kwargs)
 
         return call
 

@@ -242,3 +242,20 @@ def test_the_precompiled_module_is_up_to_date() -> None:
                           text=True).stdout
     have = Path(_patterns.__file__).read_text(encoding="utf-8")
     assert have == want, "run python tools/precompile_patterns.py"
+
+
+def test_a_kept_counting_method_installs_the_gate_once(monkeypatch: Any) -> None:
+    # `search = rx.search` taken before the gate is installed keeps the counting method: past GATE_AFTER
+    # calls it must answer through the installed gate, not compute the gate again on every call
+    import hanglens.lazyre as lazyre
+
+    rx = lazyre.compile(r"(?<!\w)Python (?P<v>\d\.\d+)")
+    rx.compiled()
+    search = rx.search
+    computed = []
+    real = lazyre.gate_literals
+    monkeypatch.setattr(lazyre, "gate_literals", lambda c: computed.append(1) or real(c))
+    answers = [search("x Python 3.12") for _ in range(3 * lazyre.GATE_AFTER)]
+    assert computed == [1]
+    assert all(m is not None and m["v"] == "3.12" for m in answers)
+    assert search("no such thing") is None

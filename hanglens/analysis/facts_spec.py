@@ -299,6 +299,8 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "hung_before_stop",
                 "epoch_done",
                 "bar_cut",
+                "stride",
+                "logged_cut",
                 *_EVIDENCE,
             ),
             "Where each rank stopped when a job goes quiet (failure-signatures.md section 16): last "
@@ -323,7 +325,11 @@ FACT_SPECS: dict[str, FactSpec] = {
             "the rank's newest report says is over (`epoch 3 done`, nothing of its steps after it): its "
             "point is past every step of that epoch. `bar_cut` when its newest report is a progress bar "
             "short of its total on its file's last line, the file's last event: the log ends inside a "
-            "running loop (the job did not finish, or was still running when the file was copied).",
+            "running loop (the job did not finish, or was still running when the file was copied). "
+            "`stride` the steps between the rank's consecutive logged reports of its last epoch; "
+            "`logged_cut` when its newest report is a logged line (not a bar drawn in place) whose next "
+            "report, one stride on, would still be inside the loop (step + stride < total), with no "
+            "phase, epoch end or finish line after it anywhere: the loop stopped before its end.",
         ),
         FactSpec(
             "slow_phase",

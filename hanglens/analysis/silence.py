@@ -373,6 +373,27 @@ def _bar_cut(last: Event, events_by_path: Mapping[str, tuple[int, int]], lines: 
     return lines[last.path] == last.line and events_by_path.get(last.path) == (last.line, id(last))
 
 
+def _stride(stepped: list[Event]) -> int | None:
+    """The steps between consecutive logged reports of the series' last epoch (a script that logs every
+    k-th step prints k apart): the smallest positive difference, None with fewer than two reports."""
+    last_epoch = _epoch(stepped[-1]) if stepped else None
+    steps = [s for s in (_step(e) for e in stepped if _epoch(e) == last_epoch) if s is not None]
+    gaps = [b - a for a, b in pairwise(steps) if b > a]
+    return min(gaps) if gaps else None
+
+
+def _logged_cut(last: Event, stride: int | None) -> bool:
+    """A logged report (a line with its newline, not a bar drawn in place) after which the loop still had
+    at least one more report to print before its end: `step + stride < total`. A script that logs every
+    k-th step ends a finished epoch on its last multiple of k, which is never that far from the total, so
+    a loop that stopped short of it did not finish (failure-signatures.md section 16: a hang with no error
+    line is a finding of its own). Only the stride the rank itself showed counts."""
+    total, step = _total(last), _step(last)
+    if last.get("pattern") in DRAWN_BARS or total is None or step is None or stride is None:
+        return False
+    return step + stride < total
+
+
 def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str],
                      lines: Mapping[str, int] | None = None) -> list[Record]:
     """Where each rank stopped (section 16 items 1-3): one row per rank that reported progress or a phase.
@@ -409,6 +430,8 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str],
             if e.path in lines and (e.path not in newest or e.line >= newest[e.path][0]):
                 newest[e.path] = (e.line, id(e))
     shared_ends = _epoch_ends_shared([by_rank[r] for r in keys if r is not None])
+    # A finish line anywhere (the run said it was over) means no loop was cut.
+    finished = any(e.kind == "run_finished" for e in events)
     base: list[Record] = []
     for rank in keys:
         evs = _order(by_rank[rank])
@@ -448,10 +471,15 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str],
         done = _epoch_done(progress, stepped) if shared_ends else None
         if done is not None and phase_line is None:
             last = done   # the row cites the line saying its epoch was over
+        stride = _stride(stepped)
         base.append(_SilentRow(
             rank=rank,
             epoch_done=done.get("epoch") if done is not None else None,
             bar_cut=bool(lines) and bool(progress) and _bar_cut(progress[-1], newest, lines or {}),
+            stride=stride,
+            logged_cut=(bool(stepped) and not finished and boundary is None and done is None
+                        and unranked_note is None and progress[-1] is stepped[-1]
+                        and _logged_cut(stepped[-1], stride)),
             host=hosts.get(rank) if rank is not None else None,
             last_step=last_step,
             unranked_note=unranked_note,

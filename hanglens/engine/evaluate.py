@@ -805,13 +805,24 @@ def _log_cut(run: _Run) -> str:
     if len(quiet) == 0 or "bar_cut" not in quiet.columns:
         return ""
     cut = quiet[_truthy(quiet, "bar_cut")]
-    if len(cut) == 0:
+    if len(cut) > 0:
+        row = cut.iloc[0]
+        rank = _as_rank(row["rank"])
+        whose = f"rank {rank}'s" if rank is not None else "a"
+        return (f"The log ends inside {whose} progress bar at step {row['last_step']} of {row['total']} "
+                f"({row['path']}:{row['line']})")
+    if "logged_cut" not in quiet.columns:
         return ""
-    row = cut.iloc[0]
+    logged = quiet[_truthy(quiet, "logged_cut")]
+    if len(logged) == 0:
+        return ""
+    row = logged.iloc[0]
     rank = _as_rank(row["rank"])
-    whose = f"rank {rank}'s" if rank is not None else "a"
-    return (f"The log ends inside {whose} progress bar at step {row['last_step']} of {row['total']} "
-            f"({row['path']}:{row['line']})")
+    whose = f"Rank {rank}'s" if rank is not None else "The"
+    others = len(logged) - 1
+    also = f"; {others} other rank{'s' if others > 1 else ''} stopped inside the loop too" if others else ""
+    return (f"{whose} last report is step {row['last_step']} of {row['total']}, logged every "
+            f"{row['stride']} step{'s' if row['stride'] != 1 else ''} ({row['path']}:{row['line']}{also})")
 
 
 def _where_ranks_stopped(run: _Run) -> str:
@@ -858,7 +869,7 @@ def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
         return Verdict(category=Category.UNKNOWN, rule_id=None, confidence=Confidence.LOW, culprit_ranks=(),
                        culprit_hosts=(), victim_ranks=(),
                        summary=f"No error line, but the job did not finish its loop. {cut}: the loop never "
-                       "reached its total and nothing was written after it, so the job hung and was stopped "
+                       "reached its total and nothing says it ended, so the job hung and was stopped "
                        "(or was still running when the logs were copied)." + _where_ranks_stopped(run),
                        first_step=_UNKNOWN_FIRST_STEP)
     confidence = Confidence.MEDIUM if len(ranks) >= 2 else Confidence.LOW

@@ -365,3 +365,25 @@ def test_a_sanity_check_bar_drawn_first_is_not_the_main_loop() -> None:
     cut = step(0, 5, total=8, path="console.log")
     row = silent_hang_rows([sanity, started, cut], {}, {"console.log": cut.line})[0]
     assert (row["last_step"], row["total"], row["bar_cut"]) == (5, 8, True)
+
+
+def _logged(rank: int, n: int, total: int = 6, epoch: int = 0) -> Event:
+    return ev("progress", rank, parser="progress", path=f"rank{rank}.log", step=n, total=total, epoch=epoch,
+              pattern="step", label=None, gap_after=None)
+
+
+def test_a_logged_report_one_stride_short_of_the_end_is_a_cut_loop() -> None:
+    # logged every second step of six (0, 2, 4): a rank whose last report is step 2 had step 4 still to print
+    rows = silent_hang_rows([_logged(0, 0), _logged(0, 2)], {})
+    assert (rows[0]["stride"], rows[0]["logged_cut"]) == (2, True)
+    # step 4 is the last report a finished epoch prints at that stride: nothing says the loop was cut
+    assert silent_hang_rows([_logged(0, 0), _logged(0, 2), _logged(0, 4)], {})[0]["logged_cut"] is False
+    # one report gives no stride; a drawn bar is judged by `bar_cut`; a finish line anywhere ends the question
+    assert silent_hang_rows([_logged(0, 2)], {})[0]["logged_cut"] is False
+    bar = [step(0, 0, total=6), step(0, 2, total=6)]
+    assert silent_hang_rows(bar, {})[0]["logged_cut"] is False
+    done = ev("run_finished", 1)
+    assert silent_hang_rows([_logged(0, 0), _logged(0, 2), done], {})[0]["logged_cut"] is False
+    # the stride is the last epoch's: a new epoch counts again from its own reports
+    prev = [_logged(0, s, epoch=0) for s in (0, 1, 2, 3, 4, 5)]
+    assert silent_hang_rows([*prev, _logged(0, 0, epoch=1), _logged(0, 2, epoch=1)], {})[0]["stride"] == 2

@@ -348,3 +348,21 @@ def test_a_none_verdict_counts_the_ranks_that_wrote(tmp_path: Any) -> None:
     res = api.analyze([tmp_path]).result
     assert res.verdict.category is Category.NONE
     assert "the logs of 2 ranks" in res.verdict.summary
+
+
+def test_logs_that_stop_inside_a_logged_loop_are_no_none_verdict(tmp_path: Any) -> None:
+    # every rank logs every second step of six and stops at step 2 with no error, no stop and no finish line
+    # (a job killed from outside by a launcher that prints nothing): the loop never ended
+    from hanglens import api
+
+    for r in range(3):
+        (tmp_path / f"rank{r}.log").write_text(
+            "".join(f"[rank{r}]: epoch 0 step {s}/6 loss 0.{s}1\n" for s in (0, 2)))
+    res = api.analyze([tmp_path]).result
+    assert (res.verdict.category, res.verdict.confidence) == (Category.UNKNOWN, Confidence.LOW)
+    assert "step 2 of 6, logged every 2 steps" in res.verdict.summary
+    # the same loop that printed its last report of the epoch (step 4) may have ended: still `none`
+    for r in range(3):
+        (tmp_path / f"rank{r}.log").write_text(
+            "".join(f"[rank{r}]: epoch 0 step {s}/6 loss 0.{s}1\n" for s in (0, 2, 4)))
+    assert api.analyze([tmp_path]).result.verdict.category is Category.NONE

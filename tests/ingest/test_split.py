@@ -88,9 +88,11 @@ def _fixture_logs() -> list[Path]:
 
 def test_fixture_logs_read_in_parts_give_the_same_events(merges: list[bool]) -> None:
     split = 0
-    for path in _fixture_logs():
+    # Each file is cut two ways, the four part counts alternating over the files (all four run on half the
+    # corpus each): every file was cut all four ways before, at twice the suite time for the same cuts' kinds.
+    for i, path in enumerate(_fixture_logs()):
         want = summary(read_whole(path))
-        for parts in (2, 3, 7, 40):
+        for parts in ((2, 7), (3, 40))[i % 2]:
             got = read_in_parts(path, parts)
             if got is None:
                 continue
