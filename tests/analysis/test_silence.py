@@ -351,3 +351,19 @@ def test_a_sanity_check_bar_drawn_first_is_not_the_main_loop() -> None:
     cut = step(0, 5, total=8, path="console.log")
     row = silent_hang_rows([sanity, started, cut], {}, {"console.log": cut.line})[0]
     assert (row["last_step"], row["total"], row["bar_cut"]) == (5, 8, True)
+
+
+def test_a_bar_whose_description_carries_a_running_metric_is_one_series() -> None:
+    # torchtune's recipes create the bar, then call `pbar.set_description(f"{epoch}|{step}|Loss: {loss}")`
+    # after every step (recipes/full_finetune_distributed.py): the first redraws have no label, later ones
+    # a label whose number changes on every step. It is one bar: the rank stopped at 3/4, not at 1/4.
+    events = [step(0, 0, total=4), step(0, 1, total=4), step(0, 1, total=4, label="Loss: 29.98"),
+              step(0, 2, total=4, label="Loss: 29.98"), step(0, 2, total=4, label="Loss: 29.97"),
+              step(0, 3, total=4, label="Loss: 29.97"), step(0, 3, total=4, label="Loss: 29.96")]
+    assert by_rank(events)[0]["last_step"] == 3
+
+
+def test_an_unlabelled_bar_that_completed_is_not_joined_to_a_later_labelled_one() -> None:
+    # a finished training bar (4/4), then a validation bar with a label and the same total: two loops
+    events = [step(0, 0, total=4), step(0, 4, total=4), step(0, 1, total=4, label="Validation 0.5")]
+    assert by_rank(events)[0]["last_step"] == 4
