@@ -123,6 +123,21 @@ def _after_stop(e: Event, marks: tuple[float | None, dict[str, int]]) -> bool:
     return e.path in lines and lines[e.path] < e.line
 
 
+def mark_after_stop(rows: list[Row], events: Sequence[Event]) -> list[Row]:
+    """Set each row's `after_stop`: did its line come after the job was stopped from outside (see
+    `_after_stop`)? A row carries its line's `time`, `path` and `line`."""
+    marks = _stop_marks(events)
+    first_time, lines = marks
+    for r in rows:
+        t = r.get("time")
+        if isinstance(t, (int, float)) and first_time is not None:
+            r["after_stop"] = t >= first_time
+        else:
+            path = r.get("path")
+            r["after_stop"] = path in lines and lines[path] < r.get("line", -1)
+    return rows
+
+
 # Where an interrupted process waited, when it was not idle after its run: inside torch.distributed (a
 # collective, a barrier, destroy_process_group), or in the exit path (section 16 item 4:
 # `destroy_process_group`, `_shutdown_workers`, `atexit` handlers are a teardown hang, section 14).
