@@ -26,7 +26,9 @@ _DATASET_BAR_RE = re.compile(
 # example `t.set_description('GEN %i' % i)`; torchtune's recipes `pbar.set_description(f"{epoch}|{step}|Loss:
 # {loss}")` after every step, recipes/full_finetune_distributed.py), so the numbers change on every redraw
 # and differ between ranks while the bar is the same; `nan`/`inf` are what a diverged loss prints.
-_DESC_NUMBER_RE = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|(?<![A-Za-z])(?:nan|inf)(?![A-Za-z])")
+_DESC_NUMBER_RE = re.compile(
+    r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|(?<![A-Za-z])(?:nan|inf)(?![A-Za-z])"
+)
 
 
 def bar_name(label: object) -> str | None:

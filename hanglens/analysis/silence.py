@@ -211,7 +211,8 @@ def _main_series(progress: list[Event], first: Event) -> set[tuple[Any, ...]]:
         return {mine}
     if any(_series(e) == mine and _step(e) == total for e in progress):
         return {mine}
-    later = next((e for e in progress if e.get("label") is not None and e.get("pattern") == first.get("pattern")
+    later = next((e for e in progress
+                  if e.get("label") is not None and e.get("pattern") == first.get("pattern")
                   and _total(e) == total and _step(e) is not None), None)
     return {mine} if later is None else {mine, _series(later)}
 

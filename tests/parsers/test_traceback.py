@@ -86,6 +86,7 @@ def test_an_exception_raised_while_handling_another_keeps_the_stack_where_that_o
 def test_a_chain_whose_later_traceback_does_not_hold_the_handler_has_no_context_stack() -> None:
     text = ("Traceback (most recent call last):\n  File \"a.py\", line 1, in f\n    g()\n"
             "RuntimeError: first\n\nThe above exception was the direct cause of the following exception:\n\n"
-            "Traceback (most recent call last):\n  File \"b.py\", line 2, in h\n    k()\nValueError: second\n")
+            "Traceback (most recent call last):\n  File \"b.py\", line 2, in h\n    k()\n"
+            "ValueError: second\n")
     (ev,) = events(text, "exception")
     assert ev.get("context_frames") is None
