@@ -656,6 +656,12 @@ def _first_calls(
             frames = [str(f) for f in e.get("frames") or []]
             sources = [str(s) for s in e.get("sources") or []]
             site = callsite.call_site(frames, sources)
+            if (site is None or not _waits_in_collective(e, site)) and e.get("context_frames"):
+                # raised while handling an earlier exception: the stack where that one was raised (a Ctrl-C
+                # that landed in a collective's error handling, parsers/traceback.py `_context_stack`)
+                frames = [str(f) for f in e.get("context_frames") or []]
+                sources = [str(s) for s in e.get("context_sources") or []]
+                site = callsite.call_site(frames, sources)
             if site is None or not _waits_in_collective(e, site):
                 continue
             stacks[e.rank] = (frames, sources)

@@ -386,9 +386,12 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "victim_signals",
-            ("rank", "host", "signal", "time", "text", *_EVIDENCE),
+            ("rank", "host", "signal", "after_stop", "time", "text", *_EVIDENCE),
             "Errors that are consequences of another rank's failure: peer closed, remote error, SIGTERM "
-            "from the agent, watchdog timeouts after a peer crashed.",
+            "from the agent, watchdog timeouts after a peer crashed; `after_stop` when the line came after "
+            "the job was stopped from outside (failure-signatures.md section 17.4: the launcher forwards the "
+            "stop signal to every worker, and the peers of the first one to exit see it close its "
+            "connections).",
         ),
         FactSpec(
             "versions",

@@ -22,6 +22,22 @@ _DATASET_BAR_RE = re.compile(
     r"(?i)^(?:map|filter|tokeni[sz]|running tokenizer|grouping texts|packing|preprocess|pre-process)")
 
 
+# A number in a tqdm description: `set_description` is where a loop shows its running metrics (tqdm's own
+# example `t.set_description('GEN %i' % i)`; torchtune's recipes `pbar.set_description(f"{epoch}|{step}|Loss:
+# {loss}")` after every step, recipes/full_finetune_distributed.py), so the numbers change on every redraw
+# and differ between ranks while the bar is the same; `nan`/`inf` are what a diverged loss prints.
+_DESC_NUMBER_RE = re.compile(
+    r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|(?<![A-Za-z])(?:nan|inf)(?![A-Za-z])"
+)
+
+
+def bar_name(label: object) -> str | None:
+    """A tqdm bar's identity: its description with every number masked (`Loss: 29.98` -> `Loss: #`)."""
+    if not isinstance(label, str):
+        return None
+    return _DESC_NUMBER_RE.sub("#", label)
+
+
 def progress_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Record]:
     """One row per rank that reported progress.
 
@@ -47,7 +63,7 @@ def progress_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Record
     # log-formats.md section 9.2; failure-signatures.md section 15).
     pattern_ranks: dict[str, set[int]] = defaultdict(set)
     for e in events:
-        label = e.get("label") if e.kind == "progress" else None
+        label = bar_name(e.get("label")) if e.kind == "progress" else None
         if isinstance(label, str) and e.rank is not None:
             label_ranks[label].add(e.rank)
         if e.kind == "progress" and e.rank is not None and isinstance(e.get("step"), int):
@@ -58,7 +74,7 @@ def progress_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Record
         step = e.get("step")
         if e.kind != "progress" or e.rank is None or not isinstance(step, int):
             continue
-        label = e.get("label")
+        label = bar_name(e.get("label"))
         if isinstance(label, str) and len(label_ranks[label]) < 2:
             continue
         if str(e.get("pattern")) not in shared and e.rank in in_shared:
@@ -240,7 +256,7 @@ def slow_phase_rows(
         if e.kind == "hang_detected" and e.get("op") is not None:
             timeout_ops.add((e.get("op"), e.get("seq"), e.get("pg")))
         if e.kind == "progress" and isinstance(e.get("elapsed_s"), int):
-            bars[(e.rank, e.path, e.get("label"), e.get("pattern"))] = e  # events are in line order
+            bars[(e.rank, e.path, bar_name(e.get("label")), e.get("pattern"))] = e  # events are in line order
         elif e.kind == "phase_took" and isinstance(e.get("duration_s"), int):
             bars[(e.rank, e.path, e.get("label"), "took")] = e
         elif (kind := _wait(e)) is not None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from hanglens import lazyre as re
 from hanglens.analysis.kinds import FAILURE_KINDS, host_of
+from hanglens.analysis.progress import bar_name
 from hanglens.analysis.record import Record, record_type
 from hanglens.model import AGENT_EVENT_KINDS, Event
 
@@ -122,6 +123,21 @@ def _after_stop(e: Event, marks: tuple[float | None, dict[str, int]]) -> bool:
     return e.path in lines and lines[e.path] < e.line
 
 
+def mark_after_stop(rows: list[Row], events: Sequence[Event]) -> list[Row]:
+    """Set each row's `after_stop`: did its line come after the job was stopped from outside (see
+    `_after_stop`)? A row carries its line's `time`, `path` and `line`."""
+    marks = _stop_marks(events)
+    first_time, lines = marks
+    for r in rows:
+        t = r.get("time")
+        if isinstance(t, (int, float)) and first_time is not None:
+            r["after_stop"] = t >= first_time
+        else:
+            path = r.get("path")
+            r["after_stop"] = path in lines and lines[path] < r.get("line", -1)
+    return rows
+
+
 # Where an interrupted process waited, when it was not idle after its run: inside torch.distributed (a
 # collective, a barrier, destroy_process_group), or in the exit path (section 16 item 4:
 # `destroy_process_group`, `_shutdown_workers`, `atexit` handlers are a teardown hang, section 14).
@@ -178,7 +194,27 @@ def _sanity_bar(e: Event) -> bool:
 
 
 def _series(e: Event) -> tuple[Any, ...]:
-    return (e.get("pattern"), e.get("label"))
+    return (e.get("pattern"), bar_name(e.get("label")))
+
+
+def _main_series(progress: list[Event], first: Event) -> set[tuple[Any, ...]]:
+    """The series of a rank's main loop, whose first report is `first`.
+
+    tqdm draws a bar when it is created, before the loop sets its description (`set_description` after
+    each step, as torchtune's recipes do, recipes/full_finetune_distributed.py): an unlabelled bar that
+    never completed, followed by a labelled one of the same shape and total, is that one bar redrawn with
+    its description. A completed unlabelled bar is a loop of its own (a validation bar may follow it).
+    """
+    mine = _series(first)
+    total = _total(first)
+    if first.get("label") is not None or total is None:
+        return {mine}
+    if any(_series(e) == mine and _step(e) == total for e in progress):
+        return {mine}
+    later = next((e for e in progress
+                  if e.get("label") is not None and e.get("pattern") == first.get("pattern")
+                  and _total(e) == total and _step(e) is not None), None)
+    return {mine} if later is None else {mine, _series(later)}
 
 
 def _step(e: Event) -> int | None:
@@ -445,7 +481,8 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str],
         # ("Sanity Checking", lightning/pytorch/callbacks/progress/progress_bar.py).
         first = next((e for e in progress if _step(e) is not None and not _sanity_bar(e)), None) \
             or next((e for e in progress if _step(e) is not None), None)
-        stepped = [e for e in progress if first is not None and _series(e) == _series(first)]
+        main = _main_series(progress, first) if first is not None else set()
+        stepped = [e for e in progress if _series(e) in main]
         last = (stepped or progress or phases)[-1]
         stalled, boundary, phase_line = _boundary(progress, phases)
         if phase_line is not None:

@@ -94,6 +94,33 @@ class _Tb:
     # the frames of the raising rank's own traceback, kept while relayed tracebacks (DCP) are read
     outer_frames: list[tuple[str, int | None, str | None]] | None = None
     outer_sources: list[str] | None = None
+    # the frames of the chain's earlier traceback, kept when the next one starts
+    context_frames: list[tuple[str, int | None, str | None]] | None = None
+    context_sources: list[str] | None = None
+
+
+def _context_stack(tb: _Tb, frames: list[tuple[str, int | None, str | None]],
+                   sources: list[str]) -> tuple[list[str] | None, list[str] | None]:
+    """The whole stack where the chain's earlier exception was raised, when the last one was raised while
+    handling it (`During handling of the above exception, another exception occurred`).
+
+    Python prints each traceback of an implicit chain (`__context__`) from the frame that caught it down to
+    where it was raised (Lib/traceback.py `TracebackException`): the earlier one starts at the handler's
+    frame, which the last one, raised inside that handler, also holds. The last traceback's frames down to
+    that frame, then the earlier one's below it, are the stack at the earlier exception: a process
+    interrupted (KeyboardInterrupt) inside a collective's error handling was waiting in that collective.
+    """
+    ctx, ctx_src = tb.context_frames, tb.context_sources
+    if not ctx or not frames or tb.original or tb.outer_frames is not None:
+        return None, None
+    top_file, _, top_func = ctx[0]
+    at = next((i for i in range(len(frames) - 1, -1, -1)
+               if frames[i][0] == top_file and frames[i][2] == top_func), None)
+    if at is None:
+        return None, None
+    stack = [*frames[:at], *ctx]
+    src = [*sources[:at], *(ctx_src or [""] * len(ctx))]
+    return ([f"{f}:{n} in {fn}" if fn else f"{f}:{n}" for f, n, fn in stack], src)
 
 
 class TracebackParser(Parser):
@@ -103,11 +130,14 @@ class TracebackParser(Parser):
     triggers = ("Traceback (most recent call last)", "Error:", "Exception:")
     emits = (
         EventSpec("exception", ("exc_type", "message", "frame_file", "frame_line", "frame_func", "chained",
-                                "frames", "sources", "dataloader_worker", "original_message", "writer_tag"),
+                                "frames", "sources", "dataloader_worker", "original_message", "writer_tag",
+                                "context_frames", "context_sources"),
                   "one Python traceback (or a bare `XxxError: msg` line); chained lists earlier exception "
                   "types; sources holds the source line printed under each frame (\"\" where none), "
                   "aligned with frames; writer_tag: the per-line prefix the reader did not know and learned "
-                  "from the traceback (its writer's lines carry it)"),
+                  "from the traceback (its writer's lines carry it); context_frames/context_sources: the "
+                  "whole stack where the chain's earlier exception was raised, when the last one was raised "
+                  "while handling it (None otherwise)"),
     )
     examples = (
         Example("Traceback (most recent call last):\n"
@@ -333,6 +363,7 @@ class TracebackParser(Parser):
                 return True, False
             m = TB_START_RE.search(text)
             if (m and TB_PRE_OK_RE.search(m["pre"])) or (tb.rich and RICH_START_RE.match(text)):
+                tb.context_frames, tb.context_sources = tb.frames, tb.sources
                 tb.phase, tb.frames, tb.sources, tb.noise = "frames", [], [], 0
                 return True, False
             return False, True
@@ -432,6 +463,7 @@ class TracebackParser(Parser):
         frames = tb.frames if tb.outer_frames is None else tb.outer_frames
         sources = tb.sources if tb.outer_sources is None else tb.outer_sources
         inner = frames[-1] if frames else (None, None, None)
+        ctx_frames, ctx_sources = _context_stack(tb, frames, sources)
         ev = self.event(
             "exception", tb.first, exc_type=exc_type, message=message, frame_file=inner[0],
                 frame_line=inner[1],
@@ -439,6 +471,7 @@ class TracebackParser(Parser):
             frames=[f"{f}:{n} in {fn}" if fn else f"{f}:{n}" for f, n, fn in frames],
             sources=list(sources),
             dataloader_worker=tb.worker, original_message=tb.original_message,
+            context_frames=ctx_frames, context_sources=ctx_sources,
         )
         if tb.exc_line is not None:
             ev = replace(ev, text=tb.exc_line.text)

@@ -387,3 +387,17 @@ def test_a_logged_report_one_stride_short_of_the_end_is_a_cut_loop() -> None:
     # the stride is the last epoch's: a new epoch counts again from its own reports
     prev = [_logged(0, s, epoch=0) for s in (0, 1, 2, 3, 4, 5)]
     assert silent_hang_rows([*prev, _logged(0, 0, epoch=1), _logged(0, 2, epoch=1)], {})[0]["stride"] == 2
+def test_a_bar_whose_description_carries_a_running_metric_is_one_series() -> None:
+    # torchtune's recipes create the bar, then call `pbar.set_description(f"{epoch}|{step}|Loss: {loss}")`
+    # after every step (recipes/full_finetune_distributed.py): the first redraws have no label, later ones
+    # a label whose number changes on every step. It is one bar: the rank stopped at 3/4, not at 1/4.
+    events = [step(0, 0, total=4), step(0, 1, total=4), step(0, 1, total=4, label="Loss: 29.98"),
+              step(0, 2, total=4, label="Loss: 29.98"), step(0, 2, total=4, label="Loss: 29.97"),
+              step(0, 3, total=4, label="Loss: 29.97"), step(0, 3, total=4, label="Loss: 29.96")]
+    assert by_rank(events)[0]["last_step"] == 3
+
+
+def test_an_unlabelled_bar_that_completed_is_not_joined_to_a_later_labelled_one() -> None:
+    # a finished training bar (4/4), then a validation bar with a label and the same total: two loops
+    events = [step(0, 0, total=4), step(0, 4, total=4), step(0, 1, total=4, label="Validation 0.5")]
+    assert by_rank(events)[0]["last_step"] == 4

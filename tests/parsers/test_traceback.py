@@ -59,3 +59,34 @@ def test_dcp_checkpoint_exception_keeps_the_failed_ranks_tracebacks_inside_it() 
     assert ev.rank == 3 and ev.get("exc_type", "").endswith("CheckpointException")
     assert ev.get("frames")[0] == "/home/user/job/train.py:71 in resume"
     assert ev.get("original_message") == "Missing key in checkpoint state_dict: optim.state.3.exp_avg."
+
+
+def test_an_exception_raised_while_handling_another_keeps_the_stack_where_that_one_was_raised() -> None:
+    # Python prints the earlier traceback from the frame that caught it (`wrapper`), the later one from the
+    # outermost frame down into that same handler: together they are the stack at the first exception.
+    text = ("Traceback (most recent call last):\n"
+            "  File \"/x/torch/distributed/c10d_logger.py\", line 83, in wrapper\n    return func(*args)\n"
+            "  File \"/x/torch/distributed/distributed_c10d.py\", line 4394, in all_gather_single\n"
+            "    work.wait()\n"
+            "RuntimeError: Connection closed by peer\n\n"
+            "During handling of the above exception, another exception occurred:\n\n"
+            "Traceback (most recent call last):\n"
+            "  File \"train.py\", line 9, in step\n    model(x)\n"
+            "  File \"/x/torch/distributed/c10d_logger.py\", line 85, in wrapper\n    msg = _get(func)\n"
+            "  File \"/x/torch/distributed/c10d_logger.py\", line 53, in _get\n    def _get(f):\n"
+            "KeyboardInterrupt\n")
+    (ev,) = events(text, "exception")
+    assert ev.get("context_frames") == [
+        "train.py:9 in step", "/x/torch/distributed/c10d_logger.py:83 in wrapper",
+        "/x/torch/distributed/distributed_c10d.py:4394 in all_gather_single"]
+    assert ev.get("context_sources") == ["model(x)", "return func(*args)", "work.wait()"]
+    assert ev.get("frame_func") == "_get"   # the event is still the last exception's
+
+
+def test_a_chain_whose_later_traceback_does_not_hold_the_handler_has_no_context_stack() -> None:
+    text = ("Traceback (most recent call last):\n  File \"a.py\", line 1, in f\n    g()\n"
+            "RuntimeError: first\n\nThe above exception was the direct cause of the following exception:\n\n"
+            "Traceback (most recent call last):\n  File \"b.py\", line 2, in h\n    k()\n"
+            "ValueError: second\n")
+    (ev,) = events(text, "exception")
+    assert ev.get("context_frames") is None
