@@ -115,6 +115,22 @@ def test_unranked_size_check_is_the_rank_that_died_of_sigabrt() -> None:
     assert got == {"receiver": 2, "sender": 3}
 
 
+def test_as_many_unranked_size_checks_as_sigabrt_ranks_are_theirs_one_each() -> None:
+    # a plain console: each aborting process prints its own `what():` unprefixed (two ranks of four)
+    failed = [ev("worker_failed", r, exitcode=-6, local_rank=r, signal="SIGABRT") for r in (0, 1)]
+    checks = [ev("process_teardown", None, error=SIZE_CHECK) for _ in range(2)]
+    got = rows([*world(4), *failed, *checks])
+    assert sorted(r["rank"] for r in got if r["role"] == "receiver") == [0, 1]
+
+
+def test_unranked_size_checks_not_matching_the_aborted_ranks_stay_unattributed() -> None:
+    failed = [ev("worker_failed", r, exitcode=-6, local_rank=r, signal="SIGABRT") for r in (0, 1)]
+    one = [ev("process_teardown", None, error=SIZE_CHECK)]
+    other = SIZE_CHECK.replace(SIZE_CHECK.split("op.nbytes. ")[1].split(".")[0], "96 vs 8")
+    assert not rows([*world(4), *failed, *one])  # one line for two aborted ranks: whose is unknown
+    assert not rows([*world(4), *failed, *one, ev("process_teardown", None, error=other)])
+
+
 def test_recorded_sizes_of_a_majority_name_the_odd_end() -> None:
     from hanglens.analysis.transfers import _odd_end
 
