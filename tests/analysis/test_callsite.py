@@ -47,7 +47,8 @@ def test_the_programs_own_script_name_is_no_section() -> None:
     assert site(f, s).site == "step"
     # a module of its own named for checkpointing still is one
     f, s = stack(main, ("/home/user/lm/ckpt_train.py", 150, "main", "mgr.run(step)"),
-                 ("/home/user/lm/ckpt_io.py", 40, "run", "dist.all_gather(parts, t)"), tail=c10d("all_gather"))
+                 ("/home/user/lm/ckpt_io.py", 40, "run", "dist.all_gather(parts, t)"),
+                 tail=c10d("all_gather"))
     assert site(f, s).site == "section"
 
 
