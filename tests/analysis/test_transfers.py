@@ -325,3 +325,18 @@ def test_gloo_size_check_in_two_ranks_with_a_pipeline_wait_is_point_to_point_fro
     got = {r["role"]: r for r in rows([*world(2), stage0, ev("process_teardown", 1, error=SIZE_CHECK)])}
     assert (got["receiver"]["rank"], got["sender"]["rank"]) == (1, 0)
     assert got["sender"]["p2p"] and got["receiver"]["p2p"]
+
+
+def test_two_aborting_receivers_without_a_sender_are_not_told_as_both_ends() -> None:
+    # gloo-size-check-failed's text: two receivers and no sender are not "both ends" of one transfer
+    from pathlib import Path
+
+    from hanglens import api
+
+    case = "r42-async-dcp-on-training-group-two-ranks-abort-size-check-ws4"
+    log = Path(__file__).parents[1] / "written_cases" / case / "console.log"
+    doc = api.analyze([str(log)]).to_dict()
+    assert doc["verdict"]["rule_id"] == "gloo-size-check-failed"
+    text = " ".join(str(f.get("explanation")) for f in doc["findings"]
+                    if f.get("rule_id") == "gloo-size-check-failed")
+    assert "only the aborting ranks are listed" in text and "both ends" not in text
