@@ -282,6 +282,12 @@ def common_prefix(stacks: Sequence[Sequence[str]]) -> int:
     return n
 
 
+def _entry_script(frames: Sequence[str]) -> str | None:
+    """The file the program was started from: that of the outermost frame when it is `<module>`."""
+    parts = split_frame(frames[0]) if frames else None
+    return parts[0] if parts is not None and parts[2] == "<module>" else None
+
+
 def call_site(frames: Sequence[str], sources: Sequence[str] = (), shared: int = 0,
               nearest: bool = False) -> CallSite | None:
     """Where the stack's blocking collective was called from, reading only frames below `shared`.
@@ -289,12 +295,15 @@ def call_site(frames: Sequence[str], sources: Sequence[str] = (), shared: int = 
     Section evidence anywhere in the diverging callers wins over step evidence (a rank-0-only evaluation
     runs DDP's forward too); a barrier with neither is a phase boundary. With `nearest` (a stack with no
     other side's to compare, so the frames every rank runs cannot be set aside) the evidence nearest to
-    the collective decides: a driver function's name far up the stack does not.
+    the collective decides: a driver function's name far up the stack does not. The program's own script
+    (the file of the outermost `<module>` frame) gives its functions and lines but not its file name: every
+    rank runs the whole program in it, so `ckpt_train.py` or `eval_run.py` names the program, not a section.
     """
     found = blocking_call(frames, sources)
     if found is None:
         return None
     outer, _, entry, call = found
+    script = _entry_script(frames)
     user = None
     section = step = None
     if nearest and entry in OBJECT_COLLECTIVES:
@@ -315,7 +324,7 @@ def call_site(frames: Sequence[str], sources: Sequence[str] = (), shared: int = 
                 or DEEPSPEED_PASS_RE.search(path) or TORCHTITAN_PASS_RE.search(path)):
             continue
         src = sources[i] if i < len(sources) else ""
-        text = f"{func} {base.removesuffix('.py')} {src}"
+        text = f"{func} {'' if path == script else base.removesuffix('.py')} {src}"
         if section is None:
             word = _is_section(text)
             if word:

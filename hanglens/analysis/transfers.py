@@ -19,7 +19,10 @@ is the other rank of a 2-rank job, or the receiver's ring neighbour: rank + 1 in
 ring all_reduce receives from rank + 1 and sends to rank - 1: gloo/allreduce.cc ring, `recvRank`), and
 rank minus 1 in an all_gather (gloo/allgather.cc). A
 size check printed without a rank is the rank torchrun saw die of SIGABRT (the uncaught
-gloo::EnforceNotMet terminates it), when exactly one did.
+gloo::EnforceNotMet terminates it, and the C++ runtime's `terminate called after throwing` and `what():` go
+to the process's stderr unprefixed, torchrun's `[rankN]:` prefix being Python's only), when exactly one did;
+when as many unranked checks, all reporting the same sizes, as ranks that died of SIGABRT, each of those
+ranks printed one of them (one uncaught throw per process) and which line is whose does not matter.
 """
 
 from __future__ import annotations
@@ -255,11 +258,11 @@ def size_error_rows(
     call_of = {c["rank"]: c.get("call") for c in calls if isinstance(c.get("rank"), int)}
     rows: list[Row] = []
     seen: set[int] = set()
-    only_aborted = next(iter(aborted)) if len(aborted) == 1 else None
+    unranked_of = _unranked_checks(events, aborted)
     for e in events:
         if e.kind not in ("nccl_warn", "process_teardown"):
             continue
-        rank = e.rank if e.rank is not None or e.kind == "nccl_warn" else only_aborted
+        rank = e.rank if e.rank is not None or e.kind == "nccl_warn" else unranked_of.get(id(e))
         if rank is None or rank in seen:
             continue
         text = str(e.get("message") or e.get("error") or "")
@@ -309,6 +312,28 @@ def size_error_rows(
                 row.update(path=own[1], line=own[2])
             rows.append(row)
     return _common_sender(rows, events, hosts, world, aborted, known)
+
+
+def _unranked_checks(events: Sequence[Event], aborted: Collection[int]) -> dict[int, int]:
+    """The rank each gloo size check printed without a rank belongs to (keyed by the event's id).
+
+    The uncaught gloo::EnforceNotMet terminates its process (SIGABRT), one throw per process, and the C++
+    runtime prints it unprefixed (module docstring). One such check and one rank dead of SIGABRT: it is that
+    rank's. As many checks as aborted ranks, all with the same byte counts: one each, in any order (the
+    lines say the same thing of every one of them). Otherwise none is attributed.
+    """
+    checks: list[tuple[Event, str]] = []
+    for e in events:
+        if e.kind == "process_teardown" and e.rank is None:
+            m = GLOO_SIZE_RE.search(str(e.get("message") or e.get("error") or ""))
+            if m is not None:
+                checks.append((e, m.group(0)))
+    ranks = sorted(aborted)
+    if len(ranks) == 1:
+        return {id(e): ranks[0] for e, _ in checks}
+    if len(ranks) < 2 or len(checks) != len(ranks) or len({said for _, said in checks}) != 1:
+        return {}
+    return {id(e): r for (e, _), r in zip(checks, ranks, strict=True)}
 
 
 def _common_sender(

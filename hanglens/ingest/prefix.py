@@ -149,9 +149,12 @@ RANK_FIELD_RE = re.compile(
     r"(?=[\s|\])>,;:])")
 # The same field without the world size, named by the word `rank` itself (`%(asctime)s rank{rank}
 # %(levelname)s %(message)s`, loguru's `{time} | {level} | rank{extra[rank]} | ...`): learned the same way,
-# with no world to bound it. Not torch's own `[rank<r>]:` envelope (`RANK_RE`), read before any field.
+# with no world to bound it; also in brackets of its own after a bracketed time (`[%(asctime)s][rank%(rank)d]
+# [%(levelname)s] %(message)s`, a filter setting `record.rank`, as Hydra's default `[%(asctime)s][%(name)s]
+# [%(levelname)s]` header does for the logger's name). Not torch's own `[rank<r>]:` envelope (`RANK_RE`,
+# read before any field: a `]:` after the number).
 RANK_WORD_FIELD_RE = re.compile(
-    r"(?:^|(?<=[\s|(<,;:]))(?P<pre>rank|Rank|RANK|r) ?(?P<rank>\d{1,6})(?=[\s|\])>,;:])")
+    r"(?:^|(?<=[\s|(<,;:\[]))(?P<pre>rank|Rank|RANK|r) ?(?P<rank>\d{1,6})(?=[\s|\])>,;:])(?!\]:)")
 # The terse form of that field, `r<rank>`, often after the host (`%(asctime)s | %(levelname)s |
 # {hostname}:r{rank} | %(message)s`): a line head that may hold it.
 R_FIELD_HINT_RE = re.compile(r"(?:^|[\s|(<,;:])r\d")

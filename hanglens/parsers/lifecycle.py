@@ -105,7 +105,12 @@ PHASE_TOOK_TRIGGERS = ("lapsed time",)
 # `average_parameters` all-reduces the parameters), and so is a distributed evaluation (`skipping eval`,
 # `validation skipped`: an evaluation section gathers or reduces its metrics across ranks, section 1's
 # "rank-conditional code that contains a collective ... metric all_reduce"; not `skipping eval data` of a
-# dataset's own split).
+# dataset's own split). So is a checkpoint save (`skipping checkpoint`, `not saving`, `save skipped`): a
+# sharded or distributed save is a collective every rank calls (torch.distributed.checkpoint.save plans
+# with `reduce_scatter` and writes with `all_reduce` on every rank, torch/distributed/checkpoint/
+# state_dict_saver.py `_save_state_dict`; get_state_dict gathers FSDP's shards; a save that ends in
+# `dist.barrier()`), and section 1 names checkpoint saving among the rank-conditional code that hangs; not a
+# skipped checkpoint load, restore or resume (`skipping checkpoint loading`), which is start-up.
 SYNC_SKIPPED_RE = re.compile(
     r"(?i)\bskip(?:s|ped|ping)?\b[ \w.:'`-]{0,40}?\b(?:sync(?:hroni[sz](?:e|ation|ing))?"
     r"|all[_ -]?gather(?:_object)?|gather(?:_object)?|all[_ -]?reduce|reduce[_ -]scatter|(?<=\s)reduce"
@@ -113,9 +118,12 @@ SYNC_SKIPPED_RE = re.compile(
     r"|\bskip(?:s|ped|ping)? (?:the |this |its )?(?:eval(?:uation)?|validation)\b"
     r"(?! (?:data|dataset|split|set)s?\b)"
     r"|\b(?:sync(?:hroni[sz]ation)?|all[_ -]?gather(?:_object)?|all[_ -]?reduce|reduce|barrier|collectives?"
-    r"|eval(?:uation)?|validation) (?:is |was |are |were )?skipped\b"
+    r"|eval(?:uation)?|validation|checkpoint(?:ing)?|save) (?:is |was |are |were )?skipped\b"
+    r"|\bskip(?:s|ped|ping)? (?:the |this )?(?:checkpoint(?:ing)?|save)\b"
+    r"(?! (?:load|loading|restore|resume)\b)"
+    r"|\bnot (?:saving|checkpointing)\b"
 )
-SYNC_SKIPPED_TRIGGERS = ("skip", "Skip", "SKIP")
+SYNC_SKIPPED_TRIGGERS = ("skip", "Skip", "SKIP", "ot saving", "OT SAVING", "ot checkpointing")
 # A rank's own log saying it dropped a training batch (or that batch's forward/backward) this time:
 # `non-finite pixels in batch, skipping it`, `skipping this micro-batch`, `skipping backward`. Under DDP/FSDP
 # the collectives run inside forward and backward (DDP's gradient all_reduce, FSDP's all-gather and

@@ -39,6 +39,19 @@ def test_gradient_all_reduce_is_the_training_step() -> None:
     assert got.user_frame == "loop.py:52 in run"
 
 
+def test_the_programs_own_script_name_is_no_section() -> None:
+    # every rank runs the whole program in `ckpt_train.py`: its name says nothing of where a rank is
+    main = ("/home/user/lm/ckpt_train.py", 224, "<module>", "main()")
+    f, s = stack(main, ("/home/user/lm/ckpt_train.py", 208, "main", "loss = F.cross_entropy(model(x), y)"),
+                 tail=c10d("all_gather_into_tensor"))
+    assert site(f, s).site == "step"
+    # a module of its own named for checkpointing still is one
+    f, s = stack(main, ("/home/user/lm/ckpt_train.py", 150, "main", "mgr.run(step)"),
+                 ("/home/user/lm/ckpt_io.py", 40, "run", "dist.all_gather(parts, t)"),
+                 tail=c10d("all_gather"))
+    assert site(f, s).site == "section"
+
+
 def test_barrier_with_no_step_work_is_a_boundary() -> None:
     f, s = stack(MAIN, ("/srv/app/loop.py", 75, "run", "dist.barrier()"), tail=c10d("barrier"))
     assert site(f, s).site == "boundary"

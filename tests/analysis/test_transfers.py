@@ -115,6 +115,22 @@ def test_unranked_size_check_is_the_rank_that_died_of_sigabrt() -> None:
     assert got == {"receiver": 2, "sender": 3}
 
 
+def test_as_many_unranked_size_checks_as_sigabrt_ranks_are_theirs_one_each() -> None:
+    # a plain console: each aborting process prints its own `what():` unprefixed (two ranks of four)
+    failed = [ev("worker_failed", r, exitcode=-6, local_rank=r, signal="SIGABRT") for r in (0, 1)]
+    checks = [ev("process_teardown", None, error=SIZE_CHECK) for _ in range(2)]
+    got = rows([*world(4), *failed, *checks])
+    assert sorted(r["rank"] for r in got if r["role"] == "receiver") == [0, 1]
+
+
+def test_unranked_size_checks_not_matching_the_aborted_ranks_stay_unattributed() -> None:
+    failed = [ev("worker_failed", r, exitcode=-6, local_rank=r, signal="SIGABRT") for r in (0, 1)]
+    one = [ev("process_teardown", None, error=SIZE_CHECK)]
+    other = SIZE_CHECK.replace(SIZE_CHECK.split("op.nbytes. ")[1].split(".")[0], "96 vs 8")
+    assert not rows([*world(4), *failed, *one])  # one line for two aborted ranks: whose is unknown
+    assert not rows([*world(4), *failed, *one, ev("process_teardown", None, error=other)])
+
+
 def test_recorded_sizes_of_a_majority_name_the_odd_end() -> None:
     from hanglens.analysis.transfers import _odd_end
 
@@ -309,3 +325,18 @@ def test_gloo_size_check_in_two_ranks_with_a_pipeline_wait_is_point_to_point_fro
     got = {r["role"]: r for r in rows([*world(2), stage0, ev("process_teardown", 1, error=SIZE_CHECK)])}
     assert (got["receiver"]["rank"], got["sender"]["rank"]) == (1, 0)
     assert got["sender"]["p2p"] and got["receiver"]["p2p"]
+
+
+def test_two_aborting_receivers_without_a_sender_are_not_told_as_both_ends() -> None:
+    # gloo-size-check-failed's text: two receivers and no sender are not "both ends" of one transfer
+    from pathlib import Path
+
+    from hanglens import api
+
+    case = "r42-async-dcp-on-training-group-two-ranks-abort-size-check-ws4"
+    log = Path(__file__).parents[1] / "written_cases" / case / "console.log"
+    doc = api.analyze([str(log)]).to_dict()
+    assert doc["verdict"]["rule_id"] == "gloo-size-check-failed"
+    text = " ".join(str(f.get("explanation")) for f in doc["findings"]
+                    if f.get("rule_id") == "gloo-size-check-failed")
+    assert "only the aborting ranks are listed" in text and "both ends" not in text

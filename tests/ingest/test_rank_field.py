@@ -154,6 +154,20 @@ def test_a_worded_rank_field_without_a_world_is_learned_among_tracebacks() -> No
     assert strip_prefixes("09:47:12.004 | INFO    | trainer | rank 2 joined", d).rank is None
 
 
+def test_a_bracketed_rank_word_field_after_a_bracketed_time_is_learned() -> None:
+    # `[%(asctime)s][rank%(rank)d][%(levelname)s] %(message)s` (a logging.Filter setting record.rank; written
+    # here, own values): ranks taking turns in one console, beside torch's own `[rank<r>]:` traceback envelope
+    order = [2, 0, 3, 1, 0, 2, 1, 3, 3, 1, 0, 2, 1, 3, 2, 0, 0, 3, 2, 1, 2, 1, 0, 3]
+    lines = [f"[2026-03-04 11:0{i // 12}:{i % 60:02d},{i:03d}][rank{r}][INFO] step {i // 4} loss 3.{i}"
+             for i, r in enumerate(order)]
+    tb = ["[rank1]: Traceback (most recent call last):",
+          '[rank1]:   File "/home/user/t.py", line 9, in <module>', "[rank1]: RuntimeError: boom"]
+    d = detect_dialect(lines + tb)
+    assert d.rank_field is not None and d.rank_field[0] == "rank"
+    line = "[2026-03-04 11:02:00,100][rank2][WARNING] shard unchanged, not saving"
+    assert strip_prefixes(line, d).rank == 2
+
+
 def test_ranks_named_in_order_in_the_message_are_no_rank_field() -> None:
     # one writer reporting on each peer in turn (`rank 0 ready`, `rank 1 ready`, ...) counts up, as a counter
     lines = [f"12:00:{i:02d}.000 INFO rank {i % 4} ready after {i} s" for i in range(24)]

@@ -15,6 +15,9 @@ from hanglens.parsers.lifecycle import SYNC_SKIPPED_RE
     ("skipping all_reduce of the loss", "skipping all_reduce"),
     ("Stage 2: validation shard is empty, skipping eval", "skipping eval"),
     ("rank 1: no eval batches; evaluation skipped", "evaluation skipped"),
+    ("shard unchanged since step 200 on this rank, not saving", "not saving"),
+    ("rank 3: disk quota low, skipping checkpoint at step 400", "skipping checkpoint"),
+    ("[rank5] checkpoint skipped (step 90 already on disk)", "checkpoint skipped"),
 ])
 def test_skip_of_a_collective_matches(text: str, phrase: str) -> None:
     m = SYNC_SKIPPED_RE.search(text)
@@ -28,6 +31,9 @@ def test_skip_of_a_collective_matches(text: str, phrase: str) -> None:
     "lr scheduler: reduced lr to 0.01, skipped step 3",
     "skipping eval dataset download: already cached",
     "skipping batch 3, no validation targets",
+    "no checkpoint found, skipping checkpoint loading",
+    "skipping checkpoint restore: --fresh-start given",
+    "notsaving=True",
 ])
 def test_skip_of_something_else_does_not_match(text: str) -> None:
     assert SYNC_SKIPPED_RE.search(text) is None
