@@ -22,6 +22,7 @@ from hanglens.ingest.streams import DUMP_PARSERS, is_agent_event, outer_stream, 
 from hanglens.ingest.streams import non_negative_int as _int
 from hanglens.model import AGENT_EVENT_KINDS, YEARLESS_YEAR, Event, Origin, short_host
 from hanglens.parsers.elastic import LAYOUT_KINDS, layout_of, world_local_pairs
+from hanglens.parsers.nccl import split_comm
 
 YEAR2000 = float(calendar.timegm((YEARLESS_YEAR, 1, 1, 0, 0, 0)))  # yearless stamps are read into this year
 YEAR2001 = float(calendar.timegm((YEARLESS_YEAR + 1, 1, 1, 0, 0, 0)))
@@ -532,7 +533,8 @@ def _nccl_pids(files: list[FileEvents]) -> None:
     rank 3 is rank 3 there, not the name's rank 0.
     """
     events = [e for f in files for e in f.events]
-    world = max((_int(e.get("nranks")) or 0 for e in events if e.kind == "nccl_comm_init"), default=0)
+    world = max((_int(e.get("nranks")) or 0 for e in events if e.kind == "nccl_comm_init" and not split_comm(e)),
+                default=0)
     init_pairs: set[tuple[Hashable, int]] = set()
     ranked: list[tuple[tuple[Hashable, int], bool]] = []
     for f in files:
@@ -540,7 +542,7 @@ def _nccl_pids(files: list[FileEvents]) -> None:
             host, pid = e.get("nccl_host"), _int(e.get("pid"))
             if not isinstance(host, str) or pid is None:
                 continue
-            if e.kind == "nccl_comm_init" and world and _int(e.get("nranks")) == world:
+            if e.kind == "nccl_comm_init" and world and _int(e.get("nranks")) == world and not split_comm(e):
                 r = _int(e.get("comm_rank"))
                 if r is not None:
                     init_pairs.add(((short_host(host), pid), r))

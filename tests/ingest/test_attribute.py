@@ -58,6 +58,18 @@ def test_nccl_pid_through_largest_communicator() -> None:
     assert (f.events[4].rank, f.events[4].host) == (None, "h2")
 
 
+def test_a_split_communicators_rank_names_no_pid() -> None:
+    """log-formats.md section 4.3: a communicator split from a parent (`ncclCommSplit ... parent <ptr> color
+    <c> key <k>`) states the rank inside the subgroup; with only tensor-parallel splits in a console, its
+    `rank 1` is no global rank for the pid's other NCCL lines."""
+    split = ev(kind="nccl_comm_init", comm_rank=1, nranks=4, nccl_host="h1", pid=301, api="ncclCommSplit",
+               parent="0x55c1041af0d0")
+    warn = ev(kind="nccl_warn", nccl_host="h1", pid=301)
+    f = FileEvents("console.log", Origin(), [split, warn])
+    attribute([f])
+    assert f.events[1].rank is None
+
+
 def test_nccl_init_line_outranks_a_file_name_rank() -> None:
     """A console named after node 0 holds its local processes' NCCL lines: the pid whose own init line
     says rank 3 is rank 3 (log-formats.md section 4.3), not the name's 0; a stated `[rank0]:` rank stays."""
