@@ -627,6 +627,17 @@ def test_a_socket_peer_closed_on_another_named_host_is_a_second_node() -> None:
         assert single_node([same, crash, failed]), peer
 
 
+def test_a_rendezvous_result_states_its_nodes_worker_count() -> None:
+    """torchrun's rendezvous result lists the node's local ranks and their global ranks (log-formats.md
+    section 3.5): four local ranks, four workers per node; two results that disagree state none."""
+    from hanglens.analysis.build import node_size
+
+    four = ev("world_info", None, local_ranks=[0, 1, 2, 3], global_ranks=[4, 5, 6, 7], node_rank=1, nnodes=2)
+    assert node_size([four]) == 4
+    two = ev("world_info", None, local_ranks=[0, 1], global_ranks=[0, 1], node_rank=0, nnodes=2)
+    assert node_size([four, two]) is None
+
+
 def test_a_line_that_reports_an_error_is_no_progress() -> None:
     """`ValueError: non-finite loss at step 5120` names a step; the rank did not train on after it."""
     err = ev("error_line", 1, template="ValueError: non-finite loss at step <num>")
