@@ -72,7 +72,8 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     # A communicator split from another (`ncclCommSplit ... parent <ptr> color <c> key <k>`, log-formats.md
     # section 4.3) is a subgroup's: its `rank <r>` is the rank inside the subgroup, however many ranks the
     # excerpt's largest communicator holds (a paste may show only tensor-parallel splits).
-    world = max((n for e in inits if isinstance(n := e.get("nranks"), int) and not split_comm(e)), default=None)
+    world = max((n for e in inits if isinstance(n := e.get("nranks"), int) and not split_comm(e)),
+                default=None)
     gpus: list[tuple[str | None, int, int | None, int]] = []   # (host, bus number, pid, rank)
     for e in inits:
         # In the job-wide communicator the comm rank is the global rank; the line states it itself.

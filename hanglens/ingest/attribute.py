@@ -566,8 +566,8 @@ def _nccl_pids(files: list[FileEvents]) -> None:
     rank 3 is rank 3 there, not the name's rank 0.
     """
     events = [e for f in files for e in f.events]
-    world = max((_int(e.get("nranks")) or 0 for e in events if e.kind == "nccl_comm_init" and not split_comm(e)),
-                default=0)
+    world = max((_int(e.get("nranks")) or 0 for e in events
+                 if e.kind == "nccl_comm_init" and not split_comm(e)), default=0)
     init_pairs: set[tuple[Hashable, int]] = set()
     ranked: list[tuple[tuple[Hashable, int], bool]] = []
     for f in files:
