@@ -125,8 +125,9 @@ def _remote_peer_host(e: Event) -> str | None:
     name and differs from the reporting process's own host.
 
     NCCL's socket WARN names the remote end (`socketProgress: Connection closed by remote peer
-    <host><<port>>`, log-formats.md section 4.4); a peer on another host than the process that printed it means the job
-    spans at least two nodes, so a torchrun local rank there is not the global rank (section 3.5). An
+    <host><<port>>`, log-formats.md section 4.4); a peer on another host than the process that printed it
+    means the job spans at least two nodes, so a torchrun local rank there is not the global rank (section
+    3.5). An
     address (IPv4/IPv6) cannot be compared with a host name, and the proxy's `localRank <n>` peer is a
     process of the same node: neither is taken.
     """
