@@ -128,12 +128,19 @@ def rank_hosts(events: Sequence[Event]) -> dict[int, str]:
 
 def node_size(events: Sequence[Event]) -> int | None:
     """How many workers each node runs, when every launcher line that states it (torchrun's and
-    torch.distributed.launch's `--nproc_per_node`, section 3.5 of log-formats.md) states the same number.
+    torch.distributed.launch's `--nproc_per_node`, an agent's rendezvous result listing its local ranks,
+    section 3.5 of log-formats.md) states the same number.
 
     torchrun numbers a node's workers `group_rank * nproc_per_node + local_rank` (the rendezvous result,
     log-formats.md section 3.5), so with one worker count on every node a rank's node holds the block of
     `nproc_per_node` consecutive ranks it falls in, even where no line names that node's host."""
     sizes = {e.get("nproc_per_node") for e in events if e.kind == "launch_config"}
+    for e in events:
+        # an agent's rendezvous result lists its node's local ranks and their global ranks (`local_ranks=[0,
+        # 1, 2, 3]`, `global_ranks=[4, 5, 6, 7]`, log-formats.md section 3.5): that node runs that many
+        lrs, grs = (e.get("local_ranks"), e.get("global_ranks")) if e.kind == "world_info" else (None, None)
+        if isinstance(lrs, list) and isinstance(grs, list) and lrs and len(lrs) == len(grs):
+            sizes.add(len(lrs))
     sizes.discard(None)
     if len(sizes) != 1:
         return None

@@ -89,10 +89,19 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
             if v is not None and (k != "state" or row[_STATE] != "mismatch"):
                 row[_COLL_AT[k]] = v
 
+    p2p_failed = _p2p_timeouts(events)
     for i, e in enumerate(events):
         if e.rank is None:
             continue
         pg = _pg(e) or pgs.get(i, "0")
+        if (e.kind == "pg_status" and e.get("failed_seq") is not None
+                and (e.rank, _num(e.get("failed_seq"))) in p2p_failed):
+            # The watchdog's status line of a point-to-point work: torch copies the failed work's own
+            # `seq_` into the PG status when it enqueues it (ProcessGroupNCCL::workEnqueue,
+            # `pgStatus_->lastEnqueuedSeq = work->seq_`), and a SEND/RECV work's seq_ is the rank's p2p
+            # counter (`seqP2P_`, log-formats.md section 1.12): its numbers are no position among the group's
+            # collectives, and pipeline stages issue different numbers of p2p ops by design.
+            continue
         if e.kind == "hang_detected" and e.get("detector") in _SEQ_DETECTORS:
             seq = _num(e.get("seq"))
             if str(e.get("op") or "").upper() in P2P_OPTYPES:
@@ -180,6 +189,13 @@ def collective_state(events: Sequence[Event], hosts: dict[int, str]) -> tuple[li
     rows = sorted(st.values(), key=lambda r: (r["pg"], r["rank"]))
     coll_df = pd.DataFrame([coll[k] for k in sorted(coll)], columns=list(COLLECTIVE_COLUMNS))
     return rows, coll_df
+
+
+def _p2p_timeouts(events: Sequence[Event]) -> set[tuple[int, int | None]]:
+    """(rank, SeqNum) of every point-to-point work (`OpType=SEND`/`RECV`) a rank's watchdog timed out."""
+    return {(e.rank, _num(e.get("seq"))) for e in events
+            if e.kind == "hang_detected" and e.rank is not None and e.get("detector") in _SEQ_DETECTORS
+            and str(e.get("op") or "").upper() in P2P_OPTYPES and _num(e.get("seq")) is not None}
 
 
 def _fr_done(e: Event, newest: int) -> bool:

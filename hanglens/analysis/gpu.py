@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from hanglens.model import Event, short_host
+from hanglens.parsers.nccl import split_comm
 
 Row = dict[str, object]
 
@@ -68,12 +69,17 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     `fault`: memory_access (Xid 13, 31), hardware (48, 61, 62, 64, 74, 79, 94, 95, 109, 119, 120) or other.
     """
     inits = [e for e in events if e.kind == "nccl_comm_init"]
-    world = max((n for e in inits if isinstance(n := e.get("nranks"), int)), default=None)
+    # A communicator split from another (`ncclCommSplit ... parent <ptr> color <c> key <k>`, log-formats.md
+    # section 4.3) is a subgroup's: its `rank <r>` is the rank inside the subgroup, however many ranks the
+    # excerpt's largest communicator holds (a paste may show only tensor-parallel splits).
+    world = max((n for e in inits if isinstance(n := e.get("nranks"), int) and not split_comm(e)),
+                default=None)
     gpus: list[tuple[str | None, int, int | None, int]] = []   # (host, bus number, pid, rank)
     for e in inits:
         # In the job-wide communicator the comm rank is the global rank; the line states it itself.
         own = e.get("comm_rank")
-        whose = own if isinstance(own, int) and world is not None and e.get("nranks") == world else e.rank
+        whose = (own if isinstance(own, int) and world is not None and e.get("nranks") == world
+                 and not split_comm(e) else e.rank)
         bus = _bus_number(e.get("bus_id"))
         if bus is None or whose is None:
             continue

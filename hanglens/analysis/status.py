@@ -102,7 +102,7 @@ def single_node(events: Sequence[Event]) -> bool:
             node, nnodes = e.get("node_rank"), e.get("nnodes")
             if (isinstance(node, int) and node > 0) or (isinstance(nnodes, int) and nnodes > 1):
                 return False
-        for h in (e.host, e.get("nccl_host"), e.get("failed_host")):
+        for h in (e.host, e.get("nccl_host"), e.get("failed_host"), _remote_peer_host(e)):
             if h:
                 hosts.add(str(h))
         if len(hosts) > 1:  # a second host settles it (the rest of a big job need not be read)
@@ -115,6 +115,31 @@ def single_node(events: Sequence[Event]) -> bool:
             if isinstance(g, int) and isinstance(lr, int) and lr >= 0 and g != lr:
                 return False   # `rank: 21 (local_rank: 5)`: the reporting agent's node is not the first
     return not (printed and named_local and min(printed) > max(named_local))
+
+
+_ADDRESS_RE = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9A-Fa-f:]*:[0-9A-Fa-f:.%\w]*)$")
+
+
+def _remote_peer_host(e: Event) -> str | None:
+    """The host at the other end of a connection NCCL says the remote peer closed, when it is named by host
+    name and differs from the reporting process's own host.
+
+    NCCL's socket WARN names the remote end (`socketProgress: Connection closed by remote peer
+    <host><<port>>`, log-formats.md section 4.4); a peer on another host than the process that printed it
+    means the job spans at least two nodes, so a torchrun local rank there is not the global rank (section
+    3.5). An
+    address (IPv4/IPv6) cannot be compared with a host name, and the proxy's `localRank <n>` peer is a
+    process of the same node: neither is taken.
+    """
+    if e.kind != "peer_closed" or e.get("transport") != "socket":
+        return None
+    peer = e.get("peer")
+    own = e.host or e.get("nccl_host")
+    if not isinstance(peer, str) or not peer or not own or " " in peer or _ADDRESS_RE.match(peer):
+        return None
+    if peer.lower() in ("localhost", "localhost.localdomain"):
+        return None
+    return peer if short_host(peer) != short_host(str(own)) else None
 
 
 # faulthandler's texts for the fatal signals a process raises on its own (Modules/faulthandler.c).

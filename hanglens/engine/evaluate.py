@@ -680,7 +680,7 @@ def _host_ranks(rows: pd.DataFrame, column: str, hosts: Mapping[int, str], nproc
     fault is the node's, so it is every rank's the job placed there. A row's rank whose host no line names
     still has its node where every node runs the same stated number of workers (`nproc`): torchrun gives a
     node the consecutive block of ranks `group_rank * nproc_per_node + local_rank` (log-formats.md section
-    3.5), so that block is the node's."""
+    3.5), so that block is the node's; so is the block of a named host whose known ranks all lie in one."""
     if "host" not in rows.columns or column not in rows.columns:
         return set()
     named: set[str] = set()
@@ -694,6 +694,15 @@ def _host_ranks(rows: pd.DataFrame, column: str, hosts: Mapping[int, str], nproc
             start = r - r % nproc
             blocks.update(range(start, min(start + nproc, world or start + nproc)))
     out = {r for r, h in hosts.items() if short_host(h) in named} if named else set()
+    if nproc and named:
+        # A named host's known ranks that all fall in one block of `nproc` are that node's block: its other
+        # workers are there too, though no line of theirs was pasted (the same numbering).
+        for h in named:
+            on = {r for r, hh in hosts.items() if short_host(hh) == h}
+            starts = {r - r % nproc for r in on}
+            if len(starts) == 1:
+                start = next(iter(starts))
+                blocks.update(range(start, min(start + nproc, world or start + nproc)))
     return out | blocks
 
 

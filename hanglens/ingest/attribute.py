@@ -22,6 +22,7 @@ from hanglens.ingest.streams import DUMP_PARSERS, is_agent_event, outer_stream, 
 from hanglens.ingest.streams import non_negative_int as _int
 from hanglens.model import AGENT_EVENT_KINDS, YEARLESS_YEAR, Event, Origin, short_host
 from hanglens.parsers.elastic import LAYOUT_KINDS, layout_of, world_local_pairs
+from hanglens.parsers.nccl import split_comm
 
 YEAR2000 = float(calendar.timegm((YEARLESS_YEAR, 1, 1, 0, 0, 0)))  # yearless stamps are read into this year
 YEAR2001 = float(calendar.timegm((YEARLESS_YEAR + 1, 1, 1, 0, 0, 0)))
@@ -310,6 +311,31 @@ ERROR_FILE_DIR_RE = re.compile(
     r"(?:^|/)(?P<run_dir>[^/\s]+)/attempt_(?P<attempt>\d{1,6})/(?P<local>\d{1,6})/error\.json$")
 
 
+def _console_node_block(f: FileEvents) -> tuple[tuple[str, ...], int, int] | None:
+    """(node key, 0, first global rank) of a torchrun console whose command line states the worker count but
+    not the node's rank, from the ranks its own workers print.
+
+    A torchrun started with a dynamic rendezvous (`--rdzv-backend=c10d`) is given its node's rank by the
+    rendezvous, so its command line does not state it (log-formats.md section 3.5); its workers inherit the
+    agent's terminal, and torchrun numbers them node_rank * nproc_per_node + local_rank. So in a file that
+    holds one such command line (`--nproc-per-node <n>`) and no other launcher's, worker lines whose
+    `[rankN]:` ranks all fall in one block of n ranks name the node: local rank 0 is that block's first rank.
+    """
+    configs = [e for e in f.events if e.kind == "launch_config"]
+    if len(configs) != 1 or configs[0].get("launcher") != "torchrun" or f.origin.node_dir is not None:
+        return None
+    nproc = _int(configs[0].get("nproc_per_node"))
+    if not nproc or nproc < 2 or _int(configs[0].get("node_rank")) is not None:
+        return None
+    if any(e.kind == "world_info" or e.writer for e in f.events):
+        return None   # a rendezvous result or a launcher prefix states the layout better
+    blocks = {e.rank // nproc for e in f.events
+              if e.rank is not None and e.kind not in AGENT_EVENT_KINDS and e.local_rank is None}
+    if len(blocks) != 1:
+        return None
+    return (_node_key(f, configs[0]), 0, next(iter(blocks)) * nproc)
+
+
 def _local_to_global(files: list[FileEvents]) -> None:
     """local rank -> global rank per agent: direct (L, R) pairs, else one consistent offset R - L.
 
@@ -329,6 +355,14 @@ def _local_to_global(files: list[FileEvents]) -> None:
     for f in files:
         if f.origin.local_rank is not None and len(f.stated_ranks) == 1:
             triples.add((_node_key(f, None), f.origin.local_rank, next(iter(f.stated_ranks))))
+        block = _console_node_block(f)
+        if block is not None:
+            triples.add(block)
+            # the agent's own exit lines name a local rank of this node (`failed (exitcode: ...) local_rank:
+            # <l>`): the rank it is about is the block's first rank + l (their writer stays the agent)
+            f.events = [_with(f, e, "fields", {**e.fields, "placed_rank": block[2] + lr})
+                        if e.kind in ("worker_failed", "worker_spawned") and e.get("placed_rank") is None
+                        and (lr := _int(e.get("local_rank"))) is not None else e for e in f.events]
         tree = _node_key(f, None) if f.origin.node_dir is not None else None   # (the same for its events)
         for e in f.events:
             key = tree or _node_key(f, e)
@@ -532,7 +566,8 @@ def _nccl_pids(files: list[FileEvents]) -> None:
     rank 3 is rank 3 there, not the name's rank 0.
     """
     events = [e for f in files for e in f.events]
-    world = max((_int(e.get("nranks")) or 0 for e in events if e.kind == "nccl_comm_init"), default=0)
+    world = max((_int(e.get("nranks")) or 0 for e in events
+                 if e.kind == "nccl_comm_init" and not split_comm(e)), default=0)
     init_pairs: set[tuple[Hashable, int]] = set()
     ranked: list[tuple[tuple[Hashable, int], bool]] = []
     for f in files:
@@ -540,7 +575,7 @@ def _nccl_pids(files: list[FileEvents]) -> None:
             host, pid = e.get("nccl_host"), _int(e.get("pid"))
             if not isinstance(host, str) or pid is None:
                 continue
-            if e.kind == "nccl_comm_init" and world and _int(e.get("nranks")) == world:
+            if e.kind == "nccl_comm_init" and world and _int(e.get("nranks")) == world and not split_comm(e):
                 r = _int(e.get("comm_rank"))
                 if r is not None:
                     init_pairs.add(((short_host(host), pid), r))

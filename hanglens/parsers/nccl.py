@@ -97,6 +97,14 @@ BOOTSTRAP_IF_RE = re.compile(
     r"^Bootstrap ?: Using (?P<iface>[^:\s]{1,64}):(?P<ip>[0-9A-Fa-f.:%\w]{1,64}?)<\d{1,6}>")
 COMM_PHASE_RE = re.compile(r"(?P<phase>Init START|Init COMPLETE|Destroy COMPLETE|Abort COMPLETE)")
 COMM_PARENT_RE = re.compile(r"parent (?P<parent>0x[0-9a-fA-F]+|\(nil\))")
+
+
+def split_comm(e: Event) -> bool:
+    """Is this `nccl_comm_init` line a communicator split from a parent (`ncclCommSplit ... parent <ptr>
+    color <c> key <k>`, log-formats.md section 4.3)? Its `rank <r>` is the rank inside the subgroup, never
+    the global rank, whatever its size."""
+    parent = e.get("parent")
+    return e.get("api") == "ncclCommSplit" or (isinstance(parent, str) and parent not in ("", "(nil)", "0x0"))
 COMM_COLOR_RE = re.compile(r"color (?P<color>-?\d+) key (?P<key>-?\d+)")
 COMM_ID_RE = re.compile(r"commId 0x(?P<comm_id>[0-9a-fA-F]+)")
 TIMINGS_RE = re.compile(

@@ -609,6 +609,35 @@ def test_a_failure_table_row_of_another_global_rank_is_a_second_node() -> None:
     assert single_node([failed, same, *hangs])
 
 
+def test_a_socket_peer_closed_on_another_named_host_is_a_second_node() -> None:
+    """NCCL names the remote end of a closed socket (`socketProgress: Connection closed by remote peer
+    <host><<port>>`, log-formats.md section 4.4): rank 0 on h1 losing its peer h2 means two nodes, so the
+    agent's `failed (exitcode: 1) local_rank: 0` pasted from h2 is not rank 0 (section 3.5)."""
+    from dataclasses import replace
+
+    from hanglens.analysis.status import single_node
+
+    failed = ev("worker_failed", None, exitcode=1, local_rank=0, pid=33154, signal=None)
+    closed = replace(ev("peer_closed", 0, transport="socket", peer="h2", port=38417), host="h1")
+    crash = ev("exception", 2, exc_type="KeyError", message="'input_ids'")
+    assert not single_node([closed, crash, failed])
+    # the same host, an address, or the proxy's local rank does not name a second node
+    for peer in ("h1", "10.0.3.14", "localRank 1"):
+        same = replace(ev("peer_closed", 0, transport="socket", peer=peer, port=38417), host="h1")
+        assert single_node([same, crash, failed]), peer
+
+
+def test_a_rendezvous_result_states_its_nodes_worker_count() -> None:
+    """torchrun's rendezvous result lists the node's local ranks and their global ranks (log-formats.md
+    section 3.5): four local ranks, four workers per node; two results that disagree state none."""
+    from hanglens.analysis.build import node_size
+
+    four = ev("world_info", None, local_ranks=[0, 1, 2, 3], global_ranks=[4, 5, 6, 7], node_rank=1, nnodes=2)
+    assert node_size([four]) == 4
+    two = ev("world_info", None, local_ranks=[0, 1], global_ranks=[0, 1], node_rank=0, nnodes=2)
+    assert node_size([four, two]) is None
+
+
 def test_a_line_that_reports_an_error_is_no_progress() -> None:
     """`ValueError: non-finite loss at step 5120` names a step; the rank did not train on after it."""
     err = ev("error_line", 1, template="ValueError: non-finite loss at step <num>")

@@ -71,3 +71,15 @@ def test_a_warning_xid_is_no_fault() -> None:
 
 def test_an_xid_of_another_process_on_the_ranks_gpu_maps_nothing() -> None:
     assert rows([init(1, "n1", "2a000", 900), xid(31, "0000:2a:00", host="n1", pid=12345)])[0]["rank"] is None
+
+
+def test_a_split_communicators_rank_is_not_the_global_rank() -> None:
+    """log-formats.md section 4.3: `ncclCommSplit comm ... rank <r> nranks <n> ... parent <ptr> color <c>
+    key <k>` states the rank inside the split (a tensor-parallel group), not the global rank; with only the
+    splits in the excerpt, the bus id names the process whose `[rankN]:` lines carry the line (rank 6)."""
+    split = ev("nccl_comm_init", 6, "gpu-h2", comm_rank=2, nranks=4, bus_id="9b000", pid=71204,
+               nccl_host="gpu-h2", phase="init_complete", api="ncclCommSplit", parent="0x5604877e1100")
+    other = ev("nccl_comm_init", 4, "gpu-h2", comm_rank=0, nranks=4, bus_id="18000", pid=71202,
+               nccl_host="gpu-h2", phase="init_complete", api="ncclCommSplit", parent="0x55a9b2c01340")
+    [got] = rows([split, other, xid(79, "0000:9b:00", host="gpu-h2")])
+    assert (got["rank"], got["mapped_by"]) == (6, "bus_id")

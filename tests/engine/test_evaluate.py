@@ -290,6 +290,20 @@ def test_by_host_culprit_without_a_host_gets_its_nodes_block_of_ranks() -> None:
     assert evaluate([by_host], unstated, catalog=CATALOG).findings[0].culprit_ranks == (9,)
 
 
+def test_by_host_culprit_on_a_named_host_gets_the_block_its_known_ranks_lie_in() -> None:
+    """Host node-a's known ranks 0 and 1 lie in one block of 4 (torchrun: group_rank * nproc_per_node +
+    local_rank, log-formats.md section 3.5): ranks 2 and 3 are node-a's too; known ranks in two blocks
+    (a host layout that is not torchrun's) add nothing."""
+    evs = [event("nccl_warn", 0, line=1, host="node-a", message="x")]
+    by_host = rule(match={"all": [{"event": "nccl_warn", "bind": "bad"}]},
+                   culprits={"from": "bad", "by_host": True}, explanation="x")
+    facts = {name: fact(name) for name in FACT_SPECS}
+    one = FakeTables(evs, facts, 8, [], {0: "node-a", 1: "node-a", 4: "node-b"}, nproc_per_node=4)
+    assert evaluate([by_host], one, catalog=CATALOG).findings[0].culprit_ranks == (0, 1, 2, 3)
+    split = FakeTables(evs, facts, 8, [], {0: "node-a", 5: "node-a"}, nproc_per_node=4)
+    assert evaluate([by_host], split, catalog=CATALOG).findings[0].culprit_ranks == (0, 5)
+
+
 def test_culprits_also_join_the_ranks_of_further_bindings() -> None:
     """`culprits: {from: warn, also: [own]}`: the ranks of both bindings, each row's host expanded with
     `by_host`; a listed binding whose condition matched no row (`count: {min: 0}`) adds nobody."""

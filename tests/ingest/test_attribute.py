@@ -58,6 +58,37 @@ def test_nccl_pid_through_largest_communicator() -> None:
     assert (f.events[4].rank, f.events[4].host) == (None, "h2")
 
 
+def test_a_split_communicators_rank_names_no_pid() -> None:
+    """log-formats.md section 4.3: a communicator split from a parent (`ncclCommSplit ... parent <ptr> color
+    <c> key <k>`) states the rank inside the subgroup; with only tensor-parallel splits in a console, its
+    `rank 1` is no global rank for the pid's other NCCL lines."""
+    split = ev(kind="nccl_comm_init", comm_rank=1, nranks=4, nccl_host="h1", pid=301, api="ncclCommSplit",
+               parent="0x55c1041af0d0")
+    warn = ev(kind="nccl_warn", nccl_host="h1", pid=301)
+    f = FileEvents("console.log", Origin(), [split, warn])
+    attribute([f])
+    assert f.events[1].rank is None
+
+
+def test_a_dynamic_rendezvous_consoles_workers_place_its_agents_local_rank() -> None:
+    """A torchrun console (`--nproc-per-node=4`, a c10d rendezvous: no node rank stated, log-formats.md
+    section 3.5) whose workers print `[rank4]:` and `[rank6]:` is the node of ranks 4-7: the agent's
+    `failed (exitcode: -9) local_rank: 2` is about rank 6; workers of two blocks place nothing."""
+    def console(*ranks: int) -> FileEvents:
+        cfg = ev(kind="launch_config", launcher="torchrun", nnodes=2, node_rank=None, nproc_per_node=4)
+        workers = [ev(kind="progress", rank=r, line=2 + i) for i, r in enumerate(ranks)]
+        failed = Event(kind="worker_failed", ref=SourceRef("f", 9), text="", parser="t",
+                       fields={"exitcode": -9, "local_rank": 2, "pid": 77120, "signal": "SIGKILL"})
+        return FileEvents("node-n2.log", Origin(), [cfg, *workers, failed])
+
+    one = console(6, 4)
+    attribute([one])
+    assert one.events[-1].get("placed_rank") == 6 and one.events[-1].rank is None
+    two = console(6, 1)
+    attribute([two])
+    assert two.events[-1].get("placed_rank") is None
+
+
 def test_nccl_init_line_outranks_a_file_name_rank() -> None:
     """A console named after node 0 holds its local processes' NCCL lines: the pid whose own init line
     says rank 3 is rank 3 (log-formats.md section 4.3), not the name's 0; a stated `[rank0]:` rank stays."""
