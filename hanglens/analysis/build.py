@@ -366,7 +366,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     del stops, quiet   # (a row of 24 values per rank: the tables below would be built beside them)
     tables["slow_phase"] = frame("slow_phase", progress.slow_phase_rows(evs, hosts, world))
     tables["hang"] = frame("hang", status.hang_rows(evs, hosts))
-    victims = silence.mark_after_stop(status.victim_rows(evs, hosts), evs)
+    victims = silence.mark_after_stop(status.victim_rows(evs, hosts), evs, hosts)
     tables["victim_signals"] = frame("victim_signals", victims)
     tables["first_failure"] = frame("first_failure", status.first_failure_rows(evs, hosts))
     tables["versions"] = frame("versions", status.version_rows(evs, hosts))

@@ -13,6 +13,7 @@ from hanglens import lazyre as re
 from hanglens.analysis.kinds import FAILURE_KINDS, host_of
 from hanglens.analysis.progress import bar_name
 from hanglens.analysis.record import Record, record_type
+from hanglens.ingest.streams import outer_stream
 from hanglens.model import AGENT_EVENT_KINDS, Event
 
 Row = dict[str, Any]
@@ -123,12 +124,33 @@ def _after_stop(e: Event, marks: tuple[float | None, dict[str, int]]) -> bool:
     return e.path in lines and lines[e.path] < e.line
 
 
-def mark_after_stop(rows: list[Row], events: Sequence[Event]) -> list[Row]:
+def mark_after_stop(rows: list[Row], events: Sequence[Event],
+                    hosts: dict[int, str] | None = None) -> list[Row]:
     """Set each row's `after_stop`: did its line come after the job was stopped from outside (see
-    `_after_stop`)? A row carries its line's `time`, `path` and `line`."""
+    `_after_stop`)? A row carries its line's `time`, `path`, `line` and `host`.
+
+    A stop that reached some hosts only (one node's agent signalled: a node preempted or drained, the others'
+    agents never told) is no stop of the ranks on the other hosts: what they print after it is their loss of
+    the stopped node's ranks, not the consequence of a stop of their own (torchrun forwards a signal only to
+    its own workers, torch/distributed/elastic/agent/server/api.py `_invoke_run`)."""
     marks = _stop_marks(events)
     first_time, lines = marks
+    stops = [e for e in events if stop_kind(e) is not None]
+    stopped_hosts = {host_of(e, hosts or {}) for e in stops}
+    # the outer launcher stream (`srun -l` task, pdsh host) of each stop line, and of each row's line
+    stopped_streams = {outer_stream(e.writer) for e in stops}
+    keys = {(r.get("path"), r.get("line")) for r in rows} if stops else set()
+    stream_of = {(e.path, e.line): outer_stream(e.writer) for e in events if (e.path, e.line) in keys}
     for r in rows:
+        host = r.get("host")
+        stream = stream_of.get((r.get("path"), r.get("line")), "")
+        elsewhere_host = bool(host and stopped_hosts and None not in stopped_hosts
+                              and host not in stopped_hosts)
+        elsewhere_stream = bool(stream and stopped_streams and "" not in stopped_streams
+                                and stream not in stopped_streams)
+        if elsewhere_host or elsewhere_stream:
+            r["after_stop"] = False
+            continue
         t = r.get("time")
         if isinstance(t, (int, float)) and first_time is not None:
             r["after_stop"] = t >= first_time

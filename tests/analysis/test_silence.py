@@ -401,3 +401,26 @@ def test_an_unlabelled_bar_that_completed_is_not_joined_to_a_later_labelled_one(
     # a finished training bar (4/4), then a validation bar with a label and the same total: two loops
     events = [step(0, 0, total=4), step(0, 4, total=4), step(0, 1, total=4, label="Validation 0.5")]
     assert by_rank(events)[0]["last_step"] == 4
+
+
+def test_a_stop_of_one_node_is_no_stop_of_the_other_nodes_ranks() -> None:
+    # `srun -l` console of two torchrun agents: task 1's agent is signalled (its node preempted); task 0's
+    # ranks lose their peers after it. Their errors are the loss of node 1, not a stop of their own.
+    from hanglens.analysis.silence import mark_after_stop
+
+    def line(kind: str, writer: str, rank: int | None, t: float, **fields: Any) -> Event:
+        return Event(kind=kind, ref=SourceRef("slurm.out", next(_line)), text=f"{kind}", parser="test",
+                     rank=rank, time=t, fields=fields, writer=writer)
+
+    stop = line("job_stopped", "task 1", None, 10.0, how="agent_signal", signal="SIGTERM")
+    lost = line("exception", "task 0/tee default0", 0, 10.5)
+    own = line("exception", "task 1/tee default0", 2, 10.5)
+    rows = [{"rank": e.rank, "host": None, "time": e.time, "path": e.path, "line": e.line}
+            for e in (lost, own)]
+    marked = mark_after_stop(rows, [stop, lost, own])
+    assert [r["after_stop"] for r in marked] == [False, True]
+    # a stop on every stream (or one whose stream is unknown) reaches every rank
+    both = [stop, line("job_stopped", "task 0", None, 10.0, how="agent_signal", signal="SIGTERM"), lost, own]
+    rows = [{"rank": e.rank, "host": None, "time": e.time, "path": e.path, "line": e.line}
+            for e in (lost, own)]
+    assert [r["after_stop"] for r in mark_after_stop(rows, both)] == [True, True]
