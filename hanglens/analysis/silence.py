@@ -140,7 +140,8 @@ def mark_after_stop(rows: list[Row], events: Sequence[Event],
     # the outer launcher stream (`srun -l` task, pdsh host) of each stop line, and of each row's line
     stopped_streams = {outer_stream(e.writer) for e in stops}
     keys = {(r.get("path"), r.get("line")) for r in rows} if stops else set()
-    stream_of = {(e.path, e.line): outer_stream(e.writer) for e in events if (e.path, e.line) in keys}
+    stream_of: dict[tuple[Any, Any], str] = {
+        (e.path, e.line): outer_stream(e.writer) for e in events if (e.path, e.line) in keys}
     for r in rows:
         host = r.get("host")
         stream = stream_of.get((r.get("path"), r.get("line")), "")
