@@ -1189,6 +1189,33 @@ def _exc_words(e: Event) -> str:
     return f"{exc_type}: {message}" if message else exc_type
 
 
+def followup_attempt(events: Sequence[Event]) -> int | None:
+    """The last attempt of a restarted worker group when it failed before any training step after an earlier
+    attempt failed (restart_history's "a follow-up of that earlier failure"), else None. Its failure (a
+    rendezvous or store error of the restarted group, a peer that never came back) is the earlier failure's
+    consequence: torchrun restarts the whole group with the same code and data (elastic/agent/server/api.py
+    `_invoke_run`), so what ended the first failed attempt is what to fix (failure-signatures.md section 0.7:
+    the first failure is the root, later ones its consequences)."""
+    by_attempt: dict[int, list[Event]] = {}
+    for e in events:
+        if e.attempt is not None:
+            by_attempt.setdefault(e.attempt, []).append(e)
+    if len(by_attempt) < 2:
+        return None
+    last = max(by_attempt)
+    failures = {a: _attempt_failure(evs) for a, evs in sorted(by_attempt.items())}
+    earlier = [a for a, f in failures.items() if a < last and f is not None]
+    if not earlier or failures[last] is None:
+        return None
+    keys = {failures[a][1] for a in earlier}  # type: ignore[index]
+    end = failures[last]
+    if len(keys) == 1 and end[1] in keys and len(earlier) == last:
+        return None   # every attempt failed the same way: no follow-up, one failure repeated
+    if any(e.kind in ("progress", "run_finished") for e in by_attempt[last]):
+        return None
+    return last
+
+
 def restart_history(events: Sequence[Event], files: Sequence[InputFile]) -> str:
     """The earlier restart attempts of a torchrun job (`--max-restarts`), in words for the verdict.
 

@@ -848,6 +848,32 @@ def _where_ranks_stopped(run: _Run) -> str:
     return " Last progress per rank: " + ", ".join(parts[:16]) + ("" if len(parts) <= 16 else ", ...") + "."
 
 
+def _follow_up_last(ranked: list[Finding], tables: Any) -> list[Finding]:
+    """When the last attempt of a restarted worker group failed before any training step after an earlier
+    attempt failed (`followup_attempt`, analysis/status.py), a finding whose own cited line (its first)
+    comes from an earlier attempt goes first: the last attempt's failure is that one's consequence (torchrun
+    restarts the whole group with the same code and data; failure-signatures.md section 0.7, the first
+    failure is the root). Findings keep their order otherwise."""
+    last = getattr(tables, "followup_attempt", None)
+    if last is None or len(ranked) < 2:
+        return ranked
+    cited = {(ev.path, ev.line) for f in ranked for ev in f.evidence}
+    attempt = {(e.path, e.line): e.attempt for e in tables.events if (e.path, e.line) in cited}
+
+    def earlier(f: Finding) -> bool:
+        # the finding's own line comes first among its evidence (its culprit's error; victims' lines follow)
+        own = next((a for a in (attempt.get((ev.path, ev.line)) for ev in f.evidence) if a is not None), None)
+        return own is not None and own < last
+
+    if earlier(ranked[0]):
+        return ranked
+    first = next((f for f in ranked if f.culprit_ranks and earlier(f)
+                  and f.category not in (Category.NONE, Category.UNKNOWN)), None)
+    if first is None:
+        return ranked
+    return [first, *(f for f in ranked if f is not first)]
+
+
 def _verdict(findings: Sequence[Finding], run: _Run) -> Verdict:
     history = getattr(run.tables, "restart_note", "")
     if findings:
@@ -950,7 +976,7 @@ def evaluate(rules: Sequence[Rule], tables: TablesLike,
             run.warnings.append(f"rule {rule.id}: evaluation failed: {type(exc).__name__}: {exc}")
             ruled_out.append(RuledOut(rule.id, rule.category, rule.title,
                                       f"could not be evaluated ({type(exc).__name__}: {exc})"))
-    ranked = _rank(findings, {r.id: r for r in rules})
+    ranked = _follow_up_last(_rank(findings, {r.id: r for r in rules}), tables)
     return EngineResult(findings=tuple(ranked), ruled_out=tuple(ruled_out),
                         not_evaluable=tuple(not_evaluable), verdict=_verdict(ranked, run),
                         warnings=tuple(dict.fromkeys(run.warnings)))

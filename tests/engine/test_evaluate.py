@@ -380,3 +380,48 @@ def test_logs_that_stop_inside_a_logged_loop_are_no_none_verdict(tmp_path: Any) 
         (tmp_path / f"rank{r}.log").write_text(
             "".join(f"[rank{r}]: epoch 0 step {s}/6 loss 0.{s}1\n" for s in (0, 2, 4)))
     assert api.analyze([tmp_path]).result.verdict.category is Category.NONE
+
+
+def test_a_follow_up_attempt_yields_to_the_earlier_attempts_failure() -> None:
+    # torchrun restarted the group after rank 1 raised in attempt 0; attempt 1 failed in init (a store split)
+    # before any step: the finding whose own line is attempt 0's goes first (status.followup_attempt)
+    from types import SimpleNamespace
+
+    from hanglens.engine.evaluate import Evidence, Finding, _follow_up_last
+    from hanglens.model import Event, SourceRef
+
+    def finding(rule_id: str, category: Category, culprits: tuple[int, ...], *lines: int) -> Finding:
+        ev = tuple(Evidence("console.log", n, None, None, None, "x") for n in lines)
+        return Finding(rule_id, category, Confidence.MEDIUM, rule_id, "", culprits, (), (), (), (), None, ev)
+
+    evs = [Event("exception", SourceRef("console.log", 10), attempt=0),
+           Event("exception", SourceRef("console.log", 40), attempt=1),
+           Event("exception", SourceRef("console.log", 41), attempt=1)]
+    store = finding("store-split", Category.RENDEZVOUS_FAILURE, (0,), 40, 41)
+    crash = finding("crash-first", Category.RANK_CRASH, (1,), 10, 41)
+    follow = SimpleNamespace(events=evs, followup_attempt=1)
+    assert [f.rule_id for f in _follow_up_last([store, crash], follow)] == ["crash-first", "store-split"]
+    # no follow-up (one attempt, or the last attempt trained): the order stands
+    alone = SimpleNamespace(events=evs, followup_attempt=None)
+    assert _follow_up_last([store, crash], alone) == [store, crash]
+    # a finding of the last attempt only, or one naming nobody, is not moved
+    nobody = finding("nobody", Category.CONTROL_FLOW_DIVERGENCE, (), 10)
+    assert _follow_up_last([store, nobody], follow) == [store, nobody]
+
+
+def test_followup_attempt_is_the_last_attempt_that_failed_before_training() -> None:
+    from hanglens.analysis.status import followup_attempt
+    from hanglens.model import Event, SourceRef
+
+    def ev(kind: str, line: int, attempt: int, **fields: Any) -> Event:
+        return Event(kind, SourceRef("console.log", line), text=f"{kind} {fields}", rank=1, attempt=attempt,
+                     fields=fields)
+
+    crash = ev("exception", 10, 0, exc_type="ValueError", message="shard 3: expected 128 records")
+    trained = [ev("progress", 1, 0, step=1), crash]
+    store = ev("exception", 40, 1, exc_type="torch.distributed.DistStoreError", message="wait timeout")
+    assert followup_attempt([*trained, store]) == 1
+    # the last attempt trained before it failed: its failure is its own
+    assert followup_attempt([*trained, ev("progress", 30, 1, step=1), store]) is None
+    # one attempt: nothing to follow
+    assert followup_attempt(trained) is None
