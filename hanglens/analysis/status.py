@@ -1204,11 +1204,11 @@ def followup_attempt(events: Sequence[Event]) -> int | None:
         return None
     last = max(by_attempt)
     failures = {a: _attempt_failure(evs) for a, evs in sorted(by_attempt.items())}
-    earlier = [a for a, f in failures.items() if a < last and f is not None]
-    if not earlier or failures[last] is None:
-        return None
-    keys = {failures[a][1] for a in earlier}  # type: ignore[index]
+    earlier = [f for a, f in failures.items() if a < last and f is not None]
     end = failures[last]
+    if not earlier or end is None:
+        return None
+    keys = {f[1] for f in earlier}
     if len(keys) == 1 and end[1] in keys and len(earlier) == last:
         return None   # every attempt failed the same way: no follow-up, one failure repeated
     if any(e.kind in ("progress", "run_finished") for e in by_attempt[last]):
