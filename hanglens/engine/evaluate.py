@@ -850,8 +850,8 @@ def _where_ranks_stopped(run: _Run) -> str:
 
 def _follow_up_last(ranked: list[Finding], tables: Any) -> list[Finding]:
     """When the last attempt of a restarted worker group failed before any training step after an earlier
-    attempt failed (`followup_attempt`, analysis/status.py), a finding whose own cited line (its first)
-    comes from an earlier attempt goes first: the last attempt's failure is that one's consequence (torchrun
+    attempt failed (`followup_attempt`, analysis/status.py), a finding that cites a line of an earlier
+    attempt goes first: the last attempt's failure is that one's consequence (torchrun
     restarts the whole group with the same code and data; failure-signatures.md section 0.7, the first
     failure is the root). Findings keep their order otherwise."""
     last = getattr(tables, "followup_attempt", None)
@@ -861,9 +861,8 @@ def _follow_up_last(ranked: list[Finding], tables: Any) -> list[Finding]:
     attempt = {(e.path, e.line): e.attempt for e in tables.events if (e.path, e.line) in cited}
 
     def earlier(f: Finding) -> bool:
-        # the finding's own line comes first among its evidence (its culprit's error; victims' lines follow)
-        own = next((a for a in (attempt.get((ev.path, ev.line)) for ev in f.evidence) if a is not None), None)
-        return own is not None and own < last
+        # a finding that cites a line of an earlier attempt is about that attempt's failure
+        return any(a is not None and a < last for a in (attempt.get((ev.path, ev.line)) for ev in f.evidence))
 
     if earlier(ranked[0]):
         return ranked
