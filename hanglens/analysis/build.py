@@ -44,8 +44,8 @@ class Tables:
     offsets: dict[str, float] = field(default_factory=dict)
     clock_note: str = ""
     files: list[InputFile] = field(default_factory=list)   # every input read (events or not)
-    restart_note: str = ""   # the earlier attempts of a restarted worker group (status.restart_history)
-    followup_attempt: int | None = None   # a last attempt that failed as a follow-up (status)
+    restart_note: str = ""   # the earlier attempts of a restarted worker group (status.restarts)
+    followup_attempt: int | None = None   # a last attempt that failed as a follow-up (status.restarts)
     nproc_per_node: int | None = None   # workers per node every launcher line states alike (`node_size`)
 
     def fact(self, name: str) -> pd.DataFrame:
@@ -334,8 +334,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
         evs = [e for e in evs if e.kind != "progress" or (e.path, e.line, e.text) not in errs]
     del errs
     # Errors their writer trained on after (caught, logged, retried) did not end the job: not failures.
-    restart_note = status.restart_history(evs, files)
-    followup = status.followup_attempt(evs)
+    restarted = status.restarts(evs)
     survived = status.survived_failures(evs, files)
     if survived:
         evs = [e for i, e in enumerate(evs) if i not in survived]
@@ -445,7 +444,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
         offsets=offsets,
         clock_note=note,
         files=list(files),
-        restart_note=restart_note,
-        followup_attempt=followup,
+        restart_note=restarted.note,
+        followup_attempt=restarted.followup,
         nproc_per_node=node_size(evs),
     )

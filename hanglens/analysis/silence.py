@@ -118,10 +118,16 @@ def _stop_marks(events: Sequence[Event]) -> tuple[float | None, dict[str, int]]:
 def _after_stop(e: Event, marks: tuple[float | None, dict[str, int]]) -> bool:
     """Did `e` come after the job was stopped from outside? Then it is the stop's consequence (section 17.4:
     workers torn down by the launcher print store, peer and teardown errors), not a failure of its own."""
+    return _after_stop_at(e.time, e.path, e.line, marks)
+
+
+def _after_stop_at(time: float | None, path: str | None, line: int,
+                   marks: tuple[float | None, dict[str, int]]) -> bool:
+    """`_after_stop` of a line by its time, else its place in the file of a stop line."""
     first_time, lines = marks
-    if e.time is not None and first_time is not None:
-        return e.time >= first_time
-    return e.path in lines and lines[e.path] < e.line
+    if time is not None and first_time is not None:
+        return time >= first_time
+    return path in lines and lines[path] < line
 
 
 def mark_after_stop(rows: list[Row], events: Sequence[Event],
@@ -133,9 +139,8 @@ def mark_after_stop(rows: list[Row], events: Sequence[Event],
     agents never told) is no stop of the ranks on the other hosts: what they print after it is their loss of
     the stopped node's ranks, not the consequence of a stop of their own (torchrun forwards a signal only to
     its own workers, torch/distributed/elastic/agent/server/api.py `_invoke_run`)."""
-    marks = _stop_marks(events)
-    first_time, lines = marks
     stops = [e for e in events if stop_kind(e) is not None]
+    marks = _stop_marks(stops)
     stopped_hosts = {host_of(e, hosts or {}) for e in stops}
     # the outer launcher stream (`srun -l` task, pdsh host) of each stop line, and of each row's line
     stopped_streams = {outer_stream(e.writer) for e in stops}
@@ -153,11 +158,8 @@ def mark_after_stop(rows: list[Row], events: Sequence[Event],
             r["after_stop"] = False
             continue
         t = r.get("time")
-        if isinstance(t, (int, float)) and first_time is not None:
-            r["after_stop"] = t >= first_time
-        else:
-            path = r.get("path")
-            r["after_stop"] = path in lines and lines[path] < r.get("line", -1)
+        r["after_stop"] = _after_stop_at(t if isinstance(t, (int, float)) else None, r.get("path"),
+                                         r.get("line", -1), marks)
     return rows
 
 

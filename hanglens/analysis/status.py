@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from hanglens import lazyre as re
 from hanglens.analysis.kinds import (
@@ -1033,7 +1033,7 @@ def earlier_attempts(events: Sequence[Event], files: Sequence[InputFile]) -> set
     ingest/attribute.py `_console_attempts` numbers a console's attempts where the agent restarted its
     workers (torch/distributed/elastic/agent/server/api.py `_invoke_run`): the job's end is its last
     attempt, so an earlier attempt's errors and the agent's reports of them are history, not the failure
-    to explain (`restart_history` words them for the report). A `--log-dir` tree's attempts are
+    to explain (`restarts` words them for the report). A `--log-dir` tree's attempts are
     `_survived_by_success`'s.
     """
     tree = {f.path for f in files if f.origin.attempt is not None}
@@ -1095,7 +1095,7 @@ def _earlier_tree_attempts(events: Sequence[Event], files: Sequence[InputFile]) 
     torchrun writes each attempt's workers under `attempt_<n>/<local_rank>/` (log-formats.md section 3.2)
     and restarts the whole worker group after a failure (torch/distributed/elastic/agent/server/api.py
     `_invoke_run`): the job ended in the newest attempt, so the earlier attempts' errors are history
-    (`restart_history` words them). The agent's console outside the tree logs one `failed (exitcode: ...)`
+    (`restarts` words them). The agent's console outside the tree logs one `failed (exitcode: ...)`
     line per failed attempt (elastic/multiprocessing/api.py `SubprocessContext._poll`): with one tree and as
     many such lines as attempts, every one but the last, and the closing signals before it, are history too.
     A newest attempt that never trained (it failed while starting) is judged together with the earlier ones
@@ -1189,69 +1189,61 @@ def _exc_words(e: Event) -> str:
     return f"{exc_type}: {message}" if message else exc_type
 
 
-def followup_attempt(events: Sequence[Event]) -> int | None:
-    """The last attempt of a restarted worker group when it failed before any training step after an earlier
-    attempt failed (restart_history's "a follow-up of that earlier failure"), else None. Its failure (a
-    rendezvous or store error of the restarted group, a peer that never came back) is the earlier failure's
-    consequence: torchrun restarts the whole group with the same code and data (elastic/agent/server/api.py
-    `_invoke_run`), so what ended the first failed attempt is what to fix (failure-signatures.md section 0.7:
-    the first failure is the root, later ones its consequences)."""
-    by_attempt: dict[int, list[Event]] = {}
-    for e in events:
-        if e.attempt is not None:
-            by_attempt.setdefault(e.attempt, []).append(e)
-    if len(by_attempt) < 2:
-        return None
-    last = max(by_attempt)
-    failures = {a: _attempt_failure(evs) for a, evs in sorted(by_attempt.items())}
-    earlier = [f for a, f in failures.items() if a < last and f is not None]
-    end = failures[last]
-    if not earlier or end is None:
-        return None
-    keys = {f[1] for f in earlier}
-    if len(keys) == 1 and end[1] in keys and len(earlier) == last:
-        return None   # every attempt failed the same way: no follow-up, one failure repeated
-    if any(e.kind in ("progress", "run_finished") for e in by_attempt[last]):
-        return None
-    return last
+class Restarts(NamedTuple):
+    """What the restart attempts of a torchrun job say (`restarts`): the words for the verdict and the
+    follow-up attempt."""
+
+    note: str
+    # The last attempt when it failed before any training step after an earlier attempt failed (the note's
+    # "a follow-up of that earlier failure"), else None. Its failure (a rendezvous or store error of the
+    # restarted group, a peer that never came back) is the earlier failure's consequence: torchrun restarts
+    # the whole group with the same code and data (elastic/agent/server/api.py `_invoke_run`), so what ended
+    # the first failed attempt is what to fix (failure-signatures.md section 0.7: the first failure is the
+    # root, later ones its consequences).
+    followup: int | None = None
 
 
-def restart_history(events: Sequence[Event], files: Sequence[InputFile]) -> str:
-    """The earlier restart attempts of a torchrun job (`--max-restarts`), in words for the verdict.
+def restarts(events: Sequence[Event]) -> Restarts:
+    """The earlier restart attempts of a torchrun job (`--max-restarts`), in words for the verdict, and its
+    follow-up attempt (see `Restarts`).
 
     The verdict is about the job's end, its last attempt (`earlier_attempts`, `_survived_by_success`);
     what ended the attempts before it is context: a failure the restart survived, or the same failure in
     every attempt, which restarting cannot cure (torch/distributed/elastic/agent/server/api.py `_invoke_run`
     restarts the whole worker group with the same code and data). Attempts are numbered on the events by
     a `--log-dir` tree's `attempt_<n>` folders (ingest/origin.py) or a console's restart boundaries
-    (ingest/attribute.py `_console_attempts`). "" for a job of one attempt."""
+    (ingest/attribute.py `_console_attempts`). An empty note for a job of one attempt."""
     by_attempt: dict[int, list[Event]] = {}
     for e in events:
         if e.attempt is not None:
             by_attempt.setdefault(e.attempt, []).append(e)
     if len(by_attempt) < 2:
-        return ""
+        return Restarts("")
     last = max(by_attempt)
     failures = {a: _attempt_failure(evs) for a, evs in sorted(by_attempt.items())}
     earlier = [(a, f) for a, f in failures.items() if a < last and f is not None]
     if not earlier:
-        return ""
+        return Restarts("")
     end = failures[last]
     keys = {f[1] for _, f in earlier}
     if end is not None and len(keys) == 1 and end[1] in keys and len(earlier) == last:
-        return (f" Every one of the {last + 1} attempts of the worker group (torchrun `--max-restarts`)"
-                f" failed the same way ({end[0]}): restarting cannot help, the cause must be fixed.")
+        return Restarts(
+            f" Every one of the {last + 1} attempts of the worker group (torchrun `--max-restarts`)"
+            f" failed the same way ({end[0]}): restarting cannot help, the cause must be fixed.")
     past = "; ".join(f"attempt {a}: {f[0]}" for a, f in earlier)
     trained = any(e.kind in ("progress", "run_finished") for e in by_attempt[last])
     if end is not None and not trained:
-        return (f" The worker group was restarted (torchrun `--max-restarts`) after {past}; the last attempt"
-                f" ({last}) failed before any training step ({end[0]}), a follow-up of that earlier failure:"
-                f" every attempt is judged together.")
+        return Restarts(
+            f" The worker group was restarted (torchrun `--max-restarts`) after {past}; the last attempt"
+            f" ({last}) failed before any training step ({end[0]}), a follow-up of that earlier failure:"
+            f" every attempt is judged together.", last)
     if end is None:
-        return (f" The worker group was restarted (torchrun `--max-restarts`) after an earlier attempt failed"
-                f" ({past}); the last attempt ({last}) ran to the end, so that failure was survived.")
-    return (f" This is the last attempt ({last}) of a restarted worker group (torchrun `--max-restarts`);"
-            f" before it, {past}.")
+        return Restarts(
+            f" The worker group was restarted (torchrun `--max-restarts`) after an earlier attempt failed"
+            f" ({past}); the last attempt ({last}) ran to the end, so that failure was survived.")
+    return Restarts(
+        f" This is the last attempt ({last}) of a restarted worker group (torchrun `--max-restarts`);"
+        f" before it, {past}.")
 
 
 def _ended_badly(e: Event) -> bool:

@@ -685,24 +685,25 @@ def _host_ranks(rows: pd.DataFrame, column: str, hosts: Mapping[int, str], nproc
         return set()
     named: set[str] = set()
     blocks: set[int] = set()
+
+    def block(start: int, n: int) -> range:   # the node's n consecutive ranks from `start`, within the world
+        return range(start, min(start + n, world or start + n))
+
     for x, h in zip(rows[column], rows["host"], strict=True):
         r = _as_rank(x)
         h = h if isinstance(h, str) and h else hosts.get(r) if r is not None else None
         if h:
             named.add(short_host(h))
         elif r is not None and nproc and (world is None or r < world):
-            start = r - r % nproc
-            blocks.update(range(start, min(start + nproc, world or start + nproc)))
+            blocks.update(block(r - r % nproc, nproc))
     out = {r for r, h in hosts.items() if short_host(h) in named} if named else set()
     if nproc and named:
         # A named host's known ranks that all fall in one block of `nproc` are that node's block: its other
         # workers are there too, though no line of theirs was pasted (the same numbering).
         for h in named:
-            on = {r for r, hh in hosts.items() if short_host(hh) == h}
-            starts = {r - r % nproc for r in on}
+            starts = {r - r % nproc for r, hh in hosts.items() if short_host(hh) == h}
             if len(starts) == 1:
-                start = next(iter(starts))
-                blocks.update(range(start, min(start + nproc, world or start + nproc)))
+                blocks.update(block(next(iter(starts)), nproc))
     return out | blocks
 
 
@@ -850,10 +851,10 @@ def _where_ranks_stopped(run: _Run) -> str:
 
 def _follow_up_last(ranked: list[Finding], tables: Any) -> list[Finding]:
     """When the last attempt of a restarted worker group failed before any training step after an earlier
-    attempt failed (`followup_attempt`, analysis/status.py), a finding that cites a line of an earlier
-    attempt goes first: the last attempt's failure is that one's consequence (torchrun
-    restarts the whole group with the same code and data; failure-signatures.md section 0.7, the first
-    failure is the root). Findings keep their order otherwise."""
+    attempt failed (`followup_attempt`, analysis/status.py `restarts`), a finding that cites a line of an
+    earlier attempt goes first: the last attempt's failure is that one's consequence (torchrun restarts the
+    whole group with the same code and data; failure-signatures.md section 0.7, the first failure is the
+    root). Findings keep their order otherwise."""
     last = getattr(tables, "followup_attempt", None)
     if last is None or len(ranked) < 2:
         return ranked

@@ -1,6 +1,6 @@
 """torchrun `--max-restarts`: a console's restart attempts are numbered (ingest/attribute.py
 `_console_attempts`), the verdict is about the last attempt that trained, and the earlier attempts are
-worded in it (analysis/status.py `earlier_attempts`, `restart_history`). The consoles are written here in
+worded in it (analysis/status.py `earlier_attempts`, `restarts`). The consoles are written here in
 the shapes torch 2.x's agent prints at its default level (torch/distributed/elastic/multiprocessing/api.py:
 `Sending process P closing signal SIGTERM`, `failed (exitcode: N) local_rank: L (pid: P)`; no restart
 banner), with values of our own."""

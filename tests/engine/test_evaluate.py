@@ -384,7 +384,7 @@ def test_logs_that_stop_inside_a_logged_loop_are_no_none_verdict(tmp_path: Any) 
 
 def test_a_follow_up_attempt_yields_to_the_earlier_attempts_failure() -> None:
     # torchrun restarted the group after rank 1 raised in attempt 0; attempt 1 failed in init (a store split)
-    # before any step: the finding whose own line is attempt 0's goes first (status.followup_attempt)
+    # before any step: the finding that cites attempt 0's line goes first (status.restarts)
     from types import SimpleNamespace
 
     from hanglens.engine.evaluate import Evidence, Finding, _follow_up_last
@@ -410,7 +410,7 @@ def test_a_follow_up_attempt_yields_to_the_earlier_attempts_failure() -> None:
 
 
 def test_followup_attempt_is_the_last_attempt_that_failed_before_training() -> None:
-    from hanglens.analysis.status import followup_attempt
+    from hanglens.analysis.status import restarts
     from hanglens.model import Event, SourceRef
 
     def ev(kind: str, line: int, attempt: int, **fields: Any) -> Event:
@@ -420,8 +420,8 @@ def test_followup_attempt_is_the_last_attempt_that_failed_before_training() -> N
     crash = ev("exception", 10, 0, exc_type="ValueError", message="shard 3: expected 128 records")
     trained = [ev("progress", 1, 0, step=1), crash]
     store = ev("exception", 40, 1, exc_type="torch.distributed.DistStoreError", message="wait timeout")
-    assert followup_attempt([*trained, store]) == 1
+    assert restarts([*trained, store]).followup == 1
     # the last attempt trained before it failed: its failure is its own
-    assert followup_attempt([*trained, ev("progress", 30, 1, step=1), store]) is None
+    assert restarts([*trained, ev("progress", 30, 1, step=1), store]).followup is None
     # one attempt: nothing to follow
-    assert followup_attempt(trained) is None
+    assert restarts(trained).followup is None
