@@ -120,7 +120,12 @@ def _context_stack(tb: _Tb, frames: list[tuple[str, int | None, str | None]],
         return None, None
     stack = [*frames[:at], *ctx]
     src = [*sources[:at], *(ctx_src or [""] * len(ctx))]
-    return ([f"{f}:{n} in {fn}" if fn else f"{f}:{n}" for f, n, fn in stack], src)
+    return _frame_strings(stack), src
+
+
+def _frame_strings(frames: list[tuple[str, int | None, str | None]]) -> list[str]:
+    """The `frames` field: `file:line in function` per frame (`file:line` where no function is printed)."""
+    return [f"{f}:{n} in {fn}" if fn else f"{f}:{n}" for f, n, fn in frames]
 
 
 class TracebackParser(Parser):
@@ -468,7 +473,7 @@ class TracebackParser(Parser):
             "exception", tb.first, exc_type=exc_type, message=message, frame_file=inner[0],
                 frame_line=inner[1],
             frame_func=inner[2], chained=list(tb.chained),
-            frames=[f"{f}:{n} in {fn}" if fn else f"{f}:{n}" for f, n, fn in frames],
+            frames=_frame_strings(frames),
             sources=list(sources),
             dataloader_worker=tb.worker, original_message=tb.original_message,
             context_frames=ctx_frames, context_sources=ctx_sources,
