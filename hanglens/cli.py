@@ -561,7 +561,9 @@ def events(
         _fail(exc)
     ing = _read(paths, limit, bar=not quiet and (fmt is Fmt.text or output is not None))
     evs = [e for e in ing.events if not kind or e.kind in kind]
-    file_rank = {f.path: f.ranks[0] for f in ing.files if len(f.ranks) == 1 and len(f.hosts) <= 1}
+    from hanglens.model import file_owners
+
+    file_rank, _ = file_owners(ing.files, ing.events, {})
     rows = [_event_row(e, file_rank) for e in evs]
     if fmt is Fmt.json:
         doc = {"events": rows, "skipped": [{"path": s.path, "reason": s.reason} for s in ing.skipped]}

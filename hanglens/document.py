@@ -24,6 +24,7 @@ from hanglens.model import (
     Skipped,
     SourceRef,
     events_in_order,
+    file_owners,
     utf8_text,
 )
 
@@ -682,9 +683,8 @@ def build_document(
     refs = sorted({SourceRef(ev["path"], ev["line"]) for f in findings for ev in f.get("evidence", [])})
     ctx = context(refs) if context and refs else {}
     # A file whose lines name several hosts (a user's paste of every node's NCCL WARNs beside one rank's
-    # traceback) holds several processes' lines: it is not that one rank's file.
-    file_rank = {f.path: f.ranks[0] for f in files if len(f.ranks) == 1 and len(f.hosts) <= 1}
-    file_host = {f.path: f.hosts[0] for f in files if len(f.hosts) == 1}
+    # traceback) holds several processes' lines: it is not that one rank's file (model.file_owners).
+    file_rank, file_host = file_owners(files, tables.events, tables.hosts)
     for f in findings:
         for ev in f.get("evidence", []):
             # one attribution everywhere: a line of a file that belongs to one rank is that rank's line

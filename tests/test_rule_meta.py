@@ -83,3 +83,15 @@ _VERB_AFTER_RANKS = re.compile(
 def test_verb_after_ranks_agrees(rule: Rule) -> None:
     """A verb after the ranks comes from `agree` (`rank 2 was` / `ranks 0-1 were`), never fixed text."""
     assert not _VERB_AFTER_RANKS.search(rule.explanation), rule.explanation
+
+
+_PRONOUN_AFTER_RANKS = re.compile(
+    r"ranks_phrase(?:\s*\|\s*capitalize)?\s*\}\}[^{}.;:]{0,40}?\b(?:their|they|them)\b")
+
+
+@needs_rules
+@pytest.mark.parametrize("rule", BUILTIN, ids=lambda r: r.id)
+def test_pronoun_after_ranks_agrees(rule: Rule) -> None:
+    """A pronoun for the ranks just named comes from `agree` too (`rank 1 saw its connection` / `ranks 0-2
+    saw their connection`): `rank 1 saw their connection` reads as a slip to one deciding whom to blame."""
+    assert not _PRONOUN_AFTER_RANKS.search(rule.explanation), rule.explanation

@@ -404,3 +404,75 @@ def test_a_file_of_several_hosts_lines_is_not_its_one_ranked_writers(tmp_path: P
     evidence = [ev for f in doc["findings"] for ev in f.get("evidence", [])]
     other = [ev for ev in evidence if ev.get("host") in ("gpu-h02", "gpu-h03")]
     assert other and all(ev.get("rank") is None for ev in other)
+
+
+# 7. a line is its file's rank's or host's only when the file is that rank's or host's ---------------------
+
+# torchrun console of two workers (torch 2.13 agent lines and failure table, log-formats.md section 3.5-3.6;
+# gloo's pair.cc size check, failure-signatures.md section 2): only rank 0 tagged its lines, the agent's
+# table says rank 1 died of SIGABRT, and the untagged `terminate called ...` is the aborting process's.
+_CONSOLE_ONE_TAGGED_RANK = """\
+terminate called after throwing an instance of 'gloo::EnforceNotMet'
+  what():  [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 40 vs 36. Received data size doesn't match expected size. Is there a distributed collective mismatch in your code?
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/home/user/proj/train.py", line 57, in <module>
+[rank0]:     dist.all_gather(out, preds)
+[rank0]:   File "/home/user/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 4287, in all_gather
+[rank0]:     work.wait()
+[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:40711: Connection reset by peer
+W1205 08:11:02.120000 901 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 912 closing signal SIGTERM
+E1205 08:11:02.240000 901 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -6) local_rank: 1 (pid: 913) of binary: /home/user/venv/bin/python3.11
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-12-05_08:11:02
+  host      : node-a
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 912)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 912
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-05_08:11:02
+  host      : node-a
+  rank      : 1 (local_rank: 1)
+  exitcode  : -6 (pid: 913)
+  error_file: <N/A>
+  traceback : Signal 6 (SIGABRT) received by PID 913
+============================================================
+"""  # noqa: E501
+
+# A user's paste of two nodes' sections (NCCL 2.21 socket WARN and ProcessGroupNCCL lines of torch 2.5,
+# log-formats.md sections 1.5 and 4.4): only node h7's lines name a host; rank 6's traceback is node h8's.
+_PASTE_TWO_NODES_ONE_HOST = """\
+== node h7, rank 0 ==
+h7:4410:4502 [0] misc/socket.cc:47 NCCL WARN socketProgress: Connection closed by remote peer h8<51022>
+[rank0]:[E1205 08:20:14.118220311 ProcessGroupNCCL.cpp:1595] [Rank 0] Collective WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=4096, NumelOut=4096, Timeout(ms)=600000) raised the following async exception: NCCL error: remote process exited or there was a network error, NCCL version 2.21.5
+== node h8 ==
+[rank6]: Traceback (most recent call last):
+[rank6]:   File "/home/user/proj/train.py", line 120, in <module>
+[rank6]:     batch = next(it)
+[rank6]: ValueError: empty batch at index 3310
+"""  # noqa: E501
+
+
+def _evidence(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [ev for f in doc["findings"] for ev in f["evidence"]]
+
+
+def test_an_untagged_line_of_a_console_is_not_its_one_tagged_ranks(tmp_path: Path) -> None:
+    doc = api.analyze([write_job(tmp_path, {"console.log": _CONSOLE_ONE_TAGGED_RANK})]).to_dict()
+    terminate = [ev for ev in _evidence(doc) if ev["text"].startswith("terminate called")]
+    assert terminate, _evidence(doc)
+    assert all(ev["rank"] != 0 for ev in terminate)
+
+
+def test_a_rank_of_another_node_does_not_take_the_pastes_one_host(tmp_path: Path) -> None:
+    doc = api.analyze([write_job(tmp_path, {"paste.txt": _PASTE_TWO_NODES_ONE_HOST})]).to_dict()
+    own = [ev for ev in _evidence(doc) if ev["rank"] == 6]
+    assert own, _evidence(doc)
+    assert all(ev["host"] != "h7" for ev in own)
