@@ -561,7 +561,7 @@ def events(
         _fail(exc)
     ing = _read(paths, limit, bar=not quiet and (fmt is Fmt.text or output is not None))
     evs = [e for e in ing.events if not kind or e.kind in kind]
-    from hanglens.model import file_owners
+    from hanglens.ingest.streams import file_owners
 
     file_rank, _ = file_owners(ing.files, ing.events, {})
     rows = [_event_row(e, file_rank) for e in evs]

@@ -16,6 +16,7 @@ from hanglens import __version__
 from hanglens import lazyre as re
 from hanglens.analysis import Tables
 from hanglens.ingest.origin import is_mpirun_output
+from hanglens.ingest.streams import file_owners
 from hanglens.model import (
     YEARLESS_YEAR,
     Category,
@@ -24,7 +25,6 @@ from hanglens.model import (
     Skipped,
     SourceRef,
     events_in_order,
-    file_owners,
     utf8_text,
 )
 
@@ -647,6 +647,21 @@ def _observed_silent(stops: list[dict[str, Any]], rows: list[dict[str, Any]]) ->
     several = common is not None and len(ranked) > 1
     where = f"; the last step every rank reached is {common}" if several else ""
     who = f"; {_ranks_text(differ)} stopped at a different point" if differ else ""
+    if any(str(s.get("reason") or "").upper() == "TIME LIMIT" for s in stops):
+        # The scheduler's clock stopped it, not someone who saw it hang (failure-signatures.md 17.4): a
+        # run still training at its time limit ends the same way.
+        return {
+            "headline": (f"The job was stopped from outside at its time limit, with no error line: "
+                         f"{how}{where}{who}. The logs do not say whether it had hung or was still working "
+                         "when the limit came"),
+            "first_step": (
+                "Compare the time of each rank's last line with the time limit: a run still making progress "
+                "at the limit needs a longer limit or a resume from its last checkpoint; a run whose lines "
+                "stopped well before it hung there. If it hangs, dump every rank's stack before the limit "
+                "(`py-spy dump --pid <PID> > pyspy-rank<N>.txt`) and give the files to hanglens with the "
+                "logs."
+            ),
+        }
     return {
         "headline": f"The job hung without an error line and was stopped from outside: {how}{where}{who}",
         "first_step": (
@@ -683,7 +698,7 @@ def build_document(
     refs = sorted({SourceRef(ev["path"], ev["line"]) for f in findings for ev in f.get("evidence", [])})
     ctx = context(refs) if context and refs else {}
     # A file whose lines name several hosts (a user's paste of every node's NCCL WARNs beside one rank's
-    # traceback) holds several processes' lines: it is not that one rank's file (model.file_owners).
+    # traceback) holds several processes' lines: it is not that one rank's file (ingest.streams.file_owners).
     file_rank, file_host = file_owners(files, tables.events, tables.hosts)
     for f in findings:
         for ev in f.get("evidence", []):

@@ -252,35 +252,6 @@ class InputFile:
     unknown_lines: int = 0
 
 
-def file_owners(files: Iterable[InputFile], events: Iterable[Event], hosts: Mapping[int, str]
-                ) -> tuple[dict[str, int], dict[str, str]]:
-    """(the rank, the host) a file's lines belong to when the file is that one rank's or that one node's: a
-    line without a rank or host of its own is then its file's.
-
-    A file is one rank's when its lines state that rank only, name at most one host, and no launcher line in
-    it reports on another rank (torchrun's failure table and `failed (exitcode: ...) local_rank: k` lines,
-    `failed_rank`): a console where only rank 0 tagged its lines but the agent reports rank 1's SIGABRT holds
-    every worker's output, and its untagged `terminate called after throwing ...` may be rank 1's. A file is
-    one node's when it names one host and every rank it states is known on that host (`hosts`, the job's
-    rank-to-host map), or it states at most one rank: a paste of two nodes' sections whose NCCL lines name
-    only the first node does not put the second node's ranks on it."""
-    about: dict[str, set[int]] = {}
-    for e in events:
-        r = e.get("failed_rank")
-        if isinstance(r, int) and not isinstance(r, bool):
-            about.setdefault(e.path, set()).add(r)
-    file_rank: dict[str, int] = {}
-    file_host: dict[str, str] = {}
-    for f in files:
-        if len(f.ranks) == 1 and len(f.hosts) <= 1 and about.get(f.path, set()) <= {f.ranks[0]}:
-            file_rank[f.path] = f.ranks[0]
-        if len(f.hosts) == 1:
-            h = short_host(f.hosts[0])
-            if len(f.ranks) <= 1 or all(short_host(hosts.get(r) or "") == h for r in f.ranks):
-                file_host[f.path] = f.hosts[0]
-    return file_rank, file_host
-
-
 def short_host(host: str) -> str:
     """A host name without its domain (`gpu-07.cluster.local` → gpu-07), an IP address as it is: launchers,
     NCCL and the kernel name one node in both forms."""

@@ -259,14 +259,15 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "job_stopped",
-            ("rank", "host", "how", "signal", "said", "time", "text", "after_finish", *_EVIDENCE),
+            ("rank", "host", "how", "signal", "reason", "said", "time", "text", "after_finish", *_EVIDENCE),
             "Lines saying the job was stopped from outside (failure-signatures.md sections 16 and 17.4): "
             "`how` agent_signal (torchrun's agent received SIGTERM/SIGINT: `Received 15 death signal`, "
             "`SignalException`), agent_closing (the agent closed its workers while none had failed), "
-            "keyboard_interrupt (Ctrl-C) or scheduler_cancel (Slurm `CANCELLED AT`); `said` the same in "
-            "words; `after_finish` when the job's output said the run was over before the stop and nothing "
-            "shows a hang (no failure line, no rank at a different point, no interrupted stack waiting in "
-            "torch.distributed, the DataLoader or the exit path).",
+            "keyboard_interrupt (Ctrl-C) or scheduler_cancel (Slurm `CANCELLED AT`), `reason` the "
+            "scheduler's (`TIME LIMIT`, `PREEMPTION`); `said` the same in words; `after_finish` when the "
+            "job's output said the run was over before the stop and nothing shows a hang (no failure "
+            "line, no rank at a different point, no interrupted stack waiting in torch.distributed, the "
+            "DataLoader or the exit path).",
         ),
         FactSpec(
             "silent_hang",

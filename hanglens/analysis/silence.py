@@ -90,7 +90,8 @@ def stop_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         reason = e.get("reason") if e.kind == "job_stopped" else None
         if reason:
             said += f", due to {str(reason).lower()}"
-        rows.append({"rank": rank, "host": host_of(e, hosts, rank), "how": how, "signal": sig, "said": said,
+        rows.append({"rank": rank, "host": host_of(e, hosts, rank), "how": how, "signal": sig,
+                     "reason": str(reason) if reason else None, "said": said,
                      "time": e.time, "text": e.text[:300], "path": e.path, "line": e.line})
     return sorted(rows, key=lambda r: (r["path"], r["line"]))
 

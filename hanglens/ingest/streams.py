@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from hanglens.model import AGENT_EVENT_KINDS, Event
+from hanglens.model import AGENT_EVENT_KINDS, Event, InputFile, short_host
 
 DUMP_PARSERS = frozenset({"pyspy"})   # their pids are the dumped processes', not the file writer's
 
@@ -221,3 +221,36 @@ def stream_ranks(events: list[Event], mpi_ranks: Mapping[str, int], envelope_ran
             continue    # the launcher's table names another rank that wrote here too
         out[writer] = rank
     return out
+
+
+def file_owners(files: Iterable[InputFile], events: Iterable[Event], hosts: Mapping[int, str]
+                ) -> tuple[dict[str, int], dict[str, str]]:
+    """(the rank, the host) a file's lines belong to when the file is that one rank's or that one node's:
+    a line without a rank or host of its own is then its file's.
+
+    A file is one rank's when its lines state that rank only, name at most one host, and hold no launcher's
+    line (torchrun's agent, its failure table: `is_agent_event`): a console where only rank 0 tagged its lines
+    holds every worker's output when the agent wrote there too, and its untagged `terminate called after
+    throwing ...` may be rank 1's; nor does any line of it report on another rank (`failed_rank`). A file is
+    one node's when it names one host and every rank it states is known on that host (`hosts`, the job's
+    rank-to-host map), or it states at most one rank: a paste of two nodes' sections whose NCCL lines name
+    only the first node does not put the second node's ranks on it."""
+    about: dict[str, set[int]] = {}
+    launcher: set[str] = set()   # files holding a launcher's own lines: consoles of every worker it started
+    for e in events:
+        if is_agent_event(e):
+            launcher.add(e.path)
+        r = e.get("failed_rank")
+        if isinstance(r, int) and not isinstance(r, bool):
+            about.setdefault(e.path, set()).add(r)
+    file_rank: dict[str, int] = {}
+    file_host: dict[str, str] = {}
+    for f in files:
+        if (len(f.ranks) == 1 and len(f.hosts) <= 1 and f.path not in launcher
+                and about.get(f.path, set()) <= {f.ranks[0]}):
+            file_rank[f.path] = f.ranks[0]
+        if len(f.hosts) == 1:
+            h = short_host(f.hosts[0])
+            if len(f.ranks) <= 1 or all(short_host(hosts.get(r) or "") == h for r in f.ranks):
+                file_host[f.path] = f.hosts[0]
+    return file_rank, file_host

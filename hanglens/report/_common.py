@@ -504,7 +504,8 @@ def silent_table(doc: Mapping[str, Any]) -> tuple[str, list[tuple[str, ...]], st
         total = r.get("total")
         shown = "" if step is None else (f"{step}/{total}" if total is not None else str(step))
         epoch = "" if r.get("last_epoch") is None else str(r.get("last_epoch"))
-        phase = str(r.get("boundary") or r.get("last_phase") or "").replace("_", " ")
+        # where it stopped: a phase line with later steps after it is history (`last_phase`), not the place
+        phase = str(r.get("boundary") or "").replace("_", " ")
         if r.get("stalled_start"):
             phase = "new epoch, never advanced" + (f" (after {phase})" if phase != "epoch start" else "")
         return (shown, epoch, phase, one_line(r.get("note") or "", 200))

@@ -58,13 +58,38 @@ def test_stopped_without_any_shape_is_unexplained_but_says_where_ranks_stopped(t
                           "DUE TO TIME LIMIT ***\n",
     })
     assert doc["verdict"]["category"] == "unknown"
+    # The scheduler's clock stopped it: nothing says it had hung rather than still trained at the limit.
     assert doc["observed"]["headline"].startswith(
-        "The job hung without an error line and was stopped from outside: the scheduler cancelled the job, "
-        "due to time limit; the last step every rank reached is 41")
-    assert "py-spy dump" in doc["observed"]["first_step"]
-    assert "TORCH_FR_BUFFER_SIZE" in doc["observed"]["first_step"]
+        "The job was stopped from outside at its time limit, with no error line: the scheduler cancelled the "
+        "job, due to time limit; the last step every rank reached is 41. The logs do not say whether it had "
+        "hung or was still working")
+    assert "hung without an error line" not in doc["observed"]["headline"]
+    assert "longer limit" in doc["observed"]["first_step"] and "py-spy dump" in doc["observed"]["first_step"]
     out = render_text(doc, color=False, width=120)
     assert "No failure found" not in out and "Where each rank stopped" in out and "0-1    41" in out
+
+
+def test_stopped_by_its_agent_says_it_hung_and_what_to_collect(tmp_path: Path) -> None:
+    doc = analyze(tmp_path, {
+        "rank0.log": "step 40 loss 0.2\nstep 41 loss 0.2\n",
+        "rank1.log": "step 40 loss 0.3\nstep 41 loss 0.3\n",
+        "launcher.log": AGENT_SIGTERM,
+    })
+    assert doc["verdict"]["category"] == "unknown"
+    assert doc["observed"]["headline"].startswith(
+        "The job hung without an error line and was stopped from outside: torchrun's agent was signalled")
+    assert "TORCH_FR_BUFFER_SIZE" in doc["observed"]["first_step"]
+
+
+def test_a_phase_line_before_later_steps_is_not_where_the_rank_stopped(tmp_path: Path) -> None:
+    lines = ["step 40 loss 0.2", "Saving checkpoint to /home/user/ckpt/step_40.pt", "step 41 loss 0.2",
+             "step 42 loss 0.2"]
+    doc = analyze(tmp_path, {"rank0.log": "\n".join(lines) + "\n", "rank1.log": "\n".join(lines) + "\n",
+                             "launcher.log": AGENT_SIGTERM})
+    assert doc["silent_hang"]["ranks"][0]["last_phase"] == "checkpoint_save"   # (the newest phase line)
+    out = render_text(doc, color=False, width=120)
+    table = out[out.index("  ranks"):]
+    assert "0-1    42" in table and "checkpoint" not in table
 
 
 def test_epoch_boundary_without_ranks(tmp_path: Path) -> None:
