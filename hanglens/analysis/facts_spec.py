@@ -302,6 +302,8 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "bar_cut",
                 "stride",
                 "logged_cut",
+                "tail_words",
+                "odd_tail",
                 *_EVIDENCE,
             ),
             "Where each rank stopped when a job goes quiet (failure-signatures.md section 16): last "
@@ -330,7 +332,11 @@ FACT_SPECS: dict[str, FactSpec] = {
             "`stride` the steps between the rank's consecutive logged reports of its last epoch; "
             "`logged_cut` when its newest report is a logged line (not a bar drawn in place) whose next "
             "report, one stride on, would still be inside the loop (step + stride < total), with no "
-            "phase, epoch end or finish line after it anywhere: the loop stopped before its end.",
+            "phase, epoch end or finish line after it anywhere: the loop stopped before its end. "
+            "`tail_words` the words (three letters or more) of the rank's last progress or phase line that "
+            "none of its earlier reports and no other rank's report carry; `odd_tail` when, of three ranks "
+            "or more, it is the only one with such a last line and stopped at the same point as the others: "
+            "it went where its peers did not.",
         ),
         FactSpec(
             "slow_phase",

@@ -565,7 +565,58 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str],
             path=last.path,
             line=last.line,
         ))
-    return _compare(base)
+    return _odd_tail(_compare(base), by_rank)
+
+
+# A word of a report line: three letters or more (numbers, paths' digits and punctuation are not words).
+_WORD = re.compile(r"[A-Za-z]{3,}")
+_WORDS_OF = 400   # characters of a line read for its words
+
+
+def _words(e: Event) -> set[str]:
+    return {w.lower() for w in _WORD.findall(e.text[:_WORDS_OF])}
+
+
+def _odd_tail(rows: list[Record], by_rank: Mapping[int | None, list[Event]]) -> list[Record]:
+    """Mark the one rank whose last report says something no other report of the job says (`tail_words`,
+    `odd_tail`; section 16 item 1: each rank's last progress or phase line).
+
+    Every rank runs the same loop and prints the same lines: a last line with words the rank never printed
+    before and no other rank printed at all (`step 4: reading next shard`, `writing shard .../__1_0.distcp`
+    while its peers' last lines are their step reports) is where that rank went that its peers did not. With
+    three ranks or more whose lines are read, and at the same point as the others (no step ahead or
+    behind), that one rank is where the job stopped; two ranks are one line against one.
+    """
+    for r in rows:
+        r.update(tail_words=None, odd_tail=False)
+    ranked = [r for r in rows if r["rank"] is not None]
+    if len(ranked) < 3:
+        return rows
+    per_rank: dict[int, list[Event]] = {
+        r["rank"]: _order([e for e in by_rank.get(r["rank"], ()) if e.kind in ("progress", "phase")])
+        for r in ranked}
+    spread: Counter[str] = Counter()   # a word -> how many ranks' reports carry it
+    for evs in per_rank.values():
+        spread.update(set().union(*map(_words, evs)) if evs else set())
+    tails: dict[int, tuple[tuple[str, ...], Event]] = {}
+    for rank, evs in per_rank.items():
+        if not evs:
+            continue
+        tail = evs[-1]
+        at = (tail.path, tail.line)   # (a line read as both a phase and a progress report is one line)
+        before = set().union(*(_words(e) for e in evs if (e.path, e.line) != at))
+        new = tuple(w for w in dict.fromkeys(m.lower() for m in _WORD.findall(tail.text[:_WORDS_OF]))
+                    if w not in before and spread[w] == 1)   # (in the line's order)
+        if new:
+            tails[rank] = (new, tail)
+    odd = next(iter(tails)) if len(tails) == 1 else None
+    for r in rows:
+        found = tails.get(r["rank"]) if r["rank"] is not None else None
+        r.update(tail_words=" ".join(found[0]) if found else None,
+                 odd_tail=r["rank"] == odd and odd is not None and not r["differs"])
+        if r["odd_tail"] and found:
+            r.update(path=found[1].path, line=found[1].line)   # the row cites the line it stopped at
+    return rows
 
 
 # (a slotted row: one per rank of a big job)

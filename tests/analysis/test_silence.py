@@ -424,3 +424,34 @@ def test_a_stop_of_one_node_is_no_stop_of_the_other_nodes_ranks() -> None:
     rows = [{"rank": e.rank, "host": None, "time": e.time, "path": e.path, "line": e.line}
             for e in (lost, own)]
     assert [r["after_stop"] for r in mark_after_stop(rows, both)] == [True, True]
+
+
+def _said(rank: int, n: int, text: str) -> Event:
+    return ev("progress", rank, parser="progress", text=text, step=n, total=None, epoch=None, pattern="step",
+              label=None, gap_after=None)
+
+
+def test_the_one_rank_whose_last_line_no_peer_printed_has_an_odd_tail() -> None:
+    lines = [_said(r, n, f"[rank{r}] step {n} loss 0.{r}{n}") for n in (1, 2) for r in range(3)]
+    lines.append(_said(1, 2, "[rank1] step 2: fetching shard 0004 from object store"))
+    rows = by_rank(lines)
+    assert rows[1]["odd_tail"] and rows[1]["tail_words"] == "fetching shard from object store"
+    assert rows[1]["line"] == lines[-1].line   # the row cites the line it stopped at
+    assert not rows[0]["odd_tail"] and rows[0]["tail_words"] is None and not rows[2]["odd_tail"]
+
+
+def test_no_odd_tail_with_two_ranks_a_shared_line_or_a_rank_at_another_step() -> None:
+    two = [_said(r, n, f"[rank{r}] step {n} loss 0.{r}{n}") for n in (1, 2) for r in range(2)]
+    two.append(_said(1, 2, "[rank1] step 2: fetching shard 0004"))
+    assert not any(r["odd_tail"] for r in by_rank(two).values())
+    shared = [_said(r, n, f"[rank{r}] step {n} loss 0.{r}{n}") for n in (1, 2) for r in range(3)]
+    shared += [_said(r, 2, f"[rank{r}] step 2: fetching shard 000{r}") for r in range(3)]
+    assert not any(r["odd_tail"] for r in by_rank(shared).values())
+    # a word the rank printed before is no new place; a rank one step ahead differs by its step already
+    again = [_said(r, n, f"[rank{r}] step {n} loss 0.{r}{n}") for n in (1, 2) for r in range(3)]
+    again += [_said(2, 1, "[rank2] step 1: fetching shard 0001"),
+              _said(2, 2, "[rank2] step 2: fetching shard 0002")]
+    assert not any(r["odd_tail"] for r in by_rank(again).values())
+    ahead = [_said(r, n, f"[rank{r}] step {n} loss 0.{r}{n}") for n in (1, 2) for r in range(3)]
+    ahead.append(_said(0, 3, "[rank0] step 3: fetching shard 0004"))
+    assert not any(r["odd_tail"] for r in by_rank(ahead).values())
