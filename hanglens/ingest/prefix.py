@@ -110,8 +110,8 @@ VLLM_WORKER_RE = re.compile(
 # `format=f"[%(asctime)s{prefix}] %(message)s"`, `datefmt="%Y-%m-%d %H:%M:%S"`), the prefix made of ` DP<d>`,
 # ` PP<p>`, ` ATTN_CP<c>`, ` MOE_DP<m>`, ` TP<t>`, ` EP<e>` for each split of size > 1 (any order across
 # releases). With only TP (and EP, whose groups split the TP ranks) the TP rank is the process's
-# torch.distributed rank; a DP, PP or context-parallel field makes the global rank depend on sizes the tag does
-# not state, and the tag then names a writer only.
+# torch.distributed rank; a DP, PP or context-parallel field makes the global rank depend on sizes the tag
+# does not state, and the tag then names a writer only.
 SGLANG_RE = re.compile(
     r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d{1,6}){1,6})\] ")
 SGLANG_TAG_RE = re.compile(r" (?P<name>[A-Z_]{2,7}?)(?P<n>\d{1,6})")
