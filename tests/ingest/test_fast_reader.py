@@ -426,6 +426,7 @@ def test_sglang_tp_prefix_names_the_ranks_of_lines_no_parser_reads(reference: bo
     """SGLang's `[<time> TP<n>]` prefix names its writer's rank on every line, read or not by a parser (a
     `DP<d>` field leaves the global rank unstated), on the block path as on the reference one."""
     with _big_blocks():
-        res = Reader("x.log", Origin(), PARSERS, reference=reference).read(io.BytesIO(SGLANG_CONSOLE.encode()))
+        reader = Reader("x.log", Origin(), PARSERS, reference=reference)
+        res = reader.read(io.BytesIO(SGLANG_CONSOLE.encode()))
     assert res.envelope_ranks == {0, 1}
     assert _events(SGLANG_CONSOLE.encode(), False) == _events(SGLANG_CONSOLE.encode(), True)
