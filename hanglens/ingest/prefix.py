@@ -105,6 +105,27 @@ VLLM_WORKER_RE = re.compile(
     r"^\((?:VllmWorker rank=(?P<rank>\d{1,6}) pid=\d{1,10}|Worker_TP(?P<tp>\d{1,6}) pid=\d{1,10}"
     r"|Worker \(TP(?P<tp2>\d{1,6})\))\) "
 )
+# SGLang's scheduler processes (python/sglang/srt/managers/scheduler.py `run_scheduler_process`) log through
+# `configure_logger(server_args, prefix=prefix)` (python/sglang/srt/utils.py, later utils/common.py:
+# `format=f"[%(asctime)s{prefix}] %(message)s"`, `datefmt="%Y-%m-%d %H:%M:%S"`), the prefix made of ` DP<d>`,
+# ` PP<p>`, ` ATTN_CP<c>`, ` MOE_DP<m>`, ` TP<t>`, ` EP<e>` for each split of size > 1 (any order across
+# releases). With only TP (and EP, whose groups split the TP ranks) the TP rank is the process's
+# torch.distributed rank; a DP, PP or context-parallel field makes the global rank depend on sizes the tag
+# does not state, and the tag then names a writer only.
+SGLANG_RE = re.compile(
+    r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<tags>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d{1,6}){1,6})\] ")
+SGLANG_TAG_RE = re.compile(r" (?P<name>[A-Z_]{2,7}?)(?P<n>\d{1,6})")
+SGLANG_RANKLESS = frozenset({"DP", "PP", "ATTN_CP", "MOE_DP"})
+
+
+def sglang_rank(tags: str) -> int | None:
+    """The torch.distributed rank an SGLang logger prefix (` TP1`, ` DP0 TP1`) states, or None."""
+    fields = {m["name"]: int(m["n"]) for m in SGLANG_TAG_RE.finditer(tags)}
+    if "TP" not in fields or SGLANG_RANKLESS & fields.keys():
+        return None
+    return fields["TP"]
+
+
 # vLLM V0 runs its driver worker, global rank 0, inside the engine's own process (vllm/executor/
 # mp_distributed_executor.py and ray_distributed_executor.py create it with `rank=0`) and tags the other
 # workers' lines (`(VllmWorkerProcess pid=N)`, `(RayWorkerWrapper pid=N, ip=...)`); a V1 engine process runs
@@ -700,6 +721,15 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
             time, year = _iso_time(f"{m['date']} {m['hms']},{m['ms'] or '0'}")
             year_known, clock, level = True, "pylog", LEVEL_LETTER[m["lvl"]]
             writers.append(f"proc {m['host']}:{m['pid']}")
+            s = s[m.end():]
+            continue
+        m = SGLANG_RE.match(s) if s.startswith("[") and time is None else None
+        if m:
+            time, year = _iso_time(m["ts"])
+            year_known, clock = year is not None, "iso"
+            r = sglang_rank(m["tags"])
+            rank = r if rank is None else rank
+            writers.append(f"sglang{m['tags']}")
             s = s[m.end():]
             continue
         m = ISO_RE.match(s)

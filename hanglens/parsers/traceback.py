@@ -62,6 +62,15 @@ MAX_NOISE = 20        # unrelated lines tolerated inside one traceback (interlea
 MAX_TAIL = 8          # message continuation lines tolerated after the exception line
 MAX_MESSAGE = 2000
 MAX_SOURCE = 200      # characters kept of a frame's source line
+# Ray re-raises a remote task's or actor method's exception in the process that called `ray.get` as
+# `RayTaskError(<cause>)` (ray/exceptions.py `RayTaskError.as_instanceof_cause`: a class named
+# `f"RayTaskError({cause_cls.__name__})"`), whose text replaces the remote traceback's `Traceback (most recent
+# call last):` header with `ray::<proctitle>() (pid=<pid>, ip=<ip>[, actor_id=<id>, repr=<repr>])`
+# (`RayTaskError.__str__`), then the remote frames and the cause's own `<Type>: <message>` line: the frames
+# and the cause are the remote process's, the worker Ray tags `(<Actor> pid=<pid>)` in the same console.
+RAY_TASK_ERROR_RE = re.compile(
+    r"^(?:[a-z_]\w*\.)*RayTaskError(?:\([\w.]{1,200}\))?: ray::(?P<proc>[\w.<>]{1,200})\(\) "
+    r"\(pid=(?P<pid>\d{1,10}), ip=(?P<ip>[\w.:]{1,64})")
 # Python 3.11+ marks the failing expression under a source line with carets (`~~~^^^`).
 CARET_RE = re.compile(r"^\s*[~^]+\s*$")
 
@@ -90,6 +99,7 @@ class _Tb:
     original_message: str | None = None
     worker: int | None = None
     rich: bool = False              # a rich box: frames as `file:line in func` rows, the message wrapped
+    remote: tuple[str, str] | None = None   # (writer, ip) of the Ray worker whose traceback Ray relayed
     path_part: str = ""             # a rich frame row's file name wrapped onto the row before
     # the frames of the raising rank's own traceback, kept while relayed tracebacks (DCP) are read
     outer_frames: list[tuple[str, int | None, str | None]] | None = None
@@ -261,6 +271,18 @@ class TracebackParser(Parser):
                 "any (rich.traceback.install(): a boxed traceback, the message word-wrapped at the console's "
                 "width; written here, 62 columns)"),
         Example("Traceback (most recent call last):\n"
+                "  File \"/srv/serve.py\", line 88, in <module>\n"
+                "    outputs = ray.get(refs)\n"
+                "ray.exceptions.RayTaskError(IndexError): ray::ShardWorker.execute_model() (pid=7311, "
+                "ip=10.4.0.12, actor_id=5be0c6a1d2e3f4a5b6c7d8e901000000, repr=<ShardWorker object at "
+                "0x7f3a2c1d0e50>)\n"
+                "  File \"/srv/worker.py\", line 140, in execute_model\n"
+                "    block = self.block_table[seq_id]\n"
+                "IndexError: list index out of range\n",
+                "exception", {"exc_type": "IndexError", "message": "list index out of range",
+                              "frame_file": "/srv/worker.py", "frame_line": 140},
+                "ray 2.x (ray/exceptions.py RayTaskError.__str__; written here)"),
+        Example("Traceback (most recent call last):\n"
                 "  File \"train.py\", line 42, in <module>\n"
                 "    main()\n",
                 "exception", {"exc_type": None, "frame_file": "train.py", "frame_line": 42},
@@ -422,6 +444,12 @@ class TracebackParser(Parser):
                 tb.sources[-1] = text.strip()[:MAX_SOURCE]
             return True, False  # source line, caret line, or a frame of a nested listing
         body = text[tb.indent:] if indent == tb.indent else text
+        m = RAY_TASK_ERROR_RE.match(body) if tb.remote is None and "ray::" in body else None
+        if m:
+            # The caller's frames (down to `ray.get`) are not where it was raised: the remote frames follow.
+            tb.frames, tb.sources, tb.noise = [], [], 0
+            tb.remote = (f"ray {m['proc'].split('.')[0]} {m['pid']}", m["ip"])
+            return True, False
         m = TB_EXC_RE.match(body)
         if m and (TB_SUFFIX_RE.search(m["type"]) or (m["msg"] is not None and "." in m["type"])):
             self._exception(tb, line, m["type"], m["msg"])
@@ -482,6 +510,8 @@ class TracebackParser(Parser):
             ev = replace(ev, text=tb.exc_line.text)
         if tb.pre:
             ev = _attribute(ev, tb.pre)
+        if tb.remote is not None:
+            ev = replace(ev, writer=tb.remote[0], host=ev.host or tb.remote[1])
         return ev
 
     def _bare(self, line: LogLine, m: re.Match[str]) -> Event:

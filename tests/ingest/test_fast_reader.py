@@ -408,3 +408,25 @@ def test_a_ranks_own_line_stating_its_pid_after_a_word_is_read() -> None:
         got = Reader("x.log", Origin(), PARSERS, reference=reference).read(io.BytesIO(data))
         assert [(e.kind, e.rank, e.get("worker_pid")) for e in got.events if e.kind == "world_info"] == [
             ("world_info", 2, 9865)]
+
+
+SGLANG_CONSOLE = (
+    "[2026-11-28 09:13:52 TP0] Init torch distributed ends. mem usage=0.00 GB\n"
+    "[2026-11-28 09:13:52 TP1] Init torch distributed ends. mem usage=0.00 GB\n"
+    "[2026-11-28 09:13:54 TP1] Load weight end. type=TinyLM, avail mem=11.60 GB\n"
+    "[2026-11-28 09:13:56 DP1 TP0] Prefill batch. #new-seq: 1, #new-token: 9\n"
+    "[2026-11-28 09:13:57 TP0] Waiting queue empty; scheduler idle\n"
+    "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting "
+    "30000ms for recv operation to complete\n"
+)
+
+
+@pytest.mark.parametrize("reference", [False, True])
+def test_sglang_tp_prefix_names_the_ranks_of_lines_no_parser_reads(reference: bool) -> None:
+    """SGLang's `[<time> TP<n>]` prefix names its writer's rank on every line, read or not by a parser (a
+    `DP<d>` field leaves the global rank unstated), on the block path as on the reference one."""
+    with _big_blocks():
+        reader = Reader("x.log", Origin(), PARSERS, reference=reference)
+        res = reader.read(io.BytesIO(SGLANG_CONSOLE.encode()))
+    assert res.envelope_ranks == {0, 1}
+    assert _events(SGLANG_CONSOLE.encode(), False) == _events(SGLANG_CONSOLE.encode(), True)

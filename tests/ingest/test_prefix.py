@@ -51,6 +51,16 @@ CASES = [
     ("(Worker_TP1 pid=6017) INFO 07-02 09:14:50 [gpu_worker.py:88] ready", Dialect(), "ready", 1, None, None, "I"),
     ("(Worker (TP2)) WARNING 07-02 09:14:51 [worker.py:3] slow", Dialect(), "slow", 2, None, None, "W"),
     ("INFO 04-15 00:31:11.123 llm_engine.py:2] ok", Dialect(), "ok", None, None, None, "I"),
+    # SGLang's scheduler logger prefix (`[%(asctime)s{prefix}] %(message)s`): a TP-only prefix is the rank
+    # (EP splits the TP ranks); with a DP or PP field the global rank is not stated
+    ("[2026-12-05 10:41:07 TP3] Decode batch. #running-req: 4, #token: 812", Dialect(),
+     "Decode batch. #running-req: 4, #token: 812", 3, None, None, None),
+    ("[2026-12-05 10:41:07 TP6 EP1] Load weight end.", Dialect(), "Load weight end.", 6, None, None, None),
+    ("[2026-12-05 10:41:07 DP1 TP2] Prefill batch.", Dialect(), "Prefill batch.", None, None, None, None),
+    ("[2026-12-05 10:41:07 PP1 TP0] Scheduler hit an exception", Dialect(), "Scheduler hit an exception",
+     None, None, None, None),
+    ("[2026-12-05 10:41:07] Receive: obj=GenerateReqInput()", Dialect(), "Receive: obj=GenerateReqInput()",
+     None, None, None, None),
     # `|`-separated formats: logging's `%(asctime)s | %(levelname)-8s | %(name)s | %(message)s`, loguru's default
     ("2026-03-09 11:20:41,805 | INFO     | trainer | [rank 2] step 40 loss 1.25", Dialect(),
      "[rank 2] step 40 loss 1.25", 2, None, None, "I"),

@@ -90,3 +90,22 @@ def test_a_chain_whose_later_traceback_does_not_hold_the_handler_has_no_context_
             "ValueError: second\n")
     (ev,) = events(text, "exception")
     assert ev.get("context_frames") is None
+
+
+def test_ray_task_error_is_the_remote_workers_exception() -> None:
+    # Ray relays a remote actor's traceback under `ray::<Actor>.<method>() (pid=<p>, ip=<ip>, ...)` in the
+    # caller's `RayTaskError(<cause>)`: the exception, its frames and its writer are the actor's (the stream
+    # Ray tags `(<Actor> pid=<p>)`), not the driver's that called `ray.get`.
+    text = ("Traceback (most recent call last):\n"
+            "  File \"/srv/launch.py\", line 61, in <module>\n"
+            "    ray.get(futures)\n"
+            "  File \"/srv/.venv/lib/python3.11/site-packages/ray/_private/worker.py\", line 2890, in get\n"
+            "    raise value.as_instanceof_cause()\n"
+            "ray.exceptions.RayTaskError(KeyError): ray::TPShard.forward_step() (pid=20417, ip=10.8.1.5, "
+            "actor_id=0c9d4e5f6a7b8c9d0e1f2a3b04000000, repr=<serve.TPShard object at 0x7f00aa11bb22>)\n"
+            "  File \"/srv/serve.py\", line 212, in forward_step\n"
+            "    adapter = self.adapters[req.adapter_id]\n"
+            "KeyError: 'fr-lora'\n")
+    (ev,) = events(text, "exception")
+    assert (ev.get("exc_type"), ev.get("message"), ev.get("frame_file"), ev.writer, ev.host) == (
+        "KeyError", "'fr-lora'", "/srv/serve.py", "ray TPShard 20417", "10.8.1.5")
