@@ -404,3 +404,46 @@ def test_a_file_of_several_hosts_lines_is_not_its_one_ranked_writers(tmp_path: P
     evidence = [ev for f in doc["findings"] for ev in f.get("evidence", [])]
     other = [ev for ev in evidence if ev.get("host") in ("gpu-h02", "gpu-h03")]
     assert other and all(ev.get("rank") is None for ev in other)
+
+
+# A gloo job's straggler timeout (torch 2.13 `[rankN]:` tracebacks; gloo/transport/tcp/unbound_buffer.cc
+# timeouts; values written here): rank 2 logged a slow phase, ranks 0, 1 and 3 timed out in the all-reduce.
+_GLOO = "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc"
+GLOO_TIMEOUTS = f"""\
+[rank2]:09:12:40 | r2 | rebuilding token cache
+[rank0]: {_GLOO}:78] Timed out waiting 30000ms for recv operation to complete
+[rank1]: {_GLOO}:78] Timed out waiting 30000ms for recv operation to complete
+[rank3]: {_GLOO}:129] Timed out waiting 30000ms for send operation to complete
+"""
+
+def test_a_gloo_job_is_told_how_gloo_dumps_the_flight_recorder(tmp_path: Path) -> None:
+    """gloo records into the flight recorder but dumps nothing on a timeout (TORCH_NCCL_DUMP_ON_TIMEOUT is
+    ProcessGroupNCCL's; probe44's gloo reruns with TORCH_FR_DUMP_TEMP_FILE set wrote no file): the advice says
+    to call `_dump_fr_trace()`, and NCCL_DEBUG, which does nothing on gloo, is not advised."""
+    (tmp_path / "console.log").write_text(GLOO_TIMEOUTS)
+    doc = api.analyze([tmp_path]).to_dict()
+    advice = " ".join(doc["collect_next"])
+    assert "_dump_fr_trace()" in advice, doc["collect_next"]
+    assert "NCCL_DEBUG=INFO" not in advice
+    assert not any("TORCH_NCCL_DUMP_ON_TIMEOUT=1` (dumps every rank" in s for s in doc["collect_next"])
+
+
+def test_detail_advice_on_gloo_warns_about_ddp(tmp_path: Path) -> None:
+    """torch 2.13 DDP on gloo dies of SIGSEGV under TORCH_DISTRIBUTED_DEBUG=DETAIL (probe44): where DETAIL is
+    advised for a gloo job, the report says so and names what to use instead."""
+    (tmp_path / "console.log").write_text(GLOO_TIMEOUTS)
+    doc = api.analyze([tmp_path]).to_dict()
+    detail = [s for s in doc["collect_next"] + list(doc["findings"][0].get("remediation") or [])
+              if "TORCH_DISTRIBUTED_DEBUG=DETAIL" in s]
+    assert detail
+    assert any("SIGSEGV" in s for s in doc["collect_next"]), doc["collect_next"]
+
+
+def test_stacks_of_every_rank_given_are_not_asked_for_again() -> None:
+    """A py-spy dump of every rank is in the input (the user followed the advice before stopping the job): the
+    rerun advice does not ask for them again (it used to, from the verdict's own `collect`)."""
+    case = Path(__file__).resolve().parents[1] / "written_cases" / (
+        "r44-pyspy-every-rank-rank0-outside-backward-validation-word-ws3")
+    doc = api.analyze([p for p in sorted(case.rglob("*")) if p.is_file() and p.name != "case.yaml"]).to_dict()
+    assert doc["verdict"]["culprit_ranks"] == [0]
+    assert not any("py-spy dump --pid <PID>" in s for s in doc["collect_next"]), doc["collect_next"]
