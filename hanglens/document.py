@@ -607,12 +607,33 @@ def _observed(tables: Tables, file_rank: dict[str, int]) -> dict[str, str] | Non
             else "exited with an error"
         )
         ranks = sorted(int(r["rank"]) for r in rows if r.get("rank") is not None)
-        step = (
-            "Check the host's kernel log (`dmesg -T`) for the out-of-memory killer or an operator's kill."
-            if "SIGKILL" in how
-            else "Read the last lines each of these ranks wrote before it died; enable "
-            "`PYTHONFAULTHANDLER=1` for the rerun so a crash prints its stack."
-        )
+        # faulthandler's stacks (`Fatal Python error: <signal>` as a process dies, or dumped on a timer or
+        # signal; parsers/faulthandler.py): already printed, so say what they show instead of asking to turn
+        # faulthandler on (interleaved on a shared console, only the first keeps its `Fatal` header).
+        mains = [e for e in evs
+                 if e.kind == "stack_dump" and e.get("dumper") == "faulthandler" and e.get("main")]
+        waiting = Counter(str(e.get("collective")) for e in mains if e.get("waits_on") == "collective")
+        outside = sum(1 for e in mains if e.get("waits_on") != "collective")
+        if "SIGKILL" in how:
+            step = ("Check the host's kernel log (`dmesg -T`) for the out-of-memory killer or an operator's "
+                    "kill.")
+        elif waiting and outside:
+            call, n = waiting.most_common(1)[0]
+            who = ("1 was outside any collective: that process is the one the others waited for"
+                   if outside == 1 else
+                   f"{outside} were outside any collective: those are the processes the others waited for")
+            step = (
+                f"Read the stacks faulthandler printed: {n} main {'thread' if n == 1 else 'threads'} waited "
+                f"in `{call}` and {who}. The stacks name no rank here: run torchrun with `--log-dir DIR "
+                "--redirects 3 --tee 3` (or `py-spy dump --pid <PID> > pyspy-rank<N>.txt` per rank) so each "
+                "stack is kept with its rank."
+            )
+        elif mains:
+            step = ("Read the stacks faulthandler printed as they died (the frames under your own code show "
+                    "where each process was) and the last lines each of these ranks wrote before it died.")
+        else:
+            step = ("Read the last lines each of these ranks wrote before it died; enable "
+                    "`PYTHONFAULTHANDLER=1` for the rerun so a crash prints its stack.")
         return {
             "headline": f"{_ranks_text(ranks).capitalize()} {how}; culprit not determined",
             "first_step": step,

@@ -447,3 +447,25 @@ def test_stacks_of_every_rank_given_are_not_asked_for_again() -> None:
     doc = api.analyze([p for p in sorted(case.rglob("*")) if p.is_file() and p.name != "case.yaml"]).to_dict()
     assert doc["verdict"]["culprit_ranks"] == [0]
     assert not any("py-spy dump --pid <PID>" in s for s in doc["collect_next"]), doc["collect_next"]
+
+
+def test_signalled_ranks_with_faulthandler_stacks_are_told_what_the_stacks_show(tmp_path: Path) -> None:
+    """Every worker killed by SIGABRT under PYTHONFAULTHANDLER=1 (a user's `kill -ABRT` of a hung job,
+    probe44) printed its stack: the first step reads them (how many wait in which collective, how many are
+    outside one) instead of asking to turn faulthandler on."""
+    def dump(tid: int, inner: str) -> str:
+        return (f"Fatal Python error: Aborted\n\nCurrent thread 0x00007f55a1{tid:06x} "
+                f"(most recent call first):\n{inner}"
+                '  File "/home/user/job/run.py", line 77 in <module>\n\n')
+    coll = ('  File "/home/user/.venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", '
+            'line 3252 in all_reduce\n  File "/home/user/job/run.py", line 61 in step\n')
+    own = '  File "/home/user/job/run.py", line 40 in wait_for_shard\n'
+    table = "".join(f"[{r}]:\n  rank      : {r} (local_rank: {r})\n"
+                    f"  exitcode  : -6 (pid: {5100 + r})  (SIGABRT)\n" for r in range(3))
+    (tmp_path / "console.log").write_text(
+        dump(1, coll) + dump(2, own) + dump(3, coll)
+        + "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\nFailures:\n" + table)
+    doc = api.analyze([tmp_path]).to_dict()
+    step = (doc.get("observed") or {}).get("first_step") or ""
+    assert "PYTHONFAULTHANDLER=1" not in step, doc.get("observed")
+    assert "2 main threads waited in `all_reduce`" in step and "1 was outside any collective" in step, step
