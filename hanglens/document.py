@@ -303,6 +303,7 @@ _ALREADY_ON: tuple[tuple[str, frozenset[str]], ...] = (
     ("TORCH_DISTRIBUTED_DEBUG=DETAIL", frozenset({"collective_fingerprint", "collective_mismatch"})),
     ("NCCL_DEBUG=INFO", frozenset({"nccl_comm_init"})),
     ("TORCH_NCCL_TRACE_BUFFER_SIZE", frozenset({"flight_recorder", "fr_dump"})),
+    ("TORCH_FR_BUFFER_SIZE", frozenset({"flight_recorder", "fr_dump"})),
     # `@record` is on when a worker's error.json was read or the agent's failure table printed its traceback
     ("errors.record", frozenset({"error_file"})),
 )
@@ -334,6 +335,41 @@ def _launched_without_torchrun(events: Sequence[Any]) -> str | None:
 
 # What a piece of rerun advice is about (a knob to turn on, a tool to run): one piece of advice per key.
 _ADVICE_KEYS = (*(knob for knob, _ in _ALREADY_ON), "py-spy dump")
+
+# The flight recorder on gloo (torch 2.13): ProcessGroupGloo records every collective into the same
+# FlightRecorder (torch/csrc/distributed/c10d/ProcessGroupGloo.cpp, FlightRecorder<c10::Event>) when
+# `TORCH_FR_BUFFER_SIZE` is set, but nothing dumps it on a timeout: `TORCH_NCCL_DUMP_ON_TIMEOUT` and the
+# dump-on-timeout writer are ProcessGroupNCCL's (the CPU build of torch does not even hold the variable's
+# name), and gloo's dumps name no group ranks (`pg_config` ranks `[]`), so `torchfrtrace` reports their
+# groups with world size 0. The dump has to be asked for: `torch._C._distributed_c10d._dump_fr_trace()`
+# (FlightRecorder.cpp `dump_fr_trace`) returns the pickle.
+_GLOO_FR_ADVICE = (
+    "On gloo the flight recorder records but dumps nothing on a timeout (`TORCH_NCCL_DUMP_ON_TIMEOUT` is "
+    "NCCL's only): set `TORCH_FR_BUFFER_SIZE=2000` and, in the script's exception handler, write "
+    "`torch._C._distributed_c10d._dump_fr_trace()` (bytes) to `fr_trace_rank_<RANK>` on every rank; give "
+    "those files to hanglens with the logs (`torchfrtrace` cannot read gloo dumps' group ranks)."
+)
+# torch 2.13: DistributedDataParallel on gloo under `TORCH_DISTRIBUTED_DEBUG=DETAIL` (every collective
+# wrapped in ProcessGroupWrapper) died of SIGSEGV on every rank of a healthy 2-rank run (probe44); plain
+# collectives and FSDP2 ran under DETAIL, and `monitored_barrier` names missing ranks without it.
+_GLOO_DETAIL_ADVICE = (
+    "On gloo, `TORCH_DISTRIBUTED_DEBUG=DETAIL` crashed DistributedDataParallel with SIGSEGV on torch "
+    "2.13: for a DDP job use `TORCH_DISTRIBUTED_DEBUG=INFO` and a "
+    "`dist.monitored_barrier(wait_all_ranks=True)` after the suspect section (it names every rank that "
+    "did not arrive) instead."
+)
+
+
+def _on_gloo(evs: Sequence[Any]) -> bool:
+    """Whether the job's collectives ran on gloo: a line of gloo's own (parsers/gloo.py: its transport
+    errors, timeouts and mesh lines; a ProcessGroupGloo line) and no line of NCCL's or ProcessGroupNCCL's."""
+    gloo = False
+    for e in evs:
+        if e.parser in ("nccl", "ncclras") or e.kind.startswith("nccl_") or "NCCL work" in e.text:
+            return False
+        gloo = gloo or e.parser == "gloo" or "ProcessGroupGloo" in e.text or "gloo:" in str(
+            e.get("profiling_name") or "")
+    return gloo
 
 
 def _collect_next(
@@ -380,10 +416,12 @@ def _collect_next(
             "No line had a timestamp: set `TORCH_CPP_LOG_LEVEL=INFO` (c10 lines carry times since 2.4) "
             "and log with a time format so the first failure can be ordered across ranks."
         )
+    gloo = _on_gloo(evs)
     if "hang_detected" in kinds and not (
-        kinds & {"pg_status", "desync_report", "collective_fingerprint", "flight_recorder"}
+        kinds & {"pg_status", "desync_report", "collective_fingerprint", "flight_recorder", "fr_dump"}
     ):
         out.append(
+            _GLOO_FR_ADVICE if gloo else
             "Turn on the flight recorder for the rerun: `TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
             "TORCH_NCCL_DUMP_ON_TIMEOUT=1` (dumps every rank's last collectives on a timeout; analyse with "
             "`torchfrtrace`)."
@@ -395,7 +433,8 @@ def _collect_next(
             "`--native` for C++ frames) and give the files to hanglens with the logs: a rank stuck in a "
             "different collective than its peers is then named."
         )
-    if not (kinds & {"nccl_comm_init", "nccl_version", "nccl_warn"}) and any(
+    # (not on gloo: NCCL_DEBUG changes nothing there, even when the job's environment echo names it)
+    if not gloo and not (kinds & {"nccl_comm_init", "nccl_version", "nccl_warn"}) and any(
         "NCCL" in e.text for e in evs[:2000]
     ):
         out.append(
@@ -411,6 +450,27 @@ def _collect_next(
             "Rerun with `TORCH_DISTRIBUTED_DEBUG=DETAIL` to check that every rank calls the same "
             "collective with the same shapes (it names the mismatching rank)."
         )
+    notes: list[str] = []
+    if gloo:
+        # What a rule or the lines above advise for NCCL, said for the backend this job ran on (after the
+        # one-piece-per-knob pass below: these correct advice given, they do not repeat it).
+        said = [*fix, *out]
+        if _GLOO_FR_ADVICE not in out and not kinds & {"fr_dump", "flight_recorder"} and any(
+            "TORCH_NCCL_DUMP_ON_TIMEOUT" in s for s in said
+        ):
+            notes.append(_GLOO_FR_ADVICE)
+        if not kinds & {"collective_fingerprint", "collective_mismatch"}:
+            # said where DETAIL is advised: in this list's own line, else (the fix advised it) on its own
+            detail = [i for i, s in enumerate(out) if "TORCH_DISTRIBUTED_DEBUG=DETAIL" in s]
+            for i in detail:
+                out[i] = f"{out[i]} {_GLOO_DETAIL_ADVICE}"
+            if not detail and any("TORCH_DISTRIBUTED_DEBUG=DETAIL" in s for s in fix):
+                notes.append(_GLOO_DETAIL_ADVICE)
+    stacked = {e.rank for e in evs if e.kind == "stack_dump" and e.rank is not None}
+    if len(stacked) >= 2 and ranks_with_logs <= stacked:
+        # Every rank's stack is here already: asking for `py-spy dump --pid <PID>` of every rank again is
+        # advice the user has followed (a worker's pid, `<worker pid>`, is another dump and stays).
+        out = [s for s in out if "py-spy dump --pid <PID>" not in s]
     seen: set[str] = {knob for knob in _ADVICE_KEYS if any(knob in step for step in fix)}
     uniq = []
     for s in out:
@@ -420,7 +480,7 @@ def _collect_next(
             seen.add(s)
             seen.update(knobs)
             uniq.append(s)
-    return uniq
+    return uniq + [n for n in notes if n not in uniq]
 
 
 def _duration(ms: Any) -> str:
@@ -548,12 +608,33 @@ def _observed(tables: Tables, file_rank: dict[str, int]) -> dict[str, str] | Non
             else "exited with an error"
         )
         ranks = sorted(int(r["rank"]) for r in rows if r.get("rank") is not None)
-        step = (
-            "Check the host's kernel log (`dmesg -T`) for the out-of-memory killer or an operator's kill."
-            if "SIGKILL" in how
-            else "Read the last lines each of these ranks wrote before it died; enable "
-            "`PYTHONFAULTHANDLER=1` for the rerun so a crash prints its stack."
-        )
+        # faulthandler's stacks (`Fatal Python error: <signal>` as a process dies, or dumped on a timer or
+        # signal; parsers/faulthandler.py): already printed, so say what they show instead of asking to turn
+        # faulthandler on (interleaved on a shared console, only the first keeps its `Fatal` header).
+        mains = [e for e in evs
+                 if e.kind == "stack_dump" and e.get("dumper") == "faulthandler" and e.get("main")]
+        waiting = Counter(str(e.get("collective")) for e in mains if e.get("waits_on") == "collective")
+        outside = sum(1 for e in mains if e.get("waits_on") != "collective")
+        if "SIGKILL" in how:
+            step = ("Check the host's kernel log (`dmesg -T`) for the out-of-memory killer or an operator's "
+                    "kill.")
+        elif waiting and outside:
+            call, n = waiting.most_common(1)[0]
+            who = ("1 was outside any collective: that process is the one the others waited for"
+                   if outside == 1 else
+                   f"{outside} were outside any collective: those are the processes the others waited for")
+            step = (
+                f"Read the stacks faulthandler printed: {n} main {'thread' if n == 1 else 'threads'} waited "
+                f"in `{call}` and {who}. The stacks name no rank here: run torchrun with `--log-dir DIR "
+                "--redirects 3 --tee 3` (or `py-spy dump --pid <PID> > pyspy-rank<N>.txt` per rank) so each "
+                "stack is kept with its rank."
+            )
+        elif mains:
+            step = ("Read the stacks faulthandler printed as they died (the frames under your own code show "
+                    "where each process was) and the last lines each of these ranks wrote before it died.")
+        else:
+            step = ("Read the last lines each of these ranks wrote before it died; enable "
+                    "`PYTHONFAULTHANDLER=1` for the rerun so a crash prints its stack.")
         return {
             "headline": f"{_ranks_text(ranks).capitalize()} {how}; culprit not determined",
             "first_step": step,

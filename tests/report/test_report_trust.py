@@ -476,3 +476,68 @@ def test_a_rank_of_another_node_does_not_take_the_pastes_one_host(tmp_path: Path
     own = [ev for ev in _evidence(doc) if ev["rank"] == 6]
     assert own, _evidence(doc)
     assert all(ev["host"] != "h7" for ev in own)
+
+
+# A gloo job's straggler timeout (torch 2.13 `[rankN]:` tracebacks; gloo/transport/tcp/unbound_buffer.cc
+# timeouts; values written here): rank 2 logged a slow phase, ranks 0, 1 and 3 timed out in the all-reduce.
+_GLOO = "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc"
+GLOO_TIMEOUTS = f"""\
+[rank2]:09:12:40 | r2 | rebuilding token cache
+[rank0]: {_GLOO}:78] Timed out waiting 30000ms for recv operation to complete
+[rank1]: {_GLOO}:78] Timed out waiting 30000ms for recv operation to complete
+[rank3]: {_GLOO}:129] Timed out waiting 30000ms for send operation to complete
+"""
+
+def test_a_gloo_job_is_told_how_gloo_dumps_the_flight_recorder(tmp_path: Path) -> None:
+    """gloo records into the flight recorder but dumps nothing on a timeout (TORCH_NCCL_DUMP_ON_TIMEOUT is
+    ProcessGroupNCCL's; probe44's gloo reruns with TORCH_FR_DUMP_TEMP_FILE set wrote no file): the advice says
+    to call `_dump_fr_trace()`, and NCCL_DEBUG, which does nothing on gloo, is not advised."""
+    (tmp_path / "console.log").write_text(GLOO_TIMEOUTS)
+    doc = api.analyze([tmp_path]).to_dict()
+    advice = " ".join(doc["collect_next"])
+    assert "_dump_fr_trace()" in advice, doc["collect_next"]
+    assert "NCCL_DEBUG=INFO" not in advice
+    assert not any("TORCH_NCCL_DUMP_ON_TIMEOUT=1` (dumps every rank" in s for s in doc["collect_next"])
+
+
+def test_detail_advice_on_gloo_warns_about_ddp(tmp_path: Path) -> None:
+    """torch 2.13 DDP on gloo dies of SIGSEGV under TORCH_DISTRIBUTED_DEBUG=DETAIL (probe44): where DETAIL is
+    advised for a gloo job, the report says so and names what to use instead."""
+    (tmp_path / "console.log").write_text(GLOO_TIMEOUTS)
+    doc = api.analyze([tmp_path]).to_dict()
+    detail = [s for s in doc["collect_next"] + list(doc["findings"][0].get("remediation") or [])
+              if "TORCH_DISTRIBUTED_DEBUG=DETAIL" in s]
+    assert detail
+    assert any("SIGSEGV" in s for s in doc["collect_next"]), doc["collect_next"]
+
+
+def test_stacks_of_every_rank_given_are_not_asked_for_again() -> None:
+    """A py-spy dump of every rank is in the input (the user followed the advice before stopping the job): the
+    rerun advice does not ask for them again (it used to, from the verdict's own `collect`)."""
+    case = Path(__file__).resolve().parents[1] / "written_cases" / (
+        "r44-pyspy-every-rank-rank0-outside-backward-validation-word-ws3")
+    doc = api.analyze([p for p in sorted(case.rglob("*")) if p.is_file() and p.name != "case.yaml"]).to_dict()
+    assert doc["verdict"]["culprit_ranks"] == [0]
+    assert not any("py-spy dump --pid <PID>" in s for s in doc["collect_next"]), doc["collect_next"]
+
+
+def test_signalled_ranks_with_faulthandler_stacks_are_told_what_the_stacks_show(tmp_path: Path) -> None:
+    """Every worker killed by SIGABRT under PYTHONFAULTHANDLER=1 (a user's `kill -ABRT` of a hung job,
+    probe44) printed its stack: the first step reads them (how many wait in which collective, how many are
+    outside one) instead of asking to turn faulthandler on."""
+    def dump(tid: int, inner: str) -> str:
+        return (f"Fatal Python error: Aborted\n\nCurrent thread 0x00007f55a1{tid:06x} "
+                f"(most recent call first):\n{inner}"
+                '  File "/home/user/job/run.py", line 77 in <module>\n\n')
+    coll = ('  File "/home/user/.venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", '
+            'line 3252 in all_reduce\n  File "/home/user/job/run.py", line 61 in step\n')
+    own = '  File "/home/user/job/run.py", line 40 in wait_for_shard\n'
+    table = "".join(f"[{r}]:\n  rank      : {r} (local_rank: {r})\n"
+                    f"  exitcode  : -6 (pid: {5100 + r})  (SIGABRT)\n" for r in range(3))
+    (tmp_path / "console.log").write_text(
+        dump(1, coll) + dump(2, own) + dump(3, coll)
+        + "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\nFailures:\n" + table)
+    doc = api.analyze([tmp_path]).to_dict()
+    step = (doc.get("observed") or {}).get("first_step") or ""
+    assert "PYTHONFAULTHANDLER=1" not in step, doc.get("observed")
+    assert "2 main threads waited in `all_reduce`" in step and "1 was outside any collective" in step, step
