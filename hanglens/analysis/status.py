@@ -14,6 +14,7 @@ from hanglens.analysis.kinds import (
     checkpoint_failed_ranks,
     exit_signal,
     host_of,
+    is_failure_warning,
     is_victim_exception,
 )
 from hanglens.ingest.streams import is_agent_event, is_spawn_parent_exception, non_negative_int
@@ -1337,6 +1338,9 @@ def _survived_by_success(events: Sequence[Event], files: Sequence[InputFile]) ->
     for i, e in enumerate(events):
         if e.path in success and e.line < success[e.path] and _ended_badly(e):
             out.add(i)
+        elif (e.path in success and e.line < success[e.path] and is_failure_warning(e)
+              and succeeded.may_hold(e, e.path in agent_files)):
+            out.add(i)   # an NCCL WARN its own node's workers exited 0 after (a peer closing at shutdown)
         elif (success and e.kind == "store_error"
               and (e.time is None or first_progress is None or e.time > first_progress)
               and succeeded.may_hold(e, e.path in agent_files)):
