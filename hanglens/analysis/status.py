@@ -836,6 +836,28 @@ def _mismatch_statements(e: Event, hosts: dict[int, str]) -> list[tuple[str | No
     return [(my_host, me, decode_nccl_code(my_code)), (hosts.get(peer), peer, decode_nccl_code(peer_code))]
 
 
+# ProcessGroupNCCL's PG-level log prefix names the torch release band that printed it (log-formats.md
+# sections 0 and 1.2): `[PG <uid> Rank <r>]` / `[PG <uid> (<desc>) Rank <r>]` in 2.3-2.4, `[PG ID <id> PG GUID
+# <guid>[(<desc>)] Rank <r>]` from 2.5 (createLogPrefix). Hosts whose lines carry the two shapes run two
+# torch releases (failure-signatures.md section 11.1, "Mixed torch across nodes": different log-format
+# fingerprints from different nodes). The two shapes never come from one release, so they are compared only
+# with each other, as a component of their own, never with a stated version number.
+LOG_FORMAT_COMPONENT = "torch (log format)"
+_PG_PREFIX_25_RE = re.compile(r"\[PG ID \d{1,10} PG GUID ")
+_PG_PREFIX_23_RE = re.compile(r"\[PG [^\s()\[\]]{1,128}(?: \([^()]{0,256}\))? Rank \d{1,10}\]")
+
+
+def _log_format_release(text: str) -> str | None:
+    """`2.5+` or `2.3-2.4` from a line's ProcessGroupNCCL prefix, None without one."""
+    if "[PG " not in text:
+        return None
+    if _PG_PREFIX_25_RE.search(text):
+        return "2.5+"
+    if _PG_PREFIX_23_RE.search(text):
+        return "2.3-2.4"
+    return None
+
+
 def version_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     """Distinct (host, rank, component, version) statements, with how many versions each component has.
 
@@ -857,6 +879,9 @@ def version_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 seen.add((h, r, "nccl", normalise_version("nccl", v)))
             continue
         else:
+            band = _log_format_release(e.text) if e.rank is not None else None
+            if band is not None:
+                seen.add((e.host or host_of(e, hosts), e.rank, LOG_FORMAT_COMPONENT, band))
             continue
         if comp not in _COMPONENTS or not ver:
             continue
