@@ -132,6 +132,7 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             "fault": fault_class(xid),
             "pci": e.get("pci"),
             "mapped_by": how,
+            "gpus_known": bool(here),
             "time": e.time,
             "path": e.path,
             "line": e.line,
