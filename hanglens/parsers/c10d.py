@@ -472,7 +472,7 @@ class C10dParser(Parser):
                 self._term_left -= 1
         out.extend(self._match(line))
         for key in [k for k, left in self._hb_left.items() if left <= 0]:
-            out.extend(self._flush_hb(key))
+            out.extend(self._flush_hb_of(key))
         if self._term is not None and (self._term_left <= 0 or self._term_total <= 0):
             out.extend(self._flush_term(None))
         if idle and not out and not self.wants_more() and "ProcessGroupNCCL" in line.raw:
@@ -647,7 +647,7 @@ class C10dParser(Parser):
                 self._hb_left[(line.rank, who["pg"])] = HB_WINDOW
         m = HB_F22_RE.search(text)
         if m:
-            out.extend(self._flush_hb(self._hb_key(line, _who(text, m.start()))))
+            out.extend(self._flush_hb_of(self._hb_key(line, _who(text, m.start()))))
             out.append(
                 self._teardown_event(
                     line, _who(text, m.start()), "watchdog_hang", fatal=True, detector="heartbeat_monitor"
@@ -683,7 +683,7 @@ class C10dParser(Parser):
         the same verdict again (`_hang` keeps one per rank and group)."""
         if reason != "watchdog_hang":
             return []
-        out = self._flush_hb(self._hb_key(line, who))
+        out = self._flush_hb_of(self._hb_key(line, who))
         out.extend(self._hang(line, _hang_fields("heartbeat_monitor", who)))
         return out
 
@@ -694,15 +694,20 @@ class C10dParser(Parser):
             return (line.rank, who["pg"])
         return next((k for k in self._hb if k[0] == line.rank), None)
 
-    def _flush_hb(self, key: tuple[Any, ...] | None | bool = True) -> list[Event]:
-        """Emit the pending heartbeat reports: all of them (`True`, at the end of the input), or one."""
-        keys = list(self._hb) if key is True else [key] if key in self._hb else []
+    def _flush_hb(self) -> list[Event]:
+        """Emit every pending heartbeat report (the end of the input)."""
         out: list[Event] = []
-        for k in keys:
-            line, fields = self._hb.pop(k)
-            self._hb_left.pop(k, None)
-            out.extend(self._hang(line, fields))
+        for key in list(self._hb):
+            out.extend(self._flush_hb_of(key))
         return out
+
+    def _flush_hb_of(self, key: tuple[Any, ...] | None) -> list[Event]:
+        """Emit the pending heartbeat report of one (rank, group), if there is one."""
+        if key is None or key not in self._hb:
+            return []
+        line, fields = self._hb.pop(key)
+        self._hb_left.pop(key, None)
+        return self._hang(line, fields)
 
     def _dump(self, line: LogLine) -> list[Event]:
         text = line.text
