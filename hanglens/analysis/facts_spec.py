@@ -216,13 +216,16 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "gpu_fault",
-            ("rank", "host", "xid", "fault", "pci", "mapped_by", "time", *_EVIDENCE),
+            ("rank", "host", "xid", "fault", "pci", "mapped_by", "gpus_known", "host_ranks", "time",
+             *_EVIDENCE),
             "NVIDIA driver Xid lines, one row each: `fault` memory_access (Xid 13, 31), hardware (48, 61, "
             "62, 64, 74, 79, 94, 95, 109, 119, 120) or other; `rank` the rank whose GPU the line names, by "
             "its PCI address matched to that rank's NCCL `busId` or its pid to the NCCL envelope's "
             "(`mapped_by` bus_id / pid), or its pid to the one torchrun's failure table gives a rank "
             "(`mapped_by` failure_table), None when no line maps it (log-formats.md sections 3.6, 4.3 and "
-            "5.3; hanglens/analysis/gpu.py).",
+            "5.3; hanglens/analysis/gpu.py); `gpus_known`: some NCCL line states the GPU (`busId`) of a rank "
+            "on the line's host, so an unmapped line there is about a GPU no rank of these logs used; "
+            "`host_ranks`: how many ranks the logs place on the line's host.",
         ),
         FactSpec(
             "recv_wait",

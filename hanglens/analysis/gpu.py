@@ -95,6 +95,11 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             if isinstance(g, int) and isinstance(pid, int) and pid > 0:
                 procs.append((_short(h) if isinstance(h, str) else None, pid, g))
     nccl_pid = {r for _, _, p, r in gpus if p is not None}   # ranks whose pid an NCCL line states
+    placed: dict[str, int] = {}   # short host -> how many ranks the logs place there
+    for h in hosts.values():
+        sh = _short(h)
+        if sh is not None:
+            placed[sh] = placed.get(sh, 0) + 1
     known = sorted({h for h, _, _, _ in gpus if h})
     rows: list[Row] = []
     for e in events:
@@ -132,6 +137,8 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             "fault": fault_class(xid),
             "pci": e.get("pci"),
             "mapped_by": how,
+            "gpus_known": bool(here),
+            "host_ranks": placed.get(host, 0) if host is not None else 0,
             "time": e.time,
             "path": e.path,
             "line": e.line,

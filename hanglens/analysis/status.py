@@ -14,6 +14,7 @@ from hanglens.analysis.kinds import (
     checkpoint_failed_ranks,
     exit_signal,
     host_of,
+    is_failure_warning,
     is_victim_exception,
 )
 from hanglens.ingest.streams import is_agent_event, is_spawn_parent_exception, non_negative_int
@@ -835,6 +836,28 @@ def _mismatch_statements(e: Event, hosts: dict[int, str]) -> list[tuple[str | No
     return [(my_host, me, decode_nccl_code(my_code)), (hosts.get(peer), peer, decode_nccl_code(peer_code))]
 
 
+# ProcessGroupNCCL's PG-level log prefix names the torch release band that printed it (log-formats.md
+# sections 0 and 1.2): `[PG <uid> Rank <r>]` / `[PG <uid> (<desc>) Rank <r>]` in 2.3-2.4, `[PG ID <id> PG GUID
+# <guid>[(<desc>)] Rank <r>]` from 2.5 (createLogPrefix). Hosts whose lines carry the two shapes run two
+# torch releases (failure-signatures.md section 11.1, "Mixed torch across nodes": different log-format
+# fingerprints from different nodes). The two shapes never come from one release, so they are compared only
+# with each other, as a component of their own, never with a stated version number.
+LOG_FORMAT_COMPONENT = "torch (log format)"
+_PG_PREFIX_25_RE = re.compile(r"\[PG ID \d{1,10} PG GUID ")
+_PG_PREFIX_23_RE = re.compile(r"\[PG [^\s()\[\]]{1,128}(?: \([^()]{0,256}\))? Rank \d{1,10}\]")
+
+
+def _log_format_release(text: str) -> str | None:
+    """`2.5+` or `2.3-2.4` from a line's ProcessGroupNCCL prefix, None without one."""
+    if "[PG " not in text:
+        return None
+    if _PG_PREFIX_25_RE.search(text):
+        return "2.5+"
+    if _PG_PREFIX_23_RE.search(text):
+        return "2.3-2.4"
+    return None
+
+
 def version_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     """Distinct (host, rank, component, version) statements, with how many versions each component has.
 
@@ -856,6 +879,9 @@ def version_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 seen.add((h, r, "nccl", normalise_version("nccl", v)))
             continue
         else:
+            band = _log_format_release(e.text) if e.rank is not None else None
+            if band is not None:
+                seen.add((e.host or host_of(e, hosts), e.rank, LOG_FORMAT_COMPONENT, band))
             continue
         if comp not in _COMPONENTS or not ver:
             continue
@@ -1337,6 +1363,9 @@ def _survived_by_success(events: Sequence[Event], files: Sequence[InputFile]) ->
     for i, e in enumerate(events):
         if e.path in success and e.line < success[e.path] and _ended_badly(e):
             out.add(i)
+        elif (e.path in success and e.line < success[e.path] and is_failure_warning(e)
+              and succeeded.may_hold(e, e.path in agent_files)):
+            out.add(i)   # an NCCL WARN its own node's workers exited 0 after (a peer closing at shutdown)
         elif (success and e.kind == "store_error"
               and (e.time is None or first_progress is None or e.time > first_progress)
               and succeeded.may_hold(e, e.path in agent_files)):

@@ -414,8 +414,10 @@ class C10dParser(Parser):
         self._probe = 0  # lines left in which a desync may start
         self._probe_line: LogLine | None = None
         self._desync: _Desync | None = None
-        self._hb: tuple[LogLine, dict[str, Any]] | None = None
-        self._hb_left = 0
+        # heartbeat "timed out" lines waiting for their "got stuck" verdict, one per (rank, group): in a
+        # shared console every rank of a hung node prints its own pair, interleaved (log-formats.md 1.7)
+        self._hb: dict[tuple[Any, ...], tuple[LogLine, dict[str, Any]]] = {}
+        self._hb_left: dict[tuple[Any, ...], int] = {}
         self._term: tuple[LogLine, str | None] | None = None
         self._term_left = 0
         self._term_total = 0
@@ -428,7 +430,7 @@ class C10dParser(Parser):
 
     # -- state machine -----------------------------------------------------------------------------
     def wants_more(self) -> bool:
-        return self._desync is not None or self._probe > 0 or self._hb is not None or self._term is not None
+        return self._desync is not None or self._probe > 0 or bool(self._hb) or self._term is not None
 
     def close(self) -> Iterable[Event]:
         out: list[Event] = []
@@ -462,15 +464,15 @@ class C10dParser(Parser):
                 self._probe = 0
                 self._desync_line(self._desync, text)
                 return out
-        if self._hb is not None:
-            self._hb_left -= 1
+        for key in self._hb_left:
+            self._hb_left[key] -= 1
         if self._term is not None:
             self._term_total -= 1
             if _same_process(self._term[0], line):
                 self._term_left -= 1
         out.extend(self._match(line))
-        if self._hb is not None and self._hb_left <= 0:
-            out.extend(self._flush_hb())
+        for key in [k for k, left in self._hb_left.items() if left <= 0]:
+            out.extend(self._flush_hb_of(key))
         if self._term is not None and (self._term_left <= 0 or self._term_total <= 0):
             out.extend(self._flush_term(None))
         if idle and not out and not self.wants_more() and "ProcessGroupNCCL" in line.raw:
@@ -627,9 +629,10 @@ class C10dParser(Parser):
             who = _who(text, m.start())
             fields = _hang_fields("heartbeat_monitor", who, stuck_s=to_count(m["sec"]))
             head = line
-            if self._hb is not None and self._hb[0].rank == line.rank and self._hb[1]["pg"] == who["pg"]:
-                head, _ = self._hb
-                self._hb = None
+            pending = self._hb.pop((line.rank, who["pg"]), None)
+            self._hb_left.pop((line.rank, who["pg"]), None)
+            if pending is not None:
+                head = pending[0]
             out.extend(self._hang(head, fields))
             if line.level == "F":
                 out.append(
@@ -639,12 +642,12 @@ class C10dParser(Parser):
         if m2 and not m:
             who = _who(text, m2.start())
             fields = _hang_fields("heartbeat_monitor", who)
-            if self._hb is None:
-                self._hb = (line, fields)
-                self._hb_left = HB_WINDOW
+            if (line.rank, who["pg"]) not in self._hb:
+                self._hb[(line.rank, who["pg"])] = (line, fields)
+                self._hb_left[(line.rank, who["pg"])] = HB_WINDOW
         m = HB_F22_RE.search(text)
         if m:
-            out.extend(self._flush_hb())
+            out.extend(self._flush_hb_of(self._hb_key(line, _who(text, m.start()))))
             out.append(
                 self._teardown_event(
                     line, _who(text, m.start()), "watchdog_hang", fatal=True, detector="heartbeat_monitor"
@@ -680,15 +683,30 @@ class C10dParser(Parser):
         the same verdict again (`_hang` keeps one per rank and group)."""
         if reason != "watchdog_hang":
             return []
-        out = self._flush_hb()
+        out = self._flush_hb_of(self._hb_key(line, who))
         out.extend(self._hang(line, _hang_fields("heartbeat_monitor", who)))
         return out
 
+    def _hb_key(self, line: LogLine, who: dict[str, Any]) -> tuple[Any, ...] | None:
+        """The pending heartbeat report of this line's rank and group (of its rank when the line names no
+        group: the 2.2 lines carry `[Rank <r>]` only); None when that rank has none."""
+        if (line.rank, who["pg"]) in self._hb:
+            return (line.rank, who["pg"])
+        return next((k for k in self._hb if k[0] == line.rank), None)
+
     def _flush_hb(self) -> list[Event]:
-        if self._hb is None:
+        """Emit every pending heartbeat report (the end of the input)."""
+        out: list[Event] = []
+        for key in list(self._hb):
+            out.extend(self._flush_hb_of(key))
+        return out
+
+    def _flush_hb_of(self, key: tuple[Any, ...] | None) -> list[Event]:
+        """Emit the pending heartbeat report of one (rank, group), if there is one."""
+        if key is None or key not in self._hb:
             return []
-        line, fields = self._hb
-        self._hb = None
+        line, fields = self._hb.pop(key)
+        self._hb_left.pop(key, None)
         return self._hang(line, fields)
 
     def _dump(self, line: LogLine) -> list[Event]:

@@ -415,3 +415,23 @@ def test_an_oom_a_rank_logged_then_peers_trained_on_for_hours_is_survived(tmp_pa
                      for i in range(5))
     last = before + "".join(CAUGHT_OOM.splitlines(keepends=True)[:2])
     assert _verdict(tmp_path / "b", {"train.log": last})[0] == "oom"
+
+
+# A run that finished (its agent's SUCCEEDED line, log-formats.md section 3.5) whose rank printed an NCCL
+# WARN at shutdown: the other node's processes exited first and closed their sockets (section 4.4
+# `socketProgress: Connection closed by remote peer`, 2.26+ timestamped WARN). Written here.
+WARN_AT_SHUTDOWN_THEN_SUCCESS = (
+    "[default0]:step 9000/9000 loss 0.8120\n"
+    "[default0]:training finished\n"
+    "[default1]:\n"
+    "[default1]:[2025-05-11 21:04:11] gpu-k1:4410:4522 [1] misc/socket.cc:58 NCCL WARN socketProgress: "
+    "Connection closed by remote peer gpu-k2<40112>\n"
+    "I0511 21:04:14.002000 4400 torch/distributed/elastic/agent/server/api.py:932] Local worker group "
+    "finished (WorkerState.SUCCEEDED). Waiting 300 seconds for other agents to finish\n"
+)
+
+
+def test_an_nccl_warn_before_the_agents_success_is_survived(tmp_path: Path) -> None:
+    assert _verdict(tmp_path, {"gpu-k1.log": WARN_AT_SHUTDOWN_THEN_SUCCESS}) == ("none", [])
+    head = WARN_AT_SHUTDOWN_THEN_SUCCESS.rsplit("I0511", 1)[0]
+    assert _verdict(tmp_path / "b", {"gpu-k1.log": head})[0] != "none"

@@ -83,6 +83,40 @@ def test_heartbeat_timeout_alone_is_flushed() -> None:
     ]
 
 
+def test_heartbeat_lines_of_several_ranks_in_one_console_are_each_a_hang() -> None:
+    # written here from log-formats.md section 1.7 (torch 2.2: `[Rank <r>] monitoring thread detects no
+    # heartbeat and will finally kill the process!`, then the F `NCCL monitor thread timeout` line; 2.3: the
+    # `Heartbeat monitor timed out!` line waits for its `got stuck for <sec> seconds` verdict): every rank
+    # of a node whose GPU hung prints them, so in one console the ranks' lines follow each other and each
+    # rank's report is its own hang, not only the first rank's
+    stuck = "ProcessGroupNCCL's watchdog got stuck for 600 seconds without making progress in monitoring."
+    timed_out = "Heartbeat monitor timed out! Process will be terminated after dumping debug info."
+    text = "\n".join(
+        [
+            f"[rank{r}]:[E ProcessGroupNCCL.cpp:1182] [Rank {r}] monitoring thread detects no heartbeat and "
+            "will finally kill the process!"
+            for r in (4, 5, 6)
+        ]
+        + [
+            f"[rank{r}]:[F ProcessGroupNCCL.cpp:1204] [Rank {r}] NCCL monitor thread timeout. Basically, "
+            "this could be due to CUDA or NCCL calls being unexpectedly blocking."
+            for r in (4, 5, 6)
+        ]
+        + [
+            f"[rank1]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 1] {timed_out}",
+            f"[rank2]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 2] {timed_out}",
+            f"[rank2]:[F ProcessGroupNCCL.cpp:1169] [PG 0 Rank 2] [PG 0 Rank 2] {stuck}",
+            f"[rank1]:[F ProcessGroupNCCL.cpp:1169] [PG 0 Rank 1] [PG 0 Rank 1] {stuck}",
+        ]
+    )
+    hangs = [e for e in events(text) if e.kind == "hang_detected"]
+    assert sorted((e.rank, e.get("stuck_s")) for e in hangs) == [
+        (1, 600), (2, 600), (4, None), (5, None), (6, None)
+    ]
+    # each rank's hang is dated at its own first report
+    assert {e.rank: e.ref.line for e in hangs if e.rank in (1, 2)} == {1: 7, 2: 8}
+
+
 def test_watchdog_and_heartbeat_are_different_detectors_of_one_kind() -> None:
     text = (
         WD.format(r=2)
