@@ -200,8 +200,9 @@ def test_a_stamped_rank_line_glued_after_another_rank_s_line_is_split() -> None:
 
 def test_a_record_of_a_learned_rank_field_glued_after_another_writer_s_text_is_split() -> None:
     """A script's own header (`<time> <level> [<host>:<pid>] [r<rank>/<world>] key=value ...`) under
-    `srun -l`: two ranks of one node print at once and the second record lands right after the first's last digit
-    (probe43, a real 24-rank run: print writes the text and its newline apart). The second record is the
+    `srun -l`: two ranks of one node print at once and the second record lands right after the first's
+    last digit (probe43, a real 24-rank run: print writes the text and its newline apart). The second
+    record is the
     other rank's own line behind the same task label; a line with one record, and a field named again in
     a message, are not cut."""
     from hanglens.parsers.progress import ProgressParser
