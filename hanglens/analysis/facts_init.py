@@ -108,9 +108,9 @@ _STREAM_END_KINDS = frozenset({
 # `recvBytes`: "Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or
 # crash?"; sendBytes' Broken pipe / Connection reset; log-formats.md section 3.7).
 _STORE_GONE_RE = re.compile(r"got 0 bytes|Connection was likely closed|Broken pipe|Connection reset by peer")
-# A worker's own words for a peer process that went away (gloo pair.cc `Connection closed by peer`, `Read error
-# ... Connection reset by peer`; NCCL's socket `Connection closed by remote peer`): failure-signatures.md
-# section 17 item 2, "the peer process exited first".
+# A worker's own words for a peer process that went away (gloo pair.cc `Connection closed by peer`,
+# `Read error ... Connection reset by peer`; NCCL's socket `Connection closed by remote peer`):
+# failure-signatures.md section 17 item 2, "the peer process exited first".
 _PEER_GONE_KINDS = frozenset({"peer_closed", "network_error"})
 _PEER_GONE_RE = re.compile(r"(?i)closed by (?:remote )?peer|reset by peer")
 # The launcher's reports that its workers were still running, or failed, when something went away: the agent
@@ -136,8 +136,9 @@ def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
     section 17 item 2) instead: `lost` says which the others saw, `store` or `peers`. A store error counts
     only while the reporting node's workers still ran (its agent stopped or lost them after it): at the end
     of a run the store host's agent leaves first and the others' rendezvous shutdown finds it gone. One row
-    per rank of the silent streams; none when no stream reports the store or its peers gone, when every stream went silent, when a rank finished (a run that ended is
-    not lost), or when the silent ranks had reached their last step.
+    per rank of the silent streams; none when no stream reports the store or its peers gone, when every
+    stream went silent, when a rank finished (a run that ended is not lost), or when the silent ranks had
+    reached their last step.
     """
     streams: dict[tuple[str, str], dict[str, Any]] = {}
     finished = False
