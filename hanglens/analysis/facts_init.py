@@ -108,6 +108,17 @@ _STREAM_END_KINDS = frozenset({
 # `recvBytes`: "Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or
 # crash?"; sendBytes' Broken pipe / Connection reset; log-formats.md section 3.7).
 _STORE_GONE_RE = re.compile(r"got 0 bytes|Connection was likely closed|Broken pipe|Connection reset by peer")
+# A worker's own words for a peer process that went away (gloo pair.cc `Connection closed by peer`,
+# `Read error ... Connection reset by peer`; NCCL's socket `Connection closed by remote peer`):
+# failure-signatures.md section 17 item 2, "the peer process exited first".
+_PEER_GONE_KINDS = frozenset({"peer_closed", "network_error"})
+_PEER_GONE_RE = re.compile(r"(?i)closed by (?:remote )?peer|reset by peer")
+# The launcher's reports that its workers were still running, or failed, when something went away: the agent
+# stopped them (`Sending process <pid> closing signal`), found one dead (`failed (exitcode ...)`), or raised
+# its failure table. A store that vanishes after every local worker ended (the store host's agent leaving
+# first at the end of a run, while this agent shuts its rendezvous down: launcher/api.py `launch_agent`'s
+# `finally: spec.rdzv_handler.shutdown()`) brings none of them.
+_WORKERS_STOPPED_KINDS = frozenset({"closing_signal", "worker_failed", "child_failed"})
 
 
 def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
@@ -120,9 +131,14 @@ def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
     (elastic/agent/server/api.py `_invoke_run`, `num_nodes_waiting`): when that host vanishes (node lost,
     agent and workers killed), the others raise on the store while the lost node's console just ends, with no
     error, no exit report and no finish line (failure-signatures.md section 17.7: these lines mean that host
-    went away; examine it for the primary failure). One row per rank of the silent streams; none when no
-    stream reports the store gone, when every stream went silent, when a rank finished (a run that ended is
-    not lost), or when the silent ranks had reached their last step.
+    went away; examine it for the primary failure). A node that is not the store's host, lost the same way,
+    leaves the others' workers losing their connections to its processes (`Connection closed by peer`,
+    section 17 item 2) instead: `lost` says which the others saw, `store` or `peers`. A store error counts
+    only while the reporting node's workers still ran (its agent stopped or lost them after it): at the end
+    of a run the store host's agent leaves first and the others' rendezvous shutdown finds it gone. One row
+    per rank of the silent streams; none when no stream reports the store or its peers gone, when every
+    stream went silent, when a rank finished (a run that ended is not lost), or when the silent ranks had
+    reached their last step.
     """
     streams: dict[tuple[str, str], dict[str, Any]] = {}
     finished = False
@@ -143,20 +159,24 @@ def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
                 st["steps"][e.rank] = max(step, st["steps"].get(e.rank, step))
             if total:
                 st["total"] = total
-        elif e.kind in _STREAM_END_KINDS:
+        elif e.kind in _STREAM_END_KINDS or e.kind in _PEER_GONE_KINDS:
             st["after"].append(e)
     if finished:
         return []
     trained = {k: st for k, st in streams.items() if st["ranks"]}
-    silent, gone = [], []
+    silent, gone, store_gone = [], [], False
     for key, st in trained.items():
         after = [e for e in st["after"] if e.line > st["last"]]
         if not after:
             silent.append(key)
-        elif any((e.kind == "store_error" and _STORE_GONE_RE.search(e.text))
-                 or (e.kind == "rendezvous_error" and e.get("error_class") == "RendezvousConnectionError")
-                 for e in after):
+            continue
+        running = any(e.kind in _WORKERS_STOPPED_KINDS for e in after)
+        store = any((e.kind == "store_error" and running and _STORE_GONE_RE.search(e.text))
+                    or (e.kind == "rendezvous_error" and e.get("error_class") == "RendezvousConnectionError")
+                    for e in after)
+        if store or any(e.kind in _PEER_GONE_KINDS and _PEER_GONE_RE.search(e.text) for e in after):
             gone.append(key)
+            store_gone = store_gone or store
     if not silent or not gone or len(silent) == len(trained):
         return []
     seen_elsewhere = {r for k in gone for r in trained[k]["ranks"]}
@@ -170,5 +190,6 @@ def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
                 return []   # it had reached its last step: a run that ended, not a node lost
             last = st["newest"][r]
             rows.append({"rank": r, "last_step": step, "total": total, "stream": key[1] or key[0],
-                         "reporters": len(gone), "path": last.path, "line": last.line})
+                         "reporters": len(gone), "lost": "store" if store_gone else "peers",
+                         "path": last.path, "line": last.line})
     return rows

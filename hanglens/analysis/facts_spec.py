@@ -93,12 +93,13 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "vanished_stream",
-            ("rank", "host", "last_step", "total", "stream", "reporters", *_EVIDENCE),
+            ("rank", "host", "last_step", "total", "stream", "reporters", "lost", *_EVIDENCE),
             "Ranks of a node's stream (its console file, `srun -l` task or pdsh host) whose output stopped "
             "mid-run with no error, exit report or finish line, while another node's stream reports the "
             "store going away after the same progress (closed connection, RendezvousConnectionError): the "
-            "node that hosted the store was lost (failure-signatures.md section 17.7). `reporters` counts "
-            "the streams that saw it go.",
+            "node that hosted the store was lost (failure-signatures.md section 17.7); or whose workers "
+            "lose their connections to peers (`Connection closed by peer`, section 17 item 2): a node lost "
+            "that did not host it. `lost` is store or peers; `reporters` counts the streams that saw it go.",
         ),
         FactSpec(
             "collective_disagreement",

@@ -615,6 +615,25 @@ def field_line_re(lead: str, field: tuple[str, str, int]) -> re.Pattern[str]:
     return re.compile(field_pattern(lead, field))
 
 
+@lru_cache(maxsize=8)
+def field_glue_re(field: tuple[str, str, int], slurm: bool, pdsh: bool) -> re.Pattern[str] | None:
+    """A learned rank field's whole header (`12:35:15.808 INFO  [gpu-st-81:6611] [r00/24]`) anywhere in a
+    line, the rank as group 1, for the cut between two writers' records that `print` glued together (it
+    writes the text and the newline apart, so a second process writing the same pipe lands right after
+    the first one's last character: log-formats.md section 9.1, "Concurrent writers"). The header is the
+    learned shape without the launcher's label (`srun -l`'s `0: `, pdsh's `host: `), which only a line's
+    start carries. None when that header holds no digit (no time stamp opens it): a field alone says too
+    little to cut a line at."""
+    word, shape, world = field
+    outer = SLURM_RE.match(shape) if slurm else PDSH_NAME_RE.match(shape) if pdsh else None
+    core = shape[outer.end():] if outer is not None else shape
+    if "0" not in core:
+        return None
+    head = "".join(_SHAPE_PARTS.get(c) or re.escape(c) for c in core)
+    total = r"(?: ?/ ?| of )" + str(world) if world else ""
+    return re.compile(head + r"(?i:" + re.escape(word) + r") ?(\d{1,6})" + total + r"(?=[\s|\])>,;:])")
+
+
 def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None = None) -> Envelope:
     """Remove every recognised prefix of `raw` (already ANSI-stripped) and return the payload and fields."""
     s = raw[len(dialect.lead):] if dialect.lead and raw.startswith(dialect.lead) else raw

@@ -42,12 +42,15 @@ from hanglens.ingest.prefilter import (
 )
 from hanglens.ingest.prefix import (
     ANSI_RE,
+    PDSH_NAME_RE,
     RANK_RE,
     RAY_RE,
+    SLURM_RE,
     VLLM_WORKER_RE,
     Dialect,
     Envelope,
     detect_dialect,
+    field_glue_re,
     field_pattern,
     strip_prefixes,
 )
@@ -830,8 +833,33 @@ class Reader:
                 # Two ranks printing at once can glue their lines: `...loss 0.29[rank 0] step 2 ...`.
                 parts = _glued_parts(seg) if seg.find("[rank", 1) > 0 else (seg,)
                 for part in parts:
-                    if part.strip():
-                        self._segment(part, num, scanned)
+                    for piece_ in self._field_glued(part):
+                        if piece_.strip():
+                            self._segment(piece_, num, scanned)
+
+    def _field_glued(self, seg: str) -> Sequence[str]:
+        """`seg` cut before every record of the file's learned rank-field header glued after another
+        writer's text (`...dt_ms=16612:35:15.808 INFO  [gpu-st-81:6611] [r00/24] step=3 ...`), each later
+        piece behind the launcher label (`srun -l`'s task, pdsh's host) the line opens with, as its own line
+        would be; `(seg,)` when it holds one record."""
+        d = self.dialect
+        field = d.rank_field
+        if field is None or seg.count("/" + str(field[2]) if field[2] else field[0]) < 2:
+            return (seg,)
+        rx = field_glue_re(field, d.slurm, d.pdsh)
+        if rx is None:
+            return (seg,)
+        lead = d.lead if d.lead and seg.startswith(d.lead) else ""
+        rest = seg[len(lead):]
+        outer_m = SLURM_RE.match(rest) if d.slurm else PDSH_NAME_RE.match(rest) if d.pdsh else None
+        outer = lead + (outer_m.group(0) if outer_m is not None else "")
+        cuts = [m.start() for m in rx.finditer(seg, len(outer) + 1)]
+        if not cuts:
+            return (seg,)
+        out = [seg[:cuts[0]]]
+        for a, b in itertools.pairwise([*cuts, len(seg)]):
+            out.append(outer + seg[a:b])
+        return out
 
     def _mark_glued(self, num: int) -> None:
         """Line `num` has text glued after a tqdm bar: the bar's writer is not the writer of what follows,

@@ -198,6 +198,25 @@ def test_a_stamped_rank_line_glued_after_another_rank_s_line_is_split() -> None:
     assert [(e.rank, e.get("step")) for e in one.events] == [(3, 2)]
 
 
+def test_a_record_of_a_learned_rank_field_glued_after_another_writer_s_text_is_split() -> None:
+    """A script's own header (`<time> <level> [<host>:<pid>] [r<rank>/<world>] key=value ...`) under
+    `srun -l`: two ranks of one node print at once and the second record lands right after the first's
+    last digit (probe43, a real 24-rank run: print writes the text and its newline apart). The second
+    record is the
+    other rank's own line behind the same task label; a line with one record, and a field named again in
+    a message, are not cut."""
+    from hanglens.parsers.progress import ProgressParser
+
+    rec = "1: 08:14:22.{ms:03d} INFO  [node-x7:44{r:02d}] [r{r:02d}/12] step={s} loss=2.{r:02d}1 dt_ms={dt}"
+    lines = [rec.format(ms=10 * r + s, r=r, s=s, dt=7 * r ** s)
+             for s in range(2) for r in (6, 9, 7, 11, 8, 10)]
+    glued = rec.format(ms=500, r=9, s=2, dt=166) + rec.format(ms=501, r=6, s=2, dt=92)[3:]
+    lines += [glued, rec.format(ms=502, r=7, s=2, dt=5) + " peer=[r03/12]"]
+    res = read(("\n".join(lines) + "\n").encode(), (ProgressParser,))
+    step2 = sorted((e.rank, e.get("step")) for e in res.events if e.get("step") == 2)
+    assert step2 == [(6, 2), (7, 2), (9, 2)]
+
+
 def test_a_c10d_envelope_glued_mid_line_starts_that_rank_s_line() -> None:
     """Two ranks' watchdogs writing one terminal at once: the second `[rankN]:[E...]` line lands inside the
     first (log-formats.md section 9.1); it is read as its own line of its own rank, and an outer prefix
