@@ -111,3 +111,13 @@ def test_a_healthy_excerpt_has_no_silent_hang_section(tmp_path: Path) -> None:
     assert doc["verdict"]["category"] == "none"
     assert doc["silent_hang"] is None
     assert "Where each rank stopped" not in render_text(doc, color=False)
+
+
+def test_the_rank_whose_last_line_no_peer_printed_is_named_and_its_peers_wait(tmp_path: Path) -> None:
+    steps = "".join(f"[rank{r}]: 12:00:0{n} step {n} loss 2.{r}{n}\n" for n in (5, 6) for r in range(4))
+    odd = "[rank2]: 12:00:06 step 6: fetching shard 0007 from object store\n"
+    doc = analyze(tmp_path, {"console.log": steps + odd, "launcher.log": AGENT_SIGTERM})
+    v = doc["verdict"]
+    assert (v["rule_id"], v["culprit_ranks"], v["victim_ranks"]) == (
+        "silent-hang-rank-went-where-peers-did-not", [2], [0, 1, 3])
+    assert "(fetching shard from object store)" in doc["findings"][0]["explanation"]
