@@ -573,8 +573,9 @@ _WORD = re.compile(r"[A-Za-z]{3,}")
 _WORDS_OF = 400   # characters of a line read for its words
 
 
-def _words(e: Event) -> set[str]:
-    return {w.lower() for w in _WORD.findall(e.text[:_WORDS_OF])}
+def _words(e: Event) -> tuple[str, ...]:
+    """The words of a report line, lowercased, each once, in the line's order."""
+    return tuple(dict.fromkeys(w.lower() for w in _WORD.findall(e.text[:_WORDS_OF])))
 
 
 def _odd_tail(rows: list[Record], by_rank: Mapping[int | None, list[Event]]) -> list[Record]:
@@ -592,21 +593,22 @@ def _odd_tail(rows: list[Record], by_rank: Mapping[int | None, list[Event]]) -> 
     ranked = [r for r in rows if r["rank"] is not None]
     if len(ranked) < 3:
         return rows
-    per_rank: dict[int, list[Event]] = {
-        r["rank"]: _order([e for e in by_rank.get(r["rank"], ()) if e.kind in ("progress", "phase")])
-        for r in ranked}
+    # per rank: its last report, its words and the words of its earlier reports (each line read once)
+    read: dict[int, tuple[Event, tuple[str, ...], set[str]]] = {}
     spread: Counter[str] = Counter()   # a word -> how many ranks' reports carry it
-    for evs in per_rank.values():
-        spread.update(set().union(*map(_words, evs)) if evs else set())
-    tails: dict[int, tuple[tuple[str, ...], Event]] = {}
-    for rank, evs in per_rank.items():
+    for r in ranked:
+        evs = _order([e for e in by_rank.get(r["rank"], ()) if e.kind in ("progress", "phase")])
         if not evs:
             continue
         tail = evs[-1]
         at = (tail.path, tail.line)   # (a line read as both a phase and a progress report is one line)
-        before = set().union(*(_words(e) for e in evs if (e.path, e.line) != at))
-        new = tuple(w for w in dict.fromkeys(m.lower() for m in _WORD.findall(tail.text[:_WORDS_OF]))
-                    if w not in before and spread[w] == 1)   # (in the line's order)
+        said = _words(tail)
+        before: set[str] = set().union(*(_words(e) for e in evs if (e.path, e.line) != at))
+        read[r["rank"]] = (tail, said, before)
+        spread.update(before.union(said))
+    tails: dict[int, tuple[tuple[str, ...], Event]] = {}
+    for rank, (tail, said, before) in read.items():
+        new = tuple(w for w in said if w not in before and spread[w] == 1)
         if new:
             tails[rank] = (new, tail)
     odd = next(iter(tails)) if len(tails) == 1 else None
