@@ -252,6 +252,13 @@ class InputFile:
     unknown_lines: int = 0
 
 
+def ray_writer(actor: str, pid: str | int) -> str:
+    """The writer of a Ray worker's lines, `ray <Actor> <pid>`: Ray's `(<Actor> pid=<pid>)` prefix on its
+    lines (ingest/prefix.py) and a `RayTaskError` relaying its traceback (parsers/traceback.py) name it
+    alike, and ingest/attribute.py reads its pid back (log-formats.md section 9.2)."""
+    return f"ray {actor} {pid}"
+
+
 def short_host(host: str) -> str:
     """A host name without its domain (`gpu-07.cluster.local` → gpu-07), an IP address as it is: launchers,
     NCCL and the kernel name one node in both forms."""

@@ -701,7 +701,7 @@ def _tagged_writers(files: list[FileEvents]) -> None:
 
 
 # Ray's prefix on a worker's lines (`(<Actor> pid=<pid>[, ip=<ip>]) `, log-formats.md section 9.2) is read by
-# ingest/prefix.py into the writer `ray <Actor> <pid>`.
+# ingest/prefix.py into the writer `ray <Actor> <pid>` (model.ray_writer).
 RAY_WRITER_RE = re.compile(r"^ray [\w.]+ (?P<pid>\d{1,10})$")
 # A Ray task or actor method that raised: the driver prints `ray.exceptions.RayTaskError(<Exc>):
 # ray::<Class>.<method>() (pid=<pid>, ip=<ip>, ...)` and then the remote process's traceback

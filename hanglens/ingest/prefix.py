@@ -15,7 +15,7 @@ from itertools import pairwise
 
 from hanglens import lazyre as re
 from hanglens.ingest.jsonlines import json_record
-from hanglens.model import YEARLESS_YEAR
+from hanglens.model import YEARLESS_YEAR, ray_writer
 
 # CSI (colours, cursor moves), charset selection, keypad modes, and OSC strings (a terminal title, an OSC 8
 # hyperlink around a path) up to their BEL or ST terminator, at most 1 KiB: linear.
@@ -778,7 +778,7 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
             host = host or m["ip"]
             # Ray (and vLLM's multiprocessing workers) tag each worker process's lines in the driver's
             # console: the tagged lines are that process's stream, not the driver's.
-            writers.append(f"ray {m['actor']} {m['pid']}")
+            writers.append(ray_writer(m['actor'], m['pid']))
             s = s[m.end():]
             continue
         m = TORCHX_RE.match(s)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from hanglens import lazyre as re
-from hanglens.model import Event, LogLine
+from hanglens.model import Event, LogLine, ray_writer
 from hanglens.parsers.base import EventSpec, Example, Parser, to_count
 
 TB_START_RE = re.compile(r"^(?P<pre>.*?)(?P<orig>Original )?Traceback \(most recent call last\):")
@@ -448,7 +448,7 @@ class TracebackParser(Parser):
         if m:
             # The caller's frames (down to `ray.get`) are not where it was raised: the remote frames follow.
             tb.frames, tb.sources, tb.noise = [], [], 0
-            tb.remote = (f"ray {m['proc'].split('.')[0]} {m['pid']}", m["ip"])
+            tb.remote = (ray_writer(m['proc'].split('.')[0], m['pid']), m["ip"])
             return True, False
         m = TB_EXC_RE.match(body)
         if m and (TB_SUFFIX_RE.search(m["type"]) or (m["msg"] is not None and "." in m["type"])):
