@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from hanglens import lazyre as re
+
 # Timestamps whose logs state no year (c10/glog envelopes) are placed in this year, a leap year so that
 # Feb 29 survives; renderers print such times without a year and never bucket them by calendar day.
 YEARLESS_YEAR = 2000
@@ -257,6 +259,19 @@ def ray_writer(actor: str, pid: str | int) -> str:
     lines (ingest/prefix.py) and a `RayTaskError` relaying its traceback (parsers/traceback.py) name it
     alike, and ingest/attribute.py reads its pid back (log-formats.md section 9.2)."""
     return f"ray {actor} {pid}"
+
+
+# Ray re-raises a remote task's or actor method's exception in the process that called `ray.get` as
+# `RayTaskError(<cause>)` (ray/exceptions.py `RayTaskError.as_instanceof_cause`: a class named
+# `f"RayTaskError({cause_cls.__name__})"`), whose text replaces the remote traceback's `Traceback (most recent
+# call last):` header with `ray::<proctitle>() (pid=<pid>, ip=<ip>[, actor_id=<id>, repr=<repr>])`
+# (`RayTaskError.__str__`), then the remote frames and the cause's own `<Type>: <message>` line. One pattern
+# for the parser that reads the relayed traceback (parsers/traceback.py) and the attribution that gives its
+# lines the remote worker's rank by pid (ingest/attribute.py). Unanchored: callers that need the line to
+# start with it check what precedes `m.start()` (a module path such as `ray.exceptions.`).
+RAY_TASK_ERROR_RE = re.compile(
+    r"RayTaskError(?:\([\w.]{1,200}\))?: ray::(?P<proc>[^\s()]{1,200})(?:\(\))? "
+    r"\(pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[\w.:]{1,64}))?[,)]")
 
 
 def short_host(host: str) -> str:

@@ -20,7 +20,7 @@ from hanglens.ingest.origin import slurm_task
 from hanglens.ingest.sources import tar_base, zip_base
 from hanglens.ingest.streams import DUMP_PARSERS, is_agent_event, outer_stream, several_processes
 from hanglens.ingest.streams import non_negative_int as _int
-from hanglens.model import AGENT_EVENT_KINDS, YEARLESS_YEAR, Event, Origin, short_host
+from hanglens.model import AGENT_EVENT_KINDS, RAY_TASK_ERROR_RE, YEARLESS_YEAR, Event, Origin, short_host
 from hanglens.parsers.elastic import LAYOUT_KINDS, layout_of, world_local_pairs
 from hanglens.parsers.nccl import split_comm
 
@@ -703,11 +703,6 @@ def _tagged_writers(files: list[FileEvents]) -> None:
 # Ray's prefix on a worker's lines (`(<Actor> pid=<pid>[, ip=<ip>]) `, log-formats.md section 9.2) is read by
 # ingest/prefix.py into the writer `ray <Actor> <pid>` (model.ray_writer).
 RAY_WRITER_RE = re.compile(r"^ray [\w.]+ (?P<pid>\d{1,10})$")
-# A Ray task or actor method that raised: the driver prints `ray.exceptions.RayTaskError(<Exc>):
-# ray::<Class>.<method>() (pid=<pid>, ip=<ip>, ...)` and then the remote process's traceback
-# (ray/exceptions.py `RayTaskError`); a chain of them ends with the process where the exception arose.
-RAY_TASK_ERROR_RE = re.compile(
-    r"RayTaskError(?:\(\w+\))?: .{0,300}?\(pid=(?P<pid>\d{1,10})(?:, ip=[\w.:]+)?[,)]")
 
 
 def _failure_table_callstacks(files: list[FileEvents]) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from hanglens import lazyre as re
-from hanglens.model import Event, LogLine, ray_writer
+from hanglens.model import RAY_TASK_ERROR_RE, Event, LogLine, ray_writer
 from hanglens.parsers.base import EventSpec, Example, Parser, to_count
 
 TB_START_RE = re.compile(r"^(?P<pre>.*?)(?P<orig>Original )?Traceback \(most recent call last\):")
@@ -62,15 +62,10 @@ MAX_NOISE = 20        # unrelated lines tolerated inside one traceback (interlea
 MAX_TAIL = 8          # message continuation lines tolerated after the exception line
 MAX_MESSAGE = 2000
 MAX_SOURCE = 200      # characters kept of a frame's source line
-# Ray re-raises a remote task's or actor method's exception in the process that called `ray.get` as
-# `RayTaskError(<cause>)` (ray/exceptions.py `RayTaskError.as_instanceof_cause`: a class named
-# `f"RayTaskError({cause_cls.__name__})"`), whose text replaces the remote traceback's `Traceback (most recent
-# call last):` header with `ray::<proctitle>() (pid=<pid>, ip=<ip>[, actor_id=<id>, repr=<repr>])`
-# (`RayTaskError.__str__`), then the remote frames and the cause's own `<Type>: <message>` line: the frames
-# and the cause are the remote process's, the worker Ray tags `(<Actor> pid=<pid>)` in the same console.
-RAY_TASK_ERROR_RE = re.compile(
-    r"^(?:[a-z_]\w*\.)*RayTaskError(?:\([\w.]{1,200}\))?: ray::(?P<proc>[\w.<>]{1,200})\(\) "
-    r"\(pid=(?P<pid>\d{1,10}), ip=(?P<ip>[\w.:]{1,64})")
+# A Ray task's relayed traceback (model.RAY_TASK_ERROR_RE): `[<module>.]RayTaskError(<cause>): ray::<proc>()
+# (pid=...)` in place of the `Traceback (most recent call last):` header; the frames and the cause that
+# follow are the remote process's, the worker Ray tags `(<Actor> pid=<pid>)` in the same console.
+MODULE_PATH_RE = re.compile(r"(?:[a-z_]\w{0,100}\.){0,20}")
 # Python 3.11+ marks the failing expression under a source line with carets (`~~~^^^`).
 CARET_RE = re.compile(r"^\s*[~^]+\s*$")
 
@@ -99,7 +94,8 @@ class _Tb:
     original_message: str | None = None
     worker: int | None = None
     rich: bool = False              # a rich box: frames as `file:line in func` rows, the message wrapped
-    remote: tuple[str, str] | None = None   # (writer, ip) of the Ray worker whose traceback Ray relayed
+    # (writer, ip) of the Ray worker whose traceback Ray relayed
+    remote: tuple[str, str | None] | None = None
     path_part: str = ""             # a rich frame row's file name wrapped onto the row before
     # the frames of the raising rank's own traceback, kept while relayed tracebacks (DCP) are read
     outer_frames: list[tuple[str, int | None, str | None]] | None = None
@@ -444,8 +440,8 @@ class TracebackParser(Parser):
                 tb.sources[-1] = text.strip()[:MAX_SOURCE]
             return True, False  # source line, caret line, or a frame of a nested listing
         body = text[tb.indent:] if indent == tb.indent else text
-        m = RAY_TASK_ERROR_RE.match(body) if tb.remote is None and "ray::" in body else None
-        if m:
+        m = RAY_TASK_ERROR_RE.search(body) if tb.remote is None and "ray::" in body else None
+        if m and MODULE_PATH_RE.fullmatch(body, 0, m.start()):
             # The caller's frames (down to `ray.get`) are not where it was raised: the remote frames follow.
             tb.frames, tb.sources, tb.noise = [], [], 0
             tb.remote = (ray_writer(m['proc'].split('.')[0], m['pid']), m["ip"])
