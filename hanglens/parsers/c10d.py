@@ -316,6 +316,15 @@ DESYNC_TEXT_LINES = 12  # lines of a desync report kept as the event's text
 
 
 @dataclass
+class _PendingHb:
+    """A heartbeat monitor's `timed out` report waiting for its `got stuck` verdict (log-formats.md 1.7)."""
+
+    line: LogLine
+    fields: dict[str, Any]
+    left: int = 0   # lines still to read before it is emitted on its own
+
+
+@dataclass
 class _Desync:
     line: LogLine
     who: dict[str, Any]
@@ -416,13 +425,12 @@ class C10dParser(Parser):
         self._desync: _Desync | None = None
         # heartbeat "timed out" lines waiting for their "got stuck" verdict, one per (rank, group): in a
         # shared console every rank of a hung node prints its own pair, interleaved (log-formats.md 1.7)
-        self._hb: dict[tuple[Any, ...], tuple[LogLine, dict[str, Any]]] = {}
-        self._hb_left: dict[tuple[Any, ...], int] = {}
+        self._hb: dict[tuple[Any, ...], _PendingHb] = {}
         self._term: tuple[LogLine, str | None] | None = None
         self._term_left = 0
         self._term_total = 0
 
-    idle_ignores = ("_probe_line", "_hb_left", "_term_left", "_term_total")
+    idle_ignores = ("_probe_line", "_term_left", "_term_total")
     history = ("_seen", "_dump_seen")
 
     def take_history(self, earlier: Parser, events: list[Event]) -> dict[int, list[Event]] | None:
@@ -464,14 +472,14 @@ class C10dParser(Parser):
                 self._probe = 0
                 self._desync_line(self._desync, text)
                 return out
-        for key in self._hb_left:
-            self._hb_left[key] -= 1
+        for pending in self._hb.values():
+            pending.left -= 1
         if self._term is not None:
             self._term_total -= 1
             if _same_process(self._term[0], line):
                 self._term_left -= 1
         out.extend(self._match(line))
-        for key in [k for k, left in self._hb_left.items() if left <= 0]:
+        for key in [k for k, pending in self._hb.items() if pending.left <= 0]:
             out.extend(self._flush_hb_of(key))
         if self._term is not None and (self._term_left <= 0 or self._term_total <= 0):
             out.extend(self._flush_term(None))
@@ -630,9 +638,8 @@ class C10dParser(Parser):
             fields = _hang_fields("heartbeat_monitor", who, stuck_s=to_count(m["sec"]))
             head = line
             pending = self._hb.pop((line.rank, who["pg"]), None)
-            self._hb_left.pop((line.rank, who["pg"]), None)
             if pending is not None:
-                head = pending[0]
+                head = pending.line
             out.extend(self._hang(head, fields))
             if line.level == "F":
                 out.append(
@@ -642,9 +649,7 @@ class C10dParser(Parser):
         if m2 and not m:
             who = _who(text, m2.start())
             fields = _hang_fields("heartbeat_monitor", who)
-            if (line.rank, who["pg"]) not in self._hb:
-                self._hb[(line.rank, who["pg"])] = (line, fields)
-                self._hb_left[(line.rank, who["pg"])] = HB_WINDOW
+            self._hb.setdefault((line.rank, who["pg"]), _PendingHb(line, fields, HB_WINDOW))
         m = HB_F22_RE.search(text)
         if m:
             out.extend(self._flush_hb_of(self._hb_key(line, _who(text, m.start()))))
@@ -705,9 +710,8 @@ class C10dParser(Parser):
         """Emit the pending heartbeat report of one (rank, group), if there is one."""
         if key is None or key not in self._hb:
             return []
-        line, fields = self._hb.pop(key)
-        self._hb_left.pop(key, None)
-        return self._hang(line, fields)
+        pending = self._hb.pop(key)
+        return self._hang(pending.line, pending.fields)
 
     def _dump(self, line: LogLine) -> list[Event]:
         text = line.text
