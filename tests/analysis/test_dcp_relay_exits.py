@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from failure_table import Failure as F
+from failure_table import failure_table
+
 from hanglens import api
+
+_NODE_B = {"host": "node-b", "time": "2026-04-11_09:02:33"}
 
 # written here from log-formats.md sections 3.3 and 3.6 (a `[rank0]:` console and torchrun's failure table,
 # entries without a callstack when the worker's error.json was not written) and failure-signatures.md
@@ -33,43 +38,9 @@ W0411 09:02:33.120000 5120 torch/distributed/elastic/multiprocessing/api.py:1028
 signal SIGTERM
 E0411 09:02:33.400000 5120 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) \
 local_rank: 1 (pid: 5132) of binary: /home/user/.venv/bin/python
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
-============================================================
-train.py FAILED
-------------------------------------------------------------
-Failures:
-[1]:
-  time      : 2026-04-11_09:02:33
-  host      : node-b
-  rank      : 0 (local_rank: 0)
-  exitcode  : 1 (pid: 5130)
-  error_file: <N/A>
-  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
-[2]:
-  time      : 2026-04-11_09:02:33
-  host      : node-b
-  rank      : 2 (local_rank: 2)
-  exitcode  : 1 (pid: 5133)
-  error_file: <N/A>
-  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
-[3]:
-  time      : 2026-04-11_09:02:33
-  host      : node-b
-  rank      : 3 (local_rank: 3)
-  exitcode  : -15 (pid: 5134)  (SIGTERM)
-  error_file: <N/A>
-  traceback : Signal 15 (SIGTERM) received by PID 5134
-------------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2026-04-11_09:02:33
-  host      : node-b
-  rank      : 1 (local_rank: 1)
-  exitcode  : 1 (pid: 5132)
-  error_file: <N/A>
-  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
-============================================================
-"""
+""" + failure_table(
+    F(1, 1, 5132, **_NODE_B), F(0, 1, 5130, **_NODE_B), F(2, 1, 5133, **_NODE_B),
+    F(3, -15, 5134, signal_suffix=True, **_NODE_B))
 
 
 def test_exits_of_ranks_a_checkpoint_exception_does_not_name_are_its_relay(tmp_path: Any) -> None:

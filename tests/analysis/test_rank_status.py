@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from failure_table import Failure as F
+from failure_table import failure_table
+
 from hanglens import api
 
 # Four ranks each print a warning no parser reads, then a shared progress bar finishes: every rank wrote.
@@ -43,36 +46,7 @@ TEE_EXIT0 = """\
 W0519 10:02:11.512000 4410 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 4412 closing signal SIGTERM
 W0519 10:02:11.513000 4410 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 4414 closing signal SIGTERM
 E0519 10:02:11.700000 4410 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 1 (pid: 4413) of binary: /home/user/venv/bin/python
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
-============================================================
-train.py FAILED
-------------------------------------------------------------
-Failures:
-[1]:
-  time      : 2026-05-19_10:02:11
-  host      : node-4
-  rank      : 0 (local_rank: 0)
-  exitcode  : -15 (pid: 4412)
-  error_file: <N/A>
-  traceback : Signal 15 (SIGTERM) received by PID 4412
-[2]:
-  time      : 2026-05-19_10:02:11
-  host      : node-4
-  rank      : 2 (local_rank: 2)
-  exitcode  : -15 (pid: 4414)
-  error_file: <N/A>
-  traceback : Signal 15 (SIGTERM) received by PID 4414
-------------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2026-05-19_10:02:11
-  host      : node-4
-  rank      : 1 (local_rank: 1)
-  exitcode  : 1 (pid: 4413)
-  error_file: <N/A>
-  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
-============================================================
-"""  # noqa: E501
+""" + failure_table(F(1, 1, 4413), F(0, -15, 4412), F(2, -15, 4414))  # noqa: E501
 
 
 def test_a_teed_worker_missing_from_a_whole_table_exited_clean(tmp_path: Path) -> None:
@@ -88,29 +62,7 @@ def test_a_teed_worker_missing_from_a_whole_table_exited_clean(tmp_path: Path) -
 SEGV = """\
 [rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete
 E0519 10:32:11.700000 4410 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -11) local_rank: 1 (pid: 4413) of binary: /home/user/venv/bin/python
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
-============================================================
-train.py FAILED
-------------------------------------------------------------
-Failures:
-[1]:
-  time      : 2026-05-19_10:32:11
-  host      : node-4
-  rank      : 0 (local_rank: 0)
-  exitcode  : 1 (pid: 4412)
-  error_file: <N/A>
-  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
-------------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2026-05-19_10:02:11
-  host      : node-4
-  rank      : 1 (local_rank: 1)
-  exitcode  : -11 (pid: 4413)
-  error_file: <N/A>
-  traceback : Signal 11 (SIGSEGV) received by PID 4413
-============================================================
-"""  # noqa: E501
+""" + failure_table(F(1, -11, 4413), F(0, 1, 4412, time="2026-05-19_10:32:11"))  # noqa: E501
 
 
 # A rule that names no culprit and no victims: the engine's default victims are used.

@@ -6,6 +6,9 @@ import datetime as dt
 from dataclasses import replace
 from typing import Any
 
+from failure_table import Failure as F
+from failure_table import failure_table
+
 from hanglens.ingest.attribute import FileEvents, attribute
 from hanglens.model import Event, Origin, SourceRef
 
@@ -636,39 +639,23 @@ W0302 11:20:11.402000 7300 torch/distributed/elastic/multiprocessing/api.py:1028
 signal SIGTERM
 E0302 11:20:11.655000 7300 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) \
 local_rank: 3 (pid: 7314) of binary: /home/user/.venv/bin/python
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
-============================================================
-train.py FAILED
-------------------------------------------------------------
-Failures:
-[1]:
-  time      : 2026-03-02_11:20:11
-  host      : node-a
-  rank      : 0 (local_rank: 0)
-  exitcode  : 1 (pid: 7311)
-  error_file: /tmp/torchelastic_q1/none_w2/attempt_0/0/error.json
-  traceback : Traceback (most recent call last):
-    File "/home/user/titan/train.py", line 88, in train
-      trainer.train()
-  RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by \
-peer [127.0.0.1]:41230
-------------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2026-03-02_11:20:06
-  host      : node-a
-  rank      : 3 (local_rank: 3)
-  exitcode  : 1 (pid: 7314)
-  error_file: /tmp/torchelastic_q1/none_w2/attempt_0/3/error.json
-  traceback : Traceback (most recent call last):
-    File "/home/user/titan/train.py", line 88, in train
-      batch = next(data_iterator)
-    File "/home/user/.venv/lib/python3.11/site-packages/torch/utils/data/_utils/signal_handling.py", \
-line 73, in handler
-      _error_if_any_worker_fails()
-  RuntimeError: DataLoader worker (pid 7390) is killed by signal: Segmentation fault.
-============================================================
-"""
+""" + failure_table(
+    F(3, 1, 7314, host="node-a", time="2026-03-02_11:20:06",
+      error_file="/tmp/torchelastic_q1/none_w2/attempt_0/3/error.json",
+      traceback="Traceback (most recent call last):\n"
+                '    File "/home/user/titan/train.py", line 88, in train\n'
+                "      batch = next(data_iterator)\n"
+                '    File "/home/user/.venv/lib/python3.11/site-packages/torch/utils/data/_utils/'
+                'signal_handling.py", line 73, in handler\n'
+                "      _error_if_any_worker_fails()\n"
+                "  RuntimeError: DataLoader worker (pid 7390) is killed by signal: Segmentation fault."),
+    F(0, 1, 7311, host="node-a", time="2026-03-02_11:20:11",
+      error_file="/tmp/torchelastic_q1/none_w2/attempt_0/0/error.json",
+      traceback="Traceback (most recent call last):\n"
+                '    File "/home/user/titan/train.py", line 88, in train\n'
+                "      trainer.train()\n"
+                "  RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection "
+                "closed by peer [127.0.0.1]:41230"))
 
 
 def test_a_failure_table_callstack_s_lines_belong_to_its_entry_s_rank(tmp_path: Any) -> None:

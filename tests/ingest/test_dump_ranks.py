@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from failure_table import Failure as F
+from failure_table import failure_table
+
 from hanglens.ingest import read_inputs
 
 
@@ -104,34 +107,14 @@ def test_series_contradicted_by_a_stated_rank_stays_unknown(tmp_path: Path) -> N
     assert dump_ranks(write(tmp_path, files))["snap_0.out"] is None
 
 
-CHILD_FAILED = """\
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
-============================================================
-train.py FAILED
-------------------------------------------------------------
-Failures:
-[1]:
-  time      : 2026-01-20_03:11:09
-  host      : box-5
-  rank      : 1 (local_rank: 1)
-  exitcode  : -15 (pid: {pid1})
-  error_file: <N/A>
-  traceback : Signal 15 (SIGTERM) received by PID {pid1}
-------------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2026-01-20_03:11:09
-  host      : box-5
-  rank      : 0 (local_rank: 0)
-  exitcode  : -15 (pid: {pid0})
-  error_file: <N/A>
-  traceback : Signal 15 (SIGTERM) received by PID {pid0}
-============================================================
-"""
+def _child_failed(pid0: int, pid1: int) -> str:
+    """Both workers of one agent stopped by SIGTERM, rank 0 the root cause."""
+    node = {"host": "box-5", "time": "2026-01-20_03:11:09"}
+    return failure_table(F(0, -15, pid0, **node), F(1, -15, pid1, **node))
 
 
 def test_process_pid_mapped_through_the_failure_table(tmp_path: Path) -> None:
     files = {"a.txt": dump(30411, "barrier"), "b.txt": dump(30412, "all_reduce"),
              "c.txt": dump(3099, "barrier"),
-             "torchrun.log": CHILD_FAILED.format(pid0=30411, pid1=30412)}
+             "torchrun.log": _child_failed(30411, 30412)}
     assert dump_ranks(write(tmp_path, files)) == {"a.txt": 0, "b.txt": 1, "c.txt": None}

@@ -11,34 +11,18 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
+from failure_table import HEADER, failure_table
+from failure_table import Failure as F
+
+_NODE_7 = {"host": "node-7", "time": "2025-06-11_14:02:31"}
+
 REPO = Path(__file__).resolve().parents[2]
 
 ABORTED = """\
 E0611 14:02:31.412000 77120 torch/distributed/elastic/multiprocessing/api.py:882] failed (exitcode: -6) \
 local_rank: 0 (pid: 77131) of binary: /usr/bin/python3
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\x20
-============================================================
-train.py FAILED
-------------------------------------------------------------
-Failures:
-[1]:
-  time      : 2025-06-11_14:02:31
-  host      : node-7
-  rank      : 1 (local_rank: 1)
-  exitcode  : -6 (pid: 77132)
-  error_file: <N/A>
-  traceback : Signal 6 (SIGABRT) received by PID 77132
-------------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2025-06-11_14:02:31
-  host      : node-7
-  rank      : 0 (local_rank: 0)
-  exitcode  : -6 (pid: 77131)
-  error_file: <N/A>
-  traceback : Signal 6 (SIGABRT) received by PID 77131
-============================================================
-"""
+""" + failure_table(F(0, -6, 77131, **_NODE_7), F(1, -6, 77132, **_NODE_7),
+                        header=HEADER + " ")
 
 
 def screenshot_tool() -> ModuleType:

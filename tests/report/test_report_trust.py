@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from failure_table import Failure as F
+from failure_table import failure_table
 
 from hanglens import api
 from hanglens.report import _common as c
@@ -411,6 +413,7 @@ def test_a_file_of_several_hosts_lines_is_not_its_one_ranked_writers(tmp_path: P
 # torchrun console of two workers (torch 2.13 agent lines and failure table, log-formats.md section 3.5-3.6;
 # gloo's pair.cc size check, failure-signatures.md section 2): only rank 0 tagged its lines, the agent's
 # table says rank 1 died of SIGABRT, and the untagged `terminate called ...` is the aborting process's.
+_NODE_A = {"host": "node-a", "time": "2026-12-05_08:11:02"}
 _CONSOLE_ONE_TAGGED_RANK = """\
 terminate called after throwing an instance of 'gloo::EnforceNotMet'
   what():  [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 40 vs 36. Received data size doesn't match expected size. Is there a distributed collective mismatch in your code?
@@ -422,29 +425,7 @@ terminate called after throwing an instance of 'gloo::EnforceNotMet'
 [rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:40711: Connection reset by peer
 W1205 08:11:02.120000 901 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 912 closing signal SIGTERM
 E1205 08:11:02.240000 901 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -6) local_rank: 1 (pid: 913) of binary: /home/user/venv/bin/python3.11
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
-============================================================
-train.py FAILED
-------------------------------------------------------------
-Failures:
-[1]:
-  time      : 2026-12-05_08:11:02
-  host      : node-a
-  rank      : 0 (local_rank: 0)
-  exitcode  : -15 (pid: 912)
-  error_file: <N/A>
-  traceback : Signal 15 (SIGTERM) received by PID 912
-------------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2026-12-05_08:11:02
-  host      : node-a
-  rank      : 1 (local_rank: 1)
-  exitcode  : -6 (pid: 913)
-  error_file: <N/A>
-  traceback : Signal 6 (SIGABRT) received by PID 913
-============================================================
-"""  # noqa: E501
+""" + failure_table(F(1, -6, 913, **_NODE_A), F(0, -15, 912, **_NODE_A))  # noqa: E501
 
 # A user's paste of two nodes' sections (NCCL 2.21 socket WARN and ProcessGroupNCCL lines of torch 2.5,
 # log-formats.md sections 1.5 and 4.4): only node h7's lines name a host; rank 6's traceback is node h8's.
