@@ -269,12 +269,25 @@ def primary_finding(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return findings[0] if findings else None
 
 
-def first_steps(doc: Mapping[str, Any], n: int) -> list[str]:
-    """The first `n` remediation steps, starting with the verdict's first step."""
+def observed(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """What the document says was seen when no rule explained a failure (`observed`: headline, first step),
+    for an `unknown` verdict only; None otherwise."""
+    verdict = doc.get("verdict") or {}
+    seen = doc.get("observed") if verdict.get("category") == "unknown" else None
+    return seen if isinstance(seen, Mapping) and seen.get("headline") else None
+
+
+def first_steps(doc: Mapping[str, Any], n: int | None = None) -> list[str]:
+    """The first `n` remediation steps: what was seen calls for first (an unexplained failure's `observed`
+    step, which takes the place of the rule-less verdict's generic one), else the verdict's first step; then
+    the primary finding's remediation."""
     verdict = doc.get("verdict") or {}
     steps: list[str] = []
+    seen_step = (observed(doc) or {}).get("first_step")
+    if isinstance(seen_step, str) and seen_step:
+        steps.append(seen_step)
     first = verdict.get("first_step")
-    if isinstance(first, str) and first:
+    if isinstance(first, str) and first and not (steps and not verdict.get("rule_id")):
         steps.append(first)
     finding = primary_finding(doc)
     for s in (finding or {}).get("remediation") or []:

@@ -194,13 +194,11 @@ def _context(doc: Mapping[str, Any]) -> dict[str, Any]:
     t0 = min(times) if times else None
     findings = [f for f in doc.get("findings") or [] if isinstance(f, Mapping)]
     primary = c.primary_finding(doc)
-    steps = _steps(primary, verdict)
+    texts = c.first_steps(doc)
+    steps = [{"text": t, "snippets": c.shell_commands(t)} for t in texts]
     category = str(verdict.get("category") or "unknown")
-    observed = doc.get("observed") if category == "unknown" else None
-    observed = observed if isinstance(observed, Mapping) and observed.get("headline") else None
-    first_step = str(
-        (observed or {}).get("first_step") or verdict.get("first_step") or (steps[0]["text"] if steps else "")
-    )
+    observed = c.observed(doc)
+    first_step = texts[0] if texts else ""
     facts = c.fold_timeline(timeline)
     rows = [_fact_row(f, t0) for f in facts[:MAX_TABLE_ROWS]]
     inputs = _inputs(doc.get("inputs") or {})
@@ -253,17 +251,6 @@ def _context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "version": str(doc.get("hanglens_version") or "?"),
         "schema_version": doc.get("schema_version"),
     }
-
-
-def _steps(primary: Mapping[str, Any] | None, verdict: Mapping[str, Any]) -> list[dict[str, Any]]:
-    texts: list[str] = []
-    first = verdict.get("first_step")
-    if isinstance(first, str) and first:
-        texts.append(first)
-    for s in (primary or {}).get("remediation") or []:
-        if isinstance(s, str) and s not in texts:
-            texts.append(s)
-    return [{"text": t, "snippets": c.shell_commands(t)} for t in texts]
 
 
 def _fact_row(fact: c.Fact, t0: float | None) -> dict[str, Any]:

@@ -87,8 +87,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     if verdict.get("rule_id"):
         who.append(f"**Rule:** {md_code(verdict['rule_id'], 80)}")
     out += [" · ".join(who), ""]
-    observed = doc.get("observed") if verdict.get("category") == "unknown" else None
-    observed = observed if isinstance(observed, Mapping) and observed.get("headline") else None
+    observed = c.observed(doc)
     if observed:
         out += [f"**Seen:** {md_text(observed['headline'])}. No rule explains it.", ""]
     elif verdict.get("summary"):
@@ -128,8 +127,6 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
             ]
 
     steps = c.first_steps(doc, MAX_STEPS)
-    if observed and observed.get("first_step"):
-        steps = [str(observed["first_step"]), *steps][:MAX_STEPS]
     if steps:
         out += ["**First steps**", ""]
         out += [f"{i}. {md_prose(s)}" for i, s in enumerate(steps, 1)]

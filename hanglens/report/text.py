@@ -62,8 +62,7 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
         who += [("", "   No log from "), ("dim", c.rank_list(silent))]  # (absent, not shown quiet)
     out.append(who)
 
-    observed = doc.get("observed") if category == "unknown" else None
-    observed = observed if isinstance(observed, Mapping) else {}
+    observed = c.observed(doc) or {}
     summary = c.one_line(verdict.get("summary") or "", 2000)
     if observed.get("headline"):
         summary = c.one_line(observed["headline"], 400) + ". No rule explains it."
@@ -88,7 +87,7 @@ def _lines(doc: Mapping[str, Any], width: int) -> list[list[Segment]]:
             out.append(meta)
             out += [[("", "    " + line)] for line in _wrap_log(ev.get("text"), max(30, width - 4))]
 
-    first = str(observed.get("first_step") or "") or (c.first_steps(doc, 1) or [""])[0]
+    first = (c.first_steps(doc, 1) or [""])[0]
     if first:
         out += [[]]
         out += _hanging(("bold green", "First fix: "), c.one_line(first, 2000), width)

@@ -69,3 +69,27 @@ def test_no_log_from_only_when_the_world_size_is_stated(doc: dict[str, Any]) -> 
     assert "No log from" not in render_text(doc, color=False).splitlines()[1]
     doc["inputs"]["world_size"] = 8
     assert "No log from 7" in render_text(doc, color=False).splitlines()[1]
+
+
+def test_an_unexplained_failure_s_observed_step_replaces_the_generic_one() -> None:
+    """With no rule, the step for what was seen (a silent hang stopped from outside) comes first and the
+    rule-less verdict's generic step is not repeated under it, in text, Markdown and HTML alike."""
+    from hanglens.report import _common as c
+    from hanglens.report import render_html, render_markdown
+
+    generic = "GENERIC: take stacks of every rank."
+    seen = "SEEN: dump every rank's stack before stopping it."
+    doc: dict[str, Any] = {
+        "schema_version": 1,
+        "verdict": {"category": "unknown", "rule_id": None, "confidence": "low", "culprit_ranks": [],
+                    "victim_ranks": [], "summary": "No rule explains it.", "first_step": generic},
+        "observed": {"headline": "The job hung without an error line", "first_step": seen},
+        "findings": [],
+    }
+    assert c.first_steps(doc) == [seen]
+    for out in (render_text(doc, color=False, width=100), render_markdown(doc), render_html(doc)):
+        assert "SEEN:" in out and "GENERIC:" not in out
+    # a rule's verdict keeps its own first step after what was seen (never in this document shape, but the
+    # order is the renderers' one rule)
+    ruled = {**doc, "verdict": {**doc["verdict"], "rule_id": "some-rule"}}
+    assert c.first_steps(ruled) == [seen, generic]
