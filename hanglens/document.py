@@ -372,6 +372,12 @@ def _on_gloo(evs: Sequence[Any]) -> bool:
     return gloo
 
 
+def _per_worker_files(files: Sequence[InputFile]) -> bool:
+    """Whether the inputs are already one file per worker: a path that names a rank or a torchrun
+    `--log-dir` tree's local-rank folder (ingest/origin.py)."""
+    return sum(1 for f in files if f.origin.rank is not None or f.origin.local_rank is not None) >= 2
+
+
 def _collect_next(
     tables: Tables,
     files: Sequence[InputFile],
@@ -406,9 +412,13 @@ def _collect_next(
             f"Logs of only {len(ranks_with_logs)} of {tables.world_size} ranks were found: run torchrun with "
             "`--log-dir DIR --redirects 3 --tee 3` so every rank writes its own stdout/stderr files."
         )
-    elif len(ranks_with_logs) <= 1 and kinds & {"hang_detected", "exception"}:
+    elif (len(ranks_with_logs) <= 1 and kinds & {"hang_detected", "exception"}
+          and not _per_worker_files(files)):
+        # (not when the inputs are already one file per worker, a torchrun `--log-dir` tree or files named
+        # by rank: their lines that no parser read are the script's own, and no launcher flag adds a rank)
+        whose = "Only one rank's output" if ranks_with_logs else "No line"
         out.append(
-            "Only one rank's output could be attributed: collect every rank's log "
+            f"{whose} could be attributed to a rank: collect every rank's log "
             "(`torchrun --log-dir DIR --redirects 3`) or prefix lines with the rank (`--tee 3`)."
         )
     if evs and all(e.time is None for e in evs):

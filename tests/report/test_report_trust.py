@@ -522,3 +522,31 @@ def test_signalled_ranks_with_faulthandler_stacks_are_told_what_the_stacks_show(
     step = (doc.get("observed") or {}).get("first_step") or ""
     assert "PYTHONFAULTHANDLER=1" not in step, doc.get("observed")
     assert "2 main threads waited in `all_reduce`" in step and "1 was outside any collective" in step, step
+
+
+# A silent hang stopped from outside (torch 2.13 agent lines, log-formats.md section 3.4; the agent's own
+# SignalException traceback, failure-signatures.md section 17.4), written here with values of our own; the
+# script's lines are its own logging, which no parser reads.
+_AGENT_STOPPED = """\
+W1205 21:53:33.042000 24175 torch/distributed/elastic/agent/server/api.py:753] Received 15 death signal, \
+shutting down workers
+W1205 21:53:33.043000 24175 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 24179 \
+closing signal SIGTERM
+Traceback (most recent call last):
+  File "/home/user/venv/bin/torchrun", line 8, in <module>
+    sys.exit(main())
+torch.distributed.elastic.multiprocessing.api.SignalException: Process 24175 got signal: 15
+"""
+
+
+def test_per_worker_files_are_not_told_to_collect_per_worker_files(tmp_path: Path) -> None:
+    """The advice to collect every rank's log is for inputs that are not one file per worker already."""
+    job = write_job(tmp_path / "tree", {"console.log": _AGENT_STOPPED})
+    for lr in (0, 1, 2):
+        write_job(job / "logs" / "none_ab12" / "attempt_0" / str(lr),
+                  {"stderr.log": f"2026-12-05 21:52:57,434 INFO trainer: worker {lr} started\n"})
+    advice = " ".join(api.analyze([job]).to_dict()["collect_next"])
+    assert "could be attributed" not in advice
+    alone = write_job(tmp_path / "console", {"console.log": _AGENT_STOPPED})
+    advice = " ".join(api.analyze([alone]).to_dict()["collect_next"])
+    assert "No line could be attributed to a rank" in advice
