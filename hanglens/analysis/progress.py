@@ -26,6 +26,11 @@ _DATASET_BAR_RE = re.compile(
 # example `t.set_description('GEN %i' % i)`; torchtune's recipes `pbar.set_description(f"{epoch}|{step}|Loss:
 # {loss}")` after every step, recipes/full_finetune_distributed.py), so the numbers change on every redraw
 # and differ between ranks while the bar is the same; `nan`/`inf` are what a diverged loss prints.
+# A rank that waited for the ncclUniqueId of a group: `[<r>] is setting up NCCL communicator and retrieving
+# ncclUniqueId from [0] via c10d key-value store by key '<k>', but store->get('<k>') got error: ...` (1.13
+# spells it `retreiving`; log-formats.md section 1.6). The group's rank 0 publishes the id when it reaches the
+# group's first collective (failure-signatures.md section 10.9).
+_UNIQUE_ID_FROM_ROOT_RE = re.compile(r"re(?:trie|trei)ving ncclUniqueId(?:\(s\))? from \[0\]")
 _DESC_NUMBER_RE = re.compile(
     r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|(?<![A-Za-z])(?:nan|inf)(?![A-Za-z])"
 )
@@ -252,9 +257,17 @@ def slow_phase_rows(
     # Collective timeouts (op, seq): all at the first broadcast of the default group means the peers waited in
     # the initial state sync, which broadcasts from rank 0 (see `from_root` below).
     timeout_ops: set[tuple[object, object, object]] = set()
+    # Ranks that waited for rank 0 of a group to publish its ncclUniqueId (see `id_root` below), and whether
+    # any wait was in a group other than the default one.
+    id_waiters: set[int | None] = set()
+    other_group = False
     for e in events:
         if e.kind == "hang_detected" and e.get("op") is not None:
             timeout_ops.add((e.get("op"), e.get("seq"), e.get("pg")))
+        if e.kind == "hang_detected" and e.get("pg") not in (None, "0", 0):
+            other_group = True
+        if e.kind == "exception" and _UNIQUE_ID_FROM_ROOT_RE.search(str(e.get("message") or e.text)):
+            id_waiters.add(e.rank)
         if e.kind == "progress" and isinstance(e.get("elapsed_s"), int):
             bars[(e.rank, e.path, bar_name(e.get("label")), e.get("pattern"))] = e  # events are in line order
         elif e.kind == "phase_took" and isinstance(e.get("duration_s"), int):
@@ -294,6 +307,11 @@ def slow_phase_rows(
     from_root = main_first and bool(timeout_ops) and all(
         op == "BROADCAST" and isinstance(seq, int) and seq <= 2 and pg in (None, "0", 0)
         for op, seq, pg in timeout_ops)
+    # The waiting ranks' own failure names whom they waited for: rank 0 of the group, which publishes the
+    # ncclUniqueId at the group's first collective (failure-signatures.md sections 10.9 and 15: "if the
+    # straggler is the PG's rank 0 and has not created the communicator"). In the default group that is global
+    # rank 0; a subgroup's rank 0 is not, so a wait seen in another group names nobody.
+    id_root = bool(id_waiters) and None not in id_waiters and 0 not in waits.ranks and not other_group
     rows: list[Record] = []
     for (rank, path, label, pattern), bar in sorted(bars.items(),
                                                     key=lambda kv: (kv[1].path, kv[1].line)):
@@ -326,6 +344,10 @@ def slow_phase_rows(
                 isinstance(label, str) and _DATASET_BAR_RE.match(label))):
             owner, basis = 0, "the main process: dataset preprocessing runs on rank 0 first while the " \
                 "other ranks wait (`main_process_first`), and rank 0 was not seen waiting"
+        elif owner is None and id_root and not took:
+            owner, basis = 0, "the rank the waiting ranks' ncclUniqueId store wait names (`retrieving " \
+                "ncclUniqueId from [0]`: the default group's rank 0 publishes it at the first collective), " \
+                "and rank 0 was not seen waiting"
         elif owner is None and from_root:
             owner, basis = 0, "the broadcast's root: the other ranks timed out in the first broadcast of " \
                 "the default group (the initial model-state sync, sent from rank 0), and rank 0 was not " \

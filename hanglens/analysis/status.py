@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -594,6 +594,7 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     }
     first_sites = {_crash_site(e) for r, e in best.items() if firsts[r]}
     same_site = sum(firsts.values()) >= 2 and len(first_sites) == 1 and None not in first_sites
+    before_links = _before_link_errors(events)
     rows = []
     for rank, e in sorted(best.items()):
         first = firsts[rank]
@@ -605,6 +606,7 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 "first": first,
                 "same_site": bool(first and same_site),
                 "setup": _setup_error(e),
+                "before_link_errors": before_links(e),
                 "time": e.time,
                 "text": e.text[:300],
                 "path": e.path,
@@ -612,6 +614,30 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             }
         )
     return rows
+
+
+def _before_link_errors(events: Sequence[Event]) -> Callable[[Event], bool]:
+    """Does a fault come before every error a transport reported toward a peer (an IB completion error, a
+    socket reset)? By the clock when both are timed, else by line order in the same file (a merged console
+    prints in arrival order); False when the logs cannot order them or no peer error exists.
+
+    A peer process that dies takes its queue pairs and sockets with it, so the survivors' completions toward
+    it fail with retry-exceeded a few seconds later (failure-signatures.md section 9, culprit rule (1) and
+    'Contradicts': preceded by the peer's traceback or exit -> victim; section 0.2 R1)."""
+    links = [e for e in events if e.kind == "network_error" and e.get("peer")]
+    first_time = min((e.time for e in links if e.time is not None), default=None)
+    first_line: dict[str, int] = {}
+    for e in links:
+        first_line[e.path] = min(first_line.get(e.path, e.line), e.line)
+
+    def before(e: Event) -> bool:
+        if not links:
+            return False
+        if e.time is not None and first_time is not None:
+            return e.time < first_time
+        return e.path in first_line and e.line < first_line[e.path]
+
+    return before
 
 
 def _agent_exception(e: Event) -> bool:

@@ -536,6 +536,17 @@ def _named_hosts(lines: list[str]) -> frozenset[str]:
     return frozenset(hosts)
 
 
+def _logged_behind(m: re.Match[str], s: str) -> bool:
+    """In a console the sample showed to be pdsh's (`_named_hosts`), a name the sample did not count (an
+    excerpt may keep a single line of a host) is a host too when what follows it is a log line that states
+    its writer's global rank, a `[rankN]:` envelope (pdsh prefixes every line of every host, log-formats.md
+    section 9.3; an ordinary `word: text` line carries no rank envelope behind the word)."""
+    name = m["host"]
+    if name.lower() in _NOT_HOSTS or name.endswith(_NOT_HOST_ENDS):
+        return False
+    return strip_prefixes(s[m.end():]).rank is not None
+
+
 def _most(rx: re.Pattern[str], lines: list[str]) -> bool:
     """At least 60 % of `lines` start with `rx` (the answer is known once too many do not: most files'
     first lines say no)."""
@@ -704,7 +715,7 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
             m = PDSH_RE.match(s)
             if m is None and dialect.pdsh_hosts:
                 m = PDSH_NAME_RE.match(s)
-                if m is not None and m["host"] not in dialect.pdsh_hosts:
+                if m is not None and m["host"] not in dialect.pdsh_hosts and not _logged_behind(m, s):
                     m = None
             if m:
                 host = m["host"]

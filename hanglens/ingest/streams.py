@@ -97,7 +97,12 @@ def several_processes(events: list[Event]) -> bool:
     pids: set[tuple[str, int]] = set()
     exceptions: set[tuple[str, str]] = set()
     tracebacks = 0
+    dumped: set[int] = set()
     for e in events:
+        if e.kind == "stack_dump" and (dpid := _int(e.get("pid"))) is not None:
+            # py-spy's `Process <pid>:` header heads each dumped process's threads (failure-signatures.md
+            # section 16.4): two pids are two processes' stacks pasted together.
+            dumped.add(dpid)
         if e.kind == "launch_config":
             if e.get("several_workers"):
                 return True
@@ -127,7 +132,7 @@ def several_processes(events: list[Event]) -> bool:
             exceptions.add(key)
         if e.kind == "exception" and e.get("frames"):
             tracebacks += 1   # an uncaught exception ends its process: a second traceback is likely another's
-    return len(local_ranks) > 1 or len(pids) > 1 or tracebacks > 1
+    return len(local_ranks) > 1 or len(pids) > 1 or tracebacks > 1 or len(dumped) > 1
 
 
 def is_mpirun_exit(e: Event) -> bool:
@@ -237,9 +242,12 @@ def file_owners(files: Iterable[InputFile], events: Iterable[Event], hosts: Mapp
     only the first node does not put the second node's ranks on it."""
     about: dict[str, set[int]] = {}
     launcher: set[str] = set()   # files holding a launcher's own lines: consoles of every worker it started
+    dumped: dict[str, set[int]] = {}   # py-spy dumps' process ids per file: two are two processes' stacks
     for e in events:
         if is_agent_event(e):
             launcher.add(e.path)
+        if e.kind == "stack_dump" and (dpid := _int(e.get("pid"))) is not None:
+            dumped.setdefault(e.path, set()).add(dpid)
         r = e.get("failed_rank")
         if isinstance(r, int) and not isinstance(r, bool):
             about.setdefault(e.path, set()).add(r)
@@ -247,7 +255,7 @@ def file_owners(files: Iterable[InputFile], events: Iterable[Event], hosts: Mapp
     file_host: dict[str, str] = {}
     for f in files:
         if (len(f.ranks) == 1 and len(f.hosts) <= 1 and f.path not in launcher
-                and about.get(f.path, set()) <= {f.ranks[0]}):
+                and about.get(f.path, set()) <= {f.ranks[0]} and len(dumped.get(f.path, ())) <= 1):
             file_rank[f.path] = f.ranks[0]
         if len(f.hosts) == 1:
             h = short_host(f.hosts[0])

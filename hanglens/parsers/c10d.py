@@ -901,7 +901,10 @@ class C10dParser(Parser):
             # ranks started: the reporter's own, `Timeout at collective: <op>, #<seq>`)
             seq=d.seq if d.seq is not None else d.started,
             op=d.op,
-            lagging_ranks=sorted(d.lagging),
+            # The ranks that joined #s but did not finish it are the ones waiting in it when the report also
+            # names ranks that never joined #s (TraceUtils.h retrieveDesyncReport; failure-signatures.md
+            # section 1): those are the lagging ones then, the waiting ones only when nobody is named missing.
+            lagging_ranks=sorted(d.not_joined or d.lagging),
             not_joined_ranks=sorted(d.not_joined),
             not_finished_ranks=sorted(d.not_finished),
             joined_seq=d.joined_seq,
@@ -1563,6 +1566,26 @@ class C10dParser(Parser):
                 "not_joined_ranks": [1, 3],
                 "joined_seq": 144,
                 "snapshot": ["#144 finished ALLREDUCE: 1,3", "#146 started ALLREDUCE: 0,2"],
+            },
+            "torch 2.6-2.9 (constructed)",
+        ),
+        Example(
+            # both lists: the ranks that joined #57 and wait in it, and the one that finished #56 but never
+            # joined #57; only the latter lags
+            "[rank4]:[E305 11:20:41.880112074 ProcessGroupNCCL.cpp:703] Rank 4\n"
+            "\t - [4] Timeout at collective: ALLREDUCE, #57\n"
+            "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:\n"
+            "\t   - [0, 1, 3, 4] joined but didn't finish collective #57 (count from 1)\n"
+            "\t     [2] finished collective #56, but didn't join collective #57 (count from 1)\n",
+            "desync_report",
+            {
+                "reporter_rank": 4,
+                "seq": 57,
+                "op": "ALLREDUCE",
+                "lagging_ranks": [2],
+                "not_joined_ranks": [2],
+                "not_finished_ranks": [0, 1, 3, 4],
+                "joined_seq": 56,
             },
             "torch 2.6-2.9 (constructed)",
         ),

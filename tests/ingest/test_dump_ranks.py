@@ -118,3 +118,15 @@ def test_process_pid_mapped_through_the_failure_table(tmp_path: Path) -> None:
              "c.txt": dump(3099, "barrier"),
              "torchrun.log": _child_failed(30411, 30412)}
     assert dump_ranks(write(tmp_path, files)) == {"a.txt": 0, "b.txt": 1, "c.txt": None}
+
+
+def test_two_processes_dumps_in_one_paste_are_not_its_one_ranks(tmp_path: Path) -> None:
+    """Two py-spy dumps (two `Process <pid>` headers) pasted into one file beside one rank's `[rankN]:`
+    line are two processes' stacks; the file's one rank owns at most one of them and the file does not say
+    which (failure-signatures.md section 16.4)."""
+    body = (dump(40221, "_try_get_data") + "\n" + dump(40219, "synchronize")
+            + "[rank0]:[E614 03:28:40.221093876 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught "
+              "collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, "
+              "Timeout(ms)=600000) ran for 600031 milliseconds before timing out.\n")
+    ing = read_inputs([write(tmp_path, {"issue.txt": body})], jobs=1)
+    assert {e.rank for e in ing.events if e.kind == "stack_dump"} == {None}

@@ -195,6 +195,10 @@ def test_pdsh_host_names_without_a_digit_from_a_consistent_sample() -> None:
     assert (env.host, env.local_rank, env.text) == ("trainer-a", 0, "step 0 loss 0.01")
     # a name the sample did not show as a host stays text
     assert strip_prefixes("summary: [default0]:x", d).host is None
+    # ... unless a `[rankN]:` envelope follows it: an excerpt that kept a single line of a third host
+    env = strip_prefixes("trainer-c: [rank9]: torch.distributed.DistBackendError: x", d)
+    assert (env.host, env.rank) == ("trainer-c", 9)
+    assert strip_prefixes("ValueError: [rank9]: x", d).host is None
 
 
 @pytest.mark.parametrize("lines", [
