@@ -80,7 +80,8 @@ def context_reason(rel: str, head: bytes) -> str | None:
     if ext != "json":
         return None
     first = head.lstrip()[:1]
-    if (first == b"{" and json_message_path(head[: 1 << 16]) is None) or (
+    if (first == b"{" and json_message_path(head[: 1 << 16]) is None
+            and not isinstance(export_kind(head.lstrip()), tuple)) or (
             first == b"[" and export_kind(head.lstrip()) != "array"):
         return "JSON document (settings or state, not log records): read as context, not as a log"
     return None

@@ -3,8 +3,13 @@
 Log shippers and exports keep each line a process printed as a field of a JSON record: Docker's json-file
 logging driver writes `{"log":"<line>\\n","stream":"stdout","time":"<RFC 3339>"}` per line (Docker docs,
 "JSON File logging driver"), `journalctl -o json` puts the line in `MESSAGE`, a Google Cloud Logging export
-in `textPayload` (or `jsonPayload.message`), Loki's `logcli query --output=jsonl` in `line`, and other
-exports in `message`/`msg`/`@message`. The records' line is the log line whose formats log-formats.md
+in `textPayload` (or `jsonPayload.message`), Loki's `logcli query --output=jsonl` in `line`, an
+Elasticsearch hit (an `elasticdump` or `_search` export) in `_source.message`, a Datadog Logs API v2 log in
+`attributes.message`, structlog's `JSONRenderer` in `event`, and other exports in `message`/`msg`/`@message`.
+An API response that is one JSON document holds its records in one array: CloudWatch Logs'
+`filter-log-events`/`get-log-events` in `events` (each `timestamp` in milliseconds since the epoch),
+Elasticsearch's `_search` in `hits.hits`, Datadog's `GET /api/v2/logs/events` in `data`; those records are
+read as if they stood one per line. The records' line is the log line whose formats log-formats.md
 describes; the record's time and stream are written back in front of it as the container runtime's own
 prefix (`<RFC 3339> <stream> F `, log-formats.md section 9.3) or as an ISO timestamp, which
 `prefix.strip_prefixes` reads like any other.
@@ -24,6 +29,7 @@ from __future__ import annotations
 import codecs
 import csv
 import json
+import time
 from collections.abc import Iterator
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
@@ -35,8 +41,8 @@ if TYPE_CHECKING:
 
 # Where each known shipper keeps the line, most specific first.
 MESSAGE_PATHS: tuple[tuple[str, ...], ...] = (
-    ("log",), ("MESSAGE",), ("textPayload",), ("jsonPayload", "message"), ("message",), ("msg",),
-    ("@message",), ("line",),
+    ("log",), ("MESSAGE",), ("textPayload",), ("jsonPayload", "message"), ("_source", "message"),
+    ("attributes", "message"), ("message",), ("msg",), ("@message",), ("line",), ("event",),
 )
 # Where logging libraries keep a record's formatted traceback (python-json-logger `exc_info`/`stack_info`,
 # structlog `format_exc_info` -> `exception`, logging's `exc_text`).
@@ -44,7 +50,12 @@ TRACE_KEYS = ("exc_info", "exception", "exc_text", "stack_info")
 RANK_KEYS = ("rank", "global_rank")
 # A record of a logging library names its level or time: what tells one from a JSON value a script printed.
 LOG_KEYS = ("level", "levelname", "severity", "lvl", "time", "timestamp", "@timestamp", "asctime")
-TIME_KEYS = ("time", "timestamp", "@timestamp")
+TIME_KEYS = ("time", "timestamp", "@timestamp", "__REALTIME_TIMESTAMP")
+# Where a record keeps its time besides its top level: beside a nested message (`_source`, `attributes`).
+TIME_HOLDERS: tuple[tuple[str, ...], ...] = ((), ("_source",), ("attributes",))
+# An epoch number read as a time only inside these years (2000-01-01 to 2100-01-01 UTC), by its magnitude
+# in seconds, milliseconds (CloudWatch), microseconds (journald's `__REALTIME_TIMESTAMP`) or nanoseconds.
+EPOCH_MIN, EPOCH_MAX = 946_684_800, 4_102_444_800
 # The container runtime's stamp (`prefix.CRI_RE`) and a plain ISO stamp (`prefix.ISO_RE`).
 CRI_TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)$")
 ISO_TIME_RE = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?$")
@@ -120,9 +131,38 @@ def newest_first(sample: list[str]) -> bool:
     return back >= MIN_RECORDS and ahead * 10 <= back
 
 
+def _epoch_iso(v: object) -> str | None:
+    """An epoch time (a number, or a string of digits) as an ISO 8601 UTC time, else None."""
+    if isinstance(v, str) and v.isdigit() and len(v) <= 19:
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    for scale in (1, 1_000, 1_000_000, 1_000_000_000):
+        secs = v / scale
+        if EPOCH_MIN <= secs < EPOCH_MAX:
+            whole = int(secs)
+            micros = round((secs - whole) * 1_000_000)
+            if micros == 1_000_000:
+                whole, micros = whole + 1, 0
+            return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{micros:06d}Z"
+    return None
+
+
 def _record_time(r: dict[str, Any]) -> str | None:
-    """A record's time field (the first of TIME_KEYS holding a string), as written."""
-    return next((v for k in TIME_KEYS if isinstance(v := r.get(k), str)), None)
+    """A record's time: the first of TIME_KEYS at its top level or beside a nested message (TIME_HOLDERS)
+    holding a string, as written, or an epoch number, as an ISO time."""
+    for holder in TIME_HOLDERS:
+        h = _at(r, holder) if holder else r
+        if not isinstance(h, dict):
+            continue
+        for k in TIME_KEYS:
+            v = h.get(k)
+            if isinstance(v, str) and not v.isdigit():
+                return v
+            iso = _epoch_iso(v)
+            if iso is not None:
+                return iso
+    return None
 
 
 def _time_of(line: str) -> str | None:
@@ -265,6 +305,11 @@ CSV_TIME_COLUMNS = ("timestamp", "time", "@timestamp", "_time", "date", "receive
 CSV_HEADER_RE = re.compile(
     r'^\ufeff?(?:"[\w@. -]{1,64}"|[\w@. -]{1,64})(?:,(?:"[\w@. -]{1,64}"|[\w@. -]{1,64})){1,63}$')
 CHUNK = 1 << 16
+# The record arrays of API responses that are one JSON document (CloudWatch Logs `events`, Elasticsearch
+# `_search` `hits.hits`, Datadog Logs API v2 `data`), most specific first.
+DOCUMENT_ARRAYS: tuple[tuple[str, ...], ...] = (("hits", "hits"), ("events",), ("data",))
+DOCUMENT_HEAD_RE = re.compile(r"^\s*\{")
+DOCUMENT_ARRAY_RE = re.compile(r'"(?P<key>hits|events|data)"\s*:\s*\[\s*(?=\{)')
 
 
 class JsonArrayLines:
@@ -375,10 +420,71 @@ def csv_columns(first_line: str) -> tuple[int, int | None] | None:
     return msg, next((names.index(c) for c in CSV_TIME_COLUMNS if c in names), None)
 
 
-def export_kind(head: bytes) -> str | tuple[int, int | None] | None:
-    """"array" when the file's first bytes open a JSON array of objects, a CSV header's (message, time)
-    columns, else None."""
+def document_array(head: str) -> tuple[str, ...] | None:
+    """The path of the record array (DOCUMENT_ARRAYS) of a JSON document that starts `head`, when its first
+    record holds a log line (MESSAGE_PATHS), else None. A file of one record per line is not a document."""
+    if not DOCUMENT_HEAD_RE.match(head):
+        return None
+    lines = [s for s in head.split("\n", 3)[:3] if s.strip()]
+    if len(lines) >= 2 and json_record(lines[0]) is not None:
+        return None
+    decoder = json.JSONDecoder()
+    for path in DOCUMENT_ARRAYS:
+        for m in DOCUMENT_ARRAY_RE.finditer(head[:CHUNK]):
+            if m["key"] != path[-1]:
+                continue
+            try:
+                first, _ = decoder.raw_decode(head, m.end())
+            except ValueError:
+                continue
+            if isinstance(first, dict) and any(isinstance(_at(first, p), str) for p in MESSAGE_PATHS):
+                return path
+    return None
+
+
+class JsonDocumentLines:
+    """The records of a JSON document's record array (`document_array`) as one compact JSON object per line,
+    UTF-8 bytes. The whole document is held, so only up to MAX_REVERSED bytes; a longer document, or one that
+    does not parse, is read as it is."""
+
+    def __init__(self, stream: ReadableStream, path: tuple[str, ...]) -> None:
+        self.stream, self.path = stream, path
+        self.out: list[bytes] | None = None
+
+    def read(self, size: int = -1, /) -> bytes:
+        if self.out is None:
+            chunks, held = [], 0
+            while held <= MAX_REVERSED:
+                data = self.stream.read(1 << 20)
+                if not data:
+                    break
+                chunks.append(data)
+                held += len(data)
+            blob = b"".join(chunks)
+            records = None
+            if held <= MAX_REVERSED:
+                try:
+                    records = _at(json.loads(blob.decode("utf-8", "replace")), self.path)
+                except ValueError:
+                    records = None
+            if isinstance(records, list):
+                text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records if isinstance(r, dict))
+                self.out = [text.encode("utf-8")] if text else []
+            else:
+                self.out = [blob] if blob else []
+        if self.out:
+            return self.out.pop(0)
+        return self.stream.read(size)
+
+
+def export_kind(head: bytes) -> str | tuple[str, ...] | tuple[int, int | None] | None:
+    """"array" when the file's first bytes open a JSON array of objects, ("document", <path>...) when they
+    open a JSON document with a record array (`document_array`), a CSV header's (message, time) columns, else
+    None."""
     text = head[:4096].decode("utf-8", "replace")
     if ARRAY_HEAD_RE.match(text):
         return "array"
+    if text.lstrip()[:1] == "{":
+        doc = document_array(head[:CHUNK].decode("utf-8", "replace"))
+        return ("document", *doc) if doc is not None else None
     return csv_columns(text.split("\n", 1)[0].removesuffix("\r"))

@@ -27,6 +27,7 @@ from hanglens.ingest.dispatch import ZERO_DIGITS, dispatch_for, trie_regex
 from hanglens.ingest.jsonlines import (
     CsvLines,
     JsonArrayLines,
+    JsonDocumentLines,
     JsonLinesText,
     ReversedLines,
     export_kind,
@@ -398,6 +399,8 @@ def json_records_stream(head: bytes, stream: ReadableStream) -> tuple[ReadableSt
     export: ReadableStream | None = None
     if kind == "array":
         export = JsonArrayLines(Replay(head, stream))
+    elif isinstance(kind, tuple) and kind[0] == "document":
+        export = JsonDocumentLines(Replay(head, stream), tuple(str(k) for k in kind[1:]))
     elif isinstance(kind, tuple):
         export = CsvLines(Replay(head, stream), *kind)
     if export is not None:
@@ -407,7 +410,9 @@ def json_records_stream(head: bytes, stream: ReadableStream) -> tuple[ReadableSt
         return None if export is None else (Replay(head, stream), "a JSON array or CSV export")
     note = f"JSON records; read the lines their `{'.'.join(path)}` field holds"
     if export is not None:
-        note = ("a JSON array" if kind == "array" else "a CSV export") + " of " + note[0].lower() + note[1:]
+        what = "a JSON array" if kind == "array" else "a JSON document's record array" if isinstance(
+            kind, tuple) and kind[0] == "document" else "a CSV export"
+        note = what + " of " + note
     replay: ReadableStream = Replay(head, stream)
     if newest_first(head[: 1 << 16].decode("utf-8", "replace").split("\n")[:SAMPLE_LINES]):
         replay = ReversedLines(replay)
