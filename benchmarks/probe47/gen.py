@@ -106,6 +106,13 @@ CASES = [
     ("healthy-structlog-gcloud", "healthy", 0, 0, "structlog", "plain", 3, "gcloud", "none", None, [], {}),
     ("healthy-loguru-cloudwatch", "healthy", 0, 0, "loguru", "plain", 3, "cloudwatch", "none", None, [], {}),
     ("healthy-wandb-output", "healthy", 0, 0, "print", "tee", 3, "wandb", "none", None, [], {"WORKERS": "2"}),
+    # second batch (written after the first fixes): two pods, each torchrun with --tee 3, merged exports
+    ("skip-r2-two-pods-tee-loki-jsonl", "skip", 2, 4, "print", "pods_tee", 4, "loki_jsonl",
+     "control_flow_divergence", ["control_flow_divergence", "collective_mismatch"], [2], {}),
+    ("dlkill-r3-two-pods-tee-gcloud", "dlkill", 3, 4, "print", "pods_tee", 4, "gcloud", "dataloader_crash",
+     ["dataloader_crash", "oom"], [3], {"WORKERS": "2"}),
+    ("stall-r1-two-pods-tee-es-search", "stall", 1, 4, "print", "pods_tee", 4, "es_search", "straggler",
+     ["straggler", "control_flow_divergence"], [1], {}),
 ]
 
 PORT = 29700
@@ -134,12 +141,14 @@ def run_case(name, fault, frank, step, logmode, launch, nproc, extra):
             cmd += ["--tee", "3"]
         subprocess.run(["timeout", "150", *cap, str(out), "--", *cmd, train], env=env)
         return [("trainer-0", load(out))]
-    if launch == "pods":
+    if launch in ("pods", "pods_tee"):
         procs, outs = [], []
         for node in (0, 1):
             out = RAW / f"{name}.{node}.jsonl"
             cmd = [TORCHRUN, "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", str(nproc // 2),
                    "--master-addr", "127.0.0.1", "--master-port", str(PORT)]
+            if launch == "pods_tee":
+                cmd += ["--tee", "3"]
             procs.append(subprocess.Popen(["timeout", "150", *cap, str(out), "--", *cmd, train], env=env))
             outs.append(out)
         for p in procs:
@@ -317,6 +326,7 @@ def deliver(kind, caps, d: Path):
 def truth(name, fault, frank, launch, logmode, kind, cat, accept, culprits, nproc):
     how = {"plain": f"torchrun --nproc-per-node {nproc}", "tee": f"torchrun --nproc-per-node {nproc} --tee 3",
            "pods": "two torchrun agents (--nnodes 2, 2 ranks each) posing as two pods/hosts",
+           "pods_tee": "two torchrun agents (--nnodes 2, 2 ranks each, --tee 3) posing as two pods",
            "srun": f"{nproc} processes started the way srun starts one task per rank"}[launch]
     lines = [f"# real run (probe47, benchmarks/probe47/gen.py): torch 2.13 CPU, DDP on gloo, {how}; "
              f"logging {logmode}; injected fault {fault} on rank {frank}; delivered as {kind}",
