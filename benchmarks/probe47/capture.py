@@ -1,3 +1,5 @@
+# ruff: noqa: E501
+# (a probe generator kept for provenance: long case tables, log calls written the way users write them)
 """Run a command and record every line it writes, with the time it arrived and its stream (probe47).
 
 Usage: capture.py OUT.jsonl -- CMD...   Writes one {"t": epoch seconds, "stream": "stdout"|"stderr", "line": text}

@@ -1,3 +1,5 @@
+# ruff: noqa: E501, UP031, SIM115
+# (a probe generator kept for provenance: long case tables, log calls written the way users write them)
 """probe47: real torchrun (gloo, CPU) runs with one injected fault each, delivered the way users hand logs over.
 
 Each case runs `train.py` for real (under torchrun, two torchrun agents posing as two pods/hosts, or one
@@ -34,7 +36,8 @@ the public documentation of each tool:
 - W&B `wandb/run-<date>_<time>-<id>/files/output.log`: the console of the process that called
   `wandb.init` (rank 0) as written.
 
-Usage: gen.py OUTDIR [CASE...]   (one torchrun job at a time; each under `timeout`).
+Usage: gen.py OUTDIR [CASE...]   (one torchrun job at a time; each under `timeout`);
+       gen.py --written OUTDIR   (the runs kept as tests/written_cases/r47-*).
 """
 
 from __future__ import annotations
@@ -112,6 +115,18 @@ CASES = [
     ("dlkill-r3-two-pods-tee-gcloud", "dlkill", 3, 4, "print", "pods_tee", 4, "gcloud", "dataloader_crash",
      ["dataloader_crash", "oom"], [3], {"WORKERS": "2"}),
     ("stall-r1-two-pods-tee-es-search", "stall", 1, 4, "print", "pods_tee", 4, "es_search", "straggler",
+     ["straggler", "control_flow_divergence"], [1], {}),
+]
+
+# The runs kept in tests/written_cases (r47-*): other faults, ranks and shapes than the probe's cases.
+WRITTEN = [
+    ("cloudwatch-events-doc-crash-r2-ws3", "crash", 2, 3, "print", "plain", 3, "cloudwatch", "rank_crash", None,
+     [2], {}),
+    ("es-search-doc-dlkill-r1-ws3", "dlkill", 1, 3, "print", "plain", 3, "es_search", "dataloader_crash",
+     ["dataloader_crash", "oom"], [1], {"WORKERS": "2"}),
+    ("datadog-api-doc-shape-r2-tee-ws3", "shape", 2, 4, "print", "tee", 3, "datadog", "collective_mismatch",
+     ["collective_mismatch", "control_flow_divergence"], [2], {}),
+    ("kubectl-prefix-stdlog-stall-r1-ws3", "stall", 1, 3, "stdlog", "plain", 3, "kubectl_prefix", "straggler",
      ["straggler", "control_flow_divergence"], [1], {}),
 ]
 
@@ -338,11 +353,13 @@ def truth(name, fault, frank, launch, logmode, kind, cat, accept, culprits, npro
 
 
 def main():
-    outdir = Path(sys.argv[1])
-    want = set(sys.argv[2:])
-    for i, c in enumerate(CASES, 1):
+    written = sys.argv[1] == "--written"
+    args = sys.argv[2:] if written else sys.argv[1:]
+    outdir = Path(args[0])
+    want = set(args[1:])
+    for i, c in enumerate(WRITTEN if written else CASES, 1):
         name, fault, frank, step, logmode, launch, nproc, kind, cat, accept, culprits, extra = c
-        cname = f"p47-{i:02d}-{name}"
+        cname = f"r47-{name}" if written else f"p47-{i:02d}-{name}"
         if want and cname not in want and name not in want:
             continue
         d = outdir / cname

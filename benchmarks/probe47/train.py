@@ -1,3 +1,5 @@
+# ruff: noqa: E501, UP031
+# (a probe generator kept for provenance: long case tables, log calls written the way users write them)
 """A small DDP job on gloo (CPU) with one injected fault, logging the way its LOGMODE says.
 
 Environment: FAULT (healthy, crash, skip, shape, dlkill, dlstall, stall, sigkill), FAULT_RANK, FAULT_STEP,

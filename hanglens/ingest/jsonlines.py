@@ -468,7 +468,8 @@ class JsonDocumentLines:
                 except ValueError:
                     records = None
             if isinstance(records, list):
-                text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records if isinstance(r, dict))
+                text = "".join(json.dumps(r, ensure_ascii=False) + "\n"
+                               for r in records if isinstance(r, dict))
                 self.out = [text.encode("utf-8")] if text else []
             else:
                 self.out = [blob] if blob else []

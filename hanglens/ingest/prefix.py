@@ -105,8 +105,8 @@ KUBECTL_PREFIX_RE = re.compile(
 # labels (those not common to every stream) as `{name="value", ...}` padded with blanks to the widest.
 # A `pod`/`host`-like label names the line's host.
 LOKI_LABELS_RE = re.compile(
-    r'^\{(?P<labels>[A-Za-z_][\w.]{0,63}="(?:[^"\\]|\\.){0,512}"(?:, ?[A-Za-z_][\w.]{0,63}="(?:[^"\\]|\\.){0,512}"){0,31})'
-    r"\} {1,256}")
+    r'^\{(?P<labels>[A-Za-z_][\w.]{0,63}="(?:[^"\\]|\\.){0,512}"'
+    r'(?:, ?[A-Za-z_][\w.]{0,63}="(?:[^"\\]|\\.){0,512}"){0,31})\} {1,256}')
 LOKI_LABEL_RE = re.compile(r'(?P<name>[A-Za-z_][\w.]{0,63})="(?P<value>(?:[^"\\]|\\.){0,512})"')
 LOKI_HOST_LABELS = ("pod", "pod_name", "host", "hostname", "instance", "node_name", "nodename")
 RAY_RE = re.compile(r"^\((?P<actor>[\w.]{1,128}) pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[\w.:]{1,64}))?\) ")

@@ -19,6 +19,7 @@ from hanglens.ingest.jsonlines import (
     newest_first,
     plain_lines,
 )
+from hanglens.ingest.reader import json_records_stream
 
 
 def _docker(lines: list[tuple[str, str, str]]) -> str:
@@ -195,3 +196,78 @@ def test_a_teed_json_records_traceback_names_the_tees_rank(tmp_path: Path) -> No
     assert [(e.rank, e.fields.get("exc_type")) for e in exc] == [(2, "IndexError")]
     verdict = api.analyze([tmp_path]).result.verdict
     assert (verdict.category.value, verdict.culprit_ranks) == ("rank_crash", (2,))
+
+
+# -- API responses that are one JSON document, nested message fields, epoch times (probe47) -------------
+# Field names from each API's reference: CloudWatch Logs FilteredLogEvent (`timestamp`, `ingestionTime` in
+# ms since the epoch, `message`, `logStreamName`, `eventId`), Elasticsearch `_search` (`hits.hits[]._source`),
+# Datadog Logs API v2 (`data[].attributes.message`/`timestamp`), journald's JSON (`__REALTIME_TIMESTAMP` in
+# microseconds, `MESSAGE`); the lines inside from log-formats.md section 3.6 and 7; own values.
+
+GLOO_CLOSED = ("[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] "
+               "Connection closed by peer [10.0.0.7]:41234")
+
+
+def test_a_cloudwatch_events_document_is_read_as_its_records_with_their_epoch_times() -> None:
+    doc = {"events": [{"logStreamName": "trainer/pytorch/a1", "timestamp": 1796500000123 + i,
+                       "message": f"step {i} loss 0.5", "ingestionTime": 1796500000500, "eventId": str(i)}
+                      for i in range(3)], "searchedLogStreams": [{"logStreamName": "trainer/pytorch/a1"}]}
+    data = json.dumps(doc, indent=4).encode()
+    kind = export_kind(data)
+    assert kind == ("document", "events")
+    stream, note = json_records_stream(data, io.BytesIO(b""))
+    assert "record array" in note
+    lines = stream.read().decode().splitlines()
+    assert lines[0] == "2026-12-05T19:46:40.123000Z step 0 loss 0.5"
+
+
+def test_elasticsearch_hits_and_datadog_data_documents_keep_their_nested_message_and_time() -> None:
+    hits = {"took": 3, "hits": {"total": {"value": 2}, "hits": [
+        {"_index": "filebeat", "_id": "b", "_source": {"@timestamp": "2026-03-01T10:00:02.000Z",
+                                                      "message": GLOO_CLOSED}},
+        {"_index": "filebeat", "_id": "a", "_source": {"@timestamp": "2026-03-01T10:00:01.000Z",
+                                                      "message": "step 3 loss 0.4"}},
+        {"_index": "filebeat", "_id": "0", "_source": {"@timestamp": "2026-03-01T10:00:00.000Z",
+                                                      "message": "step 2 loss 0.5"}}]}}
+    data = json.dumps(hits, indent=2).encode()
+    assert export_kind(data) == ("document", "hits", "hits")
+    stream, note = json_records_stream(data, io.BytesIO(b""))
+    assert "oldest first" in note  # a `sort` descending export
+    assert stream.read().decode().splitlines() == [
+        "2026-03-01T10:00:00.000Z step 2 loss 0.5", "2026-03-01T10:00:01.000Z step 3 loss 0.4",
+        f"2026-03-01T10:00:02.000Z {GLOO_CLOSED}"]
+    dd = {"data": [{"id": "x", "type": "log", "attributes": {"timestamp": "2026-03-01T10:00:01.000Z",
+                                                             "host": "gpu-1", "message": "step 3"}}],
+          "meta": {"status": "done"}}
+    assert export_kind(json.dumps(dd).encode()) == ("document", "data")
+    # a JSON document whose array holds no log lines is no export (a settings file)
+    assert export_kind(json.dumps({"data": [{"lr": 0.1}], "events": []}, indent=2).encode()) is None
+    # JSON lines whose records hold an array are records, not one document
+    recs = b"".join(json.dumps({"message": "x", "data": [{"message": "y"}]}).encode() + b"\n"
+                    for _ in range(3))
+    assert export_kind(recs) is None
+
+
+def test_journald_json_and_structlog_records_read_with_their_time_and_message() -> None:
+    rec = json.dumps({"__REALTIME_TIMESTAMP": "1796500000123456", "_HOSTNAME": "gpu-node-1",
+                      "SYSLOG_IDENTIFIER": "torchrun", "_PID": "4100", "MESSAGE": "step 4 loss 0.3"})
+    assert message_path([rec] * 3) == ("MESSAGE",)
+    assert plain_lines(rec, ("MESSAGE",)) == ["2026-12-05T19:46:40.123456Z step 4 loss 0.3"]
+    slog = json.dumps({"rank": 2, "event": "skipping step 4: loss spike", "level": "warning",
+                       "timestamp": "2026-03-01T10:00:01.000Z"})
+    assert message_path(["W0301 10:00:00.100000 811 torch/distributed/run.py:874] *****", slog, slog]) \
+        == ("event",)
+    assert plain_lines(slog, ("event",)) == ["2026-03-01T10:00:01.000Z [rank2]: skipping step 4: loss spike"]
+
+
+def test_a_cloudwatch_document_is_analysed_not_skipped_as_settings(tmp_path: Path) -> None:
+    lines = ["[rank1]: Traceback (most recent call last):",
+             '[rank1]:   File "/home/user/proj/train.py", line 12, in <module>',
+             "[rank1]: ValueError: label index 11 out of range for 10 classes",
+             GLOO_CLOSED]
+    doc = {"events": [{"logStreamName": "trainer/pytorch/a1", "timestamp": 1796500000000 + 10 * i,
+                       "message": m, "ingestionTime": 1796500001000, "eventId": str(i)}
+                      for i, m in enumerate(lines)]}
+    (tmp_path / "filter-log-events.json").write_text(json.dumps(doc, indent=4))
+    verdict = api.analyze([tmp_path]).result.verdict
+    assert (verdict.category.value, verdict.culprit_ranks) == ("rank_crash", (1,))
