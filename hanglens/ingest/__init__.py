@@ -28,7 +28,8 @@ from hanglens.ingest.reader import (
     Utf16ToUtf8,
     compile_triggers,
     json_message_path,
-    json_records_stream,
+    ordered_stream,
+    topped_up,
 )
 from hanglens.ingest.sources import (
     SNIFF,
@@ -758,7 +759,8 @@ def _lines_at(loc: Locator | None, display: str, wanted: set[int]) -> dict[int, 
         if data.startswith(UTF16_BOMS):
             stream = Utf16ToUtf8(Replay(data, stream))
             data = stream.read(BLOCK)
-        unwrapped = json_records_stream(data, stream)
+        data = topped_up(data, stream)
+        unwrapped = ordered_stream(data, stream)
         if unwrapped is not None:  # (numbered as the reader numbers them: the lines the records hold)
             stream = unwrapped[0]
             data = stream.read(BLOCK)

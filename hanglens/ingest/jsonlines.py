@@ -148,6 +148,22 @@ def _epoch_iso(v: object) -> str | None:
     return None
 
 
+# A text export's line stamp: `kubectl logs --timestamps` / `docker logs -t` / logcli's default output / a
+# journal's short-iso time, behind `kubectl --prefix`'s source at most (`text_newest_first`).
+TEXT_TIME_RE = re.compile(
+    r"^(?:\[[a-z]{2,32}/[^\]\s]{1,300}\] )?(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?)")
+
+
+def text_newest_first(sample: list[str]) -> bool:
+    """True when the sample's stamped text lines run backwards in time (logcli's default output reads
+    `--direction backward`; a console export listed newest first). Lines without a stamp say nothing."""
+    times: list[str] = [m["ts"].replace("T", " ").replace(",", ".")
+                         for m in map(TEXT_TIME_RE.match, sample) if m]
+    back = sum(a > b for a, b in pairwise(times))
+    ahead = sum(a < b for a, b in pairwise(times))
+    return back >= MIN_RECORDS and ahead * 10 <= back
+
+
 def _record_time(r: dict[str, Any]) -> str | None:
     """A record's time: the first of TIME_KEYS at its top level or beside a nested message (TIME_HOLDERS)
     holding a string, as written, or an epoch number, as an ISO time."""
@@ -403,10 +419,26 @@ class CsvLines:
                 continue
             rec = {"message": row[self.message]}
             if self.time is not None and self.time < len(row):
-                rec["timestamp"] = row[self.time]
+                rec["timestamp"] = kibana_time(row[self.time])
             out.append(json.dumps(rec, ensure_ascii=False) + "\n")
             held += len(out[-1])
         return "".join(out).encode("utf-8")
+
+
+# Kibana's default `dateFormat` (`MMM D, YYYY @ HH:mm:ss.SSS`, Advanced Settings), as a Discover CSV report
+# writes `@timestamp`: read as an ISO time without a zone (the browser's).
+KIBANA_TIME_RE = re.compile(
+    r"^(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (?P<day>\d{1,2}), (?P<year>\d{4}) @ "
+    r"(?P<hms>\d\d:\d\d:\d\d(?:\.\d{1,9})?)$")
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def kibana_time(value: str) -> str:
+    """`value` as an ISO time when it is in Kibana's default date format, else as it is."""
+    m = KIBANA_TIME_RE.match(value) if value[:1].isalpha() else None
+    if m is None:
+        return value
+    return f"{m['year']}-{MONTHS.index(m['mon']) + 1:02d}-{int(m['day']):02d}T{m['hms']}"
 
 
 def csv_columns(first_line: str) -> tuple[int, int | None] | None:

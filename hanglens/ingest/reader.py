@@ -33,6 +33,7 @@ from hanglens.ingest.jsonlines import (
     export_kind,
     message_path,
     newest_first,
+    text_newest_first,
 )
 from hanglens.ingest.prefilter import (
     FAST_BODY,
@@ -390,6 +391,33 @@ def json_message_path(head: bytes) -> tuple[str, ...] | None:
     if len(sample) > 1 and not head.endswith(b"\n"):
         sample = sample[:-1]
     return message_path(sample)
+
+
+ORDER_HEAD = 1 << 16   # bytes a file's head holds (or all of a shorter file) before its order is judged
+
+
+def topped_up(head: bytes, stream: ReadableStream) -> bytes:
+    """`head` read on from `stream` to ORDER_HEAD bytes or the stream's end (a first read may return only
+    the bytes sniffed to open the file)."""
+    while len(head) < ORDER_HEAD:
+        more = stream.read(BLOCK)
+        if not more:
+            break
+        head += more
+    return head
+
+
+def ordered_stream(head: bytes, stream: ReadableStream) -> tuple[ReadableStream, str] | None:
+    """`stream` as the plain lines its JSON log records hold (`json_records_stream`), or its text lines
+    oldest first when their stamps run newest first (`text_newest_first`), and a note; else None. `head`
+    is what was read of the stream (`topped_up`)."""
+    unwrapped = json_records_stream(head, stream)
+    if unwrapped is not None:
+        return unwrapped
+    sample = head[: 1 << 16].decode("utf-8", "replace").split("\n")[:SAMPLE_LINES]
+    if text_newest_first(sample):
+        return ReversedLines(Replay(head, stream)), "read oldest first (the export lists the newest first)"
+    return None
 
 
 def json_records_stream(head: bytes, stream: ReadableStream) -> tuple[ReadableStream, str] | None:
@@ -1400,7 +1428,8 @@ class Reader:
             self.result.notes.append("UTF-16 text (byte-order mark); decoded")
             stream = Utf16ToUtf8(Replay(head, stream))
             head = stream.read(BLOCK)
-        unwrapped = json_records_stream(head, stream)
+        head = topped_up(head, stream)
+        unwrapped = ordered_stream(head, stream)
         if unwrapped is not None:
             stream = unwrapped[0]
             self.result.notes.append(unwrapped[1])

@@ -15,9 +15,11 @@ from hanglens.ingest.jsonlines import (
     JsonArrayLines,
     ReversedLines,
     export_kind,
+    kibana_time,
     message_path,
     newest_first,
     plain_lines,
+    text_newest_first,
 )
 from hanglens.ingest.reader import json_records_stream
 
@@ -271,3 +273,29 @@ def test_a_cloudwatch_document_is_analysed_not_skipped_as_settings(tmp_path: Pat
     (tmp_path / "filter-log-events.json").write_text(json.dumps(doc, indent=4))
     verdict = api.analyze([tmp_path]).result.verdict
     assert (verdict.category.value, verdict.culprit_ranks) == ("rank_crash", (1,))
+
+
+def test_a_text_export_listed_newest_first_is_read_oldest_first(tmp_path: Path) -> None:
+    # logcli's default output (`<RFC 3339> {<labels>} <line>`, `--direction backward` by default): a
+    # traceback read newest first would open with its exception and end with its header.
+    tb = ["[rank1]: Traceback (most recent call last):",
+          '[rank1]:   File "/home/user/proj/train.py", line 12, in <module>',
+          "[rank1]: ValueError: label index 11 out of range for 10 classes"]
+    lines = [f'2026-03-01T10:00:0{i}Z {{pod="trainer-0"}} {text}' for i, text in enumerate(
+        ["step 3 loss 0.4", *tb, GLOO_CLOSED])]
+    assert text_newest_first(lines[::-1]) and not text_newest_first(lines)
+    text = 'Common labels: {container="pytorch"}\n' + "\n".join(lines[::-1]) + "\n"
+    (tmp_path / "logcli.txt").write_text(text)
+    verdict = api.analyze([tmp_path]).result.verdict
+    assert (verdict.category.value, verdict.culprit_ranks) == ("rank_crash", (1,))
+
+
+def test_kibana_csv_time_is_read_as_an_iso_time() -> None:
+    assert kibana_time("Mar 1, 2026 @ 10:00:02.120") == "2026-03-01T10:00:02.120"
+    assert kibana_time("2026-03-01T10:00:02Z") == "2026-03-01T10:00:02Z"
+    csv_text = ('"@timestamp","host.name",message\n"Mar 1, 2026 @ 10:00:03.000","gpu-1","b"\n'
+                '"Mar 1, 2026 @ 10:00:02.000","gpu-1","a"\n"Mar 1, 2026 @ 10:00:01.000","gpu-1","z"\n')
+    kind = export_kind(csv_text.encode())
+    assert isinstance(kind, tuple)
+    rows = CsvLines(io.BytesIO(csv_text.encode()), *kind).read().decode().splitlines()
+    assert newest_first(rows)
