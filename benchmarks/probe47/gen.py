@@ -116,6 +116,21 @@ CASES = [
      ["dataloader_crash", "oom"], [3], {"WORKERS": "2"}),
     ("stall-r1-two-pods-tee-es-search", "stall", 1, 4, "print", "pods_tee", 4, "es_search", "straggler",
      ["straggler", "control_flow_divergence"], [1], {}),
+    # third batch (written after the second round of fixes): structured records inside exports, other exports
+    ("crash-r1-structlog-gke-jsonpayload", "crash", 1, 4, "structlog", "plain", 3, "gke_structured", "rank_crash",
+     None, [1], {}),
+    ("dlkill-r2-azure-containerlogv2-csv", "dlkill", 2, 4, "print", "plain", 3, "azure_csv", "dataloader_crash",
+     ["dataloader_crash", "oom"], [2], {"WORKERS": "2"}),
+    ("skip-r1-stdlog-fluentbit-jsonl", "skip", 1, 3, "stdlog", "plain", 3, "fluentbit", "control_flow_divergence",
+     ["control_flow_divergence", "collective_mismatch"], [1], {}),
+    ("shape-r2-compose-logs-t", "shape", 2, 4, "print", "plain", 3, "compose_t", "collective_mismatch",
+     ["collective_mismatch", "control_flow_divergence"], [2], {}),
+    ("sigkill-r1-journal-short", "sigkill", 1, 4, "print", "plain", 3, "journal_short", "rank_crash",
+     ["rank_crash", "oom"], [1], {}),
+    ("stall-r2-splunk-csv", "stall", 2, 3, "print", "tee", 3, "splunk_csv", "straggler",
+     ["straggler", "control_flow_divergence"], [2], {}),
+    ("healthy-structlog-gke-jsonpayload", "healthy", 0, 0, "structlog", "plain", 3, "gke_structured", "none",
+     None, [], {}),
 ]
 
 # The runs kept in tests/written_cases (r47-*): other faults, ranks and shapes than the probe's cases.
@@ -325,6 +340,59 @@ def deliver(kind, caps, d: Path):
         doc = {"data": data, "links": {"next": None}, "meta": {"elapsed": 132, "request_id": hid(d.name)[:24],
                                                               "status": "done", "page": {"after": None}}}
         w("datadog-logs.json", json.dumps(doc, indent=2) + "\n")
+    elif kind == "gke_structured":
+        # GKE's logging agent parses a JSON line into jsonPayload (its `timestamp`/`time` become the entry's
+        # time, `severity` its severity); other lines stay textPayload.
+        ents = []
+        for i, (lab, r) in enumerate(reversed(recs)):
+            e = {"insertId": hid(d.name, i)[:16], "logName": f"projects/ml-prod/logs/{r['stream']}",
+                 "receiveTimestamp": rfc(r["t"] + 0.8),
+                 "resource": {"labels": {"cluster_name": "train-cluster", "container_name": "pytorch",
+                                         "location": "us-central1", "namespace_name": "ml", "pod_name": lab,
+                                         "project_id": "ml-prod"}, "type": "k8s_container"},
+                 "severity": "ERROR" if r["stream"] == "stderr" else "INFO", "timestamp": rfc(r["t"])}
+            try:
+                payload = json.loads(r["line"])
+            except ValueError:
+                payload = None
+            if isinstance(payload, dict):
+                payload.pop("timestamp", None)
+                e["jsonPayload"] = payload
+            else:
+                e["textPayload"] = r["line"]
+            ents.append(e)
+        w("gke-logs.json", json.dumps(ents, indent=2) + "\n")
+    elif kind == "azure_csv":
+        buf = io.StringIO()
+        wr = csv.writer(buf, lineterminator="\n")
+        wr.writerow(["TimeGenerated [UTC]", "Computer", "PodNamespace", "PodName", "ContainerName", "LogSource",
+                     "LogMessage"])
+        for lab, r in recs:
+            t = dt.datetime.fromtimestamp(r["t"], dt.UTC)
+            h12 = t.hour % 12 or 12
+            ts = f"{t.month}/{t.day}/{t.year}, {h12}:{t:%M:%S}.{t.microsecond // 1000:03d} {'PM' if t.hour >= 12 else 'AM'}"
+            wr.writerow([ts, "aks-nodepool1-0", "ml", lab, "pytorch", r["stream"], r["line"]])
+        w("query_data.csv", buf.getvalue())
+    elif kind == "fluentbit":
+        w("fluent-bit.jsonl", "".join(json.dumps({
+            "date": round(r["t"], 6), "log": r["line"] + "\n", "stream": r["stream"],
+            "kubernetes": {"pod_name": lab, "namespace_name": "ml", "container_name": "pytorch",
+                           "host": "gke-pool-1-a"}}, separators=(",", ":")) + "\n" for lab, r in recs))
+    elif kind == "compose_t":
+        w("compose.log", "".join(f"trainer-1  | {rfc(r['t'])} {r['line']}\n" for _, r in recs))
+    elif kind == "journal_short":
+        w("journal.txt", "".join(
+            dt.datetime.fromtimestamp(r["t"], dt.UTC).strftime("%b %d %H:%M:%S") + f" gpu-node-1 torchrun[41230]: "
+            f"{r['line']}\n" for _, r in recs))
+    elif kind == "splunk_csv":
+        buf = io.StringIO()
+        wr = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL)
+        wr.writerow(["_time", "host", "source", "sourcetype", "_raw"])
+        for _, r in reversed(recs):
+            t = dt.datetime.fromtimestamp(r["t"], dt.UTC)
+            wr.writerow([t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}+00:00", "gpu-node-1",
+                         "/var/log/train/console.log", "pytorch:console", r["line"]])
+        w("splunk-export.csv", buf.getvalue())
     elif kind == "slurm_files":
         for lab, rs in caps:
             task = lab.removeprefix("task")

@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 
 # Where each known shipper keeps the line, most specific first.
 MESSAGE_PATHS: tuple[tuple[str, ...], ...] = (
-    ("log",), ("MESSAGE",), ("textPayload",), ("jsonPayload", "message"), ("_source", "message"),
+    ("log",), ("MESSAGE",), ("textPayload",), ("jsonPayload", "message"), ("jsonPayload", "event"),
+    ("_source", "message"),
     ("attributes", "message"), ("message",), ("msg",), ("@message",), ("line",), ("event",),
 )
 # Where logging libraries keep a record's formatted traceback (python-json-logger `exc_info`/`stack_info`,
@@ -50,9 +51,10 @@ TRACE_KEYS = ("exc_info", "exception", "exc_text", "stack_info")
 RANK_KEYS = ("rank", "global_rank")
 # A record of a logging library names its level or time: what tells one from a JSON value a script printed.
 LOG_KEYS = ("level", "levelname", "severity", "lvl", "time", "timestamp", "@timestamp", "asctime")
-TIME_KEYS = ("time", "timestamp", "@timestamp", "__REALTIME_TIMESTAMP")
+TIME_KEYS = ("time", "timestamp", "@timestamp", "__REALTIME_TIMESTAMP", "date")
 # Where a record keeps its time besides its top level: beside a nested message (`_source`, `attributes`).
 TIME_HOLDERS: tuple[tuple[str, ...], ...] = ((), ("_source",), ("attributes",))
+# (`date` last: Fluent Bit's `json_date_key`, an epoch number by default.)
 # An epoch number read as a time only inside these years (2000-01-01 to 2100-01-01 UTC), by its magnitude
 # in seconds, milliseconds (CloudWatch), microseconds (journald's `__REALTIME_TIMESTAMP`) or nanoseconds.
 EPOCH_MIN, EPOCH_MAX = 946_684_800, 4_102_444_800
@@ -118,6 +120,15 @@ def message_path(sample: list[str]) -> tuple[str, ...] | None:
         if len(holding) >= max(MIN_RECORDS, SHARE * len(records)) and all(
                 any(k in r for k in LOG_KEYS) for r in holding):
             return path
+    # An export whose log records keep the line in one of two fields (Cloud Logging: `textPayload` for a
+    # plain line, `jsonPayload` for a line the agent parsed as JSON): the commoner field, the other read
+    # per record (`plain_lines`).
+    counts = {p: sum(isinstance(_at(r, p), str) for r in records) for p in MESSAGE_PATHS}
+    held = sum(any(isinstance(_at(r, p), str) for p in MESSAGE_PATHS) and any(k in r for k in LOG_KEYS)
+               for r in records)
+    best = max(MESSAGE_PATHS, key=lambda p: counts[p])
+    if whole and counts[best] and held >= SHARE * len(lines):
+        return best
     return None
 
 
@@ -245,6 +256,10 @@ def plain_lines(line: str, path: tuple[str, ...], nested: bool = True,
     outer = launch_prefix(line) if line[:1] != "{" else ""
     r = json_record(line[len(outer):]) if line[:1] == "{" or outer or line.lstrip()[:1] == "{" else None
     msg = _at(r, path) if r is not None else None
+    if not isinstance(msg, str) and r is not None and any(k in r for k in LOG_KEYS):
+        # a log record of the same export keeping its line in another field (`message_path`)
+        path = next((p for p in MESSAGE_PATHS if isinstance(_at(r, p), str)), path)
+        msg = _at(r, path)
     if not isinstance(msg, str):
         return [line]
     if msg.endswith("\n"):
@@ -267,6 +282,9 @@ def plain_lines(line: str, path: tuple[str, ...], nested: bool = True,
         lead = ""
     lead += outer
     rank = _rank_of(r) if r is not None else None
+    holder = _at(r, path[:-1]) if r is not None and len(path) > 1 else None
+    if rank is None and isinstance(holder, dict):  # a parsed payload's own field (`jsonPayload.rank`)
+        rank = _rank_of(holder)
     if rank is not None and "[rank" not in outer:
         lead += f"[rank{rank}]: "
     world = r.get("world_size") if r is not None and worlds is not None else None
@@ -316,10 +334,15 @@ class JsonLinesText:
 # `gcloud logging read --format=json` prints a JSON array of LogEntry objects, indented; Kibana / Grafana
 # table downloads are CSV with a header row naming a time and a message column.
 ARRAY_HEAD_RE = re.compile(r"^\s*\[\s*\{")
-CSV_MESSAGE_COLUMNS = ("message", "line", "log", "textpayload", "_raw", "msg", "@message")
-CSV_TIME_COLUMNS = ("timestamp", "time", "@timestamp", "_time", "date", "receivetimestamp")
+# (Azure Monitor's ContainerLogV2 `LogMessage` and ContainerLog `LogEntry`, its time `TimeGenerated`, which
+# the portal's CSV export heads `TimeGenerated [UTC]`.)
+CSV_MESSAGE_COLUMNS = ("message", "line", "log", "textpayload", "_raw", "msg", "@message", "logmessage",
+                       "logentry")
+CSV_TIME_COLUMNS = ("timestamp", "time", "@timestamp", "_time", "date", "receivetimestamp",
+                    "timegenerated [utc]", "timegenerated")
 CSV_HEADER_RE = re.compile(
-    r'^\ufeff?(?:"[\w@. -]{1,64}"|[\w@. -]{1,64})(?:,(?:"[\w@. -]{1,64}"|[\w@. -]{1,64})){1,63}$')
+    r'^\ufeff?(?:"[\w@. \[\]-]{1,64}"|[\w@. \[\]-]{1,64})'
+    r'(?:,(?:"[\w@. \[\]-]{1,64}"|[\w@. \[\]-]{1,64})){1,63}$')
 CHUNK = 1 << 16
 # The record arrays of API responses that are one JSON document (CloudWatch Logs `events`, Elasticsearch
 # `_search` `hits.hits`, Datadog Logs API v2 `data`), most specific first.
@@ -419,7 +442,7 @@ class CsvLines:
                 continue
             rec = {"message": row[self.message]}
             if self.time is not None and self.time < len(row):
-                rec["timestamp"] = kibana_time(row[self.time])
+                rec["timestamp"] = export_time(row[self.time])
             out.append(json.dumps(rec, ensure_ascii=False) + "\n")
             held += len(out[-1])
         return "".join(out).encode("utf-8")
@@ -433,12 +456,24 @@ KIBANA_TIME_RE = re.compile(
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
-def kibana_time(value: str) -> str:
-    """`value` as an ISO time when it is in Kibana's default date format, else as it is."""
+# The Azure portal's CSV export of a Log Analytics query writes a `datetime` column in the portal's en-US
+# display form, `M/D/YYYY, h:mm:ss.fff AM|PM`, in UTC (the column's header says `[UTC]`).
+AZURE_TIME_RE = re.compile(
+    r"^(?P<mon>\d{1,2})/(?P<day>\d{1,2})/(?P<year>\d{4}), (?P<h>\d{1,2}):(?P<ms>\d\d:\d\d(?:\.\d{1,9})?) "
+    r"(?P<half>AM|PM)$")
+
+
+def export_time(value: str) -> str:
+    """`value` as an ISO time when it is in Kibana's default date format or the Azure portal's export form,
+    else as it is."""
     m = KIBANA_TIME_RE.match(value) if value[:1].isalpha() else None
-    if m is None:
-        return value
-    return f"{m['year']}-{MONTHS.index(m['mon']) + 1:02d}-{int(m['day']):02d}T{m['hms']}"
+    if m is not None:
+        return f"{m['year']}-{MONTHS.index(m['mon']) + 1:02d}-{int(m['day']):02d}T{m['hms']}"
+    m = AZURE_TIME_RE.match(value) if value[:1].isdigit() and "/" in value[:3] else None
+    if m is not None:
+        hour = int(m["h"]) % 12 + (12 if m["half"] == "PM" else 0)
+        return f"{m['year']}-{int(m['mon']):02d}-{int(m['day']):02d}T{hour:02d}:{m['ms']}Z"
+    return value
 
 
 def csv_columns(first_line: str) -> tuple[int, int | None] | None:

@@ -15,7 +15,7 @@ from hanglens.ingest.jsonlines import (
     JsonArrayLines,
     ReversedLines,
     export_kind,
-    kibana_time,
+    export_time,
     message_path,
     newest_first,
     plain_lines,
@@ -291,11 +291,33 @@ def test_a_text_export_listed_newest_first_is_read_oldest_first(tmp_path: Path) 
 
 
 def test_kibana_csv_time_is_read_as_an_iso_time() -> None:
-    assert kibana_time("Mar 1, 2026 @ 10:00:02.120") == "2026-03-01T10:00:02.120"
-    assert kibana_time("2026-03-01T10:00:02Z") == "2026-03-01T10:00:02Z"
+    assert export_time("Mar 1, 2026 @ 10:00:02.120") == "2026-03-01T10:00:02.120"
+    assert export_time("2026-03-01T10:00:02Z") == "2026-03-01T10:00:02Z"
     csv_text = ('"@timestamp","host.name",message\n"Mar 1, 2026 @ 10:00:03.000","gpu-1","b"\n'
                 '"Mar 1, 2026 @ 10:00:02.000","gpu-1","a"\n"Mar 1, 2026 @ 10:00:01.000","gpu-1","z"\n')
     kind = export_kind(csv_text.encode())
     assert isinstance(kind, tuple)
     rows = CsvLines(io.BytesIO(csv_text.encode()), *kind).read().decode().splitlines()
     assert newest_first(rows)
+
+
+def test_cloud_logging_entries_with_text_and_json_payloads_are_read_alike() -> None:
+    # GKE's logging agent keeps a plain line as `textPayload` and parses a JSON line into `jsonPayload`
+    # (structlog's `event`, `level`, `rank`); the entry's `timestamp` and `severity` are its own.
+    def ent(t: str, **payload: object) -> str:
+        return json.dumps({"severity": "INFO", "timestamp": t, **payload})
+    sample = [ent(f"2026-03-01T10:00:0{i}Z", textPayload=f"plain {i}") for i in range(7)] + [
+        ent("2026-03-01T10:00:08Z", jsonPayload={"event": "skipping step 4", "level": "warning", "rank": 1})]
+    assert message_path(sample) == ("textPayload",)
+    assert plain_lines(sample[-1], ("textPayload",)) == ["2026-03-01T10:00:08Z [rank1]: skipping step 4"]
+    assert plain_lines(sample[0], ("textPayload",)) == ["2026-03-01T10:00:00Z plain 0"]
+
+
+def test_azure_portal_csv_and_fluent_bit_epoch_date() -> None:
+    assert export_time("12/5/2026, 9:30:13.525 PM") == "2026-12-05T21:30:13.525Z"
+    assert export_time("1/2/2026, 12:01:00.000 AM") == "2026-01-02T00:01:00.000Z"
+    head = '"TimeGenerated [UTC]",Computer,PodName,LogSource,LogMessage\n'
+    assert export_kind(head.encode()) == (4, 0)
+    fb = json.dumps({"date": 1796500000.5, "log": "step 1\n", "stream": "stdout",
+                     "kubernetes": {"pod_name": "trainer-0"}})
+    assert plain_lines(fb, ("log",)) == ["2026-12-05T19:46:40.500000Z stdout F step 1"]
