@@ -143,6 +143,10 @@ WRITTEN = [
      ["collective_mismatch", "control_flow_divergence"], [2], {}),
     ("kubectl-prefix-stdlog-stall-r1-ws3", "stall", 1, 3, "stdlog", "plain", 3, "kubectl_prefix", "straggler",
      ["straggler", "control_flow_divergence"], [1], {}),
+    ("logcli-default-newest-first-two-pods-crash-r2-ws4", "crash", 2, 3, "print", "pods", 4, "loki_default",
+     "rank_crash", None, [2], {}),
+    ("gke-structlog-jsonpayload-dlkill-r0-ws3", "dlkill", 0, 3, "structlog", "plain", 3, "gke_structured",
+     "dataloader_crash", ["dataloader_crash", "oom"], [0], {"WORKERS": "2"}),
 ]
 
 PORT = 29700
