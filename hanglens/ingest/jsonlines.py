@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 # Where each known shipper keeps the line, most specific first.
 MESSAGE_PATHS: tuple[tuple[str, ...], ...] = (
     ("log",), ("MESSAGE",), ("textPayload",), ("jsonPayload", "message"), ("jsonPayload", "event"),
-    ("_source", "message"),
-    ("attributes", "message"), ("message",), ("msg",), ("@message",), ("line",), ("event",),
+    ("_source", "message"), ("attributes", "message"), ("message",), ("msg",), ("@message",), ("line",),
+    ("event",),
 )
 # Where logging libraries keep a record's formatted traceback (python-json-logger `exc_info`/`stack_info`,
 # structlog `format_exc_info` -> `exception`, logging's `exc_text`).
@@ -51,10 +51,10 @@ TRACE_KEYS = ("exc_info", "exception", "exc_text", "stack_info")
 RANK_KEYS = ("rank", "global_rank")
 # A record of a logging library names its level or time: what tells one from a JSON value a script printed.
 LOG_KEYS = ("level", "levelname", "severity", "lvl", "time", "timestamp", "@timestamp", "asctime")
+# (`date` last: Fluent Bit's `json_date_key`, an epoch number by default.)
 TIME_KEYS = ("time", "timestamp", "@timestamp", "__REALTIME_TIMESTAMP", "date")
 # Where a record keeps its time besides its top level: beside a nested message (`_source`, `attributes`).
 TIME_HOLDERS: tuple[tuple[str, ...], ...] = ((), ("_source",), ("attributes",))
-# (`date` last: Fluent Bit's `json_date_key`, an epoch number by default.)
 # An epoch number read as a time only inside these years (2000-01-01 to 2100-01-01 UTC), by its magnitude
 # in seconds, milliseconds (CloudWatch), microseconds (journald's `__REALTIME_TIMESTAMP`) or nanoseconds.
 EPOCH_MIN, EPOCH_MAX = 946_684_800, 4_102_444_800
