@@ -28,7 +28,8 @@ from hanglens.ingest.reader import (
     Utf16ToUtf8,
     compile_triggers,
     json_message_path,
-    json_records_stream,
+    ordered_stream,
+    topped_up,
 )
 from hanglens.ingest.sources import (
     SNIFF,
@@ -80,7 +81,8 @@ def context_reason(rel: str, head: bytes) -> str | None:
     if ext != "json":
         return None
     first = head.lstrip()[:1]
-    if (first == b"{" and json_message_path(head[: 1 << 16]) is None) or (
+    if (first == b"{" and json_message_path(head[: 1 << 16]) is None
+            and not isinstance(export_kind(head.lstrip()), tuple)) or (
             first == b"[" and export_kind(head.lstrip()) != "array"):
         return "JSON document (settings or state, not log records): read as context, not as a log"
     return None
@@ -757,7 +759,8 @@ def _lines_at(loc: Locator | None, display: str, wanted: set[int]) -> dict[int, 
         if data.startswith(UTF16_BOMS):
             stream = Utf16ToUtf8(Replay(data, stream))
             data = stream.read(BLOCK)
-        unwrapped = json_records_stream(data, stream)
+        data = topped_up(data, stream)
+        unwrapped = ordered_stream(data, stream)
         if unwrapped is not None:  # (numbered as the reader numbers them: the lines the records hold)
             stream = unwrapped[0]
             data = stream.read(BLOCK)

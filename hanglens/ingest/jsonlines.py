@@ -3,8 +3,13 @@
 Log shippers and exports keep each line a process printed as a field of a JSON record: Docker's json-file
 logging driver writes `{"log":"<line>\\n","stream":"stdout","time":"<RFC 3339>"}` per line (Docker docs,
 "JSON File logging driver"), `journalctl -o json` puts the line in `MESSAGE`, a Google Cloud Logging export
-in `textPayload` (or `jsonPayload.message`), Loki's `logcli query --output=jsonl` in `line`, and other
-exports in `message`/`msg`/`@message`. The records' line is the log line whose formats log-formats.md
+in `textPayload` (or `jsonPayload.message`), Loki's `logcli query --output=jsonl` in `line`, an
+Elasticsearch hit (an `elasticdump` or `_search` export) in `_source.message`, a Datadog Logs API v2 log in
+`attributes.message`, structlog's `JSONRenderer` in `event`, and other exports in `message`/`msg`/`@message`.
+An API response that is one JSON document holds its records in one array: CloudWatch Logs'
+`filter-log-events`/`get-log-events` in `events` (each `timestamp` in milliseconds since the epoch),
+Elasticsearch's `_search` in `hits.hits`, Datadog's `GET /api/v2/logs/events` in `data`; those records are
+read as if they stood one per line. The records' line is the log line whose formats log-formats.md
 describes; the record's time and stream are written back in front of it as the container runtime's own
 prefix (`<RFC 3339> <stream> F `, log-formats.md section 9.3) or as an ISO timestamp, which
 `prefix.strip_prefixes` reads like any other.
@@ -24,6 +29,7 @@ from __future__ import annotations
 import codecs
 import csv
 import json
+import time
 from collections.abc import Iterator
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
@@ -35,8 +41,9 @@ if TYPE_CHECKING:
 
 # Where each known shipper keeps the line, most specific first.
 MESSAGE_PATHS: tuple[tuple[str, ...], ...] = (
-    ("log",), ("MESSAGE",), ("textPayload",), ("jsonPayload", "message"), ("message",), ("msg",),
-    ("@message",), ("line",),
+    ("log",), ("MESSAGE",), ("textPayload",), ("jsonPayload", "message"), ("jsonPayload", "event"),
+    ("_source", "message"), ("attributes", "message"), ("message",), ("msg",), ("@message",), ("line",),
+    ("event",),
 )
 # Where logging libraries keep a record's formatted traceback (python-json-logger `exc_info`/`stack_info`,
 # structlog `format_exc_info` -> `exception`, logging's `exc_text`).
@@ -44,7 +51,13 @@ TRACE_KEYS = ("exc_info", "exception", "exc_text", "stack_info")
 RANK_KEYS = ("rank", "global_rank")
 # A record of a logging library names its level or time: what tells one from a JSON value a script printed.
 LOG_KEYS = ("level", "levelname", "severity", "lvl", "time", "timestamp", "@timestamp", "asctime")
-TIME_KEYS = ("time", "timestamp", "@timestamp")
+# (`date` last: Fluent Bit's `json_date_key`, an epoch number by default.)
+TIME_KEYS = ("time", "timestamp", "@timestamp", "__REALTIME_TIMESTAMP", "date")
+# Where a record keeps its time besides its top level: beside a nested message (`_source`, `attributes`).
+TIME_HOLDERS: tuple[tuple[str, ...], ...] = ((), ("_source",), ("attributes",))
+# An epoch number read as a time only inside these years (2000-01-01 to 2100-01-01 UTC), by its magnitude
+# in seconds, milliseconds (CloudWatch), microseconds (journald's `__REALTIME_TIMESTAMP`) or nanoseconds.
+EPOCH_MIN, EPOCH_MAX = 946_684_800, 4_102_444_800
 # The container runtime's stamp (`prefix.CRI_RE`) and a plain ISO stamp (`prefix.ISO_RE`).
 CRI_TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)$")
 ISO_TIME_RE = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?$")
@@ -107,6 +120,15 @@ def message_path(sample: list[str]) -> tuple[str, ...] | None:
         if len(holding) >= max(MIN_RECORDS, SHARE * len(records)) and all(
                 any(k in r for k in LOG_KEYS) for r in holding):
             return path
+    # An export whose log records keep the line in one of two fields (Cloud Logging: `textPayload` for a
+    # plain line, `jsonPayload` for a line the agent parsed as JSON): the commoner field, the other read
+    # per record (`plain_lines`).
+    counts = {p: sum(isinstance(_at(r, p), str) for r in records) for p in MESSAGE_PATHS}
+    held = sum(any(isinstance(_at(r, p), str) for p in MESSAGE_PATHS) and any(k in r for k in LOG_KEYS)
+               for r in records)
+    best = max(MESSAGE_PATHS, key=lambda p: counts[p])
+    if whole and counts[best] and held >= SHARE * len(lines):
+        return best
     return None
 
 
@@ -120,9 +142,54 @@ def newest_first(sample: list[str]) -> bool:
     return back >= MIN_RECORDS and ahead * 10 <= back
 
 
+def _epoch_iso(v: object) -> str | None:
+    """An epoch time (a number, or a string of digits) as an ISO 8601 UTC time, else None."""
+    if isinstance(v, str) and v.isdigit() and len(v) <= 19:
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    for scale in (1, 1_000, 1_000_000, 1_000_000_000):
+        secs = v / scale
+        if EPOCH_MIN <= secs < EPOCH_MAX:
+            whole = int(secs)
+            micros = round((secs - whole) * 1_000_000)
+            if micros == 1_000_000:
+                whole, micros = whole + 1, 0
+            return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{micros:06d}Z"
+    return None
+
+
+# A text export's line stamp: `kubectl logs --timestamps` / `docker logs -t` / logcli's default output / a
+# journal's short-iso time, behind `kubectl --prefix`'s source at most (`text_newest_first`).
+TEXT_TIME_RE = re.compile(
+    r"^(?:\[[a-z]{2,32}/[^\]\s]{1,300}\] )?(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?)")
+
+
+def text_newest_first(sample: list[str]) -> bool:
+    """True when the sample's stamped text lines run backwards in time (logcli's default output reads
+    `--direction backward`; a console export listed newest first). Lines without a stamp say nothing."""
+    times: list[str] = [m["ts"].replace("T", " ").replace(",", ".")
+                         for m in map(TEXT_TIME_RE.match, sample) if m]
+    back = sum(a > b for a, b in pairwise(times))
+    ahead = sum(a < b for a, b in pairwise(times))
+    return back >= MIN_RECORDS and ahead * 10 <= back
+
+
 def _record_time(r: dict[str, Any]) -> str | None:
-    """A record's time field (the first of TIME_KEYS holding a string), as written."""
-    return next((v for k in TIME_KEYS if isinstance(v := r.get(k), str)), None)
+    """A record's time: the first of TIME_KEYS at its top level or beside a nested message (TIME_HOLDERS)
+    holding a string, as written, or an epoch number, as an ISO time."""
+    for holder in TIME_HOLDERS:
+        h = _at(r, holder) if holder else r
+        if not isinstance(h, dict):
+            continue
+        for k in TIME_KEYS:
+            v = h.get(k)
+            if isinstance(v, str) and not v.isdigit():
+                return v
+            iso = _epoch_iso(v)
+            if iso is not None:
+                return iso
+    return None
 
 
 def _time_of(line: str) -> str | None:
@@ -189,6 +256,10 @@ def plain_lines(line: str, path: tuple[str, ...], nested: bool = True,
     outer = launch_prefix(line) if line[:1] != "{" else ""
     r = json_record(line[len(outer):]) if line[:1] == "{" or outer or line.lstrip()[:1] == "{" else None
     msg = _at(r, path) if r is not None else None
+    if not isinstance(msg, str) and r is not None and any(k in r for k in LOG_KEYS):
+        # a log record of the same export keeping its line in another field (`message_path`)
+        path = next((p for p in MESSAGE_PATHS if isinstance(_at(r, p), str)), path)
+        msg = _at(r, path)
     if not isinstance(msg, str):
         return [line]
     if msg.endswith("\n"):
@@ -211,6 +282,9 @@ def plain_lines(line: str, path: tuple[str, ...], nested: bool = True,
         lead = ""
     lead += outer
     rank = _rank_of(r) if r is not None else None
+    holder = _at(r, path[:-1]) if r is not None and len(path) > 1 else None
+    if rank is None and isinstance(holder, dict):  # a parsed payload's own field (`jsonPayload.rank`)
+        rank = _rank_of(holder)
     if rank is not None and "[rank" not in outer:
         lead += f"[rank{rank}]: "
     world = r.get("world_size") if r is not None and worlds is not None else None
@@ -260,11 +334,21 @@ class JsonLinesText:
 # `gcloud logging read --format=json` prints a JSON array of LogEntry objects, indented; Kibana / Grafana
 # table downloads are CSV with a header row naming a time and a message column.
 ARRAY_HEAD_RE = re.compile(r"^\s*\[\s*\{")
-CSV_MESSAGE_COLUMNS = ("message", "line", "log", "textpayload", "_raw", "msg", "@message")
-CSV_TIME_COLUMNS = ("timestamp", "time", "@timestamp", "_time", "date", "receivetimestamp")
+# (Azure Monitor's ContainerLogV2 `LogMessage` and ContainerLog `LogEntry`, its time `TimeGenerated`, which
+# the portal's CSV export heads `TimeGenerated [UTC]`.)
+CSV_MESSAGE_COLUMNS = ("message", "line", "log", "textpayload", "_raw", "msg", "@message", "logmessage",
+                       "logentry")
+CSV_TIME_COLUMNS = ("timestamp", "time", "@timestamp", "_time", "date", "receivetimestamp",
+                    "timegenerated [utc]", "timegenerated")
 CSV_HEADER_RE = re.compile(
-    r'^\ufeff?(?:"[\w@. -]{1,64}"|[\w@. -]{1,64})(?:,(?:"[\w@. -]{1,64}"|[\w@. -]{1,64})){1,63}$')
+    r'^\ufeff?(?:"[\w@. \[\]-]{1,64}"|[\w@. \[\]-]{1,64})'
+    r'(?:,(?:"[\w@. \[\]-]{1,64}"|[\w@. \[\]-]{1,64})){1,63}$')
 CHUNK = 1 << 16
+# The record arrays of API responses that are one JSON document (CloudWatch Logs `events`, Elasticsearch
+# `_search` `hits.hits`, Datadog Logs API v2 `data`), most specific first.
+DOCUMENT_ARRAYS: tuple[tuple[str, ...], ...] = (("hits", "hits"), ("events",), ("data",))
+DOCUMENT_HEAD_RE = re.compile(r"^\s*\{")
+DOCUMENT_ARRAY_RE = re.compile(r'"(?P<key>hits|events|data)"\s*:\s*\[\s*(?=\{)')
 
 
 class JsonArrayLines:
@@ -358,10 +442,38 @@ class CsvLines:
                 continue
             rec = {"message": row[self.message]}
             if self.time is not None and self.time < len(row):
-                rec["timestamp"] = row[self.time]
+                rec["timestamp"] = export_time(row[self.time])
             out.append(json.dumps(rec, ensure_ascii=False) + "\n")
             held += len(out[-1])
         return "".join(out).encode("utf-8")
+
+
+# Kibana's default `dateFormat` (`MMM D, YYYY @ HH:mm:ss.SSS`, Advanced Settings), as a Discover CSV report
+# writes `@timestamp`: read as an ISO time without a zone (the browser's).
+KIBANA_TIME_RE = re.compile(
+    r"^(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (?P<day>\d{1,2}), (?P<year>\d{4}) @ "
+    r"(?P<hms>\d\d:\d\d:\d\d(?:\.\d{1,9})?)$")
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+# The Azure portal's CSV export of a Log Analytics query writes a `datetime` column in the portal's en-US
+# display form, `M/D/YYYY, h:mm:ss.fff AM|PM`, in UTC (the column's header says `[UTC]`).
+AZURE_TIME_RE = re.compile(
+    r"^(?P<mon>\d{1,2})/(?P<day>\d{1,2})/(?P<year>\d{4}), (?P<h>\d{1,2}):(?P<ms>\d\d:\d\d(?:\.\d{1,9})?) "
+    r"(?P<half>AM|PM)$")
+
+
+def export_time(value: str) -> str:
+    """`value` as an ISO time when it is in Kibana's default date format or the Azure portal's export form,
+    else as it is."""
+    m = KIBANA_TIME_RE.match(value) if value[:1].isalpha() else None
+    if m is not None:
+        return f"{m['year']}-{MONTHS.index(m['mon']) + 1:02d}-{int(m['day']):02d}T{m['hms']}"
+    m = AZURE_TIME_RE.match(value) if value[:1].isdigit() and "/" in value[:3] else None
+    if m is not None:
+        hour = int(m["h"]) % 12 + (12 if m["half"] == "PM" else 0)
+        return f"{m['year']}-{int(m['mon']):02d}-{int(m['day']):02d}T{hour:02d}:{m['ms']}Z"
+    return value
 
 
 def csv_columns(first_line: str) -> tuple[int, int | None] | None:
@@ -375,10 +487,72 @@ def csv_columns(first_line: str) -> tuple[int, int | None] | None:
     return msg, next((names.index(c) for c in CSV_TIME_COLUMNS if c in names), None)
 
 
-def export_kind(head: bytes) -> str | tuple[int, int | None] | None:
-    """"array" when the file's first bytes open a JSON array of objects, a CSV header's (message, time)
-    columns, else None."""
+def document_array(head: str) -> tuple[str, ...] | None:
+    """The path of the record array (DOCUMENT_ARRAYS) of a JSON document that starts `head`, when its first
+    record holds a log line (MESSAGE_PATHS), else None. A file of one record per line is not a document."""
+    if not DOCUMENT_HEAD_RE.match(head):
+        return None
+    lines = [s for s in head.split("\n", 3)[:3] if s.strip()]
+    if len(lines) >= 2 and json_record(lines[0]) is not None:
+        return None
+    decoder = json.JSONDecoder()
+    for path in DOCUMENT_ARRAYS:
+        for m in DOCUMENT_ARRAY_RE.finditer(head[:CHUNK]):
+            if m["key"] != path[-1]:
+                continue
+            try:
+                first, _ = decoder.raw_decode(head, m.end())
+            except ValueError:
+                continue
+            if isinstance(first, dict) and any(isinstance(_at(first, p), str) for p in MESSAGE_PATHS):
+                return path
+    return None
+
+
+class JsonDocumentLines:
+    """The records of a JSON document's record array (`document_array`) as one compact JSON object per line,
+    UTF-8 bytes. The whole document is held, so only up to MAX_REVERSED bytes; a longer document, or one that
+    does not parse, is read as it is."""
+
+    def __init__(self, stream: ReadableStream, path: tuple[str, ...]) -> None:
+        self.stream, self.path = stream, path
+        self.out: list[bytes] | None = None
+
+    def read(self, size: int = -1, /) -> bytes:
+        if self.out is None:
+            chunks, held = [], 0
+            while held <= MAX_REVERSED:
+                data = self.stream.read(1 << 20)
+                if not data:
+                    break
+                chunks.append(data)
+                held += len(data)
+            blob = b"".join(chunks)
+            records = None
+            if held <= MAX_REVERSED:
+                try:
+                    records = _at(json.loads(blob.decode("utf-8", "replace")), self.path)
+                except ValueError:
+                    records = None
+            if isinstance(records, list):
+                text = "".join(json.dumps(r, ensure_ascii=False) + "\n"
+                               for r in records if isinstance(r, dict))
+                self.out = [text.encode("utf-8")] if text else []
+            else:
+                self.out = [blob] if blob else []
+        if self.out:
+            return self.out.pop(0)
+        return self.stream.read(size)
+
+
+def export_kind(head: bytes) -> str | tuple[str, ...] | tuple[int, int | None] | None:
+    """"array" when the file's first bytes open a JSON array of objects, ("document", <path>...) when they
+    open a JSON document with a record array (`document_array`), a CSV header's (message, time) columns, else
+    None."""
     text = head[:4096].decode("utf-8", "replace")
     if ARRAY_HEAD_RE.match(text):
         return "array"
+    if text.lstrip()[:1] == "{":
+        doc = document_array(head[:CHUNK].decode("utf-8", "replace"))
+        return ("document", *doc) if doc is not None else None
     return csv_columns(text.split("\n", 1)[0].removesuffix("\r"))

@@ -96,6 +96,19 @@ STERN_MARK_RE = re.compile(
     r"^[+-] (?:(?P<ns>[a-z0-9][a-z0-9-]{0,62}) )?(?P<pod>[a-z0-9][a-z0-9.-]{0,252}) \u203a "
     r"(?P<container>[a-z0-9][a-z0-9-]{0,62})\s*$")
 STERN_PODS_MAX = 256     # distinct pod/container pairs learned from one file's markers
+# `kubectl logs --prefix` (and `--all-pods`, `-l <selector>`, which set it) puts the log source in front of
+# each line: `[<kind>/<name>/<container>] ` (kubectl reference, `--prefix`: "Prefix each log line with the log
+# source (pod name and container name)"), before `--timestamps`' RFC 3339 time. The pod is the line's host.
+KUBECTL_PREFIX_RE = re.compile(
+    r"^\[(?P<kind>[a-z]{2,32})/(?P<pod>[a-z0-9][a-z0-9.-]{0,252})/(?P<container>[a-z0-9][a-z0-9-]{0,62})\] ")
+# Loki's `logcli query` default output (`--output=default`): `<RFC 3339 time> <labels> <line>`, the stream's
+# labels (those not common to every stream) as `{name="value", ...}` padded with blanks to the widest.
+# A `pod`/`host`-like label names the line's host.
+LOKI_LABELS_RE = re.compile(
+    r'^\{(?P<labels>[A-Za-z_][\w.]{0,63}="(?:[^"\\]|\\.){0,512}"'
+    r'(?:, ?[A-Za-z_][\w.]{0,63}="(?:[^"\\]|\\.){0,512}"){0,31})\} {1,256}')
+LOKI_LABEL_RE = re.compile(r'(?P<name>[A-Za-z_][\w.]{0,63})="(?P<value>(?:[^"\\]|\\.){0,512})"')
+LOKI_HOST_LABELS = ("pod", "pod_name", "host", "hostname", "instance", "node_name", "nodename")
 RAY_RE = re.compile(r"^\((?P<actor>[\w.]{1,128}) pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[\w.:]{1,64}))?\) ")
 # vLLM's V1 worker processes (vllm/v1/executor/multiproc_executor.py `WorkerProc`: `_add_prefix(sys.stdout,
 # f"VllmWorker rank={rank}", pid)`; later `Worker_TP<n>`, shown simplified as `Worker (TP<n>)`): the tag names
@@ -671,6 +684,21 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
         if m:
             time, year = _iso_time(m["ts"])
             year_known, clock, stream = year is not None, "iso", m["stream"]
+            s = s[m.end():]
+            continue
+        m = KUBECTL_PREFIX_RE.match(s) if s[:1] == "[" and host is None else None
+        if m:
+            host = m["pod"]
+            writers.append(f"pod {host}")
+            s = s[m.end():]
+            continue
+        m = LOKI_LABELS_RE.match(s) if s[:1] == "{" and time is not None else None
+        if m:
+            labels = {x["name"]: x["value"] for x in LOKI_LABEL_RE.finditer(m["labels"])}
+            named = next((labels[k] for k in LOKI_HOST_LABELS if labels.get(k)), None)
+            if named is not None and host is None:
+                host = named
+                writers.append(f"pod {host}")
             s = s[m.end():]
             continue
         m = CLOUDWATCH_RE.match(s)

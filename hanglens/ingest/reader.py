@@ -27,11 +27,13 @@ from hanglens.ingest.dispatch import ZERO_DIGITS, dispatch_for, trie_regex
 from hanglens.ingest.jsonlines import (
     CsvLines,
     JsonArrayLines,
+    JsonDocumentLines,
     JsonLinesText,
     ReversedLines,
     export_kind,
     message_path,
     newest_first,
+    text_newest_first,
 )
 from hanglens.ingest.prefilter import (
     FAST_BODY,
@@ -391,6 +393,33 @@ def json_message_path(head: bytes) -> tuple[str, ...] | None:
     return message_path(sample)
 
 
+ORDER_HEAD = 1 << 16   # bytes a file's head holds (or all of a shorter file) before its order is judged
+
+
+def topped_up(head: bytes, stream: ReadableStream) -> bytes:
+    """`head` read on from `stream` to ORDER_HEAD bytes or the stream's end (a first read may return only
+    the bytes sniffed to open the file)."""
+    while len(head) < ORDER_HEAD:
+        more = stream.read(BLOCK)
+        if not more:
+            break
+        head += more
+    return head
+
+
+def ordered_stream(head: bytes, stream: ReadableStream) -> tuple[ReadableStream, str] | None:
+    """`stream` as the plain lines its JSON log records hold (`json_records_stream`), or its text lines
+    oldest first when their stamps run newest first (`text_newest_first`), and a note; else None. `head`
+    is what was read of the stream (`topped_up`)."""
+    unwrapped = json_records_stream(head, stream)
+    if unwrapped is not None:
+        return unwrapped
+    sample = head[: 1 << 16].decode("utf-8", "replace").split("\n")[:SAMPLE_LINES]
+    if text_newest_first(sample):
+        return ReversedLines(Replay(head, stream)), "read oldest first (the export lists the newest first)"
+    return None
+
+
 def json_records_stream(head: bytes, stream: ReadableStream) -> tuple[ReadableStream, str] | None:
     """`stream` (whose first bytes `head` were read) as the plain lines its JSON log records hold, oldest
     first, and a note saying so; None when it holds no such records."""
@@ -398,6 +427,8 @@ def json_records_stream(head: bytes, stream: ReadableStream) -> tuple[ReadableSt
     export: ReadableStream | None = None
     if kind == "array":
         export = JsonArrayLines(Replay(head, stream))
+    elif isinstance(kind, tuple) and kind[0] == "document":
+        export = JsonDocumentLines(Replay(head, stream), tuple(str(k) for k in kind[1:]))
     elif isinstance(kind, tuple):
         export = CsvLines(Replay(head, stream), *kind)
     if export is not None:
@@ -407,7 +438,9 @@ def json_records_stream(head: bytes, stream: ReadableStream) -> tuple[ReadableSt
         return None if export is None else (Replay(head, stream), "a JSON array or CSV export")
     note = f"JSON records; read the lines their `{'.'.join(path)}` field holds"
     if export is not None:
-        note = ("a JSON array" if kind == "array" else "a CSV export") + " of " + note[0].lower() + note[1:]
+        what = "a JSON array" if kind == "array" else "a JSON document's record array" if isinstance(
+            kind, tuple) and kind[0] == "document" else "a CSV export"
+        note = what + " of " + note
     replay: ReadableStream = Replay(head, stream)
     if newest_first(head[: 1 << 16].decode("utf-8", "replace").split("\n")[:SAMPLE_LINES]):
         replay = ReversedLines(replay)
@@ -1395,7 +1428,8 @@ class Reader:
             self.result.notes.append("UTF-16 text (byte-order mark); decoded")
             stream = Utf16ToUtf8(Replay(head, stream))
             head = stream.read(BLOCK)
-        unwrapped = json_records_stream(head, stream)
+        head = topped_up(head, stream)
+        unwrapped = ordered_stream(head, stream)
         if unwrapped is not None:
             stream = unwrapped[0]
             self.result.notes.append(unwrapped[1])

@@ -15,10 +15,13 @@ from hanglens.ingest.jsonlines import (
     JsonArrayLines,
     ReversedLines,
     export_kind,
+    export_time,
     message_path,
     newest_first,
     plain_lines,
+    text_newest_first,
 )
+from hanglens.ingest.reader import json_records_stream
 
 
 def _docker(lines: list[tuple[str, str, str]]) -> str:
@@ -195,3 +198,126 @@ def test_a_teed_json_records_traceback_names_the_tees_rank(tmp_path: Path) -> No
     assert [(e.rank, e.fields.get("exc_type")) for e in exc] == [(2, "IndexError")]
     verdict = api.analyze([tmp_path]).result.verdict
     assert (verdict.category.value, verdict.culprit_ranks) == ("rank_crash", (2,))
+
+
+# -- API responses that are one JSON document, nested message fields, epoch times (probe47) -------------
+# Field names from each API's reference: CloudWatch Logs FilteredLogEvent (`timestamp`, `ingestionTime` in
+# ms since the epoch, `message`, `logStreamName`, `eventId`), Elasticsearch `_search` (`hits.hits[]._source`),
+# Datadog Logs API v2 (`data[].attributes.message`/`timestamp`), journald's JSON (`__REALTIME_TIMESTAMP` in
+# microseconds, `MESSAGE`); the lines inside from log-formats.md section 3.6 and 7; own values.
+
+GLOO_CLOSED = ("[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] "
+               "Connection closed by peer [10.0.0.7]:41234")
+
+
+def test_a_cloudwatch_events_document_is_read_as_its_records_with_their_epoch_times() -> None:
+    doc = {"events": [{"logStreamName": "trainer/pytorch/a1", "timestamp": 1796500000123 + i,
+                       "message": f"step {i} loss 0.5", "ingestionTime": 1796500000500, "eventId": str(i)}
+                      for i in range(3)], "searchedLogStreams": [{"logStreamName": "trainer/pytorch/a1"}]}
+    data = json.dumps(doc, indent=4).encode()
+    kind = export_kind(data)
+    assert kind == ("document", "events")
+    stream, note = json_records_stream(data, io.BytesIO(b""))
+    assert "record array" in note
+    lines = stream.read().decode().splitlines()
+    assert lines[0] == "2026-12-05T19:46:40.123000Z step 0 loss 0.5"
+
+
+def test_elasticsearch_hits_and_datadog_data_documents_keep_their_nested_message_and_time() -> None:
+    hits = {"took": 3, "hits": {"total": {"value": 2}, "hits": [
+        {"_index": "filebeat", "_id": "b", "_source": {"@timestamp": "2026-03-01T10:00:02.000Z",
+                                                      "message": GLOO_CLOSED}},
+        {"_index": "filebeat", "_id": "a", "_source": {"@timestamp": "2026-03-01T10:00:01.000Z",
+                                                      "message": "step 3 loss 0.4"}},
+        {"_index": "filebeat", "_id": "0", "_source": {"@timestamp": "2026-03-01T10:00:00.000Z",
+                                                      "message": "step 2 loss 0.5"}}]}}
+    data = json.dumps(hits, indent=2).encode()
+    assert export_kind(data) == ("document", "hits", "hits")
+    stream, note = json_records_stream(data, io.BytesIO(b""))
+    assert "oldest first" in note  # a `sort` descending export
+    assert stream.read().decode().splitlines() == [
+        "2026-03-01T10:00:00.000Z step 2 loss 0.5", "2026-03-01T10:00:01.000Z step 3 loss 0.4",
+        f"2026-03-01T10:00:02.000Z {GLOO_CLOSED}"]
+    dd = {"data": [{"id": "x", "type": "log", "attributes": {"timestamp": "2026-03-01T10:00:01.000Z",
+                                                             "host": "gpu-1", "message": "step 3"}}],
+          "meta": {"status": "done"}}
+    assert export_kind(json.dumps(dd).encode()) == ("document", "data")
+    # a JSON document whose array holds no log lines is no export (a settings file)
+    assert export_kind(json.dumps({"data": [{"lr": 0.1}], "events": []}, indent=2).encode()) is None
+    # JSON lines whose records hold an array are records, not one document
+    recs = b"".join(json.dumps({"message": "x", "data": [{"message": "y"}]}).encode() + b"\n"
+                    for _ in range(3))
+    assert export_kind(recs) is None
+
+
+def test_journald_json_and_structlog_records_read_with_their_time_and_message() -> None:
+    rec = json.dumps({"__REALTIME_TIMESTAMP": "1796500000123456", "_HOSTNAME": "gpu-node-1",
+                      "SYSLOG_IDENTIFIER": "torchrun", "_PID": "4100", "MESSAGE": "step 4 loss 0.3"})
+    assert message_path([rec] * 3) == ("MESSAGE",)
+    assert plain_lines(rec, ("MESSAGE",)) == ["2026-12-05T19:46:40.123456Z step 4 loss 0.3"]
+    slog = json.dumps({"rank": 2, "event": "skipping step 4: loss spike", "level": "warning",
+                       "timestamp": "2026-03-01T10:00:01.000Z"})
+    assert message_path(["W0301 10:00:00.100000 811 torch/distributed/run.py:874] *****", slog, slog]) \
+        == ("event",)
+    assert plain_lines(slog, ("event",)) == ["2026-03-01T10:00:01.000Z [rank2]: skipping step 4: loss spike"]
+
+
+def test_a_cloudwatch_document_is_analysed_not_skipped_as_settings(tmp_path: Path) -> None:
+    lines = ["[rank1]: Traceback (most recent call last):",
+             '[rank1]:   File "/home/user/proj/train.py", line 12, in <module>',
+             "[rank1]: ValueError: label index 11 out of range for 10 classes",
+             GLOO_CLOSED]
+    doc = {"events": [{"logStreamName": "trainer/pytorch/a1", "timestamp": 1796500000000 + 10 * i,
+                       "message": m, "ingestionTime": 1796500001000, "eventId": str(i)}
+                      for i, m in enumerate(lines)]}
+    (tmp_path / "filter-log-events.json").write_text(json.dumps(doc, indent=4))
+    verdict = api.analyze([tmp_path]).result.verdict
+    assert (verdict.category.value, verdict.culprit_ranks) == ("rank_crash", (1,))
+
+
+def test_a_text_export_listed_newest_first_is_read_oldest_first(tmp_path: Path) -> None:
+    # logcli's default output (`<RFC 3339> {<labels>} <line>`, `--direction backward` by default): a
+    # traceback read newest first would open with its exception and end with its header.
+    tb = ["[rank1]: Traceback (most recent call last):",
+          '[rank1]:   File "/home/user/proj/train.py", line 12, in <module>',
+          "[rank1]: ValueError: label index 11 out of range for 10 classes"]
+    lines = [f'2026-03-01T10:00:0{i}Z {{pod="trainer-0"}} {text}' for i, text in enumerate(
+        ["step 3 loss 0.4", *tb, GLOO_CLOSED])]
+    assert text_newest_first(lines[::-1]) and not text_newest_first(lines)
+    text = 'Common labels: {container="pytorch"}\n' + "\n".join(lines[::-1]) + "\n"
+    (tmp_path / "logcli.txt").write_text(text)
+    verdict = api.analyze([tmp_path]).result.verdict
+    assert (verdict.category.value, verdict.culprit_ranks) == ("rank_crash", (1,))
+
+
+def test_kibana_csv_time_is_read_as_an_iso_time() -> None:
+    assert export_time("Mar 1, 2026 @ 10:00:02.120") == "2026-03-01T10:00:02.120"
+    assert export_time("2026-03-01T10:00:02Z") == "2026-03-01T10:00:02Z"
+    csv_text = ('"@timestamp","host.name",message\n"Mar 1, 2026 @ 10:00:03.000","gpu-1","b"\n'
+                '"Mar 1, 2026 @ 10:00:02.000","gpu-1","a"\n"Mar 1, 2026 @ 10:00:01.000","gpu-1","z"\n')
+    kind = export_kind(csv_text.encode())
+    assert isinstance(kind, tuple)
+    rows = CsvLines(io.BytesIO(csv_text.encode()), *kind).read().decode().splitlines()
+    assert newest_first(rows)
+
+
+def test_cloud_logging_entries_with_text_and_json_payloads_are_read_alike() -> None:
+    # GKE's logging agent keeps a plain line as `textPayload` and parses a JSON line into `jsonPayload`
+    # (structlog's `event`, `level`, `rank`); the entry's `timestamp` and `severity` are its own.
+    def ent(t: str, **payload: object) -> str:
+        return json.dumps({"severity": "INFO", "timestamp": t, **payload})
+    sample = [ent(f"2026-03-01T10:00:0{i}Z", textPayload=f"plain {i}") for i in range(7)] + [
+        ent("2026-03-01T10:00:08Z", jsonPayload={"event": "skipping step 4", "level": "warning", "rank": 1})]
+    assert message_path(sample) == ("textPayload",)
+    assert plain_lines(sample[-1], ("textPayload",)) == ["2026-03-01T10:00:08Z [rank1]: skipping step 4"]
+    assert plain_lines(sample[0], ("textPayload",)) == ["2026-03-01T10:00:00Z plain 0"]
+
+
+def test_azure_portal_csv_and_fluent_bit_epoch_date() -> None:
+    assert export_time("12/5/2026, 9:30:13.525 PM") == "2026-12-05T21:30:13.525Z"
+    assert export_time("1/2/2026, 12:01:00.000 AM") == "2026-01-02T00:01:00.000Z"
+    head = '"TimeGenerated [UTC]",Computer,PodName,LogSource,LogMessage\n'
+    assert export_kind(head.encode()) == (4, 0)
+    fb = json.dumps({"date": 1796500000.5, "log": "step 1\n", "stream": "stdout",
+                     "kubernetes": {"pod_name": "trainer-0"}})
+    assert plain_lines(fb, ("log",)) == ["2026-12-05T19:46:40.500000Z stdout F step 1"]

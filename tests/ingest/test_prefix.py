@@ -465,3 +465,17 @@ def test_mmengine_envelope_times() -> None:
     env = strip_prefixes("03/17 22:40:09 - mmengine - INFO - x")
     assert env.time is not None and not env.year_known
     assert time.gmtime(env.time)[1:6] == (3, 17, 22, 40, 9)
+
+
+def test_kubectl_prefix_and_logcli_labels_name_the_pod() -> None:
+    # `kubectl logs --prefix --timestamps` (`[pod/<pod>/<container>] <RFC 3339> <line>`) and logcli's default
+    # output (`<RFC 3339> {<labels>} <line>`), from the kubectl and Loki references; own values.
+    env = strip_prefixes("[pod/trainer-1/pytorch] 2026-03-01T10:00:01.123456789Z [rank2]: Traceback (most "
+                         "recent call last):")
+    assert (env.text, env.rank, env.host, env.writer) == ("Traceback (most recent call last):", 2, "trainer-1",
+                                                          "pod trainer-1")
+    env = strip_prefixes('2026-03-01T10:00:01Z {pod="trainer-0", stream="stderr"}   step 3 loss 0.4')
+    assert (env.text, env.host) == ("step 3 loss 0.4", "trainer-0")
+    assert env.time is not None
+    env = strip_prefixes('{pod="trainer-0"} step 3')  # labels only behind logcli's time
+    assert env.text == '{pod="trainer-0"} step 3'
