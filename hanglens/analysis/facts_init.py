@@ -146,11 +146,18 @@ def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
         if e.kind in ("run_finished", "agent_succeeded"):
             finished = True
         st = streams.setdefault((e.path, outer_stream(e.writer)),
-                                {"ranks": set(), "last": -1, "after": [], "steps": {}, "total": None,
-                                 "newest": {}})
+                                {"ranks": set(), "named": set(), "last": -1, "after": [], "steps": {},
+                                 "total": None, "newest": {}, "progress": None})
+        if e.rank is not None and e.kind != "progress":
+            st["named"].add(e.rank)
+        if e.kind == "progress":
+            # A node whose step lines carry no rank (a plain `print`) still shows its progress; its ranks are
+            # those its other lines name (a `RANK=` echo, a `[rankN]:` prefix).
+            st["last"] = max(st["last"], e.line)
+            if st["progress"] is None or e.line > st["progress"].line:
+                st["progress"] = e
         if e.kind == "progress" and e.rank is not None:
             st["ranks"].add(e.rank)
-            st["last"] = max(st["last"], e.line)
             newest = st["newest"].get(e.rank)
             if newest is None or e.line > newest.line:
                 st["newest"][e.rank] = e   # the rank's last progress line in this stream
@@ -163,6 +170,9 @@ def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
             st["after"].append(e)
     if finished:
         return []
+    for st in streams.values():
+        if not st["ranks"] and st["progress"] is not None:
+            st["ranks"] = set(st["named"])
     trained = {k: st for k, st in streams.items() if st["ranks"]}
     silent, gone, store_gone = [], [], False
     for key, st in trained.items():
@@ -188,7 +198,7 @@ def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
             step = st["steps"].get(r)
             if total is not None and step is not None and step + 1 >= total:
                 return []   # it had reached its last step: a run that ended, not a node lost
-            last = st["newest"][r]
+            last = st["newest"].get(r) or st["progress"]
             rows.append({"rank": r, "last_step": step, "total": total, "stream": key[1] or key[0],
                          "reporters": len(gone), "lost": "store" if store_gone else "peers",
                          "path": last.path, "line": last.line})

@@ -216,6 +216,17 @@ FACT_SPECS: dict[str, FactSpec] = {
             "(failure-signatures.md section 9, culprit rules 2 and 3).",
         ),
         FactSpec(
+            "store_link_lost",
+            ("rank", "host", "side", "basis", "hosts_lost", "hosts_kept", "time", *_EVIDENCE),
+            "Nodes whose launcher's store requests got no answer before their timeout (c10d "
+            "`waitForInput: socket ... timed out`, the torchrun agent keeping the rendezvous alive), one row "
+            "per rank of each implicated host: `basis` converge (every host but one timed out, two or more: "
+            "the one left is the store host, `side` store_host), fanout (the hosts that timed out, while two "
+            "or more kept their path: `side` lost), pair (one host timed out, only the store host left: both "
+            "hosts, `side` either). A closed connection is a peer's exit; an unanswered one, a path that "
+            "stopped carrying packets (failure-signatures.md section 9; hanglens/analysis/transfers.py).",
+        ),
+        FactSpec(
             "gpu_fault",
             ("rank", "host", "xid", "fault", "pci", "mapped_by", "gpus_known", "host_ranks", "time",
              *_EVIDENCE),

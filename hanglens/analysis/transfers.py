@@ -655,3 +655,86 @@ def gradient_sync_rows(size_rows: Sequence[Row], calls: Sequence[Row], hosts: di
                          "path": where[0], "line": where[1]})
         return rows
     return []
+
+
+def _store_poll_timeout(e: Event) -> bool:
+    """A store request that got no answer within its timeout: c10d's `waitForInput: socket ... timed out after
+    <ms>` (torch/csrc/distributed/c10d/socket.cpp), read as a store_error with `error` "timed out". The store
+    host neither answered nor closed the connection. (The launcher's line carries no rank, but a node with one
+    worker lends its stream that worker's rank, so the rank is not asked for.)"""
+    return (e.kind == "store_error" and e.host is not None
+            and e.get("op") == "wait" and e.get("error") == "timed out")
+
+
+def store_link_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+    """The nodes whose launcher lost its path to the rendezvous store (the torchrun agent's TCPStore client,
+    which keeps the rendezvous alive from every node: torch/distributed/elastic/rendezvous/
+    dynamic_rendezvous.py `_keep_alive`, c10d_rendezvous_backend.py), one row per rank of each implicated
+    host.
+
+    A peer that exits or is killed closes its sockets (the kernel sends FIN or RST), so its peers read
+    `Connection reset` or `got 0 bytes`; a store request that simply gets no answer before its timeout means
+    the packets stopped flowing between the two hosts: a link, a port, a firewall, or a host that froze
+    (failure-signatures.md section 9: errors towards a host that never answer implicate the link or that
+    host). The store host never times out on itself, so it sits among the hosts that kept their path;
+    which end of the path failed is told as NCCL's IB errors tell it (section 9, culprit rules 2 and 3):
+
+    - `converge`: every job host but one timed out, two or more of them: the one they all lost is the store
+      host, whose link or node failed (rows: that host's ranks, `side` "store_host");
+    - `fanout`: some hosts timed out while two or more others (the store host among them) kept their path:
+      the hosts that timed out lost their own link (rows: their ranks, `side` "lost");
+    - `pair`: one host timed out and only the store host is left: either end may have failed (rows: both
+      hosts' ranks, `side` "either"; no culprit follows from them).
+    """
+    job_hosts: dict[str, list[int]] = defaultdict(list)
+    for r, h in hosts.items():
+        if isinstance(h, str):
+            job_hosts[short_host(h)].append(r)
+    if len(job_hosts) < 2:
+        return []
+    lost: dict[str, Event] = {}
+    # A worker's `store.wait`/`get` on a key no peer has set times out the same way (the store answers only
+    # once the key exists) and then raises `wait timeout after <ms>, keys: ...`: on such a host the request
+    # went unanswered for want of the key, not of the path (real runs, probe 46: a node that never joined).
+    # A node's console may name its host apart from its ranks' own files (a `--log-dir` tree's folder
+    # against the console's file name): a line's host is its rank's, else the one host of the ranks seen
+    # in its file.
+    file_hosts: dict[str, set[str]] = defaultdict(set)
+    for e in events:
+        if e.rank is not None and isinstance(hosts.get(e.rank), str):
+            file_hosts[e.path].add(short_host(hosts[e.rank]))
+
+    def host_of(e: Event) -> str | None:
+        h = short_host(e.host) if isinstance(e.host, str) else None
+        if h in job_hosts:
+            return h
+        if e.rank is not None and isinstance(hosts.get(e.rank), str):
+            return short_host(hosts[e.rank])
+        seen = file_hosts.get(e.path, set())
+        return next(iter(seen)) if len(seen) == 1 else None
+
+    key_waits = {host_of(e) for e in events if e.kind == "store_error" and e.get("keys")}
+    for e in events:
+        node = host_of(e) if _store_poll_timeout(e) else None
+        if node is not None and node not in key_waits:
+            lost.setdefault(node, e)
+    if not lost:
+        return []
+    kept = sorted(set(job_hosts) - set(lost))
+    if not kept:
+        return []
+    first = min(lost.values(), key=lambda ev: (ev.path, ev.line))
+    if len(kept) == 1 and len(lost) >= 2:
+        basis, side, blamed = "converge", "store_host", {kept[0]: first}
+    elif len(kept) >= 2:
+        basis, side, blamed = "fanout", "lost", dict(lost)
+    else:
+        basis, side, blamed = "pair", "either", {**lost, kept[0]: first}
+    rows: list[Row] = []
+    for h in sorted(blamed):
+        e = blamed[h]
+        for r in sorted(job_hosts[h]):
+            rows.append({"rank": r, "host": hosts.get(r), "side": side, "basis": basis,
+                         "hosts_lost": len(lost), "hosts_kept": len(kept), "time": e.time,
+                         "path": e.path, "line": e.line})
+    return rows

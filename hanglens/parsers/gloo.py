@@ -27,6 +27,11 @@ MESH_RE = re.compile(r"Gloo connectFullMesh failed with (?P<inner>.*)")
 # `work.wait()` / blocking-wait path; raises Python RuntimeError").
 WORK_WAIT_RE = re.compile(r"(?:^|(?:RuntimeError|DistBackendError)(?: ?:)? )Operation timed out!$")
 LOOPBACK_RE = re.compile(r"Unable to resolve hostname to a \(local\) address\. Using the loopback address")
+# gloo's TCP device for an interface named by GLOO_SOCKET_IFNAME (gloo/transport/tcp/device.cc
+# `lookupAddrForIface`: `GLOO_ENFORCE(ifa != nullptr, "Unable to find address for: ", iface)`), raised by
+# ProcessGroupGloo's createDeviceForInterface while the process group is created: this host has no such
+# interface (or it holds no address).
+NO_IFACE_RE = re.compile(r"Unable to find address for: (?P<iface>[^\s,;]{1,64})")
 INNER_PEER_RE = re.compile(PEER)
 # gloo's full-mesh setup of a process group's context reports on stdout, once per process and group, how many
 # peers it connected to (`[Gloo] Rank <r> is connected to <n> peer ranks. Expected number of connected peer
@@ -52,7 +57,7 @@ class GlooParser(Parser):
     triggers = ("Timed out waiting", "Operation timed out!", "pair closure", "closed by peer",
                 "connectFullMesh", "error [",
                 "timeout [",
-                "Unable to resolve hostname", "peer ranks")
+                "Unable to resolve hostname", "peer ranks", "Unable to find address for")
     emits = (
         EventSpec("hang_detected", ("detector", "timeout_ms", "io", "src"),
                   "gloo `Timed out waiting Nms for recv|send operation` (io = recv or send); c10d's "
@@ -62,7 +67,8 @@ class GlooParser(Parser):
         EventSpec("network_error", ("transport", "peer", "port", "error", "detail", "src"),
                   "gloo socket Read/Write error or timeout, Connect timeout"),
         EventSpec("gloo_error", ("error", "peer", "port", "detail"),
-                  "connectFullMesh failure, pair closure after a timeout"),
+                  "connectFullMesh failure, pair closure after a timeout, no address for the interface "
+                  "GLOO_SOCKET_IFNAME names (error=interface_not_found, detail = the interface)"),
         EventSpec("gloo_mesh", ("group_rank", "group_size", "connected"),
                   "gloo's `[Gloo] Rank <r> is connected to <n> peer ranks. Expected number of connected peer "
                   "ranks is : <m>` after a process group's mesh setup (group_rank r, group_size m + 1, "
@@ -119,6 +125,9 @@ class GlooParser(Parser):
         Example("RuntimeError: Gloo connectFullMesh failed with "
                 "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no "
                 "error", "gloo_error", {"error": "connect_full_mesh_failed"}, "torch 2.x"),
+        Example("RuntimeError: [enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
+                "device.cc:84] ifa != nullptr. Unable to find address for: ib0", "gloo_error",
+                {"error": "interface_not_found", "detail": "ib0"}, "torch 2.13 (observed here, probe 46)"),
         Example("[W ProcessGroupGloo.cpp:694] Warning: Unable to resolve hostname to a (local) address. "
                 "Using the loopback address as fallback. Manually set the network interface to bind to with "
                 "GLOO_SOCKET_IFNAME. (function operator())", "gloo_warning", {"warning": "loopback_fallback"},
@@ -136,6 +145,7 @@ class GlooParser(Parser):
         "DataLoader timed out after 60 seconds",
         "ssh: Connection closed by peer",
         "Timed out waiting 5 seconds for the checkpoint to flush",
+        "Unable to find address for host db-primary in the inventory",
     )
 
     def feed(self, line: LogLine) -> Iterable[Event]:
@@ -179,6 +189,11 @@ class GlooParser(Parser):
             if m:
                 out.append(self.event("gloo_mesh", line, group_rank=to_count(m["rank"]),
                                       group_size=int(m["m"]) + 1, connected=to_count(m["n"])))
+        if "Unable to find address for" in text:
+            m = NO_IFACE_RE.search(text)
+            if m:
+                out.append(self.event("gloo_error", line, error="interface_not_found", peer=None, port=None,
+                                      detail=m["iface"]))
         if "Unable to resolve hostname" in text and LOOPBACK_RE.search(text):
             # A W line (ProcessGroupGloo.cpp): gloo binds to 127.0.0.1, which is all a one-host job needs;
             # across hosts the peers' connects then fail, and those lines are the failure.
