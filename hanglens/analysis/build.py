@@ -361,6 +361,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     del progress_rows
     stops = silence.stop_rows(evs, hosts)
     quiet = silence.silent_hang_rows(evs, hosts, {f.path: f.lines for f in files})
+    mesh.peer_elsewhere(layout, quiet)
     finished = silence.finished_before_stop(evs, stops, quiet)
     tables["job_stopped"] = frame("job_stopped", [{**r, "after_finish": finished} for r in stops])
     tables["silent_hang"] = frame("silent_hang", quiet)

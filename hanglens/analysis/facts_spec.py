@@ -308,6 +308,7 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "logged_cut",
                 "tail_words",
                 "odd_tail",
+                "mesh_peer_elsewhere",
                 *_EVIDENCE,
             ),
             "Where each rank stopped when a job goes quiet (failure-signatures.md section 16): last "
@@ -340,7 +341,10 @@ FACT_SPECS: dict[str, FactSpec] = {
             "`tail_words` the words (three letters or more) of the rank's last progress or phase line that "
             "none of its earlier reports and no other rank's report carry; `odd_tail` when, of three ranks "
             "or more, it is the only one with such a last line and stopped at the same point as the others: "
-            "it went where its peers did not.",
+            "it went where its peers did not. `mesh_peer_elsewhere` (a rank behind, when the logs state a "
+            "device mesh): the odd-tail rank that shares one of its mesh groups whose other members are all "
+            "behind too, while each of its other groups holds a rank that reported the step: the group "
+            "collective it waits in is the one that rank left for its own code.",
         ),
         FactSpec(
             "slow_phase",
