@@ -56,7 +56,8 @@ def run_pipeline(kind):
 
         def forward(self, x):
             if kind == "crash" and rank == BAD and self.step >= 2 * n_mb:
-                raise RuntimeError(f"stage {rank}: activation check failed, got non-finite values in block output")
+                raise RuntimeError(f"stage {rank}: activation check failed, "
+                                   "got non-finite values in block output")
             self.step += 1
             return self.body(x)
 
@@ -82,7 +83,7 @@ def run_pipeline(kind):
         elif rank == ws - 1:
             losses = []
             sched.step(target=y, losses=losses)
-            log(f"step {step} loss {sum(l.item() for l in losses) / len(losses):.4f}")
+            log(f"step {step} loss {sum(x.item() for x in losses) / len(losses):.4f}")
         else:
             sched.step()
         opt.step()
@@ -201,7 +202,8 @@ def run_subgroup(kind):
     t = torch.ones(8)
     for step in range(STEPS):
         if kind == "crash" and bad(step, 3):
-            raise ValueError(f"expert block of subgroup {'A' if rank < half else 'B'}: routing table has 0 entries")
+            name = "A" if rank < half else "B"
+            raise ValueError(f"expert block of subgroup {name}: routing table has 0 entries")
         if not (kind == "skip" and bad(step, 3)):
             dist.all_reduce(t, group=mine)
         t = t / t.abs().max()
