@@ -385,6 +385,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     calls = collectives.call_rows(evs, hosts, lone_abort, last_step)
     tables["collective_call"] = frame("collective_call", calls)
     tables["mesh_group"] = frame("mesh_group", mesh.group_rows(layout, hosts))
+    tables["mesh_disagreement"] = frame("mesh_disagreement", mesh.disagreement_rows(evs, hosts))
     tables["mesh_group_split"] = frame("mesh_group_split", mesh.split_rows(layout, calls, hosts))
     tables["mesh_group_waiting"] = frame("mesh_group_waiting", mesh.waiting_rows(layout, calls, hosts))
     del layout

@@ -179,6 +179,18 @@ FACT_SPECS: dict[str, FactSpec] = {
             "member's stack (empty for a missing one).",
         ),
         FactSpec(
+            "mesh_disagreement",
+            ("rank", "host", "mesh", "meshes", "odd", "odd_rank", *_EVIDENCE),
+            "The DeviceMeshes the ranks printed, when they are not all the same mesh: one row per distinct "
+            "statement of a rank (or of lines no rank is known for), `mesh` its dimensions and sizes "
+            "(`dp=2, tp=2`), `meshes` how many different meshes the job printed. Only meshes of the whole "
+            "world are compared (a printed sub-mesh such as `mesh[\"tp\"]` has fewer ranks). `odd` (and "
+            "`odd_rank`, its rank) marks a rank whose mesh differs from the one a strict majority of at "
+            "least two other ranks printed: init_device_mesh builds one group per slice of the mesh it is "
+            "given (torch/distributed/device_mesh.py), so a rank given another shape or dimension order "
+            "pairs its collectives with other ranks than its peers expect.",
+        ),
+        FactSpec(
             "transfer_size_error",
             ("rank", "host", "role", "peer", "p2p", "remote_bytes", "local_bytes", "basis", "odd",
              "elsewhere", "place", "others_place", *_EVIDENCE),
