@@ -152,7 +152,9 @@ USER_RANK_RE = re.compile(r"^\[(?:rank|RANK)(?:: ?| ?)(?P<rank>\d{1,6})\][ :]")
 # the slash and the world size after it say it is the writer's rank in the job, not a count or a sub-group
 # rank (ProcessGroupNCCL's `[Rank 3]` has no world size); read only where R < W. Also in brackets,
 # `print(f"[rank {rank}/{world}] step ...")`.
-USER_RANK_OF_RE = re.compile(r"^\[?(?:rank|Rank|RANK) (?P<rank>\d{1,6}) ?/ ?(?P<world>\d{1,6})(?=[ \t:|,\]-])")
+USER_RANK_OF_RE = re.compile(
+    r"^\[?(?:rank|Rank|RANK) (?P<rank>\d{1,6}) ?/ ?(?P<world>\d{1,6})(?=[ \t:|,\]-])"
+)
 # A script's own `rank R: ` opening a message, `print(f"rank {rank}: ...")`: the writer names itself as the
 # subject before a colon, as torch does in its own per-rank lines (distributed_c10d.py `_store_based_barrier`
 # logs `Rank <rank>: Completed store-based barrier for key:...` with the writer's `get_rank()`). Under a
