@@ -361,6 +361,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     del progress_rows
     stops = silence.stop_rows(evs, hosts)
     quiet = silence.silent_hang_rows(evs, hosts, {f.path: f.lines for f in files})
+    mesh.peer_elsewhere(layout, quiet)
     finished = silence.finished_before_stop(evs, stops, quiet)
     tables["job_stopped"] = frame("job_stopped", [{**r, "after_finish": finished} for r in stops])
     tables["silent_hang"] = frame("silent_hang", quiet)
@@ -384,6 +385,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     calls = collectives.call_rows(evs, hosts, lone_abort, last_step)
     tables["collective_call"] = frame("collective_call", calls)
     tables["mesh_group"] = frame("mesh_group", mesh.group_rows(layout, hosts))
+    tables["mesh_disagreement"] = frame("mesh_disagreement", mesh.disagreement_rows(evs, hosts))
     tables["mesh_group_split"] = frame("mesh_group_split", mesh.split_rows(layout, calls, hosts))
     tables["mesh_group_waiting"] = frame("mesh_group_waiting", mesh.waiting_rows(layout, calls, hosts))
     del layout

@@ -179,6 +179,18 @@ FACT_SPECS: dict[str, FactSpec] = {
             "member's stack (empty for a missing one).",
         ),
         FactSpec(
+            "mesh_disagreement",
+            ("rank", "host", "mesh", "meshes", "odd", "odd_rank", *_EVIDENCE),
+            "The DeviceMeshes the ranks printed, when they are not all the same mesh: one row per distinct "
+            "statement of a rank (or of lines no rank is known for), `mesh` its dimensions and sizes "
+            "(`dp=2, tp=2`), `meshes` how many different meshes the job printed. Only meshes of the whole "
+            "world are compared (a printed sub-mesh such as `mesh[\"tp\"]` has fewer ranks). `odd` (and "
+            "`odd_rank`, its rank) marks a rank whose mesh differs from the one a strict majority of at "
+            "least two other ranks printed: init_device_mesh builds one group per slice of the mesh it is "
+            "given (torch/distributed/device_mesh.py), so a rank given another shape or dimension order "
+            "pairs its collectives with other ranks than its peers expect.",
+        ),
+        FactSpec(
             "transfer_size_error",
             ("rank", "host", "role", "peer", "p2p", "remote_bytes", "local_bytes", "basis", "odd",
              "elsewhere", "place", "others_place", *_EVIDENCE),
@@ -319,6 +331,7 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "logged_cut",
                 "tail_words",
                 "odd_tail",
+                "mesh_peer_elsewhere",
                 *_EVIDENCE,
             ),
             "Where each rank stopped when a job goes quiet (failure-signatures.md section 16): last "
@@ -351,7 +364,10 @@ FACT_SPECS: dict[str, FactSpec] = {
             "`tail_words` the words (three letters or more) of the rank's last progress or phase line that "
             "none of its earlier reports and no other rank's report carry; `odd_tail` when, of three ranks "
             "or more, it is the only one with such a last line and stopped at the same point as the others: "
-            "it went where its peers did not.",
+            "it went where its peers did not. `mesh_peer_elsewhere` (a rank behind, when the logs state a "
+            "device mesh): the odd-tail rank that shares one of its mesh groups whose other members are all "
+            "behind too, while each of its other groups holds a rank that reported the step: the group "
+            "collective it waits in is the one that rank left for its own code.",
         ),
         FactSpec(
             "slow_phase",

@@ -226,6 +226,72 @@ def _place(call: Mapping[str, Any]) -> tuple[Any, Any]:
     return call.get("call"), call.get("user_frame")
 
 
+def disagreement_rows(events: Sequence[Event], hosts: Mapping[int, str]) -> list[Row]:
+    """mesh_disagreement: the whole-world DeviceMeshes the ranks printed, when they differ."""
+    reprs = [e for e in events if e.kind == "device_mesh" and e.get("sizes")]
+    if not reprs:
+        return []
+    def key(e: Event) -> tuple[str, tuple[int, ...]]:
+        return str(e.get("dims") or ""), tuple(int(s) for s in e.get("sizes") or ())
+    world = max(prod(key(e)[1]) for e in reprs)
+    whole = [e for e in reprs if prod(key(e)[1]) == world]
+    kinds = {key(e) for e in whole}
+    if world < 2 or len(kinds) < 2:
+        return []
+    stated: dict[tuple[str, tuple[int, ...]], set[int]] = {}
+    for e in whole:
+        if e.rank is not None:
+            stated.setdefault(key(e), set()).add(e.rank)
+    writers = set().union(*stated.values()) if stated else set()
+    top = max(stated.items(), key=lambda kv: len(kv[1]), default=None)
+    majority = top[0] if top is not None and len(top[1]) >= 2 and len(top[1]) * 2 > len(writers) else None
+    rows: list[Row] = []
+    for e in sorted(whole, key=lambda e: (e.rank if e.rank is not None else -1, e.path, e.line)):
+        names, sizes = key(e)
+        dims = _names(names, len(sizes))
+        odd = majority is not None and e.rank is not None and key(e) != majority
+        rows.append({
+            "rank": e.rank, "host": hosts.get(e.rank) if e.rank is not None else None,
+            "mesh": ", ".join(f"{d}={n}" for d, n in zip(dims, sizes, strict=True)), "meshes": len(kinds),
+            "odd": odd, "odd_rank": e.rank if odd else None, "path": e.path, "line": e.line,
+        })
+    return rows
+
+
+def peer_elsewhere(layout: Layout | None, quiet: Sequence[Any]) -> None:
+    """Fill silent_hang's `mesh_peer_elsewhere` in place: for a rank behind the step most ranks reported,
+    the one rank that went where its peers did not (`odd_tail`) when it is in one of the rank's mesh groups
+    with no member that reported the step, and each other group of the rank holds one that did.
+
+    A group collective completes only when every member joins (failure-signatures.md section 0.1): a rank
+    that got through its other groups' collectives of the step (their members reported it) and stopped
+    before its own report waits in the one group whose member left for code of its own. Without a mesh every
+    rank shares the world group, and the odd rank's step could not have completed without the rank behind.
+    """
+    if layout is None:
+        return
+    by_rank = {r["rank"]: r for r in quiet if r.get("rank") is not None}
+    odd = [k for k, r in by_rank.items() if r.get("odd_tail")]
+    if len(odd) != 1 or odd[0] not in layout.coords:
+        return
+    gone = odd[0]
+    for rank, r in by_rank.items():
+        if r.get("position") != "behind" or rank not in layout.coords:
+            continue
+        waits, through = False, True
+        for dim in range(len(layout.dims)):
+            others = [m for m in layout.group(rank, dim) if m != rank]
+            if not others:
+                continue
+            if gone in others and all(
+                    m == gone or by_rank.get(m, {}).get("position") == "behind" for m in others):
+                waits = True
+            elif not any(by_rank.get(m, {}).get("position") == "same" for m in others):
+                through = False
+        if waits and through:
+            r["mesh_peer_elsewhere"] = gone
+
+
 def split_rows(layout: Layout | None, calls: Sequence[Mapping[str, Any]],
                hosts: Mapping[int, str]) -> list[Row]:
     """The members of each mesh group whose ranks wait in different collectives, and which side each is on.

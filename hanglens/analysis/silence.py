@@ -589,7 +589,7 @@ def _odd_tail(rows: list[Record], by_rank: Mapping[int | None, list[Event]]) -> 
     behind), that one rank is where the job stopped; two ranks are one line against one.
     """
     for r in rows:
-        r.update(tail_words=None, odd_tail=False)
+        r.update(tail_words=None, odd_tail=False, mesh_peer_elsewhere=None)
     ranked = [r for r in rows if r["rank"] is not None]
     if len(ranked) < 3:
         return rows

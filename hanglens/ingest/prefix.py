@@ -163,8 +163,11 @@ MPICH_RE = re.compile(r"^\[(?P<rank>\d{1,6})\] (?=.)")
 USER_RANK_RE = re.compile(r"^\[(?:rank|RANK)(?:: ?| ?)(?P<rank>\d{1,6})\][ :]")
 # A script's own `rank R/W` (rank R of a world of W) opening a message, `print(f"rank {rank}/{world} | ...")`:
 # the slash and the world size after it say it is the writer's rank in the job, not a count or a sub-group
-# rank (ProcessGroupNCCL's `[Rank 3]` has no world size); read only where R < W.
-USER_RANK_OF_RE = re.compile(r"^(?:rank|Rank|RANK) (?P<rank>\d{1,6}) ?/ ?(?P<world>\d{1,6})(?=[ \t:|,\]-])")
+# rank (ProcessGroupNCCL's `[Rank 3]` has no world size); read only where R < W. Also in brackets,
+# `print(f"[rank {rank}/{world}] step ...")`.
+USER_RANK_OF_RE = re.compile(
+    r"^\[?(?:rank|Rank|RANK) (?P<rank>\d{1,6}) ?/ ?(?P<world>\d{1,6})(?=[ \t:|,\]-])"
+)
 # A script's own `rank R: ` opening a message, `print(f"rank {rank}: ...")`: the writer names itself as the
 # subject before a colon, as torch does in its own per-rank lines (distributed_c10d.py `_store_based_barrier`
 # logs `Rank <rank>: Completed store-based barrier for key:...` with the writer's `get_rank()`). Under a
@@ -957,7 +960,7 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
         m = USER_RANK_RE.match(s)
         if m:
             rank = int(m["rank"])
-        elif s[:1] in "rR":
+        elif s[:1] in "rR[":
             m = USER_RANK_OF_RE.match(s)
             if m and int(m["rank"]) < int(m["world"]):
                 rank = int(m["rank"])

@@ -96,6 +96,10 @@ CASES = [
     ("2026-03-09 11:20:41,805 | INFO | trainer | Rank 3/8: saved shard", Dialect(), "Rank 3/8: saved shard", 3,
      None, None, "I"),
     ("rank 4/4 | ranks done", Dialect(), "rank 4/4 | ranks done", None, None, None, None),
+    # the same in brackets, `print(f"[rank {rank}/{world}] ...")` (probe48's real runs); not past the world
+    ("[rank 2/4] ring step 1: sent to 3", Dialect(), "[rank 2/4] ring step 1: sent to 3", 2, None, None, None),
+    ("[Rank 0/8] device mesh ready", Dialect(), "[Rank 0/8] device mesh ready", 0, None, None, None),
+    ("[rank 8/8] done", Dialect(), "[rank 8/8] done", None, None, None, None),
     # a script's own `rank R: ` opening the message (`print(f"rank {rank}: ...")` under DeepSpeed's launcher,
     # which adds no prefix), and torch's own `Rank R: Completed store-based barrier`; not a sentence about a
     # rank (no colon right after the number)
