@@ -97,7 +97,7 @@ def json_record(line: str, max_len: int = MAX_RECORD) -> dict[str, Any] | None:
         return None
     try:
         obj = json.loads(s)
-    except ValueError:
+    except (ValueError, RecursionError):   # (nested deeper than the decoder recurses: not a log record)
         return None
     return obj if isinstance(obj, dict) else None
 
@@ -198,13 +198,16 @@ def _time_of(line: str) -> str | None:
     return t if t is not None and ISO_TIME_RE.match(t) else None
 
 
-class ReversedLines:
-    """A stream's lines in reverse order (a newest-first export read oldest first), UTF-8 bytes. The whole
-    stream is held, so only up to `cap` bytes are reversed; a longer stream is read as it is after them."""
+class _HeldStream:
+    """A stream read whole, up to `cap` bytes, and handed on as `transform` makes it; a longer stream is read
+    as it is written (the whole of it would be held)."""
 
     def __init__(self, stream: ReadableStream, cap: int = MAX_REVERSED) -> None:
         self.stream, self.cap = stream, cap
         self.out: list[bytes] | None = None
+
+    def transform(self, blob: bytes) -> list[bytes]:
+        raise NotImplementedError
 
     def read(self, size: int = -1, /) -> bytes:
         if self.out is None:
@@ -216,17 +219,22 @@ class ReversedLines:
                 chunks.append(data)
                 held += len(data)
             blob = b"".join(chunks)
-            if held > self.cap:  # past the cap: reverse nothing, read on as written
-                self.out = [blob]
-            else:
-                lines = blob.split(b"\n")
-                if lines and not lines[-1]:
-                    lines.pop()
-                lines.reverse()
-                self.out = [b"\n".join(lines) + b"\n"] if lines else []
+            self.out = self.transform(blob) if held <= self.cap else [blob]
         if self.out:
             return self.out.pop(0)
         return self.stream.read(size)
+
+
+class ReversedLines(_HeldStream):
+    """A stream's lines in reverse order (a newest-first export read oldest first), UTF-8 bytes. The whole
+    stream is held, so only up to `cap` bytes are reversed; a longer stream is read as it is after them."""
+
+    def transform(self, blob: bytes) -> list[bytes]:
+        lines = blob.split(b"\n")
+        if lines and not lines[-1]:
+            lines.pop()
+        lines.reverse()
+        return [b"\n".join(lines) + b"\n"] if lines else []
 
 
 def _rank_of(r: dict[str, Any]) -> int | None:
@@ -509,40 +517,24 @@ def document_array(head: str) -> tuple[str, ...] | None:
     return None
 
 
-class JsonDocumentLines:
+class JsonDocumentLines(_HeldStream):
     """The records of a JSON document's record array (`document_array`) as one compact JSON object per line,
     UTF-8 bytes. The whole document is held, so only up to MAX_REVERSED bytes; a longer document, or one that
     does not parse, is read as it is."""
 
     def __init__(self, stream: ReadableStream, path: tuple[str, ...]) -> None:
-        self.stream, self.path = stream, path
-        self.out: list[bytes] | None = None
+        super().__init__(stream)
+        self.path = path
 
-    def read(self, size: int = -1, /) -> bytes:
-        if self.out is None:
-            chunks, held = [], 0
-            while held <= MAX_REVERSED:
-                data = self.stream.read(1 << 20)
-                if not data:
-                    break
-                chunks.append(data)
-                held += len(data)
-            blob = b"".join(chunks)
+    def transform(self, blob: bytes) -> list[bytes]:
+        try:
+            records = _at(json.loads(blob.decode("utf-8", "replace")), self.path)
+        except (ValueError, RecursionError):
             records = None
-            if held <= MAX_REVERSED:
-                try:
-                    records = _at(json.loads(blob.decode("utf-8", "replace")), self.path)
-                except ValueError:
-                    records = None
-            if isinstance(records, list):
-                text = "".join(json.dumps(r, ensure_ascii=False) + "\n"
-                               for r in records if isinstance(r, dict))
-                self.out = [text.encode("utf-8")] if text else []
-            else:
-                self.out = [blob] if blob else []
-        if self.out:
-            return self.out.pop(0)
-        return self.stream.read(size)
+        if isinstance(records, list):
+            text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records if isinstance(r, dict))
+            return [text.encode("utf-8")] if text else []
+        return [blob] if blob else []
 
 
 def export_kind(head: bytes) -> str | tuple[str, ...] | tuple[int, int | None] | None:

@@ -172,7 +172,7 @@ def error_file_event(data: bytes, display: str, origin: Origin) -> Event | None:
     """
     try:
         doc = json.loads(data.decode("utf-8", "replace"))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(doc, dict) or "message" not in doc:
         return None

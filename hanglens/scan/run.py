@@ -108,7 +108,7 @@ class Cache:
         for line in text.splitlines():
             try:
                 entry = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue  # a line cut by an interruption
             if isinstance(entry, dict) and entry.get("format") == CACHE_FORMAT and "job_id" in entry:
                 self.entries[str(entry["job_id"])] = entry

@@ -321,3 +321,21 @@ def test_azure_portal_csv_and_fluent_bit_epoch_date() -> None:
     fb = json.dumps({"date": 1796500000.5, "log": "step 1\n", "stream": "stdout",
                      "kubernetes": {"pod_name": "trainer-0"}})
     assert plain_lines(fb, ("log",)) == ["2026-12-05T19:46:40.500000Z stdout F step 1"]
+
+
+def test_a_record_nested_deeper_than_the_decoder_recurses_is_only_not_a_record(tmp_path: Path) -> None:
+    """A hostile line of JSON lines (arrays nested 5,000 deep, 10 KB) is not a log record; the file's other
+    records are still read (it skipped the whole file as an internal error). The same for a JSON document
+    with a record array (a CloudWatch-style `events` response) nested past the decoder's recursion."""
+
+    good = '{"log": "[rank1]: RuntimeError: boom", "time": "2026-01-01T00:00:00Z"}\n'
+    deep = '{"log": ' + "[" * 5000 + "]" * 5000 + "}\n"
+    (tmp_path / "pod.log").write_text(good * 2 + deep + good)
+    ing = read_inputs([tmp_path])
+    assert not ing.skipped
+    assert any(e.rank == 1 and "boom" in e.text for e in ing.events)
+    doc = tmp_path / "doc"
+    doc.mkdir()
+    (doc / "events.json").write_text('{"events": [{"timestamp": 1700000000000, "message": "[rank0]: hi"}, '
+                                     + "[" * 200_000 + "]" * 200_000 + "]}")
+    assert all("RecursionError" not in s.reason for s in read_inputs([doc]).skipped)
