@@ -1106,6 +1106,7 @@ def _hosts(files: list[FileEvents]) -> None:
 
     _apply(files, own)
     _named_host_files(files)
+    _host_aliases(files)
     seen: dict[int, set[str]] = {}
     for f in files:
         for e in f.events:
@@ -1131,6 +1132,31 @@ def _hosts(files: list[FileEvents]) -> None:
         if e.host is None and e.rank is not None and e.rank in rank_host:
             return _with(f, e, "host", rank_host[e.rank])
         return e
+
+    _apply(files, fill)
+
+
+def _host_aliases(files: list[FileEvents]) -> None:
+    """One node under two names: a file named `gpu-node2.log` gives its lines the host `node2` (the name's
+    `node<N>` word, ingest/origin.py) while a pdsh prefix, a `--log-dir` folder or NCCL's envelope names the
+    node `gpu-node2`. A host name that is the last dash- or underscore-separated part of exactly one other
+    host name of the job is that host (cluster names add a prefix to a node's number, never two nodes the
+    same number); its events take the fuller name, so the node's ranks are one host's."""
+    hosts = {e.host for f in files for e in f.events if e.host}
+    if len(hosts) < 2:
+        return
+    ends: dict[str, set[str]] = {}   # a name's part after each dash or underscore -> the names ending so
+    for h in hosts:
+        for i, c in enumerate(h):
+            if c in "-_" and i + 1 < len(h):
+                ends.setdefault(h[i + 1:], set()).add(h)
+    alias = {short: next(iter(ends[short])) for short in hosts if len(ends.get(short, ())) == 1}
+    if not alias:
+        return
+
+    def fill(f: FileEvents, e: Event) -> Event:
+        full = alias.get(e.host) if e.host else None
+        return _with(f, e, "host", full) if full is not None else e
 
     _apply(files, fill)
 

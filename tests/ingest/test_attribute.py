@@ -668,3 +668,21 @@ def test_a_failure_table_callstack_s_lines_belong_to_its_entry_s_rank(tmp_path: 
     died = [e for e in a.tables.events if e.kind == "dataloader_worker_died"]
     assert died and {e.rank for e in died} == {3}
     assert a.result.verdict.culprit_ranks == (3,)
+
+
+def test_a_node_named_by_its_file_s_node_word_and_by_its_full_name_is_one_host(tmp_path: Any) -> None:
+    """`gpu-node2.log` gives its lines the host `node2` (the name's node word); pdsh's prefix names the same
+    node `gpu-node2` (written here: pdsh `<host>: ` prefix, torch 2.4+ `[rankN]:` lines, our own values)."""
+    from hanglens.ingest import read_inputs
+
+    (tmp_path / "gpu-node2.log").write_text(
+        "[rank2]:[W1205 10:00:01.000000000 ProcessGroupGloo.cpp:100] step 3\n"
+        "[rank2]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed "
+        "by peer [10.0.0.3]:41230\n")
+    steps = "".join(f"gpu-node{n}: [rank{r}]: step {s} loss 0.{s}1\n" for s in range(1, 4)
+                    for n, r in ((1, 0), (1, 1), (2, 3)))
+    (tmp_path / "pdsh.log").write_text(
+        steps + "gpu-node2: [rank3]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553]"
+        " Connection closed by peer [10.0.0.3]:41231\n")
+    hosts = {e.host for e in read_inputs([tmp_path]).events if e.rank in (2, 3)}
+    assert hosts == {"gpu-node2"}
