@@ -38,6 +38,8 @@ the public documentation of each tool:
 
 Usage: gen.py OUTDIR [CASE...]   (one torchrun job at a time; each under `timeout`);
        gen.py --written OUTDIR   (the runs kept as tests/written_cases/r47-*).
+Run it with the Python that has torch 2.13 (or set PROBE_PYTHON, TORCHRUN); scratch goes to PROBE47_WORK
+(default <tmp>/hanglens-probe47).
 """
 
 from __future__ import annotations
@@ -50,15 +52,21 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PY = "/work/.venv-torch/bin/python"
-TORCHRUN = "/work/.venv-torch/bin/torchrun"
-RAW = Path("/tmp/logship/raw")
-REWRITE = ((str(HERE), "/home/user/proj"), ("/work/.venv-torch", "/home/user/.venv"),
-           ("/tmp/logship", "/home/user/run"), ("/work/wt/logship", "/home/user/proj"))
+# The interpreter with torch (and loguru, structlog, rich: PROBE47_PYLIB, if they are installed apart, is put on
+# PYTHONPATH), its torchrun beside it, and the scratch folder; machine paths in the logs are rewritten below.
+PY = os.environ.get("PROBE_PYTHON", sys.executable)
+TORCHRUN = os.environ.get("TORCHRUN", str(Path(PY).with_name("torchrun")))
+WORK = Path(os.environ.get("PROBE47_WORK", Path(tempfile.gettempdir()) / "hanglens-probe47"))
+RAW = WORK / "raw"
+STALL_DIR = WORK / "run"   # train.py's dlstall marker files
+PYLIB = os.environ.get("PROBE47_PYLIB", "")
+REWRITE = ((str(HERE), "/home/user/proj"), (str(Path(PY).parent.parent), "/home/user/.venv"),
+           (str(WORK), "/home/user/run"))
 
 # name, fault, fault rank, step, logmode, launch, nproc, delivery, category, accept, culprits, extra env
 CASES = [
@@ -162,10 +170,10 @@ def run_case(name, fault, frank, step, logmode, launch, nproc, extra):
     """Run the job once; return a list of captures [(label, records)]."""
     global PORT
     PORT += 1
-    for p in Path("/tmp/logship/run").glob("stall.*"):
+    for p in STALL_DIR.glob("stall.*"):
         p.unlink()
     env = dict(os.environ, FAULT=fault, FAULT_RANK=str(frank), FAULT_STEP=str(step), LOGMODE=logmode,
-               PYTHONPATH="/tmp/logship/pylib", PYTHONUNBUFFERED="1", **extra)
+               PYTHONPATH=PYLIB, PYTHONUNBUFFERED="1", STALL_DIR=str(STALL_DIR), **extra)
     train = str(HERE / "train.py")
     cap = [PY, str(HERE / "capture.py")]
     if launch in ("plain", "tee"):
@@ -429,6 +437,8 @@ def main():
     args = sys.argv[2:] if written else sys.argv[1:]
     outdir = Path(args[0])
     want = set(args[1:])
+    RAW.mkdir(parents=True, exist_ok=True)
+    STALL_DIR.mkdir(parents=True, exist_ok=True)
     for i, c in enumerate(WRITTEN if written else CASES, 1):
         name, fault, frank, step, logmode, launch, nproc, kind, cat, accept, culprits, extra = c
         cname = f"r47-{name}" if written else f"p47-{i:02d}-{name}"

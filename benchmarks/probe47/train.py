@@ -28,6 +28,7 @@ FAULT = os.environ.get("FAULT", "healthy")
 FAULT_RANK = int(os.environ.get("FAULT_RANK", "1"))
 FAULT_STEP = int(os.environ.get("FAULT_STEP", "4"))
 LOGMODE = os.environ.get("LOGMODE", "print")
+STALL_DIR = os.environ.get("STALL_DIR", ".")  # where gen.py keeps the dlstall marker files
 STEPS = int(os.environ.get("STEPS", "8"))
 WORKERS = int(os.environ.get("WORKERS", "0"))
 DL_TIMEOUT = float(os.environ.get("DL_TIMEOUT", "0"))
@@ -91,7 +92,7 @@ class Data(Dataset):
         return len(self.x)
 
     def __getitem__(self, i):
-        if FAULT == "dlstall" and RANK == FAULT_RANK and os.path.exists(f"/tmp/logship/run/stall.{RANK}"):
+        if FAULT == "dlstall" and RANK == FAULT_RANK and os.path.exists(os.path.join(STALL_DIR, f"stall.{RANK}")):
             time.sleep(300)  # a worker stuck on a read that never returns
         return self.x[i], self.y[i]
 
@@ -110,7 +111,7 @@ def main():
     for step in range(1, STEPS + 1):
         here = rank == FAULT_RANK and step == FAULT_STEP
         if here and FAULT == "dlstall":
-            open(f"/tmp/logship/run/stall.{rank}", "w").close()
+            open(os.path.join(STALL_DIR, f"stall.{rank}"), "w").close()
             it = iter(dl)  # fresh workers see the marker
         if here and FAULT == "dlkill":
             pid = it._workers[0].pid

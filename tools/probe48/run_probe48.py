@@ -2,7 +2,8 @@
 
 Each case's truth is written into <out>/<case>/case.yaml from the injected fault before the job runs;
 the job's console (and its --log-dir tree) is kept, with machine paths rewritten to /home/user/...
-Usage: python run_probe48.py OUT [case-name-substring ...]   (one job at a time, each under `timeout`)
+Usage: python run_probe48.py OUT [case-name-substring ...]   (one job at a time, each under `timeout`; run
+with the Python that has torch 2.13, whose torchrun is used, or set TORCHRUN)
 """
 import os
 import pathlib
@@ -11,7 +12,8 @@ import subprocess
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
-TORCHRUN = os.environ.get("TORCHRUN", "/work/.venv-torch/bin/torchrun")
+TORCHRUN = os.environ.get("TORCHRUN", str(pathlib.Path(sys.executable).with_name("torchrun")))
+VENV = str(pathlib.Path(TORCHRUN).parent.parent)   # rewritten to /home/user/.venv in the kept logs
 CFD, CM, CRASH, STRAG = "control_flow_divergence", "collective_mismatch", "rank_crash", "straggler"
 DIV = [CFD, CM]
 F1B = {"SCHED": "1f1b"}
@@ -68,9 +70,9 @@ def write_truth(case_dir, c):
     (case_dir / "case.yaml").write_text(text)
 
 
-def rewrite(case_dir, run_dir):
+def rewrite(case_dir, run_dir, out_root):
     subs = [(str(run_dir), "/home/user/run"), (str(HERE), "/home/user/train"),
-            ("/work/.venv-torch", "/home/user/.venv"), ("/tmp/pp", "/home/user")]
+            (VENV, "/home/user/.venv"), (str(out_root.parent), "/home/user")]
     for p in case_dir.rglob("*"):
         if p.is_file() and p.name != "case.yaml":
             t = p.read_text(errors="replace")
@@ -100,7 +102,7 @@ def run(out_root, c):
     with open(case_dir / "console.log", "w") as fh:
         rc = subprocess.run(["timeout", "-s", "TERM", "150", *cmd], stdout=fh, stderr=subprocess.STDOUT,
                             env=env, cwd=case_dir).returncode
-    rewrite(case_dir, case_dir)
+    rewrite(case_dir, case_dir, out_root)
     print(f"{name}: rc={rc}", flush=True)
 
 
