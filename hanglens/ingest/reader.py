@@ -59,6 +59,7 @@ from hanglens.ingest.prefix import (
 from hanglens.ingest.sources import ReadableStream
 from hanglens.ingest.streams import (
     DUMP_PARSERS,
+    dumped_pid,
     is_agent_event,
     is_mpirun_exit,
     mpirun_starts_ranks,
@@ -1760,11 +1761,9 @@ class Reader:
                     and e.parser not in DUMP_PARSERS}
             several = len(pids) > 1
         if not several:
-            # Stack dumps of two processes (py-spy's `Process <pid>:` header heads each dumped process's
-            # threads; failure-signatures.md section 16.4) are two processes' stacks pasted together: the one
+            # Stack dumps of two processes are two processes' stacks pasted together (`dumped_pid`): the one
             # `[rankN]:` rank of the file owns at most one of them, and the file does not say which.
-            several = len({e.get("pid") for e in res.events
-                           if e.kind == "stack_dump" and isinstance(e.get("pid"), int)}) > 1
+            several = len({p for e in res.events if (p := dumped_pid(e)) is not None}) > 1
         if file_rank is None and len(self.envelope_ranks) == 1 and not several:
             file_rank = next(iter(self.envelope_ranks))
         by_local: dict[int, set[int]] = {}

@@ -91,6 +91,13 @@ def _claims(events: Iterable[Event]) -> set[int]:
     return out
 
 
+def dumped_pid(e: Event) -> int | None:
+    """The process a stack dump's event belongs to: py-spy's `Process <pid>:` header heads each dumped
+    process's threads (failure-signatures.md section 16.4), so two pids in one file are two processes' stacks
+    pasted together; None for any other event."""
+    return _int(e.get("pid")) if e.kind == "stack_dump" else None
+
+
 def several_processes(events: list[Event]) -> bool:
     """Does the stream show the output of more than one process (or a launcher of several)?"""
     local_ranks: set[int] = set()
@@ -99,9 +106,7 @@ def several_processes(events: list[Event]) -> bool:
     tracebacks = 0
     dumped: set[int] = set()
     for e in events:
-        if e.kind == "stack_dump" and (dpid := _int(e.get("pid"))) is not None:
-            # py-spy's `Process <pid>:` header heads each dumped process's threads (failure-signatures.md
-            # section 16.4): two pids are two processes' stacks pasted together.
+        if (dpid := dumped_pid(e)) is not None:
             dumped.add(dpid)
         if e.kind == "launch_config":
             if e.get("several_workers"):
@@ -246,7 +251,7 @@ def file_owners(files: Iterable[InputFile], events: Iterable[Event], hosts: Mapp
     for e in events:
         if is_agent_event(e):
             launcher.add(e.path)
-        if e.kind == "stack_dump" and (dpid := _int(e.get("pid"))) is not None:
+        if (dpid := dumped_pid(e)) is not None:
             dumped.setdefault(e.path, set()).add(dpid)
         r = e.get("failed_rank")
         if isinstance(r, int) and not isinstance(r, bool):
