@@ -136,7 +136,12 @@ def newest_first(sample: list[str]) -> bool:
     """True when the sample's records run backwards in time: an export listed newest first (Loki's `logcli
     query` reads `--direction backward` by default, `gcloud logging read` lists newest entries first, a
     Kibana table sorts `@timestamp` descending). Equal times say nothing; one step forward in ten is noise."""
-    times = [t for t in map(_time_of, sample) if t is not None]
+    return _runs_backwards([t for t in map(_time_of, sample) if t is not None])
+
+
+def _runs_backwards(times: list[str]) -> bool:
+    """Do these comparable time strings, in line order, mostly step backwards? Equal times say nothing; one
+    step forward in ten is noise."""
     back = sum(a > b for a, b in pairwise(times))
     ahead = sum(a < b for a, b in pairwise(times))
     return back >= MIN_RECORDS and ahead * 10 <= back
@@ -168,11 +173,8 @@ TEXT_TIME_RE = re.compile(
 def text_newest_first(sample: list[str]) -> bool:
     """True when the sample's stamped text lines run backwards in time (logcli's default output reads
     `--direction backward`; a console export listed newest first). Lines without a stamp say nothing."""
-    times: list[str] = [m["ts"].replace("T", " ").replace(",", ".")
-                         for m in map(TEXT_TIME_RE.match, sample) if m]
-    back = sum(a > b for a, b in pairwise(times))
-    ahead = sum(a < b for a, b in pairwise(times))
-    return back >= MIN_RECORDS and ahead * 10 <= back
+    return _runs_backwards([m["ts"].replace("T", " ").replace(",", ".")
+                            for m in map(TEXT_TIME_RE.match, sample) if m])
 
 
 def _record_time(r: dict[str, Any]) -> str | None:
