@@ -133,7 +133,8 @@ def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
     error, no exit report and no finish line (failure-signatures.md section 17.7: these lines mean that host
     went away; examine it for the primary failure). A node that is not the store's host, lost the same way,
     leaves the others' workers losing their connections to its processes (`Connection closed by peer`,
-    section 17 item 2) instead: `lost` says which the others saw, `store` or `peers`. A store error counts
+    section 17 item 2) instead: `lost` says which the others saw, `store` (every reporting node lost the
+    store; the store's own host, still up, would report only its peers gone) or `peers`. A store error counts
     only while the reporting node's workers still ran (its agent stopped or lost them after it): at the end
     of a run the store host's agent leaves first and the others' rendezvous shutdown finds it gone. One row
     per rank of the silent streams; none when no stream reports the store or its peers gone, when every
@@ -174,7 +175,7 @@ def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
         if not st["ranks"] and st["progress"] is not None:
             st["ranks"] = set(st["named"])
     trained = {k: st for k, st in streams.items() if st["ranks"]}
-    silent, gone, store_gone = [], [], False
+    silent, gone, store_seen = [], [], []
     for key, st in trained.items():
         after = [e for e in st["after"] if e.line > st["last"]]
         if not after:
@@ -186,9 +187,13 @@ def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
                     for e in after)
         if store or any(e.kind in _PEER_GONE_KINDS and _PEER_GONE_RE.search(e.text) for e in after):
             gone.append(key)
-            store_gone = store_gone or store
+            store_seen.append(store)
     if not silent or not gone or len(silent) == len(trained):
         return []
+    # The store went with the silent node only when every reporting node lost it: the store host that
+    # stayed reports only its peers gone, and a node that saw the store close after the host's agent shut
+    # down at the end is not a node that lost it to the vanished one.
+    store_gone = all(store_seen)
     seen_elsewhere = {r for k in gone for r in trained[k]["ranks"]}
     rows: list[Row] = []
     for key in silent:

@@ -99,7 +99,8 @@ FACT_SPECS: dict[str, FactSpec] = {
             "store going away after the same progress (closed connection, RendezvousConnectionError): the "
             "node that hosted the store was lost (failure-signatures.md section 17.7); or whose workers "
             "lose their connections to peers (`Connection closed by peer`, section 17 item 2): a node lost "
-            "that did not host it. `lost` is store or peers; `reporters` counts the streams that saw it go.",
+            "that did not host it. `lost` is store (every reporting node lost the store) or peers; "
+            "`reporters` counts the streams that saw it go.",
         ),
         FactSpec(
             "collective_disagreement",
