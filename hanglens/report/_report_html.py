@@ -1,4 +1,4 @@
-"""report.html.j2 compiled by jinja2 3.1.6 (tools/precompile_templates.py; generated, do not edit); fingerprint e0beb48ebd5c2366b8b5dd9db8991de87790df166a2b5f01e2c54ba44837f708"""; from jinja2.runtime import LoopContext, Macro, Markup, Namespace, TemplateNotFound, TemplateReference, TemplateRuntimeError, Undefined, escape, identity, internalcode, markup_join, missing, str_join
+"""report.html.j2 compiled by jinja2 3.1.6 (tools/precompile_templates.py; generated, do not edit); fingerprint 280b3dff6d5e1aacf7a6adf4c2af8974c57e2aadea3ff0adb2fcefe8d3772b55"""; from jinja2.runtime import LoopContext, Macro, Markup, Namespace, TemplateNotFound, TemplateReference, TemplateRuntimeError, Undefined, escape, identity, internalcode, markup_join, missing, str_join
 name = 'report.html.j2'
 
 def root(context, missing=missing, environment=environment):
@@ -311,8 +311,11 @@ def root(context, missing=missing, environment=environment):
                 yield ' open'
             yield '>\n    <summary><span class="cite">'
             yield escape(t_12(l_2_ev))
-            yield '</span> · rank '
-            yield escape(t_10(environment.getattr(l_2_ev, 'rank')))
+            yield '</span>'
+            if (t_10(environment.getattr(l_2_ev, 'rank')) != '?'):
+                pass
+                yield ' · rank '
+                yield escape(t_10(environment.getattr(l_2_ev, 'rank')))
             if environment.getattr(l_2_ev, 'host'):
                 pass
                 yield ' · '
@@ -801,4 +804,4 @@ def root(context, missing=missing, environment=environment):
     yield '</script>\n</body>\n</html>\n'
 
 blocks = {}
-debug_info = '5=133&8=135&9=137&147=143&150=147&151=149&152=157&154=163&155=166&156=170&160=177&161=185&163=189&164=194&165=199&166=202&167=204&168=213&170=232&172=238&173=241&174=243&177=249&178=252&191=260&194=264&195=268&196=272&197=286&198=291&199=305&200=309&201=313&203=327&212=345&213=357&214=360&215=376&221=382&222=385&223=396&224=410&226=416&227=420&228=424&229=440&230=446&233=470&239=479&240=482&242=503&244=511&247=535&251=543&252=546&256=550&259=570&264=577&266=580&268=589&271=615&277=636&279=639&283=656&284=659&286=661&292=674&296=677&302=697&304=700&308=716&310=719&315=728&316=732&317=739&318=743&319=747&321=749&323=752&327=762&328=765&332=767&335=785&340=792&341=794&343=798&345=800'
+debug_info = '5=133&8=135&9=137&147=143&150=147&151=149&152=157&154=163&155=166&156=170&160=177&161=185&163=189&164=194&165=199&166=202&167=204&168=213&170=232&172=238&173=241&174=243&177=249&178=252&191=260&194=264&195=268&196=272&197=286&198=291&199=305&200=309&201=313&203=330&212=348&213=360&214=363&215=379&221=385&222=388&223=399&224=413&226=419&227=423&228=427&229=443&230=449&233=473&239=482&240=485&242=506&244=514&247=538&251=546&252=549&256=553&259=573&264=580&266=583&268=592&271=618&277=639&279=642&283=659&284=662&286=664&292=677&296=680&302=700&304=703&308=719&310=722&315=731&316=735&317=742&318=746&319=750&321=752&323=755&327=765&328=768&332=770&335=788&340=795&341=797&343=801&345=803'

@@ -106,7 +106,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         out += [f"**{heading}**", "", "| where | rank | time | line |", "|---|---|---|---|"]
         for ev in evidence:
             r = c.as_rank(ev.get("rank"))
-            rank = "?" if r is None else str(r)
+            rank = "" if r is None else str(r)
             out.append(
                 f"| {md_code(c.where(ev), 120)} | {md_text(rank)} | {md_text(ev.get('time_text') or '')} "
                 f"| {md_code(ev.get('text'), 180)} |"

@@ -139,6 +139,17 @@ def test_rank_overview_falls_back_to_blocks_when_states_alternate() -> None:
     assert sum(n for row in ov.rows for _, n in row.counts) == 16_384
 
 
+def test_an_evidence_line_of_no_rank_says_no_rank(doc: dict[str, Any]) -> None:
+    # a launcher's own line (torchrun's failure report) belongs to no rank: the summary names its file and
+    # host, not "rank ?"
+    item = dict(doc["findings"][0]["evidence"][0], rank=None, path="/home/user/logs/node1.log", line=149)
+    changed = dict(doc, findings=[dict(doc["findings"][0], evidence=[item])])
+    html = render_html(changed, strict=True)
+    summary = re.search(r"node1\.log:149</span>[^<]*", html)
+    assert summary is not None and "rank" not in summary.group(0)
+    assert "rank 0" in render_html(doc, strict=True)
+
+
 def test_missing_keys_do_not_break_the_report() -> None:
     html = render_html({"verdict": {"category": "none"}})
     assert "No failure found" in html
