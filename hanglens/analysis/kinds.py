@@ -154,6 +154,27 @@ def checkpoint_failed_ranks(e: Event) -> list[int] | None:
     return [int(k) for k in m["ks"].replace(",", " ").split()]
 
 
+# CPython's multiprocessing helper threads catch what they raise, print it and carry on: a queue's feeder
+# thread (Lib/multiprocessing/queues.py `Queue._feed` -> `_on_queue_feeder_error`, which prints the
+# traceback and drops the object) and the resource sharer's server thread (resource_sharer.py
+# `_ResourceSharer._serve`, `sys.excepthook` and on to the next request). Their tracebacks start at that
+# thread's loop.
+_HELPER_THREAD_FRAME_RE = re.compile(
+    r"multiprocessing[/\\](?:queues\.py:\d+ in _feed|resource_sharer\.py:\d+ in _serve)$")
+
+
+def survived_in_helper_thread(e: Event) -> bool:
+    """An exception a multiprocessing helper thread printed and survived: the process went on running.
+
+    A DataLoader worker whose feeder thread cannot pickle a batch (a tensor's descriptor cannot be
+    duplicated under a low `ulimit -n`, an object that does not pickle) prints the error and the batch is
+    lost; the worker and its rank live on, the rank waiting for that batch.
+    """
+    frames = e.get("frames")
+    return (e.kind == "exception" and isinstance(frames, list) and bool(frames)
+            and isinstance(frames[0], str) and _HELPER_THREAD_FRAME_RE.search(frames[0]) is not None)
+
+
 def is_victim_exception(e: Event) -> bool:
     """An exception that only reports that a collective/peer failed, not a fault of this rank's own."""
     if raised_by_own_code(e):

@@ -16,6 +16,7 @@ from hanglens.analysis.kinds import (
     host_of,
     is_failure_warning,
     is_victim_exception,
+    survived_in_helper_thread,
 )
 from hanglens.ingest.streams import is_agent_event, is_spawn_parent_exception, non_negative_int
 from hanglens.model import AGENT_EVENT_KINDS, ERROR_LEVELS, Event, InputFile, short_host
@@ -162,6 +163,8 @@ def is_own_crash(e: Event) -> bool:
             return False  # a traceback cut before its last line says nothing about what was raised
         if str(e.get("exc_type") or "").endswith("KeyboardInterrupt"):
             return False  # someone stopped the job, usually because it hung
+        if survived_in_helper_thread(e):
+            return False  # printed by a multiprocessing helper thread that went on (the process lived)
         return not is_victim_exception(e)
     if e.kind == "nccl_error":
         etype = str(e.get("error_type") or "")

@@ -526,6 +526,13 @@ def _single_node(files: list[FileEvents]) -> tuple[str, ...] | None:
             if e.local_rank is not None and not is_agent_event(e):
                 (dump_keys if e.parser in DUMP_PARSERS else keys).add(_node_of(_node_key(f, e)))
                 top_local = max(top_local, e.local_rank)
+            elif e.kind == "child_failed" and e.local_rank is None:
+                # the agent's own failure table: `rank: <l> (local_rank: <l>)` says its node runs local
+                # rank l (section 3.6), also of a worker that died before printing a line of its own
+                # (a failure at init). A row pairing another global rank ends the search below.
+                lr, g = _int(e.get("local_rank")), _int(e.get("failed_rank"))
+                if lr is not None and g == lr:
+                    top_local = max(top_local, lr)
             for h in (e.host, e.get("nccl_host"), e.get("failed_host") if e.kind == "child_failed" else None):
                 if isinstance(h, str) and h:
                     hosts.add(short_host(h))

@@ -18,6 +18,12 @@ DATALOADER_FILE = "torch/utils/data/dataloader.py"
 C10D_FILE = "torch/distributed/distributed_c10d.py"
 # `_MultiProcessingDataLoaderIter._get_data` / `_try_get_data`: the main process waits for a worker's batch.
 DATALOADER_WAITS = frozenset({"_get_data", "_try_get_data"})
+# `_SingleProcessDataLoaderIter._next_data` (num_workers=0) fetches in the main thread itself:
+# `torch/utils/data/_utils/fetch.py` `fetch` calls the dataset's `__getitem__` (map-style) or `next()` on its
+# iterator (iterable-style), so a main thread below that frame is inside the dataset's own code, waiting on
+# its I/O (failure-signatures.md section 7: "With num_workers=0: fetch -> __getitem__ -> user I/O").
+SINGLE_PROCESS_NEXT = "_next_data"
+FETCH_FILE = "torch/utils/data/_utils/fetch.py"
 # Frames a thread waiting on a queue, lock or pipe passes through below the DataLoader (stdlib only).
 WAIT_LIBRARY = ("multiprocessing/", "queue.py", "threading.py", "selectors.py", "synchronize.py")
 # A queue's blocking `get` (`queue.Queue.get`, `multiprocessing.queues.Queue.get`): the call a batch iterator
@@ -103,7 +109,11 @@ def is_main(frames: Sequence[Frame], thread_name: str | None) -> bool:
 
 
 def waits_on(frames: Sequence[Frame]) -> tuple[str | None, str | None]:
-    """("dataloader", None), ("collective", <c10d function>) or (None, None), read from the innermost side."""
+    """("dataloader", None), ("collective", <c10d function>) or (None, None), read from the innermost side.
+
+    "dataloader": waiting for a worker's batch (`_try_get_data`), or fetching one in the main thread itself
+    (num_workers=0: `_next_data` -> `_utils/fetch.py`, inside the dataset).
+    """
     for i in range(len(frames) - 1, -1, -1):
         file, _, name = frames[i]
         path, func = _path(file), _func(name)
@@ -114,6 +124,8 @@ def waits_on(frames: Sequence[Frame]) -> tuple[str | None, str | None]:
             deeper = frames[i + 1:]
             waiting = all(any(w in _path(f) for w in WAIT_LIBRARY) for f, _, _ in deeper)
             if func in DATALOADER_WAITS and waiting:
+                return "dataloader", None
+            if func == SINGLE_PROCESS_NEXT and deeper and _path(deeper[0][0]).endswith(FETCH_FILE):
                 return "dataloader", None
             return None, None
         if func in ITERATOR_FUNCS and _waits_on_queue(frames[i + 1:]):

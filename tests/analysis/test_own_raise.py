@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from hanglens import api
-from hanglens.analysis.kinds import is_victim_exception, raised_by_own_code
+from hanglens.analysis.kinds import is_victim_exception, raised_by_own_code, survived_in_helper_thread
+from hanglens.analysis.status import is_own_crash
 from hanglens.model import Event, SourceRef
 
 
@@ -71,3 +72,23 @@ def test_a_dcp_checkpoint_exception_is_a_victims_report_on_the_ranks_it_does_not
     other = exc(dcp, "CheckpointException ranks:dict_keys([0, 5])", frames, last="raise result")
     named = exc(dcp, "CheckpointException ranks:dict_keys([2])", frames, last="raise result")
     assert is_victim_exception(other) and not is_victim_exception(named)
+
+
+def test_a_multiprocessing_helper_threads_printed_error_is_no_crash() -> None:
+    # CPython's queue feeder thread (queues.py `_feed`) and resource sharer (`_serve`) print and carry on
+    feeder = exc("OSError", "[Errno 24] Too many open files",
+                 ["/usr/lib/python3.11/multiprocessing/queues.py:244 in _feed",
+                  "/usr/lib/python3.11/multiprocessing/reduction.py:51 in dumps",
+                  "/opt/venv/lib/python3.11/site-packages/torch/multiprocessing/reductions.py:614 in "
+                  "reduce_storage",
+                  "/usr/lib/python3.11/multiprocessing/resource_sharer.py:48 in __init__"])
+    sharer = exc("OSError", "[Errno 24] Too many open files",
+                 ["/usr/lib/python3.11/multiprocessing/resource_sharer.py:145 in _serve",
+                  "/usr/lib/python3.11/socket.py:546 in fromfd"])
+    assert survived_in_helper_thread(feeder) and not is_own_crash(feeder)
+    assert survived_in_helper_thread(sharer) and not is_own_crash(sharer)
+    # the main thread's own failure in a queue's `get` is the rank's
+    main = exc("OSError", "[Errno 24] Too many open files",
+               ["/srv/job/train.py:88 in <module>",
+                "/usr/lib/python3.11/multiprocessing/queues.py:122 in get"])
+    assert not survived_in_helper_thread(main) and is_own_crash(main)

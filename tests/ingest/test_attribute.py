@@ -591,6 +591,29 @@ def test_hostless_rendezvous_result_maps_tee_local_ranks(tmp_path: Any) -> None:
     assert {e.rank for e in events if e.kind in ("exception", "cuda_error")} == {6}
 
 
+def test_a_one_node_failure_table_places_a_worker_that_never_printed_its_rank(tmp_path: Any) -> None:
+    # torch 2.13 --tee 3: a worker fails inside init_process_group (no `[rankN]:` yet); the agent's table
+    # rows `rank: l (local_rank: l)` say its node runs local ranks 0-2, so `[default1]:` is rank 1
+    rows = []
+    for r, code in ((0, "-15 (pid: 411)  (SIGTERM)"), (1, "1 (pid: 412) "), (2, "-15 (pid: 413)  (SIGTERM)")):
+        rows += [f"[{r}]:", "  time      : 2026-12-06_00:18:46", "  host      : trainer-a",
+                 f"  rank      : {r} (local_rank: {r})", f"  exitcode  : {code}", "  error_file: <N/A>"]
+    log = "\n".join([
+        "[default1]:[E1206 00:18:44.756999625 socket.cpp:1028] [c10d] The client socket has timed out after "
+        "20000ms while trying to connect to (127.0.0.1, 29851).",
+        "[default1]:torch.distributed.DistNetworkError: The client socket has timed out after 20000ms while "
+        "trying to connect to (127.0.0.1, 29851).",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "============================================================", "train.py FAILED",
+        "------------------------------------------------------------", "Failures:", *rows[6:],
+        "------------------------------------------------------------",
+        "Root Cause (first observed failure):", *rows[:6],
+        "============================================================", "",
+    ])
+    events = _read_events(tmp_path, {"console.log": log})
+    assert {e.rank for e in events if e.kind == "store_error"} == {1}
+
+
 def test_stack_dump_pid_named_by_a_ranks_own_pid_print(tmp_path: Any) -> None:
     log = "[rank 3] pid=40111 device=cuda:3\n[rank 2] pid=40110 device=cuda:2\n"
     dump = "\n".join([

@@ -137,6 +137,14 @@ def test_classifier_edges() -> None:
     assert waits_on(loader) == ("dataloader", None)
     # user code (a collate_fn, a dataset) running below the DataLoader is not a wait on the queue
     assert waits_on([*loader[:6], ("/srv/job/data.py", 40, "__getitem__")]) == (None, None)
+    # num_workers=0: the main thread fetches itself, through `_utils/fetch.py` into the dataset (section 7)
+    single = [*loader[:3], (f"{SITE}/torch/utils/data/dataloader.py", 785, "_next_data"),
+              (f"{SITE}/torch/utils/data/_utils/fetch.py", 54, "fetch"),
+              (f"{SITE}/torch/utils/data/_utils/fetch.py", 54, "<listcomp>"),
+              ("/srv/job/data.py", 40, "__getitem__")]
+    assert waits_on(single) == ("dataloader", None)
+    # ... but a `_next_data` frame with anything else below it (a sampler, a collate step) is not that fetch
+    assert waits_on([*single[:4], (f"{SITE}/torch/utils/data/sampler.py", 9, "__iter__")]) == (None, None)
     private = ("torch/distributed/distributed_c10d.py", 9, "_store_based_barrier")
     assert waits_on([("a.py", 1, "<module>"), private]) == (None, None)
     assert is_main([("threading.py", 1, "<module>")], None) is False
