@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from hanglens.analysis.status import _rank_of, single_node
-from hanglens.model import Event, short_host
+from hanglens.model import AGENT_EVENT_KINDS, Event, short_host
 from hanglens.parsers.nccl import split_comm
 
 Row = dict[str, object]
@@ -96,6 +96,12 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     # single node, where the local rank is the global rank).
     procs: list[tuple[str | None, int, int]] = []   # (host, pid, rank)
     one_node: bool | None = None
+    # No worker may print a global rank above every local rank an agent line names: a rank 14 beside an
+    # agent's local rank 6 is a second node's (its ranks are node_rank * nproc_per_node + local_rank).
+    printed = max((e.rank for e in events if e.rank is not None and e.kind not in AGENT_EVENT_KINDS),
+                  default=-1)
+    top_local = max((lr for e in events if e.kind == "worker_failed"
+                     and isinstance(lr := e.get("local_rank"), int)), default=-1)
     for e in events:
         if e.kind == "child_failed":
             g, pid, h = e.get("failed_rank"), e.get("pid"), e.get("failed_host")
@@ -106,7 +112,7 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             if not isinstance(pid, int) or pid <= 0:
                 continue
             if one_node is None:
-                one_node = single_node(events)
+                one_node = single_node(events) and printed <= top_local
             g = _rank_of(e, one_node)
             if isinstance(g, int):
                 procs.append((_short(e.host), pid, g))
