@@ -433,6 +433,7 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     del own_calls
     del size_rows
     tables["ib_peer"] = frame("ib_peer", transfers.ib_peer_rows(evs, hosts))
+    tables["socket_peer"] = frame("socket_peer", transfers.socket_peer_rows(evs, hosts))
     tables["store_link_lost"] = frame("store_link_lost", transfers.store_link_rows(evs, hosts))
     tables["gpu_fault"] = frame("gpu_fault", gpu.gpu_fault_rows(evs, hosts))
     tables["recv_wait"] = frame("recv_wait", transfers.recv_wait_rows(evs, hosts, calls, world))

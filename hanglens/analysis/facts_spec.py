@@ -193,8 +193,8 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "transfer_size_error",
-            ("rank", "host", "role", "peer", "p2p", "remote_bytes", "local_bytes", "basis", "odd",
-             "elsewhere", "place", "others_place", *_EVIDENCE),
+            ("rank", "host", "role", "peer", "p2p", "transport", "remote_bytes", "local_bytes", "basis",
+             "odd", "elsewhere", "place", "others_place", *_EVIDENCE),
             "Both ends of a transfer whose sizes disagree (NCCL `message truncated`, gloo's "
             "`op.preamble.length <= op.nbytes`): the receiver that detected it (role receiver) and, when "
             "the logs single it out, the rank that sent (role sender: the only rank behind the peer address "
@@ -202,7 +202,9 @@ FACT_SPECS: dict[str, FactSpec] = {
             "rank of two or the all_reduce ring neighbour rank + 1, or, when every rank of three or more but "
             "one failed the check, that one); `odd` marks the end whose size differs "
             "from what a majority of ranks posted (Flight Recorder), when the other end posted the "
-            "majority's, or that one rank; `p2p` says an end was in send/recv; remote_bytes is what was "
+            "majority's, or that one rank, or the one sender two or more NCCL receivers' truncation reports "
+            "name (with the same sizes); `p2p` says an end was in send/recv; `transport` nccl or gloo; "
+            "remote_bytes is what was "
             "sent, local_bytes "
             "what the receiver posted; `elsewhere` marks the end whose own stack is at another line of "
             "the program (`place`) than every rank outside the transfer (`others_place`, one line for all "
@@ -227,6 +229,13 @@ FACT_SPECS: dict[str, FactSpec] = {
             "reporting it; `converged` when two or more reporters all name this one peer; `fanout` when "
             "every error comes from one host's processes and names two or more peers on other hosts "
             "(failure-signatures.md section 9, culprit rules 2 and 3).",
+        ),
+        FactSpec(
+            "socket_peer",
+            ("peer", "rank", "host", "reporters", "peers_named", "converged", "fanout", *_EVIDENCE),
+            "Peers named by NCCL's socket errors that say the remote end went away (`Call to recv from "
+            "<ip><port> failed : Connection reset by peer`, `Connection closed by remote peer`): the columns "
+            "of ib_peer, read the same way (failure-signatures.md sections 9 and 17 item 2).",
         ),
         FactSpec(
             "store_link_lost",

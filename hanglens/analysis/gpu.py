@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
-from hanglens.model import Event, short_host
+from hanglens.analysis.status import _rank_of, single_node
+from hanglens.model import AGENT_EVENT_KINDS, Event, short_host
 from hanglens.parsers.nccl import split_comm
 
 Row = dict[str, object]
@@ -65,7 +66,9 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     host (the journal's host field, else the one NCCL host the file's name contains, else every host): a
     match that names one rank maps the line (`mapped_by` bus_id or pid; two that disagree map nothing, and
     so does a `pid=` that is not the pid of the rank on that bus). Without either, a `pid=` that is the pid
-    torchrun's failure table gives one rank on that host (section 3.6) maps it (`mapped_by` failure_table).
+    torchrun's failure table gives one rank on that host (section 3.6), or its agent's `failed ...
+    local_rank: <l> (pid: <p>)` line where the local rank is known to be a global one, maps it
+    (`mapped_by` failure_table).
     `fault`: memory_access (Xid 13, 31), hardware (48, 61, 62, 64, 74, 79, 94, 95, 109, 119, 120) or other.
     """
     inits = [e for e in events if e.kind == "nccl_comm_init"]
@@ -88,12 +91,31 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     # torchrun's failure table (log-formats.md section 3.6) states each failed worker's global rank, host and
     # pid (`rank : 11 (local_rank: 3)`, `exitcode : -6 (pid: 60813)`): the process a driver line's `pid=`
     # names, when no NCCL line gives that rank's pid.
+    # The agent's own `failed (exitcode: <c>) local_rank: <l> (pid: <p>)` line (section 3.5) states the same
+    # pid with a local rank: the global rank where the logs place that worker (the launcher's layout, or a
+    # single node, where the local rank is the global rank).
     procs: list[tuple[str | None, int, int]] = []   # (host, pid, rank)
+    one_node: bool | None = None
+    # No worker may print a global rank above every local rank an agent line names: a rank 14 beside an
+    # agent's local rank 6 is a second node's (its ranks are node_rank * nproc_per_node + local_rank).
+    printed = max((e.rank for e in events if e.rank is not None and e.kind not in AGENT_EVENT_KINDS),
+                  default=-1)
+    top_local = max((lr for e in events if e.kind == "worker_failed"
+                     and isinstance(lr := e.get("local_rank"), int)), default=-1)
     for e in events:
         if e.kind == "child_failed":
             g, pid, h = e.get("failed_rank"), e.get("pid"), e.get("failed_host")
             if isinstance(g, int) and isinstance(pid, int) and pid > 0:
                 procs.append((_short(h) if isinstance(h, str) else None, pid, g))
+        elif e.kind == "worker_failed":
+            pid = e.get("pid")
+            if not isinstance(pid, int) or pid <= 0:
+                continue
+            if one_node is None:
+                one_node = single_node(events) and printed <= top_local
+            g = _rank_of(e, one_node)
+            if isinstance(g, int):
+                procs.append((_short(e.host), pid, g))
     nccl_pid = {r for _, _, p, r in gpus if p is not None}   # ranks whose pid an NCCL line states
     placed: dict[str, int] = {}   # short host -> how many ranks the logs place there
     for h in hosts.values():

@@ -147,7 +147,24 @@ def _addresses(
 FANOUT_UNMAPPED_MIN = 3
 
 
-def ib_peer_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+# NCCL's socket errors that say the remote end went away (log-formats.md section 4.4: `Call to recv from
+# <addr> failed : Connection reset by peer`, `Connection closed by remote peer <addr>`).
+SOCKET_PEER_LOST = frozenset({"connection_reset", "closed_by_peer"})
+
+
+def socket_peer_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+    """The peers NCCL's socket resets and closures name, one row per rank behind each peer address, with
+    the columns of `ib_peer_rows` (whose convergence reading they share).
+
+    `Call to recv from <ip><port> failed : Connection reset by peer` / `Connection closed by remote peer`
+    say the remote process closed the socket or its host went away; the named peer is the one to examine,
+    the reporters are victims (failure-signatures.md sections 9 and 17 item 2). Two or more reporters on two
+    hosts or more all naming one peer converge on it (section 9, culprit rule 2).
+    """
+    return ib_peer_rows(events, hosts, transport="socket")
+
+
+def ib_peer_rows(events: Sequence[Event], hosts: dict[int, str], transport: str = "ib") -> list[Row]:
     """The peers NCCL's InfiniBand completion errors name (`Got completion from peer <ip><port> with
     status=<n>`, log-formats.md section 4.4), one row per rank behind each peer address (one row with
     `rank` None when no `Bootstrap : Using` line maps the address).
@@ -163,7 +180,9 @@ def ib_peer_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     reporters: dict[str, set[object]] = {}
     first: dict[str, Event] = {}
     for e in events:
-        if e.kind != "network_error" or e.get("transport") != "ib" or e.get("error") == "async_event":
+        if e.kind != "network_error" or e.get("transport") != transport or e.get("error") == "async_event":
+            continue
+        if transport == "socket" and e.get("error") not in SOCKET_PEER_LOST:
             continue
         peer = e.get("peer")
         if not isinstance(peer, str) or not peer:
@@ -296,7 +315,7 @@ def size_error_rows(
         seen.add(receiver)
         nbytes = {k: int(m[k]) if m[k] else None for k in ("remote", "local")}
         common = {"remote_bytes": nbytes["remote"], "local_bytes": nbytes["local"], "p2p": is_p2p,
-                  "path": e.path, "line": e.line}
+                  "transport": "nccl" if e.kind == "nccl_warn" else "gloo", "path": e.path, "line": e.line}
         n = world if world is not None else len(known)
         odd = _odd_end(receiver, sender, sizes or {}, n) if sender is not None and n else None
         rows.append({"rank": receiver, "host": hosts.get(receiver), "role": "receiver", "peer": sender,
@@ -311,7 +330,35 @@ def size_error_rows(
             if own:
                 row.update(path=own[1], line=own[2])
             rows.append(row)
-    return _common_sender(rows, events, hosts, world, aborted, known)
+    return _shared_nccl_sender(_common_sender(rows, events, hosts, world, aborted, known))
+
+
+def _shared_nccl_sender(rows: list[Row]) -> list[Row]:
+    """`rows` with the one sender every NCCL truncation report names marked odd, when there is one.
+
+    NCCL's socket receiver reports `message truncated : receiving <n> bytes instead of <m>` naming the
+    sender's address (`<n>` the sender's size, `<m>` what this receiver posted; failure-signatures.md section
+    2). Two or more receivers that each posted the same `<m>` and each got the same `<n>` from the one rank
+    behind that address: one rank sending an odd-sized buffer explains every report, any other reading
+    needs every receiver odd the same way (the minority by size is the culprit, section 2 "Culprit vs
+    victims"). Reports naming several senders (many pairs at once: a per-node NCCL_PROTO/NCCL_ALGO setting,
+    section 2) or a sender that also reports one mark nothing.
+    """
+    recv = [r for r in rows if r["role"] == "receiver" and r.get("transport") == "nccl"]
+    receivers = {r["rank"] for r in recv}
+    senders = {r["peer"] for r in recv}
+    if (len(receivers) < 2 or len(senders) != 1 or None in senders or any(r["p2p"] or r["odd"] for r in rows)
+            or len({(r["remote_bytes"], r["local_bytes"]) for r in recv}) != 1):
+        return rows
+    sender = next(iter(senders))
+    if sender in receivers:
+        return rows
+    first = recv[0]
+    basis = (f"the one sender the truncation reports of ranks {', '.join(str(r) for r in sorted(receivers))} "
+             f"name: each posted {first['local_bytes']} bytes and received {first['remote_bytes']} from it, "
+             "and one rank sending a buffer of another size explains every report")
+    return [{**r, "odd": True, "basis": basis} if r["role"] == "sender" and r["rank"] == sender else r
+            for r in rows]
 
 
 def _unranked_checks(events: Sequence[Event], aborted: Collection[int]) -> dict[int, int]:

@@ -144,6 +144,7 @@ def attribute(files: list[FileEvents]) -> None:
     _tagged_writers(files)
     _stated_ranks(files)
     _oom_device_index(files)
+    _oom_process_pid(files)
     _self_announced_rank(files)
     _only_exception_exit(files)
     _console_attempts(files)
@@ -334,6 +335,64 @@ def _console_node_block(f: FileEvents) -> tuple[tuple[str, ...], int, int] | Non
     if len(blocks) != 1:
         return None
     return (_node_key(f, configs[0]), 0, next(iter(blocks)) * nproc)
+
+
+# The 2.1+ allocator message lists the processes on the GPU from NVML (log-formats.md section 5.2).
+_OOM_PROCESS_RE = re.compile(
+    r"\bProcess (?P<pid>\d{1,10}) has \d{1,9}(?:\.\d{1,4})? (?:[KMGT]iB|bytes) memory in use")
+
+
+def _oom_process_pid(files: list[FileEvents]) -> None:
+    """A rank-less CUDA OOM whose process list names exactly one worker the launcher started is that rank's.
+
+    From 2.1 the caching allocator's message lists every process on the GPU (`Process <pid> has <size> memory
+    in use.`, log-formats.md section 5.2), the raising process among them. The launcher states its workers'
+    pids with their local ranks (DeepSpeed's `process <pid> spawned with command: [... '--local_rank=<l>']`,
+    torchrun's `failed (exitcode: <c>) local_rank: <l> (pid: <p>)`) and, where a layout places them, their
+    global rank (`placed_rank`; DeepSpeed's `global_rank_mapping`, which lists every host of the job, when it
+    names one host only); torchrun's failure table states rank and pid itself (section 3.6). One listed pid
+    that is such a worker maps the message (failure-signatures.md section 5.1: the rank that raised it); two
+    (ranks sharing one GPU) or none map nothing.
+    """
+    ooms = [e for f in files for e in f.events
+            if e.kind in ("oom", "exception") and e.rank is None and "CUDA out of memory" in e.text]
+    if not ooms:
+        return
+    mapping = [t for f in files for e in f.events if e.kind == "rank_layout" for t in layout_of(e)]
+    one_host = ({lr: g for _, lr, g in mapping} if len({short_host(h) for h, _, _ in mapping}) == 1 else {})
+    pairs: list[tuple[Hashable, int]] = []
+    for f in files:
+        for e in f.events:
+            pid = _int(e.get("pid"))
+            if pid is None or pid <= 0:
+                continue
+            g: int | None = None
+            if e.kind == "child_failed":
+                g = _int(e.get("failed_rank"))
+            elif e.kind in ("worker_spawned", "worker_failed"):
+                g = _int(e.get("placed_rank"))
+                lr = _int(e.get("local_rank"))
+                if g is None and lr is not None:
+                    g = one_host.get(lr)
+            if g is not None:
+                pairs.append((pid, g))
+    by_pid = _unique(pairs)
+    if not by_pid:
+        return
+    targets: dict[int, int] = {}
+    for e in ooms:
+        ranks = {by_pid[p] for m in _OOM_PROCESS_RE.finditer(e.text)
+                 if (p := int(m.group("pid"))) in by_pid}
+        if len(ranks) == 1:
+            targets[id(e)] = next(iter(ranks))
+    if not targets:
+        return
+
+    def fill(f: FileEvents, e: Event) -> Event:
+        r = targets.get(id(e))
+        return e if r is None else _with(f, e, "rank", r)
+
+    _apply(files, fill)
 
 
 def _local_to_global(files: list[FileEvents]) -> None:

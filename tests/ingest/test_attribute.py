@@ -461,6 +461,44 @@ def test_gpu_0_a_second_node_or_no_agent_keep_the_oom_rankless() -> None:
         assert c.events[0].rank is None, c.display
 
 
+def _ds_oom(text: str, hosts: tuple[str, ...] = ("localhost",)) -> FileEvents:
+    """A DeepSpeed launcher console (written here from log-formats.md sections 5.2 and 9.2): the launcher's
+    rank mapping, its `process <pid> spawned ... --local_rank=<l>` lines, and a rank-less CUDA OOM."""
+    mapping = [ev(kind="rank_layout", line=1, node_host=h, node_index=i, global_ranks=[2 * i, 2 * i + 1])
+               for i, h in enumerate(hosts)]
+    # (the launcher line's local rank is a field: the line is the launcher's, not the worker's)
+    spawned = [replace(ev(kind="worker_spawned", line=3 + lr),
+                       fields={"launcher": "deepspeed", "local_rank": lr, "pid": 7100 + lr})
+               for lr in range(2)]
+    oom = replace(ev(kind="oom", line=9, device="cuda", gpu=1), text=text)
+    return FileEvents("ds.log", Origin(), [*mapping, *spawned, oom])
+
+
+def test_an_oom_listing_one_launched_worker_s_pid_is_that_worker_s_rank() -> None:
+    """log-formats.md section 5.2: the 2.1+ message lists the processes on the GPU (`Process <pid> has <size>
+    memory in use.`); the launcher's spawn line ties the pid to local rank 1, rank 1 on the one node."""
+    c = _ds_oom("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a "
+                "total capacity of 79.15 GiB of which 1.02 GiB is free. Process 7101 has 78.12 GiB memory in "
+                "use. Of the allocated memory 70.11 GiB is allocated by PyTorch")
+    attribute([c])
+    assert c.events[-1].rank == 1
+
+
+def test_an_oom_naming_two_workers_or_no_mapped_one_stays_rankless() -> None:
+    two = _ds_oom("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB "
+                  "of which 1.02 GiB is free. Process 7100 has 40.00 GiB memory in use. Process 7101 has "
+                  "38.00 GiB memory in use.")
+    stranger = _ds_oom("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.15 "
+                       "GiB of which 1.02 GiB is free. Process 9999 has 78.12 GiB memory in use.")
+    # two hosts in the mapping: the spawn lines carry no host, so a local rank is no global rank here
+    hosts = _ds_oom("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.15 GiB "
+                    "of which 1.02 GiB is free. Process 7101 has 78.12 GiB memory in use.",
+                    hosts=("node-a", "node-b"))
+    for c in (two, stranger, hosts):
+        attribute([c])
+        assert c.events[-1].rank is None, c.display
+
+
 def test_a_traceback_behind_a_learned_prefix_is_the_rank_its_prefix_s_lines_state() -> None:
     """Written here: lines behind `job/worker-3 | ` state RANK=3 (a launch echo), so the rank-less traceback
     learned behind that prefix is rank 3's; a prefix whose lines state two ranks, or none, names nobody."""
