@@ -421,6 +421,36 @@ def mismatch_global_ranks(mismatches: Sequence[Event]) -> dict[int, list[int]]:
     return out
 
 
+def _add_matched_before_peer(cells: dict[tuple[str, int], dict[int, Row]], mismatches: Sequence[Event],
+                             global_ranks: Mapping[int, list[int]]) -> None:
+    """The ranks a DETAIL mismatch report shows to agree with its writer, added to the report's cell.
+
+    ProcessGroupWrapper compares the writer's fingerprint with every rank's in rank order and raises at the
+    first that differs (torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp `verify_tensors`: `for rank in
+    irange(size)`, `TORCH_CHECK(false, ...)` on the first `!rank_tensor.equal(reference_tensor)`). So a
+    report from rank w naming rank p also says that every rank below p ran what w ran. Read only for the
+    default group's reports printed with global ranks (a subgroup's reports number its own members), and a
+    rank whose own report or stack is in the input keeps what it showed.
+    """
+    for e in mismatches:
+        ranks = e.get("ranks") or []
+        pg = _pg(e) or "0"
+        if pg != "0" or id(e) in global_ranks or len(ranks) != 2 or not all(isinstance(r, int)
+                                                                            for r in ranks):
+            continue
+        w, p = ranks
+        if (e.rank is not None and e.rank != w) or not 0 <= p <= 65536:
+            continue
+        seqs = e.get("seqs") or []
+        own_seq = _num(seqs[0]) if seqs else _num(e.get("seq"))
+        cell = cells.get((pg, own_seq if own_seq is not None else -1))
+        if cell is None or w not in cell:
+            continue
+        for r in range(p):
+            if r != w:
+                cell.setdefault(r, dict(cell[w]))
+
+
 def disagreement(events: Sequence[Event], state: Sequence[Mapping[str, Any]],
                  hosts: dict[int, str]) -> list[Row]:
     """Ranks that disagree at the same (pg, seq): op type, numel, shape or dtype.
@@ -495,6 +525,7 @@ def disagreement(events: Sequence[Event], state: Sequence[Mapping[str, Any]],
                 },
             )
             votes[key][ranks[side]] += 1
+    _add_matched_before_peer(cells, mismatches, global_ranks)
     out: list[Row] = []
     for (pg, seq), per_rank in sorted(cells.items()):
         sigs = {rank: _signature(c) for rank, c in per_rank.items()}

@@ -203,6 +203,11 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
     `reduce_scatter` end with `raise final_result` on every rank; api.py `CheckpointException.__str__`):
     once a rank's lines show one, a rank it does not name that exited with code 1 and left nothing else
     raised that report of a peer's failure, not a fault of its own.
+
+    A rank whose collective timed out raises in its own thread (gloo's `Timed out waiting <ms>ms`, a blocking
+    wait) and exits with the code of any uncaught exception (failure-signatures.md sections 0.1 and 17): when
+    ranks whose timeouts are in the input exited with the same code, a rank that left only that code may be
+    one more of them whose lines were cut from an excerpt, so its exit code alone names no fault.
     """
     sn = single_node(events)
     informed = {
@@ -212,13 +217,16 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
     }
     dcp_failed = {r for e in events if e.kind in ("exception", "error_file")
                   for r in (checkpoint_failed_ranks(e) or ())}
+    exits = [e for e in events if e.kind in ("child_failed", "worker_failed") or (
+        e.kind == "launcher_exit" and e.get("launcher") == "srun") or _spawn_exit(e)]
+    timed_out = {e.rank for e in events if e.rank is not None and e.kind == "hang_detected"}
+    timeout_codes = {_exitcode(e) for e in exits if _rank_of(e, sn) in timed_out}
     out: dict[int, Event] = {}
-    for e in events:
-        if e.kind not in ("child_failed", "worker_failed") and not (
-                e.kind == "launcher_exit" and e.get("launcher") == "srun") and not _spawn_exit(e):
-            continue
+    for e in exits:
         rank, code = _rank_of(e, sn), _exitcode(e)
         if dcp_failed and rank not in dcp_failed and code == 1:
+            continue
+        if code in timeout_codes:
             continue
         if rank is not None and code is not None and code > 0 and rank not in informed:
             out.setdefault(rank, e)
@@ -1855,6 +1863,8 @@ def rank_status_columns(
         v["rank"] for v in victims if v["rank"] is not None and v["signal"] not in _TEARDOWN_SIGNALS
     } - _closed_after_peer_timeout(events, victims)
     exit_only = _exit_only_crashes(events)
+    # Consoles that hold the launcher's start banner (torchrun's OMP_NUM_THREADS warning, its launch config).
+    whole = {e.path for e in events if e.kind == "launch_config"}
     outside = _signalled_outside(events, sn)
     alive = _alive_at_stop(events)
     clean = clean or set()
@@ -1895,8 +1905,11 @@ def rank_status_columns(
         c_hung.append(hung)
         c_victim.append(victim)
         c_quiet.append(not crashed and not hung and not watched and rank not in loud_ranks)
-        # Its own output is here: a file of its own, or lines attributed to it ([rankN]:).
-        c_own.append(rank in own_logs or bool(evs))
+        # Its own output is here: a file of its own, or lines attributed to it ([rankN]:). The launcher's
+        # lines about it (a failure-table entry, a closing signal) are the agent's output, not the rank's:
+        # a rank an excerpt shows only there may have been cut out, unless that console holds the launcher's
+        # start too (whole from start to end, every rank's output that reached it is in it).
+        c_own.append(rank in own_logs or any(not is_agent_event(e) or e.path in whole for e in evs))
         c_unheard.append(False)
         c_kind.append(fails[0].kind if fails else None)
         c_time.append(fails[0].time if fails else None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bz2
 import glob
 import gzip
+import io
 import lzma
 import os
 import stat
@@ -528,6 +529,10 @@ def _open_stream(unit: Unit, raw: BinaryIO, member: str | None, limits: Limits,
     if codec is not None and is_zip(head):
         yield Skipped(unit.display, "zip archive inside a compressed file is not read")
         return
+    if codec is None and unit.size <= HEADED_MAX_BYTES and _headed(head):
+        raw.seek(0)
+        yield from _open_headed(unit, raw.read(HEADED_MAX_BYTES + 1), member)
+        return
     if member is not None:
         return
     rel = _strip_codec_ext(unit.rel) if codec else unit.rel
@@ -536,6 +541,55 @@ def _open_stream(unit: Unit, raw: BinaryIO, member: str | None, limits: Limits,
         yield Skipped(unit.display, reason)
         return
     yield Opened(unit.display, rel, body, Locator(unit.fs_path))
+
+
+# `tail`/`head` given several files (`tail -n 30 logs/*/attempt_0/*/stderr.log`) writes each file's lines
+# under a `==> <file> <==` line (GNU coreutils tail.c / head.c `write_header`), and users paste that output
+# as it is. Such a paste is several files, each read under its own name, so a torchrun --log-dir path or a
+# per-rank file name says whose lines follow (log-formats.md section 3.1). Only a paste that opens with such a
+# header and whose every header names a log file is split: a header naming a pod or a node in words is a
+# label the reader does not know the meaning of, and the paste stays one file.
+HEADER_START = b"==> "
+HEADER_END = b" <=="
+LOG_EXTS = (b".log", b".txt", b".out", b".err")
+HEADED_MAX_BYTES = 16 * 1024 * 1024   # a paste; a bigger file is a log of its own, read as one
+
+
+def header_name(line: bytes) -> str | None:
+    """The file a `==> <file> <==` line names, when it names a log file (no blank in it), else None."""
+    line = line.rstrip(b"\r")
+    if not (line.startswith(HEADER_START) and line.endswith(HEADER_END)):
+        return None
+    name = line[len(HEADER_START):-len(HEADER_END)]
+    if not 0 < len(name) <= 255 or any(c in name for c in b" \t<>") or not name.endswith(LOG_EXTS):
+        return None
+    return name.decode("utf-8", "replace")
+
+
+def _headed(head: bytes) -> bool:
+    """Whether a file's first non-blank line is a `tail`/`head` file header naming a log file."""
+    return header_name(head.lstrip(b" \t\r\n").split(b"\n", 1)[0]) is not None
+
+
+def _open_headed(unit: Unit, data: bytes, member: str | None) -> Iterator[Opened | Skipped]:
+    """Each `==> <file> <==` section of a pasted `tail`/`head` output as a file of its own, read under
+    `<paste>/<file>` (its folders and name are what origins are read from); the whole paste as one file when
+    a header line names something else."""
+    lines = data.split(b"\n")
+    starts = [i for i, x in enumerate(lines) if x.startswith(HEADER_START)]
+    names = [header_name(lines[i]) for i in starts]
+    if len(data) > HEADED_MAX_BYTES or any(n is None for n in names):
+        if member is None:
+            yield Opened(unit.display, unit.rel, Head(data, io.BytesIO(b"")), Locator(unit.fs_path))
+        return
+    for k, (i, named) in enumerate(zip(starts, names, strict=True)):
+        name = str(named).lstrip("./")
+        if member is not None and name != member:
+            continue
+        end = starts[k + 1] if k + 1 < len(starts) else len(lines)
+        body = b"\n".join(lines[i + 1:end]).rstrip(b"\n") + b"\n"
+        yield Opened(f"{unit.display}!{name}", f"{unit.rel}/{name}", Head(body, io.BytesIO(b"")),
+                     Locator(unit.fs_path, name))
 
 
 _CODEC_EXT = (".gz", ".bz2", ".xz", ".zst", ".zstd")
