@@ -5,10 +5,11 @@ Each case's truth is written into <out>/<case>/case.yaml before the job runs; th
 --log-dir tree, and any stack dump the job or the user left) is kept, machine paths rewritten to /home/user/...
 A stall is judged established once the stalling rank entered its stall and no rank printed for QUIET seconds; then the job
 is stopped: `term` SIGTERM to torchrun, `ctrlc` SIGINT to the whole process group (a terminal's Ctrl-C),
-`kill` SIGKILL to the whole group (nothing is printed), `timeout` the job ran under `timeout -s TERM`.
+`kill` SIGKILL to torchrun's process group and to every worker (nothing is printed), `timeout` the job ran under `timeout -s TERM`.
 Usage: python run_probe52.py OUT [case-name-substring ...]   (one job at a time; run with the Python that
 has torch 2.13, whose torchrun is used, or set TORCHRUN; PYSPY names py-spy for the `pyspy` dump cases)
 """
+import contextlib
 import os
 import pathlib
 import shutil
@@ -141,12 +142,18 @@ def run(out_root, c):
                     os.kill(p.pid, sig)
                 else:
                     os.killpg(p.pid, sig)
+                if stop == "kill":   # (the workers sit in sessions of their own: the whole job is killed)
+                    for f in pathlib.Path(mark).glob("rank*"):
+                        with contextlib.suppress(ProcessLookupError, ValueError):
+                            os.kill(int(f.read_text()), signal.SIGKILL)
                 p.wait(timeout=60)
         finally:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)   # nothing of the job outlives its case
-            except ProcessLookupError:
-                pass
+            # nothing of the job outlives its case: torchrun starts each worker in a session of its own, so
+            # the workers (their pids are in the marker files) are killed one by one
+            pids = [int(f.read_text()) for f in pathlib.Path(mark).glob("rank*") if f.read_text().isdigit()]
+            for pid in [p.pid, *pids]:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL) if pid == p.pid else os.kill(pid, signal.SIGKILL)
             p.wait()
     shutil.rmtree(mark, ignore_errors=True)
     rewrite(case_dir, [(str(case_dir), "/home/user/run"), (str(HERE), "/home/user/train"),
