@@ -21,8 +21,9 @@ from hanglens.ingest.prefix import ANSI_RE, Dialect, strip_prefixes
 from hanglens.model import Event, Origin, event_order
 
 TAIL_BYTES = 1 << 16   # of a file's end kept while it is read (every line of a small file)
-TAIL_LINES = 8         # a writer's last lines kept (one event: its last line, the others as `before`)
+TAIL_LINES = 6         # a writer's last lines kept (one event: its last line, the others as `before`)
 TAIL_SCAN = 600        # lines of the kept end looked at
+QUICK_LINES = TAIL_LINES + 4   # looked at first: enough for a file of one writer that states no rank
 TAIL_TEXT = 300        # characters of a line kept
 KIND = "last_line"      # (declared with its fields in hanglens/parsers/__init__.py: LAST_LINE_FIELDS)
 PARSER = "tail"
@@ -85,17 +86,48 @@ def tail_events(tail: Tail, last_line: int, path: str, origin: Origin, dialect: 
     data = tail.data
     if not data or last_line <= 0:
         return []
-    lines = data.split(b"\n")
-    if not lines[-1]:
-        lines.pop()
-    lines = lines[-TAIL_SCAN:]
-    first = last_line - len(lines) + 1
-    skip = {e.line for e in events if e.line >= first and e.kind in _NOT_A_STOP_POINT}
-    dumped = min((e.line for e in events if e.kind in _DUMP_KINDS), default=None)
-    if dumped is not None and dumped <= first:
-        return []
+    data = data[:-1] if data.endswith(b"\n") else data
+    skip: set[int] = set()
+    dumped: int | None = None
+    for e in events:
+        if e.kind in _NOT_A_STOP_POINT:
+            skip.add(e.line)
+        elif e.kind in _DUMP_KINDS and (dumped is None or e.line < dumped):
+            dumped = e.line
+    # A file of one writer whose lines state none (a `--log-dir` worker file, a rank's own log): its last
+    # few lines are enough, when they are all plain lines of that one writer (no traceback among them).
+    few = data.rsplit(b"\n", QUICK_LINES)
+    kept: dict[_Writer, deque[tuple[int, str, float | None, str | None]]] = {}
+    if len(few) > QUICK_LINES:
+        few = few[1:]
+        kept, plain = _kept(few, last_line - len(few) + 1, dialect, skip, dumped)
+        if plain and len(kept) == 1 and (None, None, None) in kept \
+                and len(kept[None, None, None]) == TAIL_LINES:
+            few = []
+    if few:
+        lines = data.split(b"\n")[-TAIL_SCAN:]
+        first = last_line - len(lines) + 1
+        if dumped is not None and dumped <= first:
+            return []
+        kept, _ = _kept(lines, first, dialect, skip, dumped)
+    out: list[Event] = []
+    for (rank, local_rank, writer), q in kept.items():
+        if rank is None:
+            rank = origin.rank if origin.rank is not None else owners.get((writer, local_rank))
+        num, body, time, level = q[-1]
+        out.append(Event(KIND, None, body, PARSER, rank, origin.host, time,
+                         local_rank if local_rank is not None else origin.local_rank, origin.attempt, level,
+                         {"before": [b for _, b, _, _ in list(q)[:-1]]}, writer, path=path, line=num))
+    return out
+
+
+def _kept(lines: list[bytes], first: int, dialect: Dialect, skip: set[int],
+          dumped: int | None) -> tuple[dict[_Writer, deque[tuple[int, str, float | None, str | None]]], bool]:
+    """Each writer's last TAIL_LINES own lines among `lines` (numbered from `first`), and whether every
+    line read was a plain one (no traceback, no indented line, nothing left out)."""
     kept: dict[_Writer, deque[tuple[int, str, float | None, str | None]]] = {}
     in_tb: set[_Writer] = set()
+    plain = True
     for num, raw in enumerate(lines, first):
         if dumped is not None and num >= dumped:
             break
@@ -110,8 +142,11 @@ def tail_events(tail: Tail, last_line: int, path: str, origin: Origin, dialect: 
         key = (env.rank, env.local_rank, env.writer)
         if not body:
             continue
+        if env.text[:1] in (" ", "\t"):
+            plain = False
         if _TB_HEAD_RE.search(body) or _TB_CHAIN_RE.match(body):
             in_tb.add(key)
+            plain = False
             continue
         if key in in_tb:
             if env.text[:1] in (" ", "\t") or body.startswith("^"):
@@ -119,20 +154,13 @@ def tail_events(tail: Tail, last_line: int, path: str, origin: Origin, dialect: 
             in_tb.discard(key)   # (the exception's own line ends the traceback)
             continue
         if num in skip or _DUMP_HEAD_RE.match(body):
+            plain = False
             continue
         q = kept.get(key)
         if q is None:
             q = kept[key] = deque(maxlen=TAIL_LINES)
         q.append((num, body[:TAIL_TEXT], env.time if env.year_known else None, env.level))
-    out: list[Event] = []
-    for (rank, local_rank, writer), q in kept.items():
-        if rank is None:
-            rank = origin.rank if origin.rank is not None else owners.get((writer, local_rank))
-        num, body, time, level = q[-1]
-        out.append(Event(KIND, None, body, PARSER, rank, origin.host, time,
-                         local_rank if local_rank is not None else origin.local_rank, origin.attempt, level,
-                         {"before": [b for _, b, _, _ in list(q)[:-1]]}, writer, path=path, line=num))
-    return out
+    return kept, plain
 
 
 def with_last_lines(events: list[Event], lasts: list[Event]) -> list[Event]:

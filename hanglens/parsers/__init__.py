@@ -76,7 +76,7 @@ FR_ENTRY_DOC = (
 LAST_LINE_FIELDS = ("before",)
 LAST_LINE_DOC = (
     "the last line a writer (a rank's file, or a tagged stream of a console) printed, of any kind, read "
-    "from the file's end after the parsers, `before` its up to 7 lines before it (oldest first): not a "
+    "from the file's end after the parsers, `before` its up to 5 lines before it (oldest first): not a "
     "traceback, a failure line or a stack dump, nor anything after a stack dump"
 )
 
