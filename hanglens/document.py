@@ -655,7 +655,7 @@ def _observed(tables: Tables, file_rank: dict[str, int]) -> dict[str, str] | Non
 SILENT_RULES = frozenset(
     {"silent-hang-rank-skipped-step", "silent-hang-at-phase-boundary", "silent-hang-rank-in-main-only-phase",
      "silent-hang-rank-stopped-on-a-line-peers-passed", "silent-hang-rank-last-line-no-peer-printed",
-     "silent-hang-ranks-last-lines-show-no-culprit"}
+     "silent-hang-two-ranks-on-different-last-lines"}
 )
 SILENT_ROWS = 64
 def _first_of_each(stops: list[dict[str, Any]]) -> list[dict[str, Any]]:
