@@ -682,7 +682,8 @@ def _read_inputs(paths: Sequence[str | os.PathLike[str]], jobs: int | None,
         hosts = {e.host for e in fe.events if e.host} | ({fe.origin.host} if fe.origin.host else set())
         rank_t, host_t = tuple(sorted(ranks)), tuple(sorted(hosts))
         out.files.append(InputFile(f.display, f.size, f.lines, fe.origin, tuples.setdefault(rank_t, rank_t),
-                                   tuples.setdefault(host_t, host_t), len(fe.events)))
+                                   tuples.setdefault(host_t, host_t),
+                                   sum(1 for e in fe.events if e.kind != "last_line")))
         out.events.extend(fe.events)
         out.sources[f.display] = f.locator
         if f.notes:
