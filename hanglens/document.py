@@ -653,7 +653,9 @@ def _observed(tables: Tables, file_rank: dict[str, int]) -> dict[str, str] | Non
 
 
 SILENT_RULES = frozenset(
-    {"silent-hang-rank-skipped-step", "silent-hang-at-phase-boundary", "silent-hang-rank-in-main-only-phase"}
+    {"silent-hang-rank-skipped-step", "silent-hang-at-phase-boundary", "silent-hang-rank-in-main-only-phase",
+     "silent-hang-rank-stopped-on-a-line-peers-passed", "silent-hang-rank-last-line-no-peer-printed",
+     "silent-hang-two-ranks-on-different-last-lines"}
 )
 SILENT_ROWS = 64
 def _first_of_each(stops: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -698,6 +700,10 @@ def _silent_hang(tables: Tables, verdict: dict[str, Any]) -> dict[str, Any] | No
         return None
     common = next((r["common_step"] for r in rows if r.get("common_step") is not None), None)
     common_epoch = next((r["common_epoch"] for r in rows if r.get("common_epoch") is not None), None)
+    # Each rank's own last line (fact last_line): the place it stopped where it printed no step, or beside it.
+    lasts = {r["rank"]: r for r in records(tables.fact("last_line")) if r.get("rank") is not None}
+    if not rows and lasts:
+        return _silent_from_last_lines(stops, list(lasts.values()))
     return {
         "stopped": [
             {"how": s["how"], "signal": s["signal"], "text": s["said"], "path": s["path"], "line": s["line"],
@@ -720,12 +726,46 @@ def _silent_hang(tables: Tables, verdict: dict[str, Any]) -> dict[str, Any] | No
                 "stalled_start": bool(r["stalled_start"]),
                 "differs": bool(r["differs"]),
                 "note": _rank_note(r),
+                "last_line": lasts[r["rank"]]["text"] if r["rank"] in lasts else None,
                 "path": r["path"],
                 "line": r["line"],
             }
             for r in rows[:SILENT_ROWS]
         ],
         "more_ranks": max(0, len(rows) - SILENT_ROWS),
+    }
+
+
+_LAST_LINE_NOTES = {
+    "behind": "stopped on a line its peers printed before going on",
+    "elsewhere": "stopped on a line no other rank printed",
+}
+
+
+def _silent_from_last_lines(stops: list[dict[str, Any]], lasts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The silent-hang section of a job whose ranks printed no step a parser knows: where each rank stopped
+    is the last line it printed (fact last_line)."""
+    return {
+        "stopped": [
+            {"how": s["how"], "signal": s["signal"], "text": s["said"], "path": s["path"], "line": s["line"],
+             "time_text": time_text(s["time"])}
+            for s in _first_of_each(stops)[:3]
+        ],
+        "common_step": None,
+        "common_epoch": None,
+        "ranks": [
+            {
+                "rank": r["rank"], "host": r["host"], "last_step": None, "last_epoch": None, "total": None,
+                "last_time_text": time_text(r["time"]), "last_phase": None, "last_dist": None,
+                "boundary": None,
+                "stalled_start": False, "differs": r.get("position") in ("behind", "elsewhere", "differs"),
+                "note": "; ".join(x for x in (f'last line: "{r["text"]}"',
+                                              _LAST_LINE_NOTES.get(str(r.get("position")), "")) if x),
+                "last_line": r["text"], "path": r["path"], "line": r["line"],
+            }
+            for r in lasts[:SILENT_ROWS]
+        ],
+        "more_ranks": max(0, len(lasts) - SILENT_ROWS),
     }
 
 

@@ -20,6 +20,7 @@ from hanglens.analysis import (
     progress,
     silence,
     status,
+    tails,
     transfers,
 )
 from hanglens.analysis.facts_spec import FACT_SPECS
@@ -302,6 +303,11 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     evs = list(events) if events_in_order(events) else sorted(events, key=event_order)
     if consume and isinstance(events, list):
         events.clear()
+    # Each writer's last lines (ingest/tail.py) say only where it stopped: they are read here, by the
+    # `last_line` fact, and by nothing else (a line no parser read is no event of any other kind).
+    last_lines = [e for e in evs if e.kind == tails.KIND]
+    if last_lines:
+        evs = [e for e in evs if e.kind != tails.KIND]
     # An unprefixed traceback whose writer only the launcher's one failed exit names (status.py).
     evs = status.attribute_lone_exit(evs)
     # A transformers script's INFO lines and Trainer records in an unprefixed console: the main process's.
@@ -365,6 +371,9 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     finished = silence.finished_before_stop(evs, stops, quiet)
     tables["job_stopped"] = frame("job_stopped", [{**r, "after_finish": finished} for r in stops])
     tables["silent_hang"] = frame("silent_hang", quiet)
+    tables["last_line"] = frame("last_line", tails.last_line_rows(
+        last_lines, hosts, silence.no_error_before_stop(evs) if last_lines else True))
+    del last_lines
     del stops, quiet   # (a row of 24 values per rank: the tables below would be built beside them)
     tables["slow_phase"] = frame("slow_phase", progress.slow_phase_rows(evs, hosts, world))
     tables["hang"] = frame("hang", status.hang_rows(evs, hosts))

@@ -380,6 +380,22 @@ FACT_SPECS: dict[str, FactSpec] = {
             "collective it waits in is the one that rank left for its own code.",
         ),
         FactSpec(
+            "last_line",
+            ("rank", "host", "text", "before", "channel", "ranks_compared", "position", "passed_by",
+             "peer_line", "all_same", "no_error", "time", *_EVIDENCE),
+            "Each rank's last line of any kind (failure-signatures.md section 16 item 1; `last_line` events:"
+            " the last lines each writer left at the end of its file or tagged stream, not a traceback, "
+            "failure line or stack dump), compared in the channel where most ranks left lines (a `--log-dir`"
+            " tree's `stdout.log` files, a console: `channel`, `ranks_compared`): `text` and `before` its "
+            "last two lines; `position` behind (its peers printed that line and then more, against a strict "
+            "majority that stopped on one line, or, of two ranks, a peer whose later lines this rank had "
+            "printed before), elsewhere (a strict majority stopped on one line, and no rank printed this one"
+            " at any iteration), same (the majority's line) or differs; `passed_by` the peers that printed "
+            "its last line and went on; `peer_line` the line most ranks stopped on; `all_same` when every "
+            "rank compared stopped on one line; `no_error` when the job's logs hold no failure line but a "
+            "stop from outside and its consequences (as silent_hang's) (hanglens/analysis/tails.py).",
+        ),
+        FactSpec(
             "slow_phase",
             (
                 "rank",

@@ -208,6 +208,15 @@ def finished_before_stop(events: Sequence[Event], stops: Sequence[Row],
     return not any(_blocked_stack(e) for e in events)
 
 
+def no_error_before_stop(events: Sequence[Event],
+                         marks: tuple[float | None, dict[str, int]] | None = None) -> bool:
+    """The job's logs hold no failure line but the stop from outside and its consequences (`is_error`,
+    `_after_stop`)."""
+    if marks is None:
+        marks = _stop_marks(events)
+    return not any(is_error(e) and not _after_stop(e, marks) for e in events)
+
+
 def _order(evs: Sequence[Event]) -> list[Event]:
     """A rank's events in the order it wrote them: by time when every one has a time, else by position."""
     if evs and all(e.time is not None for e in evs):
@@ -484,7 +493,7 @@ def silent_hang_rows(events: Sequence[Event], hosts: dict[int, str],
     keys: list[int | None] = [*ranked] if ranked else ([None] if by_rank.get(None) else [])
     marks = _stop_marks(events)
     stop_time = marks[0]
-    no_error = not any(is_error(e) and not _after_stop(e, marks) for e in events)
+    no_error = no_error_before_stop(events, marks)
     # per file, the last event (line, identity): a bar cut at the file's end must be its last word
     newest: dict[str, tuple[int, int]] = {}
     if lines:

@@ -44,6 +44,7 @@ from hanglens.ingest.sources import (
     open_unit,
 )
 from hanglens.ingest.split import SPLIT_MAX_BYTES, SPLIT_MIN_BYTES, PartOut, PartSpec, join, plan, read_part
+from hanglens.ingest.tail import with_last_lines
 from hanglens.limits import DEFAULT_LIMITS, Limits
 from hanglens.model import Event, Fields, InputFile, Origin, Skipped, SourceRef, event_order, events_in_order
 from hanglens.parsers import PARSERS
@@ -127,19 +128,21 @@ class _FileOut:
     dated: tuple[float, float] | None
     envelope_ranks: frozenset[int]
     notes: tuple[str, ...]
+    last_lines: list[Event]   # each writer's last line (ingest/tail.py), placed after attribution
 
     @classmethod
     def of(cls, display: str, size: int, origin: Origin, pid: int | None, res: FileResult,
            locator: Locator) -> _FileOut:
         return cls(display, size, origin, pid, locator, res.events, res.lines, res.dated,
-                   frozenset(res.envelope_ranks) if res.envelope_ranks else _NO_RANKS, tuple(res.notes))
+                   frozenset(res.envelope_ranks) if res.envelope_ranks else _NO_RANKS, tuple(res.notes),
+                   res.last_lines)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # From a worker to the job's process the events travel as columns: unpickling builds each Event at
         # once, leaving no per-event state dict and argument tuple behind (a big job's events would sit
         # among the holes those leave, and that memory is not given back to the system).
         return (_file_out, (self.display, self.size, self.origin, self.pid, self.locator, _pack(self.events),
-                            self.lines, self.dated, self.envelope_ranks, self.notes))
+                            self.lines, self.dated, self.envelope_ranks, self.notes, _pack(self.last_lines)))
 
 
 def _pack(events: list[Event]) -> tuple[list[Any], ...]:
@@ -170,10 +173,11 @@ def _unpack(cols: tuple[list[Any], ...]) -> list[Event]:
 
 def _file_out(display: str, size: int, origin: Origin, pid: int | None, locator: Locator,
               cols: tuple[list[Any], ...], lines: int, dated: tuple[float, float] | None,
-              envelope_ranks: frozenset[int], notes: tuple[str, ...]) -> _FileOut:
+              envelope_ranks: frozenset[int], notes: tuple[str, ...],
+              last_cols: tuple[list[Any], ...] = ()) -> _FileOut:
     """A `_FileOut` unpickled (see `_FileOut.__reduce__`)."""
     return _FileOut(display, size, origin, pid, locator, _unpack(cols), lines, dated,
-                    envelope_ranks or _NO_RANKS, notes)
+                    envelope_ranks or _NO_RANKS, notes, _unpack(last_cols))
 
 
 @lru_cache(maxsize=8)
@@ -662,7 +666,9 @@ def _read_inputs(paths: Sequence[str | os.PathLike[str]], jobs: int | None,
         raise InputError("no log files found", path=where,
                          hint=f"skipped {shown}{more}" if skipped else "the folders hold no files")
     # The events were made for this job (read here or unpickled from a worker): attribution may change them.
-    job = [FileEvents(f.display, f.origin, f.events, f.pid, f.dated, f.envelope_ranks, owned=True)
+    # Each writer's last line goes with its file's events: attribution gives it the rank its writer has.
+    job = [FileEvents(f.display, f.origin, with_last_lines(f.events, f.last_lines), f.pid, f.dated,
+                      f.envelope_ranks, owned=True)
            for f in files]
     for f in files:
         del f.events  # `job` holds them now
@@ -676,7 +682,8 @@ def _read_inputs(paths: Sequence[str | os.PathLike[str]], jobs: int | None,
         hosts = {e.host for e in fe.events if e.host} | ({fe.origin.host} if fe.origin.host else set())
         rank_t, host_t = tuple(sorted(ranks)), tuple(sorted(hosts))
         out.files.append(InputFile(f.display, f.size, f.lines, fe.origin, tuples.setdefault(rank_t, rank_t),
-                                   tuples.setdefault(host_t, host_t), len(fe.events)))
+                                   tuples.setdefault(host_t, host_t),
+                                   sum(1 for e in fe.events if e.kind != "last_line")))
         out.events.extend(fe.events)
         out.sources[f.display] = f.locator
         if f.notes:

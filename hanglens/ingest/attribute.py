@@ -1014,6 +1014,8 @@ def _restart_cuts(events: list[Event]) -> list[int]:
     # (seconds later: one `_close` signals its workers in one loop) or the console ends.
     closed: Event | None = None
     written = False
+    # (a writer's last line, ingest/tail.py, is no boundary's evidence: its stream's events say when it wrote)
+    events = [e for e in events if e.kind != "last_line"]
     for e in events:
         if e.kind == "worker_group_restart":
             cuts.add(e.line)

@@ -68,6 +68,7 @@ from hanglens.ingest.streams import (
     stream_ranks,
     tasks_are_ranks,
 )
+from hanglens.ingest.tail import Tail, tail_events
 from hanglens.limits import MINIMUMS, human_bytes
 from hanglens.model import Event, LogLine, Origin, SourceRef
 from hanglens.parsers.base import Parser
@@ -244,6 +245,10 @@ class FileResult:
     # A Ray or vLLM worker tag (`(RayTrainWorker pid=...)`, `(VllmWorker rank=...)`) was seen: those tools
     # tag every other process's lines in the console of the process that started them.
     worker_tagged: bool = False
+    # Each writer's last line (`last_line` events, ingest/tail.py), apart from `events`: job-wide attribution
+    # does not read them; the job's reader then gives them their writers' ranks and puts them among them.
+    last_lines: list[Event] = field(default_factory=list)
+
 
 
 # A rule: one punctuation character repeated across the line (Open MPI's help messages sit between rules of
@@ -795,6 +800,7 @@ class Reader:
         # (`_bar`), else ().
         self.bar_heads: dict[str, tuple[Any, ...]] = {}
         self.ansi_free = False  # a part of a coloured file (`begin_part`): read without its colour codes
+        self.tail: Tail | None = Tail()   # the file's end, for each writer's last lines (ingest/tail.py)
 
     # -- line level --------------------------------------------------------------------------
     def _handle(self, bline: bytes, num: int) -> None:
@@ -1493,6 +1499,8 @@ class Reader:
         """Read one more line (`line` holds at most one newline, at its end); the new line count."""
         if self.ansi_free and b"\x1b" in line:
             line = ANSI_B_RE.sub(b"", line)
+        if self.tail is not None:
+            self.tail.keep(line)
         lineno = self._block(line, lineno)
         self.result.lines = lineno
         return lineno
@@ -1543,6 +1551,8 @@ class Reader:
         self.parsers[:] = later.parsers  # (the same list object: FastProgress holds it)
         self.active = later.active
         res.lines = got.lines
+        if self.tail is not None and later.tail is not None and later.tail.data:
+            self.tail.keep(later.tail.data)
         res.lines_with_events += got.lines_with_events
         res.notes.extend(got.notes)
         self.envelope_ranks |= got.envelope_ranks
@@ -1578,6 +1588,25 @@ class Reader:
             except Exception as exc:
                 self.result.notes.append(f"{parser.name} failed at end of file: {type(exc).__name__}")
         self._attribute()
+        if self.tail is not None:
+            self._add_tail(self.tail)
+
+    def _add_tail(self, tail: Tail) -> None:
+        """Each writer's last lines (`last_line` events, ingest/tail.py), after the file's events got their
+        ranks: a writer the prefixes name no rank for takes the rank its other lines were given."""
+        res = self.result
+        owners: dict[tuple[str | None, int | None], int] = {}
+        clash: set[tuple[str | None, int | None]] = set()
+        for e in res.events:
+            if e.rank is not None and not is_agent_event(e):
+                k = (e.writer, e.local_rank)
+                if owners.setdefault(k, e.rank) != e.rank:
+                    clash.add(k)
+        for k in clash:
+            del owners[k]
+        res.last_lines = tail_events(tail, res.lines, self.path, self.origin, self.dialect, res.events,
+                                     owners)
+        self.tail = None
 
     def _read_blocks(self, head: bytes, stream: ReadableStream, cr_only: bool, lineno: int = 0) -> int:
         carry = b""
@@ -1598,6 +1627,8 @@ class Reader:
             buf = carry + data if carry else data
             if eof:
                 if buf:
+                    if self.tail is not None:
+                        self.tail.keep(buf)
                     lineno = self._block(buf, lineno)
                 elif skipping:  # the file ends inside an over-long last line
                     lineno += 1
@@ -1613,6 +1644,8 @@ class Reader:
                 data = stream.read(BLOCK)
                 continue
             carry = buf[cut:]
+            if self.tail is not None:
+                self.tail.keep(buf[:cut])
             lineno = self._block(buf[:cut], lineno)
             if len(carry) > self.max_line:
                 self.result.notes.append(_long_line_note(lineno + 1, self.max_line))
@@ -1646,6 +1679,9 @@ class Reader:
             else:
                 cut = buf.rfind(b"\n") + 1
                 pieces, carry = buf[:cut].split(b"\n")[:-1], buf[cut:]
+            if self.tail is not None and pieces:
+                # (physical lines, numbered as the file's: a wrapped record's end is its last piece)
+                self.tail.keep(b"\n".join(pieces) + b"\n")
             if len(carry) > self.max_line:
                 self.result.notes.append(_long_line_note(lineno + len(pieces) + 1, self.max_line))
                 pieces.append(carry[:self.max_line])

@@ -72,6 +72,13 @@ FR_ENTRY_DOC = (
     "time_created_ns / time_discovered_started_ns / time_discovered_completed_ns (the event's time is "
     "time_created_ns), p2p_src/p2p_dst the PG-local ranks of a send/recv"
 )
+# Events the ingest layer makes from the end of each file (hanglens/ingest/tail.py), not from a parser.
+LAST_LINE_FIELDS = ("before",)
+LAST_LINE_DOC = (
+    "the last line a writer (a rank's file, or a tagged stream of a console) printed, of any kind, read "
+    "from the file's end after the parsers, `before` its up to 5 lines before it (oldest first): not a "
+    "traceback, a failure line or a stack dump, nor anything after a stack dump"
+)
 
 
 def event_catalog() -> dict[str, set[str]]:
@@ -79,7 +86,8 @@ def event_catalog() -> dict[str, set[str]]:
     out: dict[str, set[str]] = {"error_file": {"exc_type", "message", "timestamp", "error_code"},
                                 "fr_entry": set(FR_ENTRY_FIELDS),
                                 "fr_dump": set(FR_DUMP_FIELDS),
-                                "pg_status": set(FR_PG_STATUS_FIELDS)}
+                                "pg_status": set(FR_PG_STATUS_FIELDS),
+                                "last_line": set(LAST_LINE_FIELDS)}
     for parser in PARSERS:
         for spec in parser.emits:
             out.setdefault(spec.kind, set()).update(spec.fields)
@@ -106,11 +114,12 @@ def catalog_markdown() -> str:
     kinds.setdefault("error_file", {"parsers": ["ingest"], "fields": ["exc_type", "message", "timestamp",
                                                                       "error_code"],
                                     "docs": ["torchrun's error.json of a worker, read by the ingest layer"]})
-    for kind, fields_, doc in (("pg_status", FR_PG_STATUS_FIELDS, FR_PG_STATUS_DOC),
-                               ("fr_entry", FR_ENTRY_FIELDS, FR_ENTRY_DOC),
-                               ("fr_dump", FR_DUMP_FIELDS, FR_DUMP_DOC)):
+    for kind, fields_, doc, by in (("pg_status", FR_PG_STATUS_FIELDS, FR_PG_STATUS_DOC, "flight"),
+                                   ("fr_entry", FR_ENTRY_FIELDS, FR_ENTRY_DOC, "flight"),
+                                   ("fr_dump", FR_DUMP_FIELDS, FR_DUMP_DOC, "flight"),
+                                   ("last_line", LAST_LINE_FIELDS, LAST_LINE_DOC, "tail")):
         entry = kinds.setdefault(kind, {"parsers": [], "fields": [], "docs": []})
-        for key, value in (("parsers", "flight"), ("docs", doc)):
+        for key, value in (("parsers", by), ("docs", doc)):
             bucket = entry[key]
             assert isinstance(bucket, list)
             bucket.append(value)
