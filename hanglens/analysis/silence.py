@@ -651,7 +651,7 @@ def _point(r: Record) -> tuple[float, int]:
             int(r["last_step"]))
 
 
-def _shortest_loop_ended(r: Record, rows: list[Record], series: list[Any]) -> bool:
+def _shortest_loop_ended(me: int, rows: list[Record], series: list[Any]) -> bool:
     """Did `r`'s loop end at a total smaller than every other rank's, while they were all inside theirs?
 
     Ranks that count the same loop to different totals have different numbers of batches
@@ -660,13 +660,14 @@ def _shortest_loop_ended(r: Record, rows: list[Record], series: list[Any]) -> bo
     while the others, at the same epoch, still had steps to run, even when both printed the same step
     number last (two ranks: no majority to stand apart from).
     """
+    r = rows[me]
     total, last, first = r["total"], r["last_step"], r["first_step"]
     # (a loop counted to N ends at N, or at N-1 when it counts from 0)
     if not isinstance(total, int) or last is None or last not in (total, total - 1 if first == 0 else total):
         return False
-    me = next(i for i, o in enumerate(rows) if o is r)
-    others = [(o, s) for i, (o, s) in enumerate(zip(rows, series, strict=True)) if i != me]
-    return bool(others) and all(
+    # (a generator: the first peer that fails ends the check, so a big job's ranks cost one look each)
+    others = ((o, s) for i, (o, s) in enumerate(zip(rows, series, strict=True)) if i != me)
+    return len(rows) > 1 and all(
         s == series[me] and o["last_step"] is not None and _point(o)[0] == _point(r)[0]
         and isinstance(o["total"], int) and o["total"] > total and o["last_step"] < o["total"] - 1
         for o, s in others)
@@ -708,7 +709,7 @@ def _compare(rows: list[Record]) -> list[Record]:
     majority_series = {r["_series"] for r in at_majority}
     series = [r["_series"] for r in rows]   # (each row's is dropped as the loop below completes it)
     out: list[Record] = []
-    for r in rows:
+    for i, r in enumerate(rows):
         step = _point(r) if _has_point(r) else None
         if step is None or len(lasts) < 2:
             position = None
@@ -736,7 +737,7 @@ def _compare(rows: list[Record]) -> list[Record]:
             and isinstance(total, int) and r["last_step"] == total and majority_totals
             and majority_series == {r["_series"]}
             and all(isinstance(t, int) and t > total and majority[1] < t for t in majority_totals)
-        ) or _shortest_loop_ended(r, rows, series)
+        ) or _shortest_loop_ended(i, rows, series)
         # (the row made here, completed in place: a big job has one per rank, and a copy would double them)
         del r["_series"]
         r.update(

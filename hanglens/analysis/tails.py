@@ -90,43 +90,60 @@ def _positions(tails: dict[int, list[str]]) -> dict[int, tuple[str, int]]:
     on one line, and this rank's last line, at any iteration, is one neither it nor any peer printed among
     the lines read. `same`: the majority's line. `differs`: anything else.
     """
+    # Linear in the ranks (a job of thousands): who holds which line is indexed once, and each rank's
+    # questions are answered from the index and its own few lines instead of by scanning every peer.
     last = {r: t[-1] for r, t in tails.items()}
     n = len(tails)
     top, count = Counter(last.values()).most_common(1)[0]
     majority = top if count * 2 > n and count >= 2 else None
-    out: dict[int, tuple[str, int]] = {}
-    shapes_of = {r: {_shape(k) for k in t} for r, t in tails.items()}
+    by_last: dict[str, set[int]] = defaultdict(set)     # a line -> the ranks that stopped on it
+    holders: dict[str, set[int]] = defaultdict(set)     # a line -> the ranks that printed it and went on
+    shape_holders: dict[str, set[int]] = defaultdict(set)   # a masked line -> the ranks that printed it
     for r, t in tails.items():
-        peers = [s for s in tails if s != r]
-        passed_by = [s for s in peers if last[s] != last[r] and _passed(last[r], tails[s]) is not None]
-        went_past = [s for s in peers if last[s] != last[r] and _passed(last[s], t) is not None]
+        by_last[t[-1]].add(r)
+        for k in set(t[:-1]):
+            holders[k].add(r)
+        for k in {_shape(k) for k in t}:
+            shape_holders[k].add(r)
+    major_group = by_last[majority] if majority is not None else set()
+    # per line stopped on: the peers that printed it and then more (none of them stopped on it), and
+    # whether every rank of the majority did
+    passed_of = {k: len(holders[k] - rs) if k in holders else 0 for k, rs in by_last.items()}
+    major_passed = {k: bool(major_group)
+                    and sum(1 for x in holders.get(k, ()) if last[x] == majority) == len(major_group)
+                    for k in by_last}
+    out: dict[int, tuple[str, int]] = {}
+    for r, t in tails.items():
+        mine = last[r]
+        passed = passed_of[mine]
+        # did this rank print a peer's last line and go on (a peer stopped on a line it had passed)?
+        went_past = any(k != mine and by_last.get(k) for k in t[:-1])
         if majority is not None:
-            if last[r] == majority:
-                out[r] = ("same", len(passed_by))
+            if mine == majority:
+                out[r] = ("same", passed)
                 continue
-            group = [s for s in peers if last[s] == majority]
-            if group and all(s in passed_by for s in group) and not any(s in went_past for s in group):
-                out[r] = ("behind", len(passed_by))
+            if major_passed[mine] and majority not in t[:-1]:
+                out[r] = ("behind", passed)
                 continue
-            mine = _shape(last[r])
+            shape = _shape(mine)
             earlier = {_shape(k) for k in t[:-1]}
-            if not passed_by and mine not in earlier and not any(mine in shapes_of[s] for s in peers):
+            if not passed and shape not in earlier and len(shape_holders[shape]) == 1:
                 out[r] = ("elsewhere", 0)
                 continue
-            out[r] = ("differs", len(passed_by))
+            out[r] = ("differs", passed)
             continue
-        if n >= 3 and len(passed_by) == n - 1 and not went_past:
-            out[r] = ("behind", len(passed_by))   # every peer printed its last line and went on
+        if n >= 3 and passed == n - 1 and not went_past:
+            out[r] = ("behind", passed)   # every peer printed its last line and went on
             continue
-        if n == 2 and passed_by and not went_past:
-            s = passed_by[0]
-            at = _passed(last[r], tails[s])
+        if n == 2 and passed and not went_past:
+            s = next(x for x in tails if x != r)
+            at = _passed(mine, tails[s])
             after = tails[s][(at or 0) + 1:]
             mine_before = {_shape(k) for k in t[:-1]}
             if after and all(_shape(k) in mine_before for k in after):
                 out[r] = ("behind", 1)
                 continue
-        out[r] = ("same" if len(set(last.values())) == 1 else "differs", len(passed_by))
+        out[r] = ("same" if len(by_last) == 1 else "differs", passed)
     return out
 
 

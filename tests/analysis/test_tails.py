@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import random
+from collections import Counter
 from typing import Any
 
-from hanglens.analysis.tails import last_line_rows, line_key
+from hanglens.analysis.tails import _passed, _positions, _shape, last_line_rows, line_key
 from hanglens.model import Event
 
 
@@ -76,3 +78,59 @@ def test_line_key_keeps_the_iteration_and_drops_what_differs_between_ranks() -> 
     assert line_key("worker up (pid 11312)", 0) == line_key("worker up (pid 11399)", 1)
     # a number that is not the writer's own rank stays
     assert line_key("shard 1: batch ready", 0) != line_key("batch ready", 0)
+
+
+# -- the positions, against their definition written out peer by peer --------------------------------
+
+
+def _naive_positions(tails: dict[int, list[str]]) -> dict[int, tuple[str, int]]:
+    """The definition of `_positions`, one rank and one peer at a time (quadratic)."""
+    last = {r: t[-1] for r, t in tails.items()}
+    n = len(tails)
+    top, count = Counter(last.values()).most_common(1)[0]
+    majority = top if count * 2 > n and count >= 2 else None
+    out: dict[int, tuple[str, int]] = {}
+    shapes_of = {r: {_shape(k) for k in t} for r, t in tails.items()}
+    for r, t in tails.items():
+        peers = [s for s in tails if s != r]
+        passed_by = [s for s in peers if last[s] != last[r] and _passed(last[r], tails[s]) is not None]
+        went_past = [s for s in peers if last[s] != last[r] and _passed(last[s], t) is not None]
+        if majority is not None:
+            if last[r] == majority:
+                out[r] = ("same", len(passed_by))
+                continue
+            group = [s for s in peers if last[s] == majority]
+            if group and all(s in passed_by for s in group) and not any(s in went_past for s in group):
+                out[r] = ("behind", len(passed_by))
+                continue
+            mine = _shape(last[r])
+            earlier = {_shape(k) for k in t[:-1]}
+            if not passed_by and mine not in earlier and not any(mine in shapes_of[s] for s in peers):
+                out[r] = ("elsewhere", 0)
+                continue
+            out[r] = ("differs", len(passed_by))
+            continue
+        if n >= 3 and len(passed_by) == n - 1 and not went_past:
+            out[r] = ("behind", len(passed_by))   # every peer printed its last line and went on
+            continue
+        if n == 2 and passed_by and not went_past:
+            s = passed_by[0]
+            at = _passed(last[r], tails[s])
+            after = tails[s][(at or 0) + 1:]
+            mine_before = {_shape(k) for k in t[:-1]}
+            if after and all(_shape(k) in mine_before for k in after):
+                out[r] = ("behind", 1)
+                continue
+        out[r] = ("same" if len(set(last.values())) == 1 else "differs", len(passed_by))
+    return out
+
+
+def test_positions_match_their_definition_peer_by_peer() -> None:
+    # `_positions` answers from an index of who printed which line (linear in the ranks); the naive version
+    # asks every peer. Lines with digits share a shape (`_shape`), the way one line at two iterations does.
+    rng = random.Random(26)
+    lines = ["a", "b", "c", "d #1", "d #2", "e 3", "e 4", "f"]
+    for _ in range(3000):
+        n = rng.choice([2, 2, 3, 4, 5, 7])
+        tails = {r: [rng.choice(lines) for _ in range(rng.randint(1, 6))] for r in range(n)}
+        assert _positions(tails) == _naive_positions(tails), tails
