@@ -1595,6 +1595,11 @@ class Reader:
         """Each writer's last lines (`last_line` events, ingest/tail.py), after the file's events got their
         ranks: a writer the prefixes name no rank for takes the rank its other lines were given."""
         res = self.result
+        if any(e.kind == "hang_detected" for e in res.events):
+            # A rank here reported its own hang (where it waited): the rules on the last lines of a job with
+            # no failure line (analysis/tails.py) stand down for the whole job; a big job keeps none of these.
+            self.tail = None
+            return
         owners: dict[tuple[str | None, int | None], int] = {}
         clash: set[tuple[str | None, int | None]] = set()
         for e in res.events:

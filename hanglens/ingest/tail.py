@@ -13,8 +13,10 @@ left behind are not a writer's last line: a traceback (Ctrl-C's `KeyboardInterru
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Sequence
+from typing import Any
 
 from hanglens import lazyre as re
 from hanglens.ingest.prefix import ANSI_RE, Dialect, strip_prefixes
@@ -110,14 +112,21 @@ def tail_events(tail: Tail, last_line: int, path: str, origin: Origin, dialect: 
         if dumped is not None and dumped <= first:
             return []
         kept, _ = _kept(lines, first, dialect, skip, dumped)
-    out: list[Event] = []
+    # One event per process: writers of one rank in the file (its `[rankN]:` envelope and its plain lines,
+    # a `--log-dir` worker file's) are that rank's lines together, its newest TAIL_LINES of them.
+    merged: dict[tuple[int | None, Any], list[tuple[int, str, float | None, str | None, _Writer]]] = {}
     for (rank, local_rank, writer), q in kept.items():
         if rank is None:
             rank = origin.rank if origin.rank is not None else owners.get((writer, local_rank))
-        num, body, time, level = q[-1]
+        key: tuple[int | None, Any] = (rank, None) if rank is not None else (None, (local_rank, writer))
+        merged.setdefault(key, []).extend((*item, (rank, local_rank, writer)) for item in q)
+    out: list[Event] = []
+    for (rank, _), items in merged.items():
+        items = sorted(items, key=lambda x: x[0])[-TAIL_LINES:]
+        num, body, time, level, (_, local_rank, writer) = items[-1]
         out.append(Event(KIND, None, body, PARSER, rank, origin.host, time,
                          local_rank if local_rank is not None else origin.local_rank, origin.attempt, level,
-                         {"before": [b for _, b, _, _ in list(q)[:-1]]}, writer, path=path, line=num))
+                         {"before": [b for _, b, _, _, _ in items[:-1]]}, writer, path=path, line=num))
     return out
 
 
@@ -134,10 +143,17 @@ def _kept(lines: list[bytes], first: int, dialect: Dialect, skip: set[int],
         text = raw.decode("utf-8", "replace")
         if "\x1b" in text:
             text = ANSI_RE.sub("", text)
-        text = _last_segment(text.rstrip("\r"))
-        if not text.strip():
-            continue
+        text = text.rstrip("\r")
         env = strip_prefixes(text, dialect, None)
+        if "\r" in text:
+            # a bar redrawn in place shows its last redraw; the line's prefix (`[rank0]:` before the first
+            # redraw) names its writer when the redraw itself carries none
+            seg = _last_segment(env.text)
+            inner = strip_prefixes(seg, dialect, None)
+            if inner.rank is not None or inner.local_rank is not None or inner.writer is not None:
+                env = inner
+            else:
+                env = dataclasses.replace(env, text=seg)
         body = env.text.strip()
         key = (env.rank, env.local_rank, env.writer)
         if not body:

@@ -69,3 +69,30 @@ def test_at_most_tail_lines_per_writer(tmp_path: Path) -> None:
     (tmp_path / "rank3.log").write_text("".join(f"step {i} done\n" for i in range(50)))
     (e,) = [e for e in read_inputs([tmp_path]).events if e.kind == "last_line"]
     assert e.text == "step 49 done" and len(e.get("before")) == TAIL_LINES - 1
+
+
+def test_a_bar_redrawn_after_the_envelope_is_that_rank_s_one_event_per_process(tmp_path: Path) -> None:
+    # torch 2.13 `[rank0]:` envelope, then a tqdm bar redrawn in place with `\r` (its redraws carry no
+    # envelope): the bar is rank 0's, one last line for the process (not one per envelope and bar)
+    (tmp_path / "rank0.log").write_text(
+        "[rank0]:step 11 loss 2.60\n"
+        "[rank0]:step 12 loss 2.41\n"
+        "[rank0]:\r eval:   0%|          | 0/50\r eval:  40%|####      | 20/50\n"
+    )
+    got = [e for e in read_inputs([tmp_path]).events if e.kind == "last_line"]
+    assert len(got) == 1
+    assert got[0].rank == 0 and got[0].text.startswith("eval:  40%")
+    assert got[0].get("before") == ["step 11 loss 2.60", "step 12 loss 2.41"]
+
+
+def test_no_last_line_from_a_file_whose_rank_reported_its_hang(tmp_path: Path) -> None:
+    # the last-line rules stand down once a rank reported where it waited (a gloo timeout, torch 2.13)
+    (tmp_path / "rank1.log").write_text(
+        "[rank1]:step 12 loss 2.41\n"
+        "[rank1]:[E1206 00:07:55.006000000 ProcessGroupGloo.cpp:143] Rank 1 timed out in allreduce: "
+        "Timed out waiting 1800000ms for recv operation to complete\n"
+        "[rank1]:step 12 cleanup\n"
+    )
+    (tmp_path / "rank0.log").write_text("[rank0]:step 12 loss 2.40\n")
+    got = last_lines(read_inputs([tmp_path]).events)
+    assert 1 not in got and got[0].text == "step 12 loss 2.40"
