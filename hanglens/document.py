@@ -705,11 +705,7 @@ def _silent_hang(tables: Tables, verdict: dict[str, Any]) -> dict[str, Any] | No
     if not rows and lasts:
         return _silent_from_last_lines(stops, list(lasts.values()))
     return {
-        "stopped": [
-            {"how": s["how"], "signal": s["signal"], "text": s["said"], "path": s["path"], "line": s["line"],
-             "time_text": time_text(s["time"])}
-            for s in _first_of_each(stops)[:3]
-        ],
+        "stopped": _stopped_items(stops),
         "common_step": common,
         "common_epoch": common_epoch,
         "ranks": [
@@ -736,6 +732,15 @@ def _silent_hang(tables: Tables, verdict: dict[str, Any]) -> dict[str, Any] | No
     }
 
 
+def _stopped_items(stops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """How the job was stopped from outside (the first stop of each kind, at most three), for the section."""
+    return [
+        {"how": s["how"], "signal": s["signal"], "text": s["said"], "path": s["path"], "line": s["line"],
+         "time_text": time_text(s["time"])}
+        for s in _first_of_each(stops)[:3]
+    ]
+
+
 _LAST_LINE_NOTES = {
     "behind": "stopped on a line its peers printed before going on",
     "elsewhere": "stopped on a line no other rank printed",
@@ -746,11 +751,7 @@ def _silent_from_last_lines(stops: list[dict[str, Any]], lasts: list[dict[str, A
     """The silent-hang section of a job whose ranks printed no step a parser knows: where each rank stopped
     is the last line it printed (fact last_line)."""
     return {
-        "stopped": [
-            {"how": s["how"], "signal": s["signal"], "text": s["said"], "path": s["path"], "line": s["line"],
-             "time_text": time_text(s["time"])}
-            for s in _first_of_each(stops)[:3]
-        ],
+        "stopped": _stopped_items(stops),
         "common_step": None,
         "common_epoch": None,
         "ranks": [
