@@ -371,8 +371,10 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     finished = silence.finished_before_stop(evs, stops, quiet)
     tables["job_stopped"] = frame("job_stopped", [{**r, "after_finish": finished} for r in stops])
     tables["silent_hang"] = frame("silent_hang", quiet)
+    # (the silent-hang rows already say whether the logs hold a failure line before the stop)
+    no_error = bool(quiet[0]["no_error"]) if quiet else silence.no_error_before_stop(evs)
     tables["last_line"] = frame("last_line", tails.last_line_rows(
-        last_lines, hosts, silence.no_error_before_stop(evs) if last_lines else True))
+        last_lines, hosts, no_error if last_lines else True))
     del last_lines
     del stops, quiet   # (a row of 24 values per rank: the tables below would be built beside them)
     tables["slow_phase"] = frame("slow_phase", progress.slow_phase_rows(evs, hosts, world))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
-from hanglens.analysis.status import _rank_of, single_node
+from hanglens.analysis.status import rank_about, single_node
 from hanglens.model import AGENT_EVENT_KINDS, Event, short_host
 from hanglens.parsers.nccl import split_comm
 
@@ -113,7 +113,7 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 continue
             if one_node is None:
                 one_node = single_node(events) and printed <= top_local
-            g = _rank_of(e, one_node)
+            g = rank_about(e, one_node)
             if isinstance(g, int):
                 procs.append((_short(e.host), pid, g))
     nccl_pid = {r for _, _, p, r in gpus if p is not None}   # ranks whose pid an NCCL line states

@@ -29,7 +29,7 @@ _TIME_MAX = float("inf")
 
 
 
-def _rank_of(e: Event, single_node: bool = True) -> int | None:
+def rank_about(e: Event, single_node: bool = True) -> int | None:
     """The rank an event is about: launcher lines name the failed worker, everything else its writer.
 
     torchrun's agent writes into the same console as its workers, so its lines must not inherit a
@@ -220,10 +220,10 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
     exits = [e for e in events if e.kind in ("child_failed", "worker_failed") or (
         e.kind == "launcher_exit" and e.get("launcher") == "srun") or _spawn_exit(e)]
     timed_out = {e.rank for e in events if e.rank is not None and e.kind == "hang_detected"}
-    timeout_codes = {_exitcode(e) for e in exits if _rank_of(e, sn) in timed_out}
+    timeout_codes = {_exitcode(e) for e in exits if rank_about(e, sn) in timed_out}
     out: dict[int, Event] = {}
     for e in exits:
-        rank, code = _rank_of(e, sn), _exitcode(e)
+        rank, code = rank_about(e, sn), _exitcode(e)
         if dcp_failed and rank not in dcp_failed and code == 1:
             continue
         if code in timeout_codes:
@@ -332,7 +332,7 @@ def _crash_times(events: Sequence[Event]) -> dict[int, float]:
     sn = single_node(events)
     out: dict[int, float] = {}
     for e in events:
-        rank = _rank_of(e, sn)
+        rank = rank_about(e, sn)
         if rank is not None and is_own_crash(e):
             t = e.time if e.time is not None else _TIME_MAX
             out[rank] = min(out.get(rank, _TIME_MAX), t)
@@ -359,7 +359,7 @@ def victim_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         )
 
     for e in events:
-        rank = _rank_of(e, sn)
+        rank = rank_about(e, sn)
         if e.kind == "peer_closed" or (
             e.kind == "network_error"
             and any(
@@ -451,17 +451,17 @@ def _launcher_pid_ranks(events: Sequence[Event], sn: bool) -> dict[Any, int]:
         if e.kind == "child_failed":
             # the failure table states the global rank of the pid (log-formats.md section 3.6); the agent's
             # `failed ... local_rank: L (pid: P)` line only a local rank
-            rank = _rank_of(e, sn)
+            rank = rank_about(e, sn)
             if rank is not None:
                 out[pid] = rank
         elif e.kind == "worker_failed":
-            rank = _rank_of(e, sn)
+            rank = rank_about(e, sn)
             if rank is not None:
                 out.setdefault(pid, rank)
         elif e.kind == "worker_spawned":
             # DeepSpeed's launcher names the pid it started each local rank as (deepspeed/launcher/launch.py
             # `main`); one pid started on two hosts (containers reuse small pids) is nobody's
-            rank = _rank_of(e, sn)
+            rank = rank_about(e, sn)
             if rank is not None:
                 spawned[pid].add(rank)
             else:
@@ -500,7 +500,7 @@ def _srun_task_sigkills(events: Sequence[Event], sn: bool) -> dict[int, set[int]
         if (e.kind != "worker_failed" or _exitcode(e) != -9 or not isinstance(w, str)
                 or not w.startswith("task ")):
             continue
-        rank = _rank_of(e, sn)
+        rank = rank_about(e, sn)
         lr = e.get("local_rank")
         if rank is None and isinstance(lr, int):
             rank = layout.get(w, {}).get(lr)
@@ -518,7 +518,7 @@ def _worker_pid_ranks(events: Sequence[Event], sn: bool) -> dict[Any, int]:
     for e in events:
         if e.kind != "dataloader_worker_died" or e.get("signal") != "SIGKILL":
             continue
-        rank = _rank_of(e, sn)
+        rank = rank_about(e, sn)
         if rank is None:
             continue
         pids = e.get("pids")
@@ -555,9 +555,9 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     peer_gone = {r for e in events
                  if e.kind == "peer_closed"
                  or (e.kind == "network_error" and e.get("error") in _PEER_GONE_ERRORS)
-                 if (r := _rank_of(e, sn)) is not None}
+                 if (r := rank_about(e, sn)) is not None}
     for e in events:
-        rank = _rank_of(e, sn)
+        rank = rank_about(e, sn)
         if (rank in peer_gone and e.kind in ("exception", "error_file")
                 and _SYSTEM_ERROR_RE.search(f"{e.get('message') or ''} {e.text}")):
             # torch raises a failed NCCL call as `NCCL error in: ..., unhandled system error`
@@ -724,7 +724,7 @@ def attribute_lone_exit(events: list[Event]) -> list[Event]:
     exited = {r for e in events
               if (e.kind in ("child_failed", "worker_failed")
                   or (e.kind == "launcher_exit" and e.get("launcher") == "srun"))
-              and (code := _exitcode(e)) is not None and code > 0 and (r := _rank_of(e, sn)) is not None}
+              and (code := _exitcode(e)) is not None and code > 0 and (r := rank_about(e, sn)) is not None}
     if len(exited) != 1:
         return events
     rank = next(iter(exited))
@@ -778,12 +778,12 @@ def unowned_crash_rows(events: Sequence[Event], hosts: dict[int, str], world: in
     first_line: dict[str, int] = {}
     for e in hangs:
         first_line[e.path] = min(first_line.get(e.path, e.line), e.line)
-    failed = {r for e in events if e.kind in FAILURE_KINDS and (r := _rank_of(e, sn)) is not None}
+    failed = {r for e in events if e.kind in FAILURE_KINDS and (r := rank_about(e, sn)) is not None}
     left = set(range(world)) - failed if world and world <= 65536 else set()
     rank = next(iter(left)) if len(left) == 1 else None   # the one rank of the world not heard failing
     rows: list[Row] = []
     for e in events:
-        if e.kind != "exception" or _rank_of(e, sn) is not None or not is_own_crash(e):
+        if e.kind != "exception" or rank_about(e, sn) is not None or not is_own_crash(e):
             continue
         if not e.get("exc_type") or _agent_exception(e):
             continue
@@ -813,7 +813,7 @@ def first_failure_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[R
     fails.sort(key=lambda e: (e.time is None, e.time or 0.0, e.path, e.line, e.kind))
     rows = []
     for i, e in enumerate(fails, 1):
-        rank = _rank_of(e, sn)
+        rank = rank_about(e, sn)
         rows.append(
             {
                 "order": i,
@@ -1712,7 +1712,7 @@ def _signalled_outside(events: Sequence[Event], single: bool) -> set[int]:
     for e in events:
         if e.kind != "worker_failed" or _exitcode(e) not in _OUTSIDE_SIGNALS or not stopped.get(e.path):
             continue
-        rank = _rank_of(e, single)
+        rank = rank_about(e, single)
         if rank is not None and e.get("pid") is not None and e.get("pid") not in stopped[e.path]:
             out.add(rank)
     return out
@@ -1854,7 +1854,7 @@ def rank_status_columns(
     sn = single_node(events)
     by_rank: dict[int, list[Event]] = defaultdict(list)
     for e in events:
-        r = _rank_of(e, sn)
+        r = rank_about(e, sn)
         if r is not None:
             by_rank[r].append(e)
     victim_ranks = {v["rank"] for v in victims if v["rank"] is not None}
