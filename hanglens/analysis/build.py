@@ -67,6 +67,11 @@ def frame_columns(name: str, columns: dict[str, list[object]]) -> pd.DataFrame:
     return object_frame(cols, [columns.get(c) or [None] * n for c in cols], n)
 
 
+def _row_columns(rows: list[dict[str, object]]) -> dict[str, list[object]]:
+    """Rows (dicts with the same keys) as one list per key, for `frame_columns`; the rows are let go."""
+    return {k: [r[k] for r in rows] for k in rows[0]} if rows else {}
+
+
 # From this many rows on, a column holding one object in every row is kept as that object once (a read-only
 # view of it, repeated): a big job's per-rank tables say the same thing for most ranks in most columns.
 SHARED_COLUMN_ROWS = 1024
@@ -313,6 +318,11 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     # A transformers script's INFO lines and Trainer records in an unprefixed console: the main process's.
     evs = status.attribute_main_process_stream(evs)
     hosts = rank_hosts(evs)
+    # The last lines become their table's columns now, and their events (each with the lines before it) go:
+    # a big job has one per worker file, held through the whole build otherwise (16,384 files: 98,304
+    # strings). Whether the job's logs hold a failure line is known only further down.
+    last_cols = _row_columns(tails.last_line_rows(last_lines, hosts))
+    del last_lines
     world = world_size_of(evs)
     # The device mesh the logs state, and the rank of each unprefixed line that states its own coordinates.
     known = {e.rank for e in evs if e.rank is not None}
@@ -373,9 +383,10 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     tables["silent_hang"] = frame("silent_hang", quiet)
     # (the silent-hang rows already say whether the logs hold a failure line before the stop)
     no_error = bool(quiet[0]["no_error"]) if quiet else silence.no_error_before_stop(evs)
-    tables["last_line"] = frame("last_line", tails.last_line_rows(
-        last_lines, hosts, no_error if last_lines else True))
-    del last_lines
+    if last_cols:
+        last_cols["no_error"] = [no_error] * len(last_cols["rank"])
+    tables["last_line"] = frame_columns("last_line", last_cols)
+    del last_cols
     del stops, quiet   # (a row of 24 values per rank: the tables below would be built beside them)
     tables["slow_phase"] = frame("slow_phase", progress.slow_phase_rows(evs, hosts, world))
     tables["hang"] = frame("hang", status.hang_rows(evs, hosts))
