@@ -947,8 +947,21 @@ def version_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             elif h is not None:
                 rank_holders[(c, v)] |= on_host.get(short_host(h), set())
     mixed = {c for h, r, c, v in seen if h is None and r is not None}
+    host_holders: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for h, _, c, v in seen:
+        if h is not None:
+            host_holders[(c, v)].add(short_host(h))
     for c, vs in distinct.items():
-        if c in mixed and all(rank_holders[(c, v)] for v in vs):
+        if c not in mixed:
+            continue
+        if all(host_holders[(c, v)] for v in vs):
+            # Every version is run by a host that states it: compare hosts, the unit a version belongs to
+            # (section 0.2 R5). A rank named only as the peer of NCCL's check has no host, and the check's
+            # peers are skewed (each rank names the first differing peer, so the majority's ranks all name
+            # the minority's lowest rank): it is one of the hosts' ranks, not one more side.
+            for v in vs:
+                holders[(c, v)] = set(host_holders[(c, v)])
+        elif all(rank_holders[(c, v)] for v in vs):
             for v in vs:
                 holders[(c, v)] = set(rank_holders[(c, v)])
     top = {c: max(len(holders[(c, v)]) for v in vs) for c, vs in distinct.items()}

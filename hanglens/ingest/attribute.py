@@ -898,9 +898,13 @@ def _oom_device_index(files: list[FileEvents]) -> None:
     section 5.2). torchrun gives every worker of a node the same `CUDA_VISIBLE_DEVICES` and the script
     picks `cuda:<LOCAL_RANK>`, so `d` is the local rank, and on node 0 (whose ranks are its local ranks,
     section 3.5) the global rank (failure-signatures.md section 5.1, "Attributing GPU <d> to a rank").
-    Read so only when a torchrun agent's lines are there, nothing names a second node (no second host, no
-    node rank above 0 or node count above 1, no failure table pairing a local rank with another global
-    rank), and the ranks the logs state include 0 and d (another node's console states neither). `GPU 0`
+    DeepSpeed's launcher (deepspeed/launcher/launch.py `main`) does the same: every child of a node gets the
+    node's GPU list as `CUDA_VISIBLE_DEVICES` and `--local_rank=<i>`.
+    Read so only when a torchrun agent's or a DeepSpeed launcher's lines are there, nothing names a second
+    node (no second host, no node rank above 0 or node count above 1, no failure table pairing a local rank
+    with another global rank), and either the ranks the logs state include 0 and d (another node's console
+    states neither) or the launcher states a one-node job of more than d workers (`--standalone`,
+    `--nnodes=1`, DeepSpeed's `nnodes=1, num_local_procs=<k>`). `GPU 0`
     stays rank-less: it is also what every rank prints when each is given one device of its own (Slurm,
     Kubernetes) or when ranks share device 0 (section 5.1)."""
     ooms = [(f, e) for f in files for e in f.events
@@ -909,10 +913,16 @@ def _oom_device_index(files: list[FileEvents]) -> None:
     if not ooms:
         return
     agent, hosts, ranks = False, set(), set()
+    one_node = 0   # the workers a launcher says its one-node job runs (0: no such statement)
     for f in files:
         for e in f.events:
             if e.kind in ("worker_failed", "child_failed") or (is_agent_event(e) and e.parser == "elastic"):
                 agent = True
+            if e.get("launcher") == "deepspeed" and e.kind in ("worker_spawned", "launcher_exit",
+                                                                 "launch_config"):
+                agent = True
+            if e.kind == "launch_config" and _int(e.get("nnodes")) == 1:
+                one_node = max(one_node, _int(e.get("nproc_per_node")) or 0)
             for h in (e.host, e.get("nccl_host")):
                 if isinstance(h, str) and h:
                     hosts.add(short_host(h))
@@ -920,11 +930,13 @@ def _oom_device_index(files: list[FileEvents]) -> None:
                 return
             if e.rank is not None and not is_agent_event(e):
                 ranks.add(e.rank)
-    if not agent or len(hosts) > 1 or 0 not in ranks:
+    if not agent or len(hosts) > 1:
         return
     gpus = {_int(e.get("gpu")) for _, e in ooms}
     d = next(iter(gpus))
-    if len(gpus) != 1 or d not in ranks:
+    if len(gpus) != 1 or d is None:
+        return
+    if not ({0, d} <= ranks or d < one_node):
         return
     targets = {id(e) for _, e in ooms}
 

@@ -78,6 +78,12 @@ CHILD_EXIT_RE = re.compile(
 DS_MAPPING_RE = re.compile(
     r"global_rank_mapping=(?:defaultdict\(<class 'list'>, )?\{(?P<body>[^{}]{0,200000})\}")
 DS_MAPPING_ENTRY_RE = re.compile(r"'(?P<host>[^'\s]{1,255})': \[(?P<ranks>[\d, ]{0,100000})\]")
+# deepspeed/launcher/launch.py `main`: after `WORLD INFO DICT: {<host>: [<gpu ids>], ...}` each node's
+# launcher logs `nnodes=<hosts in that dict>, num_local_procs=<its gpu ids>, node_rank=<its place>`, and
+# starts that many children, all with the same CUDA_VISIBLE_DEVICES (the node's list) and
+# `--local_rank=<i>`.
+DS_NODES_RE = re.compile(
+    r"\bnnodes=(?P<nnodes>\d{1,6}), num_local_procs=(?P<procs>\d{1,6}), node_rank=(?P<node>\d{1,6})\b")
 RDZV_DONE_RE = re.compile(r"(?:\[(?P<role>[\w-]+)\] )?Rendezvous complete for workers\. Result:")
 RDZV_KV_RE = re.compile(r"^\s*(?P<key>[a-z_]+)=(?P<val>.*?)\s*$")
 
@@ -257,6 +263,7 @@ class ElasticParser(Parser):
         "torch.distributed.launch",
         "OMP_NUM_THREADS environment variable",
         "global_rank_mapping=",
+        "num_local_procs=",
         "srun: error: ",
         "spawned with command",
         "(local_rank: ",
@@ -294,7 +301,8 @@ class ElasticParser(Parser):
                   "launcher's layout of the host states it (set job-wide, after reading)"),
         EventSpec("launch_config", ("launcher", "nnodes", "node_rank", "nproc_per_node", "several_workers"),
                   "a torchrun / torch.distributed.run / launch command line (node_rank only when the "
-                  "static rendezvous uses it), or torchrun's OMP_NUM_THREADS banner, which it prints only "
+                  "static rendezvous uses it), DeepSpeed's `nnodes=<n>, num_local_procs=<k>, node_rank=<r>`, "
+                  "or torchrun's OMP_NUM_THREADS banner, which it prints only "
                   "when it starts several workers (several_workers)"),
         EventSpec("error_file", ("exc_type", "message", "timestamp", "error_code", "frames", "frame_file",
                                  "frame_line", "frame_func", "last_line"),
@@ -451,6 +459,11 @@ class ElasticParser(Parser):
                 "defaultdict(<class 'list'>, {'10.0.3.7': [0, 1, 2, 3], 'gpu-b2.cluster': [4, 5, 6, 7]})",
                 "rank_layout", {"node_host": "10.0.3.7", "node_index": 0, "global_ranks": [0, 1, 2, 3]},
                 "DeepSpeed launcher, hosts named by address"),
+        Example("[2023-08-03 15:10:12,004] [INFO] [launch.py:151:main] nnodes=1, num_local_procs=8, "
+                "node_rank=0", "launch_config",
+                {"launcher": "deepspeed", "nnodes": 1, "node_rank": 0, "nproc_per_node": 8,
+                 "several_workers": True},
+                "DeepSpeed launcher (deepspeed/launcher/launch.py)"),
         Example("user@n2:~/job$ torchrun --nnodes=2 --node-rank=1 --nproc-per-node=4 --master-addr=10.2.0.5 "
                 "--master-port=29411 train.py --lr 3e-4",
                 "launch_config", {"launcher": "torchrun", "nnodes": 2, "node_rank": 1, "nproc_per_node": 4,
@@ -701,6 +714,14 @@ class ElasticParser(Parser):
                                   signal=shell_signal_name(code),
                                       local_rank=to_count(lr["lr"]) if lr else None))
             return out
+        m = DS_NODES_RE.search(text)
+        if m:
+            nnodes, procs = to_count(m["nnodes"]), to_count(m["procs"])
+            # Its global ranks follow the hosts' slot counts (global_rank_mapping), not node_rank * procs,
+            # so the node rank is kept only where it is certain: the one node of a one-node job.
+            return [self.event("launch_config", line, launcher="deepspeed", nnodes=nnodes,
+                               node_rank=0 if nnodes == 1 else None, nproc_per_node=procs,
+                               several_workers=procs is not None and procs > 1)]
         m = DS_MAPPING_RE.search(text)
         if m:
             for i, entry in enumerate(DS_MAPPING_ENTRY_RE.finditer(m["body"])):
