@@ -114,6 +114,47 @@ def test_word_wrapped_paste_is_rejoined(mark: tuple[type[Parser], ...]) -> None:
     assert any("word-wrapped" in n for n in res.notes)
 
 
+def test_word_wrap_that_dropped_its_spaces_is_rejoined(mark: tuple[type[Parser], ...]) -> None:
+    """An editor's reflow (`textwrap.wrap`) drops the space it broke at: the pieces are rejoined with one,
+    a short piece whose next word was too long to fit included (probe55's `fold=W` excerpts)."""
+    import textwrap
+
+    width = 96
+    words = ["TensorShape=[48,", "40],", "TensorDtypes=Float,", "TensorDeviceTypes=TensorOptions(dtype=float",
+             "(default),", "device=cpu,", "layout=Strided", "requires_grad=false", "pinned_memory=false",
+             "memory_format=(nullopt))),", "but", "Rank", "is", "running", "collective:", "Op", "type:"]
+    records = []
+    for r in range(4):
+        msg = (f"[rank{r}]: RuntimeError: Detected mismatch between collectives on ranks. Rank {r} is "
+               f"running collective: CollectiveFingerPrint(SequenceNumber=4{r}, OpType=ALLREDUCE, "
+               + " ".join(words[(k * 5 + r) % len(words)] for k in range(14)) + " MARK end")
+        records.extend(textwrap.wrap(msg, width))
+    records += textwrap.wrap("[rank3]: RuntimeError: /" + "p" * 90 + " Timed out MARK tail", width)
+    assert not any(x.endswith(" ") for x in records)
+    res = read(("\n".join(records) + "\n").encode(), mark)
+    ends = sorted(e.rank for e in res.events if e.text.endswith("MARK end"))
+    assert ends == [0, 1, 2, 3]
+    assert any(e.text.endswith("Timed out MARK tail") and "RuntimeError: /ppp" in e.text for e in res.events)
+    assert any("word-wrapped" in n for n in res.notes)
+
+
+def test_records_of_one_template_after_long_lines_are_no_dropped_space_wrap() -> None:
+    """Long lines each followed by a record of a template the reader does not list (a failure table's
+    `[2]:`, a logger's envelope) are complete records, not pieces: their heads repeat."""
+    from hanglens.ingest.reader import _dropped_space_wrap_width
+
+    rows = []
+    for i in range(8):
+        rows += [f"[{i}]:", f"  rank      : {i} (local_rank: {i})",
+                 "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"]
+    assert _dropped_space_wrap_width([*rows, ""]) is None
+    logged = []
+    for i in range(6):
+        logged += [f"[WARNING|logging.py:314] 2024-03-09 04:00:11,48{i} >> Process rank: {i}, device: "
+                   "cuda:0, n_gpu: 1, distributed training: True, 16-bits training: True"]
+    assert _dropped_space_wrap_width([*logged, ""]) is None
+
+
 def test_lines_that_end_in_a_space_are_not_a_word_wrap(mark: tuple[type[Parser], ...]) -> None:
     """A log whose short lines end in a space, or whose long records are each complete, is read as it is."""
     records = [f"[rank{r}]:[W817 04:55:1{r}.332091781 ProcessGroupNCCL.cpp:1723] [Rank {r}] MARK x={r} "
