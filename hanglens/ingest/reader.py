@@ -826,7 +826,7 @@ class Reader:
         self.result = FileResult()
         self.dialect = Dialect()
         self.wrap_slack = 0         # a word wrap's slack (prepare), 0 for a hard wrap
-        self.wrap_joint = ""        # what rejoins two pieces: a space where the wrap dropped the one it broke at
+        self.wrap_joint = ""        # what rejoins two pieces: " " where the wrap dropped its space
         self.active: set[int] = set()
         self.envelope_ranks = self.result.envelope_ranks
         self.agent_unranked = False   # the agent's lines keep no rank from the file's name (several workers)
