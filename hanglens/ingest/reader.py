@@ -913,6 +913,12 @@ class Reader:
                 else:
                     self._cr_segment(rest, num, scanned)
 
+    def _rejoined(self, text: str, num: int) -> None:
+        """Feed a record rejoined from a wrapped paste's pieces as `_handle` feeds a line: a tqdm redraw's
+        `\r`-segments and a `--tee` tag glued after another worker's bar are cut the same way."""
+        for cr_seg in text.split("\r"):
+            self._cr_segment(cr_seg, num, False)
+
     def _cr_segment(self, cr_seg: str, num: int, scanned: bool) -> None:
         """Feed one `\r`-segment of a line: cut before a `--tee` tag glued after another worker's text, after
         a tqdm bar with text glued to it, and between two ranks' glued lines."""
@@ -1756,7 +1762,7 @@ class Reader:
                 measured = len(raw) if len(raw) <= width else len(text)
                 if pending and (_WRAP_START_RE.match(text) or not text.strip()
                                 or (joint and not _carried_word(pending[-1], text, width))):
-                    self._segment(joint.join(pending).rstrip(), pending_num)
+                    self._rejoined(joint.join(pending).rstrip(), pending_num)
                     pending = []
                 if not pending:
                     pending_num = lineno
@@ -1765,13 +1771,13 @@ class Reader:
                 padded = ((not joint and (len(text) - len(text.rstrip(" ")) >= 2 or measured < width - slack))
                           or len(pending) * width > self.max_line)
                 if padded:
-                    self._segment(joint.join(pending).rstrip(), pending_num)
+                    self._rejoined(joint.join(pending).rstrip(), pending_num)
                     pending = []
             if not data:
                 break
             data = stream.read(BLOCK)
         if pending:
-            self._segment(joint.join(pending).rstrip(), pending_num)
+            self._rejoined(joint.join(pending).rstrip(), pending_num)
         self.result.lines = lineno
 
     def _drop_contradicted_name_rank(self) -> None:

@@ -138,6 +138,31 @@ def test_word_wrap_that_dropped_its_spaces_is_rejoined(mark: tuple[type[Parser],
     assert any("word-wrapped" in n for n in res.notes)
 
 
+def test_rejoined_record_cuts_a_tee_tag_glued_after_a_bar(mark: tuple[type[Parser], ...]) -> None:
+    """A rejoined record is fed as a line is: a `[default1]:` tag glued after rank 0's tqdm bar starts rank
+    1's own line, also when the paste was reflowed (probe55's `vtails fold=110` excerpt)."""
+    import textwrap
+
+    width = 110
+    words = ["Connection", "closed", "by", "peer", "[127.0.0.1]:12686.", "This", "is", "typically",
+             "caused", "a", "remote", "worker", "crashing.", "Check", "the", "logs", "before", "reporting",
+             "an", "error."]
+    bar = "[default0]: 37%|#######             | 3/8 [00:00<00:00, 5.26it/s]"
+    lines = textwrap.wrap(bar + "[default1]:terminate called after throwing an instance of "
+                          "'gloo::EnforceNotMet' MARK glued=1", width)
+    for r in (0, 2, 3, 4):
+        said = " ".join(words[(k * 3 + r) % len(words)] for k in range(22))
+        lines += textwrap.wrap(f"[default{r}]:[rank{r}]: RuntimeError: [/__w/pytorch/pytorch/third_party/"
+                               f"gloo/gloo/transport/tcp/pair.cc:553] {said} MARK r={r}", width)
+    res = read(("\n".join(lines) + "\n").encode(), mark)
+    assert any("word-wrapped" in n for n in res.notes)
+    # (cut before the tag: the piece is the local rank 1's, not rank 0's; the tee's local rank becomes a
+    # global rank where the files are attributed)
+    glued = [e for e in res.events if "glued=1" in e.text]
+    assert [(e.rank, e.text.startswith("terminate called")) for e in glued] == [(None, True)]
+    assert sorted(e.rank for e in res.events if "MARK r=" in e.text) == [0, 2, 3, 4]
+
+
 def test_records_of_one_template_after_long_lines_are_no_dropped_space_wrap() -> None:
     """Long lines each followed by a record of a template the reader does not list (a failure table's
     `[2]:`, a logger's envelope) are complete records, not pieces: their heads repeat."""
