@@ -147,6 +147,10 @@ def _remote_peer_host(e: Event) -> str | None:
 # faulthandler's texts for the fatal signals a process raises on its own (Modules/faulthandler.c).
 FATAL_SIGNAL_TEXTS = frozenset({"Segmentation fault", "Bus error", "Floating point exception",
                                 "Illegal instruction"})
+# faulthandler's fatal-signal handler dumps the stacks, restores the previous handler and raises the signal
+# again (CPython Modules/faulthandler.c `faulthandler_fatal_error`): a `Fatal Python error: Aborted` dump
+# is the process dying of SIGABRT, as the launcher's -6 says when its table is in the input.
+DUMP_SIGABRT_TEXT = "Aborted"
 
 
 def is_own_crash(e: Event) -> bool:
@@ -1927,7 +1931,9 @@ def rank_status_columns(
         c_kind.append(fails[0].kind if fails else None)
         c_time.append(fails[0].time if fails else None)
         c_exit.append(exitcode)
-        c_signal.append(exit_signal(exitcode))
+        aborted = any(e.kind == "stack_dump" and e.get("dumper") == "faulthandler"
+                      and e.get("trigger") == DUMP_SIGABRT_TEXT for e in evs)
+        c_signal.append(exit_signal(exitcode) or ("SIGABRT" if aborted and exitcode is None else None))
         c_clean.append(rank in clean and exitcode is None and not crashed and not hung)
         c_outside.append(rank in outside and not crashed and not hung)
         c_alive.append(rank in alive)

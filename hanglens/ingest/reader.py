@@ -360,6 +360,56 @@ def _soft_wrap_width(sample: list[str]) -> int | None:
     return None
 
 
+def _dropped_space_break(line: str, nxt: str) -> bool:
+    """`line` may have been broken at a space the wrap dropped (an editor's reflow, Python's textwrap): no
+    blank at either side of the break, and `nxt` does not start a record."""
+    return (bool(line) and not line[-1].isspace() and nxt[:1] not in (" ", "\t", "") and bool(nxt.strip())
+            and not _WRAP_START_RE.match(nxt))
+
+
+def _carried_word(piece: str, nxt: str, width: int) -> bool:
+    """`nxt` continues `piece` in a wrap that dropped the space it broke at: its first word would not have
+    fitted after `piece` within `width` (the greedy rule that broke there), and no blank is at the break."""
+    return (bool(piece) and not piece[-1].isspace() and nxt[:1] not in (" ", "\t")
+            and len(piece) + 1 + len(nxt.split(" ", 1)[0]) > width)
+
+
+# A line's head with its digits blanked: the template a record's first words follow.
+_HEAD_DIGITS_RE = re.compile(r"\d")
+
+
+def _dropped_space_wrap_width(sample: list[str]) -> int | None:
+    """Width of a word wrap that dropped the space it broke at (an editor's reflow, `textwrap.wrap`), or None.
+
+    Without the space the break is told by the greedy rule itself: a broken piece ends within
+    SOFT_WRAP_SLACK of the width W and the next line's first word would not have fitted after it
+    (`len(piece) + 1 + len(word) > W`). Four such breaks at least, three in five of the long lines, and the
+    lines after them must start in different ways (digits aside: no head for half of them, and half as many
+    heads as breaks): a line of a repeated template after a long one
+    (`[2]:` of torchrun's failure table, a logger's `[WARNING|file.py:N] date` envelope, an Open MPI tag this
+    reader does not list) is a record of its own, while the pieces a wrap carries over start with words.
+    """
+    lines = [s for s in sample[:-1] if s and not _RULE_RE.match(s) and not _BOX_ROW_RE.search(s)]
+    if len(lines) < 5:
+        return None
+    broken_at = [i for i in range(len(lines) - 1) if _dropped_space_break(lines[i], lines[i + 1])]
+    if len(broken_at) < 4:
+        return None
+    width = max(len(lines[i]) for i in broken_at)
+    longer = sum(1 for s in lines if len(s) > width)
+    if not 60 <= width <= 240 or longer > max(2, 0.05 * len(lines)):
+        return None
+    long = [i for i, s in enumerate(lines) if width - SOFT_WRAP_SLACK <= len(s) <= width]
+    broken = [i for i in broken_at if len(lines[i]) >= width - SOFT_WRAP_SLACK
+              and len(lines[i]) + 1 + len(lines[i + 1].split(" ", 1)[0]) > width]
+    if len(broken) < 4 or len(broken) < 0.6 * len(long):
+        return None
+    heads = Counter(_HEAD_DIGITS_RE.sub("0", lines[i + 1][:6]) for i in broken)
+    if len(heads) < 0.5 * len(broken) or 2 * heads.most_common(1)[0][1] > len(broken):
+        return None
+    return width
+
+
 def _wrap_width_at(lines: list[str], lengths: list[int], width: int) -> int | None:
     """`width` when `lines` (none longer than it) read as hard-wrapped at that column (see `_wrap_width`)."""
     if len(lines) < 4:
@@ -776,6 +826,7 @@ class Reader:
         self.result = FileResult()
         self.dialect = Dialect()
         self.wrap_slack = 0         # a word wrap's slack (prepare), 0 for a hard wrap
+        self.wrap_joint = ""        # what rejoins two pieces: " " where the wrap dropped its space
         self.active: set[int] = set()
         self.envelope_ranks = self.result.envelope_ranks
         self.agent_unranked = False   # the agent's lines keep no rank from the file's name (several workers)
@@ -861,6 +912,12 @@ class Reader:
                     self.repeats += 1  # (`_segment` on a `[rankN]:` seen before)
                 else:
                     self._cr_segment(rest, num, scanned)
+
+    def _rejoined(self, text: str, num: int) -> None:
+        """Feed a record rejoined from a wrapped paste's pieces as `_handle` feeds a line: a tqdm redraw's
+        `\r`-segments and a `--tee` tag glued after another worker's bar are cut the same way."""
+        for cr_seg in text.split("\r"):
+            self._cr_segment(cr_seg, num, False)
 
     def _cr_segment(self, cr_seg: str, num: int, scanned: bool) -> None:
         """Feed one `\r`-segment of a line: cut before a `--tee` tag glued after another worker's text, after
@@ -1425,6 +1482,10 @@ class Reader:
             if hard is not None:
                 return cr_only, hard
         soft = _soft_wrap_width(plain)
+        if soft is None:
+            soft = _dropped_space_wrap_width(plain)
+            if soft is not None:
+                self.wrap_joint = " "
         if soft is not None:
             self.wrap_slack = SOFT_WRAP_SLACK
         return cr_only, soft
@@ -1662,7 +1723,7 @@ class Reader:
 
     def _read_unwrapped(self, head: bytes, stream: ReadableStream, width: int) -> None:
         """Slow path for terminal-wrapped pastes: rejoin physical lines into logical ones."""
-        slack = self.wrap_slack
+        slack, joint = self.wrap_slack, self.wrap_joint
         how = "word-wrapped" if slack else "hard-wrapped"
         self.result.notes.append(f"lines {how} at {width} columns were rejoined")
         pending: list[str] = []
@@ -1699,22 +1760,24 @@ class Reader:
                 # a terminal wraps at visible columns, so a piece longer than that with them is measured
                 # without)
                 measured = len(raw) if len(raw) <= width else len(text)
-                if pending and (_WRAP_START_RE.match(text) or not text.strip()):
-                    self._segment("".join(pending).rstrip(), pending_num)
+                if pending and (_WRAP_START_RE.match(text) or not text.strip()
+                                or (joint and not _carried_word(pending[-1], text, width))):
+                    self._rejoined(joint.join(pending).rstrip(), pending_num)
                     pending = []
                 if not pending:
                     pending_num = lineno
                 pending.append(text)
-                padded = (len(text) - len(text.rstrip(" ")) >= 2 or measured < width - slack
+                # (a wrap that dropped its spaces is judged by the next piece, `_carried_word`)
+                padded = ((not joint and (len(text) - len(text.rstrip(" ")) >= 2 or measured < width - slack))
                           or len(pending) * width > self.max_line)
                 if padded:
-                    self._segment("".join(pending).rstrip(), pending_num)
+                    self._rejoined(joint.join(pending).rstrip(), pending_num)
                     pending = []
             if not data:
                 break
             data = stream.read(BLOCK)
         if pending:
-            self._segment("".join(pending).rstrip(), pending_num)
+            self._rejoined(joint.join(pending).rstrip(), pending_num)
         self.result.lines = lineno
 
     def _drop_contradicted_name_rank(self) -> None:

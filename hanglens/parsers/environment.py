@@ -47,14 +47,18 @@ HOST_RE = re.compile(
 # which count nodes or local workers), Lightning's `All distributed processes registered. Starting with 4
 # processes` and `MEMBER: 1/4` (lightning/fabric/utilities/distributed.py `_init_dist_connection`),
 # accelerate's `Num processes: 4` (accelerate/state.py `PartialState.__repr__`), and `<initialized|started|
-# launched|running> with 4 processes`. Marked `stated_by: user`: analysis uses them only where every such
-# line agrees (hanglens/analysis/build.py world_size_of).
+# launched|running> with 4 processes`, and a process's banner `process rank 3 of 8`. Marked `stated_by:
+# user`: analysis uses them only where every such line agrees (hanglens/analysis/build.py world_size_of).
 USER_WORLD_RES = (
     re.compile(r"(?<![\w.])(?i:world)[_ ](?i:size)['\"]?\s*[=:]\s*['\"]?(?P<n>\d{1,7})(?![\w.])"),
     re.compile(r"(?<![\w])(?:Starting|[Ii]nitiali[sz]ed|[Ss]tarted|[Ll]aunched|[Rr]unning) with "
                r"(?P<n>\d{1,7}) (?:distributed )?processes\b"),
     re.compile(r"(?<![\w])MEMBER: \d{1,7}/(?P<n>\d{1,7})(?![\w.])"),
     re.compile(r"^\s*Num processes: (?P<n>\d{1,7})\s*$"),
+    # a process's banner opening its message: `process rank 3 of 8, pid ...`, `global rank 3/8: ...`
+    # (parsers/lifecycle.py RANK_BANNER_RE reads the rank of the same words)
+    re.compile(r"(?:^|[:\]] )(?i:global|process) rank \d{1,7} ?(?:of|/) ?(?P<n>\d{1,7})"
+               r"(?:[:,]| starting\b|$)"),
 )
 # ProcessGroupNCCL states the size of each process group it creates, at INFO (`TORCH_CPP_LOG_LEVEL=INFO`):
 # `<pg_prefix>ProcessGroupNCCL initialization options: size: <n>, global rank: <g>, TIMEOUT(ms): ..., PG Name:
@@ -118,6 +122,7 @@ class EnvironmentParser(Parser):
                 "CUDA used", "orld_size", "orld size:", "orld size =", "orld size=", "MEMBER: ",
                 "Num processes", "tarting with ", "nitialized with ", "nitialised with ", "tarted with ",
                 "aunched with ", "unning with ", "Setting up process group for: ", "world_rank=",
+                "rocess rank ", "lobal rank ",
                 # (`pid=` is in every Ray and vLLM worker prefix too: the parser skips those writers' lines)
                 "] pid=", "] pid: ", "] PID=", "] PID: ", ", pid=", ", pid: ", " pid=",
                 PG_INIT_TEXT)
@@ -164,6 +169,8 @@ class EnvironmentParser(Parser):
         Example("All distributed processes registered. Starting with 8 processes", "world_info",
                 {"world_size": 8, "stated_by": "user"}, "Lightning 2.x"),
         Example("Num processes: 2", "world_info", {"world_size": 2, "stated_by": "user"}, "accelerate"),
+        Example("INFO:asr.trainer:process rank 1 of 4, pid 16293, device cpu", "world_info",
+                {"world_size": 4, "stated_by": "user"}, "user prints"),
         Example("Setting up process group for: env:// [rank=3, world_size=8]", "world_info",
                 {"global_rank": 3, "world_size": 8, "stated_rank": 3}, "Ray Train worker"),
         Example("- (node_id=5f0c2e, ip=10.1.0.7, pid=7731) world_rank=5, local_rank=1, node_rank=2",

@@ -132,12 +132,17 @@ SYNC_SKIPPED_TRIGGERS = ("skip", "Skip", "SKIP", "ot saving", "OT SAVING", "ot c
 # Not `skipped step` (an optimizer step skipped on overflow: AMP's GradScaler and DeepSpeed decide it from an
 # all-reduced flag, on every rank alike) nor a batch index read from a file (`skipping batch 7` of a resumed
 # run's data-skip): only the batch at hand, also when the message ends on the verb (`blank image in batch,
-# skipping`: what it skips is the batch the reason was found in).
+# skipping`: what it skips is the batch the reason was found in), and when the batch is named by the step
+# it was drawn at or given a reason (`skipping batch at step 4, target longer than input`, `skipped batch due
+# to NaN loss`): a resume's data-skip counts batches and names no step of the loop.
 BATCH_SKIPPED_RE = re.compile(
     r"(?i)\bskip(?:s|ped|ping)? (?:this|the current|that) (?:micro[- ]?)?batch\b"
     r"|\b(?:micro[- ]?)?batch\b[^.;:]{0,60}?[,;:] ?(?:skip(?:ping|ped)|dropp(?:ing|ed)) it\b"
     r"|\b(?:in|from) (?:the |this )?(?:micro[- ]?)?batch[,;:] ?(?:skip(?:ping|ped)|dropp(?:ing|ed))"
     r"\s*[.!]?\s*$"
+    r"|\bskip(?:s|ped|ping)? (?:the )?(?:micro[- ]?)?batch (?:at|in|on) (?:global )?(?:step|iter(?:ation)?)"
+    r" \d"
+    r"|\bskip(?:s|ped|ping)? (?:the )?(?:micro[- ]?)?batch (?:due to|because|since)\b"
     r"|\bskip(?:s|ped|ping)? (?:the )?(?:forward|backward)(?: pass)?(?: for this (?:micro[- ]?)?batch)?\b"
     r"(?! (?:send|recv|to|from)\b)"
 )

@@ -114,6 +114,72 @@ def test_word_wrapped_paste_is_rejoined(mark: tuple[type[Parser], ...]) -> None:
     assert any("word-wrapped" in n for n in res.notes)
 
 
+def test_word_wrap_that_dropped_its_spaces_is_rejoined(mark: tuple[type[Parser], ...]) -> None:
+    """An editor's reflow (`textwrap.wrap`) drops the space it broke at: the pieces are rejoined with one,
+    a short piece whose next word was too long to fit included (probe55's `fold=W` excerpts)."""
+    import textwrap
+
+    width = 96
+    words = ["TensorShape=[48,", "40],", "TensorDtypes=Float,", "TensorDeviceTypes=TensorOptions(dtype=float",
+             "(default),", "device=cpu,", "layout=Strided", "requires_grad=false", "pinned_memory=false",
+             "memory_format=(nullopt))),", "but", "Rank", "is", "running", "collective:", "Op", "type:"]
+    records = []
+    for r in range(4):
+        msg = (f"[rank{r}]: RuntimeError: Detected mismatch between collectives on ranks. Rank {r} is "
+               f"running collective: CollectiveFingerPrint(SequenceNumber=4{r}, OpType=ALLREDUCE, "
+               + " ".join(words[(k * 5 + r) % len(words)] for k in range(14)) + " MARK end")
+        records.extend(textwrap.wrap(msg, width))
+    records += textwrap.wrap("[rank3]: RuntimeError: /" + "p" * 90 + " Timed out MARK tail", width)
+    assert not any(x.endswith(" ") for x in records)
+    res = read(("\n".join(records) + "\n").encode(), mark)
+    ends = sorted(e.rank for e in res.events if e.text.endswith("MARK end"))
+    assert ends == [0, 1, 2, 3]
+    assert any(e.text.endswith("Timed out MARK tail") and "RuntimeError: /ppp" in e.text for e in res.events)
+    assert any("word-wrapped" in n for n in res.notes)
+
+
+def test_rejoined_record_cuts_a_tee_tag_glued_after_a_bar(mark: tuple[type[Parser], ...]) -> None:
+    """A rejoined record is fed as a line is: a `[default1]:` tag glued after rank 0's tqdm bar starts rank
+    1's own line, also when the paste was reflowed (probe55's `vtails fold=110` excerpt)."""
+    import textwrap
+
+    width = 110
+    words = ["Connection", "closed", "by", "peer", "[127.0.0.1]:12686.", "This", "is", "typically",
+             "caused", "a", "remote", "worker", "crashing.", "Check", "the", "logs", "before", "reporting",
+             "an", "error."]
+    bar = "[default0]: 37%|#######             | 3/8 [00:00<00:00, 5.26it/s]"
+    lines = textwrap.wrap(bar + "[default1]:terminate called after throwing an instance of "
+                          "'gloo::EnforceNotMet' MARK glued=1", width)
+    for r in (0, 2, 3, 4):
+        said = " ".join(words[(k * 3 + r) % len(words)] for k in range(22))
+        lines += textwrap.wrap(f"[default{r}]:[rank{r}]: RuntimeError: [/__w/pytorch/pytorch/third_party/"
+                               f"gloo/gloo/transport/tcp/pair.cc:553] {said} MARK r={r}", width)
+    res = read(("\n".join(lines) + "\n").encode(), mark)
+    assert any("word-wrapped" in n for n in res.notes)
+    # (cut before the tag: the piece is the local rank 1's, not rank 0's; the tee's local rank becomes a
+    # global rank where the files are attributed)
+    glued = [e for e in res.events if "glued=1" in e.text]
+    assert [(e.rank, e.text.startswith("terminate called")) for e in glued] == [(None, True)]
+    assert sorted(e.rank for e in res.events if "MARK r=" in e.text) == [0, 2, 3, 4]
+
+
+def test_records_of_one_template_after_long_lines_are_no_dropped_space_wrap() -> None:
+    """Long lines each followed by a record of a template the reader does not list (a failure table's
+    `[2]:`, a logger's envelope) are complete records, not pieces: their heads repeat."""
+    from hanglens.ingest.reader import _dropped_space_wrap_width
+
+    rows = []
+    for i in range(8):
+        rows += [f"[{i}]:", f"  rank      : {i} (local_rank: {i})",
+                 "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"]
+    assert _dropped_space_wrap_width([*rows, ""]) is None
+    logged = []
+    for i in range(6):
+        logged += [f"[WARNING|logging.py:314] 2024-03-09 04:00:11,48{i} >> Process rank: {i}, device: "
+                   "cuda:0, n_gpu: 1, distributed training: True, 16-bits training: True"]
+    assert _dropped_space_wrap_width([*logged, ""]) is None
+
+
 def test_lines_that_end_in_a_space_are_not_a_word_wrap(mark: tuple[type[Parser], ...]) -> None:
     """A log whose short lines end in a space, or whose long records are each complete, is read as it is."""
     records = [f"[rank{r}]:[W817 04:55:1{r}.332091781 ProcessGroupNCCL.cpp:1723] [Rank {r}] MARK x={r} "

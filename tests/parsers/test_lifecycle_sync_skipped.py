@@ -82,6 +82,8 @@ def test_torchvision_init_line_under_another_ranks_envelope_does_not_silence_it_
      "skipping backward for this micro-batch"),
     ("epoch 0 step 3: blank image in batch, skipping", "in batch, skipping"),
     ("NaN found in this micro-batch; dropping.", "in this micro-batch; dropping."),
+    ("WARNING:asr:rank 2: skipping batch at step 4, target longer than input", "skipping batch at step 4"),
+    ("Skipped micro-batch due to non-finite loss", "Skipped micro-batch due to"),
 ])
 def test_dropped_batch_matches_batch_skipped(text: str, phrase: str) -> None:
     from hanglens.parsers.lifecycle import BATCH_SKIPPED_RE
@@ -95,6 +97,7 @@ def test_dropped_batch_matches_batch_skipped(text: str, phrase: str) -> None:
     "resuming: skipping the first 1200 batches of epoch 3",
     "micro-batch empty after filtering, skipping forward send",
     "skipping batch 7 (empty)",
+    "skipping batches at step 0 to reach the resumed sample offset",
     "batch size 32, skipping",
     "in batch, skipping the augmentation",
 ])
