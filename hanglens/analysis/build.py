@@ -368,14 +368,15 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     stops = silence.stop_rows(evs, hosts)
     quiet = silence.silent_hang_rows(evs, hosts, {f.path: f.lines for f in files})
     mesh.peer_elsewhere(layout, quiet)
-    finished = silence.finished_before_stop(evs, stops, quiet)
-    tables["job_stopped"] = frame("job_stopped", [{**r, "after_finish": finished} for r in stops])
-    tables["silent_hang"] = frame("silent_hang", quiet)
     # (the silent-hang rows already say whether the logs hold a failure line before the stop)
     no_error = bool(quiet[0]["no_error"]) if quiet else silence.no_error_before_stop(evs)
-    tables["last_line"] = frame("last_line", tails.last_line_rows(
-        last_lines, hosts, no_error if last_lines else True))
+    tail_rows = tails.last_line_rows(last_lines, hosts, no_error if last_lines else True)
     del last_lines
+    finished = silence.finished_before_stop(evs, stops, quiet, tail_rows)
+    tables["job_stopped"] = frame("job_stopped", [{**r, "after_finish": finished} for r in stops])
+    tables["silent_hang"] = frame("silent_hang", quiet)
+    tables["last_line"] = frame("last_line", tail_rows)
+    del tail_rows
     del stops, quiet   # (a row of 24 values per rank: the tables below would be built beside them)
     tables["slow_phase"] = frame("slow_phase", progress.slow_phase_rows(evs, hosts, world))
     tables["hang"] = frame("hang", status.hang_rows(evs, hosts))
