@@ -687,8 +687,15 @@ def _shortest_loop_ended(me: int, rows: list[Record], series: list[Any]) -> bool
     others = ((o, s) for i, (o, s) in enumerate(zip(rows, series, strict=True)) if i != me)
     return len(rows) > 1 and all(
         s == series[me] and o["last_step"] is not None and _point(o)[0] == _point(r)[0]
-        and isinstance(o["total"], int) and o["total"] > total and o["last_step"] < o["total"] - 1
+        and isinstance(o["total"], int) and o["total"] > total and o["last_step"] < _inside_below(o)
         for o, s in others)
+
+
+def _inside_below(r: Record) -> int:
+    """The step below which `r` is still inside its loop: its total when it counts from 1 (its first report
+    was step 1: `N-1/N` has one step left), else one less (a counter from 0 ends at `N-1/N`)."""
+    total: int = r["total"]
+    return total if r["first_step"] == 1 else total - 1
 
 
 def _compare(rows: list[Record]) -> list[Record]:
