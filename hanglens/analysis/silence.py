@@ -186,7 +186,8 @@ def _blocked_stack(e: Event) -> bool:
 
 
 def finished_before_stop(events: Sequence[Event], stops: Sequence[Row],
-                         quiet: Sequence[Mapping[str, Any]], last_lines: Sequence[Mapping[str, Any]] = ()) -> bool:
+                         quiet: Sequence[Mapping[str, Any]],
+                         last_lines: Sequence[Mapping[str, Any]] = ()) -> bool:
     """The job was stopped from outside after its output said the run was over, and nothing else failed.
 
     A user's Ctrl-C (or a scheduler's end of allocation) after `Training complete` interrupts a job that
