@@ -378,15 +378,19 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     stops = silence.stop_rows(evs, hosts)
     quiet = silence.silent_hang_rows(evs, hosts, {f.path: f.lines for f in files})
     mesh.peer_elsewhere(layout, quiet)
-    finished = silence.finished_before_stop(evs, stops, quiet)
-    tables["job_stopped"] = frame("job_stopped", [{**r, "after_finish": finished} for r in stops])
-    tables["silent_hang"] = frame("silent_hang", quiet)
     # (the silent-hang rows already say whether the logs hold a failure line before the stop)
     no_error = bool(quiet[0]["no_error"]) if quiet else silence.no_error_before_stop(evs)
     if last_cols:
         last_cols["no_error"] = [no_error] * len(last_cols["rank"])
+    # (whether the run said it was over before the stop reads where each rank's last line stands)
+    placed = ([{"rank": r, "passed_by": n, "position": p} for r, n, p in zip(
+        last_cols["rank"], last_cols["passed_by"], last_cols["position"], strict=True)]
+        if stops and last_cols else [])
+    finished = silence.finished_before_stop(evs, stops, quiet, placed)
+    tables["job_stopped"] = frame("job_stopped", [{**r, "after_finish": finished} for r in stops])
+    tables["silent_hang"] = frame("silent_hang", quiet)
     tables["last_line"] = frame_columns("last_line", last_cols)
-    del last_cols
+    del last_cols, placed
     del stops, quiet   # (a row of 24 values per rank: the tables below would be built beside them)
     tables["slow_phase"] = frame("slow_phase", progress.slow_phase_rows(evs, hosts, world))
     tables["hang"] = frame("hang", status.hang_rows(evs, hosts))

@@ -186,7 +186,8 @@ def _blocked_stack(e: Event) -> bool:
 
 
 def finished_before_stop(events: Sequence[Event], stops: Sequence[Row],
-                         quiet: Sequence[Mapping[str, Any]]) -> bool:
+                         quiet: Sequence[Mapping[str, Any]],
+                         last_lines: Sequence[Mapping[str, Any]] = ()) -> bool:
     """The job was stopped from outside after its output said the run was over, and nothing else failed.
 
     A user's Ctrl-C (or a scheduler's end of allocation) after `Training complete` interrupts a job that
@@ -194,18 +195,36 @@ def finished_before_stop(events: Sequence[Event], stops: Sequence[Row],
     ranks stopped; here they stopped after the end). It stays a hang when any sign of one is there: a
     failure line before the stop, a rank whose last point differs from its peers', or an interrupted stack
     waiting in torch.distributed, the DataLoader or the exit path (`destroy_process_group` hanging is a
-    teardown hang, section 14).
+    teardown hang, section 14). Nor is the run over when only some ranks said so and a peer that did not
+    stopped on a line nobody went past (`last_lines`, fact last_line): those ranks left the loop early
+    (early stopping decided on one rank's loss, a shorter shard; section 1) while the peer waited inside it.
     """
     if not stops:
         return False
     marks = _stop_marks(events)
-    if not any(e.kind == "run_finished" and not _after_stop(e, marks) for e in events):
+    said = {e.rank for e in events if e.kind == "run_finished" and not _after_stop(e, marks)}
+    if not said:
+        return False
+    if _finished_alone(said, last_lines):
         return False
     if any(is_error(e) and not _after_stop(e, marks) for e in events):
         return False
     if any(r.get("differs") for r in quiet):
         return False
     return not any(_blocked_stack(e) for e in events)
+
+
+def _finished_alone(said: set[int | None], last_lines: Sequence[Mapping[str, Any]]) -> bool:
+    """At most half of the ranks whose last lines were compared said the run was over, and a rank that did
+    not stopped on a line no peer printed and went past (it was not merely quieter than a finished rank 0
+    that printed the same lines and then its own ending)."""
+    if None in said or not last_lines:
+        return False
+    compared = {r.get("rank") for r in last_lines}
+    if not said <= compared or len(said) * 2 > len(compared):
+        return False
+    return any(r.get("rank") not in said and not r.get("passed_by") and r.get("position") != "behind"
+               for r in last_lines)
 
 
 def no_error_before_stop(events: Sequence[Event],
@@ -669,8 +688,15 @@ def _shortest_loop_ended(me: int, rows: list[Record], series: list[Any]) -> bool
     others = ((o, s) for i, (o, s) in enumerate(zip(rows, series, strict=True)) if i != me)
     return len(rows) > 1 and all(
         s == series[me] and o["last_step"] is not None and _point(o)[0] == _point(r)[0]
-        and isinstance(o["total"], int) and o["total"] > total and o["last_step"] < o["total"] - 1
+        and isinstance(o["total"], int) and o["total"] > total and o["last_step"] < _inside_below(o)
         for o, s in others)
+
+
+def _inside_below(r: Record) -> int:
+    """The step below which `r` is still inside its loop: its total when it counts from 1 (its first report
+    was step 1: `N-1/N` has one step left), else one less (a counter from 0 ends at `N-1/N`)."""
+    total: int = r["total"]
+    return total if r["first_step"] == 1 else total - 1
 
 
 def _compare(rows: list[Record]) -> list[Record]:
