@@ -312,6 +312,8 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     evs = status.attribute_lone_exit(evs)
     # A transformers script's INFO lines and Trainer records in an unprefixed console: the main process's.
     evs = status.attribute_main_process_stream(evs)
+    # A traceback logged under a timed error record (`logger.exception`) took the record's time.
+    evs = status.date_logged_tracebacks(evs)
     hosts = rank_hosts(evs)
     world = world_size_of(evs)
     # The device mesh the logs state, and the rank of each unprefixed line that states its own coordinates.
