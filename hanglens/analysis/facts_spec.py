@@ -471,8 +471,8 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "crash",
-            ("rank", "host", "kind", "first", "same_site", "setup", "before_link_errors", "before_peer_errors",
-             "time", "text", *_EVIDENCE),
+            ("rank", "host", "kind", "first", "same_site", "setup", "before_link_errors",
+             "before_peer_errors", "time", "text", *_EVIDENCE),
             "Each rank's earliest fault of its own (not a consequence of a peer's failure); `first` marks "
             "the ranks whose fault came first (within a second of the earliest, or all when untimed); "
             "`same_site` marks them when two or more ranks failed first and all raised the same exception "

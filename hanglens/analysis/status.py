@@ -164,7 +164,7 @@ def is_own_crash(e: Event) -> bool:
         if str(e.get("exc_type") or "").endswith("KeyboardInterrupt"):
             return False  # someone stopped the job, usually because it hung
         if e.get("unraisable"):
-            return False  # CPython printed it under `Exception ignored in ...` and went on (parsers/traceback.py)
+            return False  # printed under CPython's `Exception ignored in ...`, and the process went on
         if survived_in_helper_thread(e):
             return False  # printed by a multiprocessing helper thread that went on (the process lived)
         return not is_victim_exception(e)
@@ -227,14 +227,14 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
     raised = [e for e in events if e.rank is not None and e.kind in ("exception", "error_file")
               and not str(e.get("exc_type") or "").endswith("KeyboardInterrupt")]
     own = {e.rank for e in raised if is_own_crash(e)}
-    timed_out |= {e.rank for e in raised if e.rank not in own and is_victim_exception(e)}
+    timed_out |= {r for e in raised if (r := e.rank) is not None and r not in own and is_victim_exception(e)}
     timeout_codes = {_exitcode(e) for e in exits if rank_about(e, sn) in timed_out}
     out: dict[int, Event] = {}
     for e in exits:
         rank, code = rank_about(e, sn), _exitcode(e)
         if dcp_failed and rank not in dcp_failed and code == 1:
             continue
-        if code in timeout_codes:
+        if code in timeout_codes and rank not in dcp_failed:
             continue
         if rank is not None and code is not None and code > 0 and rank not in informed:
             out.setdefault(rank, e)
@@ -664,9 +664,9 @@ def _before_link_errors(events: Sequence[Event]) -> Callable[[Event], bool]:
 # What another rank prints once a collective or a peer failed: collective timeouts (back-dated to when the
 # wait began), lost peers, transport and size-check aborts, desync and mismatch reports, and exceptions that
 # only pass such a failure on (failure-signatures.md section 0.1 steps 2-4, section 17).
-_PEER_ERROR_KINDS = frozenset({"hang_detected", "network_error", "peer_closed", "gloo_error", "process_teardown",
-                               "collective_mismatch", "monitored_barrier_failure", "desync_report", "nccl_error",
-                               "watchdog_terminated", "store_error"})
+_PEER_ERROR_KINDS = frozenset({
+    "hang_detected", "network_error", "peer_closed", "gloo_error", "process_teardown", "collective_mismatch",
+    "monitored_barrier_failure", "desync_report", "nccl_error", "watchdog_terminated", "store_error"})
 
 
 def _before_peer_errors(events: Sequence[Event], sn: bool) -> Callable[[Event, int], bool]:
@@ -676,10 +676,11 @@ def _before_peer_errors(events: Sequence[Event], sn: bool) -> Callable[[Event, i
     Compared by the clock where both are dated (a collective timeout from when its wait began), else by line
     order in one file (a merged console prints in arrival order); an error that can be ordered neither way
     (undated, in another rank's file) is left out. False when no other rank's error can be ordered."""
-    peers = [(rank_about(w, sn), w) for w in events
-             if w.kind in _PEER_ERROR_KINDS or (w.kind in ("exception", "error_file") and not is_own_crash(w)
-                                                 and not _agent_exception(w)
-                                                 and not str(w.get("exc_type") or "").endswith("KeyboardInterrupt"))]
+    def passed_on(w: Event) -> bool:
+        return (w.kind in ("exception", "error_file") and not is_own_crash(w) and not _agent_exception(w)
+                and not str(w.get("exc_type") or "").endswith("KeyboardInterrupt"))
+
+    peers = [(rank_about(w, sn), w) for w in events if w.kind in _PEER_ERROR_KINDS or passed_on(w)]
 
     # (each rank's dated progress lines: a wait began after its rank's last one)
     progress: dict[int, list[float]] = {}

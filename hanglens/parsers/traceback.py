@@ -148,15 +148,15 @@ class TracebackParser(Parser):
     triggers = ("Traceback (most recent call last)", "Error:", "Exception:", "Exception ignored ")
     emits = (
         EventSpec("exception", ("exc_type", "message", "frame_file", "frame_line", "frame_func", "chained",
-                                "chained_messages", "unraisable", "frames", "sources", "dataloader_worker", "original_message", "writer_tag",
-                                "context_frames", "context_sources"),
+                                "chained_messages", "unraisable", "frames", "sources", "dataloader_worker",
+                                "original_message", "writer_tag", "context_frames", "context_sources"),
                   "one Python traceback (or a bare `XxxError: msg` line); chained lists earlier exception "
                   "types, chained_messages their messages (the first is the chain's root cause); unraisable: "
                   "the traceback came under CPython's `Exception ignored in ...` line (printed and dropped, "
-                  "the process went on); sources holds the source line printed under each frame (\"\" where none), "
-                  "aligned with frames; writer_tag: the per-line prefix the reader did not know and learned "
-                  "from the traceback (its writer's lines carry it); context_frames/context_sources: the "
-                  "whole stack where the chain's earlier exception was raised, when the last one was raised "
+                  "the process went on); sources holds the source line printed under each frame (\"\" where "
+                  "none), aligned with frames; writer_tag: the per-line prefix the reader did not know and "
+                  "learned from the traceback (its writer's lines carry it); context_frames/context_sources: "
+                  "the whole stack where the chain's earlier exception was raised, when the last one was raised "
                   "while handling it (None otherwise)"),
     )
     examples = (
@@ -235,6 +235,29 @@ class TracebackParser(Parser):
                 {"exc_type": "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError",
                  "chained": ["RuntimeError"], "frame_file": "/opt/bin/torchrun", "frame_line": 8},
                 "torch 1.11-2.1"),
+        Example("Traceback (most recent call last):\n"
+                "  File \"/home/user/train/denoise.py\", line 106, in train_step\n"
+                "    loss.backward()\n"
+                "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
+                "[127.0.0.1]:41367: Connection reset by peer\n"
+                "\n"
+                "The above exception was the direct cause of the following exception:\n"
+                "\n"
+                "Traceback (most recent call last):\n"
+                "  File \"/home/user/train/denoise.py\", line 158, in main\n"
+                "    raise RuntimeError(f\"training step {step} failed\") from e\n"
+                "RuntimeError: training step 3 failed\n",
+                "exception",
+                {"exc_type": "RuntimeError", "message": "training step 3 failed", "chained": ["RuntimeError"],
+                 "chained_messages": ["[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
+                                      "[127.0.0.1]:41367: Connection reset by peer"]},
+                "torch 2.13 (a user's wrapper re-raising a peer's failure, probe53)"),
+        Example("Exception ignored in: <function _Writer.__del__ at 0x7fa3d36b4360>\n"
+                "Traceback (most recent call last):\n"
+                "  File \"/home/user/train/denoise.py\", line 183, in __del__\n"
+                "OSError: [Errno 9] Bad file descriptor\n",
+                "exception", {"exc_type": "OSError", "unraisable": True},
+                "CPython 3.8-3.13 PyErr_WriteUnraisable"),
         Example("Traceback (most recent call last):\n"
                 "  File \"train.py\", line 5, in <module>\n"
                 "    for batch in loader:\n"
