@@ -151,13 +151,13 @@ class TracebackParser(Parser):
                                 "chained_messages", "unraisable", "frames", "sources", "dataloader_worker",
                                 "original_message", "writer_tag", "context_frames", "context_sources"),
                   "one Python traceback (or a bare `XxxError: msg` line); chained lists earlier exception "
-                  "types, chained_messages their messages (the first is the chain's root cause); unraisable: "
-                  "the traceback came under CPython's `Exception ignored in ...` line (printed and dropped, "
-                  "the process went on); sources holds the source line printed under each frame (\"\" where "
-                  "none), aligned with frames; writer_tag: the per-line prefix the reader did not know and "
-                  "learned from the traceback (its writer's lines carry it); context_frames/context_sources: "
-                  "the whole stack where the chain's earlier exception was raised, when the last one was raised "
-                  "while handling it (None otherwise)"),
+                  "types, chained_messages their messages (the first is the chain's root cause); "
+                  "unraisable: the traceback came under CPython's `Exception ignored in ...` line (printed "
+                  "and dropped, the process went on); sources holds the source line printed under each "
+                  "frame (\"\" where none), aligned with frames; writer_tag: the per-line prefix the reader "
+                  "did not know and learned from the traceback (its writer's lines carry it); "
+                  "context_frames/context_sources: the whole stack where the chain's earlier exception was "
+                  "raised, when the last one was raised while handling it (None otherwise)"),
     )
     examples = (
         Example("Traceback (most recent call last):\n"
