@@ -222,12 +222,14 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
     exits = [e for e in events if e.kind in ("child_failed", "worker_failed") or (
         e.kind == "launcher_exit" and e.get("launcher") == "srun") or _spawn_exit(e)]
     timed_out = {e.rank for e in events if e.rank is not None and e.kind == "hang_detected"}
-    # ... and so does a rank whose exceptions only passed a peer's failure on (a lost connection, a wrapper's
-    # `RuntimeError` raised from one): it exited with the code of that uncaught exception too
+    # ... and so does a rank whose wrapper re-raised a peer's failure as an error of its own (`raise
+    # RuntimeError("step failed") from e` over a lost connection): it exited with the code of that uncaught
+    # exception too
     raised = [e for e in events if e.rank is not None and e.kind in ("exception", "error_file")
               and not str(e.get("exc_type") or "").endswith("KeyboardInterrupt")]
     own = {e.rank for e in raised if is_own_crash(e)}
-    timed_out |= {r for e in raised if (r := e.rank) is not None and r not in own and is_victim_exception(e)}
+    timed_out |= {r for e in raised if (r := e.rank) is not None and r not in own and e.get("chained")
+                  and is_victim_exception(e)}
     timeout_codes = {_exitcode(e) for e in exits if rank_about(e, sn) in timed_out}
     out: dict[int, Event] = {}
     for e in exits:
