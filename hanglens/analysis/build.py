@@ -317,6 +317,8 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     evs = status.attribute_lone_exit(evs)
     # A transformers script's INFO lines and Trainer records in an unprefixed console: the main process's.
     evs = status.attribute_main_process_stream(evs)
+    # A traceback logged under a timed error record (`logger.exception`) took the record's time.
+    evs = status.date_logged_tracebacks(evs)
     hosts = rank_hosts(evs)
     # The last lines become their table's columns now, and their events (each with the lines before it) go:
     # a big job has one per worker file, held through the whole build otherwise (16,384 files: 98,304

@@ -471,8 +471,8 @@ FACT_SPECS: dict[str, FactSpec] = {
         ),
         FactSpec(
             "crash",
-            ("rank", "host", "kind", "first", "same_site", "setup", "before_link_errors", "time", "text",
-             *_EVIDENCE),
+            ("rank", "host", "kind", "first", "same_site", "setup", "before_link_errors",
+             "before_peer_errors", "time", "text", *_EVIDENCE),
             "Each rank's earliest fault of its own (not a consequence of a peer's failure); `first` marks "
             "the ranks whose fault came first (within a second of the earliest, or all when untimed); "
             "`same_site` marks them when two or more ranks failed first and all raised the same exception "
@@ -480,7 +480,11 @@ FACT_SPECS: dict[str, FactSpec] = {
             "torch.distributed raised while setting up a process group from the job's configuration "
             "(init_process_group, new_group, the init_method's rendezvous handler), not a wait that timed "
             "out; `before_link_errors` marks a fault earlier than every error a transport reported toward a "
-            "peer (IB completion, socket reset; by the clock, else by line order in one file).",
+            "peer (IB completion, socket reset; by the clock, else by line order in one file); "
+            "`before_peer_errors` marks a fault earlier than every error another rank printed about a "
+            "collective or a peer (timeouts from when their wait began, lost peers, size checks, exceptions "
+            "that pass a peer's failure on) and earlier than one at least (by the clock, else by line order "
+            "in one file; errors that cannot be ordered are left out).",
         ),
         FactSpec(
             "unowned_crash",

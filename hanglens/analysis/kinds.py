@@ -183,7 +183,21 @@ def is_victim_exception(e: Event) -> bool:
     if failed is not None and e.rank is not None:
         return bool(failed) and e.rank not in failed
     text = f"{e.get('exc_type') or ''}: {e.get('message') or ''} {e.text}"
-    return any(m in text for m in VICTIM_EXCEPTION_MARKERS)
+    return any(m in text for m in VICTIM_EXCEPTION_MARKERS) or _chain_starts_with_victim(e)
+
+
+def _chain_starts_with_victim(e: Event) -> bool:
+    """Did the exception's chain begin with a report of a peer's failure? Python prints a chain from its first
+    exception on (`The above exception was the direct cause ...`, `During handling of the above exception
+    ...`), so the first one is where the failure entered this rank; a wrapper that logs it and raises its own
+    `RuntimeError("step failed") from e`, or a handler whose own collective fails, only passes a peer's
+    failure on (failure-signatures.md section 6, "How to separate the first crash from knock-on failures",
+    item 1; section 0.1 step 4)."""
+    types, messages = e.get("chained"), e.get("chained_messages")
+    if not isinstance(types, list) or not isinstance(messages, list) or not types or not messages:
+        return False
+    first = f"{types[0]}: {messages[0]}"
+    return any(m in first for m in VICTIM_EXCEPTION_MARKERS)
 
 
 _OWN_RANK = -1

@@ -167,6 +167,8 @@ def is_own_crash(e: Event) -> bool:
             return False  # a traceback cut before its last line says nothing about what was raised
         if str(e.get("exc_type") or "").endswith("KeyboardInterrupt"):
             return False  # someone stopped the job, usually because it hung
+        if e.get("unraisable"):
+            return False  # printed under CPython's `Exception ignored in ...`, and the process went on
         if survived_in_helper_thread(e):
             return False  # printed by a multiprocessing helper thread that went on (the process lived)
         return not is_victim_exception(e)
@@ -224,13 +226,21 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
     exits = [e for e in events if e.kind in ("child_failed", "worker_failed") or (
         e.kind == "launcher_exit" and e.get("launcher") == "srun") or _spawn_exit(e)]
     timed_out = {e.rank for e in events if e.rank is not None and e.kind == "hang_detected"}
+    # ... and so does a rank whose wrapper re-raised a peer's failure as an error of its own (`raise
+    # RuntimeError("step failed") from e` over a lost connection): it exited with the code of that uncaught
+    # exception too
+    raised = [e for e in events if e.rank is not None and e.kind in ("exception", "error_file")
+              and not str(e.get("exc_type") or "").endswith("KeyboardInterrupt")]
+    own = {e.rank for e in raised if is_own_crash(e)}
+    timed_out |= {r for e in raised if (r := e.rank) is not None and r not in own and e.get("chained")
+                  and is_victim_exception(e)}
     timeout_codes = {_exitcode(e) for e in exits if rank_about(e, sn) in timed_out}
     out: dict[int, Event] = {}
     for e in exits:
         rank, code = rank_about(e, sn), _exitcode(e)
         if dcp_failed and rank not in dcp_failed and code == 1:
             continue
-        if code in timeout_codes:
+        if code in timeout_codes and rank not in dcp_failed:
             continue
         if rank is not None and code is not None and code > 0 and rank not in informed:
             out.setdefault(rank, e)
@@ -610,6 +620,7 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     first_sites = {_crash_site(e) for r, e in best.items() if firsts[r]}
     same_site = sum(firsts.values()) >= 2 and len(first_sites) == 1 and None not in first_sites
     before_links = _before_link_errors(events)
+    before_peers = _before_peer_errors(events, sn)
     rows = []
     for rank, e in sorted(best.items()):
         first = firsts[rank]
@@ -622,6 +633,7 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 "same_site": bool(first and same_site),
                 "setup": _setup_error(e),
                 "before_link_errors": before_links(e),
+                "before_peer_errors": before_peers(e, rank),
                 "time": e.time,
                 "text": e.text[:300],
                 "path": e.path,
@@ -655,6 +667,66 @@ def _before_link_errors(events: Sequence[Event]) -> Callable[[Event], bool]:
     return before
 
 
+# What another rank prints once a collective or a peer failed: collective timeouts (back-dated to when the
+# wait began), lost peers, transport and size-check aborts, desync and mismatch reports, and exceptions that
+# only pass such a failure on (failure-signatures.md section 0.1 steps 2-4, section 17).
+_PEER_ERROR_KINDS = frozenset({
+    "hang_detected", "network_error", "peer_closed", "gloo_error", "process_teardown", "collective_mismatch",
+    "monitored_barrier_failure", "desync_report", "nccl_error", "watchdog_terminated", "store_error"})
+
+
+def _before_peer_errors(events: Sequence[Event], sn: bool) -> Callable[[Event, int], bool]:
+    """Does rank r's own fault `e` come before every error another rank printed about a collective or a
+    peer, and before at least one of them (failure-signatures.md section 0.2 R1 and R3, section 0.7 step 3)?
+
+    Compared by the clock where both are dated (a collective timeout from when its wait began), else by line
+    order in one file (a merged console prints in arrival order); an error that can be ordered neither way
+    (undated, in another rank's file) is left out. False when no other rank's error can be ordered."""
+    def passed_on(w: Event) -> bool:
+        return (w.kind in ("exception", "error_file") and not is_own_crash(w) and not _agent_exception(w)
+                and not str(w.get("exc_type") or "").endswith("KeyboardInterrupt"))
+
+    peers = [(rank_about(w, sn), w) for w in events if w.kind in _PEER_ERROR_KINDS or passed_on(w)]
+
+    # (each rank's dated progress lines: a wait began after its rank's last one)
+    progress: dict[int, list[float]] = {}
+    for p in events:
+        if p.kind == "progress" and p.time is not None and (pr := rank_about(p, sn)) is not None:
+            progress.setdefault(pr, []).append(p.time)
+
+    def latest_progress(w: Event, wr: int) -> float | None:
+        steps = [t for t in progress.get(wr, ()) if w.time is not None and t <= w.time]
+        return max(steps) if steps else None
+
+    def before(e: Event, r: int) -> bool:
+        later = 0
+        for wr, w in peers:
+            if wr == r or wr is None:
+                continue
+            if e.time is not None and w.time is not None:
+                if w.time < e.time:
+                    return False
+                if w.kind != "hang_detected":
+                    later += 1
+                    continue
+                # a wait reported after the fault: it began when it timed out minus its timeout (R3), and
+                # not before its rank's last progress line; begun before the fault, the fault did not cause
+                # it; when the rank printed progress after that back-dated start, the report came early (a
+                # monitored barrier whose peer went away) and the wait may have begun on either side
+                start, last = _started(w), latest_progress(w, wr)
+                if start is None or start >= e.time or (last is not None and last >= e.time):
+                    later += 1
+                elif last is None or last <= start:
+                    return False
+            elif w.path == e.path:
+                if w.line < e.line:
+                    return False
+                later += 1
+        return later > 0
+
+    return before
+
+
 def _agent_exception(e: Event) -> bool:
     """The torchrun agent's own traceback (`SignalException` when the job is stopped, `ChildFailedError`):
     raised in torch.distributed.elastic or through the `torchrun` entry point, not a worker's."""
@@ -669,6 +741,41 @@ def _agent_exception(e: Event) -> bool:
 # The transformers example scripts' logging format (`logging.basicConfig(format="%(asctime)s - %(levelname)s -
 # %(name)s - %(message)s", datefmt="%m/%d/%Y %H:%M:%S")`), at INFO.
 _HF_INFO_RE = re.compile(r"^\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2} - INFO - [\w.]{1,80} - ")
+
+
+# A log record's level word in its header line, when no envelope stated the level.
+_RECORD_LEVEL_RE = re.compile(r"\b(?:ERROR|CRITICAL|FATAL|WARNING|WARN|EXCEPTION)\b")
+# How many lines below its record's header a logged traceback may start (another writer's lines may sit
+# between them in a merged console).
+LOGGED_TRACEBACK_GAP = 3
+
+
+def date_logged_tracebacks(events: list[Event]) -> list[Event]:
+    """An untimed traceback right under a timed error record of its writer takes that record's time.
+
+    Python's logging prints the traceback of `logger.exception(...)` / `log.error(..., exc_info=True)` as
+    part of the record, under its header line (Lib/logging/__init__.py `Formatter.format` appends
+    `formatException`), so the header's time is when the exception was caught and logged. Without it the
+    traceback has no time and cannot be ordered against the peers' errors (failure-signatures.md section 0.2
+    R1 and R3: the earliest local fault is the culprit; section 0.7 step 2)."""
+    last: dict[tuple[str, int | None, str | None], Event] = {}
+    out: list[Event] | None = None
+    for i, e in enumerate(events):
+        key = (e.path, e.rank, e.writer)
+        if e.kind == "exception" and e.time is None:
+            head = last.get(key)
+            if (head is not None and 0 < e.line - head.line <= LOGGED_TRACEBACK_GAP
+                    and (head.level in ("W", "E", "F", "C") or (head.level is None
+                                                                and _RECORD_LEVEL_RE.search(head.text)))):
+                if out is None:
+                    out = list(events[:i])
+                out.append(replace(e, time=head.time))
+                continue
+        elif e.time is not None and e.kind != "last_line":
+            last[key] = e
+        if out is not None:
+            out.append(e)
+    return events if out is None else out
 
 
 def attribute_main_process_stream(events: list[Event]) -> list[Event]:

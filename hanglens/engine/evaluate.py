@@ -794,8 +794,11 @@ def _failed(run: _Run) -> bool:
     # section 12, "Contradicts"): with training progress after it, it is the IPv6 attempt or the late
     # store host that the retry outlived.
     progressed = any(e.kind in ("progress", "run_finished") for e in events)
+    # An exception CPython printed under `Exception ignored in ...` (a `__del__` or atexit callback at
+    # teardown) was dropped and the process went on: no failure (parsers/traceback.py, `unraisable`).
     return any((e.kind in FAILURE_KINDS or (e.level or "") in ERROR_LEVELS or is_failure_warning(e))
-               and not (progressed and is_retried_connect_warning(e)) for e in events)
+               and not (progressed and is_retried_connect_warning(e))
+               and not (e.kind == "exception" and e.get("unraisable")) for e in events)
 
 
 def _stopped_after_finish(run: _Run) -> str:

@@ -56,6 +56,11 @@ LEARN_PRE_RE = re.compile(r"^(?!\s)[^\s\"']{1,60}(?: [^\s\"']{1,60}){0,3} {0,40}
 PRE_RANK_RE = re.compile(r"(?:^|[^A-Za-z0-9])rank[ _-]?(?P<rank>\d{1,6})(?![0-9])", re.IGNORECASE)
 PRE_HOST_RE = re.compile(r"^[\[(]?(?P<host>(?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w-]{0,62}\d[\w-]{0,62}"
                          r"(?:\.[A-Za-z][\w-]{0,62}){0,6})[\])]?\s*[:|>\]]")
+# CPython's report of an exception it could not raise (`PyErr_WriteUnraisable`, Python/errors.c: in a
+# `__del__`, a weakref or atexit callback, a thread's teardown): `Exception ignored in: <obj>` (3.13 also
+# `Exception ignored while <doing what>`) on the line before the traceback. The exception was printed and
+# dropped; the process went on.
+UNRAISABLE_RE = re.compile(r"^\s*Exception ignored (?:in\b|on\b|while\b)")
 MAX_FRAMES = 40
 MAX_TB_LINES = 3000
 MAX_NOISE = 20        # unrelated lines tolerated inside one traceback (interleaved writers)
@@ -81,6 +86,8 @@ class _Tb:
     message: str | None = None
     exc_line: LogLine | None = None
     chained: list[str] = field(default_factory=list)
+    chained_messages: list[str] = field(default_factory=list)   # the earlier exceptions' messages
+    unraisable: bool = False        # printed under CPython's `Exception ignored in ...` line
     frames: list[tuple[str, int | None, str | None]] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # the source line printed under each frame, or ""
     lines: int = 0
@@ -138,17 +145,19 @@ class TracebackParser(Parser):
     """Python tracebacks and bare exception lines → `exception`."""
 
     name = "traceback"
-    triggers = ("Traceback (most recent call last)", "Error:", "Exception:")
+    triggers = ("Traceback (most recent call last)", "Error:", "Exception:", "Exception ignored ")
     emits = (
         EventSpec("exception", ("exc_type", "message", "frame_file", "frame_line", "frame_func", "chained",
-                                "frames", "sources", "dataloader_worker", "original_message", "writer_tag",
-                                "context_frames", "context_sources"),
+                                "chained_messages", "unraisable", "frames", "sources", "dataloader_worker",
+                                "original_message", "writer_tag", "context_frames", "context_sources"),
                   "one Python traceback (or a bare `XxxError: msg` line); chained lists earlier exception "
-                  "types; sources holds the source line printed under each frame (\"\" where none), "
-                  "aligned with frames; writer_tag: the per-line prefix the reader did not know and learned "
-                  "from the traceback (its writer's lines carry it); context_frames/context_sources: the "
-                  "whole stack where the chain's earlier exception was raised, when the last one was raised "
-                  "while handling it (None otherwise)"),
+                  "types, chained_messages their messages (the first is the chain's root cause); "
+                  "unraisable: the traceback came under CPython's `Exception ignored in ...` line (printed "
+                  "and dropped, the process went on); sources holds the source line printed under each "
+                  "frame (\"\" where none), aligned with frames; writer_tag: the per-line prefix the reader "
+                  "did not know and learned from the traceback (its writer's lines carry it); "
+                  "context_frames/context_sources: the whole stack where the chain's earlier exception was "
+                  "raised, when the last one was raised while handling it (None otherwise)"),
     )
     examples = (
         Example("Traceback (most recent call last):\n"
@@ -226,6 +235,29 @@ class TracebackParser(Parser):
                 {"exc_type": "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError",
                  "chained": ["RuntimeError"], "frame_file": "/opt/bin/torchrun", "frame_line": 8},
                 "torch 1.11-2.1"),
+        Example("Traceback (most recent call last):\n"
+                "  File \"/home/user/train/denoise.py\", line 106, in train_step\n"
+                "    loss.backward()\n"
+                "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
+                "[127.0.0.1]:41367: Connection reset by peer\n"
+                "\n"
+                "The above exception was the direct cause of the following exception:\n"
+                "\n"
+                "Traceback (most recent call last):\n"
+                "  File \"/home/user/train/denoise.py\", line 158, in main\n"
+                "    raise RuntimeError(f\"training step {step} failed\") from e\n"
+                "RuntimeError: training step 3 failed\n",
+                "exception",
+                {"exc_type": "RuntimeError", "message": "training step 3 failed", "chained": ["RuntimeError"],
+                 "chained_messages": ["[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
+                                      "[127.0.0.1]:41367: Connection reset by peer"]},
+                "torch 2.13 (a user's wrapper re-raising a peer's failure, probe53)"),
+        Example("Exception ignored in: <function _Writer.__del__ at 0x7fa3d36b4360>\n"
+                "Traceback (most recent call last):\n"
+                "  File \"/home/user/train/denoise.py\", line 183, in __del__\n"
+                "OSError: [Errno 9] Bad file descriptor\n",
+                "exception", {"exc_type": "OSError", "unraisable": True},
+                "CPython 3.8-3.13 PyErr_WriteUnraisable"),
         Example("Traceback (most recent call last):\n"
                 "  File \"train.py\", line 5, in <module>\n"
                 "    for batch in loader:\n"
@@ -308,6 +340,8 @@ class TracebackParser(Parser):
 
     def __init__(self) -> None:
         self.open: dict[tuple[int | None, str | None, str], _Tb] = {}  # (rank, host, learned prefix)
+        # (rank, host) -> (path, line) of that writer's last `Exception ignored in ...` line
+        self.ignored: dict[tuple[int | None, str | None], tuple[str, int]] = {}
 
     def wants_more(self) -> bool:
         return bool(self.open)
@@ -354,6 +388,9 @@ class TracebackParser(Parser):
             if consumed:
                 return out
         text = line.text
+        if UNRAISABLE_RE.match(text):
+            self.ignored[(line.rank, line.host)] = (line.ref.path, line.ref.line)
+            return out
         m = TB_START_RE.search(text)
         if m and not m["orig"] and not key[2] and LEARN_PRE_RE.match(m["pre"]):
             learned = (line.rank, line.host, m["pre"])
@@ -363,7 +400,11 @@ class TracebackParser(Parser):
         if m and not m["orig"] and TB_PRE_OK_RE.search(m["pre"]):
             pre = m["pre"]
             indent = len(pre) - len(pre.lstrip(" ")) if not pre.strip() else 0
-            self.open[key] = _Tb(first=line, indent=indent)
+            # the `Traceback` line right under its writer's `Exception ignored in ...` line (another writer's
+            # line may sit between them in a merged console)
+            seen = self.ignored.pop((line.rank, line.host), None)
+            unraisable = seen is not None and seen[0] == line.ref.path and 0 < line.ref.line - seen[1] <= 3
+            self.open[key] = _Tb(first=line, indent=indent, unraisable=unraisable)
             return out
         m = RICH_START_RE.match(text) if "╭" in text else None
         if m:
@@ -394,6 +435,7 @@ class TracebackParser(Parser):
             if CHAIN_RE.match(text):
                 if tb.exc_type:
                     tb.chained.append(tb.exc_type)
+                    tb.chained_messages.append((tb.message or "")[:MAX_MESSAGE])
                 tb.phase = "chain"
                 return True, False
             m = TB_START_RE.search(text)
@@ -496,7 +538,8 @@ class TracebackParser(Parser):
         ev = self.event(
             "exception", tb.first, exc_type=exc_type, message=message, frame_file=inner[0],
                 frame_line=inner[1],
-            frame_func=inner[2], chained=list(tb.chained),
+            frame_func=inner[2], chained=list(tb.chained), chained_messages=list(tb.chained_messages),
+            unraisable=tb.unraisable,
             frames=_frame_strings(frames),
             sources=list(sources),
             dataloader_worker=tb.worker, original_message=tb.original_message,
@@ -514,7 +557,8 @@ class TracebackParser(Parser):
         message = (m["msg"] or "").strip()[:MAX_MESSAGE] or None
         dl = DATALOADER_RE.search(message or "")
         return self.event("exception", line, exc_type=m["type"], message=message, frame_file=None,
-                          frame_line=None, frame_func=None, chained=[], frames=[], sources=[],
+                          frame_line=None, frame_func=None, chained=[], chained_messages=[], unraisable=False,
+                          frames=[], sources=[],
                           dataloader_worker=to_count(dl["worker"]) if dl else None, original_message=None)
 
 
