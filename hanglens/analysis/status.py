@@ -686,8 +686,6 @@ def _before_peer_errors(events: Sequence[Event], sn: bool) -> Callable[[Event, i
         return (w.kind in ("exception", "error_file") and not is_own_crash(w) and not _agent_exception(w)
                 and not str(w.get("exc_type") or "").endswith("KeyboardInterrupt"))
 
-    peers = [(rank_about(w, sn), w) for w in events if w.kind in _PEER_ERROR_KINDS or passed_on(w)]
-
     # (each rank's dated progress lines: a wait began after its rank's last one)
     progress: dict[int, list[float]] = {}
     for p in events:
@@ -698,10 +696,21 @@ def _before_peer_errors(events: Sequence[Event], sn: bool) -> Callable[[Event, i
         steps = [t for t in progress.get(wr, ()) if w.time is not None and t <= w.time]
         return max(steps) if steps else None
 
+    # Each ranked peer error with, for a dated collective timeout, when its wait began and its rank's last
+    # progress line before the report: read once here, not again for every rank's fault.
+    peers: list[tuple[int, Event, float | None, float | None]] = []
+    for w in events:
+        if not (w.kind in _PEER_ERROR_KINDS or passed_on(w)) or (wr := rank_about(w, sn)) is None:
+            continue
+        if w.kind == "hang_detected" and w.time is not None:
+            peers.append((wr, w, _started(w), latest_progress(w, wr)))
+        else:
+            peers.append((wr, w, None, None))
+
     def before(e: Event, r: int) -> bool:
         later = 0
-        for wr, w in peers:
-            if wr == r or wr is None:
+        for wr, w, start, last in peers:
+            if wr == r:
                 continue
             if e.time is not None and w.time is not None:
                 if w.time < e.time:
@@ -713,7 +722,6 @@ def _before_peer_errors(events: Sequence[Event], sn: bool) -> Callable[[Event, i
                 # not before its rank's last progress line; begun before the fault, the fault did not cause
                 # it; when the rank printed progress after that back-dated start, the report came early (a
                 # monitored barrier whose peer went away) and the wait may have begun on either side
-                start, last = _started(w), latest_progress(w, wr)
                 if start is None or start >= e.time or (last is not None and last >= e.time):
                     later += 1
                 elif last is None or last <= start:
