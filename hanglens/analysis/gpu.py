@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
-from hanglens.analysis.status import rank_about, single_node
+from hanglens.analysis.pids import AGENT_LINE, FAILURE_TABLE, pid_claims
+from hanglens.analysis.status import single_node
 from hanglens.model import AGENT_EVENT_KINDS, Event, short_host
 from hanglens.parsers.nccl import split_comm
 
@@ -71,6 +72,9 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     (`mapped_by` failure_table).
     `fault`: memory_access (Xid 13, 31), hardware (48, 61, 62, 64, 74, 79, 94, 95, 109, 119, 120) or other.
     """
+    xids = [e for e in events if e.kind == "xid" and not e.get("nvswitch")]
+    if not xids:
+        return []
     inits = [e for e in events if e.kind == "nccl_comm_init"]
     # A communicator split from another (`ncclCommSplit ... parent <ptr> color <c> key <k>`, log-formats.md
     # section 4.3) is a subgroup's: its `rank <r>` is the rank inside the subgroup, however many ranks the
@@ -94,28 +98,15 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     # The agent's own `failed (exitcode: <c>) local_rank: <l> (pid: <p>)` line (section 3.5) states the same
     # pid with a local rank: the global rank where the logs place that worker (the launcher's layout, or a
     # single node, where the local rank is the global rank).
-    procs: list[tuple[str | None, int, int]] = []   # (host, pid, rank)
-    one_node: bool | None = None
     # No worker may print a global rank above every local rank an agent line names: a rank 14 beside an
     # agent's local rank 6 is a second node's (its ranks are node_rank * nproc_per_node + local_rank).
     printed = max((e.rank for e in events if e.rank is not None and e.kind not in AGENT_EVENT_KINDS),
                   default=-1)
     top_local = max((lr for e in events if e.kind == "worker_failed"
                      and isinstance(lr := e.get("local_rank"), int)), default=-1)
-    for e in events:
-        if e.kind == "child_failed":
-            g, pid, h = e.get("failed_rank"), e.get("pid"), e.get("failed_host")
-            if isinstance(g, int) and isinstance(pid, int) and pid > 0:
-                procs.append((_short(h) if isinstance(h, str) else None, pid, g))
-        elif e.kind == "worker_failed":
-            pid = e.get("pid")
-            if not isinstance(pid, int) or pid <= 0:
-                continue
-            if one_node is None:
-                one_node = single_node(events) and printed <= top_local
-            g = rank_about(e, one_node)
-            if isinstance(g, int):
-                procs.append((_short(e.host), pid, g))
+    one_node = printed <= top_local and single_node(events)
+    procs = [(c.host, c.pid, c.rank) for c in pid_claims(events, one_node)
+             if c.source in (FAILURE_TABLE, AGENT_LINE) and c.rank is not None]
     nccl_pid = {r for _, _, p, r in gpus if p is not None}   # ranks whose pid an NCCL line states
     placed: dict[str, int] = {}   # short host -> how many ranks the logs place there
     for h in hosts.values():
@@ -124,9 +115,7 @@ def gpu_fault_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             placed[sh] = placed.get(sh, 0) + 1
     known = sorted({h for h, _, _, _ in gpus if h})
     rows: list[Row] = []
-    for e in events:
-        if e.kind != "xid" or e.get("nvswitch"):
-            continue
+    for e in xids:
         host = _short(e.host)
         if host is None:
             name = PurePosixPath(e.path.replace("!", "/")).name.lower()

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from hanglens import lazyre as re
+from hanglens.analysis.about import rank_about
 from hanglens.analysis.kinds import (
     CRASH_KINDS,
     FAILURE_KINDS,
@@ -18,6 +19,7 @@ from hanglens.analysis.kinds import (
     is_victim_exception,
     survived_in_helper_thread,
 )
+from hanglens.analysis.pids import pid_ranks
 from hanglens.ingest.streams import is_agent_event, is_spawn_parent_exception, non_negative_int
 from hanglens.model import AGENT_EVENT_KINDS, ERROR_LEVELS, Event, InputFile, short_host
 from hanglens.parsers.base import to_int
@@ -27,38 +29,6 @@ Row = dict[str, Any]
 _TIME_MAX = float("inf")
 
 
-
-
-def rank_about(e: Event, single_node: bool = True) -> int | None:
-    """The rank an event is about: launcher lines name the failed worker, everything else its writer.
-
-    torchrun's agent writes into the same console as its workers, so its lines must not inherit a
-    worker's rank: a ChildFailedError block names the global rank; "failed (exitcode ...) local_rank: L"
-    names a local rank, which is the global rank only on a single node.
-    """
-    if e.kind == "child_failed":
-        r = e.get("failed_rank")
-        return r if isinstance(r, int) and r >= 0 else None
-    if e.kind == "launcher_exit" and e.get("launcher") in ("srun", "mpirun"):
-        # srun's task line, mpirun's failed process: set as the rank only where tasks are ranks (ingest)
-        return e.rank
-    if e.kind == "launcher_exit" and e.get("launcher") == "deepspeed":
-        # `[<cmd>] exits with return code = <c>` prints the command of the last local rank the launcher
-        # started (the loop variable of deepspeed/launcher/launch.py `main`), whichever child failed:
-        # never the failed rank (failure-signatures.md section 6, DeepSpeed row)
-        return None
-    if e.kind in ("worker_failed", "launcher_exit", "worker_spawned"):
-        placed = e.get("placed_rank")   # the launcher's layout of the host (ingest/attribute.py)
-        if isinstance(placed, int) and placed >= 0:
-            return placed
-        lr = e.get("local_rank")
-        return lr if single_node and isinstance(lr, int) and lr >= 0 else None
-    if e.kind in AGENT_EVENT_KINDS:
-        return None
-    if e.kind == "exception" and ("ChildFailedError" in str(e.get("exc_type") or "")
-                                  or is_spawn_parent_exception(e)):
-        return None
-    return e.rank
 
 
 def _exitcode(e: Event) -> int | None:
@@ -447,50 +417,6 @@ def _setup_error(e: Event) -> bool:
     return isinstance(frames, list) and any(isinstance(f, str) and _SETUP_FRAME_RE.search(f) for f in frames)
 
 
-def _launcher_pid_ranks(events: Sequence[Event], sn: bool) -> dict[Any, int]:
-    """pid -> rank from the launcher's failure lines (`failed (exitcode ...) (pid: P)`, its failure table),
-    else from the pid DeepSpeed's launcher says it started a local rank as (`worker_spawned`), else from the
-    ranks' own NCCL lines (`<host>:<pid>:<tid> [<dev>] NCCL ...`, log-formats.md section 4.1).
-
-    A pid is a process's only on its host, and containers give every node's workers the same small pids:
-    an NCCL pid names a rank only when no other rank's NCCL lines show the same pid.
-    """
-    out: dict[Any, int] = {}
-    nccl: dict[int, set[int]] = defaultdict(set)
-    spawned: dict[int, set[int]] = defaultdict(set)
-    for e in events:
-        pid = e.get("pid")
-        if not isinstance(pid, int):
-            continue
-        if e.kind == "child_failed":
-            # the failure table states the global rank of the pid (log-formats.md section 3.6); the agent's
-            # `failed ... local_rank: L (pid: P)` line only a local rank
-            rank = rank_about(e, sn)
-            if rank is not None:
-                out[pid] = rank
-        elif e.kind == "worker_failed":
-            rank = rank_about(e, sn)
-            if rank is not None:
-                out.setdefault(pid, rank)
-        elif e.kind == "worker_spawned":
-            # DeepSpeed's launcher names the pid it started each local rank as (deepspeed/launcher/launch.py
-            # `main`); one pid started on two hosts (containers reuse small pids) is nobody's
-            rank = rank_about(e, sn)
-            if rank is not None:
-                spawned[pid].add(rank)
-            else:
-                spawned[pid].add(-1)
-        elif e.rank is not None and e.get("nccl_host") and e.parser != "pyspy":
-            nccl[pid].add(e.rank)
-    for pid, ranks in spawned.items():
-        if len(ranks) == 1 and pid not in out and (only := next(iter(ranks))) >= 0:
-            out[pid] = only
-    for pid, ranks in nccl.items():
-        if len(ranks) == 1 and pid not in out:
-            out[pid] = next(iter(ranks))
-    return out
-
-
 def _srun_task_sigkills(events: Sequence[Event], sn: bool) -> dict[int, set[int]]:
     """srun task id -> the global ranks that task's own torchrun agent reported dead of SIGKILL.
 
@@ -560,7 +486,7 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     best: dict[int, Event] = {}
     for exit_rank, exit_event in _exit_only_crashes(events).items():
         best[exit_rank] = exit_event
-    pid_ranks = _launcher_pid_ranks(events, sn)
+    launched = pid_ranks(events, sn)
     worker_ranks = _worker_pid_ranks(events, sn)
     task_kills = _srun_task_sigkills(events, sn)
     killed_workers: set[int] = set()
@@ -581,7 +507,7 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
             # 17.2).
             continue
         if rank is None and e.kind == "oom":
-            rank = pid_ranks.get(e.get("pid"))  # the kernel's OOM killer names a pid, the launcher its rank
+            rank = launched.get(e.get("pid"))  # the kernel's OOM killer names a pid, the launcher its rank
             if rank is None:
                 rank = worker_ranks.get(e.get("pid"))   # ... or a rank's DataLoader worker
             tasks = e.get("tasks")

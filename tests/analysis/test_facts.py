@@ -599,14 +599,15 @@ def test_a_failure_table_row_of_another_global_rank_is_a_second_node() -> None:
     """ChildFailedError `rank: 21 (local_rank: 5)`: this agent's node is not the first (global rank =
     node_rank * nproc_per_node + local rank, log-formats.md sections 3.5-3.6), so the same agent's
     `failed (exitcode: -9) local_rank: 5 (pid: P)` is not rank 5; the pid is the table row's rank 21."""
-    from hanglens.analysis.status import _launcher_pid_ranks, single_node
+    from hanglens.analysis.pids import pid_ranks
+    from hanglens.analysis.status import single_node
 
     failed = ev("worker_failed", None, exitcode=-9, local_rank=5, pid=18810, signal="SIGKILL")
     row = ev("child_failed", None, exitcode=-9, local_rank=5, failed_rank=21, failed_host="ip-10-0-3-41",
              pid=18810, signal="SIGKILL", root_cause=True)
     hangs = [ev("hang_detected", r, seq=88107, op="ALLGATHER") for r in (0, 1, 2, 3)]
     assert not single_node([failed, row, *hangs])
-    assert _launcher_pid_ranks([failed, row, *hangs], single_node([failed, row, *hangs])) == {18810: 21}
+    assert pid_ranks([failed, row, *hangs], single_node([failed, row, *hangs])) == {18810: 21}
     same = ev("child_failed", None, exitcode=-9, local_rank=5, failed_rank=5, failed_host="n1", pid=18810)
     assert single_node([failed, same, *hangs])
 
