@@ -796,6 +796,8 @@ def _failed(run: _Run) -> bool:
     progressed = any(e.kind in ("progress", "run_finished") for e in events)
     # An exception CPython printed under `Exception ignored in ...` (a `__del__` or atexit callback at
     # teardown) was dropped and the process went on: no failure (parsers/traceback.py, `unraisable`).
+    # A multiprocessing helper thread's traceback (kinds.survived_in_helper_thread) stays failure evidence:
+    # its process lived too, but the batch it was sending is lost and its rank waits for it.
     return any((e.kind in FAILURE_KINDS or (e.level or "") in ERROR_LEVELS or is_failure_warning(e))
                and not (progressed and is_retried_connect_warning(e))
                and not (e.kind == "exception" and e.get("unraisable")) for e in events)
