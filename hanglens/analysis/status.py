@@ -24,6 +24,7 @@ from hanglens.ingest.streams import is_agent_event, is_spawn_parent_exception, n
 from hanglens.model import AGENT_EVENT_KINDS, ERROR_LEVELS, Event, InputFile, short_host
 from hanglens.parsers.base import to_int
 from hanglens.parsers.elastic import signal_name
+from hanglens.parsers.traceback import HEADER_GAP_LINES
 
 Row = dict[str, Any]
 _TIME_MAX = float("inf")
@@ -679,9 +680,6 @@ _HF_INFO_RE = re.compile(r"^\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2} - INFO - [\w.]{1
 
 # A log record's level word in its header line, when no envelope stated the level.
 _RECORD_LEVEL_RE = re.compile(r"\b(?:ERROR|CRITICAL|FATAL|WARNING|WARN|EXCEPTION)\b")
-# How many lines below its record's header a logged traceback may start (another writer's lines may sit
-# between them in a merged console).
-LOGGED_TRACEBACK_GAP = 3
 
 
 def date_logged_tracebacks(events: list[Event]) -> list[Event]:
@@ -698,7 +696,7 @@ def date_logged_tracebacks(events: list[Event]) -> list[Event]:
         key = (e.path, e.rank, e.writer)
         if e.kind == "exception" and e.time is None:
             head = last.get(key)
-            if (head is not None and 0 < e.line - head.line <= LOGGED_TRACEBACK_GAP
+            if (head is not None and 0 < e.line - head.line <= HEADER_GAP_LINES
                     and (head.level in ("W", "E", "F", "C") or (head.level is None
                                                                 and _RECORD_LEVEL_RE.search(head.text)))):
                 if out is None:

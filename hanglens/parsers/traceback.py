@@ -14,6 +14,10 @@ from hanglens import lazyre as re
 from hanglens.model import RAY_TASK_ERROR_RE, Event, LogLine, ray_writer
 from hanglens.parsers.base import EventSpec, Example, Parser, to_count
 
+# How many lines below the line that announces it (CPython's `Exception ignored in ...`, a logging record's
+# header for `logger.exception`) a traceback may start: another writer's lines may sit between them in a
+# merged console. (analysis/status.py `date_logged_tracebacks` uses it for the record's header.)
+HEADER_GAP_LINES = 3
 TB_START_RE = re.compile(r"^(?P<pre>.*?)(?P<orig>Original )?Traceback \(most recent call last\):")
 # torch.distributed.checkpoint's `CheckpointException` carries the traceback of every rank that failed,
 # each opened by `Traceback (most recent call last): (RANK <r>)` (torch/distributed/checkpoint/api.py
@@ -403,7 +407,8 @@ class TracebackParser(Parser):
             # the `Traceback` line right under its writer's `Exception ignored in ...` line (another writer's
             # line may sit between them in a merged console)
             seen = self.ignored.pop((line.rank, line.host), None)
-            unraisable = seen is not None and seen[0] == line.ref.path and 0 < line.ref.line - seen[1] <= 3
+            unraisable = (seen is not None and seen[0] == line.ref.path
+                          and 0 < line.ref.line - seen[1] <= HEADER_GAP_LINES)
             self.open[key] = _Tb(first=line, indent=indent, unraisable=unraisable)
             return out
         m = RICH_START_RE.match(text) if "╭" in text else None
