@@ -24,6 +24,7 @@ from hanglens.analysis import (
     transfers,
 )
 from hanglens.analysis.facts_spec import FACT_SPECS
+from hanglens.analysis.kinds import checkpoint_failed_ranks
 from hanglens.model import Event, Fields, InputFile, event_order, events_in_order
 from hanglens.parsers.elastic import LAYOUT_KINDS, layout_of
 
@@ -278,9 +279,12 @@ _RANK_LIST_FIELDS = ("lagging_ranks", "not_joined_ranks", "not_finished_ranks", 
 
 
 def named_ranks(events: Sequence[Event]) -> set[int]:
-    """Global ranks that messages name (launcher tables, desync reports, mismatch reports, DDP)."""
+    """Global ranks that messages name (launcher tables, desync reports, mismatch reports, DDP, DCP)."""
     out: set[int] = set()
     for e in events:
+        if e.kind in ("exception", "error_file"):
+            # a DCP CheckpointException names the ranks whose own step failed (kinds.checkpoint_failed_ranks)
+            out.update(r for r in checkpoint_failed_ranks(e) or () if 0 <= r < 1_000_000)
         if e.kind in ("child_failed", "ddp_unused_parameters", "ddp_model_mismatch"):
             for key in ("failed_rank", "for_rank"):
                 v = e.get(key)

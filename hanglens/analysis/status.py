@@ -539,6 +539,8 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
         key = (e.time is None, e.time or 0.0, e.path, e.line)
         if cur is None or key < (cur.time is None, cur.time or 0.0, cur.path, cur.line):
             best[rank] = e
+    relayed = {r: e for r, e in _relayed_checkpoint_failures(events).items() if r not in best}
+    best.update(relayed)
     times = [e.time for e in best.values() if e.time is not None]
     earliest = min(times) if times else None
     firsts = {
@@ -562,12 +564,46 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 "before_link_errors": before_links(e),
                 "before_peer_errors": before_peers(e, rank),
                 "time": e.time,
-                "text": e.text[:300],
+                "text": _relayed_text(e, rank, rank_about(e, sn))[:300] if rank in relayed else e.text[:300],
                 "path": e.path,
                 "line": e.line,
             }
         )
     return rows
+
+
+def _relayed_text(e: Event, rank: int, reporter: int | None) -> str:
+    """A relayed DCP failure as its report cites it: which rank relayed it, and the failed rank's own
+    exception message when the report names that rank alone (the message the parser kept is the last
+    relayed one)."""
+    named = checkpoint_failed_ranks(e) or []
+    own = e.get("original_message") if len(named) == 1 else None
+    by = f"rank {reporter}'s" if reporter is not None else "a"
+    head = f"rank {rank}'s failure relayed by {by} {e.text.strip()}"
+    return f"{head} (RANK {rank}: {own})" if own else head
+
+
+def _relayed_checkpoint_failures(events: Sequence[Event]) -> dict[int, Event]:
+    """Ranks a DCP `CheckpointException` names as failed, each with the earliest report naming it.
+
+    torch.distributed.checkpoint runs each rank's step (planning, writing, reading) inside `try`, wraps what
+    it raised with its traceback (`_wrap_exception`), gathers the wrapped failures to the coordinator and
+    raises one `CheckpointException` that carries them (torch/distributed/checkpoint/utils.py
+    `_DistWrapper.reduce_scatter` / `all_reduce` / `all_gather`, api.py `CheckpointException.__str__`:
+    `CheckpointException ranks:dict_keys([<r>, ...])`, then each failing rank's own traceback, `(RANK
+    <r>)`). So the report of the coordinator (or of any rank) is the failing ranks' own exception relayed:
+    it names them as surely as their own lines would (failure-signatures.md section 0.2 R1), and it is often
+    the only line kept, when a user pastes rank 0's output or the failing ranks' files are missing.
+    """
+    out: dict[int, Event] = {}
+    for e in events:
+        if e.kind not in ("exception", "error_file"):
+            continue
+        for r in checkpoint_failed_ranks(e) or ():
+            cur = out.get(r)
+            if cur is None or (e.time is not None and (cur.time is None or e.time < cur.time)):
+                out[r] = e
+    return out
 
 
 def _before_link_errors(events: Sequence[Event]) -> Callable[[Event], bool]:
