@@ -68,6 +68,11 @@ JOBS = [
     ("healthy-scale-up-third-node-joins-info", [2, 2], "healthy", [], "consoles", {"info": 1, "scale": 12, "steps": 40}, HEALTHY),
 ]
 
+# Truth corrected after the runs, before hanglens ran (the label files say so): the two `first-attempt-only`
+# jobs did not recover (the restarted attempts failed in `Gloo connectFullMesh`: torch 2.13's agent store
+# keeps the previous attempt's gloo addresses), so they are the crash that started it (rank_crash, accept
+# nccl_init_failure); the scale-up job's re-rendezvous timed out on its own store keys (rendezvous_failure,
+# culprit unknown; its folder renamed scale-up-third-node-rerendezvous-times-out-info).
 NAMES = ["gpu-a01", "gpu-a02", "gpu-a03"]
 PORT = 29958
 
