@@ -148,7 +148,9 @@ def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
             finished = True
         st = streams.setdefault((e.path, outer_stream(e.writer)),
                                 {"ranks": set(), "named": set(), "last": -1, "after": [], "steps": {},
-                                 "total": None, "newest": {}, "progress": None})
+                                 "total": None, "newest": {}, "progress": None, "host": None})
+        if st["host"] is None and e.host:
+            st["host"] = e.host
         if e.rank is not None and e.kind != "progress":
             st["named"].add(e.rank)
         if e.kind == "progress":
@@ -176,10 +178,13 @@ def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
             st["ranks"] = set(st["named"])
     trained = {k: st for k, st in streams.items() if st["ranks"]}
     silent, gone, store_seen = [], [], []
-    for key, st in trained.items():
+    for key, st in streams.items():
+        # A node's agent console beside its workers' `--log-dir` files prints no step of its own: it still
+        # reports for its node (the files' ranks are its workers when they share its host).
         after = [e for e in st["after"] if e.line > st["last"]]
         if not after:
-            silent.append(key)
+            if key in trained:
+                silent.append(key)
             continue
         running = any(e.kind in _WORKERS_STOPPED_KINDS for e in after)
         store = any((e.kind == "store_error" and running and _STORE_GONE_RE.search(e.text))
@@ -188,13 +193,17 @@ def vanished_stream_rows(events: Sequence[Event]) -> list[Row]:
         if store or any(e.kind in _PEER_GONE_KINDS and _PEER_GONE_RE.search(e.text) for e in after):
             gone.append(key)
             store_seen.append(store)
+    # A worker's file whose node's agent reported the loss is that node's, not a node that went silent.
+    reporting_hosts = {streams[k]["host"] for k in gone} - {None}
+    silent = [k for k in silent if trained[k]["host"] not in reporting_hosts]
     if not silent or not gone or len(silent) == len(trained):
         return []
     # The store went with the silent node only when every reporting node lost it: the store host that
     # stayed reports only its peers gone, and a node that saw the store close after the host's agent shut
     # down at the end is not a node that lost it to the vanished one.
     store_gone = all(store_seen)
-    seen_elsewhere = {r for k in gone for r in trained[k]["ranks"]}
+    seen_elsewhere = {r for k in gone for r in streams[k]["ranks"]}
+    seen_elsewhere |= {r for st in trained.values() if st["host"] in reporting_hosts for r in st["ranks"]}
     rows: list[Row] = []
     for key in silent:
         st = trained[key]

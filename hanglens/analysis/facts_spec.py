@@ -533,6 +533,7 @@ FACT_SPECS: dict[str, FactSpec] = {
                 "exited_clean",
                 "signalled_outside",
                 "alive_at_stop",
+                "stopped_by_agent",
             ),
             "One row per known rank: did it crash, hang, only suffer, or look fine. `quiet` ranks reported "
             "no hang, no fault and no lost peer of their own (being stopped by the agent's SIGTERM or seeing "
@@ -548,7 +549,11 @@ FACT_SPECS: dict[str, FactSpec] = {
             "closing signals went to other pids (and the agent itself was not told to stop): someone else "
             "stopped it. `alive_at_stop`: when torchrun's agent was told to stop (`Received <sig> death "
             "signal`) it still had this rank's process to close (`Sending process <pid> closing signal`, "
-            "a pid the rank's own line or the failure table pairs with it): it had not exited.",
+            "a pid the rank's own line or the failure table pairs with it): it had not exited. "
+            "`stopped_by_agent`: its node console's agent sent closing signals to as many workers as the "
+            "console holds ranks of its own lines (after its last worker-group restart), so every worker "
+            "there was still running when its agent stopped them; a dead worker would not have been "
+            "signalled (no fault or hang of its own is seen).",
         ),
     )
 }

@@ -1845,6 +1845,41 @@ def _alive_at_stop(events: Sequence[Event]) -> set[int]:
     return {next(iter(rs)) for rs in claims.values() if len(rs) == 1}
 
 
+def _stopped_by_agent(events: Sequence[Event]) -> set[int]:
+    """Ranks of a node console whose own agent stopped every one of its workers: the agent's closing
+    signals (`Sending process <pid> closing signal <SIG>`) went to as many processes as the console holds
+    ranks of its own lines, after the console's last worker-group restart.
+
+    torchrun's agent signals only the workers still running (`_close`: `if handler.proc.poll() is None`,
+    torch/distributed/elastic/multiprocessing/api.py; failure-signatures.md section 0.6 and 17.4): when one
+    of its workers had died first, it is not signalled, so the signals fall one short of the node's ranks.
+    When they cover them all, the node's workers were all alive when their agent stopped the group (its
+    store lost, another node's failure): a rank among them that printed nothing of its own was stopped, not
+    killed before it could write."""
+    restart_at: dict[str, int] = {}
+    for e in events:
+        if e.kind == "worker_group_restart":
+            restart_at[e.path] = max(restart_at.get(e.path, -1), e.line)
+    closed: dict[str, set[int]] = defaultdict(set)
+    for e in events:
+        if e.kind == "closing_signal" and e.line > restart_at.get(e.path, -1):
+            pid = non_negative_int(e.get("pid"))
+            if pid is not None:
+                closed[e.path].add(pid)
+    if not closed:
+        return set()
+    own: dict[str, set[int]] = defaultdict(set)
+    for e in events:
+        if e.path in closed and e.rank is not None and not is_agent_event(e):
+            own[e.path].add(e.rank)
+    out: set[int] = set()
+    for path, pids in closed.items():
+        ranks = own.get(path, set())
+        if ranks and len(pids) >= len(ranks):
+            out |= ranks
+    return out
+
+
 def _record_times(events: Sequence[Event]) -> dict[tuple[str, int], float]:
     """Each ranked event's time: its own, or for a line of a logged traceback the time of the error record
     it continues.
@@ -1921,7 +1956,7 @@ def _closed_after_peer_timeout(events: Sequence[Event], victims: Sequence[Row]) 
 
 RANK_STATUS_KEYS = ("rank", "host", "status", "crashed", "hung", "victim", "quiet", "own_log", "unheard",
                     "first_error_kind", "first_error_time", "exitcode", "signal", "exited_clean",
-                    "signalled_outside", "alive_at_stop")
+                    "signalled_outside", "alive_at_stop", "stopped_by_agent")
 
 
 def rank_status_columns(
@@ -1959,12 +1994,13 @@ def rank_status_columns(
     whole = {e.path for e in events if e.kind == "launch_config"}
     outside = _signalled_outside(events, sn)
     alive = _alive_at_stop(events)
+    stopped = _stopped_by_agent(events)
     clean = clean or set()
     own_logs = own_logs or set()
     printed = printed or set()
     cols: dict[str, list[Any]] = {k: [] for k in RANK_STATUS_KEYS}
     (c_rank, c_host, c_status, c_crashed, c_hung, c_victim, c_quiet, c_own, c_unheard, c_kind, c_time, c_exit,
-     c_signal, c_clean, c_outside, c_alive) = cols.values()
+     c_signal, c_clean, c_outside, c_alive, c_stopped) = cols.values()
     no_events: list[Event] = []
     for rank in sorted(set(ranks) | set(by_rank)):
         evs = by_rank.get(rank, no_events)
@@ -2012,6 +2048,7 @@ def rank_status_columns(
         c_clean.append(rank in clean and exitcode is None and not crashed and not hung)
         c_outside.append(rank in outside and not crashed and not hung)
         c_alive.append(rank in alive)
+        c_stopped.append(rank in stopped and not crashed and not hung)
     unheard = _unheard(cols, world)
     cols["unheard"] = [r in unheard for r in c_rank]
     return cols

@@ -90,12 +90,16 @@ def origin_of(rel: str) -> PathHints:
         return PathHints(Origin())
     name = parts[-1]
     dirs = parts[:-1]
-    # torchrun tree: <host?>/<run_id>_<suffix>/attempt_<N>/<local_rank>/<file>
+    # torchrun tree: <host?>/[logs/]<run_id>_<suffix>/attempt_<N>/<local_rank>/<file>
     if len(dirs) >= 3 and TORCHRUN_FILE_RE.match(name) and LOCAL_DIR_RE.match(dirs[-1]):
         m = ATTEMPT_RE.match(dirs[-2])
         if m:
             run_dir = dirs[-3]
             host = dirs[-4] if len(dirs) >= 4 and hostlike(dirs[-4]) else None
+            # `<host>/logs/<run_id>_<suffix>/...`: a node's `--log-dir logs` collected under the node's name
+            if (host is None and len(dirs) >= 5 and dirs[-4].lower() in GENERIC_DIRS
+                    and hostlike(dirs[-5])):
+                host = dirs[-5]
             stream = name[:-4] if name.endswith(".log") else None
             return PathHints(Origin(local_rank=int(dirs[-1]), attempt=int(m["n"]), stream=stream, host=host,
                                    node_dir=run_dir))

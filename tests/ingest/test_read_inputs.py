@@ -179,6 +179,10 @@ def test_error_json_new_format(tmp_path: Path) -> None:
     ("logs2024/train.log", Origin()),
     ("gpu-node-07/train.log", Origin(host="gpu-node-07")),
     ("r/run_1_abcd/attempt_0/3/stdout.log", Origin(local_rank=3, attempt=0, stream="stdout", node_dir="run_1_abcd")),
+    # a node's `--log-dir logs` collected under the node's name (real multi-node runs, tests/written_cases/r58-*)
+    ("gpu-a02/logs/run_1_abcd/attempt_0/1/stderr.log",
+     Origin(local_rank=1, attempt=0, stream="stderr", host="gpu-a02", node_dir="run_1_abcd")),
+    ("exp/logs/run_1_abcd/attempt_0/1/stderr.log", Origin(local_rank=1, attempt=0, stream="stderr", node_dir="run_1_abcd")),
     # Open MPI `mpirun --output-filename out`: out/<local jobid>/rank.<vpid>/std{out,err}, zero-padded vpid
     ("out/1/rank.2/stdout", Origin(rank=2, stream="stdout")),
     ("out/1/rank.11/stderr", Origin(rank=11, stream="stderr")),
