@@ -14,7 +14,7 @@ import re
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "probe55"))
-from cut import blocks, lines_of, shows, table  # noqa: E402
+from cut import blocks, lines_of, shows, table
 
 PROGRESS = re.compile(r"\d+%\|.*\|\s*\d+/\d+|\{'loss': |^(\[default\d+\]:)?step \d+: loss")
 ERR = re.compile(r"Traceback|Error\b|Timed out|exitcode")
