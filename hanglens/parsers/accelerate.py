@@ -50,7 +50,8 @@ class AccelerateParser(Parser):
     """
 
     name = "accelerate"
-    triggers = (HEAD,)
+    # the list's own words too: its lines come while a report is open anyway, and read alone they open nothing
+    triggers = (HEAD, "Operation: `", "Input shapes:", "- Process ")
     emits = (
         EventSpec("operation_shapes", ("operation", "ranks", "shapes"),
                   "accelerate's debug-mode check found processes whose input shapes differ before a "
