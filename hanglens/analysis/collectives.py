@@ -451,12 +451,30 @@ def _add_matched_before_peer(cells: dict[tuple[str, int], dict[int, Row]], misma
                 cell.setdefault(r, dict(cell[w]))
 
 
+def _add_operation_shapes(cells: dict[tuple[str, int], dict[int, Row]], events: Sequence[Event]) -> None:
+    """accelerate's debug-mode shape reports (parsers/accelerate.py): every process's input shape to one
+    accelerate operation, which runs on the default group; each operation gets its own unnumbered key
+    (below -1, the key of torch 1.10's unnumbered timeouts), every process's copy of a report the same."""
+    keys: dict[str, int] = {}
+    reports = [e for e in events if e.kind == "operation_shapes"]
+    for own in (True, False):   # a rank's own copy of the report is its evidence, another's only without it
+        for e in reports:
+            op = str(e.get("operation"))
+            key = ("0", keys.setdefault(op, -2 - len(keys)))
+            for rank, shape in zip(e.get("ranks") or [], e.get("shapes") or [], strict=False):
+                if isinstance(rank, int) and (e.rank == rank) == own:
+                    cells[key].setdefault(rank, {"op": op, "numel_in": None, "numel_out": None,
+                                                 "shape": shape, "dtype": None, "path": e.path,
+                                                 "line": e.line})
+
+
 def disagreement(events: Sequence[Event], state: Sequence[Mapping[str, Any]],
                  hosts: dict[int, str]) -> list[Row]:
     """Ranks that disagree at the same (pg, seq): op type, numel, shape or dtype.
 
-    Two sources: timed-out works of several ranks at the same (pg, seq) with different op/numel, and
-    DETAIL fingerprint mismatches (each names two ranks and what each runs). `minority` marks the
+    Three sources: timed-out works of several ranks at the same (pg, seq) with different op/numel, DETAIL
+    fingerprint mismatches (each names two ranks and what each runs), and accelerate's debug-mode shape
+    reports (every process's shape to one operation). `minority` marks the
     ranks whose signature differs from the most common one; with a tie nobody is the minority.
     """
     cells: dict[tuple[str, int], dict[int, Row]] = defaultdict(dict)
@@ -526,6 +544,7 @@ def disagreement(events: Sequence[Event], state: Sequence[Mapping[str, Any]],
             )
             votes[key][ranks[side]] += 1
     _add_matched_before_peer(cells, mismatches, global_ranks)
+    _add_operation_shapes(cells, events)
     out: list[Row] = []
     for (pg, seq), per_rank in sorted(cells.items()):
         sigs = {rank: _signature(c) for rank, c in per_rank.items()}

@@ -184,7 +184,11 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
     A rank whose collective timed out raises in its own thread (gloo's `Timed out waiting <ms>ms`, a blocking
     wait) and exits with the code of any uncaught exception (failure-signatures.md sections 0.1 and 17): when
     ranks whose timeouts are in the input exited with the same code, a rank that left only that code may be
-    one more of them whose lines were cut from an excerpt, so its exit code alone names no fault.
+    one more of them whose lines were cut from an excerpt, so its exit code alone names no fault. gloo has
+    no watchdog that aborts the process: its `Timed out waiting <ms>ms for <send|recv> operation` is always
+    raised in the caller (gloo/transport/tcp/unbound_buffer.cc, log-formats.md section 7), so a gloo timeout
+    that exits does so with Python's uncaught-exception code 1, even when the rank whose timeout the input
+    shows was stopped by SIGTERM before it could exit on its own.
     """
     sn = single_node(events)
     informed = {
@@ -206,6 +210,8 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
     timed_out |= {r for e in raised if (r := e.rank) is not None and r not in own and e.get("chained")
                   and is_victim_exception(e)}
     timeout_codes = {_exitcode(e) for e in exits if rank_about(e, sn) in timed_out}
+    if any(e.kind == "hang_detected" and e.get("detector") == "gloo" for e in events):
+        timeout_codes.add(1)
     out: dict[int, Event] = {}
     for e in exits:
         rank, code = rank_about(e, sn), _exitcode(e)

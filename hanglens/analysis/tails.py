@@ -28,6 +28,9 @@ KIND = "last_line"
 _OWN_TAG_RE = re.compile(
     r"^[\[(<]?(?:rank|gpu|worker|proc|process|device|cuda|dev|node|w|r)[ _:#-]?(?P<n>\d{1,6})(?:/\d{1,6})?"
     r"[\])>:|]?\s+", re.IGNORECASE)
+# accelerate's logger (`accelerate.logging.get_logger`, MultiProcessAdapter.log in accelerate/logging.py) puts
+# `[RANK <process_index>] ` before every message, after the logging format's own header (time, level, name).
+_ACCELERATE_TAG_RE = re.compile(r"\[RANK (?P<n>\d{1,6})\] ")
 # Values that differ from rank to rank or run to run at the same point of the script: times of day, floats (a
 # loss, a rate), hex addresses, process ids and long counts.
 _TIME_RE = re.compile(r"\d{1,2}:\d\d(?::\d\d)?(?:[.,]\d+)?")
@@ -50,6 +53,9 @@ def line_key(text: str, rank: int | None) -> str:
     m = _OWN_TAG_RE.match(text)
     if m is not None and rank is not None and int(m["n"]) == rank:
         text = text[m.end():]
+    a = _ACCELERATE_TAG_RE.search(text) if "[RANK " in text else None
+    if a is not None and rank is not None and int(a["n"]) == rank:
+        text = text[:a.start()] + text[a.end():]
     text = _TIME_RE.sub("t", _LEAD_TIME_RE.sub("", text.strip()))
     text = _HEX_RE.sub("0x#", text)
     text = _FLOAT_RE.sub("#.#", text)

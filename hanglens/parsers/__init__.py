@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hanglens.parsers.accelerate import AccelerateParser
 from hanglens.parsers.base import EventSpec, Example, Parser
 from hanglens.parsers.c10d import C10dParser
 from hanglens.parsers.catchall import CatchallParser
@@ -28,6 +29,7 @@ from hanglens.parsers.wrapper import WrapperParser
 PARSERS: tuple[type[Parser], ...] = (
     C10dParser,
     WrapperParser,
+    AccelerateParser,
     FrtraceParser,
     NcclRasParser,
     DdpParser,

@@ -73,3 +73,18 @@ def test_an_exit_code_unlike_the_victims_still_names_the_rank(tmp_path: Path) ->
     v = _verdict(tmp_path, text)
     assert v["category"] == "rank_crash"
     assert v["culprit_ranks"] == [1]
+
+
+def test_a_gloo_timeout_whose_rank_was_stopped_still_explains_an_exit_code_1(tmp_path: Path) -> None:
+    # probe56 (an accelerate loop, torch 2.13): the one traceback left is rank 2's gloo timeout, and the agent
+    # SIGTERMed rank 2 before it exited; gloo raises its timeouts in the caller, so a timed-out rank that
+    # exits does so with code 1: rank 3's exit 1 with no line of its own names no fault of its own
+    text = (TAIL.replace("[default0]:[rank0]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:129] Timed out waiting 10000ms for send operation to complete\n", "")
+            .replace(_entry(1, 1, 1, 10840), _entry(1, 1, -15, 10840))
+            .replace(_entry(2, 2, 1, 10841), _entry(2, 2, -15, 10841))
+            .replace(_entry(3, 3, -15, 10842), _entry(3, 3, 1, 10842))
+            .replace(_entry(0, 0, 1, 10839), _entry(0, 0, -15, 10839))
+            .replace("failed (exitcode: 1) local_rank: 0 (pid: 10839)", "failed (exitcode: 1) local_rank: 3 (pid: 10842)"))
+    v = _verdict(tmp_path, text)
+    assert v["category"] != "rank_crash"
+    assert 3 not in v["culprit_ranks"]

@@ -80,6 +80,15 @@ def test_line_key_keeps_the_iteration_and_drops_what_differs_between_ranks() -> 
     assert line_key("shard 1: batch ready", 0) != line_key("batch ready", 0)
 
 
+def test_line_key_drops_accelerates_own_rank_tag_after_the_logging_header() -> None:
+    # accelerate/logging.py MultiProcessAdapter: `[RANK <process_index>] ` before the message
+    head = "12/06/2026 06:08:37 - INFO - __main__ - "
+    assert line_key(head + "[RANK 1] Distributed environment: MULTI_CPU", 1) == line_key(
+        head + "[RANK 0] Distributed environment: MULTI_CPU", 0)
+    # another rank's tag is what the line says
+    assert line_key(head + "[RANK 3] joined", 1) != line_key(head + "joined", 1)
+
+
 # -- the positions, against their definition written out peer by peer --------------------------------
 
 
