@@ -481,7 +481,8 @@ def test_torchtitans_tracing_span_decorator_says_nothing_about_the_phase() -> No
     assert site(f, s).site == "step"
 
 
-LIGHTNING_SIGNAL = "/opt/env/lib/python3.10/site-packages/lightning/pytorch/trainer/connectors/signal_connector.py"
+LIGHTNING_SIGNAL = ("/opt/env/lib/python3.10/site-packages/lightning/pytorch/trainer/connectors/"
+                    "signal_connector.py")
 
 
 def test_stop_that_interrupted_the_rank_in_its_own_code_is_outside() -> None:
@@ -498,7 +499,7 @@ def test_stop_that_interrupted_the_rank_in_its_own_code_is_outside() -> None:
 def test_stop_that_interrupted_a_wait_or_no_stop_is_not_outside() -> None:
     in_collective, _ = stack(MAIN, ("/srv/app/model.py", 90, "sync", "dist.all_reduce(t)"),
                              tail=(*c10d("all_reduce"),
-                                   (LIGHTNING_SIGNAL, 118, "_sigterm_notifier_fn", "dist.broadcast(t, src=0)"),
+                                   (LIGHTNING_SIGNAL, 118, "_sigterm_notifier_fn", "dist.broadcast(t, 0)"),
                                    *c10d("broadcast")))
     in_loader, _ = stack(MAIN, (f"{LIB}/utils/data/dataloader.py", 1295, "_get_data", "self._try_get_data()"))
     own_error, _ = stack(MAIN, ("/srv/app/model.py", 12, "load", "open(path)"))
