@@ -416,6 +416,8 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     lone_abort = next(iter(aborted)) if len(aborted) == 1 else None
     calls = collectives.call_rows(evs, hosts, lone_abort, last_step)
     tables["collective_call"] = frame("collective_call", calls)
+    tables["stopped_outside_collective"] = frame("stopped_outside_collective",
+                                                 collectives.stopped_outside_rows(evs, hosts))
     tables["mesh_group"] = frame("mesh_group", mesh.group_rows(layout, hosts))
     tables["mesh_disagreement"] = frame("mesh_disagreement", mesh.disagreement_rows(evs, hosts))
     tables["mesh_group_split"] = frame("mesh_group_split", mesh.split_rows(layout, calls, hosts))

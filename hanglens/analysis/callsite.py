@@ -163,6 +163,42 @@ def interrupted_frames(frames: Sequence[str]) -> Sequence[str]:
     return frames
 
 
+# A stop's own exception: KeyboardInterrupt (SIGINT, a launcher's or the user's Ctrl-C) is raised where the
+# main thread was, so its traceback is a stack of that moment (failure-signatures.md section 16 item 4).
+STOP_EXCEPTIONS = frozenset({"KeyboardInterrupt"})
+# Where a stopped process was that says nothing of where its work was: the DataLoader's fetch (a stall of
+# its own, section 7) and the interpreter's exit path.
+_NOT_WORK_RE = re.compile(r"(?:^|/)torch/utils/data/|\bin (?:_shutdown_workers|_exitfunc)$")
+
+
+def stopped_outside(frames: Sequence[str], exc_type: str) -> tuple[str, str] | None:
+    """(innermost program frame, what stopped it) of a stack a stop interrupted outside torch.distributed.
+
+    A stop that reaches a rank through a signal handler (Lightning's SIGTERM handler, SIGNAL_HANDLER_RE,
+    run when torchrun's agent sends its closing SIGTERM after a peer failed: failure-signatures.md section
+    0.6) or as a KeyboardInterrupt prints the frames the rank was in at that moment. When none of them is a
+    collective, a barrier, DDP's reducer or the DataLoader, the rank was busy in its own work, not waiting
+    for its peers. None when the stack was not interrupted, waits in communication, or names no frame of
+    the program's own.
+    """
+    cut = interrupted_frames(frames)
+    if len(cut) < len(frames):
+        how = "Lightning's SIGTERM handler"
+    elif str(exc_type).rsplit(".", 1)[-1] in STOP_EXCEPTIONS:
+        how = "KeyboardInterrupt"
+    else:
+        return None
+    if not cut or blocking_call(cut) is not None:
+        return None
+    if any(TORCH_DISTRIBUTED_RE.search(str(f)) or _NOT_WORK_RE.search(str(f)) for f in cut):
+        return None
+    for fr in reversed(cut):
+        parts = split_frame(fr)
+        if parts is not None and not LIBRARY_RE.search(parts[0]):
+            return f"{parts[0].rsplit('/', 1)[-1]}:{parts[1]} in {parts[2]}", how
+    return None
+
+
 def _pipeline_wait(frames: Sequence[str], sources: Sequence[str]) -> tuple[int, int, str, str] | None:
     """A stack blocked in a pipelining schedule's point-to-point wait (PIPELINE_WAITS): (index of the
     outermost pipelining frame, index of the wait, op, op), the op `send`, `recv` or PIPELINE_P2P."""

@@ -677,6 +677,21 @@ def call_rows(events: Sequence[Event], hosts: dict[int, str], aborted: int | Non
     return _mark_calls(first, stacks, last_step)
 
 
+def stopped_outside_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
+    """Per rank, its first traceback a stop interrupted outside any collective (callsite.stopped_outside):
+    where its own work was when the stop came."""
+    rows: dict[int, Row] = {}
+    for e in events:
+        if e.kind != "exception" or e.rank is None or e.rank in rows:
+            continue
+        frames = [str(f) for f in e.get("frames") or []]
+        found = callsite.stopped_outside(frames, str(e.get("exc_type") or ""))
+        if found is not None:
+            rows[e.rank] = {"rank": e.rank, "host": hosts.get(e.rank), "user_frame": found[0],
+                            "stopped_by": found[1], "path": e.path, "line": e.line}
+    return [rows[r] for r in sorted(rows)]
+
+
 def stack_calls(events: Sequence[Event], hosts: dict[int, str], aborted: int | None = None) -> list[Row]:
     """Each rank's own blocking collective as its stack shows it (call, entry, user_frame, path, line),
     unmarked and also for a single rank: what call_rows compares before it judges the sides."""

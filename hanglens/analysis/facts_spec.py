@@ -124,6 +124,14 @@ FACT_SPECS: dict[str, FactSpec] = {
             "the side that differs from most ranks (none when no signature has a majority).",
         ),
         FactSpec(
+            "stopped_outside_collective",
+            ("rank", "host", "user_frame", "stopped_by", *_EVIDENCE),
+            "Ranks whose traceback a stop interrupted (Lightning's SIGTERM handler run by torchrun's "
+            "closing SIGTERM, or a KeyboardInterrupt) in their own work: no collective, barrier, DDP "
+            "reducer or DataLoader fetch among the interrupted frames; `user_frame` is the innermost "
+            "frame of the program's own, `stopped_by` what interrupted it.",
+        ),
+        FactSpec(
             "collective_call",
             ("rank", "host", "call", "entry", "user_frame", "calls", "places", "minority", "majority_went_on",
              "site_minority", "site", "site_reason", "odd_site", "site_differs", "subgroup", *_EVIDENCE),

@@ -65,7 +65,12 @@ PRE_HOST_RE = re.compile(r"^[\[(]?(?P<host>(?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w-]
 # `Exception ignored while <doing what>`) on the line before the traceback. The exception was printed and
 # dropped; the process went on.
 UNRAISABLE_RE = re.compile(r"^\s*Exception ignored (?:in\b|on\b|while\b)")
-MAX_FRAMES = 40
+# Frames kept per traceback (the innermost; the outermost are dropped past it). Framework stacks are deep:
+# a Lightning 2.x training step that logs with `sync_dist=True` is 50-55 frames from `<module>` to the
+# collective (trainer, loops, closure, optimizer, precision plugin, module hooks, metric update, `_sync_ddp`),
+# and two ranks' stacks are compared from their outermost frame (analysis/callsite.py `common_prefix`): a
+# stack cut at its top no longer lines up with an uncut one, and frames every rank runs read as a side's.
+MAX_FRAMES = 80
 MAX_TB_LINES = 3000
 MAX_NOISE = 20        # unrelated lines tolerated inside one traceback (interleaved writers)
 MAX_TAIL = 8          # message continuation lines tolerated after the exception line

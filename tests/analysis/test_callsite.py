@@ -479,3 +479,32 @@ def test_torchtitans_tracing_span_decorator_says_nothing_about_the_phase() -> No
         tail=c10d("all_gather_single", 4394),
     )
     assert site(f, s).site == "step"
+
+
+LIGHTNING_SIGNAL = ("/opt/env/lib/python3.10/site-packages/lightning/pytorch/trainer/connectors/"
+                    "signal_connector.py")
+
+
+def test_stop_that_interrupted_the_rank_in_its_own_code_is_outside() -> None:
+    # Lightning's SIGTERM handler broadcasts from inside the frame it interrupted: the frames above it
+    # are where the rank was (a sleep in its training_step), in no collective.
+    frames, _ = stack(MAIN, ("/srv/app/model.py", 100, "training_step", "time.sleep(75)"),
+                      tail=((LIGHTNING_SIGNAL, 36, "__call__", "signal_handler(signum, frame)"),
+                            (LIGHTNING_SIGNAL, 118, "_sigterm_notifier_fn", "dist.broadcast(t, src=0)"),
+                            *c10d("broadcast")))
+    assert callsite.stopped_outside(frames, "RuntimeError") == (
+        "model.py:100 in training_step", "Lightning's SIGTERM handler")
+
+
+def test_stop_that_interrupted_a_wait_or_no_stop_is_not_outside() -> None:
+    in_collective, _ = stack(MAIN, ("/srv/app/model.py", 90, "sync", "dist.all_reduce(t)"),
+                             tail=(*c10d("all_reduce"),
+                                   (LIGHTNING_SIGNAL, 118, "_sigterm_notifier_fn", "dist.broadcast(t, 0)"),
+                                   *c10d("broadcast")))
+    in_loader, _ = stack(MAIN, (f"{LIB}/utils/data/dataloader.py", 1295, "_get_data", "self._try_get_data()"))
+    own_error, _ = stack(MAIN, ("/srv/app/model.py", 12, "load", "open(path)"))
+    assert (callsite.stopped_outside(in_collective, "RuntimeError"),
+            callsite.stopped_outside(in_loader, "KeyboardInterrupt"),
+            callsite.stopped_outside(own_error, "FileNotFoundError"),
+            callsite.stopped_outside(own_error, "KeyboardInterrupt")) == (
+        None, None, None, ("model.py:12 in load", "KeyboardInterrupt"))

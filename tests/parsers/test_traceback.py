@@ -109,3 +109,16 @@ def test_ray_task_error_is_the_remote_workers_exception() -> None:
     (ev,) = events(text, "exception")
     assert (ev.get("exc_type"), ev.get("message"), ev.get("frame_file"), ev.writer, ev.host) == (
         "KeyError", "'fr-lora'", "/srv/serve.py", "ray TPShard 20417", "10.8.1.5")
+
+
+def test_deep_framework_stack_keeps_its_outermost_frame() -> None:
+    # A Lightning 2.x training step that logs with `sync_dist=True` is 50-55 frames deep; two ranks' stacks
+    # are compared from their outermost frame, so a stack must not lose its top below that depth.
+    frames = "".join(f"  File \"/home/user/lib/layer{i}.py\", line {i + 1}, in f{i}\n    f{i + 1}()\n"
+                     for i in range(55))
+    text = ("Traceback (most recent call last):\n  File \"/home/user/train.py\", line 183, in <module>\n"
+            "    main()\n" + frames + "RuntimeError: boom\n")
+    (ev,) = events(text, "exception")
+    got = ev.get("frames")
+    assert (len(got), got[0], got[-1]) == (56, "/home/user/train.py:183 in <module>",
+                                           "/home/user/lib/layer54.py:55 in f54")
