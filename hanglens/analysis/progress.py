@@ -402,6 +402,9 @@ def slow_phase_rows(
                 waiting_ranks=sorted(r for r in waits.ranks if r not in (rank, owner)) if outlasts else [],
                 wait=waits.kind_without(rank),
                 owner_basis=basis,
+                # A rank seen timing out in the collective was inside it until the timeout: it was not the
+                # one still running the bar's work (failure-signatures.md section 15, section 17 item 1).
+                idle_owner=(owner if owner is not None and not waits.timeouts.get(owner, 0) else None),
                 glued=glued,
                 fault_seen=all_faults - (faults.get(rank, 0) if rank is not None else 0) > 0,
                 text=bar.text[:MAX_TEXT],
