@@ -439,8 +439,8 @@ FACT_SPECS: dict[str, FactSpec] = {
             "not below it), `waiting_ranks` (the other ranks seen waiting; listed when the bar outlasts "
             "the timeout, else empty) and `wait` (`timeout`, or only a `traceback`), `rank` with "
             "`owner_basis` (the bar's own rank, or the only rank of a known world not seen waiting, else "
-            "None), `idle_owner` (that rank when it was not itself seen timing out in a collective, else None), "
-            "`glued` (another writer's line glued to the bar: printed at that moment) and "
+            "None), `idle_owner` (that rank when it was not itself seen timing out in a collective, else "
+            "None), `glued` (another writer's line glued to the bar: printed at that moment) and "
             "`fault_seen` (another process had a fault of its own).",
         ),
         FactSpec(
