@@ -15,6 +15,9 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import probelib  # noqa: E402  (tools/probelib.py)
+
 HERE = pathlib.Path(__file__).resolve().parent
 TORCHRUN = os.environ.get("TORCHRUN", str(pathlib.Path(sys.executable).with_name("torchrun")))
 VENV = str(pathlib.Path(TORCHRUN).parent.parent)
@@ -64,12 +67,7 @@ def write_job(job_dir, j):
 def rewrite(job_dir, out_root):
     subs = [(str(job_dir), "/home/user/run"), (str(HERE), "/home/user/train"), (VENV, "/home/user/.venv"),
             (str(out_root), "/home/user")]
-    for p in job_dir.rglob("*"):
-        if p.is_file() and p.name != "job.yaml":
-            t = p.read_text(errors="replace")
-            for a, b in subs:
-                t = t.replace(a, b)
-            p.write_text(t)
+    probelib.rewrite_paths(job_dir, subs)
 
 
 def run(out_root, j):
@@ -108,11 +106,7 @@ def run(out_root, j):
 
 
 def main():
-    out_root = pathlib.Path(sys.argv[1]).resolve()
-    pick = sys.argv[2:]
-    for j in JOBS:
-        if not pick or any(p in j[0] for p in pick):
-            run(out_root, j)
+    probelib.run_selected(JOBS, run)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import probelib  # noqa: E402  (tools/probelib.py)
+
 HERE = pathlib.Path(__file__).resolve().parent
 TORCHRUN = os.environ.get("TORCHRUN", str(pathlib.Path(sys.executable).with_name("torchrun")))
 VENV = str(pathlib.Path(TORCHRUN).parent.parent)   # rewritten to /home/user/.venv in the kept logs
@@ -119,7 +122,7 @@ def write_truth(case_dir, c):
                "then the one line it writes itself, slurmstepd's `CANCELLED AT <time> DUE TO TIME LIMIT` "
                "(failure-signatures.md section 16), then SIGTERM to torchrun and SIGKILL after 15 s\n"
                if "timelimit" in setup else "")
-            f"category: {cat}\naccept: [{', '.join(accept)}]\nculprit_ranks: {cul}\n")
+            + f"category: {cat}\naccept: [{', '.join(accept)}]\nculprit_ranks: {cul}\n")
     (case_dir / "case.yaml").write_text(text)
 
 
@@ -237,11 +240,7 @@ def run(out_root, c):
 
 
 def main():
-    out_root = pathlib.Path(sys.argv[1]).resolve()
-    pick = sys.argv[2:]
-    for c in CASES:
-        if not pick or any(p in c[0] for p in pick):
-            run(out_root, c)
+    probelib.run_selected(CASES, run)
 
 
 if __name__ == "__main__":

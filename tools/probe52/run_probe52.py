@@ -19,6 +19,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import probelib  # noqa: E402  (tools/probelib.py)
+
 HERE = pathlib.Path(__file__).resolve().parent
 TORCHRUN = os.environ.get("TORCHRUN", str(pathlib.Path(sys.executable).with_name("torchrun")))
 VENV = str(pathlib.Path(TORCHRUN).parent.parent)   # rewritten to /home/user/.venv in the kept logs
@@ -163,11 +166,7 @@ def run(out_root, c):
 
 
 def main():
-    out_root = pathlib.Path(sys.argv[1]).resolve()
-    pick = sys.argv[2:]
-    for c in CASES:
-        if not pick or any(x in c[0] for x in pick):
-            run(out_root, c)
+    probelib.run_selected(CASES, run)
 
 
 if __name__ == "__main__":

@@ -14,10 +14,10 @@ Python that has torch 2.13, whose torchrun is used, or set TORCHRUN)
 import os
 import pathlib
 import shutil
-import signal
-import subprocess
 import sys
-import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import probelib  # noqa: E402  (tools/probelib.py)
 
 HERE = pathlib.Path(__file__).resolve().parent
 TORCHRUN = os.environ.get("TORCHRUN", str(pathlib.Path(sys.executable).with_name("torchrun")))
@@ -65,12 +65,7 @@ def write_job(job_dir, j):
 def rewrite(job_dir, out_root):
     subs = [(str(job_dir), "/home/user/asr"), (str(HERE), "/home/user/asr"), (VENV, "/home/user/.venv"),
             (str(out_root), "/home/user")]
-    for p in job_dir.rglob("*"):
-        if p.is_file() and p.name != "job.yaml":
-            t = p.read_text(errors="replace")
-            for a, b in subs:
-                t = t.replace(a, b)
-            p.write_text(t)
+    probelib.rewrite_paths(job_dir, subs)
 
 
 def run(out_root, j):
@@ -98,19 +93,7 @@ def run(out_root, j):
     if out == "logdir":
         cmd += ["--log-dir", str(job_dir / "logs"), "--redirects", "3"]
     cmd += [str(HERE / "train.py")]
-    with open(job_dir / "console.log", "w") as fh:
-        proc = subprocess.Popen(["timeout", "-s", "TERM", "150", *cmd], stdout=fh, stderr=subprocess.STDOUT,
-                                env=env, cwd=job_dir)
-        while proc.poll() is None:
-            for k in job_dir.glob("kill.*"):
-                time.sleep(0.5)
-                try:
-                    os.kill(int(k.read_text()), signal.SIGKILL)
-                except (ValueError, ProcessLookupError):
-                    continue
-                k.unlink()
-            time.sleep(0.3)
-        rc = proc.returncode
+    rc = probelib.run_with_kill_files(cmd, job_dir, env)
     for p in [*job_dir.glob("fault.*"), *job_dir.glob("kill.*")]:
         p.unlink()
     rewrite(job_dir, out_root)
@@ -118,11 +101,7 @@ def run(out_root, j):
 
 
 def main():
-    out_root = pathlib.Path(sys.argv[1]).resolve()
-    pick = sys.argv[2:]
-    for j in JOBS:
-        if not pick or any(p in j[0] for p in pick):
-            run(out_root, j)
+    probelib.run_selected(JOBS, run)
 
 
 if __name__ == "__main__":

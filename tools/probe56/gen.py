@@ -16,10 +16,11 @@ Usage: VENV=/path/to/venv python gen.py OUT [job-name-substring ...]   (one job 
 import os
 import pathlib
 import shutil
-import signal
 import subprocess
 import sys
-import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import probelib  # noqa: E402  (tools/probelib.py)
 
 HERE = pathlib.Path(__file__).resolve().parent
 VENV = os.environ.get("VENV", str(pathlib.Path(sys.executable).parent.parent))
@@ -78,12 +79,7 @@ def write_job(job_dir, j):
 def rewrite(job_dir, out_root):
     subs = [(str(job_dir), "/home/user/run"), (str(HERE), "/home/user/proj"), (VENV, "/home/user/.venv"),
             ("/work/.venv-torch", "/home/user/.venv"), (str(out_root), "/home/user")]
-    for p in job_dir.rglob("*"):
-        if p.is_file() and p.name != "job.yaml" and p.suffix not in (".safetensors", ".bin", ".pt"):
-            t = p.read_text(errors="replace")
-            for a, b in subs:
-                t = t.replace(a, b)
-            p.write_text(t)
+    probelib.rewrite_paths(job_dir, subs, binary_suffixes=(".safetensors", ".bin", ".pt"))
 
 
 def base_model(out_root):
@@ -122,19 +118,7 @@ def run(out_root, j):
         if out == "logdir":
             cmd += ["--log_dir", str(job_dir / "logs"), "--tee", "3"]
         cmd += [str(HERE / script)]
-    with open(job_dir / "console.log", "w") as fh:
-        proc = subprocess.Popen(["timeout", "-s", "TERM", "150", *cmd], stdout=fh, stderr=subprocess.STDOUT,
-                                env=env, cwd=job_dir)
-        while proc.poll() is None:
-            for k in job_dir.glob("kill.*"):
-                time.sleep(0.5)
-                try:
-                    os.kill(int(k.read_text()), signal.SIGKILL)
-                except (ValueError, ProcessLookupError):
-                    continue
-                k.unlink()
-            time.sleep(0.3)
-        rc = proc.returncode
+    rc = probelib.run_with_kill_files(cmd, job_dir, env)
     for p in [*job_dir.glob("fault.*"), *job_dir.glob("kill.*")]:
         p.unlink()
     shutil.rmtree(job_dir / "out", ignore_errors=True)
@@ -143,11 +127,7 @@ def run(out_root, j):
 
 
 def main():
-    out_root = pathlib.Path(sys.argv[1]).resolve()
-    pick = sys.argv[2:]
-    for j in JOBS:
-        if not pick or any(p in j[0] for p in pick):
-            run(out_root, j)
+    probelib.run_selected(JOBS, run)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import probelib  # noqa: E402  (tools/probelib.py)
+
 HERE = pathlib.Path(__file__).resolve().parent
 TORCHRUN = os.environ.get("TORCHRUN", str(pathlib.Path(sys.executable).with_name("torchrun")))
 VENV = str(pathlib.Path(TORCHRUN).parent.parent)
@@ -239,11 +242,7 @@ def run(out_root, j):
 
 
 def main():
-    out_root = pathlib.Path(sys.argv[1]).resolve()
-    pick = sys.argv[2:]
-    for j in JOBS:
-        if not pick or any(p in j[0] for p in pick):
-            run(out_root, j)
+    probelib.run_selected(JOBS, run)
 
 
 if __name__ == "__main__":

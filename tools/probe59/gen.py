@@ -22,6 +22,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import probelib  # noqa: E402  (tools/probelib.py)
+
 HERE = pathlib.Path(__file__).resolve().parent
 TORCHRUN = os.environ.get("TORCHRUN", str(pathlib.Path(sys.executable).with_name("torchrun")))
 VENV = str(pathlib.Path(TORCHRUN).parent.parent)
@@ -85,12 +88,7 @@ def write_truth(case_dir, c):
 def rewrite(case_dir, out_root):
     subs = [(str(case_dir), "/home/user/run"), (str(HERE), "/home/user/train"), (VENV, "/home/user/.venv"),
             (str(out_root), "/home/user"), ("/root/.pyenv/versions/3.11.7", "/usr")]
-    for p in case_dir.rglob("*"):
-        if p.is_file() and p.name != "case.yaml":
-            t = p.read_text(errors="replace")
-            for a, b in subs:
-                t = t.replace(a, b)
-            p.write_text(t)
+    probelib.rewrite_paths(case_dir, subs, keep=("case.yaml",))
 
 
 def torchrun(ws, out, case_dir, env, log):
@@ -148,11 +146,7 @@ def run(out_root, c):
 
 
 def main():
-    out_root = pathlib.Path(sys.argv[1]).resolve()
-    pick = sys.argv[2:]
-    for c in CASES:
-        if not pick or any(p in c[0] for p in pick):
-            run(out_root, c)
+    probelib.run_selected(CASES, run)
 
 
 if __name__ == "__main__":

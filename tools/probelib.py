@@ -1,0 +1,53 @@
+"""What the probe generators under tools/probe*/ share: picking jobs from the command line, running one
+torchrun job under `timeout` while honouring the kill files its workers leave, and rewriting this machine's
+paths in the kept logs to neutral ones (/home/user/...).
+
+Each generator stays a standalone script (`python tools/probeNN/gen.py OUT [name-substring ...]`); it puts
+this folder on `sys.path` to import this module.
+"""
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+
+def run_selected(table, run):
+    """`run(out_root, row)` for each row of `table` whose name (its first field) contains one of the
+    command line's substrings, or for every row when none is given. OUT is the first argument."""
+    out_root = pathlib.Path(sys.argv[1]).resolve()
+    pick = sys.argv[2:]
+    for row in table:
+        if not pick or any(p in row[0] for p in pick):
+            run(out_root, row)
+
+
+def run_with_kill_files(cmd, job_dir, env, timeout_s=150):
+    """Run `cmd` under `timeout -s TERM`, its output into job_dir/console.log. A worker that wants to be
+    killed from outside (the `kill9` faults) writes its pid into `kill.<rank>` in job_dir: that pid is sent
+    SIGKILL and the file removed. Returns the exit code."""
+    with open(job_dir / "console.log", "w") as fh:
+        proc = subprocess.Popen(["timeout", "-s", "TERM", str(timeout_s), *cmd], stdout=fh,
+                                stderr=subprocess.STDOUT, env=env, cwd=job_dir)
+        while proc.poll() is None:
+            for k in job_dir.glob("kill.*"):
+                time.sleep(0.5)
+                try:
+                    os.kill(int(k.read_text()), signal.SIGKILL)
+                except (ValueError, ProcessLookupError):
+                    continue
+                k.unlink()
+            time.sleep(0.3)
+    return proc.returncode
+
+
+def rewrite_paths(root, subs, keep=("job.yaml",), binary_suffixes=()):
+    """Replace each (old, new) of `subs`, in order, in every file under `root` but the ones named in
+    `keep` and the ones with a suffix in `binary_suffixes`."""
+    for p in root.rglob("*"):
+        if p.is_file() and p.name not in keep and p.suffix not in binary_suffixes:
+            t = p.read_text(errors="replace")
+            for a, b in subs:
+                t = t.replace(a, b)
+            p.write_text(t)
