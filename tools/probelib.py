@@ -5,6 +5,7 @@ paths in the kept logs to neutral ones (/home/user/...).
 Each generator stays a standalone script (`python tools/probeNN/gen.py OUT [name-substring ...]`); it puts
 this folder on `sys.path` to import this module.
 """
+import contextlib
 import os
 import pathlib
 import signal
@@ -23,15 +24,19 @@ def run_selected(table, run):
             run(out_root, row)
 
 
-def run_with_kill_files(cmd, job_dir, env, timeout_s=150):
-    """Run `cmd` under `timeout -s TERM`, its output into job_dir/console.log. A worker that wants to be
-    killed from outside (the `kill9` faults) writes its pid into `kill.<rank>` in job_dir: that pid is sent
-    SIGKILL and the file removed. Returns the exit code."""
-    with open(job_dir / "console.log", "w") as fh:
-        proc = subprocess.Popen(["timeout", "-s", "TERM", str(timeout_s), *cmd], stdout=fh,
-                                stderr=subprocess.STDOUT, env=env, cwd=job_dir)
+def run_with_kill_files(cmd, job_dir, env, timeout_s=150, *, log=None, cwd=None, timeout_signal="TERM",
+                        own_session=False):
+    """Run `cmd` in `cwd` (default job_dir) under `timeout -s <timeout_signal>`, its output into `log`
+    (default job_dir/console.log). A worker that wants to be killed from outside (the `kill9` faults) writes
+    its pid into `kill.<rank>` in `cwd`: that pid is sent SIGKILL and the file removed. With `own_session`
+    the job runs in a session of its own whose process group is killed at the end (a launcher such as
+    Lightning's leaves its child ranks behind when its parent is killed). Returns the exit code."""
+    cwd = cwd or job_dir
+    with open(log or job_dir / "console.log", "w") as fh:
+        proc = subprocess.Popen(["timeout", "-s", timeout_signal, str(timeout_s), *cmd], stdout=fh,
+                                stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=own_session)
         while proc.poll() is None:
-            for k in job_dir.glob("kill.*"):
+            for k in cwd.glob("kill.*"):
                 time.sleep(0.5)
                 try:
                     os.kill(int(k.read_text()), signal.SIGKILL)
@@ -39,6 +44,9 @@ def run_with_kill_files(cmd, job_dir, env, timeout_s=150):
                     continue
                 k.unlink()
             time.sleep(0.3)
+    if own_session:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
     return proc.returncode
 
 

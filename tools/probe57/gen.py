@@ -15,15 +15,14 @@ Usage: python gen.py OUT [job-name-substring ...]   (one job at a time, each und
 Python that has torch 2.13 and lightning 2.6.6)
 """
 
-import contextlib
 import os
 import pathlib
 import re
 import shutil
-import signal
-import subprocess
 import sys
-import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import probelib  # noqa: E402  (tools/probelib.py)
 
 HERE = pathlib.Path(__file__).resolve().parent
 PY = sys.executable
@@ -162,42 +161,28 @@ def run(out_root, j):
         if out == "logdir":
             cmd += ["--log-dir", str(case_dir / "logs"), "--redirects", "3"]
         cmd += [str(HERE / "train.py")]
-    with open(case_dir / "console.log", "w") as fh:
-        proc = subprocess.Popen(["timeout", "-s", "KILL", "150", *cmd], stdout=fh, stderr=subprocess.STDOUT,
-                                env=env, cwd=work, start_new_session=True)
-        while proc.poll() is None:
-            for k in work.glob("kill.*"):
-                time.sleep(0.5)
-                try:
-                    os.kill(int(k.read_text()), signal.SIGKILL)
-                except (ValueError, ProcessLookupError):
-                    continue
-                k.unlink()
-            time.sleep(0.3)
-    # Lightning's launcher leaves its child ranks behind when the parent is killed: end this job's process group
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    # Lightning's launcher leaves its child ranks behind when the parent is killed: the job's process group is
+    # ended after it
+    rc = probelib.run_with_kill_files(cmd, case_dir, env, cwd=work, timeout_signal="KILL", own_session=True)
     venv = str(pathlib.Path(PY).parent.parent)
     subs = [(str(work), "/home/user/regress"), (str(HERE), "/home/user/regress"), (venv, "/home/user/.venv"),
             ("/work/.venv-torch", "/home/user/.venv"), (sys.base_prefix, "/usr"), (str(out_root), "/home/user/runs")]
     rewrite(case_dir, subs)
-    print(f"{name}: rc={proc.returncode}", flush=True)
+    print(f"{name}: rc={rc}", flush=True)
     for style, arg in cuts:
         cut(out_root, j, style, arg, head)
 
 
 def main():
-    out_root = pathlib.Path(sys.argv[1]).resolve()
-    pick = sys.argv[2:]
-    cuts_only = "--cuts-only" in pick
-    pick = [p for p in pick if p != "--cuts-only"]
-    for j in JOBS:
-        if not pick or any(p in j[0] for p in pick):
-            if cuts_only:
-                for style, arg in j[8]:
-                    cut(out_root, j, style, arg, header(*j[:4], j[4], j[5]))
-            else:
-                run(out_root, j)
+    if "--cuts-only" in sys.argv:
+        sys.argv.remove("--cuts-only")
+
+        def cuts(out_root, j):
+            for style, arg in j[8]:
+                cut(out_root, j, style, arg, header(*j[:4], j[4], j[5]))
+        probelib.run_selected(JOBS, cuts)
+    else:
+        probelib.run_selected(JOBS, run)
 
 
 if __name__ == "__main__":

@@ -17,10 +17,7 @@ Python that has torch 2.13, whose torchrun is used, or set TORCHRUN)
 import os
 import pathlib
 import shutil
-import signal
-import subprocess
 import sys
-import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import probelib  # noqa: E402  (tools/probelib.py)
@@ -98,19 +95,7 @@ def torchrun(ws, out, case_dir, env, log):
     if out == "logdir":
         cmd += ["--log-dir", str(case_dir / "logs"), "--redirects", "3"]
     cmd += [str(HERE / "train.py")]
-    with open(log, "w") as fh:
-        proc = subprocess.Popen(["timeout", "-s", "TERM", "150", *cmd], stdout=fh, stderr=subprocess.STDOUT,
-                                env=env, cwd=case_dir)
-        while proc.poll() is None:
-            for k in case_dir.glob("kill.*"):
-                time.sleep(0.5)
-                try:
-                    os.kill(int(k.read_text()), signal.SIGKILL)
-                except (ValueError, ProcessLookupError):
-                    continue
-                k.unlink()
-            time.sleep(0.3)
-    return proc.returncode
+    return probelib.run_with_kill_files(cmd, case_dir, env, log=log)
 
 
 def run(out_root, c):
