@@ -570,7 +570,8 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 "before_link_errors": before_links(e),
                 "before_peer_errors": before_peers(e, rank),
                 "time": e.time,
-                "text": _relayed_text(e, rank, rank_about(e, sn))[:300] if rank in relayed else e.text[:300],
+                "text": (_relayed_text(e, rank, rank_about(e, sn)) if rank in relayed
+                         else _own_checkpoint_text(e, rank))[:300],
                 "path": e.path,
                 "line": e.line,
             }
@@ -587,6 +588,17 @@ def _relayed_text(e: Event, rank: int, reporter: int | None) -> str:
     by = f"rank {reporter}'s" if reporter is not None else "a"
     head = f"rank {rank}'s failure relayed by {by} {e.text.strip()}"
     return f"{head} (RANK {rank}: {own})" if own else head
+
+
+def _own_checkpoint_text(e: Event, rank: int) -> str:
+    """A rank's own line, with the exception it raised when the line is a DCP report naming that rank alone.
+
+    Every rank raises the same `CheckpointException ranks:dict_keys([<r>])`; the failing rank's own error
+    (a full disk's `unexpected pos`, a missing key) is only in the traceback the report carries (`(RANK
+    <r>)`, api.py `CheckpointException.__str__`): quoted, the crash says what failed, not only that it did.
+    """
+    own = e.get("original_message") if checkpoint_failed_ranks(e) == [rank] else None
+    return f"{e.text.strip()} (RANK {rank}: {own})" if own else e.text
 
 
 def _relayed_checkpoint_failures(events: Sequence[Event]) -> dict[int, Event]:

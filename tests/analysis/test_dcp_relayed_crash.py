@@ -73,3 +73,13 @@ def test_a_report_naming_its_own_rank_adds_nothing_new(tmp_path: Any) -> None:
     crash = api.analyze([tmp_path]).tables.fact("crash")
     assert list(crash["rank"]) == [1]
     assert "relayed" not in crash.iloc[0]["text"]
+
+
+def test_the_failed_ranks_own_report_quotes_its_own_error(tmp_path: Any) -> None:
+    """Every rank raises the same report; the named rank's own line says only that it failed, its error is
+    in the traceback the report carries: the crash row quotes it."""
+    (tmp_path / "rank2.txt").write_text(_report([2], prefix="[rank2]: "))
+    crash = api.analyze([tmp_path]).tables.fact("crash")
+    row = crash[crash["rank"] == 2].iloc[0]
+    assert "relayed" not in row["text"]
+    assert "(RANK 2: [Errno 30] Read-only file system" in row["text"]
