@@ -6,6 +6,7 @@ Each generator stays a standalone script (`python tools/probeNN/gen.py OUT [name
 this folder on `sys.path` to import this module.
 """
 import contextlib
+import functools
 import os
 import pathlib
 import signal
@@ -59,3 +60,13 @@ def rewrite_paths(root, subs, keep=("job.yaml",), binary_suffixes=()):
             for a, b in subs:
                 t = t.replace(a, b)
             p.write_text(t)
+
+
+@functools.cache
+def torch_prefix(python):
+    """The environment whose torch `python` imports (its `<prefix>/lib/pythonX.Y/site-packages/torch`): a
+    venv that takes torch from another one through a `.pth` file prints that one's paths in its tracebacks,
+    and they are rewritten like the venv's own."""
+    code = "import pathlib, torch; print(pathlib.Path(torch.__file__).parents[4])"
+    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+

@@ -128,7 +128,8 @@ def write_truth(case_dir, c):
 
 def rewrite(case_dir, out_root):
     subs = [(str(case_dir), "/home/user/run"), (str(HERE), "/home/user/train"),
-            (VENV, "/home/user/.venv"), (str(out_root.parent), "/home/user"), ("/root/", "/home/user/")]
+            (VENV, "/home/user/.venv"), (str(out_root.parent), "/home/user"),
+            (str(pathlib.Path.home()) + "/", "/home/user/")]
     if MEMCG:
         subs.append((MEMCG[len("/sys/fs/cgroup/memory"):], "/kubepods/pod-train"))
     for p in case_dir.rglob("*"):

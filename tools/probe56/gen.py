@@ -78,7 +78,7 @@ def write_job(job_dir, j):
 
 def rewrite(job_dir, out_root):
     subs = [(str(job_dir), "/home/user/run"), (str(HERE), "/home/user/proj"), (VENV, "/home/user/.venv"),
-            ("/work/.venv-torch", "/home/user/.venv"), (str(out_root), "/home/user")]
+            (probelib.torch_prefix(PY), "/home/user/.venv"), (str(out_root), "/home/user")]
     probelib.rewrite_paths(job_dir, subs, binary_suffixes=(".safetensors", ".bin", ".pt"))
 
 

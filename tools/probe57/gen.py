@@ -166,7 +166,7 @@ def run(out_root, j):
     rc = probelib.run_with_kill_files(cmd, case_dir, env, cwd=work, timeout_signal="KILL", own_session=True)
     venv = str(pathlib.Path(PY).parent.parent)
     subs = [(str(work), "/home/user/regress"), (str(HERE), "/home/user/regress"), (venv, "/home/user/.venv"),
-            ("/work/.venv-torch", "/home/user/.venv"), (sys.base_prefix, "/usr"), (str(out_root), "/home/user/runs")]
+            (probelib.torch_prefix(PY), "/home/user/.venv"), (sys.base_prefix, "/usr"), (str(out_root), "/home/user/runs")]
     rewrite(case_dir, subs)
     print(f"{name}: rc={rc}", flush=True)
     for style, arg in cuts:

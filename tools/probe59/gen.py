@@ -84,7 +84,7 @@ def write_truth(case_dir, c):
 
 def rewrite(case_dir, out_root):
     subs = [(str(case_dir), "/home/user/run"), (str(HERE), "/home/user/train"), (VENV, "/home/user/.venv"),
-            (str(out_root), "/home/user"), ("/root/.pyenv/versions/3.11.7", "/usr")]
+            (str(out_root), "/home/user"), (sys.base_prefix, "/usr")]
     probelib.rewrite_paths(case_dir, subs, keep=("case.yaml",))
 
 
