@@ -571,7 +571,7 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
                 "before_peer_errors": before_peers(e, rank),
                 "time": e.time,
                 "text": (_relayed_text(e, rank, rank_about(e, sn)) if rank in relayed
-                         else _own_checkpoint_text(e, rank))[:300],
+                         else _with_checkpoint_cause(e.text, e, rank))[:300],
                 "path": e.path,
                 "line": e.line,
             }
@@ -583,22 +583,19 @@ def _relayed_text(e: Event, rank: int, reporter: int | None) -> str:
     """A relayed DCP failure as its report cites it: which rank relayed it, and the failed rank's own
     exception message when the report names that rank alone (the message the parser kept is the last
     relayed one)."""
-    named = checkpoint_failed_ranks(e) or []
-    own = e.get("original_message") if len(named) == 1 else None
     by = f"rank {reporter}'s" if reporter is not None else "a"
-    head = f"rank {rank}'s failure relayed by {by} {e.text.strip()}"
-    return f"{head} (RANK {rank}: {own})" if own else head
+    return _with_checkpoint_cause(f"rank {rank}'s failure relayed by {by} {e.text.strip()}", e, rank)
 
 
-def _own_checkpoint_text(e: Event, rank: int) -> str:
-    """A rank's own line, with the exception it raised when the line is a DCP report naming that rank alone.
+def _with_checkpoint_cause(text: str, e: Event, rank: int) -> str:
+    """`text` followed by the rank's own exception message, when `e` is a DCP report naming that rank alone.
 
     Every rank raises the same `CheckpointException ranks:dict_keys([<r>])`; the failing rank's own error
     (a full disk's `unexpected pos`, a missing key) is only in the traceback the report carries (`(RANK
     <r>)`, api.py `CheckpointException.__str__`): quoted, the crash says what failed, not only that it did.
     """
     own = e.get("original_message") if checkpoint_failed_ranks(e) == [rank] else None
-    return f"{e.text.strip()} (RANK {rank}: {own})" if own else e.text
+    return f"{text.strip()} (RANK {rank}: {own})" if own else text
 
 
 def _relayed_checkpoint_failures(events: Sequence[Event]) -> dict[int, Event]:
