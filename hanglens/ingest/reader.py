@@ -347,17 +347,27 @@ def _soft_wrap_width(sample: list[str]) -> int | None:
     """
     lines = [s for s in sample[:-1] if s]
     broken_at = [i for i in range(len(lines) - 1) if _soft_break(lines[i], lines[i + 1])]
+    found = _broken_width(lines, broken_at)
+    if found is None:
+        return None
+    width, long = found
+    broken = [i for i in broken_at if len(lines[i]) >= width - SOFT_WRAP_SLACK]
+    if len(broken) >= 4 and len(broken) >= 0.75 * long:
+        return width
+    return None
+
+
+def _broken_width(lines: list[str], broken_at: list[int]) -> tuple[int, int] | None:
+    """The width W a wrap broke `lines` at (the longest piece broken at `broken_at`, four breaks at least,
+    60 to 240 columns, at most a few lines longer: the user's own prose around the paste), and how many lines
+    end within SOFT_WRAP_SLACK of W; None when the breaks cannot be a wrap's."""
     if len(broken_at) < 4:
         return None
     width = max(len(lines[i]) for i in broken_at)
     longer = sum(1 for s in lines if len(s) > width)
     if not 60 <= width <= 240 or longer > max(2, 0.05 * len(lines)):
         return None
-    long = [i for i, s in enumerate(lines) if width - SOFT_WRAP_SLACK <= len(s) <= width]
-    broken = [i for i in broken_at if len(lines[i]) >= width - SOFT_WRAP_SLACK]
-    if len(broken) >= 4 and len(broken) >= 0.75 * len(long):
-        return width
-    return None
+    return width, sum(1 for s in lines if width - SOFT_WRAP_SLACK <= len(s) <= width)
 
 
 def _dropped_space_break(line: str, nxt: str) -> bool:
@@ -393,16 +403,13 @@ def _dropped_space_wrap_width(sample: list[str]) -> int | None:
     if len(lines) < 5:
         return None
     broken_at = [i for i in range(len(lines) - 1) if _dropped_space_break(lines[i], lines[i + 1])]
-    if len(broken_at) < 4:
+    found = _broken_width(lines, broken_at)
+    if found is None:
         return None
-    width = max(len(lines[i]) for i in broken_at)
-    longer = sum(1 for s in lines if len(s) > width)
-    if not 60 <= width <= 240 or longer > max(2, 0.05 * len(lines)):
-        return None
-    long = [i for i, s in enumerate(lines) if width - SOFT_WRAP_SLACK <= len(s) <= width]
+    width, long = found
     broken = [i for i in broken_at if len(lines[i]) >= width - SOFT_WRAP_SLACK
-              and len(lines[i]) + 1 + len(lines[i + 1].split(" ", 1)[0]) > width]
-    if len(broken) < 4 or len(broken) < 0.6 * len(long):
+              and _carried_word(lines[i], lines[i + 1], width)]
+    if len(broken) < 4 or len(broken) < 0.6 * long:
         return None
     heads = Counter(_HEAD_DIGITS_RE.sub("0", lines[i + 1][:6]) for i in broken)
     if len(heads) < 0.5 * len(broken) or 2 * heads.most_common(1)[0][1] > len(broken):
