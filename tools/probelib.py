@@ -70,3 +70,12 @@ def torch_prefix(python):
     code = "import pathlib, torch; print(pathlib.Path(torch.__file__).parents[4])"
     return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
 
+
+def job_meta(job_dir):
+    """A kept job's `job.yaml` as the cutters read it: its `key: value` lines (comments aside) and its first
+    line, the job's provenance."""
+    text = (job_dir / "job.yaml").read_text()
+    meta = {k.strip(): v.strip() for k, v in (x.split(":", 1) for x in text.splitlines()
+                                              if x and not x.startswith("#"))}
+    return meta, text.splitlines()[0]
+

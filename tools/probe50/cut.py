@@ -23,6 +23,9 @@ import pathlib
 import re
 import sys
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import probelib  # noqa: E402  (tools/probelib.py)
+
 RAW_PREFIX = re.compile(r"^\[default(\d+)\]:")
 RANK_PREFIX = re.compile(r"\[rank(\d+)\]:")
 GLOG = re.compile(r"^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ \d+ ")
@@ -198,11 +201,9 @@ def main():
     raw, outdir = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
     for name, cuts in CUTS.items():
         job = raw / name
-        meta_text = (job / "job.yaml").read_text()
-        meta = {k.strip(): v.strip() for k, v in (x.split(":", 1) for x in meta_text.splitlines() if x and not x.startswith("#"))}
+        meta, prov = probelib.job_meta(job)
         cul = meta["culprit_ranks"]
         meta["culprit_ranks"] = [int(x) for x in re.findall(r"\d+", cul)] if cul.startswith("[") and cul != "[]" else cul
-        prov = meta_text.splitlines()[0]
         for style, arg, mods in cuts:
             out = cut(job, style, arg, mods, meta)
             tag = style + (f"-{arg}" if isinstance(arg, int) and arg else "") + ("-" + "-".join(sorted(mods.replace("=", "").split())) if mods else "")

@@ -28,6 +28,9 @@ import re
 import sys
 import textwrap
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import probelib  # noqa: E402  (tools/probelib.py)
+
 RAW_PREFIX = re.compile(r"^\[default(\d+)\]:")
 RANK_PREFIX = re.compile(r"\[rank(\d+)\]:")
 GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ \d+ \S+:\d+\] ")
@@ -251,11 +254,9 @@ def main():
         job = raw / name
         if not (job / "job.yaml").exists():
             continue
-        meta_text = (job / "job.yaml").read_text()
-        meta = {k.strip(): v.strip() for k, v in (x.split(":", 1) for x in meta_text.splitlines() if x and not x.startswith("#"))}
+        meta, prov = probelib.job_meta(job)
         cul = meta["culprit_ranks"]
         meta["culprit_ranks"] = [int(x) for x in re.findall(r"\d+", cul)] if cul.startswith("[") and cul != "[]" else cul
-        prov = meta_text.splitlines()[0]
         for style, arg, mods in cuts:
             out = cut(job, style, arg, mods, meta)
             a = "-".join(map(str, arg)) if isinstance(arg, tuple) else (str(arg) if arg else "")

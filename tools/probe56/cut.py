@@ -16,6 +16,9 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "probe55"))
 from cut import blocks, lines_of, shows, table
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import probelib  # noqa: E402  (tools/probelib.py)
+
 PROGRESS = re.compile(r"\d+%\|.*\|\s*\d+/\d+|\{'loss': |^(\[default\d+\]:)?step \d+: loss")
 ERR = re.compile(r"Traceback|Error\b|Timed out|exitcode")
 
@@ -51,8 +54,7 @@ def main():
         job = raw / name
         if not (job / "job.yaml").exists():
             continue
-        meta_text = (job / "job.yaml").read_text()
-        meta = {k.strip(): v.strip() for k, v in (x.split(":", 1) for x in meta_text.splitlines() if x and not x.startswith("#"))}
+        meta, prov = probelib.job_meta(job)
         cul = meta["culprit_ranks"]
         ranks = [int(x) for x in re.findall(r"\d+", cul)] if cul.startswith("[") and cul != "[]" else []
         out = paste(lines_of(job / "console.log"), n)
@@ -65,7 +67,7 @@ def main():
             acc, c, w = OVERRIDES[case.name]
             accept, culprit, why = f"[{', '.join(acc)}]", c or culprit, f"# why: {w}\n"
         (case / "case.yaml").write_text(
-            f"{meta_text.splitlines()[0]}\n# excerpt: tools/probe56/cut.py paste {n} (the last {n} progress lines, the "
+            f"{prov}\n# excerpt: tools/probe56/cut.py paste {n} (the last {n} progress lines, the "
             f"longest traceback, the failure table; culprit kept only when the excerpt still shows it)\n{why}"
             f"category: {meta['category']}\naccept: {accept}\nculprit_ranks: {culprit}\n")
 
