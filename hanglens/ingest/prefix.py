@@ -227,6 +227,12 @@ BRACKET_LEVEL_RE = re.compile(r"^\[(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL)\] 
 # `<time> | INFO     | module:func:12 - msg`, `logging`'s `%(asctime)s | %(levelname)-8s | %(name)s | msg`).
 LEVEL_WORD_RE = re.compile(
     r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL)(?: (?=\[)| {0,8}\| (?:[\w.<>:-]{1,200} (?:\| |- ))?)")
+# The same level and logger after an ISO time with a dash between them: `logging.basicConfig(format="%(asctime)s
+# - %(levelname)s - %(name)s - %(message)s")` with logging's default datefmt (`2023-05-01 12:00:00,123`), the
+# transformers example scripts' format without their month-first `datefmt` and the logging cookbook's: the
+# outer ISO_RE takes the time, this the level and the logger's name, so that the message (a script's own
+# `rank 3: ...` tag) opens the text as after the other envelopes.
+DASH_LEVEL_RE = re.compile(r"^- (?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) - [\w.<>-]{1,200} - (?=\S)")
 MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
 
 # -- inner logging envelopes ---------------------------------------------------------------------
@@ -953,6 +959,8 @@ def strip_prefixes(raw: str, dialect: Dialect = Dialect(), year_hint: int | None
                     level = LEVEL_LETTER[m["lvl"]]
                     s = s[m.end():]
     m = LEVEL_WORD_RE.match(s) or BRACKET_LEVEL_RE.match(s)  # `... INFO [rank1] train:` after the time
+    if m is None and time is not None and s[:2] == "- ":
+        m = DASH_LEVEL_RE.match(s)
     if m and level is None:
         level = LEVEL_LETTER[m["lvl"]]
         s = s[m.end():]

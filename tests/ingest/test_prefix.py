@@ -355,6 +355,18 @@ def test_a_scripts_rank_tag_after_the_transformers_examples_envelope_names_the_w
     assert strip_prefixes("07/19/2026 22:40:02 - INFO - __main__ - ranks [6, 7] are slow").rank is None
 
 
+def test_logging_default_datefmt_dash_envelope_gives_level_and_the_scripts_rank_tag() -> None:
+    # `format="%(asctime)s - %(levelname)s - %(name)s - %(message)s"` with logging's default datefmt (a torch
+    # 2.0-2.2 era training script under torchrun without --tee): the message opens the text
+    env = strip_prefixes("2023-06-01 10:12:03,501 - INFO - train - rank 1: epoch finished after 3 steps")
+    assert (env.rank, env.level, env.text) == (1, "I", "rank 1: epoch finished after 3 steps")
+    assert env.time is not None
+    env = strip_prefixes("2023-06-01 10:12:03,501 - WARNING - __main__ - rank 3 timed out waiting")
+    assert (env.rank, env.level) == (None, "W")
+    # no time before it: a Markdown list item, left as it is
+    assert strip_prefixes("- INFO - train - rank 1: x").text == "- INFO - train - rank 1: x"
+
+
 def test_dialect_quick_no_agrees_with_every_test_on_the_repositorys_logs(monkeypatch: pytest.MonkeyPatch) -> None:
     """`detect_dialect` answers "no dialect" at once when too few lines start as any prefix it tests; on
     every 200-line window of the fixtures and written cases (pdsh, srun -l, Open MPI, MPICH consoles among
