@@ -28,6 +28,8 @@ FRAME_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d{1,9}) in (?P<func>.+)$")
 C10D_FILE = "distributed_c10d.py"
 # torch.distributed's own helpers between the caller and the collective (c10d_logger's wrapper, ...).
 TORCH_DISTRIBUTED_RE = re.compile(r"(?:^|/)torch/distributed/(?!checkpoint/|fsdp/)")
+# Every frame of torch.distributed, FSDP's and checkpoint's included: code that passes on a group it was given.
+TORCH_DISTRIBUTED_ANY_RE = re.compile(r"(?:^|/)torch/distributed/")
 # DeepSpeed's pass-through layers, whose names say nothing about the program's phase: its communication
 # layer (deepspeed/comm/comm.py wraps every collective in `timed_op`, whose inner function is `log_wrapper`,
 # the comms logger's timing hook; deepspeed/comm/torch.py `TorchBackend` forwards each call to
@@ -299,12 +301,23 @@ _SUBGROUP_ARG_RE = re.compile(r"\bgroup\s*=\s*(?!None\b|(?:[\w.]*\.)?WORLD\b|gro
 
 
 def subgroup_call(frames: Sequence[str], sources: Sequence[str]) -> bool:
-    """Does the program's call into torch.distributed pass a subgroup (`group=tp_group`)?"""
+    """Does the program's call into torch.distributed pass a subgroup (`group=tp_group`)?
+
+    Only the program's own call counts: FSDP and torch.distributed.checkpoint pass the process group they
+    were given on to every collective they make (`dist.all_gather(..., group=pg)` in FSDP's
+    torch/distributed/fsdp/_flat_param.py `_all_gather_flat_param`, `pg = self.process_group`, the default
+    group unless the program passed another), so a `group=` in their source says nothing of a subgroup; the
+    program's call is the nearest frame above them outside torch/distributed/."""
     found = blocking_call(frames, sources)
     if found is None or found[2] == "backward":
         return False
     src = caller_source(frames, sources, found[0])
-    return src is not None and _SUBGROUP_ARG_RE.search(src) is not None
+    if src is None or _SUBGROUP_ARG_RE.search(src) is None:
+        return False
+    for i in range(found[0] - 1, -1, -1):
+        if not TORCH_DISTRIBUTED_ANY_RE.search(str(frames[i])):
+            return _SUBGROUP_ARG_RE.search(sources[i] if i < len(sources) else "") is not None
+    return False
 
 
 def common_prefix(stacks: Sequence[Sequence[str]]) -> int:

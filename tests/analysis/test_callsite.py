@@ -316,6 +316,20 @@ def test_a_forwarded_group_parameter_is_not_a_subgroup() -> None:
     assert callsite.subgroup_call(f, s)
 
 
+def test_fsdps_own_group_argument_is_not_a_subgroup_the_program_chose() -> None:
+    # FSDP passes the process group it was given (the default one) to every collective it makes
+    # (torch/distributed/fsdp/_flat_param.py `_all_gather_flat_param`, torch 2.2): the program's call is
+    # `model(x)`, with no group
+    fsdp = f"{LIB}/distributed/fsdp/_flat_param.py"
+    fwd = ("/srv/app/train.py", 163, "train", "out = model(x)")
+    gather = (fsdp, 1389, "_all_gather_flat_param", "work = dist.all_gather(tensor_list, sharded_flat_param, group=pg)")
+    f, s = stack(MAIN, fwd, gather, tail=c10d("all_gather"))
+    assert not callsite.subgroup_call(f, s)
+    tp = ("/srv/app/train.py", 170, "train", "dist.all_reduce(stat, group=pair_group)")
+    f, s = stack(MAIN, tp, tail=c10d("all_reduce"))
+    assert callsite.subgroup_call(f, s)
+
+
 def test_a_collective_inside_lightnings_sigterm_handler_is_not_where_the_rank_waited() -> None:
     # Lightning's SIGTERM handler broadcasts the stop to the other ranks
     # (lightning/pytorch/trainer/connectors/signal_connector.py `_sigterm_notifier_fn`); the frames under it
