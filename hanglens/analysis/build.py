@@ -462,7 +462,9 @@ def build(events: Sequence[Event], files: Sequence[InputFile] = (), *, consume: 
     size_rows = transfers.mark_places(size_rows, own_calls)
     tables["transfer_size_error"] = frame("transfer_size_error", size_rows)
     tables["gradient_sync_split"] = frame(
-        "gradient_sync_split", transfers.gradient_sync_rows(size_rows, own_calls, hosts, world, seen)
+        "gradient_sync_split", transfers.gradient_sync_rows(
+            size_rows, own_calls, hosts, world, seen,
+            collectives.unranked_stack_calls(evs) if size_rows else ())
     )
     del own_calls
     del size_rows

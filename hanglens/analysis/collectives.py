@@ -699,6 +699,28 @@ def stack_calls(events: Sequence[Event], hosts: dict[int, str], aborted: int | N
     return [first[k] for k in sorted(first)]
 
 
+def unranked_stack_calls(events: Sequence[Event]) -> list[Row]:
+    """The blocking collective of each Python traceback no rank could be given to (call, entry, path, line;
+    `rank` None), one row per traceback.
+
+    torch 2.0-2.3 print no `[rank<N>]:` prefix before a worker's uncaught traceback (the prefix came with
+    torch 2.4's excepthook, log-formats.md section 3.3), so on a console the workers share (torchrun without
+    `--tee`, `torch.multiprocessing.spawn`) their tracebacks carry no rank. Each process prints its uncaught
+    traceback once, so these rows still count the processes that waited in each call."""
+    rows: list[Row] = []
+    for e in events:
+        if e.kind != "exception" or e.rank is not None:
+            continue
+        frames = [str(f) for f in e.get("frames") or []]
+        sources = [str(x) for x in e.get("sources") or []]
+        site = callsite.call_site(frames, sources)
+        if site is None or not _waits_in_collective(e, site):
+            continue
+        rows.append({"rank": None, "host": None, "call": site.call, "entry": site.entry,
+                     "user_frame": site.user_frame, "path": e.path, "line": e.line})
+    return rows
+
+
 def _crash_dump_owner(events: Sequence[Event], aborted: int | None) -> Event | None:
     """The one main-thread crash dump without a rank that `Fatal Python error: Aborted` opened, when exactly
     one rank died of SIGABRT: that rank's. torchrun's `@record` enables faulthandler in every worker

@@ -649,7 +649,8 @@ def recv_wait_rows(events: Sequence[Event], hosts: dict[int, str], calls: Sequen
 
 
 def gradient_sync_rows(size_rows: Sequence[Row], calls: Sequence[Row], hosts: dict[int, str],
-                       world: int | None = None, known: Collection[int] = ()) -> list[Row]:
+                       world: int | None = None, known: Collection[int] = (),
+                       unranked: Sequence[Row] = ()) -> list[Row]:
     """Which ranks were in DDP's gradient all_reduce when gloo rejected a gradient bucket message.
 
     DDP checks at construction that every rank holds parameters of the same shapes
@@ -664,11 +665,19 @@ def gradient_sync_rows(size_rows: Sequence[Row], calls: Sequence[Row], hosts: di
     (failure-signatures.md section 1, "Culprit vs victims"); with two ranks neither side is marked.
     `calls`: each rank's own call (collectives.stack_calls); the sender is the receiver's row's peer, else
     its ring neighbour by these calls.
+
+    `unranked`: the stacks of tracebacks no rank was given to (collectives.unranked_stack_calls; torch 2.0-2.3
+    consoles print none with a rank). When the receiver left no stack of its own (it aborted) and these
+    stacks are exactly as many as the ranks of the world that have none, they are those ranks' stacks, one
+    each, though which is whose is unknown: if every one of them ends in `backward`, the sender (one of
+    them) was in the gradient all_reduce, and they count as that side (rows with `rank` None).
     """
     call_of = {c["rank"]: c for c in calls if isinstance(c.get("rank"), int)}
     for rcv in size_rows:
         if rcv.get("role") != "receiver" or rcv.get("p2p"):
             continue
+        if _unranked_in_sync(rcv, call_of, world, unranked):
+            return _sides_with_unranked(rcv, call_of, hosts, unranked)
         sender = rcv.get("peer")
         if not isinstance(sender, int):
             ring = _ring_sender(rcv["rank"], world, calls, {*known, *call_of})
@@ -702,6 +711,34 @@ def gradient_sync_rows(size_rows: Sequence[Row], calls: Sequence[Row], hosts: di
                          "path": where[0], "line": where[1]})
         return rows
     return []
+
+
+def _unranked_in_sync(rcv: Row, call_of: dict[int, Row], world: int | None, unranked: Sequence[Row]) -> bool:
+    """Do the unranked stacks stand for every other rank of the world, all of them in the gradient sync, with
+    the receiver's own stack absent?"""
+    if not unranked or world is None or rcv["rank"] in call_of or not isinstance(rcv.get("rank"), int):
+        return False
+    if any(c.get("call") != GRADIENT_SYNC for c in [*call_of.values(), *unranked]):
+        return False
+    return 0 <= rcv["rank"] < world and len(call_of) + len(unranked) == world - 1
+
+
+def _sides_with_unranked(rcv: Row, call_of: dict[int, Row], hosts: dict[int, str],
+                         unranked: Sequence[Row]) -> list[Row]:
+    """The receiver alone outside the gradient all_reduce, every other rank's stack (ranked or not) in it."""
+    n_in = len(call_of) + len(unranked)
+    rows: list[Row] = [{
+        "rank": rcv["rank"], "host": hosts.get(rcv["rank"]), "in_sync": False, "call": None, "sender": None,
+        "minority": n_in >= 2, "path": rcv.get("path"), "line": rcv.get("line"),
+        "basis": (f"rejected a gradient bucket message: it was not in the gradient all_reduce, while the "
+                  f"{n_in} other ranks' stacks all end in backward (DDP's gradient all_reduce)"),
+    }]
+    for c in [*(call_of[r] for r in sorted(call_of)), *unranked]:
+        rows.append({"rank": c.get("rank"), "host": c.get("host"), "in_sync": True, "call": c.get("call"),
+                     "sender": None, "minority": False, "path": c.get("path"), "line": c.get("line"),
+                     "basis": "its stack ends in backward (DDP's gradient all_reduce)"
+                              + ("" if isinstance(c.get("rank"), int) else "; its traceback carries no rank")})
+    return rows
 
 
 def _store_poll_timeout(e: Event) -> bool:

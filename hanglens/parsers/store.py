@@ -87,6 +87,12 @@ STORE_BARRIER_RE = re.compile(
 # `_store_based_barrier` (torch/distributed/distributed_c10d.py, 1.10-2.0 by default) logs at INFO, for each
 # rank that reached it: `Added key: <key> to store for rank: <r>` (failure-signatures.md section 12).
 BARRIER_ADDED_RE = re.compile(r"Added key: (?P<key>[^\s,]+) to store for rank: (?P<rank>\d+)")
+# Then, once the count reached the group's size: `Rank <r>: Completed store-based barrier for key:<key> with
+# <n> nodes.` (`logger.info` in `_store_based_barrier`, torch 1.10-2.2; 2.1 and 2.2 run the barrier only with
+# TORCH_DIST_INIT_BARRIER=1). `<n>` is the size the barrier waited for: the world's in torch 1.10-2.0 (a
+# `new_group` barrier counts every rank of the default store there too), the group's in 2.1-2.2.
+BARRIER_DONE_RE = re.compile(
+    r"Rank (?P<rank>\d+): Completed store-based barrier for key:(?P<key>[^\s,]+) with (?P<n>\d+) nodes")
 DUMP_FLAG_RE = re.compile(
     r"Failed to check the \"should dump\" flag on TCPStore.*?(?:with error: (?P<err>.*))?$"
     r"|Failed to get (?:timeout rank ID from TCPStore|exception dump flag from the global "
@@ -185,9 +191,11 @@ class StoreParser(Parser):
                   "store_barrier_timeout or wait_for_workers_timeout"),
         EventSpec("hang_detected", ("detector", "op", "timeout_ms", "pg", "pg_rank", "stated_rank"),
                   "a wait on the store timed out (detector=store)"),
-        EventSpec("store_barrier_arrived", ("key", "stated_rank"),
+        EventSpec("store_barrier_arrived", ("key", "stated_rank", "world_size"),
                   "a rank reached init_process_group's store-based barrier (`Added key: <key> to store for "
-                  "rank: <r>`, INFO); stated_rank: that rank"),
+                  "rank: <r>`, INFO; or passed it, `Rank <r>: Completed store-based barrier for key:<key> "
+                  "with <n> nodes.`); stated_rank: that rank; world_size: the count the barrier waited for "
+                  "(only on the completion line)"),
     )
     examples = (
         Example("[W socket.cpp:418] [c10d] The server socket has failed to bind to [::]:29511 (errno: 98 - "
@@ -258,6 +266,9 @@ class StoreParser(Parser):
                 {"error_class": "wait_for_workers_timeout", "world_size": 2, "joined": 1,
                  "timeout_ms": 901000},
                 "torch 2.2-2.9"),
+        Example("2023-06-01 10:12:03,501 - INFO - torch.distributed.distributed_c10d - Rank 2: Completed "
+                "store-based barrier for key:store_based_barrier_key:1 with 4 nodes.", "store_barrier_arrived",
+                {"key": "store_based_barrier_key:1", "stated_rank": 2, "world_size": 4}, "torch 2.0"),
         Example("INFO:torch.distributed.distributed_c10d:Added key: store_based_barrier_key:1 to store for "
                 "rank: 5", "store_barrier_arrived", {"key": "store_based_barrier_key:1", "stated_rank": 5},
                 "torch 1.10-2.0"),
@@ -382,6 +393,10 @@ class StoreParser(Parser):
         m = BARRIER_ADDED_RE.search(text)
         if m:
             return [self.event("store_barrier_arrived", line, key=m["key"], stated_rank=to_count(m["rank"]))]
+        m = BARRIER_DONE_RE.search(text)
+        if m:
+            return [self.event("store_barrier_arrived", line, key=m["key"], stated_rank=to_count(m["rank"]),
+                               world_size=to_count(m["n"]))]
         m = STORE_BARRIER_RE.search(text)
         if m:
             to = timedelta_ms(m["to"])
