@@ -28,7 +28,7 @@ FRAME_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d{1,9}) in (?P<func>.+)$")
 C10D_FILE = "distributed_c10d.py"
 # torch.distributed's own helpers between the caller and the collective (c10d_logger's wrapper, ...).
 TORCH_DISTRIBUTED_RE = re.compile(r"(?:^|/)torch/distributed/(?!checkpoint/|fsdp/)")
-# Every frame of torch.distributed, FSDP's and checkpoint's included: code that passes on a group it was given.
+# Every frame of torch.distributed, FSDP's and checkpoint's included: code passing on a group it was given.
 TORCH_DISTRIBUTED_ANY_RE = re.compile(r"(?:^|/)torch/distributed/")
 # DeepSpeed's pass-through layers, whose names say nothing about the program's phase: its communication
 # layer (deepspeed/comm/comm.py wraps every collective in `timed_op`, whose inner function is `log_wrapper`,

@@ -737,7 +737,8 @@ def _sides_with_unranked(rcv: Row, call_of: dict[int, Row], hosts: dict[int, str
         rows.append({"rank": c.get("rank"), "host": c.get("host"), "in_sync": True, "call": c.get("call"),
                      "sender": None, "minority": False, "path": c.get("path"), "line": c.get("line"),
                      "basis": "its stack ends in backward (DDP's gradient all_reduce)"
-                              + ("" if isinstance(c.get("rank"), int) else "; its traceback carries no rank")})
+                              + ("" if isinstance(c.get("rank"), int) else
+                                 "; its traceback carries no rank")})
     return rows
 
 

@@ -227,11 +227,11 @@ BRACKET_LEVEL_RE = re.compile(r"^\[(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL)\] 
 # `<time> | INFO     | module:func:12 - msg`, `logging`'s `%(asctime)s | %(levelname)-8s | %(name)s | msg`).
 LEVEL_WORD_RE = re.compile(
     r"^(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL)(?: (?=\[)| {0,8}\| (?:[\w.<>:-]{1,200} (?:\| |- ))?)")
-# The same level and logger after an ISO time with a dash between them: `logging.basicConfig(format="%(asctime)s
-# - %(levelname)s - %(name)s - %(message)s")` with logging's default datefmt (`2023-05-01 12:00:00,123`), the
-# transformers example scripts' format without their month-first `datefmt` and the logging cookbook's: the
-# outer ISO_RE takes the time, this the level and the logger's name, so that the message (a script's own
-# `rank 3: ...` tag) opens the text as after the other envelopes.
+# The same level and logger after an ISO time with a dash between them: `logging.basicConfig(format=
+# "%(asctime)s - %(levelname)s - %(name)s - %(message)s")` with logging's default datefmt (`2023-05-01
+# 12:00:00,123`), the transformers example scripts' format without their month-first `datefmt` and the
+# logging cookbook's: the outer ISO_RE takes the time, this the level and the logger's name, so that the
+# message (a script's own `rank 3: ...` tag) opens the text as after the other envelopes.
 DASH_LEVEL_RE = re.compile(r"^- (?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) - [\w.<>-]{1,200} - (?=\S)")
 MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
 

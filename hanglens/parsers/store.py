@@ -267,7 +267,8 @@ class StoreParser(Parser):
                  "timeout_ms": 901000},
                 "torch 2.2-2.9"),
         Example("2023-06-01 10:12:03,501 - INFO - torch.distributed.distributed_c10d - Rank 2: Completed "
-                "store-based barrier for key:store_based_barrier_key:1 with 4 nodes.", "store_barrier_arrived",
+                "store-based barrier for key:store_based_barrier_key:1 with 4 nodes.",
+                "store_barrier_arrived",
                 {"key": "store_based_barrier_key:1", "stated_rank": 2, "world_size": 4}, "torch 2.0"),
         Example("INFO:torch.distributed.distributed_c10d:Added key: store_based_barrier_key:1 to store for "
                 "rank: 5", "store_barrier_arrived", {"key": "store_based_barrier_key:1", "stated_rank": 5},

@@ -322,7 +322,8 @@ def test_fsdps_own_group_argument_is_not_a_subgroup_the_program_chose() -> None:
     # `model(x)`, with no group
     fsdp = f"{LIB}/distributed/fsdp/_flat_param.py"
     fwd = ("/srv/app/train.py", 163, "train", "out = model(x)")
-    gather = (fsdp, 1389, "_all_gather_flat_param", "work = dist.all_gather(tensor_list, sharded_flat_param, group=pg)")
+    gather = (fsdp, 1389, "_all_gather_flat_param",
+              "work = dist.all_gather(tensor_list, sharded_flat_param, group=pg)")
     f, s = stack(MAIN, fwd, gather, tail=c10d("all_gather"))
     assert not callsite.subgroup_call(f, s)
     tp = ("/srv/app/train.py", 170, "train", "dist.all_reduce(stat, group=pair_group)")
