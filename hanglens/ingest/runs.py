@@ -193,9 +193,11 @@ def _runs(units: list[_Unit], segments: dict[int, list[_Unit]]) -> list[list[_Un
         else:
             runs.append(g)
     undated = [u for u in units if u.first is None]
+    older = _older_trees([u for u in units if u.tree is not None])
+    if older:
+        runs = [g for g in ([u for u in r if not any(u is o for o in older)] for r in runs) if g]
     if not runs:
         runs = [[]]
-    older = _older_trees([u for u in undated if u.tree is not None])
     if older:
         runs.insert(len(runs) - 1 if len(runs) > 1 else 0, older)
     for u in undated:
@@ -217,16 +219,17 @@ def _runs(units: list[_Unit], segments: dict[int, list[_Unit]]) -> list[list[_Un
 
 
 def _older_trees(trees: list[_Unit]) -> list[_Unit]:
-    """Of undated `--log-dir` trees, the ones a newer tree of the same host with the same local ranks follows
-    (one agent invocation per tree), told by the files' modification times; none where those do not differ
-    by a second (a copy that did not keep them). Two trees whose lines state different global ranks are two
-    nodes of one job, not two runs."""
+    """Of `--log-dir` trees, the ones a newer tree of the same host with the same local ranks follows (one
+    agent invocation per tree), told by the files' modification times where one of the two states no time
+    (dated trees are ordered by their stamps); none where those do not differ by a second (a copy that did
+    not keep them). Two trees whose lines state different global ranks are two nodes of one job, not two
+    runs."""
     older: list[_Unit] = []
     for u in trees:
         if u.tree is None or u.mtime is None:
             continue
         if any(v is not u and v.tree is not None and v.tree[0] == u.tree[0] and v.mtime is not None
-               and v.mtime > u.mtime + 1.0 and u.local_ranks & v.local_ranks
+               and (u.first is None or v.first is None) and v.mtime > u.mtime + 1.0 and u.local_ranks & v.local_ranks
                and not (u.ranks and v.ranks and not u.ranks & v.ranks) for v in trees):
             older.append(u)
     return older

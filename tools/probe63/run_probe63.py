@@ -10,7 +10,8 @@ nohup.out (`files`). A run may be a `--max-restarts 1` job.
 The judged run is the latest one: its fault (or none) is the truth; a failed run followed by a healthy rerun
 is `none` (the job the user runs now works; the earlier failure is history), as a restarted job whose last
 attempt finished is. Each case's truth is written into <out>/<case>/case.yaml before any job runs; machine
-paths are rewritten to /home/user/... (tools/probelib.py).
+paths are rewritten to /home/user/... (tools/probelib.py). The first run was scored with the labels of the
+table below; `corrected` holds the two corrections made after it (the kept case.yaml say so).
 Usage: python run_probe63.py OUT [case-name-substring ...]   (run with the Python that has torch 2.13; one job
 at a time)
 """
@@ -101,13 +102,31 @@ def run_words(r):
     return w + f", LOG={r['log']}" + (", --tee 3" if r["tee"] and r["log"] != "files" else "")
 
 
-def truth(c):
+def corrected(c):
+    """The labels as corrected after the first run (session 29): a SIGKILLed rank is also accepted as `oom`
+    and a SIGKILLed DataLoader worker as `oom` (failure-signatures.md section 5.2 lists torchrun's `-9` and
+    `is killed by signal: Killed.` as host-OOM signals; the other probes label them so), and a rank that
+    blocks in its own code before its step's line, while its peers block in the same step's collective,
+    leaves every rank's last line alike, so the logs cannot tell the culprit (`unknown`)."""
     name, layout, runs, cat, accept, cul = c
+    fault = runs[-1]["fault"]
+    if fault in ("kill9", "dlkill") and "oom" not in accept:
+        accept = [*accept, "oom"]
+    if fault == "hang":
+        cul = "unknown"
+    return name, layout, runs, cat, accept, cul
+
+
+def truth(c):
+    name, layout, runs, cat, accept, cul = corrected(c)
     cul_text = "unknown" if cul == "unknown" else f"[{', '.join(map(str, cul))}]"
+    relabel = ("" if corrected(c)[4:] == tuple(c[4:]) else
+               f"\n# relabelled after the first run (was accept {c[4]}, culprit_ranks {c[5]}): see corrected() in "
+               "the generator")
     return (f"# real run (session 29, h29-multi, probe63): torch 2.13 CPU, gloo; {LAYOUT_WORDS[layout]}; runs, "
             f"oldest first: {'; '.join(run_words(r) for r in runs)}; the latest run is judged; generator "
             f"tools/probe63/run_probe63.py + train63.py; truth written before hanglens ran; machine paths "
-            f"rewritten to /home/user/...\ncategory: {cat}\naccept: [{', '.join(accept)}]\n"
+            f"rewritten to /home/user/...{relabel}\ncategory: {cat}\naccept: [{', '.join(accept)}]\n"
             f"culprit_ranks: {cul_text}\n")
 
 
