@@ -141,3 +141,13 @@ def test_undated_trees_of_two_nodes_are_one_run(tmp_path: Path) -> None:
     _tree(tmp_path, "none_ab12cd34", "[rank{r}]: RuntimeError: shard 3 holds a corrupt record\n", 1_000_000.0)
     _tree(tmp_path, "none_zz98yy76", "[rank{r}2]: RuntimeError: shard 3 holds a corrupt record\n", 1_000_600.0)
     assert api.read([tmp_path]).runs == ""
+
+
+def test_a_dated_tree_and_an_undated_newer_one_are_ordered_by_their_files_times(tmp_path: Path) -> None:
+    # a restarted run whose workers logged c10-stamped lines, then a rerun whose workers printed no time
+    _tree(tmp_path, "none_ab12cd34", "[W1206 08:20:01.100000000 ProcessGroupGloo.cpp:1000] [rank{r}]: warn\n",
+          1_000_000.0)
+    _tree(tmp_path, "none_zz98yy76", "[rank {r}] step 1/3 loss 0.5\n", 1_000_600.0)
+    ing = api.read([tmp_path])
+    assert "2 runs" in ing.runs
+    assert all("none_ab12cd34" in s.path for s in ing.skipped if "earlier run" in s.reason)
