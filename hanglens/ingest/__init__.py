@@ -683,9 +683,10 @@ def _read_inputs(paths: Sequence[str | os.PathLike[str]], jobs: int | None,
         skipped.sort(key=lambda s: (s.path, s.reason))
         files = [f for f, k in zip(files, keep, strict=True) if k]
         job = [fe for fe, k in zip(job, keep, strict=True) if k]
-        for f in files:
+        for f, fe in zip(files, job, strict=True):
             if f.display in runs.notes:
                 f.notes = (*f.notes, runs.notes[f.display])
+                f.envelope_ranks = fe.stated_ranks
     attribute(job)
     out = Ingested(skipped=skipped, runs=runs.summary)
     tuples: dict[tuple[Any, ...], tuple[Any, ...]] = {}   # (a rank's files name its rank, a node's its host)

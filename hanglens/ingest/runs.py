@@ -294,5 +294,11 @@ def apply_runs(job: list[FileEvents], plan: Runs) -> list[bool]:
         span = plan.keep_lines.get(f.display)
         if span is not None:
             f.events = [e for e in f.events if span[0] <= e.line <= span[1]]
+            # what the reader noted of the whole file: the ranks its `[rankN]:` prefixes state and its dated
+            # stamps, as far as the kept lines show them
+            f.stated_ranks = frozenset(f.stated_ranks & {e.rank for e in f.events if e.rank is not None})
+            if f.dated is not None:
+                times = [e.time for e in f.events if e.time is not None and e.time >= f.dated[0]]
+                f.dated = (min(times), max(times)) if times else None
         keep.append(True)
     return keep

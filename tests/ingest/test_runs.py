@@ -151,3 +151,11 @@ def test_a_dated_tree_and_an_undated_newer_one_are_ordered_by_their_files_times(
     ing = api.read([tmp_path])
     assert "2 runs" in ing.runs
     assert all("none_ab12cd34" in s.path for s in ing.skipped if "earlier run" in s.reason)
+
+
+def test_a_cut_console_states_only_the_ranks_of_its_latest_run(tmp_path: Path) -> None:
+    (tmp_path / "train.log").write_text(crashed("08:20:01.000000", "08:20:09.000000", bad=3, ws=4)
+                                        + healthy("08:25:01.000000", ws=2))
+    ing = api.read([tmp_path])
+    assert "2 runs" in ing.runs
+    assert 3 not in next(f for f in ing.files if f.path == "train.log").ranks
