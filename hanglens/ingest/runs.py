@@ -230,7 +230,8 @@ def _older_trees(trees: list[_Unit]) -> list[_Unit]:
             continue
         if any(v is not u and v.tree is not None and v.tree[0] == u.tree[0] and v.mtime is not None
                and (u.first is None or v.first is None) and v.mtime > u.mtime + 1.0
-               and u.local_ranks & v.local_ranks and not (u.ranks and v.ranks and not u.ranks & v.ranks) for v in trees):
+               and u.local_ranks & v.local_ranks and not (u.ranks and v.ranks and not u.ranks & v.ranks)
+               for v in trees):
             older.append(u)
     return older
 
