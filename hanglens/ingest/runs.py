@@ -51,7 +51,7 @@ def _in_year(t: float) -> float:
     return float(calendar.timegm((YEARLESS_YEAR, s.tm_mon, day, s.tm_hour, s.tm_min, s.tm_sec))) + t % 1
 
 
-@dataclass
+@dataclass(eq=False)
 class _Unit:
     """A piece of the inputs that belongs to one run: a console segment, a `--log-dir` tree, a file."""
 
@@ -160,16 +160,31 @@ def _units(job: Sequence[FileEvents], mtimes: dict[str, float]) -> tuple[list[_U
     return units, segments
 
 
-def _apart(before: list[_Unit], after: list[_Unit]) -> bool:
-    """Whether two groups of pieces, one all earlier in time than the other, cannot be one run."""
-    files_before = {i for u in before if u.lines is not None for i in u.files}
-    if any(u.lines is not None and u.files[0] in files_before for u in after):
-        return True   # one console cut at a launcher start between them
-    if any(u.start for u in before) and any(u.start for u in after) and any(
-            u.start and u.lines is None and u.tree is None for u in after):
-        return True   # a console of its own with its own launcher start after the earlier one's
-    trees = {(u.tree[0], r) for u in before if u.tree for r in u.local_ranks}
-    return any(u.tree is not None and any((u.tree[0], r) in trees for r in u.local_ranks) for u in after)
+class _Before:
+    """What the pieces of the runs so far hold, kept up to date as groups join (a job of thousands of
+    per-rank files dated apart makes as many groups)."""
+
+    def __init__(self) -> None:
+        self.cut_files: set[int] = set()
+        self.start = False
+        self.tree_ranks: set[tuple[str, int]] = set()
+
+    def add(self, group: list[_Unit]) -> None:
+        for u in group:
+            if u.lines is not None:
+                self.cut_files.update(u.files)
+            self.start = self.start or u.start
+            if u.tree is not None:
+                self.tree_ranks.update((u.tree[0], r) for r in u.local_ranks)
+
+    def apart(self, after: list[_Unit]) -> bool:
+        """Whether `after`, all later in time than the pieces so far, cannot be one run with them."""
+        if any(u.lines is not None and u.files[0] in self.cut_files for u in after):
+            return True   # one console cut at a launcher start between them
+        if self.start and any(u.start and u.lines is None and u.tree is None for u in after):
+            return True   # a console of its own with its own launcher start after the earlier one's
+        return any(u.tree is not None and any((u.tree[0], r) in self.tree_ranks for r in u.local_ranks)
+                   for u in after)
 
 
 def _runs(units: list[_Unit], segments: dict[int, list[_Unit]]) -> list[list[_Unit]]:
@@ -185,23 +200,24 @@ def _runs(units: list[_Unit], segments: dict[int, list[_Unit]]) -> list[list[_Un
             groups.append([u])
         end = u.last if end is None or (u.last is not None and u.last > end) else end
     runs: list[list[_Unit]] = []
+    before = _Before()
     for g in groups:
-        if runs and _apart([u for r in runs for u in r], g):
+        if not runs or before.apart(g):
             runs.append(g)
-        elif runs:
-            runs[-1].extend(g)
         else:
-            runs.append(g)
+            runs[-1].extend(g)
+        before.add(g)
     undated = [u for u in units if u.first is None]
     older = _older_trees([u for u in units if u.tree is not None])
+    old_ids = {id(u) for u in older}
     if older:
-        runs = [g for g in ([u for u in r if not any(u is o for o in older)] for r in runs) if g]
+        runs = [g for g in ([u for u in r if id(u) not in old_ids] for r in runs) if g]
     if not runs:
         runs = [[]]
     if older:
         runs.insert(len(runs) - 1 if len(runs) > 1 else 0, older)
     for u in undated:
-        if any(u is o for o in older):
+        if id(u) in old_ids:
             continue
         if u.lines is not None:
             segs = segments[u.files[0]]
@@ -225,14 +241,19 @@ def _older_trees(trees: list[_Unit]) -> list[_Unit]:
     not keep them). Two trees whose lines state different global ranks are two nodes of one job, not two
     runs."""
     older: list[_Unit] = []
+    by_host: dict[str, list[_Unit]] = {}
     for u in trees:
-        if u.tree is None or u.mtime is None:
-            continue
-        if any(v is not u and v.tree is not None and v.tree[0] == u.tree[0] and v.mtime is not None
-               and (u.first is None or v.first is None) and v.mtime > u.mtime + 1.0
-               and u.local_ranks & v.local_ranks and not (u.ranks and v.ranks and not u.ranks & v.ranks)
-               for v in trees):
-            older.append(u)
+        if u.tree is not None and u.mtime is not None:
+            by_host.setdefault(u.tree[0], []).append(u)
+    for same in by_host.values():
+        if len(same) < 2 or all(u.first is not None for u in same):
+            continue   # (one tree, or every tree dated: their stamps order them)
+        for u in same:
+            um = u.mtime or 0.0
+            if any(v is not u and v.mtime is not None and (u.first is None or v.first is None)
+                   and v.mtime > um + 1.0 and u.local_ranks & v.local_ranks
+                   and not (u.ranks and v.ranks and not u.ranks & v.ranks) for v in same):
+                older.append(u)
     return older
 
 
