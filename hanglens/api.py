@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,6 +121,10 @@ def analyze_read(
         ingested.events = tables.events
     active = list(rules) if rules is not None else load_rules(rules_dirs, limits=limits)
     result = evaluate(active, tables, limits=limits)
+    if getattr(ingested, "runs", ""):
+        # the inputs hold several runs and only the latest was read into the tables (ingest/runs.py): say so
+        told = replace(result.verdict, summary=result.verdict.summary + ingested.runs)
+        result = replace(result, verdict=told)
     cmd = command or "hanglens analyze " + " ".join(shlex.quote(str(p)) for p in paths)
     return Analysis(paths=[str(p) for p in paths], ingested=ingested, tables=tables, result=result,
                     command=cmd)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 from collections import deque
@@ -31,6 +32,7 @@ from hanglens.ingest.reader import (
     ordered_stream,
     topped_up,
 )
+from hanglens.ingest.runs import apply_runs, plan_runs
 from hanglens.ingest.sources import (
     SNIFF,
     ByteBudget,
@@ -102,6 +104,7 @@ class Ingested:
     skipped: list[Skipped] = field(default_factory=list)
     sources: Sources = field(default_factory=Sources)
     notes: dict[str, list[str]] = field(default_factory=dict)
+    runs: str = ""   # how many runs the inputs hold and which was judged (ingest/runs.py), "" for one
 
     def context(self, refs: Iterable[SourceRef], before: int = 2,
                 after: int = 2) -> dict[SourceRef, list[tuple[int, str]]]:
@@ -672,8 +675,20 @@ def _read_inputs(paths: Sequence[str | os.PathLike[str]], jobs: int | None,
            for f in files]
     for f in files:
         del f.events  # `job` holds them now
+    runs = plan_runs(job, _tree_mtimes(files))
+    if runs.count > 1:
+        keep = apply_runs(job, runs)
+        skipped.extend(Skipped(f.display, runs.drop[f.display]) for f, k in zip(files, keep, strict=True)
+                       if not k)
+        skipped.sort(key=lambda s: (s.path, s.reason))
+        files = [f for f, k in zip(files, keep, strict=True) if k]
+        job = [fe for fe, k in zip(job, keep, strict=True) if k]
+        for f, fe in zip(files, job, strict=True):
+            if f.display in runs.notes:
+                f.notes = (*f.notes, runs.notes[f.display])
+                f.envelope_ranks = fe.stated_ranks
     attribute(job)
-    out = Ingested(skipped=skipped)
+    out = Ingested(skipped=skipped, runs=runs.summary)
     tuples: dict[tuple[Any, ...], tuple[Any, ...]] = {}   # (a rank's files name its rank, a node's its host)
     for f, fe in zip(files, job, strict=True):
         ranks = {e.rank for e in fe.events if e.rank is not None} | f.envelope_ranks
@@ -691,6 +706,17 @@ def _read_inputs(paths: Sequence[str | os.PathLike[str]], jobs: int | None,
     if not events_in_order(out.events):
         out.events.sort(key=event_order)
     _share_job(out.events, shared_job)
+    return out
+
+
+def _tree_mtimes(files: list[_FileOut]) -> dict[str, float]:
+    """The modification times of the plain files in `--log-dir` trees: what orders two invocations' trees
+    whose lines state no time (ingest/runs.py)."""
+    out: dict[str, float] = {}
+    for f in files:
+        if f.origin.node_dir is not None and f.locator.member is None:
+            with contextlib.suppress(OSError):
+                out[f.display] = os.stat(f.locator.fs_path).st_mtime
     return out
 
 
