@@ -295,14 +295,27 @@ def call_source(frames: Sequence[str], sources: Sequence[str]) -> str | None:
 # chose, and the common ones default it to the whole world: Lightning's `_sync_ddp`, behind every
 # `self.log(..., sync_dist=True)`, sets `group = torch.distributed.group.WORLD if group is None else group`
 # and calls `torch.distributed.barrier(group=group)` (lightning/fabric/utilities/distributed.py).
+# torch.distributed's own layers above c10d, which `TORCH_DISTRIBUTED_RE` leaves to the program for their
+# phase names (`fsdp/`, `checkpoint/`).
+TORCH_OWN_CALLER_RE = re.compile(r"(?:^|/)torch/distributed/")
 _SUBGROUP_ARG_RE = re.compile(r"\bgroup\s*=\s*(?!None\b|(?:[\w.]*\.)?WORLD\b|group\b)[A-Za-z_]")
 
 
 def subgroup_call(frames: Sequence[str], sources: Sequence[str]) -> bool:
-    """Does the program's call into torch.distributed pass a subgroup (`group=tp_group`)?"""
+    """Does the program's call into torch.distributed pass a subgroup (`group=tp_group`)? Not when the caller
+    is torch.distributed's own code above c10d (FSDP, distributed checkpointing): it passes the group it was
+    built with (FSDP1's gloo all-gather `dist.all_gather(tensor_list, sharded_flat_param, group=pg)` in
+    torch/distributed/fsdp/_flat_param.py `_all_gather_flat_param`, torch 2.3-2.13), the whole world unless
+    the program gave it another, so the argument names no subgroup."""
     found = blocking_call(frames, sources)
     if found is None or found[2] == "backward":
         return False
+    for i in range(found[0] - 1, -1, -1):
+        if TORCH_DISTRIBUTED_RE.search(str(frames[i])):
+            continue
+        if TORCH_OWN_CALLER_RE.search(str(frames[i])):
+            return False
+        break
     src = caller_source(frames, sources, found[0])
     return src is not None and _SUBGROUP_ARG_RE.search(src) is not None
 

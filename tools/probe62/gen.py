@@ -66,7 +66,9 @@ CASES = [
     ("mbarrier-r1-ws3-manual-detail-console", V24, "mbarrier", 3, [1], "console", 1, "manual", {}, STRAG, [STRAG, CFD], None),
     ("dcpfail-r1-ws4-fsdp1-tee", V26, "dcpfail", 4, [1], "tee", 0, "fsdp1", T10, CRASH, [CRASH], None),
     ("dcpfail-r2-ws3-ddp-logdir", V24, "dcpfail", 3, [2], "logdir", 0, "ddp", T10, CRASH, [CRASH], None),
-    ("silent-r2-ws4-ddp-every-tee", V25, "silent", 4, [2], "tee", 0, "ddp", {"EVERY": "1", "LOG": "logging"}, STRAG, [STRAG, CFD], None),
+    # culprit amended to unknown after the first scoring: rank 2 stalls before its step-4 line and the others
+    # block in step 4's all-reduce before theirs, so every rank's last line is step 3 (the logs cannot tell)
+    ("silent-r2-ws4-ddp-every-tee", V25, "silent", 4, [2], "tee", 0, "ddp", {"EVERY": "1", "LOG": "logging"}, STRAG, [STRAG, CFD], "unknown"),
     ("silent-r1-ws3-fsdp1-console", V23, "silent", 3, [1], "console", 0, "fsdp1", {}, STRAG, [STRAG, CFD], "unknown"),
     # FSDP2 (fully_shard) on the CPU: 2.3 creates torch.cuda streams, 2.6 calls Stream.record_event, which the
     # CPU stream lacks (both seen in trial runs before the probe): every rank fails at its first forward
