@@ -389,7 +389,7 @@ def _detect(lines: list[str], lead: str) -> Dialect:
     pdsh = not slurm and _most(PDSH_RE, lines)
     named = _named_hosts(lines) if not slurm and not pdsh else frozenset()
     pdsh = pdsh or bool(named)
-    tag = not slurm and not pdsh and _most(RANK_TAG_RE, lines)
+    tag = not slurm and not pdsh and (_most(RANK_TAG_RE, lines) or _teed_rank_tags(lines))
     mpich = not slurm and not pdsh and not tag and _most(MPICH_RE, lines)
     compose = not slurm and not pdsh and not tag and not mpich and _most(COMPOSE_RE, lines)
     return Dialect(slurm=slurm, pdsh=pdsh, pdsh_hosts=named, rank_tag=tag, mpich=mpich, compose=compose,
