@@ -372,6 +372,17 @@ def _on_gloo(evs: Sequence[Any]) -> bool:
     return gloo
 
 
+def _filtered_tee(events: Sequence[Any]) -> bool:
+    """The console carries torchrun's tee prefix (`[default0]:`) of some local ranks while the agent's own
+    lines (`failed (exitcode: ...) local_rank: <l>`, its failure report) name a local rank that has none: the
+    console was filtered with `--local-ranks-filter` (torch 2.3+, torch/distributed/run.py; the tee of
+    elastic/multiprocessing/api.py skips the other local ranks, their files under `--log-dir` keep them)."""
+    teed = {int(m[1]) for e in events if e.writer and (m := TEE_WRITER_RE.match(e.writer))}
+    named = {int(lr) for e in events if e.kind in ("worker_failed", "child_failed")
+             and isinstance(lr := e.fields.get("local_rank"), int) and lr >= 0}
+    return bool(teed) and bool(named - teed)
+
+
 def _per_worker_files(files: Sequence[InputFile]) -> bool:
     """Whether the inputs are already one file per worker: a path that names a rank or a torchrun
     `--log-dir` tree's local-rank folder (ingest/origin.py)."""
@@ -417,10 +428,18 @@ def _collect_next(
         # (not when the inputs are already one file per worker, a torchrun `--log-dir` tree or files named
         # by rank: their lines that no parser read are the script's own, and no launcher flag adds a rank)
         whose = "Only one rank's output" if ranks_with_logs else "No line"
-        out.append(
-            f"{whose} could be attributed to a rank: collect every rank's log "
-            "(`torchrun --log-dir DIR --redirects 3`) or prefix lines with the rank (`--tee 3`)."
-        )
+        if _filtered_tee(evs):
+            out.append(
+                f"{whose} could be attributed to a rank although the console is teed: torchrun's "
+                "agent names local ranks whose `[<role><local rank>]:` lines are missing, as "
+                "`--local-ranks-filter` (torch 2.3+) leaves them out of the console; drop it, or add "
+                "`--log-dir DIR --redirects 3` so every rank keeps its own files."
+            )
+        else:
+            out.append(
+                f"{whose} could be attributed to a rank: collect every rank's log "
+                "(`torchrun --log-dir DIR --redirects 3`) or prefix lines with the rank (`--tee 3`)."
+            )
     if evs and all(e.time is None for e in evs):
         out.append(
             "No line had a timestamp: set `TORCH_CPP_LOG_LEVEL=INFO` (c10 lines carry times since 2.4) "
@@ -517,6 +536,8 @@ _STACKS = (
 )
 
 
+# The writer torchrun's tee prefix gives a line (hanglens/ingest/prefix.py: `tee <role><local rank>`).
+TEE_WRITER_RE = re.compile(r"^tee [A-Za-z_][\w-]*?(\d+)$")
 _NCCL_SAYS = re.compile(r"^.*?NCCL (?:WARN|INFO)\s*(?:NET/\w+\s*:\s*)?")
 
 

@@ -149,8 +149,11 @@ TORCHX_RE = re.compile(r"^(?P<app>[\w.\-]+)/(?P<replica>\d+) (?=\[)")
 TEE_RE = re.compile(r"^\[(?!rank\d)(?P<role>[A-Za-z_][\w-]{0,63}?)(?P<local_rank>\d{1,6})\]:")
 RANK_RE = re.compile(r"\[rank(?P<rank>\d{1,6})\]: ?")
 # torchrun 2.2+ `TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[${rank}]:"` (log-formats.md sections 3.3 and 10 item
-# 10): the global rank alone in brackets before each teed line; read only when most lines carry it.
-RANK_TAG_RE = re.compile(r"^\[(?P<rank>\d{1,6})\]:")
+# 10): the global rank alone in brackets before each teed line; read only when most lines carry it. A bare
+# `[<n>]:` with nothing after it is an entry of torchrun's failure report (`Failures:` / `Root Cause`), not a
+# tag.
+RANK_TAG_RE = re.compile(r"^\[(?P<rank>\d{1,6})\]:(?=.)")
+BARE_TAG_RE = re.compile(r"^\[\d{1,6}\]:\s*$")
 # MPICH/Hydra `mpiexec -prepend-rank` (log-formats.md section 9.3): `[<rank>] ` before each line of the
 # process of that MPI rank; read only when most lines carry it (a payload may start with `[3] ` too).
 MPICH_RE = re.compile(r"^\[(?P<rank>\d{1,6})\] (?=.)")
@@ -386,13 +389,13 @@ def _detect(lines: list[str], lead: str) -> Dialect:
     if sum(1 for s in lines if _any_dialect().match(s)) < DIALECT_SHARE * len(lines):
         # (each test below needs that share of lines to start as its prefix, srun's own lines aside: at most
         # that share start as any of them, or as srun's own, so every test would say no)
-        return Dialect(lead=lead)
+        return Dialect(lead=lead, rank_tag=_teed_rank_tags(lines))
     labelled = [s for s in lines if not SLURM_OWN_RE.match(s)]
     slurm = bool(labelled) and _most(SLURM_RE, labelled)
     pdsh = not slurm and _most(PDSH_RE, lines)
     named = _named_hosts(lines) if not slurm and not pdsh else frozenset()
     pdsh = pdsh or bool(named)
-    tag = not slurm and not pdsh and _most(RANK_TAG_RE, lines)
+    tag = not slurm and not pdsh and (_most(RANK_TAG_RE, lines) or _teed_rank_tags(lines))
     mpich = not slurm and not pdsh and not tag and _most(MPICH_RE, lines)
     compose = not slurm and not pdsh and not tag and not mpich and _most(COMPOSE_RE, lines)
     return Dialect(slurm=slurm, pdsh=pdsh, pdsh_hosts=named, rank_tag=tag, mpich=mpich, compose=compose,
@@ -567,6 +570,21 @@ def _logged_behind(m: re.Match[str], s: str) -> bool:
     if name.lower() in _NOT_HOSTS or name.endswith(_NOT_HOST_ENDS):
         return False
     return strip_prefixes(s[m.end():]).rank is not None
+
+
+AGENT_OWN_MIN = 3   # lines left once torchrun's own are set aside, for `_teed_rank_tags` to judge
+
+
+def _teed_rank_tags(lines: list[str]) -> bool:
+    """Most lines of a teed console carry the `[${rank}]:` template's tag once torchrun's own lines are set
+    aside. The agent writes those into the same console untagged (local_elastic_agent.py hands the template
+    to the workers' tee only): its logging lines (the 2.3+ glog-style envelope, log-formats.md section 3.4),
+    and its exit traceback and `ChildFailedError` report, whose frames and fields are indented and whose
+    entries open with a bare `[<n>]:`. A short job's console is mostly the agent's, so the share over all
+    lines says no where every worker line is tagged."""
+    rest = [s for s in lines
+            if s[:1] not in (" ", "\t") and not PYGLOG_RE.match(s) and not BARE_TAG_RE.match(s)]
+    return len(rest) >= AGENT_OWN_MIN and _most(RANK_TAG_RE, rest)
 
 
 def _most(rx: re.Pattern[str], lines: list[str]) -> bool:

@@ -331,6 +331,16 @@ def test_fsdps_own_group_argument_is_not_a_subgroup_the_program_chose() -> None:
     assert callsite.subgroup_call(f, s)
 
 
+def test_fsdp1_gloo_all_gather_group_argument_is_not_a_subgroup() -> None:
+    # FSDP1 on gloo all-gathers with `dist.all_gather(tensor_list, sharded_flat_param, group=pg)`
+    # (torch/distributed/fsdp/_flat_param.py `_all_gather_flat_param`, torch 2.3-2.13; a 2.5.1 run of
+    # tools/probe62): `pg` is the group FSDP was built with, the world unless the program gave another.
+    lib = "/opt/env/lib/python3.13/site-packages/torch/distributed/fsdp/_flat_param.py"
+    fsdp = (lib, 1401, "_all_gather_flat_param", "dist.all_gather(tensor_list, sharded_flat_param, group=pg)")
+    f, s = stack(MAIN, fsdp, tail=c10d("all_gather"))
+    assert not callsite.subgroup_call(f, s)
+
+
 def test_a_collective_inside_lightnings_sigterm_handler_is_not_where_the_rank_waited() -> None:
     # Lightning's SIGTERM handler broadcasts the stop to the other ranks
     # (lightning/pytorch/trainer/connectors/signal_connector.py `_sigterm_notifier_fn`); the frames under it

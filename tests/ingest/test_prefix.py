@@ -239,6 +239,42 @@ def test_custom_prefix_template_rank_tag_only_when_most_lines_carry_it() -> None
     assert not detect_dialect(["[1]: a", "plain", "plain too", "more plain"]).rank_tag
 
 
+def test_custom_prefix_template_rank_tag_counts_only_the_workers_lines() -> None:
+    """A short job's teed console is mostly torchrun's own untagged lines (its logging, its exit traceback and
+    failure report): the `[${rank}]:` tag is judged on the other lines. Shape of a torch 2.5.1 run
+    (tools/probe62/gen.py crash-r5-ws8-fsdp1-prefix)."""
+    lines = [
+        "W1206 08:40:38.146000 17430 torch/distributed/run.py:793] *****************************************",
+        "[6]:rank 6/8 started on pid 17530 (torch 2.5.1+cu124)",
+        "[0]:epoch 0 step 1/8 loss 1.0979",
+        "[5]:[rank5]: Traceback (most recent call last):",
+        '[5]:[rank5]:   File "/home/user/train/train.py", line 177, in <module>',
+        "[5]:[rank5]:     sys.exit(main())",
+        '[5]:[rank5]:   File "/home/user/train/train.py", line 139, in main',
+        '[5]:[rank5]:     raise ValueError("Expected input batch_size (16) to match target batch_size (12).")',
+        "[5]:[rank5]: ValueError: Expected input batch_size (16) to match target batch_size (12).",
+        "W1206 08:40:57.420000 17430 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 17524 "
+        "closing signal SIGTERM",
+        "E1206 08:40:57.935000 17430 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) "
+        "local_rank: 5 (pid: 17529) of binary: /home/user/.venv/bin/python",
+        "Traceback (most recent call last):",
+        '  File "/home/user/.venv/bin/torchrun", line 8, in <module>',
+        "    sys.exit(main())",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  time      : 2026-12-06_08:40:57",
+        "  rank      : 5 (local_rank: 5)",
+    ]
+    d = detect_dialect(lines)
+    assert d.rank_tag
+    assert strip_prefixes("[0]:epoch 0 step 1/8 loss 1.0979", d).rank == 0
+    # the failure report's entry header stays as it is
+    assert strip_prefixes("[0]:", d) == strip_prefixes("[0]:", Dialect())
+    # the agent's lines alone say nothing
+    assert not detect_dialect([s for s in lines if not s.startswith("[") or s == "[0]:"]).rank_tag
+
+
 @settings(max_examples=300, deadline=None)
 @given(rank=st.integers(min_value=0, max_value=999_999),
        rest=st.lists(st.sampled_from([*"[]:,<>|() .-/_0123456789PJ\t", "stdout", "rank", "<stderr>"]),

@@ -550,3 +550,44 @@ def test_per_worker_files_are_not_told_to_collect_per_worker_files(tmp_path: Pat
     alone = write_job(tmp_path / "console", {"console.log": _AGENT_STOPPED})
     advice = " ".join(api.analyze([alone]).to_dict()["collect_next"])
     assert "No line could be attributed to a rank" in advice
+
+
+_FILTERED_TEE = """\
+[default0]:rank 0/4 started on pid 16127 (torch 2.4.1+cu121)
+[default0]:epoch 0 step 3/8 loss 0.9828
+W1206 08:38:18.085000 140272961883008 torch/distributed/elastic/multiprocessing/api.py:858] Sending process \
+16127 closing signal SIGTERM
+E1206 08:38:18.359000 140272961883008 torch/distributed/elastic/multiprocessing/api.py:833] failed \
+(exitcode: 1) local_rank: 2 (pid: 16129) of binary: /home/user/.venv/bin/python
+Traceback (most recent call last):
+  File "/home/user/.venv/lib/python3.12/site-packages/torch/distributed/launcher/api.py", line 264, in \
+launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+/home/user/train/train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-06_08:38:18
+  host      : localhost
+  rank      : 2 (local_rank: 2)
+  exitcode  : 1 (pid: 16129)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+
+
+def test_a_console_filtered_by_local_ranks_filter_is_told_so(tmp_path: Path) -> None:
+    """torchrun 2.3+ `--tee 3 --local-ranks-filter 0` (shape of tools/probe62 crash-r2-ws4-ddp-filter0, torch
+    2.4.1): the agent names local rank 2, whose teed lines the filter kept out of the console."""
+    job = write_job(tmp_path / "filtered", {"console.log": _FILTERED_TEE})
+    advice = " ".join(api.analyze([job]).to_dict()["collect_next"])
+    assert "--local-ranks-filter" in advice
+    plain = write_job(tmp_path / "plain", {"console.log": _FILTERED_TEE.replace("[default0]:", "")})
+    advice = " ".join(api.analyze([plain]).to_dict()["collect_next"])
+    assert "--local-ranks-filter" not in advice
