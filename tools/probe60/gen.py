@@ -140,7 +140,7 @@ def run(out_root, j):
     for p in job_dir.glob("kill.*"):
         p.unlink()
     subs = [(str(job_dir), "/home/user/project"), (str(HERE), "/home/user/project"),
-            (VENVS[rel], "/home/user/.venv"), (str(out_root), "/home/user")]
+            (VENVS[rel], "/home/user/.venv"), (str(out_root), "/home/user"), ("/root/.pyenv", "/home/user/.pyenv")]
     probelib.rewrite_paths(job_dir, subs)
     print(f"{name}: rc={rc}", flush=True)
 
