@@ -229,14 +229,16 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
         timeout_codes.add(1)
     # ... and so is gloo's loss of a peer: `Connection closed by peer`, `Read error ...: Connection reset by
     # peer` are thrown in the caller's thread too (gloo/transport/tcp/pair.cc, log-formats.md section 7), so
-    # every survivor of a crash under gloo exits with code 1 like the crashed rank (torch 1.x's failure
-    # table then lists every rank with exitcode 1): that code alone names no fault
-    if any(_gloo_peer_gone(e) for e in events):
-        timeout_codes.add(1)
-    # A console of torch < 2.4 holds its workers' tracebacks with nobody's name on them (log-formats.md
-    # section 9.2): a store timeout or failed connect raised in init (TCPStore, socket.cpp; section 3.7)
-    # ends its rank with code 1 too, and any code-1 exit may be that rank's.
-    if any(e.kind == "store_error" and e.rank is None and e.get("errno") is None for e in events):
+    # a survivor of a crash under gloo that raised before the agent stopped it exits with code 1 like the
+    # crashed rank (torch 1.x's failure table then lists several ranks, often every one, with exitcode 1):
+    # when more than one rank exited 1, that code alone names no fault. A console of torch < 2.4 also holds
+    # a store timeout or failed connect raised in init (TCPStore, socket.cpp; section 3.7) with nobody's
+    # name on it (section 9.2), ending its rank with code 1 the same way. Only lines of nobody's: a rank
+    # whose own lines are named is read by what it printed. One rank alone with code 1 beside ranks the
+    # agent stopped (-15) exited of its own fault.
+    ones = {r for e in exits if _exitcode(e) == 1 and (r := rank_about(e, sn)) is not None}
+    if len(ones) >= 2 and any(e.rank is None and (_gloo_peer_gone(e) or (
+            e.kind == "store_error" and e.get("errno") is None)) for e in events):
         timeout_codes.add(1)
     out: dict[int, Event] = {}
     for e in exits:
