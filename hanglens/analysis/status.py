@@ -172,6 +172,21 @@ def is_own_crash(e: Event) -> bool:
     return e.kind in CRASH_KINDS
 
 
+# gloo's socket errors name the loss in their detail: `Read error [<ip>]:<port>: Connection reset by peer`
+_PEER_GONE_DETAIL_RE = re.compile(r"Connection reset by peer|Connection closed by peer|Broken pipe")
+
+
+def _gloo_peer_gone(e: Event) -> bool:
+    """gloo's own report that the process at the other end of a pair's socket went away."""
+    if e.get("transport") != "gloo":
+        return False
+    if e.kind == "peer_closed":
+        return True
+    detail = str(e.get("detail") or "")
+    return e.kind == "network_error" and (
+        e.get("error") in _PEER_GONE_ERRORS or _PEER_GONE_DETAIL_RE.search(detail) is not None)
+
+
 def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
     """Ranks whose only sign of failure is a positive exit code (no exception or hang line of their own).
 
@@ -211,6 +226,19 @@ def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
                   and is_victim_exception(e)}
     timeout_codes = {_exitcode(e) for e in exits if rank_about(e, sn) in timed_out}
     if any(e.kind == "hang_detected" and e.get("detector") == "gloo" for e in events):
+        timeout_codes.add(1)
+    # ... and so is gloo's loss of a peer: `Connection closed by peer`, `Read error ...: Connection reset by
+    # peer` are thrown in the caller's thread too (gloo/transport/tcp/pair.cc, log-formats.md section 7), so
+    # a survivor of a crash under gloo that raised before the agent stopped it exits with code 1 like the
+    # crashed rank (torch 1.x's failure table then lists several ranks, often every one, with exitcode 1):
+    # when more than one rank exited 1, that code alone names no fault. A console of torch < 2.4 also holds
+    # a store timeout or failed connect raised in init (TCPStore, socket.cpp; section 3.7) with nobody's
+    # name on it (section 9.2), ending its rank with code 1 the same way. Only lines of nobody's: a rank
+    # whose own lines are named is read by what it printed. One rank alone with code 1 beside ranks the
+    # agent stopped (-15) exited of its own fault.
+    ones = {r for e in exits if _exitcode(e) == 1 and (r := rank_about(e, sn)) is not None}
+    if len(ones) >= 2 and any(e.rank is None and (_gloo_peer_gone(e) or (
+            e.kind == "store_error" and e.get("errno") is None)) for e in events):
         timeout_codes.add(1)
     out: dict[int, Event] = {}
     for e in exits:
@@ -1969,6 +1997,36 @@ def _closed_after_peer_timeout(events: Sequence[Event], victims: Sequence[Row]) 
     return {r for r, (ok, dated) in state.items() if ok and dated}
 
 
+def _gloo_waiters_by_exit(events: Sequence[Event]) -> set[int]:
+    """The ranks whose own exit was a gloo timeout, where a console holds those timeouts with nobody's name.
+
+    gloo has no watchdog: its `Timed out waiting <ms>ms for <recv|send> operation` is raised in the caller's
+    thread (gloo/transport/tcp/unbound_buffer.cc, log-formats.md section 7), so a rank that timed out exits
+    with Python's code 1, and before torch 2.4 its traceback carries no `[rankN]:` prefix (log-formats.md
+    section 9.2). When every unattributed exception of the input is such a timeout, none is a fault of a
+    process's own, and as many ranks exited with code 1 by the launcher's lines as there are timeouts (the
+    others stopped by its SIGTERM or not listed), those ranks are the ones that timed out, though no line
+    says which timeout is whose: they called the collective (failure-signatures.md section 0.2, R2)."""
+    sn = single_node(events)
+    timeouts = {(e.path, e.line) for e in events
+                if e.kind == "hang_detected" and e.rank is None and e.get("detector") == "gloo"}
+    if not timeouts or any(e.kind == "hang_detected" and e.rank is not None for e in events):
+        return set()
+    for e in events:
+        if (e.kind == "exception" and rank_about(e, sn) is None and is_own_crash(e) and e.get("exc_type")
+                and not _agent_exception(e)):
+            return set()
+    codes: dict[int, set[int]] = defaultdict(set)
+    for e in events:
+        if (e.kind in ("child_failed", "worker_failed") and (r := rank_about(e, sn)) is not None
+                and (code := _exitcode(e)) is not None):
+            codes[r].add(code)
+    if any(c not in (1, -15) for cs in codes.values() for c in cs):
+        return set()
+    ones = {r for r, cs in codes.items() if cs == {1}}
+    return ones if len(ones) == len(timeouts) else set()
+
+
 RANK_STATUS_KEYS = ("rank", "host", "status", "crashed", "hung", "victim", "quiet", "own_log", "unheard",
                     "first_error_kind", "first_error_time", "exitcode", "signal", "exited_clean",
                     "signalled_outside", "alive_at_stop", "stopped_by_agent")
@@ -2010,6 +2068,7 @@ def rank_status_columns(
     outside = _signalled_outside(events, sn)
     alive = _alive_at_stop(events)
     stopped = _stopped_by_agent(events)
+    gloo_waiters = _gloo_waiters_by_exit(events)
     clean = clean or set()
     own_logs = own_logs or set()
     printed = printed or set()
@@ -2020,7 +2079,7 @@ def rank_status_columns(
     for rank in sorted(set(ranks) | set(by_rank)):
         evs = by_rank.get(rank, no_events)
         crashed = rank in exit_only or any(is_own_crash(e) for e in evs)
-        hung = any(e.kind == "hang_detected" for e in evs)
+        hung = any(e.kind == "hang_detected" for e in evs) or rank in gloo_waiters
         # Its own watchdog stated a failed work (2.4+ status lines): it waited in a collective, not quiet.
         watched = any(e.kind == "pg_status" and e.get("failed_seq") is not None for e in evs)
         victim = rank in victim_ranks

@@ -72,6 +72,11 @@ WAIT_FOR_INPUT_RE = re.compile(
     r"(?: timed out after (?P<ms>\d+) ?ms| returned (?P<ret>-?\d+))?"
 )
 SOCKET_TIMEOUT_RE = re.compile(r"\bSocket Timeout\b")
+# TCPStore::doWait (torch/csrc/distributed/c10d/TCPStore.cpp, 1.10-2.x): the reply to a WAIT was not the
+# store's STOP_WAITING byte, so the peer at the endpoint does not speak the TCPStore protocol (another
+# service at MASTER_ADDR:MASTER_PORT); torch before 2.2 has no VALIDATE handshake at connect that would
+# have said so (2.x: `TCP client failed to connect/validate`)
+STOP_WAITING_RE = re.compile(r"\bStop_waiting response is expected\b")
 WAIT_TIMEOUT_RE = re.compile(
     r"(?<![\w])[Ww]ait timeout\b(?: after (?P<ms>\d+) ?ms)?(?:, keys: (?P<keys>.*))?"
 )
@@ -178,6 +183,7 @@ class StoreParser(Parser):
         "waiting for clients",
         "Connection was likely closed",
         "connect() timed out",
+        "Stop_waiting",
     )
     emits = (
         EventSpec("store_error", ("op", "addr", "errno", "error", "timeout_ms", "keys", "pg", "pg_rank",
@@ -252,6 +258,9 @@ class StoreParser(Parser):
                 "torch 2.4-2.9"),
         Example("RuntimeError: Socket Timeout", "hang_detected", {"detector": "store", "op": "wait"},
                 "torch 1.10-2.3"),
+        Example("RuntimeError: Stop_waiting response is expected", "store_error",
+                {"op": "connect", "error": "not a TCPStore's reply: Stop_waiting response is expected"},
+                "torch 1.10-2.x (TCPStore.cpp doWait; real run, probe60: torch 1.13.1, wrong --master_addr)"),
         Example("torch.distributed.DistBackendError: [2] is setting up NCCL communicator and retrieving "
                 "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: "
                 "Socket Timeout", "hang_detected", {"detector": "store", "op": "wait", "stated_rank": 2},
@@ -421,6 +430,9 @@ class StoreParser(Parser):
                     self._hang(line, ms)]
         if SOCKET_TIMEOUT_RE.search(text):
             return [self._err(line, "wait", error="Socket Timeout"), self._hang(line, None)]
+        if STOP_WAITING_RE.search(text):
+            return [self._err(line, "connect",
+                              error="not a TCPStore's reply: Stop_waiting response is expected")]
         m = RESET_RE.search(text)
         if m and STORE_CONTEXT_RE.search(text) and "Rendezvous" not in text:
             return [self._err(line, None, error=m.group(0))]
