@@ -71,6 +71,7 @@ class Analysis:
                 command=self.command,
                 context=ctx,
                 consume=consume,
+                runs=self.ingested.run_table,
             )
         return self._doc
 
@@ -121,7 +122,7 @@ def analyze_read(
         ingested.events = tables.events
     active = list(rules) if rules is not None else load_rules(rules_dirs, limits=limits)
     result = evaluate(active, tables, limits=limits)
-    if getattr(ingested, "runs", ""):
+    if ingested.runs:
         # the inputs hold several runs and only the latest was read into the tables (ingest/runs.py): say so
         told = replace(result.verdict, summary=result.verdict.summary + ingested.runs)
         result = replace(result, verdict=told)

@@ -16,6 +16,7 @@ from hanglens import __version__
 from hanglens import lazyre as re
 from hanglens.analysis import Tables
 from hanglens.ingest.origin import is_mpirun_output
+from hanglens.ingest.runs import RunInfo
 from hanglens.ingest.streams import file_owners
 from hanglens.model import (
     YEARLESS_YEAR,
@@ -836,8 +837,12 @@ def build_document(
     command: str,
     context: Context | None = None,
     consume: bool = False,
+    runs: Sequence[RunInfo] = (),
 ) -> dict[str, Any]:
     """The analysis document; `result` is the engine's (verdict, findings, ruled_out, not_evaluable).
+
+    `runs`: the runs the inputs hold, oldest first, where there are several (ingest/runs.py); the tables are
+    the judged one's.
 
     `consume`: `tables.events` is emptied as soon as the parts read from the events are made, so that the
     per-rank sections of a big job are built in the memory its events held (the tables stay).
@@ -935,6 +940,8 @@ def build_document(
             "files": len(files),
             "bytes": sum(f.size for f in files),
             "skipped": [{"path": s.path, "reason": s.reason} for s in sorted(skipped, key=lambda s: s.path)],
+            "runs": [{"run": r.run, "where": list(r.where), "judged": r.judged, "failed": r.failed}
+                     for r in runs],
             "ranks_seen": ranks_seen,
             "world_size": tables.world_size,
             "hosts": hosts,

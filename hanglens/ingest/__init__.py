@@ -32,7 +32,7 @@ from hanglens.ingest.reader import (
     ordered_stream,
     topped_up,
 )
-from hanglens.ingest.runs import apply_runs, plan_runs
+from hanglens.ingest.runs import RunInfo, apply_runs, plan_runs
 from hanglens.ingest.sources import (
     SNIFF,
     ByteBudget,
@@ -105,6 +105,7 @@ class Ingested:
     sources: Sources = field(default_factory=Sources)
     notes: dict[str, list[str]] = field(default_factory=dict)
     runs: str = ""   # how many runs the inputs hold and which was judged (ingest/runs.py), "" for one
+    run_table: list[RunInfo] = field(default_factory=list)   # those runs, oldest first; [] for one run
 
     def context(self, refs: Iterable[SourceRef], before: int = 2,
                 after: int = 2) -> dict[SourceRef, list[tuple[int, str]]]:
@@ -688,7 +689,7 @@ def _read_inputs(paths: Sequence[str | os.PathLike[str]], jobs: int | None,
                 f.notes = (*f.notes, runs.notes[f.display])
                 f.envelope_ranks = fe.stated_ranks
     attribute(job)
-    out = Ingested(skipped=skipped, runs=runs.summary)
+    out = Ingested(skipped=skipped, runs=runs.summary, run_table=runs.table)
     tuples: dict[tuple[Any, ...], tuple[Any, ...]] = {}   # (a rank's files name its rank, a node's its host)
     for f, fe in zip(files, job, strict=True):
         ranks = {e.rank for e in fe.events if e.rank is not None} | f.envelope_ranks

@@ -79,6 +79,18 @@ class _Unit:
             self.failed = True
 
 
+@dataclass(frozen=True)
+class RunInfo:
+    """One run the inputs hold, oldest first: where it is (files, a `--log-dir` tree, a console's lines), and
+    whether it is the one judged. `failed` says whether an earlier run ended in a failure (its agent's report
+    or a traceback); it is None for the judged run, whose verdict is the analysis itself."""
+
+    run: int
+    where: tuple[str, ...]
+    judged: bool
+    failed: bool | None
+
+
 @dataclass
 class Runs:
     """What `plan_runs` decided: the files of earlier runs, the lines of a console kept, and the words."""
@@ -88,6 +100,7 @@ class Runs:
     keep_lines: dict[str, tuple[int, int]] = field(default_factory=dict)   # display -> first, last line kept
     notes: dict[str, str] = field(default_factory=dict)            # display -> note on a cut console
     summary: str = ""
+    table: list[RunInfo] = field(default_factory=list)   # every run, oldest first (empty for one run)
 
 
 def _is_start(e: Event) -> bool:
@@ -284,8 +297,10 @@ def plan_runs(job: Sequence[FileEvents], mtimes: dict[str, float] | None = None)
     for n, r in enumerate(runs[:-1], start=1):
         where = sorted({_where(job, u) for u in r})
         shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
-        state = "ended in a failure" if any(u.failed for u in r) else "shows no failure"
+        failed = any(u.failed for u in r)
+        state = "ended in a failure" if failed else "shows no failure"
         earlier.append(f"run {n} ({shown}) {state}")
+        plan.table.append(RunInfo(n, tuple(where), judged=False, failed=failed))
         for u in r:
             for i in u.files:
                 if i not in kept_files:
@@ -298,6 +313,7 @@ def plan_runs(job: Sequence[FileEvents], mtimes: dict[str, float] | None = None)
             plan.notes[d] = (f"lines before {u.lines[0]} belong to earlier runs (set aside): the latest run "
                              f"starts at line {u.lines[0]} with its launcher's start")
     where = sorted({_where(job, u) for u in latest})
+    plan.table.append(RunInfo(len(runs), tuple(where), judged=True, failed=None))
     shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
     plan.summary = (f" The inputs hold {len(runs)} runs of the job (told apart by their launcher starts, "
                     f"`--log-dir` trees and timestamps); the latest ({shown}) is judged; set aside: "

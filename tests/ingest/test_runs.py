@@ -10,10 +10,15 @@ our own; the shapes are those of the real runs of tools/probe63.
 # ruff: noqa: E501 - log lines stay whole, as torchrun prints them
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
+import jsonschema
+
 from hanglens import api
+
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "schema" / "analysis.schema.json").read_text())
 
 BANNER = """\
 W1206 {t} 4101 torch/distributed/run.py:874]
@@ -68,6 +73,25 @@ def test_a_failed_run_followed_by_a_healthy_rerun_is_healthy_and_names_the_failu
     v = api.analyze([tmp_path]).verdict
     assert v.category.value == "none"
     assert "run 1 (train.log lines 1-" in v.summary and "ended in a failure" in v.summary
+
+
+def test_the_json_document_lists_the_runs_oldest_first_and_which_was_judged(tmp_path: Path) -> None:
+    text = crashed("08:20:01.000000", "08:20:09.000000") + healthy("08:25:01.000000")
+    (tmp_path / "train.log").write_text(text)
+    # the run starts at its launcher's start, the banner's `Setting OMP_NUM_THREADS` line
+    start = text.splitlines().index(BANNER.format(t="08:25:01.000000").splitlines()[2]) + 1
+    doc = api.analyze([tmp_path]).to_dict()
+    jsonschema.validate(doc, SCHEMA)
+    runs = doc["inputs"]["runs"]
+    assert runs == [
+        {"run": 1, "where": [f"train.log lines 1-{start - 1}"], "judged": False, "failed": True},
+        {"run": 2, "where": [f"train.log from line {start}"], "judged": True, "failed": None},
+    ]
+
+
+def test_one_run_lists_no_runs(tmp_path: Path) -> None:
+    (tmp_path / "train.log").write_text(crashed("08:20:01.000000", "08:20:09.000000"))
+    assert api.analyze([tmp_path]).to_dict()["inputs"]["runs"] == []
 
 
 def test_two_banners_in_a_row_of_one_writer_are_two_runs(tmp_path: Path) -> None:
