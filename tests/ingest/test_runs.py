@@ -89,6 +89,20 @@ def test_the_json_document_lists_the_runs_oldest_first_and_which_was_judged(tmp_
     ]
 
 
+def test_a_scan_row_says_its_job_holds_several_runs(tmp_path: Path) -> None:
+    from hanglens.scan import scan
+
+    for name, text in (("appended", crashed("08:20:01.000000", "08:20:09.000000") + healthy("08:25:01.000000")),
+                       ("single", crashed("08:20:01.000000", "08:20:09.000000"))):
+        (tmp_path / "jobs" / name).mkdir(parents=True)
+        (tmp_path / "jobs" / name / "train.log").write_text(text)
+    df = scan([tmp_path / "jobs"], jobs=1)
+    rows = {os.path.basename(r["path"]): r for r in df.to_dict("records")}
+    assert rows["appended"]["category"] == "none"
+    assert "holds 2 runs, the latest judged; earlier run 1 ended in a failure" in rows["appended"]["notes"]
+    assert rows["single"]["category"] == "rank_crash" and "runs" not in (rows["single"]["notes"] or "")
+
+
 def test_one_run_lists_no_runs(tmp_path: Path) -> None:
     (tmp_path / "train.log").write_text(crashed("08:20:01.000000", "08:20:09.000000"))
     assert api.analyze([tmp_path]).to_dict()["inputs"]["runs"] == []
