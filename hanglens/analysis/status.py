@@ -174,17 +174,21 @@ def is_own_crash(e: Event) -> bool:
 
 # gloo's socket errors name the loss in their detail: `Read error [<ip>]:<port>: Connection reset by peer`
 _PEER_GONE_DETAIL_RE = re.compile(r"Connection reset by peer|Connection closed by peer|Broken pipe")
+_PEER_GONE_ERRORS = frozenset({"closed_by_peer", "connection_reset", "broken_pipe"})
+
+
+def _peer_gone(e: Event) -> bool:
+    """A rank's report that the remote end of one of its connections went away (`Connection closed by remote
+    peer`, `Connection reset by peer`, `Broken pipe`)."""
+    return e.kind == "peer_closed" or (e.kind == "network_error" and e.get("error") in _PEER_GONE_ERRORS)
 
 
 def _gloo_peer_gone(e: Event) -> bool:
     """gloo's own report that the process at the other end of a pair's socket went away."""
     if e.get("transport") != "gloo":
         return False
-    if e.kind == "peer_closed":
-        return True
-    detail = str(e.get("detail") or "")
-    return e.kind == "network_error" and (
-        e.get("error") in _PEER_GONE_ERRORS or _PEER_GONE_DETAIL_RE.search(detail) is not None)
+    return _peer_gone(e) or (e.kind == "network_error"
+                             and _PEER_GONE_DETAIL_RE.search(str(e.get("detail") or "")) is not None)
 
 
 def _exit_only_crashes(events: Sequence[Event]) -> dict[int, Event]:
@@ -511,7 +515,6 @@ def _kill_behind_exit(e: Event, cur: Event | None) -> bool:
             and e.get("pid") is not None and e.get("pid") == cur.get("pid"))
 
 
-_PEER_GONE_ERRORS = frozenset({"closed_by_peer", "connection_reset", "broken_pipe"})
 _SYSTEM_ERROR_RE = re.compile(r"NCCL error in: \S+, unhandled system error|ncclSystemError")
 
 
@@ -527,10 +530,7 @@ def crash_rows(events: Sequence[Event], hosts: dict[int, str]) -> list[Row]:
     killed_workers: set[int] = set()
     # Ranks whose own NCCL said the remote end of a connection went away (`Connection closed by remote
     # peer`, `Connection reset by peer`, `Broken pipe`): their `unhandled system error` is that loss.
-    peer_gone = {r for e in events
-                 if e.kind == "peer_closed"
-                 or (e.kind == "network_error" and e.get("error") in _PEER_GONE_ERRORS)
-                 if (r := rank_about(e, sn)) is not None}
+    peer_gone = {r for e in events if _peer_gone(e) and (r := rank_about(e, sn)) is not None}
     for e in events:
         rank = rank_about(e, sn)
         if (rank in peer_gone and e.kind in ("exception", "error_file")
