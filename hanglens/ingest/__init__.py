@@ -32,7 +32,7 @@ from hanglens.ingest.reader import (
     ordered_stream,
     topped_up,
 )
-from hanglens.ingest.runs import RunInfo, apply_runs, plan_runs
+from hanglens.ingest.runs import RunInfo, apply_runs, plan_runs, runs_summary
 from hanglens.ingest.sources import (
     SNIFF,
     ByteBudget,
@@ -104,8 +104,12 @@ class Ingested:
     skipped: list[Skipped] = field(default_factory=list)
     sources: Sources = field(default_factory=Sources)
     notes: dict[str, list[str]] = field(default_factory=dict)
-    runs: str = ""   # how many runs the inputs hold and which was judged (ingest/runs.py), "" for one
-    run_table: list[RunInfo] = field(default_factory=list)   # those runs, oldest first; [] for one run
+    run_table: list[RunInfo] = field(default_factory=list)   # the runs held, oldest first ([] for one)
+
+    @property
+    def runs(self) -> str:
+        """How many runs the inputs hold and which was judged, in words ("" for one; ingest/runs.py)."""
+        return runs_summary(self.run_table)
 
     def context(self, refs: Iterable[SourceRef], before: int = 2,
                 after: int = 2) -> dict[SourceRef, list[tuple[int, str]]]:
@@ -689,7 +693,7 @@ def _read_inputs(paths: Sequence[str | os.PathLike[str]], jobs: int | None,
                 f.notes = (*f.notes, runs.notes[f.display])
                 f.envelope_ranks = fe.stated_ranks
     attribute(job)
-    out = Ingested(skipped=skipped, runs=runs.summary, run_table=runs.table)
+    out = Ingested(skipped=skipped, run_table=runs.table)
     tuples: dict[tuple[Any, ...], tuple[Any, ...]] = {}   # (a rank's files name its rank, a node's its host)
     for f, fe in zip(files, job, strict=True):
         ranks = {e.rank for e in fe.events if e.rank is not None} | f.envelope_ranks

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import calendar
 import time as _time
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -39,6 +40,8 @@ from hanglens.model import YEARLESS_YEAR, Event
 _LAUNCHERS = ("torchrun", "torch.distributed.launch")
 # what a run leaves behind that an earlier run's failure shows (the agent's report, a worker's traceback)
 _FAILURE_KINDS = ("worker_failed", "child_failed", "exception", "launcher_exit")
+# the last line of a console's last segment: it runs to the end of the file
+_OPEN_END = (1 << 62) - 1
 
 
 def _in_year(t: float) -> float:
@@ -93,14 +96,31 @@ class RunInfo:
 
 @dataclass
 class Runs:
-    """What `plan_runs` decided: the files of earlier runs, the lines of a console kept, and the words."""
+    """What `plan_runs` decided: the runs, the files of earlier runs, the lines of a console kept."""
 
-    count: int = 1
+    table: list[RunInfo] = field(default_factory=list)   # every run, oldest first (empty for one run)
     drop: dict[str, str] = field(default_factory=dict)             # display path -> skip reason
     keep_lines: dict[str, tuple[int, int]] = field(default_factory=dict)   # display -> first, last line kept
     notes: dict[str, str] = field(default_factory=dict)            # display -> note on a cut console
-    summary: str = ""
-    table: list[RunInfo] = field(default_factory=list)   # every run, oldest first (empty for one run)
+
+    @property
+    def count(self) -> int:
+        return len(self.table) or 1
+
+
+def _listed(where: Sequence[str]) -> str:
+    return ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
+
+
+def runs_summary(table: Sequence[RunInfo]) -> str:
+    """The words the verdict's summary gains when the inputs hold several runs ("" for one)."""
+    if len(table) < 2:
+        return ""
+    earlier = "; ".join(f"run {r.run} ({_listed(r.where)}) "
+                        + ("ended in a failure" if r.failed else "shows no failure") for r in table[:-1])
+    latest = _listed(table[-1].where)
+    return (f" The inputs hold {len(table)} runs of the job (told apart by their launcher starts, "
+            f"`--log-dir` trees and timestamps); the latest ({latest}) is judged; set aside: {earlier}.")
 
 
 def _is_start(e: Event) -> bool:
@@ -113,15 +133,18 @@ def _is_output(e: Event) -> bool:
         "worker_failed", "child_failed", "closing_signal", "launcher_exit"))
 
 
-def _cuts(f: FileEvents) -> list[int]:
+def _cuts(f: FileEvents) -> tuple[list[int], int | None]:
     """The lines of `f` where a new launcher invocation starts: after output of an earlier one, or after an
     earlier start by the same writer (one agent starts once per invocation; the agents of several nodes
-    merged into one console carry their node's prefix)."""
+    merged into one console carry their node's prefix); and the line of its first launcher start, if any."""
     cuts: list[int] = []
+    first_start: int | None = None
     seen_output = False
     starts: set[tuple[str, str]] = set()
     for e in f.events:   # (in line order)
         if _is_start(e):
+            if first_start is None:
+                first_start = e.line
             who = (outer_stream(e.writer), e.host or "")
             if seen_output or who in starts:
                 cuts.append(e.line)
@@ -130,7 +153,7 @@ def _cuts(f: FileEvents) -> list[int]:
             starts.add(who)
         elif _is_output(e):
             seen_output = True
-    return cuts
+    return cuts, first_start
 
 
 def _units(job: Sequence[FileEvents], mtimes: dict[str, float]) -> tuple[list[_Unit], dict[int, list[_Unit]]]:
@@ -154,20 +177,19 @@ def _units(job: Sequence[FileEvents], mtimes: dict[str, float]) -> tuple[list[_U
             for e in f.events:
                 u.take(e)
             continue
-        cuts = _cuts(f)
+        cuts, first_start = _cuts(f)
         if not cuts:
-            u = _Unit(files=[i], start=any(_is_start(e) for e in f.events))
+            u = _Unit(files=[i], start=first_start is not None)
             for e in f.events:
                 u.take(e)
             units.append(u)
             continue
-        bounds = [1, *cuts]
-        segs = [_Unit(files=[i], lines=(a, b - 1), start=k > 0 or any(
-                    _is_start(e) for e in f.events if e.line < bounds[1]))
-                for k, (a, b) in enumerate(zip(bounds, [*cuts, 1 << 62], strict=True))]
+        # the first segment begins with a launcher start when one comes before the first cut
+        head_start = first_start is not None and first_start < cuts[0]
+        segs = [_Unit(files=[i], lines=(a, b - 1), start=k > 0 or head_start)
+                for k, (a, b) in enumerate(zip([1, *cuts], [*cuts, _OPEN_END + 1], strict=True))]
         for e in f.events:
-            k = sum(1 for c in cuts if e.line >= c)
-            segs[k].take(e)
+            segs[bisect_right(cuts, e.line)].take(e)   # (the cuts are in line order)
         segments[i] = segs
         units.extend(segs)
     return units, segments
@@ -275,7 +297,7 @@ def _where(job: Sequence[FileEvents], u: _Unit) -> str:
     if u.tree is not None:
         return f.display.split(u.tree[1], 1)[0] + u.tree[1] + "/"
     if u.lines is not None:
-        if u.lines[1] >= 1 << 61:
+        if u.lines[1] >= _OPEN_END:
             return f"{f.display} from line {u.lines[0]}"
         return f"{f.display} lines {u.lines[0]}-{u.lines[1]}"
     return f.display
@@ -291,16 +313,11 @@ def plan_runs(job: Sequence[FileEvents], mtimes: dict[str, float] | None = None)
     if len(runs) < 2:
         return Runs()
     latest = runs[-1]
-    plan = Runs(count=len(runs))
+    plan = Runs()
     kept_files = {i for u in latest for i in u.files}
-    earlier: list[str] = []
     for n, r in enumerate(runs[:-1], start=1):
         where = sorted({_where(job, u) for u in r})
-        shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
-        failed = any(u.failed for u in r)
-        state = "ended in a failure" if failed else "shows no failure"
-        earlier.append(f"run {n} ({shown}) {state}")
-        plan.table.append(RunInfo(n, tuple(where), judged=False, failed=failed))
+        plan.table.append(RunInfo(n, tuple(where), judged=False, failed=any(u.failed for u in r)))
         for u in r:
             for i in u.files:
                 if i not in kept_files:
@@ -312,12 +329,8 @@ def plan_runs(job: Sequence[FileEvents], mtimes: dict[str, float] | None = None)
             plan.keep_lines[d] = u.lines
             plan.notes[d] = (f"lines before {u.lines[0]} belong to earlier runs (set aside): the latest run "
                              f"starts at line {u.lines[0]} with its launcher's start")
-    where = sorted({_where(job, u) for u in latest})
-    plan.table.append(RunInfo(len(runs), tuple(where), judged=True, failed=None))
-    shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
-    plan.summary = (f" The inputs hold {len(runs)} runs of the job (told apart by their launcher starts, "
-                    f"`--log-dir` trees and timestamps); the latest ({shown}) is judged; set aside: "
-                    + "; ".join(earlier) + ".")
+    plan.table.append(RunInfo(len(runs), tuple(sorted({_where(job, u) for u in latest})), judged=True,
+                              failed=None))
     return plan
 
 

@@ -172,13 +172,14 @@ def run_job(job: Job, settings: Settings) -> JobResult:
         if empty is not None:
             raise RuntimeError(empty)
         row = row_from_doc(job, doc)
-        runs = (doc.get("inputs") or {}).get("runs") or []
+        inputs = doc.get("inputs") or {}
+        runs = inputs.get("runs") or []
         if len(runs) > 1:
             # the folder holds several runs (a reused --log-dir, an appended console): the row is the latest's
             failed = [str(r.get("run")) for r in runs if r.get("failed")]
             notes.append(f"holds {len(runs)} runs, the latest judged"
                          + (f"; earlier run {', '.join(failed)} ended in a failure" if failed else ""))
-        skipped = len((doc.get("inputs") or {}).get("skipped") or [])
+        skipped = len(inputs.get("skipped") or [])
         if skipped:
             notes.append(f"{skipped} input(s) skipped, see the report")
         report_json = json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, default=str) + "\n"
