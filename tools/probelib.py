@@ -79,3 +79,32 @@ def job_meta(job_dir):
                                               if x and not x.startswith("#"))}
     return meta, text.splitlines()[0]
 
+
+# torchrun's failure report opens with this line and ends at its closing `=====` rule
+TABLE_START = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
+
+
+def failure_table(console):
+    """The lines of the first torchrun failure report in `console`, from its ChildFailedError line to its
+    closing `=====` rule (the rest of the console when the rule is missing), as a user pastes the table
+    alone; [] when there is none."""
+    for i, line in enumerate(console):
+        if line.startswith(TABLE_START):
+            closing = (j for j in range(i + 3, len(console)) if console[j].startswith("====="))
+            end = next(closing, len(console) - 1)
+            return console[i:end + 1]
+    return []
+
+
+def grep_context(lines, pattern):
+    """`grep -n -B2 -A2` of `pattern` over `lines`: `N:` before a hit, `N-` before a context line, `--`
+    between separate groups."""
+    hit = [i for i, x in enumerate(lines) if pattern.search(x)]
+    keep = sorted({k for i in hit for k in range(max(0, i - 2), min(len(lines), i + 3))})
+    out, prev = [], None
+    for k in keep:
+        if prev is not None and k != prev + 1:
+            out.append("--")
+        out.append(f"{k + 1}{':' if k in hit else '-'}{lines[k]}")
+        prev = k
+    return out

@@ -35,7 +35,6 @@ RAW_PREFIX = re.compile(r"^\[default(\d+)\]:")
 RANK_PREFIX = re.compile(r"\[rank(\d+)\]:")
 GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ \d+ \S+:\d+\] ")
 TABLE_TIME = re.compile(r"^(\s+time\s+:) .*$")
-TABLE_START = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
 ERR = re.compile(r"Traceback|Error|error:|timed out|Timeout|Aborted|Signal|exitcode", re.I)
 GREP = re.compile(r"error|exception|fail|timed out|timeout|killed|signal|mismatch|abort", re.I)
 
@@ -136,14 +135,6 @@ def logdir_files(job):
     return out
 
 
-def table(console):
-    for i, line in enumerate(console):
-        if line.startswith(TABLE_START):
-            end = next((j for j in range(i + 1, len(console)) if console[j].startswith("=====") and j > i + 2), len(console) - 1)
-            return console[i:end + 1]
-    return []
-
-
 def norm(line):
     return re.sub(r"\d+", "N", RANK_PREFIX.sub("", RAW_PREFIX.sub("", line))).strip()
 
@@ -183,18 +174,6 @@ def dedup(lines):
     return out
 
 
-def grepctx(lines):
-    hit = [i for i, x in enumerate(lines) if GREP.search(x)]
-    keep = sorted({k for i in hit for k in range(max(0, i - 2), min(len(lines), i + 3))})
-    out, prev = [], None
-    for k in keep:
-        if prev is not None and k != prev + 1:
-            out.append("--")
-        out.append(f"{k + 1}{':' if k in hit else '-'}{lines[k]}")
-        prev = k
-    return out
-
-
 def cut(job, style, arg, mods, meta):
     console = lines_of(job / "console.log")
     files = logdir_files(job)
@@ -206,7 +185,7 @@ def cut(job, style, arg, mods, meta):
         own = files[arg][1] if files else [x for x in console if rank_of(x) == arg]
         out = [SUMMARY["one"].format(step=4, r=arg), "", *own]
     elif style == "tableonly":
-        out = table(console)
+        out = probelib.failure_table(console)
     elif style == "vtails":
         ranks = sorted(files) if files else sorted({r for r in map(rank_of, console) if r is not None})
         victims = [r for r in ranks if r not in culprits][:2]
@@ -219,7 +198,7 @@ def cut(job, style, arg, mods, meta):
     elif style == "dedup":
         out = dedup(console[-arg:])
     elif style == "grepctx":
-        out = grepctx(console)
+        out = probelib.grep_context(console, GREP)
     elif style == "quote":
         out = [QUOTE_HEAD, "", *("> " + x for x in console[-arg:])]
     else:

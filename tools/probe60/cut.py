@@ -85,18 +85,6 @@ def own_file(job, r):
     return lines_of(job / "logs" / f"train_rank{r}.log")
 
 
-def grepctx(lines):
-    hit = [i for i, x in enumerate(lines) if GREP.search(x)]
-    keep = sorted({k for i in hit for k in range(max(0, i - 2), min(len(lines), i + 3))})
-    out, prev = [], None
-    for k in keep:
-        if prev is not None and k != prev + 1:
-            out.append("--")
-        out.append(f"{k + 1}{':' if k in hit else '-'}{lines[k]}")
-        prev = k
-    return out
-
-
 def cut(job, style, arg, rel):
     console = console_of(job)
     if style == "tail":
@@ -110,7 +98,7 @@ def cut(job, style, arg, rel):
     if style == "one":
         return [SUMMARY.format(what=f"This is the log of rank {arg}"), "", *own_file(job, arg)]
     if style == "grepctx":
-        return grepctx(console)
+        return probelib.grep_context(console, GREP)
     raise ValueError(style)
 
 

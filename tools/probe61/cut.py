@@ -23,7 +23,6 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import probelib  # noqa: E402  (tools/probelib.py)
 
 RAW_PREFIX = re.compile(r"^\[default(\d+)\]:")
-TABLE_START = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
 GREP = re.compile(r"error|exception|fail|timed out|timeout|killed|signal|mismatch|abort", re.I)
 STRAG, CFD, UNK = "straggler", "control_flow_divergence", "unknown"
 
@@ -59,33 +58,13 @@ def logdir_files(job):
     return out
 
 
-def table(console):
-    for i, line in enumerate(console):
-        if line.startswith(TABLE_START):
-            end = next((j for j in range(i + 1, len(console)) if console[j].startswith("=====") and j > i + 2), len(console) - 1)
-            return console[i:end + 1]
-    return []
-
-
-def grepctx(lines):
-    hit = [i for i, x in enumerate(lines) if GREP.search(x)]
-    keep = sorted({k for i in hit for k in range(max(0, i - 2), min(len(lines), i + 3))})
-    out, prev = [], None
-    for k in keep:
-        if prev is not None and k != prev + 1:
-            out.append("--")
-        out.append(f"{k + 1}{':' if k in hit else '-'}{lines[k]}")
-        prev = k
-    return out
-
-
 def cut(job, style, arg, culprits):
     console = lines_of(job / "train.log")
     files = logdir_files(job)
     if style == "one":
         return [SUMMARY.format(step=4, r=arg), "", *files[arg]]
     if style == "tableonly":
-        return table(console)
+        return probelib.failure_table(console)
     if style == "vtails":
         ranks = sorted({r for r in map(rank_of, console) if r is not None})
         out = []
@@ -93,7 +72,7 @@ def cut(job, style, arg, culprits):
             out += [f"rank {r}:", "```", *[x for x in console if rank_of(x) == r][-arg:], "```", ""]
         return out
     if style == "grepctx":
-        return grepctx(console)
+        return probelib.grep_context(console, GREP)
     raise ValueError(style)
 
 
